@@ -1,0 +1,1 @@
+//! The scheduling core: a pure function from a snapshot and `now` to decisions.
