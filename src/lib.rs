@@ -2,8 +2,38 @@
 //!
 //! The crate is a library with a thin binary (`src/main.rs`). Folders follow the architecture:
 //! `scheduler` is the pure scheduling core (no I/O, no clock), `sim` replays job traces through
-//! it, `db` holds the PostgreSQL access and the embedded cluster, `auth` accounts and sessions,
-//! `web` the pages and the JSON API.
+//! it, `db` holds the PostgreSQL access and the embedded cluster, `auth` accounts, sessions and
+//! CSRF, `web` the pages and the JSON API.
 
+pub mod auth;
+pub mod bench;
+pub mod config;
+pub mod db;
+pub mod demo;
+pub mod domain;
+pub mod error;
 pub mod scheduler;
 pub mod sim;
+pub mod state;
+pub mod telemetry;
+pub mod web;
+
+use std::future::Future;
+
+/// Serves the application on `listener` until `shutdown` completes, then finishes in-flight
+/// requests. Tests bind port 0 and call this directly.
+///
+/// # Errors
+/// I/O errors of the listener.
+pub async fn serve(listener: tokio::net::TcpListener, state: state::AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    let cleanup = tokio::spawn({
+        let store = tower_sessions_sqlx_store::PostgresStore::new(state.pool.clone());
+        async move {
+            use tower_sessions::ExpiredDeletion;
+            let _ = store.continuously_delete_expired(std::time::Duration::from_secs(600)).await;
+        }
+    });
+    let result = axum::serve(listener, web::app(state)).with_graceful_shutdown(shutdown).await;
+    cleanup.abort();
+    result
+}

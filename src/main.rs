@@ -1,4 +1,13 @@
+//! The `tranche` binary: a thin command-line shell over the library.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tranche::config::{self, DbArgs, ServeArgs, Site};
+use tranche::db::{self, Database};
+use tranche::state::AppState;
 
 /// Tranche: decides who gets a research organisation's GPUs.
 #[derive(Parser)]
@@ -10,13 +19,207 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the web portal (starts a private PostgreSQL when DATABASE_URL is not set).
+    Serve(ServeArgs),
+    /// Load the demo organisation and print its users' passwords.
+    Demo(DbArgs),
+    /// Apply database migrations and exit.
+    Migrate(DbArgs),
+    /// Administration: users, passwords, API tokens.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
     /// Replay a job trace through the scheduling core under several policies.
     Simulate(tranche::sim::SimulateArgs),
+    /// Benchmarks that print figures.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create a user with a role; prints a generated password once.
+    CreateUser {
+        /// User name.
+        #[arg(long)]
+        name: String,
+        /// admin, finance, lead or researcher.
+        #[arg(long)]
+        role: String,
+        /// For a lead: the name of the tree node they lead.
+        #[arg(long)]
+        node: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Set a user's password: read from standard input with --password-stdin, else generated
+    /// and printed once.
+    SetPassword {
+        /// User name.
+        #[arg(long)]
+        name: String,
+        /// Read the new password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Create an API token for a user and print it once.
+    CreateToken {
+        /// User name.
+        #[arg(long)]
+        user: String,
+        /// A label to recognise the token by.
+        #[arg(long, default_value = "cli")]
+        label: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Latency of the program tree page for the demo organisation under concurrent clients.
+    Tree(tranche::bench::TreeBenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate(args) => tranche::sim::run(&args),
+        other => tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(other)),
+    }
+}
+
+async fn open(db: &DbArgs) -> anyhow::Result<Database> {
+    Database::open(&config::database_source(), &db.data_dir).await
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    tranche::telemetry::init();
+    match command {
+        Command::Serve(args) => serve(args).await,
+        Command::Demo(args) => {
+            let database = open(&args).await?;
+            let result = tranche::demo::load(&database.pool).await;
+            database.close().await?;
+            match result? {
+                Some(users) => {
+                    println!("Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300).");
+                    for u in users {
+                        println!("user: {} password: {} role: {}", u.name, u.password, u.role);
+                    }
+                }
+                None => println!("The demo organisation is already loaded; nothing changed."),
+            }
+            Ok(())
+        }
+        Command::Migrate(args) => {
+            let database = open(&args).await?;
+            database.close().await?;
+            println!("Migrations applied.");
+            Ok(())
+        }
+        Command::Admin { command } => admin(command).await,
+        Command::Bench { command: BenchCommand::Tree(args) } => tranche::bench::tree(&args).await,
+        Command::Simulate(_) => unreachable!("handled before the runtime starts"),
+    }
+}
+
+async fn admin(command: AdminCommand) -> anyhow::Result<()> {
+    let (db_args, action): (DbArgs, Box<dyn FnOnce(sqlx::PgPool) -> std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<String>>>>>) = match command {
+        AdminCommand::CreateUser { name, role, node, db } => (
+            db,
+            Box::new(move |pool| {
+                Box::pin(async move {
+                    let (_, pw) = db::users::create(&pool, None, &name, &role, node.as_deref()).await.map_err(user_error)?;
+                    Ok(format!("user: {} password: {pw} role: {}", name.trim(), role.trim()))
+                })
+            }),
+        ),
+        AdminCommand::SetPassword { name, password_stdin, db } => {
+            let given = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line).context("cannot read the password from standard input")?;
+                Some(line.trim_end_matches(['\r', '\n']).to_string())
+            } else {
+                None
+            };
+            (
+                db,
+                Box::new(move |pool| {
+                    Box::pin(async move {
+                        let generated = given.is_none();
+                        let pw = given.unwrap_or_else(tranche::auth::password::generate);
+                        db::users::set_password(&pool, None, &name, &pw).await.map_err(user_error)?;
+                        Ok(if generated { format!("user: {} password: {pw}", name.trim()) } else { format!("Password of {} changed.", name.trim()) })
+                    })
+                }),
+            )
+        }
+        AdminCommand::CreateToken { user, label, db } => (
+            db,
+            Box::new(move |pool| {
+                Box::pin(async move {
+                    let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+                        .bind(user.trim())
+                        .fetch_optional(&pool)
+                        .await?
+                        .with_context(|| format!("there is no user named {:?}", user.trim()))?;
+                    let token = tranche::auth::tokens::create(&pool, id, &label).await?;
+                    Ok(format!("token: {token}"))
+                })
+            }),
+        ),
+    };
+    let database = open(&db_args).await?;
+    let result = action(database.pool.clone()).await;
+    database.close().await?;
+    println!("{}", result?);
+    Ok(())
+}
+
+/// Turns a user-facing error into a plain message for the terminal.
+fn user_error(e: tranche::error::AppError) -> anyhow::Error {
+    match e {
+        tranche::error::AppError::Internal(inner) => inner,
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let site = Site::from_env()?;
+    let database = open(&args.db).await?;
+    if let Some(password) = db::users::first_run(&database.pool).await.map_err(user_error)? {
+        println!("First run: created the user `admin` with password {password}");
+        println!("This password is shown once. Change it with `tranche admin set-password --name admin`.");
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+    tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
+    println!("Tranche is serving on http://{}", listener.local_addr()?);
+    let state = AppState { pool: database.pool.clone(), site: Arc::new(site) };
+    tranche::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("shutting down");
+    database.close().await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
     }
 }

@@ -1,0 +1,228 @@
+//! Accounts, roles and who may do what; sessions, API tokens and CSRF protection.
+
+pub mod csrf;
+pub mod password;
+pub mod tokens;
+
+use std::collections::HashMap;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use sqlx::PgPool;
+use tower_sessions::Session;
+
+use crate::error::{ApiError, AppError};
+use crate::state::AppState;
+
+/// A role, as stored in `role_grants.role`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Whole installation.
+    Admin,
+    /// Whole organisation, read-only.
+    Finance,
+    /// A tree node and its subtree.
+    Lead,
+    /// Member of projects.
+    Researcher,
+}
+
+impl Role {
+    /// Parses `admin`, `finance`, `lead` or `researcher`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "admin" => Some(Self::Admin),
+            "finance" => Some(Self::Finance),
+            "lead" => Some(Self::Lead),
+            "researcher" => Some(Self::Researcher),
+            _ => None,
+        }
+    }
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Finance => "finance",
+            Self::Lead => "lead",
+            Self::Researcher => "researcher",
+        }
+    }
+}
+
+/// One role held by a user; `node_id` is set for leads.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Grant {
+    /// The grant's id.
+    pub id: i64,
+    /// The role.
+    pub role: Role,
+    /// For a lead, the tree node they lead.
+    pub node_id: Option<i64>,
+}
+
+/// The signed-in user with their roles and project memberships.
+#[derive(Clone, Debug)]
+pub struct Account {
+    /// User id.
+    pub id: i64,
+    /// User name.
+    pub name: String,
+    /// Roles held.
+    pub grants: Vec<Grant>,
+    /// Project node ids the user is a member of.
+    pub projects: Vec<i64>,
+}
+
+/// Parent links of the whole tree (node id -> parent id), for scope checks.
+#[derive(Clone, Debug, Default)]
+pub struct Parents(pub HashMap<i64, Option<i64>>);
+
+impl Parents {
+    /// Loads all parent links (archived nodes included).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn load(db: impl sqlx::PgExecutor<'_>) -> Result<Self, sqlx::Error> {
+        let rows: Vec<(i64, Option<i64>)> = sqlx::query_as("SELECT id, parent_id FROM tree_nodes").fetch_all(db).await?;
+        Ok(Self(rows.into_iter().collect()))
+    }
+
+    /// Whether `ancestor` is `node` or one of its ancestors.
+    pub fn is_ancestor_or_self(&self, ancestor: i64, node: i64) -> bool {
+        let mut cur = Some(node);
+        let mut steps = 0;
+        while let Some(n) = cur {
+            if n == ancestor {
+                return true;
+            }
+            cur = self.0.get(&n).copied().flatten();
+            steps += 1;
+            if steps > 10_000 {
+                return false;
+            }
+        }
+        false
+    }
+}
+
+impl Account {
+    /// Loads a user's account; `None` for unknown or disabled users.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn load(pool: &PgPool, user_id: i64) -> Result<Option<Self>, sqlx::Error> {
+        let Some((id, name)) = sqlx::query_as::<_, (i64, String)>("SELECT id, name FROM users WHERE id = $1 AND NOT disabled")
+            .bind(user_id)
+            .fetch_optional(pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let grants = sqlx::query_as::<_, (i64, String, Option<i64>)>(
+            "SELECT id, role, node_id FROM role_grants WHERE user_id = $1 ORDER BY role, node_id",
+        )
+        .bind(id)
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .filter_map(|(id, role, node_id)| Some(Grant { id, role: Role::parse(&role)?, node_id }))
+        .collect();
+        let projects = sqlx::query_scalar("SELECT project_id FROM project_members WHERE user_id = $1 ORDER BY project_id")
+            .bind(id)
+            .fetch_all(pool)
+            .await?;
+        Ok(Some(Self { id, name, grants, projects }))
+    }
+
+    /// Whether the user holds `role` anywhere.
+    pub fn has(&self, role: Role) -> bool {
+        self.grants.iter().any(|g| g.role == role)
+    }
+
+    /// Admin of the installation.
+    pub fn is_admin(&self) -> bool {
+        self.has(Role::Admin)
+    }
+
+    /// Sees the whole organisation read-only (admin or finance).
+    pub fn sees_everything(&self) -> bool {
+        self.is_admin() || self.has(Role::Finance)
+    }
+
+    /// The tree nodes the user leads.
+    pub fn lead_nodes(&self) -> impl Iterator<Item = i64> + '_ {
+        self.grants.iter().filter(|g| g.role == Role::Lead).filter_map(|g| g.node_id)
+    }
+
+    /// Whether the user may manage `node` (admin, or lead of it or an ancestor).
+    pub fn leads(&self, node: i64, parents: &Parents) -> bool {
+        self.is_admin() || self.lead_nodes().any(|l| parents.is_ancestor_or_self(l, node))
+    }
+
+    /// Whether the user may manage `node` from strictly above (admin, or lead of an ancestor):
+    /// needed for budgets, which a lead sets for the nodes under them, not for their own.
+    pub fn leads_strictly_above(&self, node: i64, parents: &Parents) -> bool {
+        self.is_admin() || self.lead_nodes().any(|l| l != node && parents.is_ancestor_or_self(l, node))
+    }
+
+    /// Whether the user may read `node`'s details (budget, members): everything for admin and
+    /// finance, a lead's subtree, a researcher's own projects.
+    pub fn may_view(&self, node: i64, parents: &Parents) -> bool {
+        self.sees_everything() || self.leads(node, parents) || self.projects.contains(&node)
+    }
+
+    /// The roles as names, sorted and deduplicated.
+    pub fn role_names(&self) -> Vec<&'static str> {
+        let mut r: Vec<_> = self.grants.iter().map(|g| g.role.as_str()).collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+}
+
+/// Session key holding the signed-in user's id.
+pub const SESSION_USER: &str = "user_id";
+
+/// Extractor for pages: the signed-in user, or a redirect to the login page.
+pub struct CurrentUser(pub Account);
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let session = Session::from_request_parts(parts, state).await.map_err(|_| AppError::Unauthorized)?;
+        let user_id: Option<i64> = session.get(SESSION_USER).await.map_err(|e| AppError::Internal(e.into()))?;
+        let user_id = user_id.ok_or(AppError::Unauthorized)?;
+        match Account::load(&state.pool, user_id).await? {
+            Some(account) => Ok(Self(account)),
+            None => {
+                session.flush().await.map_err(|e| AppError::Internal(e.into()))?;
+                Err(AppError::Unauthorized)
+            }
+        }
+    }
+}
+
+/// Extractor for the API: the user of the `Authorization: Bearer TOKEN` header.
+pub struct ApiUser(pub Account);
+
+impl FromRequestParts<AppState> for ApiUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or(ApiError(AppError::Unauthorized))?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or(ApiError(AppError::Unauthorized))?;
+        let user_id = tokens::user_for_token(&state.pool, token).await?.ok_or(ApiError(AppError::Unauthorized))?;
+        let account = Account::load(&state.pool, user_id).await?.ok_or(ApiError(AppError::Unauthorized))?;
+        Ok(Self(account))
+    }
+}

@@ -1,0 +1,108 @@
+//! Configuration: read once from flags and the environment, failing fast.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A secret string that never prints: `Debug` and `Display` show `[redacted]`.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The secret itself; call only where it is used, never to log.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Where the database is: an external server (`DATABASE_URL`) or the embedded cluster kept in
+/// the data directory.
+#[derive(Clone, Debug)]
+pub enum DatabaseSource {
+    /// A PostgreSQL connection URL given by the operator.
+    Url(Secret),
+    /// The private cluster under `DATA_DIR/postgres`.
+    Embedded,
+}
+
+/// Settings shared by every subcommand that touches the database.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DbArgs {
+    /// Directory for Tranche's state (the embedded PostgreSQL cluster lives in `DIR/postgres`).
+    #[arg(long, env = "TRANCHE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+/// Site settings that pages and arithmetic need; read from the environment once.
+#[derive(Clone, Debug)]
+pub struct Site {
+    /// ISO 4217 code shown next to money, e.g. `EUR` (`TRANCHE_CURRENCY`, default `USD`).
+    pub currency: String,
+    /// IANA time zone of the organisation, e.g. `Europe/Berlin` (`TRANCHE_TIME_ZONE`, default `UTC`).
+    pub time_zone: jiff::tz::TimeZone,
+    /// Its name as configured.
+    pub time_zone_name: String,
+    /// Whether session cookies carry the `Secure` flag (`TRANCHE_SECURE_COOKIES`, default false;
+    /// set it to true behind HTTPS).
+    pub secure_cookies: bool,
+}
+
+impl Site {
+    /// Reads the site settings from the environment.
+    ///
+    /// # Errors
+    /// An unknown time zone or a malformed boolean.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let currency = std::env::var("TRANCHE_CURRENCY").unwrap_or_else(|_| "USD".into());
+        if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
+            anyhow::bail!("TRANCHE_CURRENCY must be a three-letter ISO 4217 code such as EUR, got {currency:?}");
+        }
+        let time_zone_name = std::env::var("TRANCHE_TIME_ZONE").unwrap_or_else(|_| "UTC".into());
+        let time_zone = jiff::tz::TimeZone::get(&time_zone_name).map_err(|e| {
+            anyhow::anyhow!("TRANCHE_TIME_ZONE {time_zone_name:?} is not a known IANA time zone: {e}")
+        })?;
+        let secure_cookies = match std::env::var("TRANCHE_SECURE_COOKIES").as_deref() {
+            Err(_) | Ok("") | Ok("false") | Ok("0") => false,
+            Ok("true") | Ok("1") => true,
+            Ok(other) => anyhow::bail!("TRANCHE_SECURE_COOKIES must be true or false, got {other:?}"),
+        };
+        Ok(Self { currency, time_zone, time_zone_name, secure_cookies })
+    }
+
+    /// Settings for tests: USD, UTC, insecure cookies.
+    pub fn for_tests() -> Self {
+        Self {
+            currency: "USD".into(),
+            time_zone: jiff::tz::TimeZone::UTC,
+            time_zone_name: "UTC".into(),
+            secure_cookies: false,
+        }
+    }
+}
+
+/// Where `tranche serve` listens (`--listen`, env `TRANCHE_LISTEN`, default `127.0.0.1:8080`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TRANCHE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Reads `DATABASE_URL` (empty counts as unset).
+pub fn database_source() -> DatabaseSource {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => DatabaseSource::Url(Secret::new(url)),
+        _ => DatabaseSource::Embedded,
+    }
+}

@@ -1,0 +1,240 @@
+//! The embedded default: a private PostgreSQL cluster in `DATA_DIR/postgres`, initialised on
+//! first use, listening only on a Unix socket, run as the `postgres` user when we are root.
+//!
+//! `tranche serve` starts it and stops it on shutdown; other subcommands join it while it runs
+//! and otherwise start it for their own duration.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha256};
+use sqlx::postgres::PgConnectOptions;
+
+/// The port number used in the socket's file name (`.s.PGSQL.5432`); no TCP port is opened.
+const PORT: u16 = 5432;
+/// The database Tranche uses inside the cluster.
+pub const DATABASE: &str = "tranche";
+
+/// A cluster in a data directory, with the binaries that manage it.
+#[derive(Debug)]
+pub struct Embedded {
+    bindir: PathBuf,
+    pgdata: PathBuf,
+    socket_dir: PathBuf,
+    log_file: PathBuf,
+    as_postgres_user: bool,
+    /// True when this process started the server and so must stop it.
+    started_here: bool,
+}
+
+impl Embedded {
+    /// Finds the binaries, initialises the cluster if needed and makes sure the server runs.
+    ///
+    /// # Errors
+    /// No PostgreSQL binaries found (the message says how to install them or set
+    /// `DATABASE_URL`), or `initdb`/`pg_ctl` failing (the message includes their log).
+    pub fn ensure_running(data_dir: &Path) -> anyhow::Result<Self> {
+        let bindir = find_bindir()?;
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+        let data_dir = data_dir
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {}", data_dir.display()))?;
+        let as_postgres_user = nix::unistd::geteuid().is_root();
+        let mut socket_dir = data_dir.join("run");
+        // A Unix socket path must fit in 107 bytes; deep data directories use /tmp instead.
+        if socket_dir.as_os_str().len() > 80 {
+            let digest = hex::encode(&Sha256::digest(data_dir.as_os_str().as_encoded_bytes())[..8]);
+            socket_dir = std::env::temp_dir().join(format!("tranche-{digest}"));
+        }
+        let mut this = Self {
+            bindir,
+            pgdata: data_dir.join("postgres"),
+            log_file: data_dir.join("postgres.log"),
+            socket_dir,
+            as_postgres_user,
+            started_here: false,
+        };
+        std::fs::create_dir_all(&this.socket_dir)?;
+        this.give_to_postgres(&this.socket_dir.clone())?;
+        if !this.pgdata.join("PG_VERSION").exists() {
+            this.init()?;
+        }
+        if !this.is_running()? {
+            this.start()?;
+            this.started_here = true;
+        }
+        Ok(this)
+    }
+
+    /// Connection options for the Tranche database over the socket.
+    pub fn connect_options(&self, database: &str) -> PgConnectOptions {
+        PgConnectOptions::new()
+            .socket(&self.socket_dir)
+            .port(PORT)
+            .username("postgres")
+            .database(database)
+    }
+
+    /// Whether this process started the server (and so should stop it when done).
+    pub fn started_here(&self) -> bool {
+        self.started_here
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = self.bindir.join(program);
+        if self.as_postgres_user {
+            let mut c = Command::new("runuser");
+            c.arg("-u").arg("postgres").arg("--").arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn give_to_postgres(&self, dir: &Path) -> anyhow::Result<()> {
+        if self.as_postgres_user {
+            let user = nix::unistd::User::from_name("postgres")?
+                .context("running as root needs a `postgres` system user to run PostgreSQL (install the postgresql package, or run as a normal user)")?;
+            nix::unistd::chown(dir, Some(user.uid), Some(user.gid))
+                .with_context(|| format!("cannot give {} to the postgres user", dir.display()))?;
+        }
+        Ok(())
+    }
+
+    fn init(&self) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.pgdata)?;
+        self.give_to_postgres(&self.pgdata)?;
+        let out = self
+            .command("initdb")
+            .arg("-D")
+            .arg(&self.pgdata)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+            .output()
+            .context("cannot run initdb")?;
+        if !out.status.success() {
+            bail!(
+                "initdb failed for {}: {}{}",
+                self.pgdata.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // Only the Unix socket: nothing listens on TCP, so no port can clash.
+        let conf = format!(
+            "\n# Written by tranche\nlisten_addresses = ''\nport = {PORT}\nunix_socket_directories = '{}'\nfsync = on\nmax_connections = 200\n",
+            self.socket_dir.display()
+        );
+        let conf_path = self.pgdata.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf_path)?;
+        text.push_str(&conf);
+        std::fs::write(&conf_path, text)?;
+        Ok(())
+    }
+
+    fn is_running(&self) -> anyhow::Result<bool> {
+        let status = self
+            .command("pg_ctl")
+            .arg("status")
+            .arg("-D")
+            .arg(&self.pgdata)
+            .output()
+            .context("cannot run pg_ctl")?
+            .status;
+        Ok(status.success())
+    }
+
+    fn start(&self) -> anyhow::Result<()> {
+        if !self.log_file.exists() {
+            std::fs::write(&self.log_file, "")?;
+        }
+        self.give_to_postgres(&self.log_file)?;
+        let out = self
+            .command("pg_ctl")
+            .arg("start")
+            .arg("-w")
+            .arg("-D")
+            .arg(&self.pgdata)
+            .arg("-l")
+            .arg(&self.log_file)
+            .arg("-o")
+            .arg(format!("-k {}", self.socket_dir.display()))
+            .output()
+            .context("cannot run pg_ctl start")?;
+        if !out.status.success() {
+            let log = std::fs::read_to_string(&self.log_file).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            bail!(
+                "PostgreSQL did not start in {}: {}\nlast lines of {}:\n{}",
+                self.pgdata.display(),
+                String::from_utf8_lossy(&out.stderr),
+                self.log_file.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        Ok(())
+    }
+
+    /// Stops the server with `pg_ctl stop -m fast` if this process started it.
+    ///
+    /// # Errors
+    /// `pg_ctl` failing.
+    pub fn stop_if_started_here(&self) -> anyhow::Result<()> {
+        if !self.started_here {
+            return Ok(());
+        }
+        let out = self
+            .command("pg_ctl")
+            .arg("stop")
+            .args(["-m", "fast", "-w", "-D"])
+            .arg(&self.pgdata)
+            .output()
+            .context("cannot run pg_ctl stop")?;
+        if !out.status.success() {
+            bail!("pg_ctl stop failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    }
+}
+
+/// Finds a directory holding `initdb`, `pg_ctl` and `postgres`: on `PATH`, via
+/// `pg_config --bindir`, or the newest `/usr/lib/postgresql/*/bin`.
+///
+/// # Errors
+/// None found; the message says how to install them or set `DATABASE_URL`.
+pub fn find_bindir() -> anyhow::Result<PathBuf> {
+    let complete = |dir: &Path| ["initdb", "pg_ctl", "postgres"].iter().all(|b| dir.join(b).is_file());
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if complete(&dir) {
+                return Ok(dir);
+            }
+        }
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if out.status.success() && complete(&dir) {
+            return Ok(dir);
+        }
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let bin = e.path().join("bin");
+            complete(&bin).then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, dir)) = versions.pop() {
+        return Ok(dir);
+    }
+    bail!(
+        "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found on PATH, via pg_config or under \
+         /usr/lib/postgresql/*/bin. Install them (Debian/Ubuntu: `apt-get install postgresql`; \
+         macOS: `brew install postgresql`) or point DATABASE_URL at a PostgreSQL server."
+    )
+}

@@ -1,0 +1,286 @@
+//! Inventory: GPU models with billing weights and prices, clusters, and nodes with their
+//! states. Writes are admin-only and audited.
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::auth::Account;
+use crate::db::audit::{self, Change};
+use crate::domain;
+use crate::error::AppError;
+
+/// A GPU model.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct GpuModel {
+    /// Id.
+    pub id: i64,
+    /// Name, e.g. `H100`.
+    pub name: String,
+    /// Billing weight in thousandths (1000 = 1.0).
+    pub billing_weight_milli: i32,
+    /// Price of one weighted GPU-hour, minor units.
+    pub price_per_gpu_hour_minor: i64,
+}
+
+/// A node of a cluster.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct Node {
+    /// Id.
+    pub id: i64,
+    /// Cluster id.
+    pub cluster_id: i64,
+    /// Host name.
+    pub name: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// GPUs on the node.
+    pub gpu_count: i32,
+    /// `up`, `draining` or `down`.
+    pub state: String,
+}
+
+/// A cluster with its nodes and GPU totals per model.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Cluster {
+    /// Id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Installed GPUs per model name, sorted by model.
+    pub gpus: Vec<(String, i64)>,
+    /// Nodes by name.
+    pub nodes: Vec<Node>,
+}
+
+/// All GPU models by name.
+///
+/// # Errors
+/// Database errors.
+pub async fn gpu_models(pool: &PgPool) -> Result<Vec<GpuModel>, sqlx::Error> {
+    sqlx::query_as("SELECT id, name, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models ORDER BY name").fetch_all(pool).await
+}
+
+/// All clusters with their nodes.
+///
+/// # Errors
+/// Database errors.
+pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
+    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM clusters ORDER BY name").fetch_all(pool).await?;
+    let nodes: Vec<Node> = sqlx::query_as(
+        "SELECT n.id, n.cluster_id, n.name, m.name AS gpu_model, n.gpu_count, n.state FROM nodes n \
+         JOIN gpu_models m ON m.id = n.gpu_model_id ORDER BY n.cluster_id, length(n.name), n.name",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, name)| {
+            let nodes: Vec<Node> = nodes.iter().filter(|n| n.cluster_id == id).cloned().collect();
+            let mut gpus: Vec<(String, i64)> = Vec::new();
+            for n in &nodes {
+                match gpus.iter_mut().find(|(m, _)| *m == n.gpu_model) {
+                    Some((_, c)) => *c += i64::from(n.gpu_count),
+                    None => gpus.push((n.gpu_model.clone(), i64::from(n.gpu_count))),
+                }
+            }
+            gpus.sort();
+            Cluster { id, name, gpus, nodes }
+        })
+        .collect())
+}
+
+fn require_admin(actor: &Account) -> Result<(), AppError> {
+    if actor.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin can change the inventory".into())) }
+}
+
+/// Creates a GPU model. `weight` and `price` are as typed (`1.5`, `2.50`).
+///
+/// # Errors
+/// Forbidden, Invalid (name, weight, price, duplicate name).
+pub async fn create_gpu_model(pool: &PgPool, actor: &Account, name: &str, weight: &str, price: &str) -> Result<i64, AppError> {
+    require_admin(actor)?;
+    let name = domain::ident(name, "GPU model", 32).map_err(|m| AppError::invalid("name", m))?;
+    let weight = domain::parse_milli(weight, "the billing weight").map_err(|m| AppError::invalid("billing_weight", m))?;
+    let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
+    if price.0 > 100_000_000 {
+        return Err(AppError::invalid("price", "a price per GPU-hour is at most 1,000,000.00"));
+    }
+    let mut tx = pool.begin().await?;
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gpu_models WHERE name = $1)").bind(&name).fetch_one(&mut *tx).await?;
+    if taken {
+        return Err(AppError::invalid("name", format!("a GPU model named {name:?} already exists")));
+    }
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO gpu_models (name, billing_weight_milli, price_per_gpu_hour_minor) VALUES ($1, $2, $3) RETURNING id",
+    )
+    .bind(&name)
+    .bind(weight as i32)
+    .bind(price.0)
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "gpu_model.create",
+            entity: "gpu_model",
+            entity_id: Some(id),
+            node_id: None,
+            before: None,
+            after: Some(json!({"name": name, "billing_weight_milli": weight, "price_per_gpu_hour_minor": price.0})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Changes a GPU model's billing weight and price.
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid.
+pub async fn update_gpu_model(pool: &PgPool, actor: &Account, id: i64, weight: &str, price: &str) -> Result<(), AppError> {
+    require_admin(actor)?;
+    let weight = domain::parse_milli(weight, "the billing weight").map_err(|m| AppError::invalid("billing_weight", m))?;
+    let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
+    if price.0 > 100_000_000 {
+        return Err(AppError::invalid("price", "a price per GPU-hour is at most 1,000,000.00"));
+    }
+    let mut tx = pool.begin().await?;
+    let before: GpuModel = sqlx::query_as(
+        "SELECT id, name, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| AppError::NotFound(format!("no GPU model with id {id}")))?;
+    sqlx::query("UPDATE gpu_models SET billing_weight_milli = $1, price_per_gpu_hour_minor = $2 WHERE id = $3")
+        .bind(weight as i32)
+        .bind(price.0)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "gpu_model.update",
+            entity: "gpu_model",
+            entity_id: Some(id),
+            node_id: None,
+            before: Some(json!({"name": before.name, "billing_weight_milli": before.billing_weight_milli, "price_per_gpu_hour_minor": before.price_per_gpu_hour_minor})),
+            after: Some(json!({"name": before.name, "billing_weight_milli": weight, "price_per_gpu_hour_minor": price.0})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Creates a cluster.
+///
+/// # Errors
+/// Forbidden, Invalid (name, duplicate).
+pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Result<i64, AppError> {
+    require_admin(actor)?;
+    let name = domain::ident(name, "cluster", 64).map_err(|m| AppError::invalid("name", m))?;
+    let mut tx = pool.begin().await?;
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE name = $1)").bind(&name).fetch_one(&mut *tx).await?;
+    if taken {
+        return Err(AppError::invalid("name", format!("a cluster named {name:?} already exists")));
+    }
+    let id: i64 = sqlx::query_scalar("INSERT INTO clusters (name) VALUES ($1) RETURNING id").bind(&name).fetch_one(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Change { actor: Some(actor.id), action: "cluster.create", entity: "cluster", entity_id: Some(id), node_id: None, before: None, after: Some(json!({"name": name})) },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Adds a node to a cluster.
+///
+/// # Errors
+/// Forbidden, NotFound (cluster), Invalid (name, unknown GPU model, GPU count outside 1..=64,
+/// duplicate name in the cluster).
+pub async fn add_node(pool: &PgPool, actor: &Account, cluster_id: i64, name: &str, gpu_model: &str, gpu_count: &str) -> Result<i64, AppError> {
+    require_admin(actor)?;
+    let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
+    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64).map_err(|m| AppError::invalid("gpu_count", m))?;
+    let mut tx = pool.begin().await?;
+    let cluster: String = sqlx::query_scalar("SELECT name FROM clusters WHERE id = $1")
+        .bind(cluster_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no cluster with id {cluster_id}")))?;
+    let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
+        .bind(gpu_model.trim())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::invalid("gpu_model", format!("there is no GPU model named {:?}", gpu_model.trim())))?;
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE cluster_id = $1 AND name = $2)")
+        .bind(cluster_id)
+        .bind(&name)
+        .fetch_one(&mut *tx)
+        .await?;
+    if taken {
+        return Err(AppError::invalid("name", format!("cluster {cluster} already has a node named {name:?}")));
+    }
+    let id: i64 = sqlx::query_scalar("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id")
+        .bind(cluster_id)
+        .bind(&name)
+        .bind(model_id)
+        .bind(gpu_count as i32)
+        .fetch_one(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.add",
+            entity: "cluster_node",
+            entity_id: Some(id),
+            node_id: None,
+            before: None,
+            after: Some(json!({"cluster": cluster, "name": name, "gpu_model": gpu_model.trim(), "gpu_count": gpu_count, "state": "up"})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Sets a node's state: `up`, `draining` or `down`.
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid state.
+pub async fn set_node_state(pool: &PgPool, actor: &Account, node_id: i64, state: &str) -> Result<(), AppError> {
+    require_admin(actor)?;
+    let state = state.trim();
+    if !matches!(state, "up" | "draining" | "down") {
+        return Err(AppError::invalid("state", format!("a node state is up, draining or down (got {state:?})")));
+    }
+    let mut tx = pool.begin().await?;
+    let (name, before): (String, String) = sqlx::query_as("SELECT name, state FROM nodes WHERE id = $1 FOR UPDATE")
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no node with id {node_id}")))?;
+    sqlx::query("UPDATE nodes SET state = $1 WHERE id = $2").bind(state).bind(node_id).execute(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.state",
+            entity: "cluster_node",
+            entity_id: Some(node_id),
+            node_id: None,
+            before: Some(json!({"name": name, "state": before})),
+            after: Some(json!({"name": name, "state": state})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

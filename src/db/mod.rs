@@ -1,0 +1,94 @@
+//! PostgreSQL access: resolving the database (URL or embedded cluster), the pool, migrations,
+//! and queries per aggregate.
+
+pub mod audit;
+pub mod embedded;
+pub mod inventory;
+pub mod tree;
+pub mod users;
+
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::Context;
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::config::DatabaseSource;
+
+/// An open database: the pool, and the embedded cluster when one is in use.
+pub struct Database {
+    /// The connection pool, migrated.
+    pub pool: PgPool,
+    embedded: Option<embedded::Embedded>,
+}
+
+impl Database {
+    /// Resolves the database the way every subcommand does: `DATABASE_URL` when set, else the
+    /// embedded cluster in `data_dir` (joined while `tranche serve` runs it, started otherwise),
+    /// then runs the migrations.
+    ///
+    /// # Errors
+    /// Unreachable server, missing PostgreSQL binaries, or a failed migration.
+    pub async fn open(source: &DatabaseSource, data_dir: &Path) -> anyhow::Result<Self> {
+        let (options, embedded) = match source {
+            DatabaseSource::Url(url) => (
+                PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
+                None,
+            ),
+            DatabaseSource::Embedded => {
+                let dir = data_dir.to_path_buf();
+                let embedded = tokio::task::spawn_blocking(move || embedded::Embedded::ensure_running(&dir)).await??;
+                create_database_if_missing(&embedded).await?;
+                (embedded.connect_options(embedded::DATABASE), Some(embedded))
+            }
+        };
+        let pool = PgPoolOptions::new()
+            .max_connections(20)
+            .connect_with(options)
+            .await
+            .context("cannot connect to PostgreSQL")?;
+        migrate(&pool).await?;
+        Ok(Self { pool, embedded })
+    }
+
+    /// Closes the pool and stops the embedded server if this process started it.
+    ///
+    /// # Errors
+    /// `pg_ctl stop` failing.
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.pool.close().await;
+        if let Some(embedded) = self.embedded {
+            tokio::task::spawn_blocking(move || embedded.stop_if_started_here()).await??;
+        }
+        Ok(())
+    }
+}
+
+async fn create_database_if_missing(embedded: &embedded::Embedded) -> anyhow::Result<()> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect_with(&embedded.connect_options("postgres"))
+        .await
+        .context("cannot connect to the embedded PostgreSQL")?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(embedded::DATABASE)
+        .fetch_one(&mut conn)
+        .await?;
+    if !exists {
+        sqlx::query(&format!("CREATE DATABASE {}", embedded::DATABASE)).execute(&mut conn).await?;
+    }
+    Ok(())
+}
+
+/// Runs Tranche's migrations (embedded from `migrations/`) and the session store's.
+///
+/// # Errors
+/// A failed migration.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    sqlx::migrate!("./migrations").run(pool).await.context("migrations failed")?;
+    tower_sessions_sqlx_store::PostgresStore::new(pool.clone())
+        .migrate()
+        .await
+        .context("session store migration failed")?;
+    Ok(())
+}

@@ -1,0 +1,604 @@
+//! The program tree: loading it with shares, effective shares and entitlements, and the writes
+//! leads and admins make (shares, nodes, project budgets, members), each audited.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::auth::{Account, Parents};
+use crate::db::audit::{self, Change};
+use crate::domain::{self, EffectiveShare, Entitlement, Money, Share};
+use crate::error::AppError;
+
+/// Installed capacity of one GPU model on one cluster, with its billing terms.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Capacity {
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// Installed GPUs (all nodes whatever their state).
+    pub gpus: i64,
+    /// Billing weight in thousandths.
+    pub billing_weight_milli: i64,
+    /// Price of one weighted GPU-hour, minor units.
+    pub price_minor: i64,
+}
+
+/// One live node of the tree as shown.
+#[derive(Clone, Debug)]
+pub struct NodeView {
+    /// Node id.
+    pub id: i64,
+    /// Parent id (`None` for the root).
+    pub parent_id: Option<i64>,
+    /// Name.
+    pub name: String,
+    /// Whether it is a project (a leaf with a budget).
+    pub is_project: bool,
+    /// Depth from the root (root = 0).
+    pub depth: usize,
+    /// Share of the parent.
+    pub share: Share,
+    /// Product of shares from the root.
+    pub effective: EffectiveShare,
+    /// Entitlement per budget period, aligned with [`TreeView::capacity`].
+    pub entitlements: Vec<Entitlement>,
+    /// Sum of the entitlements' money values.
+    pub money_total: Money,
+    /// Sum of the live children's shares in basis points.
+    pub children_bp: i64,
+    /// Number of live children.
+    pub children: usize,
+}
+
+/// The whole live tree in depth-first order (children by name), with the period it is
+/// computed for.
+#[derive(Clone, Debug)]
+pub struct TreeView {
+    /// Budget period start (organisation time zone).
+    pub period_start: jiff::Zoned,
+    /// Budget period end, exclusive.
+    pub period_end: jiff::Zoned,
+    /// Capacity columns: one per cluster and GPU model, by cluster then model name.
+    pub capacity: Vec<Capacity>,
+    /// Nodes in depth-first order.
+    pub nodes: Vec<NodeView>,
+    /// Archived nodes (id, name), for admins.
+    pub archived: Vec<(i64, String)>,
+}
+
+impl TreeView {
+    /// The period's length in seconds.
+    pub fn period_seconds(&self) -> i64 {
+        self.period_end.timestamp().as_second() - self.period_start.timestamp().as_second()
+    }
+    /// A node by id.
+    pub fn node(&self, id: i64) -> Option<&NodeView> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+    /// The live children of `id`, in display order.
+    pub fn children(&self, id: i64) -> impl Iterator<Item = &NodeView> {
+        self.nodes.iter().filter(move |n| n.parent_id == Some(id))
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    id: i64,
+    parent_id: Option<i64>,
+    name: String,
+    is_project: bool,
+    share_bp: i32,
+    archived: bool,
+}
+
+/// Loads installed capacity per cluster and GPU model.
+///
+/// # Errors
+/// Database errors.
+pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sqlx::Error> {
+    let rows: Vec<(String, String, i64, i32, i64)> = sqlx::query_as(
+        "SELECT c.name, m.name, sum(n.gpu_count)::bigint, m.billing_weight_milli, m.price_per_gpu_hour_minor \
+         FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN gpu_models m ON m.id = n.gpu_model_id \
+         GROUP BY c.name, m.name, m.billing_weight_milli, m.price_per_gpu_hour_minor ORDER BY c.name, m.name",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(cluster, gpu_model, gpus, w, p)| Capacity {
+            cluster,
+            gpu_model,
+            gpus,
+            billing_weight_milli: i64::from(w),
+            price_minor: p,
+        })
+        .collect())
+}
+
+/// Loads the tree and computes effective shares and entitlements for the budget period that
+/// contains `now` in time zone `tz`.
+///
+/// # Errors
+/// Database errors.
+pub async fn load(pool: &PgPool, now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> Result<TreeView, sqlx::Error> {
+    let rows: Vec<NodeRow> =
+        sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
+            .fetch_all(pool)
+            .await?;
+    let capacity = capacity(pool).await?;
+    let (period_start, period_end) = domain::budget_period(now, tz);
+    Ok(build(rows, capacity, period_start, period_end))
+}
+
+fn build(rows: Vec<NodeRow>, capacity: Vec<Capacity>, period_start: jiff::Zoned, period_end: jiff::Zoned) -> TreeView {
+    let seconds = period_end.timestamp().as_second() - period_start.timestamp().as_second();
+    let archived = rows.iter().filter(|r| r.archived).map(|r| (r.id, r.name.clone())).collect();
+    let live: Vec<&NodeRow> = rows.iter().filter(|r| !r.archived).collect();
+    let mut children: HashMap<Option<i64>, Vec<&NodeRow>> = HashMap::new();
+    for r in &live {
+        children.entry(r.parent_id).or_default().push(r);
+    }
+    let mut nodes = Vec::with_capacity(live.len());
+    // Depth-first walk from the root; rows are already sorted by name.
+    let mut stack: Vec<(&NodeRow, usize, EffectiveShare)> = children
+        .get(&None)
+        .map(|roots| roots.iter().rev().map(|r| (*r, 0, EffectiveShare::ROOT)).collect())
+        .unwrap_or_default();
+    while let Some((row, depth, parent_eff)) = stack.pop() {
+        let share = Share::from_bp(row.share_bp as u16).unwrap_or(Share::FULL);
+        let effective = if row.parent_id.is_none() { EffectiveShare::ROOT } else { parent_eff.child(share) };
+        let entitlements: Vec<Entitlement> = capacity
+            .iter()
+            .map(|c| domain::entitlement(effective, c.gpus, seconds, c.billing_weight_milli, c.price_minor))
+            .collect();
+        let money_total = Money(entitlements.iter().map(|e| e.money.0).sum());
+        let kids = children.get(&Some(row.id)).map(Vec::as_slice).unwrap_or(&[]);
+        nodes.push(NodeView {
+            id: row.id,
+            parent_id: row.parent_id,
+            name: row.name.clone(),
+            is_project: row.is_project,
+            depth,
+            share: if row.parent_id.is_none() { Share::FULL } else { share },
+            effective,
+            entitlements,
+            money_total,
+            children_bp: kids.iter().map(|k| i64::from(k.share_bp)).sum(),
+            children: kids.len(),
+        });
+        for k in kids.iter().rev() {
+            stack.push((k, depth + 1, effective));
+        }
+    }
+    TreeView { period_start, period_end, capacity, nodes, archived }
+}
+
+/// Locks a live node row for the rest of the transaction; NotFound when unknown or archived.
+async fn lock_live(tx: &mut sqlx::PgConnection, id: i64) -> Result<(i64, Option<i64>, String, bool, i32), AppError> {
+    sqlx::query_as(
+        "SELECT id, parent_id, name, is_project, share_bp FROM tree_nodes WHERE id = $1 AND NOT archived FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))
+}
+
+/// Sets the shares of some children of `parent_id` at once (so siblings can be rebalanced in
+/// one step). Allowed for admins and leads of the parent or above. The live children's shares
+/// must then sum to at most 100%.
+///
+/// # Errors
+/// Forbidden; NotFound for an unknown parent or a node that is not its live child; Invalid
+/// when the sum would exceed 100% (the message gives the sum).
+pub async fn set_child_shares(pool: &PgPool, actor: &Account, parent_id: i64, changes: &[(i64, Share)]) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    let parents = Parents::load(&mut *tx).await?;
+    lock_live(&mut tx, parent_id).await?;
+    if !actor.leads(parent_id, &parents) {
+        return Err(AppError::Forbidden("only an admin or a lead of this node can change its children's shares".into()));
+    }
+    let siblings: Vec<(i64, String, i32)> =
+        sqlx::query_as("SELECT id, name, share_bp FROM tree_nodes WHERE parent_id = $1 AND NOT archived FOR UPDATE")
+            .bind(parent_id)
+            .fetch_all(&mut *tx)
+            .await?;
+    let mut total: i64 = 0;
+    for (id, _, bp) in &siblings {
+        total += changes.iter().find(|(c, _)| c == id).map_or(i64::from(*bp), |(_, s)| i64::from(s.bp()));
+    }
+    for (id, _) in changes {
+        if !siblings.iter().any(|(s, _, _)| s == id) {
+            return Err(AppError::NotFound(format!("node {id} is not a live child of node {parent_id}")));
+        }
+    }
+    if total > 10_000 {
+        return Err(AppError::invalid(
+            "share",
+            format!("the shares of these siblings would sum to {}%; they may sum to at most 100%", domain::format_bp(total)),
+        ));
+    }
+    for (id, share) in changes {
+        let (_, name, before) = siblings.iter().find(|(s, _, _)| s == id).cloned().unwrap_or_default();
+        if i64::from(before) == i64::from(share.bp()) {
+            continue;
+        }
+        sqlx::query("UPDATE tree_nodes SET share_bp = $1 WHERE id = $2")
+            .bind(i32::from(share.bp()))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(
+            &mut *tx,
+            Change {
+                actor: Some(actor.id),
+                action: "share.update",
+                entity: "tree_node",
+                entity_id: Some(*id),
+                node_id: Some(*id),
+                before: Some(json!({"name": name, "share_percent": domain::format_bp(i64::from(before))})),
+                after: Some(json!({"name": name, "share_percent": domain::format_bp(i64::from(share.bp()))})),
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What kind of node to create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// An inner node (program, team, ...).
+    Group,
+    /// A project: a leaf with a budget.
+    Project,
+}
+
+async fn name_free(tx: &mut sqlx::PgConnection, name: &str, except: Option<i64>) -> Result<(), AppError> {
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE name = $1 AND id IS DISTINCT FROM $2)")
+        .bind(name)
+        .bind(except)
+        .fetch_one(&mut *tx)
+        .await?;
+    if taken {
+        return Err(AppError::invalid("name", format!("a node named {name:?} already exists; names are unique across the tree")));
+    }
+    Ok(())
+}
+
+async fn check_room(tx: &mut sqlx::PgConnection, parent_id: i64, adding: Share, except: Option<i64>) -> Result<(), AppError> {
+    let used: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(share_bp), 0)::bigint FROM tree_nodes WHERE parent_id = $1 AND NOT archived AND id IS DISTINCT FROM $2",
+    )
+    .bind(parent_id)
+    .bind(except)
+    .fetch_one(&mut *tx)
+    .await?;
+    if used + i64::from(adding.bp()) > 10_000 {
+        return Err(AppError::invalid(
+            "share",
+            format!(
+                "the siblings already hold {}%, so at most {}% is left (asked for {adding})",
+                domain::format_bp(used),
+                domain::format_bp(10_000 - used)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn require_admin(actor: &Account, what: &str) -> Result<(), AppError> {
+    if actor.is_admin() { Ok(()) } else { Err(AppError::Forbidden(format!("only an admin can {what}"))) }
+}
+
+/// Creates a node under `parent_id` (admins only). Returns the new id.
+///
+/// # Errors
+/// Forbidden, NotFound parent, Invalid name/share (duplicate name, parent is a project, no
+/// share room left).
+pub async fn create_node(pool: &PgPool, actor: &Account, parent_id: i64, name: &str, kind: NodeKind, share: Share) -> Result<i64, AppError> {
+    require_admin(actor, "create tree nodes")?;
+    let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
+    let mut tx = pool.begin().await?;
+    let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, parent_id).await?;
+    if parent_is_project {
+        return Err(AppError::invalid("parent", format!("{parent_name:?} is a project; projects have no children")));
+    }
+    name_free(&mut tx, &name, None).await?;
+    check_room(&mut tx, parent_id, share, None).await?;
+    let id: i64 = sqlx::query_scalar("INSERT INTO tree_nodes (parent_id, name, is_project, share_bp) VALUES ($1, $2, $3, $4) RETURNING id")
+        .bind(parent_id)
+        .bind(&name)
+        .bind(kind == NodeKind::Project)
+        .bind(i32::from(share.bp()))
+        .fetch_one(&mut *tx)
+        .await?;
+    if kind == NodeKind::Project {
+        sqlx::query("INSERT INTO projects (node_id) VALUES ($1)").bind(id).execute(&mut *tx).await?;
+    }
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.create",
+            entity: "tree_node",
+            entity_id: Some(id),
+            node_id: Some(id),
+            before: None,
+            after: Some(json!({"name": name, "parent_id": parent_id, "kind": kind, "share_percent": domain::format_bp(i64::from(share.bp()))})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Renames a node (admins only).
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid or duplicate name.
+pub async fn rename_node(pool: &PgPool, actor: &Account, id: i64, name: &str) -> Result<(), AppError> {
+    require_admin(actor, "rename tree nodes")?;
+    let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
+    let mut tx = pool.begin().await?;
+    let (_, _, old, _, _) = lock_live(&mut tx, id).await?;
+    name_free(&mut tx, &name, Some(id)).await?;
+    sqlx::query("UPDATE tree_nodes SET name = $1 WHERE id = $2").bind(&name).bind(id).execute(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.rename",
+            entity: "tree_node",
+            entity_id: Some(id),
+            node_id: Some(id),
+            before: Some(json!({"name": old})),
+            after: Some(json!({"name": name})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Moves a node under a new parent, keeping its share (admins only).
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid (the root, a move into its own subtree or under a project, no
+/// share room at the new parent).
+pub async fn move_node(pool: &PgPool, actor: &Account, id: i64, new_parent: i64) -> Result<(), AppError> {
+    require_admin(actor, "move tree nodes")?;
+    let mut tx = pool.begin().await?;
+    let (_, old_parent, name, _, share_bp) = lock_live(&mut tx, id).await?;
+    let Some(old_parent) = old_parent else {
+        return Err(AppError::invalid("parent", "the root cannot be moved"));
+    };
+    let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, new_parent).await?;
+    let parents = Parents::load(&mut *tx).await?;
+    if parents.is_ancestor_or_self(id, new_parent) {
+        return Err(AppError::invalid("parent", format!("{name:?} cannot move under itself or its own subtree")));
+    }
+    if parent_is_project {
+        return Err(AppError::invalid("parent", format!("{parent_name:?} is a project; projects have no children")));
+    }
+    let share = Share::from_bp(share_bp as u16).unwrap_or(Share::FULL);
+    check_room(&mut tx, new_parent, share, Some(id)).await?;
+    sqlx::query("UPDATE tree_nodes SET parent_id = $1 WHERE id = $2").bind(new_parent).bind(id).execute(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.move",
+            entity: "tree_node",
+            entity_id: Some(id),
+            node_id: Some(id),
+            before: Some(json!({"name": name, "parent_id": old_parent})),
+            after: Some(json!({"name": name, "parent_id": new_parent})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Archives a node with no live children (admins only); its share stops counting.
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid (the root, or live children remain).
+pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(), AppError> {
+    require_admin(actor, "archive tree nodes")?;
+    let mut tx = pool.begin().await?;
+    let (_, parent, name, _, _) = lock_live(&mut tx, id).await?;
+    if parent.is_none() {
+        return Err(AppError::invalid("node", "the root cannot be archived"));
+    }
+    let live_children: i64 = sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE parent_id = $1 AND NOT archived")
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if live_children > 0 {
+        return Err(AppError::invalid("node", format!("{name:?} still has {live_children} live children; archive or move them first")));
+    }
+    sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.archive",
+            entity: "tree_node",
+            entity_id: Some(id),
+            node_id: Some(id),
+            before: Some(json!({"name": name, "archived": false})),
+            after: Some(json!({"name": name, "archived": true})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A project's budget settings and members.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProjectSettings {
+    /// Project node id.
+    pub id: i64,
+    /// Period budget override in minor units (`None`: the entitlement's money value).
+    pub period_budget_minor: Option<i64>,
+    /// Monthly money cap in minor units.
+    pub money_cap_minor: Option<i64>,
+    /// Self-service limit for protected runs, GPU-hours.
+    pub self_service_gpu_hours: i32,
+    /// Members (user id, name).
+    pub members: Vec<(i64, String)>,
+}
+
+/// Loads a project's settings.
+///
+/// # Errors
+/// NotFound when `id` is not a project; database errors.
+pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError> {
+    let (period_budget_minor, money_cap_minor, self_service_gpu_hours): (Option<i64>, Option<i64>, i32) =
+        sqlx::query_as("SELECT period_budget_minor, money_cap_minor, self_service_gpu_hours FROM projects WHERE node_id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    let members = sqlx::query_as(
+        "SELECT u.id, u.name FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = $1 ORDER BY u.name",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(ProjectSettings { id, period_budget_minor, money_cap_minor, self_service_gpu_hours, members })
+}
+
+/// The effective period budget: the override or the entitlement's money value, lowered by the
+/// money cap when one is set.
+pub fn effective_budget(settings: &ProjectSettings, entitlement_money: Money) -> Money {
+    let base = settings.period_budget_minor.map_or(entitlement_money, Money);
+    match settings.money_cap_minor {
+        Some(cap) if cap < base.0 => Money(cap),
+        _ => base,
+    }
+}
+
+/// New budget settings for a project.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct BudgetUpdate {
+    /// Period budget override, minor units; `None` reverts to the entitlement.
+    pub period_budget_minor: Option<i64>,
+    /// Monthly money cap, minor units; `None` for no cap.
+    pub money_cap_minor: Option<i64>,
+    /// Self-service limit, GPU-hours (0..=100,000).
+    pub self_service_gpu_hours: i32,
+}
+
+/// Updates a project's budget settings (admins, and leads of a node strictly above it).
+///
+/// # Errors
+/// Forbidden, NotFound, Invalid (negative amounts, limit out of range).
+pub async fn update_project(pool: &PgPool, actor: &Account, id: i64, update: &BudgetUpdate) -> Result<(), AppError> {
+    if update.period_budget_minor.is_some_and(|v| v < 0) {
+        return Err(AppError::invalid("period_budget", "a period budget cannot be negative"));
+    }
+    if update.money_cap_minor.is_some_and(|v| v < 0) {
+        return Err(AppError::invalid("money_cap", "a money cap cannot be negative"));
+    }
+    if !(0..=100_000).contains(&update.self_service_gpu_hours) {
+        return Err(AppError::invalid("self_service_gpu_hours", "the self-service limit must be between 0 and 100000 GPU-hours"));
+    }
+    let mut tx = pool.begin().await?;
+    let parents = Parents::load(&mut *tx).await?;
+    let before: (Option<i64>, Option<i64>, i32) = sqlx::query_as(
+        "SELECT p.period_budget_minor, p.money_cap_minor, p.self_service_gpu_hours FROM projects p \
+         JOIN tree_nodes t ON t.id = p.node_id WHERE p.node_id = $1 AND NOT t.archived FOR UPDATE OF p",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    if !actor.leads_strictly_above(id, &parents) {
+        return Err(AppError::Forbidden("only an admin or a lead above this project can change its budget".into()));
+    }
+    sqlx::query("UPDATE projects SET period_budget_minor = $1, money_cap_minor = $2, self_service_gpu_hours = $3 WHERE node_id = $4")
+        .bind(update.period_budget_minor)
+        .bind(update.money_cap_minor)
+        .bind(update.self_service_gpu_hours)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "budget.update",
+            entity: "project",
+            entity_id: Some(id),
+            node_id: Some(id),
+            before: Some(json!({"period_budget_minor": before.0, "money_cap_minor": before.1, "self_service_gpu_hours": before.2})),
+            after: Some(json!({"period_budget_minor": update.period_budget_minor, "money_cap_minor": update.money_cap_minor, "self_service_gpu_hours": update.self_service_gpu_hours})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Adds (`add = true`) or removes a member of a project (admins and leads of the project or
+/// above). The user is found by name.
+///
+/// # Errors
+/// Forbidden, NotFound (project or user), Invalid (already a member / not a member).
+pub async fn set_member(pool: &PgPool, actor: &Account, project_id: i64, user_name: &str, add: bool) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    let parents = Parents::load(&mut *tx).await?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM projects p JOIN tree_nodes t ON t.id = p.node_id WHERE p.node_id = $1 AND NOT t.archived)")
+        .bind(project_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if !exists {
+        return Err(AppError::NotFound(format!("no project with id {project_id}")));
+    }
+    if !actor.leads(project_id, &parents) {
+        return Err(AppError::Forbidden("only an admin or a lead of this project can change its members".into()));
+    }
+    let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+        .bind(user_name.trim())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::invalid("user", format!("there is no user named {:?}", user_name.trim())))?;
+    let changed = if add {
+        sqlx::query("INSERT INTO project_members (project_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+    } else {
+        sqlx::query("DELETE FROM project_members WHERE project_id = $1 AND user_id = $2")
+    }
+    .bind(project_id)
+    .bind(user_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed == 0 {
+        let msg = if add { "is already a member" } else { "is not a member" };
+        return Err(AppError::invalid("user", format!("{} {msg}", user_name.trim())));
+    }
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: if add { "member.add" } else { "member.remove" },
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id: Some(project_id),
+            before: (!add).then(|| json!({"project_id": project_id, "user": user_name.trim()})),
+            after: add.then(|| json!({"project_id": project_id, "user": user_name.trim()})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,412 @@
+//! Domain values with parsing constructors, so invalid values cannot travel: shares, money,
+//! GPU counts, names, and the entitlement arithmetic.
+
+use std::fmt;
+
+/// A share of the parent node, in basis points (1 bp = 0.01%; 10,000 = 100%).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Share(u16);
+
+/// Why a share did not parse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ShareError {
+    /// Empty input.
+    #[error("enter a share as a percentage, for example 25 or 12.5")]
+    Empty,
+    /// Not a decimal number.
+    #[error("{0:?} is not a number; enter a percentage such as 25 or 12.5")]
+    NotANumber(String),
+    /// Below zero.
+    #[error("a share cannot be negative (got {0})")]
+    Negative(String),
+    /// Above 100%.
+    #[error("a share cannot exceed 100% (got {0})")]
+    OverHundred(String),
+    /// More than two decimals.
+    #[error("a share has at most two decimals (got {0})")]
+    TooPrecise(String),
+}
+
+impl Share {
+    /// 100%.
+    pub const FULL: Share = Share(10_000);
+
+    /// From basis points; `None` above 10,000.
+    pub fn from_bp(bp: u16) -> Option<Self> {
+        (bp <= 10_000).then_some(Self(bp))
+    }
+
+    /// Parses a percentage such as `25`, `12.5`, `33.33` or `40%` (at most two decimals).
+    ///
+    /// # Errors
+    /// Empty, non-numeric, negative, over 100 or more than two decimals.
+    pub fn parse_percent(input: &str) -> Result<Self, ShareError> {
+        let s = input.trim().trim_end_matches('%').trim();
+        if s.is_empty() {
+            return Err(ShareError::Empty);
+        }
+        if let Some(rest) = s.strip_prefix('-') {
+            if !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return Err(ShareError::Negative(input.trim().to_string()));
+            }
+            return Err(ShareError::NotANumber(input.trim().to_string()));
+        }
+        let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+        let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+        if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
+            return Err(ShareError::NotANumber(input.trim().to_string()));
+        }
+        if frac.len() > 2 {
+            return Err(ShareError::TooPrecise(input.trim().to_string()));
+        }
+        let whole_trimmed = whole.trim_start_matches('0');
+        if whole_trimmed.len() > 3 {
+            return Err(ShareError::OverHundred(input.trim().to_string()));
+        }
+        let w: u32 = if whole_trimmed.is_empty() { 0 } else { whole_trimmed.parse().unwrap_or(u32::MAX) };
+        let f: u32 = format!("{frac:0<2}").parse().unwrap_or(0);
+        let bp = w * 100 + f;
+        if bp > 10_000 {
+            return Err(ShareError::OverHundred(input.trim().to_string()));
+        }
+        Ok(Self(bp as u16))
+    }
+
+    /// Basis points, 0..=10,000.
+    pub fn bp(self) -> u16 {
+        self.0
+    }
+}
+
+impl fmt::Display for Share {
+    /// Formats as a percentage without trailing zeros: `25%`, `12.5%`, `33.33%`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bp(i64::from(self.0)))?;
+        f.write_str("%")
+    }
+}
+
+/// Formats basis points as a percentage number without the sign: 1250 -> `12.5`.
+pub fn format_bp(bp: i64) -> String {
+    let whole = bp / 100;
+    let frac = (bp % 100).abs();
+    match frac {
+        0 => whole.to_string(),
+        f if f % 10 == 0 => format!("{whole}.{}", f / 10),
+        f => format!("{whole}.{f:02}"),
+    }
+}
+
+/// An amount of money in integer minor units (cents for USD/EUR); never a float.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Money(pub i64);
+
+impl Money {
+    /// Formats with two decimals and thousands separators, e.g. `12,345.67 USD`.
+    pub fn display(self, currency: &str) -> String {
+        format!("{} {currency}", self.amount())
+    }
+
+    /// Formats with two decimals and thousands separators, without currency: `12,345.67`.
+    pub fn amount(self) -> String {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        format!("{sign}{}.{:02}", group_thousands(abs / 100), abs % 100)
+    }
+
+    /// Parses a decimal amount such as `1234.5` or `1,234.50` into minor units (two decimals).
+    ///
+    /// # Errors
+    /// Empty, negative, non-numeric, more than two decimals, or too large.
+    pub fn parse(input: &str) -> Result<Self, String> {
+        let s: String = input.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+        if s.is_empty() {
+            return Err("enter an amount, for example 1500 or 1500.50".into());
+        }
+        if s.starts_with('-') {
+            return Err(format!("an amount cannot be negative (got {})", input.trim()));
+        }
+        let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
+        if whole.is_empty() || !whole.chars().all(|c| c.is_ascii_digit()) || !frac.chars().all(|c| c.is_ascii_digit()) {
+            return Err(format!("{:?} is not an amount; enter digits such as 1500.50", input.trim()));
+        }
+        if frac.len() > 2 {
+            return Err(format!("an amount has at most two decimals (got {})", input.trim()));
+        }
+        let whole: i64 = whole.parse().map_err(|_| format!("{} is too large", input.trim()))?;
+        let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
+        whole
+            .checked_mul(100)
+            .and_then(|w| w.checked_add(frac))
+            .filter(|v| *v <= 1_000_000_000_000_000)
+            .map(Money)
+            .ok_or_else(|| format!("{} is too large", input.trim()))
+    }
+
+    /// The amount as a plain decimal string without currency or grouping, e.g. `1234.50`.
+    pub fn plain(self) -> String {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        format!("{sign}{}.{:02}", abs / 100, abs % 100)
+    }
+}
+
+/// Inserts thousands separators: 1234567 -> `1,234,567`.
+pub fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Formats milli-GPU-hours with one decimal and grouping: 1_234_560 -> `1,234.6`.
+pub fn format_milli_gpu_hours(milli: i64) -> String {
+    let tenths = (milli + 50).div_euclid(100);
+    format!("{}.{}", group_thousands((tenths / 10).unsigned_abs()), (tenths % 10).abs())
+}
+
+/// An effective share as an exact fraction: the product of basis-point shares from the root,
+/// `numerator / 10_000^depth`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EffectiveShare {
+    /// Product of the shares' basis points.
+    pub numerator: i128,
+    /// `10_000^depth`.
+    pub denominator: i128,
+}
+
+impl EffectiveShare {
+    /// The root's effective share: 100%.
+    pub const ROOT: EffectiveShare = EffectiveShare { numerator: 1, denominator: 1 };
+
+    /// This share times a child's share. Depths beyond eight levels are rescaled to keep the
+    /// fraction within `i128` (precision 10^-12, far below a display digit).
+    pub fn child(self, share: Share) -> Self {
+        let mut next = Self {
+            numerator: self.numerator * i128::from(share.bp()),
+            denominator: self.denominator * 10_000,
+        };
+        if next.denominator > 10_i128.pow(32) {
+            next = Self { numerator: next.numerator / 10_i128.pow(16), denominator: next.denominator / 10_i128.pow(16) };
+        }
+        next
+    }
+
+    /// In basis points of the organisation, rounded half up (for display).
+    pub fn bp_rounded(self) -> i64 {
+        ((self.numerator * 10_000 * 2 + self.denominator) / (self.denominator * 2)) as i64
+    }
+
+    /// As a percentage with up to two decimals, e.g. `6.25`.
+    pub fn percent(self) -> String {
+        format_bp(self.bp_rounded())
+    }
+}
+
+/// The entitlement of one node on one cluster and GPU model over one budget period.
+///
+/// Formula (DESIGN.md section 2): entitlement = effective share x installed GPUs x period
+/// length; its money value = GPU-hours x billing weight x price per weighted GPU-hour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entitlement {
+    /// GPU-hours in thousandths (rounded half up).
+    pub milli_gpu_hours: i64,
+    /// Money value in minor units (rounded half up).
+    pub money: Money,
+}
+
+/// Computes an [`Entitlement`] exactly in integers.
+///
+/// `gpus` installed GPUs of the model on the cluster, `period_seconds` the budget period's
+/// length in seconds, `billing_weight_milli` the weight in thousandths, `price_minor` the price
+/// of one weighted GPU-hour in minor units.
+pub fn entitlement(
+    share: EffectiveShare,
+    gpus: i64,
+    period_seconds: i64,
+    billing_weight_milli: i64,
+    price_minor: i64,
+) -> Entitlement {
+    let gpu_seconds_num = i128::from(gpus) * i128::from(period_seconds) * share.numerator;
+    let den = share.denominator * 3600;
+    let milli = div_round(gpu_seconds_num * 1000, den);
+    let money = div_round(
+        gpu_seconds_num * i128::from(billing_weight_milli) * i128::from(price_minor),
+        den * 1000,
+    );
+    Entitlement { milli_gpu_hours: milli as i64, money: Money(money as i64) }
+}
+
+/// Integer division rounding half up, for non-negative operands.
+fn div_round(num: i128, den: i128) -> i128 {
+    (num * 2 + den) / (den * 2)
+}
+
+/// Validates a display name for tree nodes: 1..=64 characters, no leading/trailing space,
+/// no control characters.
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn node_name(input: &str) -> Result<String, String> {
+    let name = input.trim();
+    if name.is_empty() {
+        return Err("a name is required".into());
+    }
+    if name.chars().count() > 64 {
+        return Err(format!("a name has at most 64 characters (this one has {})", name.chars().count()));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("a name cannot contain control characters".into());
+    }
+    Ok(name.to_string())
+}
+
+/// Validates an identifier-like name (users, clusters, GPU models, nodes): starts with a letter
+/// or digit, then letters, digits, `.`, `_` or `-`, at most `max` characters.
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
+    let name = input.trim();
+    if name.is_empty() {
+        return Err(format!("a {what} name is required"));
+    }
+    if name.len() > max {
+        return Err(format!("a {what} name has at most {max} characters (this one has {})", name.len()));
+    }
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        return Err(format!(
+            "{name:?} is not a valid {what} name: use letters, digits, '.', '_' or '-', starting with a letter or digit"
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// Parses a whole number within `min..=max` for the field `what`.
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String> {
+    let t = input.trim();
+    let v: i64 = t.parse().map_err(|_| format!("{what} must be a whole number (got {t:?})"))?;
+    if v < min || v > max {
+        return Err(format!("{what} must be between {min} and {max} (got {v})"));
+    }
+    Ok(v)
+}
+
+/// The budget period containing `now`: the calendar month in the organisation's time zone,
+/// as `[start, end)` instants. Its length follows the zone's clock changes (a month with a DST
+/// change is an hour shorter or longer).
+pub fn budget_period(now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> (jiff::Zoned, jiff::Zoned) {
+    let local = now.to_zoned(tz.clone());
+    let start_date = local.date().first_of_month();
+    let start = start_date.to_zoned(tz.clone()).unwrap_or_else(|_| local.clone());
+    let end = start_date
+        .checked_add(jiff::Span::new().months(1))
+        .ok()
+        .and_then(|d| d.to_zoned(tz.clone()).ok())
+        .unwrap_or_else(|| local.clone());
+    (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_parse_as_percentages() {
+        assert_eq!(Share::parse_percent("25").unwrap().bp(), 2500);
+        assert_eq!(Share::parse_percent(" 12.5 % ").unwrap().bp(), 1250);
+        assert_eq!(Share::parse_percent("33.33").unwrap().bp(), 3333);
+        assert_eq!(Share::parse_percent("100").unwrap().bp(), 10_000);
+        assert_eq!(Share::parse_percent("0").unwrap().bp(), 0);
+        assert_eq!(Share::parse_percent(".5").unwrap().bp(), 50);
+        assert!(matches!(Share::parse_percent("abc"), Err(ShareError::NotANumber(_))));
+        assert!(matches!(Share::parse_percent("-5"), Err(ShareError::Negative(_))));
+        assert!(matches!(Share::parse_percent("100.01"), Err(ShareError::OverHundred(_))));
+        assert!(matches!(Share::parse_percent("99999999999"), Err(ShareError::OverHundred(_))));
+        assert!(matches!(Share::parse_percent("1.234"), Err(ShareError::TooPrecise(_))));
+        assert!(matches!(Share::parse_percent(""), Err(ShareError::Empty)));
+        assert!(matches!(Share::parse_percent("."), Err(ShareError::NotANumber(_))));
+        assert_eq!(Share::parse_percent("12.5").unwrap().to_string(), "12.5%");
+    }
+
+    #[test]
+    fn money_formats_and_parses() {
+        assert_eq!(Money(123_456_789).display("EUR"), "1,234,567.89 EUR");
+        assert_eq!(Money(5).display("USD"), "0.05 USD");
+        assert_eq!(Money::parse("1,500.5").unwrap(), Money(150_050));
+        assert!(Money::parse("-1").is_err());
+        assert!(Money::parse("1.234").is_err());
+        assert!(Money::parse("x").is_err());
+    }
+
+    #[test]
+    fn entitlement_is_exact() {
+        // 50% of 25% = 12.5% of 1,024 GPUs over a 30-day month (720 h):
+        // 0.125 * 1024 * 720 = 92,160 GPU-hours; at weight 1.5 and 2.00 per weighted hour:
+        // 92,160 * 1.5 * 200 = 27,648,000 minor units.
+        let eff = EffectiveShare::ROOT.child(Share(5000)).child(Share(2500));
+        assert_eq!(eff.percent(), "12.5");
+        let e = entitlement(eff, 1024, 30 * 24 * 3600, 1500, 200);
+        assert_eq!(e.milli_gpu_hours, 92_160_000);
+        assert_eq!(e.money, Money(27_648_000));
+    }
+
+    #[test]
+    fn budget_period_follows_dst() {
+        let tz = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
+        let now: jiff::Timestamp = "2026-10-15T12:00:00Z".parse().unwrap();
+        let (start, end) = budget_period(now, &tz);
+        // October 2026 in Berlin has 31 days plus the repeated hour on the 25th.
+        assert_eq!(end.timestamp().as_second() - start.timestamp().as_second(), 31 * 86_400 + 3600);
+    }
+}
+
+/// Parses a positive decimal with up to three decimals into thousandths: `1.5` -> 1500.
+///
+/// # Errors
+/// The message to show next to the field (non-numeric, zero/negative, too precise, over 100).
+pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
+    let t = input.trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    if t.starts_with('-') {
+        return Err(format!("{what} must be positive (got {t})"));
+    }
+    if whole.is_empty() && frac.is_empty()
+        || !whole.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(format!("{what} must be a number such as 1 or 1.5 (got {t:?})"));
+    }
+    if frac.len() > 3 {
+        return Err(format!("{what} has at most three decimals (got {t})"));
+    }
+    if whole.trim_start_matches('0').len() > 3 {
+        return Err(format!("{what} must be at most 100 (got {t})"));
+    }
+    let w: i64 = if whole.is_empty() { 0 } else { whole.parse().unwrap_or(0) };
+    let f: i64 = format!("{frac:0<3}").parse().unwrap_or(0);
+    let v = w * 1000 + f;
+    if v == 0 {
+        return Err(format!("{what} must be positive (got {t})"));
+    }
+    if v > 100_000 {
+        return Err(format!("{what} must be at most 100 (got {t})"));
+    }
+    Ok(v)
+}
+
+/// Formats thousandths as a decimal without trailing zeros: 1500 -> `1.5`.
+pub fn format_milli(v: i64) -> String {
+    let s = format!("{}.{:03}", v / 1000, (v % 1000).abs());
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}

@@ -1,0 +1,153 @@
+//! One application error for pages and the API: user-safe 4xx messages with stable codes;
+//! database and unexpected errors become a logged 500 whose cause is never shown.
+
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+/// An error a handler returns.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Input that does not validate: 422 `invalid_input`, naming the field when there is one.
+    #[error("{message}")]
+    Invalid {
+        /// The field at fault, e.g. `share`.
+        field: Option<&'static str>,
+        /// A message for a person.
+        message: String,
+    },
+    /// Unknown id or name: 404 `not_found`.
+    #[error("{0}")]
+    NotFound(String),
+    /// A state conflict such as a duplicate name: 409 `conflict`.
+    #[error("{0}")]
+    Conflict(String),
+    /// Not signed in or bad token: 401 `unauthorized`.
+    #[error("sign in first")]
+    Unauthorized,
+    /// Signed in but not allowed: 403 `forbidden`.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A missing or wrong CSRF token or a foreign origin: 403 `csrf_failed`.
+    #[error("the form expired or came from another site; reload the page and try again")]
+    Csrf,
+    /// Anything else: 500 `internal`, logged with its cause chain.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl AppError {
+    /// A validation error on `field`.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid { field: Some(field), message: message.into() }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) | Self::Csrf => StatusCode::FORBIDDEN,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable machine-readable code used in JSON errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid { .. } => "invalid_input",
+            Self::NotFound(_) => "not_found",
+            Self::Conflict(_) => "conflict",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::Csrf => "csrf_failed",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The message safe to show a user (internal errors say only that something failed).
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Internal(_) => "something went wrong on our side; it has been logged".into(),
+            other => other.to_string(),
+        }
+    }
+
+    fn log(&self) {
+        if let Self::Internal(e) = self {
+            tracing::error!(error = format!("{e:#}"), "internal error");
+        }
+    }
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::RowNotFound = e {
+            return Self::NotFound("no such record".into());
+        }
+        if let Some(db) = e.as_database_error() {
+            let constraint = db.constraint().unwrap_or("");
+            match db.code().as_deref() {
+                Some("23505") => return Self::Conflict(format!("that name is already taken ({constraint})")),
+                Some("23514") if constraint == "sibling_shares_at_most_100" => {
+                    return Self::invalid("share", "the shares of sibling nodes would sum to more than 100%");
+                }
+                Some("23514") => return Self::Invalid { field: None, message: format!("a value is out of range ({constraint})") },
+                Some("23503") => return Self::NotFound(format!("a referenced record does not exist ({constraint})")),
+                _ => {}
+            }
+        }
+        Self::Internal(e.into())
+    }
+}
+
+impl From<askama::Error> for AppError {
+    fn from(e: askama::Error) -> Self {
+        Self::Internal(anyhow::anyhow!("template rendering failed: {e}"))
+    }
+}
+
+impl IntoResponse for AppError {
+    /// Renders a small HTML error page (pages); the API wraps errors in [`ApiError`].
+    fn into_response(self) -> Response {
+        self.log();
+        if matches!(self, Self::Unauthorized) {
+            return axum::response::Redirect::to("/login").into_response();
+        }
+        let message = askama::filters::escape(self.public_message(), askama::filters::Html)
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        let body = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Error — Tranche</title>\
+             <link rel=\"stylesheet\" href=\"/static/style.css\"></head><body><main class=\"narrow\">\
+             <h1>{}</h1><p class=\"error\">{message}</p><p><a href=\"/\">Back to Tranche</a></p></main></body></html>",
+            self.status().canonical_reason().unwrap_or("Error")
+        );
+        (self.status(), Html(body)).into_response()
+    }
+}
+
+/// An [`AppError`] answered as JSON: `{"error": {"code": "...", "message": "...", "field": ...}}`.
+#[derive(Debug)]
+pub struct ApiError(pub AppError);
+
+impl<E: Into<AppError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.0.log();
+        let field = match &self.0 {
+            AppError::Invalid { field, .. } => *field,
+            _ => None,
+        };
+        let body = serde_json::json!({
+            "error": { "code": self.0.code(), "message": self.0.public_message(), "field": field }
+        });
+        (self.0.status(), axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,299 @@
+//! Admin pages: inventory (GPU models, clusters, nodes and their states) and users and roles.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser};
+use crate::db::{inventory, users};
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::web::{Layout, flash, render_status};
+
+fn require_admin(me: &Account) -> Result<(), AppError> {
+    if me.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin may open this page".into())) }
+}
+
+struct ModelRow {
+    id: i64,
+    name: String,
+    weight: String,
+    price: String,
+}
+
+#[derive(Default)]
+struct InventoryForm {
+    model_name: String,
+    model_weight: String,
+    model_price: String,
+    cluster_name: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "admin/inventory.html")]
+struct InventoryPage {
+    layout: Layout,
+    error: Option<String>,
+    currency: String,
+    models: Vec<ModelRow>,
+    clusters: Vec<inventory::Cluster>,
+    form: InventoryForm,
+}
+
+async fn inventory_page(state: &AppState, session: &Session, me: &Account, error: Option<String>, form: InventoryForm) -> Result<Response, AppError> {
+    require_admin(me)?;
+    let models = inventory::gpu_models(&state.pool)
+        .await?
+        .into_iter()
+        .map(|m| ModelRow {
+            id: m.id,
+            name: m.name,
+            weight: domain::format_milli(i64::from(m.billing_weight_milli)),
+            price: Money(m.price_per_gpu_hour_minor).plain(),
+        })
+        .collect();
+    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    render_status(
+        status,
+        &InventoryPage {
+            layout: Layout::for_user(session, me, "/admin/inventory").await?,
+            error,
+            currency: state.site.currency.clone(),
+            models,
+            clusters: inventory::clusters(&state.pool).await?,
+            form,
+        },
+    )
+}
+
+async fn inventory_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+    inventory_page(&state, &session, &me, None, InventoryForm::default()).await
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ModelForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    billing_weight: String,
+    #[serde(default)]
+    price: String,
+}
+
+async fn model_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<ModelForm>) -> Result<Response, AppError> {
+    match inventory::create_gpu_model(&state.pool, &me, &f.name, &f.billing_weight, &f.price).await {
+        Ok(_) => {
+            flash(&session, format!("Added GPU model {}.", f.name.trim())).await?;
+            Ok(Redirect::to("/admin/inventory").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            let form = InventoryForm { model_name: f.name, model_weight: f.billing_weight, model_price: f.price, ..InventoryForm::default() };
+            inventory_page(&state, &session, &me, Some(message), form).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn model_update(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<ModelForm>) -> Result<Response, AppError> {
+    match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
+        Ok(()) => {
+            flash(&session, "GPU model saved.").await?;
+            Ok(Redirect::to("/admin/inventory").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => inventory_page(&state, &session, &me, Some(message), InventoryForm::default()).await,
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct NameForm {
+    #[serde(default)]
+    name: String,
+}
+
+async fn cluster_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<NameForm>) -> Result<Response, AppError> {
+    match inventory::create_cluster(&state.pool, &me, &f.name).await {
+        Ok(id) => {
+            flash(&session, format!("Added cluster {}.", f.name.trim())).await?;
+            Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            inventory_page(&state, &session, &me, Some(message), InventoryForm { cluster_name: f.name, ..InventoryForm::default() }).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "admin/cluster.html")]
+struct ClusterPage {
+    layout: Layout,
+    cluster: inventory::Cluster,
+    models: Vec<inventory::GpuModel>,
+    error: Option<String>,
+    form_name: String,
+    form_model: String,
+    form_count: String,
+}
+
+async fn cluster_page(state: &AppState, session: &Session, me: &Account, id: i64, error: Option<String>, form: NodeForm) -> Result<Response, AppError> {
+    require_admin(me)?;
+    let cluster = inventory::clusters(&state.pool)
+        .await?
+        .into_iter()
+        .find(|c| c.id == id)
+        .ok_or_else(|| AppError::NotFound(format!("no cluster with id {id}")))?;
+    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    render_status(
+        status,
+        &ClusterPage {
+            layout: Layout::for_user(session, me, "/admin/inventory").await?,
+            cluster,
+            models: inventory::gpu_models(&state.pool).await?,
+            error,
+            form_name: form.name,
+            form_model: form.gpu_model,
+            form_count: if form.gpu_count.is_empty() { "8".into() } else { form.gpu_count },
+        },
+    )
+}
+
+async fn cluster_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+    cluster_page(&state, &session, &me, id, None, NodeForm::default()).await
+}
+
+#[derive(serde::Deserialize, Default)]
+struct NodeForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    gpu_model: String,
+    #[serde(default)]
+    gpu_count: String,
+}
+
+async fn node_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<NodeForm>) -> Result<Response, AppError> {
+    match inventory::add_node(&state.pool, &me, id, &f.name, &f.gpu_model, &f.gpu_count).await {
+        Ok(_) => {
+            flash(&session, format!("Added node {}.", f.name.trim())).await?;
+            Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => cluster_page(&state, &session, &me, id, Some(message), f).await,
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct StateForm {
+    #[serde(default)]
+    state: String,
+}
+
+async fn node_state(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<StateForm>) -> Result<Response, AppError> {
+    let cluster_id: Option<i64> = sqlx::query_scalar("SELECT cluster_id FROM nodes WHERE id = $1").bind(id).fetch_optional(&state.pool).await?;
+    match inventory::set_node_state(&state.pool, &me, id, &f.state).await {
+        Ok(()) => {
+            flash(&session, format!("Node is now {}.", f.state.trim())).await?;
+            Ok(Redirect::to(&format!("/admin/clusters/{}", cluster_id.unwrap_or_default())).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => cluster_page(&state, &session, &me, cluster_id.unwrap_or_default(), Some(message), NodeForm::default()).await,
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "admin/users.html")]
+struct UsersPage {
+    layout: Layout,
+    error: Option<String>,
+    created: Option<(String, String)>,
+    users: Vec<users::UserRow>,
+    form_name: String,
+    form_role: String,
+    form_node: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct UserForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    node: String,
+}
+
+async fn users_page(state: &AppState, session: &Session, me: &Account, error: Option<String>, created: Option<(String, String)>, form: UserForm) -> Result<Response, AppError> {
+    require_admin(me)?;
+    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    render_status(
+        status,
+        &UsersPage {
+            layout: Layout::for_user(session, me, "/admin/users").await?,
+            error,
+            created,
+            users: users::list(&state.pool).await?,
+            form_name: form.name,
+            form_role: if form.role.is_empty() { "researcher".into() } else { form.role },
+            form_node: form.node,
+        },
+    )
+}
+
+async fn users_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+    users_page(&state, &session, &me, None, None, UserForm::default()).await
+}
+
+async fn user_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<UserForm>) -> Result<Response, AppError> {
+    require_admin(&me)?;
+    let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
+    match users::create(&state.pool, Some(me.id), &f.name, &f.role, node).await {
+        // The password is shown once, on this response only; it is never stored in clear.
+        Ok((_, password)) => users_page(&state, &session, &me, None, Some((f.name.trim().to_string(), password)), UserForm::default()).await,
+        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, f).await,
+        Err(e) => Err(e),
+    }
+}
+
+async fn grant_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<UserForm>) -> Result<Response, AppError> {
+    require_admin(&me)?;
+    let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
+    match users::grant(&state.pool, Some(me.id), id, &f.role, node).await {
+        Ok(_) => {
+            flash(&session, "Role granted.").await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, UserForm::default()).await,
+        Err(e) => Err(e),
+    }
+}
+
+async fn grant_revoke(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path((id, grant)): Path<(i64, i64)>) -> Result<Response, AppError> {
+    require_admin(&me)?;
+    match users::revoke(&state.pool, Some(me.id), id, grant).await {
+        Ok(()) => {
+            flash(&session, "Role revoked.").await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, UserForm::default()).await,
+        Err(e) => Err(e),
+    }
+}
+
+/// Admin routes under `/admin`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/admin/inventory", get(inventory_get))
+        .route("/admin/gpu-models", post(model_create))
+        .route("/admin/gpu-models/{id}", post(model_update))
+        .route("/admin/clusters", post(cluster_create))
+        .route("/admin/clusters/{id}", get(cluster_get))
+        .route("/admin/clusters/{id}/nodes", post(node_create))
+        .route("/admin/nodes/{id}/state", post(node_state))
+        .route("/admin/users", get(users_get).post(user_create))
+        .route("/admin/users/{id}/grants", post(grant_create))
+        .route("/admin/users/{id}/grants/{grant}/revoke", post(grant_revoke))
+}

@@ -1,0 +1,398 @@
+//! The JSON API under `/api/v1`, authenticated by `Authorization: Bearer TOKEN`. Every error
+//! is JSON `{"error": {"code", "message", "field"}}` with a stable `code`; see
+//! `GET /api/v1/openapi.json`.
+
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::auth::{ApiUser, Parents};
+use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind};
+use crate::db::{audit, inventory, users};
+use crate::domain::{self, Money, Share};
+use crate::error::{ApiError, AppError};
+use crate::state::AppState;
+use crate::web::now;
+use crate::web::tree::visible_nodes;
+
+mod openapi;
+
+/// A JSON body whose rejections (malformed JSON, wrong types, missing fields) are JSON 4xx.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Self(v)),
+            Err(rejection) => Err(ApiError(AppError::Invalid { field: None, message: rejection.body_text() })),
+        }
+    }
+}
+
+/// Path parameters whose rejections are JSON 404s.
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(Self(v)),
+            Err(rejection) => Err(ApiError(AppError::NotFound(format!("bad path: {}", rejection.body_text())))),
+        }
+    }
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn ok(value: Value) -> ApiResult {
+    Ok(Json(value).into_response())
+}
+
+fn created(value: Value) -> ApiResult {
+    Ok((StatusCode::CREATED, Json(value)).into_response())
+}
+
+/// A share given as a number (`25`, `12.5`) or a string (`"12.5"`, `"12.5%"`).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum ShareInput {
+    Number(f64),
+    Text(String),
+}
+
+impl ShareInput {
+    fn parse(&self) -> Result<Share, AppError> {
+        let text = match self {
+            Self::Number(n) => format!("{n}"),
+            Self::Text(t) => t.clone(),
+        };
+        Share::parse_percent(&text).map_err(|e| AppError::invalid("share", e.to_string()))
+    }
+}
+
+async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    let projects: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM tree_nodes WHERE id = ANY($1) ORDER BY name")
+        .bind(&me.projects)
+        .fetch_all(&state.pool)
+        .await?;
+    ok(json!({
+        "id": me.id,
+        "name": me.name,
+        "roles": me.role_names(),
+        "grants": me.grants,
+        "projects": projects.into_iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
+    }))
+}
+
+async fn tree(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
+    let parents = Parents::load(&state.pool).await?;
+    let visible = visible_nodes(&me, &tree, &parents);
+    let nodes: Vec<Value> = tree
+        .nodes
+        .iter()
+        .filter(|n| visible.as_ref().is_none_or(|v| v.contains(&n.id)))
+        .map(|n| {
+            json!({
+                "id": n.id,
+                "parent_id": n.parent_id,
+                "name": n.name,
+                "kind": if n.is_project { "project" } else { "group" },
+                "depth": n.depth,
+                "share_percent": domain::format_bp(i64::from(n.share.bp())).parse::<f64>().unwrap_or(0.0),
+                "share_bp": n.share.bp(),
+                "effective_share_percent": n.effective.percent().parse::<f64>().unwrap_or(0.0),
+                "entitlements": tree.capacity.iter().zip(&n.entitlements).map(|(c, e)| json!({
+                    "cluster": c.cluster,
+                    "gpu_model": c.gpu_model,
+                    "gpu_hours": e.milli_gpu_hours as f64 / 1000.0,
+                    "money_minor": e.money.0,
+                })).collect::<Vec<_>>(),
+                "entitlement_money_minor": n.money_total.0,
+            })
+        })
+        .collect();
+    ok(json!({
+        "currency": state.site.currency,
+        "period": {
+            "start": tree.period_start.timestamp().to_string(),
+            "end": tree.period_end.timestamp().to_string(),
+            "hours": tree.period_seconds() as f64 / 3600.0,
+            "time_zone": state.site.time_zone_name,
+        },
+        "nodes": nodes,
+    }))
+}
+
+async fn clusters(State(state): State<AppState>, ApiUser(_me): ApiUser) -> ApiResult {
+    let clusters = inventory::clusters(&state.pool).await?;
+    let models = inventory::gpu_models(&state.pool).await?;
+    ok(json!({
+        "clusters": clusters.iter().map(|c| json!({
+            "id": c.id,
+            "name": c.name,
+            "gpus": c.gpus.iter().map(|(m, n)| json!({"gpu_model": m, "count": n})).collect::<Vec<_>>(),
+            "nodes": c.nodes,
+        })).collect::<Vec<_>>(),
+        "gpu_models": models,
+        "currency": state.site.currency,
+    }))
+}
+
+async fn gpu_models(State(state): State<AppState>, ApiUser(_me): ApiUser) -> ApiResult {
+    ok(json!({"gpu_models": inventory::gpu_models(&state.pool).await?, "currency": state.site.currency}))
+}
+
+async fn project(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>) -> ApiResult {
+    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
+    let parents = Parents::load(&state.pool).await?;
+    let node = tree.node(id).filter(|n| n.is_project).ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    if !me.may_view(id, &parents) {
+        return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
+    }
+    let settings = tree_db::project(&state.pool, id).await?;
+    let budget = tree_db::effective_budget(&settings, node.money_total);
+    ok(json!({
+        "id": id,
+        "name": node.name,
+        "share_bp": node.share.bp(),
+        "effective_share_percent": node.effective.percent().parse::<f64>().unwrap_or(0.0),
+        "entitlement_money_minor": node.money_total.0,
+        "period_budget_minor": budget.0,
+        "period_budget_override_minor": settings.period_budget_minor,
+        "money_cap_minor": settings.money_cap_minor,
+        "self_service_gpu_hours": settings.self_service_gpu_hours,
+        "members": settings.members.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
+        "currency": state.site.currency,
+    }))
+}
+
+#[derive(serde::Deserialize)]
+struct SharesBody {
+    shares: Vec<ShareItem>,
+}
+
+#[derive(serde::Deserialize)]
+struct ShareItem {
+    node: i64,
+    share: ShareInput,
+}
+
+async fn put_shares(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<SharesBody>) -> ApiResult {
+    let changes = body.shares.iter().map(|s| Ok((s.node, s.share.parse()?))).collect::<Result<Vec<_>, AppError>>()?;
+    tree_db::set_child_shares(&state.pool, &me, id, &changes).await?;
+    ok(json!({"ok": true}))
+}
+
+#[derive(serde::Deserialize)]
+struct NewNode {
+    parent: i64,
+    name: String,
+    kind: NodeKind,
+    share: ShareInput,
+}
+
+async fn post_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<NewNode>) -> ApiResult {
+    let share = body.share.parse()?;
+    let id = tree_db::create_node(&state.pool, &me, body.parent, &body.name, body.kind, share).await?;
+    created(json!({"id": id}))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodePatch {
+    name: Option<String>,
+    parent: Option<i64>,
+    archived: Option<bool>,
+}
+
+async fn patch_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<NodePatch>) -> ApiResult {
+    if body.archived == Some(false) {
+        return Err(AppError::invalid("archived", "archived nodes cannot be restored through the API").into());
+    }
+    if body.name.is_none() && body.parent.is_none() && body.archived.is_none() {
+        return Err(AppError::Invalid { field: None, message: "nothing to change: give name, parent or archived".into() }.into());
+    }
+    if let Some(name) = &body.name {
+        tree_db::rename_node(&state.pool, &me, id, name).await?;
+    }
+    if let Some(parent) = body.parent {
+        tree_db::move_node(&state.pool, &me, id, parent).await?;
+    }
+    if body.archived == Some(true) {
+        tree_db::archive_node(&state.pool, &me, id).await?;
+    }
+    ok(json!({"ok": true}))
+}
+
+async fn put_budget(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<BudgetUpdate>) -> ApiResult {
+    tree_db::update_project(&state.pool, &me, id, &body).await?;
+    ok(json!({"ok": true}))
+}
+
+#[derive(serde::Deserialize)]
+struct MemberBody {
+    user: String,
+}
+
+async fn post_member(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<MemberBody>) -> ApiResult {
+    tree_db::set_member(&state.pool, &me, id, &body.user, true).await?;
+    created(json!({"ok": true}))
+}
+
+async fn delete_member(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath((id, user)): ApiPath<(i64, String)>) -> ApiResult {
+    tree_db::set_member(&state.pool, &me, id, &user, false).await?;
+    ok(json!({"ok": true}))
+}
+
+#[derive(serde::Deserialize)]
+struct ModelBody {
+    name: Option<String>,
+    billing_weight_milli: i64,
+    price_per_gpu_hour_minor: i64,
+}
+
+fn model_strings(body: &ModelBody) -> Result<(String, String), AppError> {
+    if body.billing_weight_milli <= 0 {
+        return Err(AppError::invalid("billing_weight_milli", "a billing weight must be positive"));
+    }
+    if body.price_per_gpu_hour_minor < 0 {
+        return Err(AppError::invalid("price_per_gpu_hour_minor", "a price cannot be negative"));
+    }
+    Ok((domain::format_milli(body.billing_weight_milli), Money(body.price_per_gpu_hour_minor).plain()))
+}
+
+async fn post_model(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<ModelBody>) -> ApiResult {
+    let (w, p) = model_strings(&body)?;
+    let id = inventory::create_gpu_model(&state.pool, &me, body.name.as_deref().unwrap_or(""), &w, &p).await?;
+    created(json!({"id": id}))
+}
+
+async fn patch_model(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<ModelBody>) -> ApiResult {
+    let (w, p) = model_strings(&body)?;
+    inventory::update_gpu_model(&state.pool, &me, id, &w, &p).await?;
+    ok(json!({"ok": true}))
+}
+
+#[derive(serde::Deserialize)]
+struct NameBody {
+    name: String,
+}
+
+async fn post_cluster(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<NameBody>) -> ApiResult {
+    let id = inventory::create_cluster(&state.pool, &me, &body.name).await?;
+    created(json!({"id": id}))
+}
+
+#[derive(serde::Deserialize)]
+struct NodeBody {
+    name: String,
+    gpu_model: String,
+    gpu_count: i64,
+}
+
+async fn post_cluster_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<NodeBody>) -> ApiResult {
+    let id = inventory::add_node(&state.pool, &me, id, &body.name, &body.gpu_model, &body.gpu_count.to_string()).await?;
+    created(json!({"id": id}))
+}
+
+#[derive(serde::Deserialize)]
+struct StateBody {
+    state: String,
+}
+
+async fn put_node_state(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<StateBody>) -> ApiResult {
+    inventory::set_node_state(&state.pool, &me, id, &body.state).await?;
+    ok(json!({"ok": true}))
+}
+
+fn require_admin(me: &crate::auth::Account) -> Result<(), AppError> {
+    if me.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin can manage users".into())) }
+}
+
+async fn get_users(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    require_admin(&me)?;
+    ok(json!({"users": users::list(&state.pool).await?}))
+}
+
+#[derive(serde::Deserialize)]
+struct UserBody {
+    name: String,
+    role: String,
+    node: Option<String>,
+}
+
+async fn post_user(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<UserBody>) -> ApiResult {
+    require_admin(&me)?;
+    let (id, password) = users::create(&state.pool, Some(me.id), &body.name, &body.role, body.node.as_deref()).await?;
+    created(json!({"id": id, "name": body.name.trim(), "password": password}))
+}
+
+#[derive(serde::Deserialize)]
+struct GrantBody {
+    role: String,
+    node: Option<String>,
+}
+
+async fn post_grant(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<GrantBody>) -> ApiResult {
+    require_admin(&me)?;
+    let grant = users::grant(&state.pool, Some(me.id), id, &body.role, body.node.as_deref()).await?;
+    created(json!({"id": grant}))
+}
+
+async fn delete_grant(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath((id, grant)): ApiPath<(i64, i64)>) -> ApiResult {
+    require_admin(&me)?;
+    users::revoke(&state.pool, Some(me.id), id, grant).await?;
+    ok(json!({"ok": true}))
+}
+
+async fn get_audit(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    if !me.sees_everything() && me.lead_nodes().next().is_none() {
+        return Err(AppError::Forbidden("the audit log is for admins, finance and leads".into()).into());
+    }
+    let parents = Parents::load(&state.pool).await?;
+    ok(json!({"entries": audit::visible(&state.pool, &me, &parents, 1000).await?}))
+}
+
+async fn api_not_found() -> ApiError {
+    ApiError(AppError::NotFound("no such API endpoint; see /api/v1/openapi.json".into()))
+}
+
+async fn method_not_allowed() -> Response {
+    let body = json!({"error": {"code": "method_not_allowed", "message": "this endpoint does not take that method", "field": null}});
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+/// The API routes, to be nested under `/api/v1`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/openapi.json", get(|| async { Json(openapi::document()) }))
+        .route("/me", get(me))
+        .route("/tree", get(tree))
+        .route("/clusters", get(clusters).post(post_cluster))
+        .route("/clusters/{id}/nodes", post(post_cluster_node))
+        .route("/cluster-nodes/{id}/state", put(put_node_state))
+        .route("/gpu-models", get(gpu_models).post(post_model))
+        .route("/gpu-models/{id}", axum::routing::patch(patch_model))
+        .route("/nodes", post(post_node))
+        .route("/nodes/{id}", axum::routing::patch(patch_node))
+        .route("/nodes/{id}/shares", put(put_shares))
+        .route("/projects/{id}", get(project))
+        .route("/projects/{id}/budget", put(put_budget))
+        .route("/projects/{id}/members", post(post_member))
+        .route("/projects/{id}/members/{user}", axum::routing::delete(delete_member))
+        .route("/users", get(get_users).post(post_user))
+        .route("/users/{id}/grants", post(post_grant))
+        .route("/users/{id}/grants/{grant}", axum::routing::delete(delete_grant))
+        .route("/audit", get(get_audit))
+        .fallback(api_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+}

@@ -1,0 +1,90 @@
+//! The OpenAPI 3.1 document for `/api/v1`, written by hand next to the routes it describes.
+
+use serde_json::{Value, json};
+
+fn op(summary: &str, body: Option<&str>, ok_status: &str) -> Value {
+    let mut o = json!({
+        "summary": summary,
+        "security": [{"bearer": []}],
+        "responses": {
+            ok_status: {"description": "Success", "content": {"application/json": {"schema": {"type": "object"}}}},
+            "401": {"$ref": "#/components/responses/Error"},
+            "403": {"$ref": "#/components/responses/Error"},
+            "404": {"$ref": "#/components/responses/Error"},
+            "409": {"$ref": "#/components/responses/Error"},
+            "422": {"$ref": "#/components/responses/Error"}
+        }
+    });
+    if let Some(schema) = body {
+        o["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
+    }
+    o
+}
+
+fn id_param(name: &str) -> Value {
+    json!({"name": name, "in": "path", "required": true, "schema": {"type": "integer", "format": "int64"}})
+}
+
+/// The document served at `GET /api/v1/openapi.json`.
+pub fn document() -> Value {
+    let id = id_param("id");
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Tranche API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
+        },
+        "servers": [{"url": "/api/v1"}],
+        "paths": {
+            "/me": {"get": op("The caller: name, roles, grants and projects", None, "200")},
+            "/tree": {"get": op("The program tree visible to the caller with shares, effective shares and entitlements per cluster and GPU model for the current budget period", None, "200")},
+            "/clusters": {
+                "get": op("Clusters with their nodes, GPU models and counts", None, "200"),
+                "post": op("Create a cluster (admin)", Some("NameBody"), "201")
+            },
+            "/clusters/{id}/nodes": {"parameters": [id], "post": op("Add a node to a cluster (admin)", Some("NodeBody"), "201")},
+            "/cluster-nodes/{id}/state": {"parameters": [id], "put": op("Set a node's state: up, draining or down (admin)", Some("StateBody"), "200")},
+            "/gpu-models": {
+                "get": op("GPU models with billing weights and prices", None, "200"),
+                "post": op("Create a GPU model (admin)", Some("ModelBody"), "201")
+            },
+            "/gpu-models/{id}": {"parameters": [id], "patch": op("Change a GPU model's billing weight and price (admin)", Some("ModelBody"), "200")},
+            "/nodes": {"post": op("Create a tree node (admin)", Some("NewNode"), "201")},
+            "/nodes/{id}": {"parameters": [id], "patch": op("Rename, move or archive a tree node (admin)", Some("NodePatch"), "200")},
+            "/nodes/{id}/shares": {"parameters": [id], "put": op("Set shares of some children of a node at once (admin or lead of the node or above); siblings sum to at most 100%", Some("SharesBody"), "200")},
+            "/projects/{id}": {"parameters": [id], "get": op("A project: share, entitlement, period budget, money cap, self-service limit, members", None, "200")},
+            "/projects/{id}/budget": {"parameters": [id], "put": op("Set a project's period budget, money cap and self-service limit (admin or lead above the project)", Some("BudgetUpdate"), "200")},
+            "/projects/{id}/members": {"parameters": [id], "post": op("Add a member (admin or lead)", Some("MemberBody"), "201")},
+            "/projects/{id}/members/{user}": {"parameters": [id, {"name": "user", "in": "path", "required": true, "schema": {"type": "string"}}], "delete": op("Remove a member (admin or lead)", None, "200")},
+            "/users": {
+                "get": op("Users and their roles (admin)", None, "200"),
+                "post": op("Create a user with a role; the answer carries the generated password once (admin)", Some("UserBody"), "201")
+            },
+            "/users/{id}/grants": {"parameters": [id], "post": op("Grant a role (admin)", Some("GrantBody"), "201")},
+            "/users/{id}/grants/{grant}": {"parameters": [id, id_param("grant")], "delete": op("Revoke a role (admin); the last admin cannot be revoked", None, "200")},
+            "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
+            "schemas": {
+                "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+                    "code": {"type": "string", "enum": ["invalid_input", "not_found", "conflict", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
+                "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
+                "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
+                "NewNode": {"type": "object", "required": ["parent", "name", "kind", "share"], "properties": {"parent": {"type": "integer"}, "name": {"type": "string", "maxLength": 64}, "kind": {"enum": ["group", "project"]}, "share": {"$ref": "#/components/schemas/Share"}}},
+                "NodePatch": {"type": "object", "properties": {"name": {"type": "string"}, "parent": {"type": "integer"}, "archived": {"const": true}}},
+                "BudgetUpdate": {"type": "object", "required": ["self_service_gpu_hours"], "properties": {"period_budget_minor": {"type": ["integer", "null"], "minimum": 0}, "money_cap_minor": {"type": ["integer", "null"], "minimum": 0}, "self_service_gpu_hours": {"type": "integer", "minimum": 0, "maximum": 100000}}},
+                "MemberBody": {"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}},
+                "NameBody": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+                "NodeBody": {"type": "object", "required": ["name", "gpu_model", "gpu_count"], "properties": {"name": {"type": "string"}, "gpu_model": {"type": "string"}, "gpu_count": {"type": "integer", "minimum": 1, "maximum": 64}}},
+                "StateBody": {"type": "object", "required": ["state"], "properties": {"state": {"enum": ["up", "draining", "down"]}}},
+                "ModelBody": {"type": "object", "required": ["billing_weight_milli", "price_per_gpu_hour_minor"], "properties": {"name": {"type": "string"}, "billing_weight_milli": {"type": "integer", "minimum": 1, "maximum": 100000}, "price_per_gpu_hour_minor": {"type": "integer", "minimum": 0}}},
+                "UserBody": {"type": "object", "required": ["name", "role"], "properties": {"name": {"type": "string"}, "role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"], "description": "the tree node a lead leads"}}},
+                "GrantBody": {"type": "object", "required": ["role"], "properties": {"role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"]}}}
+            }
+        }
+    })
+}

@@ -1,0 +1,141 @@
+//! The web layer: server-rendered pages (one file per area, each with its `router()`), the
+//! JSON API under `/api/v1`, and the middleware around them (sessions, CSRF, tracing).
+
+pub mod account;
+pub mod admin;
+pub mod api;
+pub mod audit;
+pub mod home;
+pub mod session;
+pub mod tree;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+
+use crate::auth::{Account, csrf};
+use crate::error::AppError;
+use crate::state::AppState;
+
+/// What the shared page layout (`templates/base.html`) needs.
+pub struct Layout {
+    /// The signed-in user's name, `None` on the login page.
+    pub user_name: Option<String>,
+    /// Navigation links (href, label) for the user's roles.
+    pub nav: Vec<(&'static str, &'static str)>,
+    /// The href of the current area, to mark it in the navigation.
+    pub active: &'static str,
+    /// The session's CSRF token for forms.
+    pub csrf: String,
+    /// A one-line confirmation to show ("Shares saved.").
+    pub notice: Option<String>,
+}
+
+impl Layout {
+    /// The layout for a signed-in account.
+    ///
+    /// # Errors
+    /// Session store failures.
+    pub async fn for_user(session: &Session, account: &Account, active: &'static str) -> Result<Self, AppError> {
+        let mut nav = vec![("/", "Home"), ("/tree", "Program tree")];
+        if account.sees_everything() || account.lead_nodes().next().is_some() {
+            nav.push(("/audit", "Audit log"));
+        }
+        if account.is_admin() {
+            nav.push(("/admin/inventory", "Inventory"));
+            nav.push(("/admin/users", "Users"));
+        }
+        nav.push(("/account/tokens", "API tokens"));
+        let notice = session.remove::<String>("notice").await.map_err(|e| AppError::Internal(e.into()))?;
+        Ok(Self { user_name: Some(account.name.clone()), nav, active, csrf: csrf::token(session).await?, notice })
+    }
+}
+
+/// Stores a one-line confirmation shown on the next page.
+///
+/// # Errors
+/// Session store failures.
+pub async fn flash(session: &Session, notice: impl Into<String>) -> Result<(), AppError> {
+    session.insert("notice", notice.into()).await.map_err(|e| AppError::Internal(e.into()))
+}
+
+/// Renders an askama template into an HTML response.
+///
+/// # Errors
+/// Template rendering failures (as a logged 500).
+pub fn render(t: &impl askama::Template) -> Result<Response, AppError> {
+    Ok(Html(t.render()?).into_response())
+}
+
+/// Renders a template with a status (e.g. 422 for a form re-rendered with its error).
+///
+/// # Errors
+/// Template rendering failures.
+pub fn render_status(status: StatusCode, t: &impl askama::Template) -> Result<Response, AppError> {
+    Ok((status, Html(t.render()?)).into_response())
+}
+
+/// The current instant as a `jiff::Timestamp` (the web layer may read the clock; the
+/// scheduling core may not).
+pub fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+/// Formats a budget period for display: `2026-11-01 – 2026-12-01`.
+pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
+    format!("{} – {}", start.date(), end.date())
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool).await {
+        Ok(_) => (StatusCode::OK, "ok").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check: database unavailable");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response()
+        }
+    }
+}
+
+async fn stylesheet() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], include_str!("../../static/style.css"))
+        .into_response()
+}
+
+async fn not_found() -> AppError {
+    AppError::NotFound("there is no such page".into())
+}
+
+/// Builds the whole application: pages, API, health check, static files, with sessions stored
+/// in PostgreSQL, CSRF protection and request tracing.
+pub fn app(state: AppState) -> Router {
+    let store = PostgresStore::new(state.pool.clone());
+    let sessions = SessionManagerLayer::new(store)
+        .with_name("tranche_session")
+        .with_secure(state.site.secure_cookies)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_expiry(Expiry::OnInactivity(time::Duration::hours(12)));
+    let pages = Router::new()
+        .merge(session::router())
+        .merge(home::router())
+        .merge(tree::router())
+        .merge(admin::router())
+        .merge(audit::router())
+        .merge(account::router())
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(csrf::protect))
+        .layer(sessions);
+    Router::new()
+        .nest("/api/v1", api::router())
+        .route("/healthz", get(healthz))
+        .route("/static/style.css", get(stylesheet))
+        .merge(pages)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

@@ -1,0 +1,509 @@
+//! The program tree page, node pages (children's shares; admin create, rename, move,
+//! archive) and project pages (the budget bag: entitlement, budget, cap, members).
+
+use std::collections::{HashMap, HashSet};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser, Parents};
+use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind, TreeView};
+use crate::domain::{self, Money, Share};
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::web::{Layout, flash, now, period_label, render, render_status};
+
+/// The node ids an account sees in the tree: everything for admin and finance; otherwise the
+/// subtrees of the nodes they lead and their projects, plus the ancestors of those (for context).
+pub fn visible_nodes(me: &Account, tree: &TreeView, parents: &Parents) -> Option<HashSet<i64>> {
+    if me.sees_everything() {
+        return None;
+    }
+    let scope: Vec<i64> = me.lead_nodes().chain(me.projects.iter().copied()).collect();
+    let mut visible = HashSet::new();
+    for n in &tree.nodes {
+        if scope.iter().any(|s| parents.is_ancestor_or_self(*s, n.id) || parents.is_ancestor_or_self(n.id, *s)) {
+            visible.insert(n.id);
+        }
+    }
+    Some(visible)
+}
+
+struct Row {
+    id: i64,
+    name: String,
+    is_project: bool,
+    can_open: bool,
+    indent: String,
+    share: String,
+    effective: String,
+    gpu_hours: Vec<String>,
+    money: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "tree.html")]
+struct TreePage {
+    layout: Layout,
+    period: String,
+    hours: String,
+    time_zone: String,
+    currency: String,
+    capacity: Vec<tree_db::Capacity>,
+    rows: Vec<Row>,
+}
+
+async fn tree_page(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
+    let parents = Parents::load(&state.pool).await?;
+    let visible = visible_nodes(&me, &tree, &parents);
+    let rows = tree
+        .nodes
+        .iter()
+        .filter(|n| visible.as_ref().is_none_or(|v| v.contains(&n.id)))
+        .map(|n| Row {
+            id: n.id,
+            name: n.name.clone(),
+            is_project: n.is_project,
+            can_open: me.may_view(n.id, &parents),
+            indent: format!("{:.2}em", n.depth as f64 * 1.25 + 0.4),
+            share: n.share.to_string(),
+            effective: n.effective.percent(),
+            gpu_hours: n.entitlements.iter().map(|e| domain::format_milli_gpu_hours(e.milli_gpu_hours)).collect(),
+            money: n.money_total.amount(),
+        })
+        .collect();
+    render(&TreePage {
+        layout: Layout::for_user(&session, &me, "/tree").await?,
+        period: period_label(&tree.period_start, &tree.period_end),
+        hours: domain::group_thousands((tree.period_seconds() / 3600) as u64),
+        time_zone: state.site.time_zone_name.clone(),
+        currency: state.site.currency.clone(),
+        capacity: tree.capacity.clone(),
+        rows,
+    })
+}
+
+struct ChildRow {
+    id: i64,
+    name: String,
+    typed: String,
+    invalid: bool,
+    effective: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "node.html")]
+struct NodePage {
+    layout: Layout,
+    id: i64,
+    name: String,
+    share: String,
+    effective: String,
+    money: String,
+    can_edit_shares: bool,
+    children: Vec<ChildRow>,
+    children_sum: String,
+    shares_error: Option<String>,
+    is_admin: bool,
+    is_project: bool,
+    has_parent: bool,
+    admin_error: Option<String>,
+    form_name: String,
+    form_kind: String,
+    form_share: String,
+    form_rename: String,
+    move_targets: Vec<(i64, String)>,
+}
+
+/// What a re-rendered node page keeps from a failed form.
+#[derive(Default)]
+struct NodeForm {
+    typed_shares: HashMap<i64, String>,
+    invalid: HashSet<i64>,
+    shares_error: Option<String>,
+    admin_error: Option<String>,
+    name: String,
+    kind: String,
+    share: String,
+    rename: String,
+}
+
+async fn node_page(state: &AppState, session: &Session, me: &Account, id: i64, form: NodeForm) -> Result<Response, AppError> {
+    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
+    let parents = Parents::load(&state.pool).await?;
+    let node = tree.node(id).ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))?;
+    if !me.may_view(id, &parents) {
+        return Err(AppError::Forbidden("this node is outside what you may see".into()));
+    }
+    let status = if form.shares_error.is_some() || form.admin_error.is_some() { StatusCode::UNPROCESSABLE_ENTITY } else { StatusCode::OK };
+    let children: Vec<ChildRow> = tree
+        .children(id)
+        .map(|c| ChildRow {
+            id: c.id,
+            name: c.name.clone(),
+            typed: form.typed_shares.get(&c.id).cloned().unwrap_or_else(|| domain::format_bp(i64::from(c.share.bp()))),
+            invalid: form.invalid.contains(&c.id),
+            effective: c.effective.percent(),
+        })
+        .collect();
+    let move_targets = tree
+        .nodes
+        .iter()
+        .filter(|n| !n.is_project && !parents.is_ancestor_or_self(id, n.id) && Some(n.id) != node.parent_id)
+        .map(|n| (n.id, n.name.clone()))
+        .collect();
+    let page = NodePage {
+        layout: Layout::for_user(session, me, "/tree").await?,
+        id,
+        name: node.name.clone(),
+        share: node.share.to_string(),
+        effective: node.effective.percent(),
+        money: node.money_total.display(&state.site.currency),
+        can_edit_shares: me.leads(id, &parents),
+        children,
+        children_sum: domain::format_bp(node.children_bp),
+        shares_error: form.shares_error,
+        is_admin: me.is_admin(),
+        is_project: node.is_project,
+        has_parent: node.parent_id.is_some(),
+        admin_error: form.admin_error,
+        form_name: form.name,
+        form_kind: if form.kind.is_empty() { "group".into() } else { form.kind },
+        form_share: form.share,
+        form_rename: if form.rename.is_empty() { node.name.clone() } else { form.rename },
+        move_targets,
+    };
+    render_status(status, &page)
+}
+
+async fn node_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+    node_page(&state, &session, &me, id, NodeForm::default()).await
+}
+
+/// The shares form: `share_<child id>` = a percentage, for any subset of the children.
+async fn shares_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(fields): axum::Form<Vec<(String, String)>>,
+) -> Result<Response, AppError> {
+    let mut form = NodeForm::default();
+    let mut changes = Vec::new();
+    let mut errors = Vec::new();
+    for (key, value) in &fields {
+        let Some(child) = key.strip_prefix("share_") else { continue };
+        let Ok(child) = child.parse::<i64>() else {
+            return Err(AppError::invalid("share", format!("{key:?} is not a share field")));
+        };
+        form.typed_shares.insert(child, value.clone());
+        match Share::parse_percent(value) {
+            Ok(s) => changes.push((child, s)),
+            Err(e) => {
+                form.invalid.insert(child);
+                errors.push(e.to_string());
+            }
+        }
+    }
+    if errors.is_empty() {
+        match tree_db::set_child_shares(&state.pool, &me, id, &changes).await {
+            Ok(()) => {
+                flash(&session, "Shares saved.").await?;
+                return Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response());
+            }
+            Err(AppError::Invalid { message, .. }) => errors.push(message),
+            Err(other) => return Err(other),
+        }
+    }
+    form.shares_error = Some(errors.join("; "));
+    node_page(&state, &session, &me, id, form).await
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ChildForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    share: String,
+}
+
+async fn child_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<ChildForm>,
+) -> Result<Response, AppError> {
+    let kind = if f.kind == "project" { NodeKind::Project } else { NodeKind::Group };
+    let result = match Share::parse_percent(&f.share) {
+        Ok(share) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share).await.map(|_| ()),
+        Err(e) => Err(AppError::invalid("share", e.to_string())),
+    };
+    match result {
+        Ok(()) => {
+            flash(&session, format!("Added {}.", f.name.trim())).await?;
+            Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            let form = NodeForm { admin_error: Some(message), name: f.name, kind: f.kind, share: f.share, ..NodeForm::default() };
+            node_page(&state, &session, &me, id, form).await
+        }
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct RenameForm {
+    #[serde(default)]
+    name: String,
+}
+
+async fn rename_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<RenameForm>,
+) -> Result<Response, AppError> {
+    match tree_db::rename_node(&state.pool, &me, id, &f.name).await {
+        Ok(()) => {
+            flash(&session, "Renamed.").await?;
+            Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            let rename = if f.name.is_empty() { " ".into() } else { f.name };
+            node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), rename, ..NodeForm::default() }).await
+        }
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct MoveForm {
+    #[serde(default)]
+    parent: String,
+}
+
+async fn move_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<MoveForm>,
+) -> Result<Response, AppError> {
+    let result = match f.parent.trim().parse::<i64>() {
+        Ok(parent) => tree_db::move_node(&state.pool, &me, id, parent).await,
+        Err(_) => Err(AppError::invalid("parent", "choose the new parent")),
+    };
+    match result {
+        Ok(()) => {
+            flash(&session, "Moved.").await?;
+            Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), ..NodeForm::default() }).await,
+        Err(other) => Err(other),
+    }
+}
+
+async fn archive_post(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+    match tree_db::archive_node(&state.pool, &me, id).await {
+        Ok(()) => {
+            flash(&session, "Archived.").await?;
+            Ok(Redirect::to("/tree").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), ..NodeForm::default() }).await,
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "project.html")]
+struct ProjectPage {
+    layout: Layout,
+    id: i64,
+    name: String,
+    share: String,
+    effective: String,
+    period: String,
+    entitlement_money: String,
+    budget: String,
+    budget_is_default: bool,
+    cap: String,
+    self_service: i32,
+    entitlements: Vec<(String, String, String, String)>,
+    members: Vec<(i64, String)>,
+    can_manage_members: bool,
+    member_error: Option<String>,
+    form_member: String,
+    can_edit_budget: bool,
+    is_admin: bool,
+    budget_error: Option<String>,
+    currency: String,
+    form_budget: String,
+    form_cap: String,
+    form_self_service: String,
+}
+
+/// What a re-rendered project page keeps from a failed form.
+#[derive(Default)]
+struct ProjectForm {
+    member_error: Option<String>,
+    member: String,
+    budget_error: Option<String>,
+    budget: Option<(String, String, String)>,
+}
+
+async fn project_page(state: &AppState, session: &Session, me: &Account, id: i64, form: ProjectForm) -> Result<Response, AppError> {
+    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
+    let parents = Parents::load(&state.pool).await?;
+    let node = tree.node(id).filter(|n| n.is_project).ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    if !me.may_view(id, &parents) {
+        return Err(AppError::Forbidden("this project is outside what you may see".into()));
+    }
+    let settings = tree_db::project(&state.pool, id).await?;
+    let cur = &state.site.currency;
+    let budget = tree_db::effective_budget(&settings, node.money_total);
+    let status = if form.member_error.is_some() || form.budget_error.is_some() { StatusCode::UNPROCESSABLE_ENTITY } else { StatusCode::OK };
+    let (form_budget, form_cap, form_self_service) = form.budget.unwrap_or_else(|| {
+        (
+            settings.period_budget_minor.map(|v| Money(v).plain()).unwrap_or_default(),
+            settings.money_cap_minor.map(|v| Money(v).plain()).unwrap_or_default(),
+            settings.self_service_gpu_hours.to_string(),
+        )
+    });
+    let page = ProjectPage {
+        layout: Layout::for_user(session, me, "/tree").await?,
+        id,
+        name: node.name.clone(),
+        share: node.share.to_string(),
+        effective: node.effective.percent(),
+        period: period_label(&tree.period_start, &tree.period_end),
+        entitlement_money: node.money_total.display(cur),
+        budget: budget.display(cur),
+        budget_is_default: settings.period_budget_minor.is_none(),
+        cap: settings.money_cap_minor.map_or_else(|| "none".to_string(), |c| Money(c).display(cur)),
+        self_service: settings.self_service_gpu_hours,
+        entitlements: tree
+            .capacity
+            .iter()
+            .zip(&node.entitlements)
+            .map(|(c, e)| (c.cluster.clone(), c.gpu_model.clone(), domain::format_milli_gpu_hours(e.milli_gpu_hours), e.money.display(cur)))
+            .collect(),
+        members: settings.members,
+        can_manage_members: me.leads(id, &parents),
+        member_error: form.member_error,
+        form_member: form.member,
+        can_edit_budget: me.leads_strictly_above(id, &parents),
+        is_admin: me.is_admin(),
+        budget_error: form.budget_error,
+        currency: cur.clone(),
+        form_budget,
+        form_cap,
+        form_self_service,
+    };
+    render_status(status, &page)
+}
+
+async fn project_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+    project_page(&state, &session, &me, id, ProjectForm::default()).await
+}
+
+#[derive(serde::Deserialize, Default)]
+struct BudgetForm {
+    #[serde(default)]
+    period_budget: String,
+    #[serde(default)]
+    money_cap: String,
+    #[serde(default)]
+    self_service_gpu_hours: String,
+}
+
+/// Parses an optional amount: empty means none.
+fn optional_money(input: &str, field: &'static str) -> Result<Option<i64>, AppError> {
+    if input.trim().is_empty() {
+        return Ok(None);
+    }
+    Money::parse(input).map(|m| Some(m.0)).map_err(|m| AppError::invalid(field, m))
+}
+
+async fn budget_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<BudgetForm>,
+) -> Result<Response, AppError> {
+    let parsed = (|| {
+        Ok::<_, AppError>(BudgetUpdate {
+            period_budget_minor: optional_money(&f.period_budget, "period_budget")?,
+            money_cap_minor: optional_money(&f.money_cap, "money_cap")?,
+            self_service_gpu_hours: domain::int_in(&f.self_service_gpu_hours, "the self-service limit", 0, 100_000)
+                .map_err(|m| AppError::invalid("self_service_gpu_hours", m))? as i32,
+        })
+    })();
+    let result = match parsed {
+        Ok(update) => tree_db::update_project(&state.pool, &me, id, &update).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => {
+            flash(&session, "Budget saved.").await?;
+            Ok(Redirect::to(&format!("/projects/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            let form = ProjectForm { budget_error: Some(message), budget: Some((f.period_budget, f.money_cap, f.self_service_gpu_hours)), ..ProjectForm::default() };
+            project_page(&state, &session, &me, id, form).await
+        }
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct MemberForm {
+    #[serde(default)]
+    user: String,
+}
+
+async fn member_change(state: AppState, session: Session, me: Account, id: i64, user: String, add: bool) -> Result<Response, AppError> {
+    match tree_db::set_member(&state.pool, &me, id, &user, add).await {
+        Ok(()) => {
+            flash(&session, if add { format!("Added {}.", user.trim()) } else { format!("Removed {}.", user.trim()) }).await?;
+            Ok(Redirect::to(&format!("/projects/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            project_page(&state, &session, &me, id, ProjectForm { member_error: Some(message), member: user, ..ProjectForm::default() }).await
+        }
+        Err(other) => Err(other),
+    }
+}
+
+async fn member_add(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<MemberForm>) -> Result<Response, AppError> {
+    member_change(state, session, me, id, f.user, true).await
+}
+
+async fn member_remove(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<MemberForm>) -> Result<Response, AppError> {
+    member_change(state, session, me, id, f.user, false).await
+}
+
+/// Tree, node and project routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/tree", get(tree_page))
+        .route("/tree/nodes/{id}", get(node_get))
+        .route("/tree/nodes/{id}/shares", post(shares_post))
+        .route("/tree/nodes/{id}/children", post(child_post))
+        .route("/tree/nodes/{id}/rename", post(rename_post))
+        .route("/tree/nodes/{id}/move", post(move_post))
+        .route("/tree/nodes/{id}/archive", post(archive_post))
+        .route("/projects/{id}", get(project_get))
+        .route("/projects/{id}/budget", post(budget_post))
+        .route("/projects/{id}/members", post(member_add))
+        .route("/projects/{id}/members/remove", post(member_remove))
+}
