@@ -26,7 +26,7 @@ const PROGRAMS: &[(&str, u16, &[Team])] = &[
         "Foundation Models",
         50,
         &[
-            ("Pretraining", 30, &[("fm-pretrain-7b", 50), ("fm-pretrain-70b", 30), ("fm-tokenizer", 20)]),
+            ("Pretraining", 30, &[("fm-pretrain-7b", 40), ("fm-pretrain-70b", 25), ("fm-tokenizer", 20), ("fm-long-context", 15)]),
             ("Post-training", 25, &[("fm-rlhf", 50), ("fm-sft", 30), ("fm-reward-models", 20)]),
             ("Multimodal", 20, &[("fm-vision-language", 50), ("fm-speech", 30), ("fm-video", 20)]),
             ("Evaluation", 15, &[("fm-evals", 60), ("fm-red-team", 40)]),

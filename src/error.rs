@@ -15,6 +15,10 @@ pub enum AppError {
         /// A message for a person.
         message: String,
     },
+    /// A request that cannot be read at all (malformed JSON, wrong content type): 400
+    /// `malformed_request`.
+    #[error("{0}")]
+    Malformed(String),
     /// Unknown id or name: 404 `not_found`.
     #[error("{0}")]
     NotFound(String),
@@ -45,6 +49,7 @@ impl AppError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Malformed(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -57,6 +62,7 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid { .. } => "invalid_input",
+            Self::Malformed(_) => "malformed_request",
             Self::NotFound(_) => "not_found",
             Self::Conflict(_) => "conflict",
             Self::Unauthorized => "unauthorized",

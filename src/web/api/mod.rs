@@ -31,7 +31,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(Self(v)),
-            Err(rejection) => Err(ApiError(AppError::Invalid { field: None, message: rejection.body_text() })),
+            Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => Err(ApiError(AppError::Invalid { field: None, message: e.body_text() })),
+            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
         }
     }
 }

@@ -8,6 +8,7 @@ fn op(summary: &str, body: Option<&str>, ok_status: &str) -> Value {
         "security": [{"bearer": []}],
         "responses": {
             ok_status: {"description": "Success", "content": {"application/json": {"schema": {"type": "object"}}}},
+            "400": {"$ref": "#/components/responses/Error"},
             "401": {"$ref": "#/components/responses/Error"},
             "403": {"$ref": "#/components/responses/Error"},
             "404": {"$ref": "#/components/responses/Error"},
@@ -33,7 +34,7 @@ pub fn document() -> Value {
         "info": {
             "title": "Tranche API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
+            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, malformed_request, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
         },
         "servers": [{"url": "/api/v1"}],
         "paths": {
@@ -70,7 +71,7 @@ pub fn document() -> Value {
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "not_found", "conflict", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},

@@ -1,0 +1,126 @@
+//! A real headless Chromium (through chromedriver) against the app on a real port.
+//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` and `scripts/test` install them);
+//! `TRANCHE_CHROMEDRIVER` and `TRANCHE_CHROMIUM` override their paths.
+
+use std::net::TcpListener as StdListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+use crate::support::{TestApp, demo_password};
+
+/// A chromedriver child process, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_driver() -> Driver {
+    let path = std::env::var("TRANCHE_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "browser tests need chromedriver at {path}: install Debian's chromium and chromium-driver (scripts/test does) or set TRANCHE_CHROMEDRIVER"
+    );
+    let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(&path).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start chromedriver");
+    // Wait until the driver accepts connections (readiness, not a timing assumption).
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Driver { child, port };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("chromedriver did not listen on port {port}");
+}
+
+async fn browser(driver: &Driver) -> Client {
+    let chromium = std::env::var("TRANCHE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let profile = std::env::temp_dir().join(format!("tranche-chromium-{}-{}", std::process::id(), driver.port));
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1400,1000", format!("--user-data-dir={}", profile.display())
+            ]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else { unreachable!() };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("open a Chromium session")
+}
+
+async fn serve(app: &TestApp) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(tranche::serve(listener, app.state.clone(), std::future::pending()));
+    format!("http://{addr}")
+}
+
+async fn set_value(c: &Client, css: &str, value: &str) {
+    let field = c.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lead_changes_a_share_in_the_browser() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = serve(&app).await;
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+    let (name, pw) = demo_password(&users, "lead");
+
+    c.goto(&format!("{base}/login")).await.unwrap();
+    set_value(&c, "input[name=name]", &name).await;
+    set_value(&c, "input[name=password]", &pw).await;
+    c.find(Locator::Css("form[action='/login'] button")).await.unwrap().click().await.unwrap();
+    c.wait().for_element(Locator::Css("header nav")).await.unwrap();
+
+    // The tree shows shares and entitlements.
+    c.goto(&format!("{base}/tree")).await.unwrap();
+    let cell = c.find(Locator::Css("tr[data-node='Post-training'] td.effective")).await.unwrap().text().await.unwrap();
+    assert_eq!(cell, "12.5%");
+
+    // Move 10 points from Pretraining to Post-training.
+    let fm = app.node_id("Foundation Models").await;
+    let pre = app.node_id("Pretraining").await;
+    let post = app.node_id("Post-training").await;
+    c.goto(&format!("{base}/tree/nodes/{fm}")).await.unwrap();
+    set_value(&c, &format!("input[name=share_{pre}]"), "20").await;
+    set_value(&c, &format!("input[name=share_{post}]"), "35").await;
+    c.find(Locator::Css("form.shares button")).await.unwrap().click().await.unwrap();
+    let notice = c.wait().for_element(Locator::Css(".notice")).await.unwrap().text().await.unwrap();
+    assert_eq!(notice, "Shares saved.");
+    // Post-training is now 50% x 35% = 17.5% of the organisation.
+    let cell = c.find(Locator::Css("tr[data-node='Post-training'] td.effective")).await.unwrap().text().await.unwrap();
+    assert_eq!(cell, "17.5%");
+    assert_eq!(app.share_bp("Post-training").await, 3500);
+
+    // An invalid share: the message, the typed value kept, nothing changed.
+    set_value(&c, &format!("input[name=share_{post}]"), "abc").await;
+    c.find(Locator::Css("form.shares button")).await.unwrap().click().await.unwrap();
+    let error = c.wait().for_element(Locator::Css(".error")).await.unwrap().text().await.unwrap();
+    assert!(error.contains("\"abc\" is not a number"), "{error}");
+    let typed = c.find(Locator::Css(&format!("input[name=share_{post}]"))).await.unwrap().prop("value").await.unwrap();
+    assert_eq!(typed.as_deref(), Some("abc"));
+    assert_eq!(app.share_bp("Post-training").await, 3500);
+
+    if let Ok(png) = c.screenshot().await {
+        let _ = std::fs::write(std::env::temp_dir().join("tranche-browser-shares.png"), png);
+    }
+    c.close().await.unwrap();
+}

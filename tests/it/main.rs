@@ -1,0 +1,10 @@
+//! Integration tests: one binary, a fresh PostgreSQL database per test.
+
+mod access;
+mod accounts;
+mod api;
+mod audit;
+mod browser;
+mod embedded;
+mod support;
+mod tree;
