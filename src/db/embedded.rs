@@ -56,6 +56,9 @@ impl Embedded {
             as_postgres_user,
             started_here: false,
         };
+        if as_postgres_user {
+            this.make_reachable(&data_dir)?;
+        }
         std::fs::create_dir_all(&this.socket_dir)?;
         this.give_to_postgres(&this.socket_dir.clone())?;
         if !this.pgdata.join("PG_VERSION").exists() {
@@ -91,6 +94,31 @@ impl Embedded {
         } else {
             Command::new(path)
         }
+    }
+
+    /// As root, the `postgres` user must be able to pass through the data directory.
+    fn make_reachable(&self, data_dir: &Path) -> anyhow::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut perms = std::fs::metadata(data_dir)?.permissions();
+        if perms.mode() & 0o001 == 0 {
+            perms.set_mode(perms.mode() | 0o711);
+            std::fs::set_permissions(data_dir, perms)?;
+        }
+        let ok = Command::new("runuser")
+            .args(["-u", "postgres", "--", "test", "-x"])
+            .arg(data_dir)
+            .status()
+            .context("cannot run runuser to start PostgreSQL as the postgres user")?
+            .success();
+        if !ok {
+            bail!(
+                "the postgres user cannot reach {} (a parent directory is closed to it). Running as root, \
+                 Tranche runs PostgreSQL as `postgres`: choose a --data-dir it can reach, such as /var/lib/tranche, \
+                 or set DATABASE_URL",
+                data_dir.display()
+            );
+        }
+        Ok(())
     }
 
     fn give_to_postgres(&self, dir: &Path) -> anyhow::Result<()> {
