@@ -64,18 +64,29 @@ impl Site {
     pub fn from_env() -> anyhow::Result<Self> {
         let currency = std::env::var("TRANCHE_CURRENCY").unwrap_or_else(|_| "USD".into());
         if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
-            anyhow::bail!("TRANCHE_CURRENCY must be a three-letter ISO 4217 code such as EUR, got {currency:?}");
+            anyhow::bail!(
+                "TRANCHE_CURRENCY must be a three-letter ISO 4217 code such as EUR, got {currency:?}"
+            );
         }
         let time_zone_name = std::env::var("TRANCHE_TIME_ZONE").unwrap_or_else(|_| "UTC".into());
         let time_zone = jiff::tz::TimeZone::get(&time_zone_name).map_err(|e| {
-            anyhow::anyhow!("TRANCHE_TIME_ZONE {time_zone_name:?} is not a known IANA time zone: {e}")
+            anyhow::anyhow!(
+                "TRANCHE_TIME_ZONE {time_zone_name:?} is not a known IANA time zone: {e}"
+            )
         })?;
         let secure_cookies = match std::env::var("TRANCHE_SECURE_COOKIES").as_deref() {
             Err(_) | Ok("") | Ok("false") | Ok("0") => false,
             Ok("true") | Ok("1") => true,
-            Ok(other) => anyhow::bail!("TRANCHE_SECURE_COOKIES must be true or false, got {other:?}"),
+            Ok(other) => {
+                anyhow::bail!("TRANCHE_SECURE_COOKIES must be true or false, got {other:?}")
+            }
         };
-        Ok(Self { currency, time_zone, time_zone_name, secure_cookies })
+        Ok(Self {
+            currency,
+            time_zone,
+            time_zone_name,
+            secure_cookies,
+        })
     }
 
     /// Settings for tests: USD, UTC, insecure cookies.

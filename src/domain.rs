@@ -63,7 +63,11 @@ impl Share {
         if whole_trimmed.len() > 3 {
             return Err(ShareError::OverHundred(input.trim().to_string()));
         }
-        let w: u32 = if whole_trimmed.is_empty() { 0 } else { whole_trimmed.parse().unwrap_or(u32::MAX) };
+        let w: u32 = if whole_trimmed.is_empty() {
+            0
+        } else {
+            whole_trimmed.parse().unwrap_or(u32::MAX)
+        };
         let f: u32 = format!("{frac:0<2}").parse().unwrap_or(0);
         let bp = w * 100 + f;
         if bp > 10_000 {
@@ -119,21 +123,39 @@ impl Money {
     /// # Errors
     /// Empty, negative, non-numeric, more than two decimals, or too large.
     pub fn parse(input: &str) -> Result<Self, String> {
-        let s: String = input.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+        let s: String = input
+            .trim()
+            .chars()
+            .filter(|c| *c != ',' && *c != '_')
+            .collect();
         if s.is_empty() {
             return Err("enter an amount, for example 1500 or 1500.50".into());
         }
         if s.starts_with('-') {
-            return Err(format!("an amount cannot be negative (got {})", input.trim()));
+            return Err(format!(
+                "an amount cannot be negative (got {})",
+                input.trim()
+            ));
         }
         let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
-        if whole.is_empty() || !whole.chars().all(|c| c.is_ascii_digit()) || !frac.chars().all(|c| c.is_ascii_digit()) {
-            return Err(format!("{:?} is not an amount; enter digits such as 1500.50", input.trim()));
+        if whole.is_empty()
+            || !whole.chars().all(|c| c.is_ascii_digit())
+            || !frac.chars().all(|c| c.is_ascii_digit())
+        {
+            return Err(format!(
+                "{:?} is not an amount; enter digits such as 1500.50",
+                input.trim()
+            ));
         }
         if frac.len() > 2 {
-            return Err(format!("an amount has at most two decimals (got {})", input.trim()));
+            return Err(format!(
+                "an amount has at most two decimals (got {})",
+                input.trim()
+            ));
         }
-        let whole: i64 = whole.parse().map_err(|_| format!("{} is too large", input.trim()))?;
+        let whole: i64 = whole
+            .parse()
+            .map_err(|_| format!("{} is too large", input.trim()))?;
         let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
         whole
             .checked_mul(100)
@@ -156,7 +178,7 @@ pub fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -167,7 +189,11 @@ pub fn group_thousands(n: u64) -> String {
 /// Formats milli-GPU-hours with one decimal and grouping: 1_234_560 -> `1,234.6`.
 pub fn format_milli_gpu_hours(milli: i64) -> String {
     let tenths = (milli + 50).div_euclid(100);
-    format!("{}.{}", group_thousands((tenths / 10).unsigned_abs()), (tenths % 10).abs())
+    format!(
+        "{}.{}",
+        group_thousands((tenths / 10).unsigned_abs()),
+        (tenths % 10).abs()
+    )
 }
 
 /// An effective share as an exact fraction: the product of basis-point shares from the root,
@@ -182,7 +208,10 @@ pub struct EffectiveShare {
 
 impl EffectiveShare {
     /// The root's effective share: 100%.
-    pub const ROOT: EffectiveShare = EffectiveShare { numerator: 1, denominator: 1 };
+    pub const ROOT: EffectiveShare = EffectiveShare {
+        numerator: 1,
+        denominator: 1,
+    };
 
     /// This share times a child's share. Depths beyond eight levels are rescaled to keep the
     /// fraction within `i128` (precision 10^-12, far below a display digit).
@@ -192,7 +221,10 @@ impl EffectiveShare {
             denominator: self.denominator * 10_000,
         };
         if next.denominator > 10_i128.pow(32) {
-            next = Self { numerator: next.numerator / 10_i128.pow(16), denominator: next.denominator / 10_i128.pow(16) };
+            next = Self {
+                numerator: next.numerator / 10_i128.pow(16),
+                denominator: next.denominator / 10_i128.pow(16),
+            };
         }
         next
     }
@@ -239,7 +271,10 @@ pub fn entitlement(
         gpu_seconds_num * i128::from(billing_weight_milli) * i128::from(price_minor),
         den * 1000,
     );
-    Entitlement { milli_gpu_hours: milli as i64, money: Money(money as i64) }
+    Entitlement {
+        milli_gpu_hours: milli as i64,
+        money: Money(money as i64),
+    }
 }
 
 /// Integer division rounding half up, for non-negative operands.
@@ -258,7 +293,10 @@ pub fn node_name(input: &str) -> Result<String, String> {
         return Err("a name is required".into());
     }
     if name.chars().count() > 64 {
-        return Err(format!("a name has at most 64 characters (this one has {})", name.chars().count()));
+        return Err(format!(
+            "a name has at most 64 characters (this one has {})",
+            name.chars().count()
+        ));
     }
     if name.chars().any(char::is_control) {
         return Err("a name cannot contain control characters".into());
@@ -277,7 +315,10 @@ pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
         return Err(format!("a {what} name is required"));
     }
     if name.len() > max {
-        return Err(format!("a {what} name has at most {max} characters (this one has {})", name.len()));
+        return Err(format!(
+            "a {what} name has at most {max} characters (this one has {})",
+            name.len()
+        ));
     }
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
@@ -295,7 +336,9 @@ pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
 /// The message to show next to the field.
 pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String> {
     let t = input.trim();
-    let v: i64 = t.parse().map_err(|_| format!("{what} must be a whole number (got {t:?})"))?;
+    let v: i64 = t
+        .parse()
+        .map_err(|_| format!("{what} must be a whole number (got {t:?})"))?;
     if v < min || v > max {
         return Err(format!("{what} must be between {min} and {max} (got {v})"));
     }
@@ -308,13 +351,61 @@ pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String
 pub fn budget_period(now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> (jiff::Zoned, jiff::Zoned) {
     let local = now.to_zoned(tz.clone());
     let start_date = local.date().first_of_month();
-    let start = start_date.to_zoned(tz.clone()).unwrap_or_else(|_| local.clone());
+    let start = start_date
+        .to_zoned(tz.clone())
+        .unwrap_or_else(|_| local.clone());
     let end = start_date
         .checked_add(jiff::Span::new().months(1))
         .ok()
         .and_then(|d| d.to_zoned(tz.clone()).ok())
         .unwrap_or_else(|| local.clone());
     (start, end)
+}
+
+/// Parses a positive decimal with up to three decimals into thousandths: `1.5` -> 1500.
+///
+/// # Errors
+/// The message to show next to the field (non-numeric, zero/negative, too precise, over 100).
+pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
+    let t = input.trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    if t.starts_with('-') {
+        return Err(format!("{what} must be positive (got {t})"));
+    }
+    if whole.is_empty() && frac.is_empty()
+        || !whole.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "{what} must be a number such as 1 or 1.5 (got {t:?})"
+        ));
+    }
+    if frac.len() > 3 {
+        return Err(format!("{what} has at most three decimals (got {t})"));
+    }
+    if whole.trim_start_matches('0').len() > 3 {
+        return Err(format!("{what} must be at most 100 (got {t})"));
+    }
+    let w: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().unwrap_or(0)
+    };
+    let f: i64 = format!("{frac:0<3}").parse().unwrap_or(0);
+    let v = w * 1000 + f;
+    if v == 0 {
+        return Err(format!("{what} must be positive (got {t})"));
+    }
+    if v > 100_000 {
+        return Err(format!("{what} must be at most 100 (got {t})"));
+    }
+    Ok(v)
+}
+
+/// Formats thousandths as a decimal without trailing zeros: 1500 -> `1.5`.
+pub fn format_milli(v: i64) -> String {
+    let s = format!("{}.{:03}", v / 1000, (v % 1000).abs());
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -329,13 +420,31 @@ mod tests {
         assert_eq!(Share::parse_percent("100").unwrap().bp(), 10_000);
         assert_eq!(Share::parse_percent("0").unwrap().bp(), 0);
         assert_eq!(Share::parse_percent(".5").unwrap().bp(), 50);
-        assert!(matches!(Share::parse_percent("abc"), Err(ShareError::NotANumber(_))));
-        assert!(matches!(Share::parse_percent("-5"), Err(ShareError::Negative(_))));
-        assert!(matches!(Share::parse_percent("100.01"), Err(ShareError::OverHundred(_))));
-        assert!(matches!(Share::parse_percent("99999999999"), Err(ShareError::OverHundred(_))));
-        assert!(matches!(Share::parse_percent("1.234"), Err(ShareError::TooPrecise(_))));
+        assert!(matches!(
+            Share::parse_percent("abc"),
+            Err(ShareError::NotANumber(_))
+        ));
+        assert!(matches!(
+            Share::parse_percent("-5"),
+            Err(ShareError::Negative(_))
+        ));
+        assert!(matches!(
+            Share::parse_percent("100.01"),
+            Err(ShareError::OverHundred(_))
+        ));
+        assert!(matches!(
+            Share::parse_percent("99999999999"),
+            Err(ShareError::OverHundred(_))
+        ));
+        assert!(matches!(
+            Share::parse_percent("1.234"),
+            Err(ShareError::TooPrecise(_))
+        ));
         assert!(matches!(Share::parse_percent(""), Err(ShareError::Empty)));
-        assert!(matches!(Share::parse_percent("."), Err(ShareError::NotANumber(_))));
+        assert!(matches!(
+            Share::parse_percent("."),
+            Err(ShareError::NotANumber(_))
+        ));
         assert_eq!(Share::parse_percent("12.5").unwrap().to_string(), "12.5%");
     }
 
@@ -367,46 +476,9 @@ mod tests {
         let now: jiff::Timestamp = "2026-10-15T12:00:00Z".parse().unwrap();
         let (start, end) = budget_period(now, &tz);
         // October 2026 in Berlin has 31 days plus the repeated hour on the 25th.
-        assert_eq!(end.timestamp().as_second() - start.timestamp().as_second(), 31 * 86_400 + 3600);
+        assert_eq!(
+            end.timestamp().as_second() - start.timestamp().as_second(),
+            31 * 86_400 + 3600
+        );
     }
-}
-
-/// Parses a positive decimal with up to three decimals into thousandths: `1.5` -> 1500.
-///
-/// # Errors
-/// The message to show next to the field (non-numeric, zero/negative, too precise, over 100).
-pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
-    let t = input.trim();
-    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
-    if t.starts_with('-') {
-        return Err(format!("{what} must be positive (got {t})"));
-    }
-    if whole.is_empty() && frac.is_empty()
-        || !whole.chars().all(|c| c.is_ascii_digit())
-        || !frac.chars().all(|c| c.is_ascii_digit())
-    {
-        return Err(format!("{what} must be a number such as 1 or 1.5 (got {t:?})"));
-    }
-    if frac.len() > 3 {
-        return Err(format!("{what} has at most three decimals (got {t})"));
-    }
-    if whole.trim_start_matches('0').len() > 3 {
-        return Err(format!("{what} must be at most 100 (got {t})"));
-    }
-    let w: i64 = if whole.is_empty() { 0 } else { whole.parse().unwrap_or(0) };
-    let f: i64 = format!("{frac:0<3}").parse().unwrap_or(0);
-    let v = w * 1000 + f;
-    if v == 0 {
-        return Err(format!("{what} must be positive (got {t})"));
-    }
-    if v > 100_000 {
-        return Err(format!("{what} must be at most 100 (got {t})"));
-    }
-    Ok(v)
-}
-
-/// Formats thousandths as a decimal without trailing zeros: 1500 -> `1.5`.
-pub fn format_milli(v: i64) -> String {
-    let s = format!("{}.{:03}", v / 1000, (v % 1000).abs());
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

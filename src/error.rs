@@ -42,7 +42,10 @@ pub enum AppError {
 impl AppError {
     /// A validation error on `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
-        Self::Invalid { field: Some(field), message: message.into() }
+        Self::Invalid {
+            field: Some(field),
+            message: message.into(),
+        }
     }
 
     /// The HTTP status.
@@ -95,12 +98,26 @@ impl From<sqlx::Error> for AppError {
         if let Some(db) = e.as_database_error() {
             let constraint = db.constraint().unwrap_or("");
             match db.code().as_deref() {
-                Some("23505") => return Self::Conflict(format!("that name is already taken ({constraint})")),
-                Some("23514") if constraint == "sibling_shares_at_most_100" => {
-                    return Self::invalid("share", "the shares of sibling nodes would sum to more than 100%");
+                Some("23505") => {
+                    return Self::Conflict(format!("that name is already taken ({constraint})"));
                 }
-                Some("23514") => return Self::Invalid { field: None, message: format!("a value is out of range ({constraint})") },
-                Some("23503") => return Self::NotFound(format!("a referenced record does not exist ({constraint})")),
+                Some("23514") if constraint == "sibling_shares_at_most_100" => {
+                    return Self::invalid(
+                        "share",
+                        "the shares of sibling nodes would sum to more than 100%",
+                    );
+                }
+                Some("23514") => {
+                    return Self::Invalid {
+                        field: None,
+                        message: format!("a value is out of range ({constraint})"),
+                    };
+                }
+                Some("23503") => {
+                    return Self::NotFound(format!(
+                        "a referenced record does not exist ({constraint})"
+                    ));
+                }
                 _ => {}
             }
         }

@@ -25,15 +25,23 @@ use std::future::Future;
 ///
 /// # Errors
 /// I/O errors of the listener.
-pub async fn serve(listener: tokio::net::TcpListener, state: state::AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: state::AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let cleanup = tokio::spawn({
         let store = tower_sessions_sqlx_store::PostgresStore::new(state.pool.clone());
         async move {
             use tower_sessions::ExpiredDeletion;
-            let _ = store.continuously_delete_expired(std::time::Duration::from_secs(600)).await;
+            let _ = store
+                .continuously_delete_expired(std::time::Duration::from_secs(600))
+                .await;
         }
     });
-    let result = axum::serve(listener, web::app(state)).with_graceful_shutdown(shutdown).await;
+    let result = axum::serve(listener, web::app(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
     cleanup.abort();
     result
 }

@@ -1,7 +1,6 @@
 //! The `tranche` binary: a thin command-line shell over the library.
 
 use std::io::BufRead;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -90,7 +89,10 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate(args) => tranche::sim::run(&args),
-        other => tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(other)),
+        other => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(run(other)),
     }
 }
 
@@ -108,7 +110,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
             database.close().await?;
             match result? {
                 Some(users) => {
-                    println!("Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300).");
+                    println!(
+                        "Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300)."
+                    );
                     for u in users {
                         println!("user: {} password: {} role: {}", u.name, u.password, u.role);
                     }
@@ -124,62 +128,89 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin { command } => admin(command).await,
-        Command::Bench { command: BenchCommand::Tree(args) } => tranche::bench::tree(&args).await,
+        Command::Bench {
+            command: BenchCommand::Tree(args),
+        } => tranche::bench::tree(&args).await,
         Command::Simulate(_) => unreachable!("handled before the runtime starts"),
     }
 }
 
+/// Opens the database, runs `f` on its pool, closes it (stopping an embedded server this
+/// command started) and prints what `f` returned.
+async fn with_db<F, Fut>(db: &DbArgs, f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(sqlx::PgPool) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<String>>,
+{
+    let database = open(db).await?;
+    let result = f(database.pool.clone()).await;
+    database.close().await?;
+    println!("{}", result?);
+    Ok(())
+}
+
 async fn admin(command: AdminCommand) -> anyhow::Result<()> {
-    let (db_args, action): (DbArgs, Box<dyn FnOnce(sqlx::PgPool) -> std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<String>>>>>) = match command {
-        AdminCommand::CreateUser { name, role, node, db } => (
+    match command {
+        AdminCommand::CreateUser {
+            name,
+            role,
+            node,
             db,
-            Box::new(move |pool| {
-                Box::pin(async move {
-                    let (_, pw) = db::users::create(&pool, None, &name, &role, node.as_deref()).await.map_err(user_error)?;
-                    Ok(format!("user: {} password: {pw} role: {}", name.trim(), role.trim()))
-                })
-            }),
-        ),
-        AdminCommand::SetPassword { name, password_stdin, db } => {
+        } => {
+            with_db(&db, |pool| async move {
+                let (_, pw) = db::users::create(&pool, None, &name, &role, node.as_deref())
+                    .await
+                    .map_err(user_error)?;
+                Ok(format!(
+                    "user: {} password: {pw} role: {}",
+                    name.trim(),
+                    role.trim()
+                ))
+            })
+            .await
+        }
+        AdminCommand::SetPassword {
+            name,
+            password_stdin,
+            db,
+        } => {
             let given = if password_stdin {
                 let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).context("cannot read the password from standard input")?;
+                std::io::stdin()
+                    .lock()
+                    .read_line(&mut line)
+                    .context("cannot read the password from standard input")?;
                 Some(line.trim_end_matches(['\r', '\n']).to_string())
             } else {
                 None
             };
-            (
-                db,
-                Box::new(move |pool| {
-                    Box::pin(async move {
-                        let generated = given.is_none();
-                        let pw = given.unwrap_or_else(tranche::auth::password::generate);
-                        db::users::set_password(&pool, None, &name, &pw).await.map_err(user_error)?;
-                        Ok(if generated { format!("user: {} password: {pw}", name.trim()) } else { format!("Password of {} changed.", name.trim()) })
-                    })
-                }),
-            )
-        }
-        AdminCommand::CreateToken { user, label, db } => (
-            db,
-            Box::new(move |pool| {
-                Box::pin(async move {
-                    let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
-                        .bind(user.trim())
-                        .fetch_optional(&pool)
-                        .await?
-                        .with_context(|| format!("there is no user named {:?}", user.trim()))?;
-                    let token = tranche::auth::tokens::create(&pool, id, &label).await?;
-                    Ok(format!("token: {token}"))
+            with_db(&db, |pool| async move {
+                let generated = given.is_none();
+                let pw = given.unwrap_or_else(tranche::auth::password::generate);
+                db::users::set_password(&pool, None, &name, &pw)
+                    .await
+                    .map_err(user_error)?;
+                Ok(if generated {
+                    format!("user: {} password: {pw}", name.trim())
+                } else {
+                    format!("Password of {} changed.", name.trim())
                 })
-            }),
-        ),
-    };
-    let database = open(&db_args).await?;
-    let result = action(database.pool.clone()).await;
-    database.close().await?;
-    println!("{}", result?);
-    Ok(())
+            })
+            .await
+        }
+        AdminCommand::CreateToken { user, label, db } => {
+            with_db(&db, |pool| async move {
+                let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+                    .bind(user.trim())
+                    .fetch_optional(&pool)
+                    .await?
+                    .with_context(|| format!("there is no user named {:?}", user.trim()))?;
+                let token = tranche::auth::tokens::create(&pool, id, &label).await?;
+                Ok(format!("token: {token}"))
+            })
+            .await
+        }
+    }
 }
 
 /// Turns a user-facing error into a plain message for the terminal.
@@ -193,14 +224,21 @@ fn user_error(e: tranche::error::AppError) -> anyhow::Error {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let site = Site::from_env()?;
     let database = open(&args.db).await?;
-    if let Some(password) = db::users::first_run(&database.pool).await.map_err(user_error)? {
+    if let Some(password) = db::users::first_run(&database.pool)
+        .await
+        .map_err(user_error)?
+    {
         println!("First run: created the user `admin` with password {password}");
-        println!("This password is shown once. Change it with `tranche admin set-password --name admin`.");
+        println!(
+            "This password is shown once. Change it with `tranche admin set-password --name admin`."
+        );
     }
-    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);
-    let state = AppState { pool: database.pool.clone(), site: Arc::new(site) };
+    let state = AppState::new(database.pool.clone(), site);
     tranche::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("shutting down");
     database.close().await

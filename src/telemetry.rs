@@ -4,9 +4,12 @@
 
 /// Installs the global subscriber once; later calls do nothing.
 pub fn init() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_sessions=warn")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = if std::env::var("TRANCHE_LOG_FORMAT").as_deref() == Ok("json") {
         builder.json().try_init()
     } else {

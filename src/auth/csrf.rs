@@ -23,13 +23,20 @@ const MAX_FORM: usize = 1 << 20;
 /// # Errors
 /// Session store failures.
 pub async fn token(session: &Session) -> Result<String, AppError> {
-    if let Some(t) = session.get::<String>(SESSION_KEY).await.map_err(|e| AppError::Internal(e.into()))? {
+    if let Some(t) = session
+        .get::<String>(SESSION_KEY)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+    {
         return Ok(t);
     }
     let mut bytes = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut bytes);
     let t = hex::encode(bytes);
-    session.insert(SESSION_KEY, &t).await.map_err(|e| AppError::Internal(e.into()))?;
+    session
+        .insert(SESSION_KEY, &t)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
     Ok(t)
 }
 
@@ -38,12 +45,18 @@ pub async fn token(session: &Session) -> Result<String, AppError> {
 /// # Errors
 /// Session store failures.
 pub async fn rotate(session: &Session) -> Result<String, AppError> {
-    session.remove::<String>(SESSION_KEY).await.map_err(|e| AppError::Internal(e.into()))?;
+    session
+        .remove::<String>(SESSION_KEY)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
     token(session).await
 }
 
 fn origin_ok(req: &Request) -> bool {
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
     let source = req
         .headers()
         .get(header::ORIGIN)
@@ -77,14 +90,21 @@ pub async fn protect(session: Session, req: Request, next: Next) -> Response {
     };
     let sent = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&bytes)
         .ok()
-        .and_then(|fields| fields.into_iter().find(|(k, _)| k == SESSION_KEY).map(|(_, v)| v));
+        .and_then(|fields| {
+            fields
+                .into_iter()
+                .find(|(k, _)| k == SESSION_KEY)
+                .map(|(_, v)| v)
+        });
     let expected = match session.get::<String>(SESSION_KEY).await {
         Ok(v) => v,
         Err(e) => return AppError::Internal(e.into()).into_response(),
     };
-    let valid = matches!((&sent, &expected), (Some(s), Some(e)) if s.as_bytes().ct_eq(e.as_bytes()).into());
+    let valid =
+        matches!((&sent, &expected), (Some(s), Some(e)) if s.as_bytes().ct_eq(e.as_bytes()).into());
     if !valid {
         return AppError::Csrf.into_response();
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }

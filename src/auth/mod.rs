@@ -15,7 +15,9 @@ use crate::error::{ApiError, AppError};
 use crate::state::AppState;
 
 /// A role, as stored in `role_grants.role`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Whole installation.
@@ -74,6 +76,16 @@ pub struct Account {
     pub projects: Vec<i64>,
 }
 
+/// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
+type AccountRow = (
+    i64,
+    String,
+    Vec<i64>,
+    Vec<String>,
+    Vec<Option<i64>>,
+    Vec<i64>,
+);
+
 /// Parent links of the whole tree (node id -> parent id), for scope checks.
 #[derive(Clone, Debug, Default)]
 pub struct Parents(pub HashMap<i64, Option<i64>>);
@@ -84,7 +96,9 @@ impl Parents {
     /// # Errors
     /// Database errors.
     pub async fn load(db: impl sqlx::PgExecutor<'_>) -> Result<Self, sqlx::Error> {
-        let rows: Vec<(i64, Option<i64>)> = sqlx::query_as("SELECT id, parent_id FROM tree_nodes").fetch_all(db).await?;
+        let rows: Vec<(i64, Option<i64>)> = sqlx::query_as("SELECT id, parent_id FROM tree_nodes")
+            .fetch_all(db)
+            .await?;
         Ok(Self(rows.into_iter().collect()))
     }
 
@@ -112,27 +126,37 @@ impl Account {
     /// # Errors
     /// Database errors.
     pub async fn load(pool: &PgPool, user_id: i64) -> Result<Option<Self>, sqlx::Error> {
-        let Some((id, name)) = sqlx::query_as::<_, (i64, String)>("SELECT id, name FROM users WHERE id = $1 AND NOT disabled")
-            .bind(user_id)
-            .fetch_optional(pool)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let grants = sqlx::query_as::<_, (i64, String, Option<i64>)>(
-            "SELECT id, role, node_id FROM role_grants WHERE user_id = $1 ORDER BY role, node_id",
+        // One round trip: this runs on every request.
+        let row: Option<AccountRow> = sqlx::query_as(
+            "SELECT u.id, u.name, \
+                    coalesce(array(SELECT g.id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+                    coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+                    coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+                    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}') \
+             FROM users u WHERE u.id = $1 AND NOT u.disabled",
         )
-        .bind(id)
-        .fetch_all(pool)
-        .await?
-        .into_iter()
-        .filter_map(|(id, role, node_id)| Some(Grant { id, role: Role::parse(&role)?, node_id }))
-        .collect();
-        let projects = sqlx::query_scalar("SELECT project_id FROM project_members WHERE user_id = $1 ORDER BY project_id")
-            .bind(id)
-            .fetch_all(pool)
-            .await?;
-        Ok(Some(Self { id, name, grants, projects }))
+        .bind(user_id)
+        .fetch_optional(pool)
+        .await?;
+        Ok(
+            row.map(|(id, name, grant_ids, roles, nodes, projects)| Self {
+                id,
+                name,
+                grants: grant_ids
+                    .into_iter()
+                    .zip(roles)
+                    .zip(nodes)
+                    .filter_map(|((id, role), node_id)| {
+                        Some(Grant {
+                            id,
+                            role: Role::parse(&role)?,
+                            node_id,
+                        })
+                    })
+                    .collect(),
+                projects,
+            }),
+        )
     }
 
     /// Whether the user holds `role` anywhere.
@@ -152,18 +176,27 @@ impl Account {
 
     /// The tree nodes the user leads.
     pub fn lead_nodes(&self) -> impl Iterator<Item = i64> + '_ {
-        self.grants.iter().filter(|g| g.role == Role::Lead).filter_map(|g| g.node_id)
+        self.grants
+            .iter()
+            .filter(|g| g.role == Role::Lead)
+            .filter_map(|g| g.node_id)
     }
 
     /// Whether the user may manage `node` (admin, or lead of it or an ancestor).
     pub fn leads(&self, node: i64, parents: &Parents) -> bool {
-        self.is_admin() || self.lead_nodes().any(|l| parents.is_ancestor_or_self(l, node))
+        self.is_admin()
+            || self
+                .lead_nodes()
+                .any(|l| parents.is_ancestor_or_self(l, node))
     }
 
     /// Whether the user may manage `node` from strictly above (admin, or lead of an ancestor):
     /// needed for budgets, which a lead sets for the nodes under them, not for their own.
     pub fn leads_strictly_above(&self, node: i64, parents: &Parents) -> bool {
-        self.is_admin() || self.lead_nodes().any(|l| l != node && parents.is_ancestor_or_self(l, node))
+        self.is_admin()
+            || self
+                .lead_nodes()
+                .any(|l| l != node && parents.is_ancestor_or_self(l, node))
     }
 
     /// Whether the user may read `node`'s details (budget, members): everything for admin and
@@ -190,14 +223,25 @@ pub struct CurrentUser(pub Account);
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let session = Session::from_request_parts(parts, state).await.map_err(|_| AppError::Unauthorized)?;
-        let user_id: Option<i64> = session.get(SESSION_USER).await.map_err(|e| AppError::Internal(e.into()))?;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let session = Session::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::Unauthorized)?;
+        let user_id: Option<i64> = session
+            .get(SESSION_USER)
+            .await
+            .map_err(|e| AppError::Internal(e.into()))?;
         let user_id = user_id.ok_or(AppError::Unauthorized)?;
         match Account::load(&state.pool, user_id).await? {
             Some(account) => Ok(Self(account)),
             None => {
-                session.flush().await.map_err(|e| AppError::Internal(e.into()))?;
+                session
+                    .flush()
+                    .await
+                    .map_err(|e| AppError::Internal(e.into()))?;
                 Err(AppError::Unauthorized)
             }
         }
@@ -210,7 +254,10 @@ pub struct ApiUser(pub Account);
 impl FromRequestParts<AppState> for ApiUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
@@ -221,8 +268,12 @@ impl FromRequestParts<AppState> for ApiUser {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or(ApiError(AppError::Unauthorized))?;
-        let user_id = tokens::user_for_token(&state.pool, token).await?.ok_or(ApiError(AppError::Unauthorized))?;
-        let account = Account::load(&state.pool, user_id).await?.ok_or(ApiError(AppError::Unauthorized))?;
+        let user_id = tokens::user_for_token(&state.pool, token)
+            .await?
+            .ok_or(ApiError(AppError::Unauthorized))?;
+        let account = Account::load(&state.pool, user_id)
+            .await?
+            .ok_or(ApiError(AppError::Unauthorized))?;
         Ok(Self(account))
     }
 }

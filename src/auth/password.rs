@@ -2,8 +2,10 @@
 //! off the async runtime. Unknown users are checked against a dummy hash so timing does not
 //! reveal which names exist.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
 use argon2::Argon2;
+use argon2::password_hash::{
+    PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
+};
 
 /// Hashes a password into a PHC string (`$argon2id$...`).
 ///
@@ -29,7 +31,9 @@ pub async fn verify(password: String, stored: Option<String>) -> bool {
         let Ok(parsed) = PasswordHash::new(&hash_text) else {
             return false;
         };
-        let ok = Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok();
+        let ok = Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok();
         known && ok
     })
     .await
@@ -42,7 +46,9 @@ pub fn generate() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
     let mut rng = rand::thread_rng();
-    (0..20).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char).collect()
+    (0..20)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 /// Checks a new password's strength: 10 to 200 characters.
@@ -52,7 +58,9 @@ pub fn generate() -> String {
 pub fn check_new(password: &str) -> Result<(), String> {
     let n = password.chars().count();
     if n < 10 {
-        return Err(format!("a password needs at least 10 characters (this one has {n})"));
+        return Err(format!(
+            "a password needs at least 10 characters (this one has {n})"
+        ));
     }
     if n > 200 {
         return Err("a password has at most 200 characters".into());

@@ -9,7 +9,11 @@ use sqlx::PgPool;
 ///
 /// # Errors
 /// Database errors.
-pub async fn create(db: impl sqlx::PgExecutor<'_>, user_id: i64, label: &str) -> Result<String, sqlx::Error> {
+pub async fn create(
+    db: impl sqlx::PgExecutor<'_>,
+    user_id: i64,
+    label: &str,
+) -> Result<String, sqlx::Error> {
     let mut bytes = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut bytes);
     let token = format!("tr_{}", hex::encode(bytes));

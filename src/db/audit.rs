@@ -74,7 +74,12 @@ pub struct Entry {
 ///
 /// # Errors
 /// Database errors.
-pub async fn visible(pool: &PgPool, account: &Account, parents: &Parents, limit: i64) -> Result<Vec<Entry>, sqlx::Error> {
+pub async fn visible(
+    pool: &PgPool,
+    account: &Account,
+    parents: &Parents,
+    limit: i64,
+) -> Result<Vec<Entry>, sqlx::Error> {
     let scope: Option<Vec<i64>> = if account.sees_everything() {
         None
     } else {
@@ -83,7 +88,11 @@ pub async fn visible(pool: &PgPool, account: &Account, parents: &Parents, limit:
                 .0
                 .keys()
                 .copied()
-                .filter(|n| account.lead_nodes().any(|l| parents.is_ancestor_or_self(l, *n)))
+                .filter(|n| {
+                    account
+                        .lead_nodes()
+                        .any(|l| parents.is_ancestor_or_self(l, *n))
+                })
                 .collect(),
         )
     };

@@ -138,7 +138,15 @@ impl Embedded {
             .command("initdb")
             .arg("-D")
             .arg(&self.pgdata)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ])
             .output()
             .context("cannot run initdb")?;
         if !out.status.success() {
@@ -220,7 +228,10 @@ impl Embedded {
             .output()
             .context("cannot run pg_ctl stop")?;
         if !out.status.success() {
-            bail!("pg_ctl stop failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "pg_ctl stop failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(())
     }
@@ -232,7 +243,11 @@ impl Embedded {
 /// # Errors
 /// None found; the message says how to install them or set `DATABASE_URL`.
 pub fn find_bindir() -> anyhow::Result<PathBuf> {
-    let complete = |dir: &Path| ["initdb", "pg_ctl", "postgres"].iter().all(|b| dir.join(b).is_file());
+    let complete = |dir: &Path| {
+        ["initdb", "pg_ctl", "postgres"]
+            .iter()
+            .all(|b| dir.join(b).is_file())
+    };
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
             if complete(&dir) {

@@ -65,7 +65,9 @@ pub async fn gpu_models(pool: &PgPool) -> Result<Vec<GpuModel>, sqlx::Error> {
 /// # Errors
 /// Database errors.
 pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
-    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM clusters ORDER BY name").fetch_all(pool).await?;
+    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM clusters ORDER BY name")
+        .fetch_all(pool)
+        .await?;
     let nodes: Vec<Node> = sqlx::query_as(
         "SELECT n.id, n.cluster_id, n.name, m.name AS gpu_model, n.gpu_count, n.state FROM nodes n \
          JOIN gpu_models m ON m.id = n.gpu_model_id ORDER BY n.cluster_id, length(n.name), n.name",
@@ -75,7 +77,11 @@ pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
     Ok(rows
         .into_iter()
         .map(|(id, name)| {
-            let nodes: Vec<Node> = nodes.iter().filter(|n| n.cluster_id == id).cloned().collect();
+            let nodes: Vec<Node> = nodes
+                .iter()
+                .filter(|n| n.cluster_id == id)
+                .cloned()
+                .collect();
             let mut gpus: Vec<(String, i64)> = Vec::new();
             for n in &nodes {
                 match gpus.iter_mut().find(|(m, _)| *m == n.gpu_model) {
@@ -84,31 +90,59 @@ pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
                 }
             }
             gpus.sort();
-            Cluster { id, name, gpus, nodes }
+            Cluster {
+                id,
+                name,
+                gpus,
+                nodes,
+            }
         })
         .collect())
 }
 
 fn require_admin(actor: &Account) -> Result<(), AppError> {
-    if actor.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin can change the inventory".into())) }
+    if actor.is_admin() {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(
+            "only an admin can change the inventory".into(),
+        ))
+    }
 }
 
 /// Creates a GPU model. `weight` and `price` are as typed (`1.5`, `2.50`).
 ///
 /// # Errors
 /// Forbidden, Invalid (name, weight, price, duplicate name).
-pub async fn create_gpu_model(pool: &PgPool, actor: &Account, name: &str, weight: &str, price: &str) -> Result<i64, AppError> {
+pub async fn create_gpu_model(
+    pool: &PgPool,
+    actor: &Account,
+    name: &str,
+    weight: &str,
+    price: &str,
+) -> Result<i64, AppError> {
     require_admin(actor)?;
     let name = domain::ident(name, "GPU model", 32).map_err(|m| AppError::invalid("name", m))?;
-    let weight = domain::parse_milli(weight, "the billing weight").map_err(|m| AppError::invalid("billing_weight", m))?;
+    let weight = domain::parse_milli(weight, "the billing weight")
+        .map_err(|m| AppError::invalid("billing_weight", m))?;
     let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
     if price.0 > 100_000_000 {
-        return Err(AppError::invalid("price", "a price per GPU-hour is at most 1,000,000.00"));
+        return Err(AppError::invalid(
+            "price",
+            "a price per GPU-hour is at most 1,000,000.00",
+        ));
     }
     let mut tx = pool.begin().await?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gpu_models WHERE name = $1)").bind(&name).fetch_one(&mut *tx).await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gpu_models WHERE name = $1)")
+            .bind(&name)
+            .fetch_one(&mut *tx)
+            .await?;
     if taken {
-        return Err(AppError::invalid("name", format!("a GPU model named {name:?} already exists")));
+        return Err(AppError::invalid(
+            "name",
+            format!("a GPU model named {name:?} already exists"),
+        ));
     }
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO gpu_models (name, billing_weight_milli, price_per_gpu_hour_minor) VALUES ($1, $2, $3) RETURNING id",
@@ -139,12 +173,22 @@ pub async fn create_gpu_model(pool: &PgPool, actor: &Account, name: &str, weight
 ///
 /// # Errors
 /// Forbidden, NotFound, Invalid.
-pub async fn update_gpu_model(pool: &PgPool, actor: &Account, id: i64, weight: &str, price: &str) -> Result<(), AppError> {
+pub async fn update_gpu_model(
+    pool: &PgPool,
+    actor: &Account,
+    id: i64,
+    weight: &str,
+    price: &str,
+) -> Result<(), AppError> {
     require_admin(actor)?;
-    let weight = domain::parse_milli(weight, "the billing weight").map_err(|m| AppError::invalid("billing_weight", m))?;
+    let weight = domain::parse_milli(weight, "the billing weight")
+        .map_err(|m| AppError::invalid("billing_weight", m))?;
     let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
     if price.0 > 100_000_000 {
-        return Err(AppError::invalid("price", "a price per GPU-hour is at most 1,000,000.00"));
+        return Err(AppError::invalid(
+            "price",
+            "a price per GPU-hour is at most 1,000,000.00",
+        ));
     }
     let mut tx = pool.begin().await?;
     let before: GpuModel = sqlx::query_as(
@@ -185,14 +229,31 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
     require_admin(actor)?;
     let name = domain::ident(name, "cluster", 64).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE name = $1)").bind(&name).fetch_one(&mut *tx).await?;
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE name = $1)")
+        .bind(&name)
+        .fetch_one(&mut *tx)
+        .await?;
     if taken {
-        return Err(AppError::invalid("name", format!("a cluster named {name:?} already exists")));
+        return Err(AppError::invalid(
+            "name",
+            format!("a cluster named {name:?} already exists"),
+        ));
     }
-    let id: i64 = sqlx::query_scalar("INSERT INTO clusters (name) VALUES ($1) RETURNING id").bind(&name).fetch_one(&mut *tx).await?;
+    let id: i64 = sqlx::query_scalar("INSERT INTO clusters (name) VALUES ($1) RETURNING id")
+        .bind(&name)
+        .fetch_one(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
-        Change { actor: Some(actor.id), action: "cluster.create", entity: "cluster", entity_id: Some(id), node_id: None, before: None, after: Some(json!({"name": name})) },
+        Change {
+            actor: Some(actor.id),
+            action: "cluster.create",
+            entity: "cluster",
+            entity_id: Some(id),
+            node_id: None,
+            before: None,
+            after: Some(json!({"name": name})),
+        },
     )
     .await?;
     tx.commit().await?;
@@ -204,10 +265,18 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
 /// # Errors
 /// Forbidden, NotFound (cluster), Invalid (name, unknown GPU model, GPU count outside 1..=64,
 /// duplicate name in the cluster).
-pub async fn add_node(pool: &PgPool, actor: &Account, cluster_id: i64, name: &str, gpu_model: &str, gpu_count: &str) -> Result<i64, AppError> {
+pub async fn add_node(
+    pool: &PgPool,
+    actor: &Account,
+    cluster_id: i64,
+    name: &str,
+    gpu_model: &str,
+    gpu_count: &str,
+) -> Result<i64, AppError> {
     require_admin(actor)?;
     let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
-    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64).map_err(|m| AppError::invalid("gpu_count", m))?;
+    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
+        .map_err(|m| AppError::invalid("gpu_count", m))?;
     let mut tx = pool.begin().await?;
     let cluster: String = sqlx::query_scalar("SELECT name FROM clusters WHERE id = $1")
         .bind(cluster_id)
@@ -218,14 +287,24 @@ pub async fn add_node(pool: &PgPool, actor: &Account, cluster_id: i64, name: &st
         .bind(gpu_model.trim())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::invalid("gpu_model", format!("there is no GPU model named {:?}", gpu_model.trim())))?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE cluster_id = $1 AND name = $2)")
-        .bind(cluster_id)
-        .bind(&name)
-        .fetch_one(&mut *tx)
-        .await?;
+        .ok_or_else(|| {
+            AppError::invalid(
+                "gpu_model",
+                format!("there is no GPU model named {:?}", gpu_model.trim()),
+            )
+        })?;
+    let taken: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM nodes WHERE cluster_id = $1 AND name = $2)",
+    )
+    .bind(cluster_id)
+    .bind(&name)
+    .fetch_one(&mut *tx)
+    .await?;
     if taken {
-        return Err(AppError::invalid("name", format!("cluster {cluster} already has a node named {name:?}")));
+        return Err(AppError::invalid(
+            "name",
+            format!("cluster {cluster} already has a node named {name:?}"),
+        ));
     }
     let id: i64 = sqlx::query_scalar("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id")
         .bind(cluster_id)
@@ -255,19 +334,32 @@ pub async fn add_node(pool: &PgPool, actor: &Account, cluster_id: i64, name: &st
 ///
 /// # Errors
 /// Forbidden, NotFound, Invalid state.
-pub async fn set_node_state(pool: &PgPool, actor: &Account, node_id: i64, state: &str) -> Result<(), AppError> {
+pub async fn set_node_state(
+    pool: &PgPool,
+    actor: &Account,
+    node_id: i64,
+    state: &str,
+) -> Result<(), AppError> {
     require_admin(actor)?;
     let state = state.trim();
     if !matches!(state, "up" | "draining" | "down") {
-        return Err(AppError::invalid("state", format!("a node state is up, draining or down (got {state:?})")));
+        return Err(AppError::invalid(
+            "state",
+            format!("a node state is up, draining or down (got {state:?})"),
+        ));
     }
     let mut tx = pool.begin().await?;
-    let (name, before): (String, String) = sqlx::query_as("SELECT name, state FROM nodes WHERE id = $1 FOR UPDATE")
+    let (name, before): (String, String) =
+        sqlx::query_as("SELECT name, state FROM nodes WHERE id = $1 FOR UPDATE")
+            .bind(node_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| AppError::NotFound(format!("no node with id {node_id}")))?;
+    sqlx::query("UPDATE nodes SET state = $1 WHERE id = $2")
+        .bind(state)
         .bind(node_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("no node with id {node_id}")))?;
-    sqlx::query("UPDATE nodes SET state = $1 WHERE id = $2").bind(state).bind(node_id).execute(&mut *tx).await?;
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Change {

@@ -33,12 +33,15 @@ impl Database {
     pub async fn open(source: &DatabaseSource, data_dir: &Path) -> anyhow::Result<Self> {
         let (options, embedded) = match source {
             DatabaseSource::Url(url) => (
-                PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
+                PgConnectOptions::from_str(url.expose())
+                    .context("DATABASE_URL is not a valid PostgreSQL URL")?,
                 None,
             ),
             DatabaseSource::Embedded => {
                 let dir = data_dir.to_path_buf();
-                let embedded = tokio::task::spawn_blocking(move || embedded::Embedded::ensure_running(&dir)).await??;
+                let embedded =
+                    tokio::task::spawn_blocking(move || embedded::Embedded::ensure_running(&dir))
+                        .await??;
                 create_database_if_missing(&embedded).await?;
                 (embedded.connect_options(embedded::DATABASE), Some(embedded))
             }
@@ -70,12 +73,15 @@ async fn create_database_if_missing(embedded: &embedded::Embedded) -> anyhow::Re
     let mut conn = sqlx::PgConnection::connect_with(&embedded.connect_options("postgres"))
         .await
         .context("cannot connect to the embedded PostgreSQL")?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-        .bind(embedded::DATABASE)
-        .fetch_one(&mut conn)
-        .await?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(embedded::DATABASE)
+            .fetch_one(&mut conn)
+            .await?;
     if !exists {
-        sqlx::query(&format!("CREATE DATABASE {}", embedded::DATABASE)).execute(&mut conn).await?;
+        sqlx::query(&format!("CREATE DATABASE {}", embedded::DATABASE))
+            .execute(&mut conn)
+            .await?;
     }
     Ok(())
 }
@@ -85,7 +91,10 @@ async fn create_database_if_missing(embedded: &embedded::Embedded) -> anyhow::Re
 /// # Errors
 /// A failed migration.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::migrate!("./migrations").run(pool).await.context("migrations failed")?;
+    sqlx::migrate!("./migrations")
+        .run(pool)
+        .await
+        .context("migrations failed")?;
     tower_sessions_sqlx_store::PostgresStore::new(pool.clone())
         .migrate()
         .await

@@ -2,6 +2,7 @@
 //! leads and admins make (shares, nodes, project budgets, members), each audited.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use sqlx::PgPool;
@@ -67,6 +68,8 @@ pub struct TreeView {
     pub nodes: Vec<NodeView>,
     /// Archived nodes (id, name), for admins.
     pub archived: Vec<(i64, String)>,
+    /// Parent links of every node, archived ones included, for scope checks.
+    pub parents: Parents,
 }
 
 impl TreeView {
@@ -123,7 +126,11 @@ pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sq
 ///
 /// # Errors
 /// Database errors.
-pub async fn load(pool: &PgPool, now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> Result<TreeView, sqlx::Error> {
+pub async fn load(
+    pool: &PgPool,
+    now: jiff::Timestamp,
+    tz: &jiff::tz::TimeZone,
+) -> Result<TreeView, sqlx::Error> {
     let rows: Vec<NodeRow> =
         sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
             .fetch_all(pool)
@@ -133,9 +140,61 @@ pub async fn load(pool: &PgPool, now: jiff::Timestamp, tz: &jiff::tz::TimeZone) 
     Ok(build(rows, capacity, period_start, period_end))
 }
 
-fn build(rows: Vec<NodeRow>, capacity: Vec<Capacity>, period_start: jiff::Zoned, period_end: jiff::Zoned) -> TreeView {
+/// A process-wide cache of the computed tree. It is keyed by the database's `tree` change
+/// counter (bumped by triggers on every change to tree nodes and inventory) and the budget
+/// period, so every replica sees a change on its next read.
+#[derive(Default)]
+pub struct TreeCache(Mutex<Option<(i64, i64, Arc<TreeView>)>>);
+
+/// Like [`load`], but reuses the cached tree while the database's tree version and the budget
+/// period are unchanged (one small query instead of two and the computation).
+///
+/// # Errors
+/// Database errors.
+pub async fn load_cached(
+    pool: &PgPool,
+    cache: &TreeCache,
+    now: jiff::Timestamp,
+    tz: &jiff::tz::TimeZone,
+) -> Result<Arc<TreeView>, sqlx::Error> {
+    // Read the version before the data: cached data is then never older than its version.
+    let version: i64 =
+        sqlx::query_scalar("SELECT version FROM change_counters WHERE name = 'tree'")
+            .fetch_one(pool)
+            .await?;
+    let period = domain::budget_period(now, tz).0.timestamp().as_second();
+    if let Some((v, p, tree)) = cache
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        && *v == version
+        && *p == period
+    {
+        return Ok(Arc::clone(tree));
+    }
+    let tree = Arc::new(load(pool, now, tz).await?);
+    *cache
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some((version, period, Arc::clone(&tree)));
+    Ok(tree)
+}
+
+fn build(
+    rows: Vec<NodeRow>,
+    capacity: Vec<Capacity>,
+    period_start: jiff::Zoned,
+    period_end: jiff::Zoned,
+) -> TreeView {
     let seconds = period_end.timestamp().as_second() - period_start.timestamp().as_second();
-    let archived = rows.iter().filter(|r| r.archived).map(|r| (r.id, r.name.clone())).collect();
+    let archived = rows
+        .iter()
+        .filter(|r| r.archived)
+        .map(|r| (r.id, r.name.clone()))
+        .collect();
+    let parents = Parents(rows.iter().map(|r| (r.id, r.parent_id)).collect());
     let live: Vec<&NodeRow> = rows.iter().filter(|r| !r.archived).collect();
     let mut children: HashMap<Option<i64>, Vec<&NodeRow>> = HashMap::new();
     for r in &live {
@@ -145,24 +204,49 @@ fn build(rows: Vec<NodeRow>, capacity: Vec<Capacity>, period_start: jiff::Zoned,
     // Depth-first walk from the root; rows are already sorted by name.
     let mut stack: Vec<(&NodeRow, usize, EffectiveShare)> = children
         .get(&None)
-        .map(|roots| roots.iter().rev().map(|r| (*r, 0, EffectiveShare::ROOT)).collect())
+        .map(|roots| {
+            roots
+                .iter()
+                .rev()
+                .map(|r| (*r, 0, EffectiveShare::ROOT))
+                .collect()
+        })
         .unwrap_or_default();
     while let Some((row, depth, parent_eff)) = stack.pop() {
         let share = Share::from_bp(row.share_bp as u16).unwrap_or(Share::FULL);
-        let effective = if row.parent_id.is_none() { EffectiveShare::ROOT } else { parent_eff.child(share) };
+        let effective = if row.parent_id.is_none() {
+            EffectiveShare::ROOT
+        } else {
+            parent_eff.child(share)
+        };
         let entitlements: Vec<Entitlement> = capacity
             .iter()
-            .map(|c| domain::entitlement(effective, c.gpus, seconds, c.billing_weight_milli, c.price_minor))
+            .map(|c| {
+                domain::entitlement(
+                    effective,
+                    c.gpus,
+                    seconds,
+                    c.billing_weight_milli,
+                    c.price_minor,
+                )
+            })
             .collect();
         let money_total = Money(entitlements.iter().map(|e| e.money.0).sum());
-        let kids = children.get(&Some(row.id)).map(Vec::as_slice).unwrap_or(&[]);
+        let kids = children
+            .get(&Some(row.id))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         nodes.push(NodeView {
             id: row.id,
             parent_id: row.parent_id,
             name: row.name.clone(),
             is_project: row.is_project,
             depth,
-            share: if row.parent_id.is_none() { Share::FULL } else { share },
+            share: if row.parent_id.is_none() {
+                Share::FULL
+            } else {
+                share
+            },
             effective,
             entitlements,
             money_total,
@@ -173,11 +257,21 @@ fn build(rows: Vec<NodeRow>, capacity: Vec<Capacity>, period_start: jiff::Zoned,
             stack.push((k, depth + 1, effective));
         }
     }
-    TreeView { period_start, period_end, capacity, nodes, archived }
+    TreeView {
+        period_start,
+        period_end,
+        capacity,
+        nodes,
+        archived,
+        parents,
+    }
 }
 
 /// Locks a live node row for the rest of the transaction; NotFound when unknown or archived.
-async fn lock_live(tx: &mut sqlx::PgConnection, id: i64) -> Result<(i64, Option<i64>, String, bool, i32), AppError> {
+async fn lock_live(
+    tx: &mut sqlx::PgConnection,
+    id: i64,
+) -> Result<(i64, Option<i64>, String, bool, i32), AppError> {
     sqlx::query_as(
         "SELECT id, parent_id, name, is_project, share_bp FROM tree_nodes WHERE id = $1 AND NOT archived FOR UPDATE",
     )
@@ -194,12 +288,19 @@ async fn lock_live(tx: &mut sqlx::PgConnection, id: i64) -> Result<(i64, Option<
 /// # Errors
 /// Forbidden; NotFound for an unknown parent or a node that is not its live child; Invalid
 /// when the sum would exceed 100% (the message gives the sum).
-pub async fn set_child_shares(pool: &PgPool, actor: &Account, parent_id: i64, changes: &[(i64, Share)]) -> Result<(), AppError> {
+pub async fn set_child_shares(
+    pool: &PgPool,
+    actor: &Account,
+    parent_id: i64,
+    changes: &[(i64, Share)],
+) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
     lock_live(&mut tx, parent_id).await?;
     if !actor.leads(parent_id, &parents) {
-        return Err(AppError::Forbidden("only an admin or a lead of this node can change its children's shares".into()));
+        return Err(AppError::Forbidden(
+            "only an admin or a lead of this node can change its children's shares".into(),
+        ));
     }
     let siblings: Vec<(i64, String, i32)> =
         sqlx::query_as("SELECT id, name, share_bp FROM tree_nodes WHERE parent_id = $1 AND NOT archived FOR UPDATE")
@@ -208,21 +309,33 @@ pub async fn set_child_shares(pool: &PgPool, actor: &Account, parent_id: i64, ch
             .await?;
     let mut total: i64 = 0;
     for (id, _, bp) in &siblings {
-        total += changes.iter().find(|(c, _)| c == id).map_or(i64::from(*bp), |(_, s)| i64::from(s.bp()));
+        total += changes
+            .iter()
+            .find(|(c, _)| c == id)
+            .map_or(i64::from(*bp), |(_, s)| i64::from(s.bp()));
     }
     for (id, _) in changes {
         if !siblings.iter().any(|(s, _, _)| s == id) {
-            return Err(AppError::NotFound(format!("node {id} is not a live child of node {parent_id}")));
+            return Err(AppError::NotFound(format!(
+                "node {id} is not a live child of node {parent_id}"
+            )));
         }
     }
     if total > 10_000 {
         return Err(AppError::invalid(
             "share",
-            format!("the shares of these siblings would sum to {}%; they may sum to at most 100%", domain::format_bp(total)),
+            format!(
+                "the shares of these siblings would sum to {}%; they may sum to at most 100%",
+                domain::format_bp(total)
+            ),
         ));
     }
     for (id, share) in changes {
-        let (_, name, before) = siblings.iter().find(|(s, _, _)| s == id).cloned().unwrap_or_default();
+        let (_, name, before) = siblings
+            .iter()
+            .find(|(s, _, _)| s == id)
+            .cloned()
+            .unwrap_or_default();
         if i64::from(before) == i64::from(share.bp()) {
             continue;
         }
@@ -259,19 +372,33 @@ pub enum NodeKind {
     Project,
 }
 
-async fn name_free(tx: &mut sqlx::PgConnection, name: &str, except: Option<i64>) -> Result<(), AppError> {
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE name = $1 AND id IS DISTINCT FROM $2)")
-        .bind(name)
-        .bind(except)
-        .fetch_one(&mut *tx)
-        .await?;
+async fn name_free(
+    tx: &mut sqlx::PgConnection,
+    name: &str,
+    except: Option<i64>,
+) -> Result<(), AppError> {
+    let taken: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE name = $1 AND id IS DISTINCT FROM $2)",
+    )
+    .bind(name)
+    .bind(except)
+    .fetch_one(&mut *tx)
+    .await?;
     if taken {
-        return Err(AppError::invalid("name", format!("a node named {name:?} already exists; names are unique across the tree")));
+        return Err(AppError::invalid(
+            "name",
+            format!("a node named {name:?} already exists; names are unique across the tree"),
+        ));
     }
     Ok(())
 }
 
-async fn check_room(tx: &mut sqlx::PgConnection, parent_id: i64, adding: Share, except: Option<i64>) -> Result<(), AppError> {
+async fn check_room(
+    tx: &mut sqlx::PgConnection,
+    parent_id: i64,
+    adding: Share,
+    except: Option<i64>,
+) -> Result<(), AppError> {
     let used: i64 = sqlx::query_scalar(
         "SELECT coalesce(sum(share_bp), 0)::bigint FROM tree_nodes WHERE parent_id = $1 AND NOT archived AND id IS DISTINCT FROM $2",
     )
@@ -293,7 +420,11 @@ async fn check_room(tx: &mut sqlx::PgConnection, parent_id: i64, adding: Share, 
 }
 
 fn require_admin(actor: &Account, what: &str) -> Result<(), AppError> {
-    if actor.is_admin() { Ok(()) } else { Err(AppError::Forbidden(format!("only an admin can {what}"))) }
+    if actor.is_admin() {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!("only an admin can {what}")))
+    }
 }
 
 /// Creates a node under `parent_id` (admins only). Returns the new id.
@@ -301,13 +432,23 @@ fn require_admin(actor: &Account, what: &str) -> Result<(), AppError> {
 /// # Errors
 /// Forbidden, NotFound parent, Invalid name/share (duplicate name, parent is a project, no
 /// share room left).
-pub async fn create_node(pool: &PgPool, actor: &Account, parent_id: i64, name: &str, kind: NodeKind, share: Share) -> Result<i64, AppError> {
+pub async fn create_node(
+    pool: &PgPool,
+    actor: &Account,
+    parent_id: i64,
+    name: &str,
+    kind: NodeKind,
+    share: Share,
+) -> Result<i64, AppError> {
     require_admin(actor, "create tree nodes")?;
     let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
     let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, parent_id).await?;
     if parent_is_project {
-        return Err(AppError::invalid("parent", format!("{parent_name:?} is a project; projects have no children")));
+        return Err(AppError::invalid(
+            "parent",
+            format!("{parent_name:?} is a project; projects have no children"),
+        ));
     }
     name_free(&mut tx, &name, None).await?;
     check_room(&mut tx, parent_id, share, None).await?;
@@ -319,7 +460,10 @@ pub async fn create_node(pool: &PgPool, actor: &Account, parent_id: i64, name: &
         .fetch_one(&mut *tx)
         .await?;
     if kind == NodeKind::Project {
-        sqlx::query("INSERT INTO projects (node_id) VALUES ($1)").bind(id).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO projects (node_id) VALUES ($1)")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
     }
     audit::record(
         &mut *tx,
@@ -342,13 +486,22 @@ pub async fn create_node(pool: &PgPool, actor: &Account, parent_id: i64, name: &
 ///
 /// # Errors
 /// Forbidden, NotFound, Invalid or duplicate name.
-pub async fn rename_node(pool: &PgPool, actor: &Account, id: i64, name: &str) -> Result<(), AppError> {
+pub async fn rename_node(
+    pool: &PgPool,
+    actor: &Account,
+    id: i64,
+    name: &str,
+) -> Result<(), AppError> {
     require_admin(actor, "rename tree nodes")?;
     let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
     let (_, _, old, _, _) = lock_live(&mut tx, id).await?;
     name_free(&mut tx, &name, Some(id)).await?;
-    sqlx::query("UPDATE tree_nodes SET name = $1 WHERE id = $2").bind(&name).bind(id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE tree_nodes SET name = $1 WHERE id = $2")
+        .bind(&name)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Change {
@@ -371,7 +524,12 @@ pub async fn rename_node(pool: &PgPool, actor: &Account, id: i64, name: &str) ->
 /// # Errors
 /// Forbidden, NotFound, Invalid (the root, a move into its own subtree or under a project, no
 /// share room at the new parent).
-pub async fn move_node(pool: &PgPool, actor: &Account, id: i64, new_parent: i64) -> Result<(), AppError> {
+pub async fn move_node(
+    pool: &PgPool,
+    actor: &Account,
+    id: i64,
+    new_parent: i64,
+) -> Result<(), AppError> {
     require_admin(actor, "move tree nodes")?;
     let mut tx = pool.begin().await?;
     let (_, old_parent, name, _, share_bp) = lock_live(&mut tx, id).await?;
@@ -381,14 +539,24 @@ pub async fn move_node(pool: &PgPool, actor: &Account, id: i64, new_parent: i64)
     let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, new_parent).await?;
     let parents = Parents::load(&mut *tx).await?;
     if parents.is_ancestor_or_self(id, new_parent) {
-        return Err(AppError::invalid("parent", format!("{name:?} cannot move under itself or its own subtree")));
+        return Err(AppError::invalid(
+            "parent",
+            format!("{name:?} cannot move under itself or its own subtree"),
+        ));
     }
     if parent_is_project {
-        return Err(AppError::invalid("parent", format!("{parent_name:?} is a project; projects have no children")));
+        return Err(AppError::invalid(
+            "parent",
+            format!("{parent_name:?} is a project; projects have no children"),
+        ));
     }
     let share = Share::from_bp(share_bp as u16).unwrap_or(Share::FULL);
     check_room(&mut tx, new_parent, share, Some(id)).await?;
-    sqlx::query("UPDATE tree_nodes SET parent_id = $1 WHERE id = $2").bind(new_parent).bind(id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE tree_nodes SET parent_id = $1 WHERE id = $2")
+        .bind(new_parent)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Change {
@@ -417,14 +585,21 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
     if parent.is_none() {
         return Err(AppError::invalid("node", "the root cannot be archived"));
     }
-    let live_children: i64 = sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE parent_id = $1 AND NOT archived")
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let live_children: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE parent_id = $1 AND NOT archived")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
     if live_children > 0 {
-        return Err(AppError::invalid("node", format!("{name:?} still has {live_children} live children; archive or move them first")));
+        return Err(AppError::invalid(
+            "node",
+            format!("{name:?} still has {live_children} live children; archive or move them first"),
+        ));
     }
-    sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Change {
@@ -474,13 +649,21 @@ pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError
     .bind(id)
     .fetch_all(pool)
     .await?;
-    Ok(ProjectSettings { id, period_budget_minor, money_cap_minor, self_service_gpu_hours, members })
+    Ok(ProjectSettings {
+        id,
+        period_budget_minor,
+        money_cap_minor,
+        self_service_gpu_hours,
+        members,
+    })
 }
 
 /// The effective period budget: the override or the entitlement's money value, lowered by the
 /// money cap when one is set.
 pub fn effective_budget(settings: &ProjectSettings, entitlement_money: Money) -> Money {
-    let base = settings.period_budget_minor.map_or(entitlement_money, Money);
+    let base = settings
+        .period_budget_minor
+        .map_or(entitlement_money, Money);
     match settings.money_cap_minor {
         Some(cap) if cap < base.0 => Money(cap),
         _ => base,
@@ -502,15 +685,29 @@ pub struct BudgetUpdate {
 ///
 /// # Errors
 /// Forbidden, NotFound, Invalid (negative amounts, limit out of range).
-pub async fn update_project(pool: &PgPool, actor: &Account, id: i64, update: &BudgetUpdate) -> Result<(), AppError> {
+pub async fn update_project(
+    pool: &PgPool,
+    actor: &Account,
+    id: i64,
+    update: &BudgetUpdate,
+) -> Result<(), AppError> {
     if update.period_budget_minor.is_some_and(|v| v < 0) {
-        return Err(AppError::invalid("period_budget", "a period budget cannot be negative"));
+        return Err(AppError::invalid(
+            "period_budget",
+            "a period budget cannot be negative",
+        ));
     }
     if update.money_cap_minor.is_some_and(|v| v < 0) {
-        return Err(AppError::invalid("money_cap", "a money cap cannot be negative"));
+        return Err(AppError::invalid(
+            "money_cap",
+            "a money cap cannot be negative",
+        ));
     }
     if !(0..=100_000).contains(&update.self_service_gpu_hours) {
-        return Err(AppError::invalid("self_service_gpu_hours", "the self-service limit must be between 0 and 100000 GPU-hours"));
+        return Err(AppError::invalid(
+            "self_service_gpu_hours",
+            "the self-service limit must be between 0 and 100000 GPU-hours",
+        ));
     }
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
@@ -523,7 +720,9 @@ pub async fn update_project(pool: &PgPool, actor: &Account, id: i64, update: &Bu
     .await?
     .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
     if !actor.leads_strictly_above(id, &parents) {
-        return Err(AppError::Forbidden("only an admin or a lead above this project can change its budget".into()));
+        return Err(AppError::Forbidden(
+            "only an admin or a lead above this project can change its budget".into(),
+        ));
     }
     sqlx::query("UPDATE projects SET period_budget_minor = $1, money_cap_minor = $2, self_service_gpu_hours = $3 WHERE node_id = $4")
         .bind(update.period_budget_minor)
@@ -554,7 +753,13 @@ pub async fn update_project(pool: &PgPool, actor: &Account, id: i64, update: &Bu
 ///
 /// # Errors
 /// Forbidden, NotFound (project or user), Invalid (already a member / not a member).
-pub async fn set_member(pool: &PgPool, actor: &Account, project_id: i64, user_name: &str, add: bool) -> Result<(), AppError> {
+pub async fn set_member(
+    pool: &PgPool,
+    actor: &Account,
+    project_id: i64,
+    user_name: &str,
+    add: bool,
+) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM projects p JOIN tree_nodes t ON t.id = p.node_id WHERE p.node_id = $1 AND NOT t.archived)")
@@ -562,16 +767,25 @@ pub async fn set_member(pool: &PgPool, actor: &Account, project_id: i64, user_na
         .fetch_one(&mut *tx)
         .await?;
     if !exists {
-        return Err(AppError::NotFound(format!("no project with id {project_id}")));
+        return Err(AppError::NotFound(format!(
+            "no project with id {project_id}"
+        )));
     }
     if !actor.leads(project_id, &parents) {
-        return Err(AppError::Forbidden("only an admin or a lead of this project can change its members".into()));
+        return Err(AppError::Forbidden(
+            "only an admin or a lead of this project can change its members".into(),
+        ));
     }
     let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
         .bind(user_name.trim())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::invalid("user", format!("there is no user named {:?}", user_name.trim())))?;
+        .ok_or_else(|| {
+            AppError::invalid(
+                "user",
+                format!("there is no user named {:?}", user_name.trim()),
+            )
+        })?;
     let changed = if add {
         sqlx::query("INSERT INTO project_members (project_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
     } else {
@@ -583,8 +797,15 @@ pub async fn set_member(pool: &PgPool, actor: &Account, project_id: i64, user_na
     .await?
     .rows_affected();
     if changed == 0 {
-        let msg = if add { "is already a member" } else { "is not a member" };
-        return Err(AppError::invalid("user", format!("{} {msg}", user_name.trim())));
+        let msg = if add {
+            "is already a member"
+        } else {
+            "is not a member"
+        };
+        return Err(AppError::invalid(
+            "user",
+            format!("{} {msg}", user_name.trim()),
+        ));
     }
     audit::record(
         &mut *tx,

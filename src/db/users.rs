@@ -41,7 +41,9 @@ pub struct GrantRow {
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &PgPool) -> Result<Vec<UserRow>, sqlx::Error> {
-    let users: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM users ORDER BY name").fetch_all(pool).await?;
+    let users: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM users ORDER BY name")
+        .fetch_all(pool)
+        .await?;
     let grants: Vec<GrantRow> = sqlx::query_as(
         "SELECT g.id, g.user_id, g.role, g.node_id, t.name AS node_name FROM role_grants g \
          LEFT JOIN tree_nodes t ON t.id = g.node_id ORDER BY g.role, t.name",
@@ -50,22 +52,38 @@ pub async fn list(pool: &PgPool) -> Result<Vec<UserRow>, sqlx::Error> {
     .await?;
     Ok(users
         .into_iter()
-        .map(|(id, name)| UserRow { id, name, grants: grants.iter().filter(|g| g.user_id == id).cloned().collect() })
+        .map(|(id, name)| UserRow {
+            id,
+            name,
+            grants: grants.iter().filter(|g| g.user_id == id).cloned().collect(),
+        })
         .collect())
 }
 
 /// Resolves a lead's node by name; `None` when not a lead.
-async fn lead_node(tx: &mut sqlx::PgConnection, role: Role, node: Option<&str>) -> Result<Option<i64>, AppError> {
+async fn lead_node(
+    tx: &mut sqlx::PgConnection,
+    role: Role,
+    node: Option<&str>,
+) -> Result<Option<i64>, AppError> {
     match (role, node.map(str::trim).filter(|n| !n.is_empty())) {
         (Role::Lead, Some(name)) => Ok(Some(
             sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND NOT archived")
                 .bind(name)
                 .fetch_optional(&mut *tx)
                 .await?
-                .ok_or_else(|| AppError::invalid("node", format!("there is no tree node named {name:?}")))?,
+                .ok_or_else(|| {
+                    AppError::invalid("node", format!("there is no tree node named {name:?}"))
+                })?,
         )),
-        (Role::Lead, None) => Err(AppError::invalid("node", "a lead needs the tree node they lead")),
-        (_, Some(_)) => Err(AppError::invalid("node", "only a lead is scoped to a tree node")),
+        (Role::Lead, None) => Err(AppError::invalid(
+            "node",
+            "a lead needs the tree node they lead",
+        )),
+        (_, Some(_)) => Err(AppError::invalid(
+            "node",
+            "only a lead is scoped to a tree node",
+        )),
         (_, None) => Ok(None),
     }
 }
@@ -74,22 +92,43 @@ async fn lead_node(tx: &mut sqlx::PgConnection, role: Role, node: Option<&str>) 
 ///
 /// # Errors
 /// Invalid name, duplicate name, unknown role or lead node.
-pub async fn create(pool: &PgPool, actor: Option<i64>, name: &str, role: &str, node: Option<&str>) -> Result<(i64, String), AppError> {
+pub async fn create(
+    pool: &PgPool,
+    actor: Option<i64>,
+    name: &str,
+    role: &str,
+    node: Option<&str>,
+) -> Result<(i64, String), AppError> {
     let name = domain::ident(name, "user", 64).map_err(|m| AppError::invalid("name", m))?;
-    let role = Role::parse(role).ok_or_else(|| AppError::invalid("role", format!("a role is admin, finance, lead or researcher (got {:?})", role.trim())))?;
+    let role = Role::parse(role).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            format!(
+                "a role is admin, finance, lead or researcher (got {:?})",
+                role.trim()
+            ),
+        )
+    })?;
     let pw = password::generate();
     let hash = password::hash(&pw)?;
     let mut tx = pool.begin().await?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE name = $1)").bind(&name).fetch_one(&mut *tx).await?;
-    if taken {
-        return Err(AppError::invalid("name", format!("a user named {name:?} already exists")));
-    }
-    let node_id = lead_node(&mut tx, role, node).await?;
-    let id: i64 = sqlx::query_scalar("INSERT INTO users (name, password_hash) VALUES ($1, $2) RETURNING id")
+    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE name = $1)")
         .bind(&name)
-        .bind(&hash)
         .fetch_one(&mut *tx)
         .await?;
+    if taken {
+        return Err(AppError::invalid(
+            "name",
+            format!("a user named {name:?} already exists"),
+        ));
+    }
+    let node_id = lead_node(&mut tx, role, node).await?;
+    let id: i64 =
+        sqlx::query_scalar("INSERT INTO users (name, password_hash) VALUES ($1, $2) RETURNING id")
+            .bind(&name)
+            .bind(&hash)
+            .fetch_one(&mut *tx)
+            .await?;
     sqlx::query("INSERT INTO role_grants (user_id, role, node_id) VALUES ($1, $2, $3)")
         .bind(id)
         .bind(role.as_str())
@@ -117,19 +156,35 @@ pub async fn create(pool: &PgPool, actor: Option<i64>, name: &str, role: &str, n
 ///
 /// # Errors
 /// NotFound user, Invalid (too short or long).
-pub async fn set_password(pool: &PgPool, actor: Option<i64>, name: &str, new_password: &str) -> Result<(), AppError> {
+pub async fn set_password(
+    pool: &PgPool,
+    actor: Option<i64>,
+    name: &str,
+    new_password: &str,
+) -> Result<(), AppError> {
     password::check_new(new_password).map_err(|m| AppError::invalid("password", m))?;
     let hash = password::hash(new_password)?;
     let mut tx = pool.begin().await?;
-    let id: i64 = sqlx::query_scalar("UPDATE users SET password_hash = $1 WHERE name = $2 RETURNING id")
-        .bind(&hash)
-        .bind(name.trim())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("there is no user named {:?}", name.trim())))?;
+    let id: i64 =
+        sqlx::query_scalar("UPDATE users SET password_hash = $1 WHERE name = $2 RETURNING id")
+            .bind(&hash)
+            .bind(name.trim())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| {
+                AppError::NotFound(format!("there is no user named {:?}", name.trim()))
+            })?;
     audit::record(
         &mut *tx,
-        Change { actor, action: "user.password", entity: "user", entity_id: Some(id), node_id: None, before: None, after: Some(json!({"name": name.trim(), "password": "changed"})) },
+        Change {
+            actor,
+            action: "user.password",
+            entity: "user",
+            entity_id: Some(id),
+            node_id: None,
+            before: None,
+            after: Some(json!({"name": name.trim(), "password": "changed"})),
+        },
     )
     .await?;
     tx.commit().await?;
@@ -140,8 +195,22 @@ pub async fn set_password(pool: &PgPool, actor: Option<i64>, name: &str, new_pas
 ///
 /// # Errors
 /// NotFound user, Invalid role/node, Invalid when already granted.
-pub async fn grant(pool: &PgPool, actor: Option<i64>, user_id: i64, role: &str, node: Option<&str>) -> Result<i64, AppError> {
-    let role = Role::parse(role).ok_or_else(|| AppError::invalid("role", format!("a role is admin, finance, lead or researcher (got {:?})", role.trim())))?;
+pub async fn grant(
+    pool: &PgPool,
+    actor: Option<i64>,
+    user_id: i64,
+    role: &str,
+    node: Option<&str>,
+) -> Result<i64, AppError> {
+    let role = Role::parse(role).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            format!(
+                "a role is admin, finance, lead or researcher (got {:?})",
+                role.trim()
+            ),
+        )
+    })?;
     let mut tx = pool.begin().await?;
     let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = $1 FOR UPDATE")
         .bind(user_id)
@@ -157,10 +226,19 @@ pub async fn grant(pool: &PgPool, actor: Option<i64>, user_id: i64, role: &str, 
     .bind(node_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let id = id.ok_or_else(|| AppError::invalid("role", format!("{name} already has that role")))?;
+    let id =
+        id.ok_or_else(|| AppError::invalid("role", format!("{name} already has that role")))?;
     audit::record(
         &mut *tx,
-        Change { actor, action: "user.grant", entity: "user", entity_id: Some(user_id), node_id, before: None, after: Some(json!({"name": name, "role": role.as_str(), "node_id": node_id})) },
+        Change {
+            actor,
+            action: "user.grant",
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id,
+            before: None,
+            after: Some(json!({"name": name, "role": role.as_str(), "node_id": node_id})),
+        },
     )
     .await?;
     tx.commit().await?;
@@ -171,10 +249,17 @@ pub async fn grant(pool: &PgPool, actor: Option<i64>, user_id: i64, role: &str, 
 ///
 /// # Errors
 /// NotFound grant, Invalid for the last admin.
-pub async fn revoke(pool: &PgPool, actor: Option<i64>, user_id: i64, grant_id: i64) -> Result<(), AppError> {
+pub async fn revoke(
+    pool: &PgPool,
+    actor: Option<i64>,
+    user_id: i64,
+    grant_id: i64,
+) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
     // Serialise revocations so two admins cannot remove each other at once.
-    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE").execute(&mut *tx).await?;
+    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
     let (role, node_id, name): (String, Option<i64>, String) = sqlx::query_as(
         "SELECT g.role, g.node_id, u.name FROM role_grants g JOIN users u ON u.id = g.user_id WHERE g.id = $1 AND g.user_id = $2",
     )
@@ -184,15 +269,32 @@ pub async fn revoke(pool: &PgPool, actor: Option<i64>, user_id: i64, grant_id: i
     .await?
     .ok_or_else(|| AppError::NotFound(format!("no grant {grant_id} for user {user_id}")))?;
     if role == "admin" {
-        let admins: i64 = sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'").fetch_one(&mut *tx).await?;
+        let admins: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'")
+                .fetch_one(&mut *tx)
+                .await?;
         if admins <= 1 {
-            return Err(AppError::invalid("role", "this is the last admin; grant admin to someone else first"));
+            return Err(AppError::invalid(
+                "role",
+                "this is the last admin; grant admin to someone else first",
+            ));
         }
     }
-    sqlx::query("DELETE FROM role_grants WHERE id = $1").bind(grant_id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM role_grants WHERE id = $1")
+        .bind(grant_id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
-        Change { actor, action: "user.revoke", entity: "user", entity_id: Some(user_id), node_id, before: Some(json!({"name": name, "role": role, "node_id": node_id})), after: None },
+        Change {
+            actor,
+            action: "user.revoke",
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id,
+            before: Some(json!({"name": name, "role": role, "node_id": node_id})),
+            after: None,
+        },
     )
     .await?;
     tx.commit().await?;
@@ -206,26 +308,48 @@ pub async fn revoke(pool: &PgPool, actor: Option<i64>, user_id: i64, grant_id: i
 /// Database errors.
 pub async fn first_run(pool: &PgPool) -> Result<Option<String>, AppError> {
     let mut tx = pool.begin().await?;
-    sqlx::query("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE").execute(&mut *tx).await?;
-    let root_exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE parent_id IS NULL)").fetch_one(&mut *tx).await?;
+    sqlx::query("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let root_exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE parent_id IS NULL)")
+            .fetch_one(&mut *tx)
+            .await?;
     if !root_exists {
-        sqlx::query("INSERT INTO tree_nodes (name, share_bp) VALUES ('Organisation', 10000)").execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO tree_nodes (name, share_bp) VALUES ('Organisation', 10000)")
+            .execute(&mut *tx)
+            .await?;
     }
-    let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users)").fetch_one(&mut *tx).await?;
+    let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users)")
+        .fetch_one(&mut *tx)
+        .await?;
     if any {
         tx.commit().await?;
         return Ok(None);
     }
     let pw = password::generate();
     let hash = password::hash(&pw)?;
-    let id: i64 = sqlx::query_scalar("INSERT INTO users (name, password_hash) VALUES ('admin', $1) RETURNING id")
-        .bind(&hash)
-        .fetch_one(&mut *tx)
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (name, password_hash) VALUES ('admin', $1) RETURNING id",
+    )
+    .bind(&hash)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO role_grants (user_id, role) VALUES ($1, 'admin')")
+        .bind(id)
+        .execute(&mut *tx)
         .await?;
-    sqlx::query("INSERT INTO role_grants (user_id, role) VALUES ($1, 'admin')").bind(id).execute(&mut *tx).await?;
     audit::record(
         &mut *tx,
-        Change { actor: None, action: "user.create", entity: "user", entity_id: Some(id), node_id: None, before: None, after: Some(json!({"name": "admin", "role": "admin", "first_run": true})) },
+        Change {
+            actor: None,
+            action: "user.create",
+            entity: "user",
+            entity_id: Some(id),
+            node_id: None,
+            before: None,
+            after: Some(json!({"name": "admin", "role": "admin", "first_run": true})),
+        },
     )
     .await?;
     tx.commit().await?;

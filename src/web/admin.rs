@@ -14,7 +14,13 @@ use crate::state::AppState;
 use crate::web::{Layout, flash, render_status};
 
 fn require_admin(me: &Account) -> Result<(), AppError> {
-    if me.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin may open this page".into())) }
+    if me.is_admin() {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(
+            "only an admin may open this page".into(),
+        ))
+    }
 }
 
 struct ModelRow {
@@ -43,7 +49,13 @@ struct InventoryPage {
     form: InventoryForm,
 }
 
-async fn inventory_page(state: &AppState, session: &Session, me: &Account, error: Option<String>, form: InventoryForm) -> Result<Response, AppError> {
+async fn inventory_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    error: Option<String>,
+    form: InventoryForm,
+) -> Result<Response, AppError> {
     require_admin(me)?;
     let models = inventory::gpu_models(&state.pool)
         .await?
@@ -55,7 +67,11 @@ async fn inventory_page(state: &AppState, session: &Session, me: &Account, error
             price: Money(m.price_per_gpu_hour_minor).plain(),
         })
         .collect();
-    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    let status = if error.is_some() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        axum::http::StatusCode::OK
+    };
     render_status(
         status,
         &InventoryPage {
@@ -69,7 +85,11 @@ async fn inventory_page(state: &AppState, session: &Session, me: &Account, error
     )
 }
 
-async fn inventory_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+async fn inventory_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
     inventory_page(&state, &session, &me, None, InventoryForm::default()).await
 }
 
@@ -83,27 +103,53 @@ struct ModelForm {
     price: String,
 }
 
-async fn model_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<ModelForm>) -> Result<Response, AppError> {
-    match inventory::create_gpu_model(&state.pool, &me, &f.name, &f.billing_weight, &f.price).await {
+async fn model_create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(f): axum::Form<ModelForm>,
+) -> Result<Response, AppError> {
+    match inventory::create_gpu_model(&state.pool, &me, &f.name, &f.billing_weight, &f.price).await
+    {
         Ok(_) => {
             flash(&session, format!("Added GPU model {}.", f.name.trim())).await?;
             Ok(Redirect::to("/admin/inventory").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            let form = InventoryForm { model_name: f.name, model_weight: f.billing_weight, model_price: f.price, ..InventoryForm::default() };
+            let form = InventoryForm {
+                model_name: f.name,
+                model_weight: f.billing_weight,
+                model_price: f.price,
+                ..InventoryForm::default()
+            };
             inventory_page(&state, &session, &me, Some(message), form).await
         }
         Err(e) => Err(e),
     }
 }
 
-async fn model_update(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<ModelForm>) -> Result<Response, AppError> {
+async fn model_update(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<ModelForm>,
+) -> Result<Response, AppError> {
     match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
         Ok(()) => {
             flash(&session, "GPU model saved.").await?;
             Ok(Redirect::to("/admin/inventory").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => inventory_page(&state, &session, &me, Some(message), InventoryForm::default()).await,
+        Err(AppError::Invalid { message, .. }) => {
+            inventory_page(
+                &state,
+                &session,
+                &me,
+                Some(message),
+                InventoryForm::default(),
+            )
+            .await
+        }
         Err(e) => Err(e),
     }
 }
@@ -114,14 +160,29 @@ struct NameForm {
     name: String,
 }
 
-async fn cluster_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<NameForm>) -> Result<Response, AppError> {
+async fn cluster_create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(f): axum::Form<NameForm>,
+) -> Result<Response, AppError> {
     match inventory::create_cluster(&state.pool, &me, &f.name).await {
         Ok(id) => {
             flash(&session, format!("Added cluster {}.", f.name.trim())).await?;
             Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            inventory_page(&state, &session, &me, Some(message), InventoryForm { cluster_name: f.name, ..InventoryForm::default() }).await
+            inventory_page(
+                &state,
+                &session,
+                &me,
+                Some(message),
+                InventoryForm {
+                    cluster_name: f.name,
+                    ..InventoryForm::default()
+                },
+            )
+            .await
         }
         Err(e) => Err(e),
     }
@@ -139,14 +200,25 @@ struct ClusterPage {
     form_count: String,
 }
 
-async fn cluster_page(state: &AppState, session: &Session, me: &Account, id: i64, error: Option<String>, form: NodeForm) -> Result<Response, AppError> {
+async fn cluster_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    error: Option<String>,
+    form: NodeForm,
+) -> Result<Response, AppError> {
     require_admin(me)?;
     let cluster = inventory::clusters(&state.pool)
         .await?
         .into_iter()
         .find(|c| c.id == id)
         .ok_or_else(|| AppError::NotFound(format!("no cluster with id {id}")))?;
-    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    let status = if error.is_some() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        axum::http::StatusCode::OK
+    };
     render_status(
         status,
         &ClusterPage {
@@ -156,12 +228,21 @@ async fn cluster_page(state: &AppState, session: &Session, me: &Account, id: i64
             error,
             form_name: form.name,
             form_model: form.gpu_model,
-            form_count: if form.gpu_count.is_empty() { "8".into() } else { form.gpu_count },
+            form_count: if form.gpu_count.is_empty() {
+                "8".into()
+            } else {
+                form.gpu_count
+            },
         },
     )
 }
 
-async fn cluster_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+async fn cluster_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
     cluster_page(&state, &session, &me, id, None, NodeForm::default()).await
 }
 
@@ -175,13 +256,21 @@ struct NodeForm {
     gpu_count: String,
 }
 
-async fn node_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<NodeForm>) -> Result<Response, AppError> {
+async fn node_create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<NodeForm>,
+) -> Result<Response, AppError> {
     match inventory::add_node(&state.pool, &me, id, &f.name, &f.gpu_model, &f.gpu_count).await {
         Ok(_) => {
             flash(&session, format!("Added node {}.", f.name.trim())).await?;
             Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
         }
-        Err(AppError::Invalid { message, .. }) => cluster_page(&state, &session, &me, id, Some(message), f).await,
+        Err(AppError::Invalid { message, .. }) => {
+            cluster_page(&state, &session, &me, id, Some(message), f).await
+        }
         Err(e) => Err(e),
     }
 }
@@ -192,14 +281,37 @@ struct StateForm {
     state: String,
 }
 
-async fn node_state(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<StateForm>) -> Result<Response, AppError> {
-    let cluster_id: Option<i64> = sqlx::query_scalar("SELECT cluster_id FROM nodes WHERE id = $1").bind(id).fetch_optional(&state.pool).await?;
+async fn node_state(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<StateForm>,
+) -> Result<Response, AppError> {
+    let cluster_id: Option<i64> = sqlx::query_scalar("SELECT cluster_id FROM nodes WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?;
     match inventory::set_node_state(&state.pool, &me, id, &f.state).await {
         Ok(()) => {
             flash(&session, format!("Node is now {}.", f.state.trim())).await?;
-            Ok(Redirect::to(&format!("/admin/clusters/{}", cluster_id.unwrap_or_default())).into_response())
+            Ok(Redirect::to(&format!(
+                "/admin/clusters/{}",
+                cluster_id.unwrap_or_default()
+            ))
+            .into_response())
         }
-        Err(AppError::Invalid { message, .. }) => cluster_page(&state, &session, &me, cluster_id.unwrap_or_default(), Some(message), NodeForm::default()).await,
+        Err(AppError::Invalid { message, .. }) => {
+            cluster_page(
+                &state,
+                &session,
+                &me,
+                cluster_id.unwrap_or_default(),
+                Some(message),
+                NodeForm::default(),
+            )
+            .await
+        }
         Err(e) => Err(e),
     }
 }
@@ -226,9 +338,20 @@ struct UserForm {
     node: String,
 }
 
-async fn users_page(state: &AppState, session: &Session, me: &Account, error: Option<String>, created: Option<(String, String)>, form: UserForm) -> Result<Response, AppError> {
+async fn users_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    error: Option<String>,
+    created: Option<(String, String)>,
+    form: UserForm,
+) -> Result<Response, AppError> {
     require_admin(me)?;
-    let status = if error.is_some() { axum::http::StatusCode::UNPROCESSABLE_ENTITY } else { axum::http::StatusCode::OK };
+    let status = if error.is_some() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        axum::http::StatusCode::OK
+    };
     render_status(
         status,
         &UsersPage {
@@ -237,28 +360,59 @@ async fn users_page(state: &AppState, session: &Session, me: &Account, error: Op
             created,
             users: users::list(&state.pool).await?,
             form_name: form.name,
-            form_role: if form.role.is_empty() { "researcher".into() } else { form.role },
+            form_role: if form.role.is_empty() {
+                "researcher".into()
+            } else {
+                form.role
+            },
             form_node: form.node,
         },
     )
 }
 
-async fn users_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+async fn users_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
     users_page(&state, &session, &me, None, None, UserForm::default()).await
 }
 
-async fn user_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, axum::Form(f): axum::Form<UserForm>) -> Result<Response, AppError> {
+async fn user_create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(f): axum::Form<UserForm>,
+) -> Result<Response, AppError> {
     require_admin(&me)?;
     let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
     match users::create(&state.pool, Some(me.id), &f.name, &f.role, node).await {
         // The password is shown once, on this response only; it is never stored in clear.
-        Ok((_, password)) => users_page(&state, &session, &me, None, Some((f.name.trim().to_string(), password)), UserForm::default()).await,
-        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, f).await,
+        Ok((_, password)) => {
+            users_page(
+                &state,
+                &session,
+                &me,
+                None,
+                Some((f.name.trim().to_string(), password)),
+                UserForm::default(),
+            )
+            .await
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            users_page(&state, &session, &me, Some(message), None, f).await
+        }
         Err(e) => Err(e),
     }
 }
 
-async fn grant_create(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<UserForm>) -> Result<Response, AppError> {
+async fn grant_create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<UserForm>,
+) -> Result<Response, AppError> {
     require_admin(&me)?;
     let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
     match users::grant(&state.pool, Some(me.id), id, &f.role, node).await {
@@ -266,19 +420,44 @@ async fn grant_create(State(state): State<AppState>, session: Session, CurrentUs
             flash(&session, "Role granted.").await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, UserForm::default()).await,
+        Err(AppError::Invalid { message, .. }) => {
+            users_page(
+                &state,
+                &session,
+                &me,
+                Some(message),
+                None,
+                UserForm::default(),
+            )
+            .await
+        }
         Err(e) => Err(e),
     }
 }
 
-async fn grant_revoke(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path((id, grant)): Path<(i64, i64)>) -> Result<Response, AppError> {
+async fn grant_revoke(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path((id, grant)): Path<(i64, i64)>,
+) -> Result<Response, AppError> {
     require_admin(&me)?;
     match users::revoke(&state.pool, Some(me.id), id, grant).await {
         Ok(()) => {
             flash(&session, "Role revoked.").await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => users_page(&state, &session, &me, Some(message), None, UserForm::default()).await,
+        Err(AppError::Invalid { message, .. }) => {
+            users_page(
+                &state,
+                &session,
+                &me,
+                Some(message),
+                None,
+                UserForm::default(),
+            )
+            .await
+        }
         Err(e) => Err(e),
     }
 }
@@ -295,5 +474,8 @@ pub fn router() -> Router<AppState> {
         .route("/admin/nodes/{id}/state", post(node_state))
         .route("/admin/users", get(users_get).post(user_create))
         .route("/admin/users/{id}/grants", post(grant_create))
-        .route("/admin/users/{id}/grants/{grant}/revoke", post(grant_revoke))
+        .route(
+            "/admin/users/{id}/grants/{grant}/revoke",
+            post(grant_revoke),
+        )
 }

@@ -34,16 +34,25 @@ fn json_text(v: Option<serde_json::Value>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "—".into())
 }
 
-async fn audit_page(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
+async fn audit_page(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
-        return Err(AppError::Forbidden("the audit log is for admins, finance and leads".into()));
+        return Err(AppError::Forbidden(
+            "the audit log is for admins, finance and leads".into(),
+        ));
     }
     let parents = Parents::load(&state.pool).await?;
     let entries = audit::visible(&state.pool, &me, &parents, 500)
         .await?
         .into_iter()
         .map(|e| EntryRow {
-            at: e.at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            at: e
+                .at
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
             who: e.actor.unwrap_or_else(|| "system".into()),
             action: e.action,
             entity: e.entity,
@@ -52,7 +61,11 @@ async fn audit_page(State(state): State<AppState>, session: Session, CurrentUser
             after: json_text(e.after),
         })
         .collect();
-    render(&AuditPage { layout: Layout::for_user(&session, &me, "/audit").await?, everything: me.sees_everything(), entries })
+    render(&AuditPage {
+        layout: Layout::for_user(&session, &me, "/audit").await?,
+        everything: me.sees_everything(),
+        entries,
+    })
 }
 
 /// `GET /audit`.

@@ -7,10 +7,9 @@ use axum::routing::get;
 use tower_sessions::Session;
 
 use crate::auth::CurrentUser;
-use crate::db;
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::web::{Layout, now, period_label, render};
+use crate::web::{Layout, period_label, render};
 
 #[derive(askama::Template)]
 #[template(path = "home.html")]
@@ -24,8 +23,12 @@ struct HomePage {
     is_admin: bool,
 }
 
-async fn home(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
-    let tree = db::tree::load(&state.pool, now(), &state.site.time_zone).await?;
+async fn home(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
     let led = me
         .lead_nodes()
         .filter_map(|id| tree.node(id))
@@ -35,7 +38,14 @@ async fn home(State(state): State<AppState>, session: Session, CurrentUser(me): 
         .projects
         .iter()
         .filter_map(|id| tree.node(*id))
-        .map(|n| (n.id, n.name.clone(), n.effective.percent(), n.money_total.display(&state.site.currency)))
+        .map(|n| {
+            (
+                n.id,
+                n.name.clone(),
+                n.effective.percent(),
+                n.money_total.display(&state.site.currency),
+            )
+        })
         .collect();
     render(&HomePage {
         layout: Layout::for_user(&session, &me, "/").await?,

@@ -42,7 +42,11 @@ impl Layout {
     ///
     /// # Errors
     /// Session store failures.
-    pub async fn for_user(session: &Session, account: &Account, active: &'static str) -> Result<Self, AppError> {
+    pub async fn for_user(
+        session: &Session,
+        account: &Account,
+        active: &'static str,
+    ) -> Result<Self, AppError> {
         let mut nav = vec![("/", "Home"), ("/tree", "Program tree")];
         if account.sees_everything() || account.lead_nodes().next().is_some() {
             nav.push(("/audit", "Audit log"));
@@ -52,8 +56,28 @@ impl Layout {
             nav.push(("/admin/users", "Users"));
         }
         nav.push(("/account/tokens", "API tokens"));
-        let notice = session.remove::<String>("notice").await.map_err(|e| AppError::Internal(e.into()))?;
-        Ok(Self { user_name: Some(account.name.clone()), nav, active, csrf: csrf::token(session).await?, notice })
+        // Read first: removing marks the session modified, which costs a write on every page.
+        let notice = match session
+            .get::<String>("notice")
+            .await
+            .map_err(|e| AppError::Internal(e.into()))?
+        {
+            Some(n) => {
+                session
+                    .remove::<String>("notice")
+                    .await
+                    .map_err(|e| AppError::Internal(e.into()))?;
+                Some(n)
+            }
+            None => None,
+        };
+        Ok(Self {
+            user_name: Some(account.name.clone()),
+            nav,
+            active,
+            csrf: csrf::token(session).await?,
+            notice,
+        })
     }
 }
 
@@ -62,7 +86,10 @@ impl Layout {
 /// # Errors
 /// Session store failures.
 pub async fn flash(session: &Session, notice: impl Into<String>) -> Result<(), AppError> {
-    session.insert("notice", notice.into()).await.map_err(|e| AppError::Internal(e.into()))
+    session
+        .insert("notice", notice.into())
+        .await
+        .map_err(|e| AppError::Internal(e.into()))
 }
 
 /// Renders an askama template into an HTML response.
@@ -81,19 +108,16 @@ pub fn render_status(status: StatusCode, t: &impl askama::Template) -> Result<Re
     Ok((status, Html(t.render()?)).into_response())
 }
 
-/// The current instant as a `jiff::Timestamp` (the web layer may read the clock; the
-/// scheduling core may not).
-pub fn now() -> jiff::Timestamp {
-    jiff::Timestamp::now()
-}
-
 /// Formats a budget period for display: `2026-11-01 – 2026-12-01`.
 pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
     format!("{} – {}", start.date(), end.date())
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {
-    match sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool).await {
+    match sqlx::query_scalar::<_, i32>("SELECT 1")
+        .fetch_one(&state.pool)
+        .await
+    {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "health check: database unavailable");
@@ -103,7 +127,13 @@ async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 async fn stylesheet() -> Response {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], include_str!("../../static/style.css"))
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../static/style.css"),
+    )
         .into_response()
 }
 

@@ -39,25 +39,50 @@ struct LoginForm {
 
 /// Only same-site relative paths are followed after login.
 fn safe_next(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') { next } else { "/" }
+    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+        next
+    } else {
+        "/"
+    }
 }
 
 async fn login_layout(session: &Session) -> Result<Layout, AppError> {
-    Ok(Layout { user_name: None, nav: vec![], active: "", csrf: csrf::token(session).await?, notice: None })
+    Ok(Layout {
+        user_name: None,
+        nav: vec![],
+        active: "",
+        csrf: csrf::token(session).await?,
+        notice: None,
+    })
 }
 
 async fn login_page(session: Session, Query(q): Query<LoginQuery>) -> Result<Response, AppError> {
-    if session.get::<i64>(SESSION_USER).await.map_err(|e| AppError::Internal(e.into()))?.is_some() {
+    if session
+        .get::<i64>(SESSION_USER)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+        .is_some()
+    {
         return Ok(Redirect::to(safe_next(&q.next)).into_response());
     }
-    render(&LoginPage { layout: login_layout(&session).await?, error: None, name: String::new(), next: q.next })
+    render(&LoginPage {
+        layout: login_layout(&session).await?,
+        error: None,
+        name: String::new(),
+        next: q.next,
+    })
 }
 
-async fn login(State(state): State<AppState>, session: Session, axum::Form(form): axum::Form<LoginForm>) -> Result<Response, AppError> {
-    let stored: Option<(i64, Option<String>)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE name = $1 AND NOT disabled")
-        .bind(form.name.trim())
-        .fetch_optional(&state.pool)
-        .await?;
+async fn login(
+    State(state): State<AppState>,
+    session: Session,
+    axum::Form(form): axum::Form<LoginForm>,
+) -> Result<Response, AppError> {
+    let stored: Option<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, password_hash FROM users WHERE name = $1 AND NOT disabled")
+            .bind(form.name.trim())
+            .fetch_optional(&state.pool)
+            .await?;
     let (user_id, hash) = match stored {
         Some((id, hash)) => (Some(id), hash),
         None => (None, None),
@@ -66,8 +91,14 @@ async fn login(State(state): State<AppState>, session: Session, axum::Form(form)
     match user_id.filter(|_| ok) {
         Some(id) => {
             // A fresh session id on every sign-in (no fixation), and a fresh CSRF token.
-            session.cycle_id().await.map_err(|e| AppError::Internal(e.into()))?;
-            session.insert(SESSION_USER, id).await.map_err(|e| AppError::Internal(e.into()))?;
+            session
+                .cycle_id()
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            session
+                .insert(SESSION_USER, id)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
             csrf::rotate(&session).await?;
             tracing::info!(user = form.name.trim(), "signed in");
             Ok(Redirect::to(safe_next(&form.next)).into_response())
@@ -88,11 +119,16 @@ async fn login(State(state): State<AppState>, session: Session, axum::Form(form)
 }
 
 async fn logout(session: Session) -> Result<Response, AppError> {
-    session.flush().await.map_err(|e| AppError::Internal(e.into()))?;
+    session
+        .flush()
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
     Ok(Redirect::to("/login").into_response())
 }
 
 /// `GET /login`, `POST /login`, `POST /logout`.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/login", get(login_page).post(login)).route("/logout", post(logout))
+    Router::new()
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
 }

@@ -15,7 +15,7 @@ use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind, TreeView};
 use crate::domain::{self, Money, Share};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::web::{Layout, flash, now, period_label, render, render_status};
+use crate::web::{Layout, flash, period_label, render, render_status};
 
 /// The node ids an account sees in the tree: everything for admin and finance; otherwise the
 /// subtrees of the nodes they lead and their projects, plus the ancestors of those (for context).
@@ -26,7 +26,10 @@ pub fn visible_nodes(me: &Account, tree: &TreeView, parents: &Parents) -> Option
     let scope: Vec<i64> = me.lead_nodes().chain(me.projects.iter().copied()).collect();
     let mut visible = HashSet::new();
     for n in &tree.nodes {
-        if scope.iter().any(|s| parents.is_ancestor_or_self(*s, n.id) || parents.is_ancestor_or_self(n.id, *s)) {
+        if scope
+            .iter()
+            .any(|s| parents.is_ancestor_or_self(*s, n.id) || parents.is_ancestor_or_self(n.id, *s))
+        {
             visible.insert(n.id);
         }
     }
@@ -57,10 +60,14 @@ struct TreePage {
     rows: Vec<Row>,
 }
 
-async fn tree_page(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser) -> Result<Response, AppError> {
-    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
-    let parents = Parents::load(&state.pool).await?;
-    let visible = visible_nodes(&me, &tree, &parents);
+async fn tree_page(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let parents = &tree.parents;
+    let visible = visible_nodes(&me, &tree, parents);
     let rows = tree
         .nodes
         .iter()
@@ -69,11 +76,15 @@ async fn tree_page(State(state): State<AppState>, session: Session, CurrentUser(
             id: n.id,
             name: n.name.clone(),
             is_project: n.is_project,
-            can_open: me.may_view(n.id, &parents),
+            can_open: me.may_view(n.id, parents),
             indent: format!("{:.2}em", n.depth as f64 * 1.25 + 0.4),
             share: n.share.to_string(),
             effective: n.effective.percent(),
-            gpu_hours: n.entitlements.iter().map(|e| domain::format_milli_gpu_hours(e.milli_gpu_hours)).collect(),
+            gpu_hours: n
+                .entitlements
+                .iter()
+                .map(|e| domain::format_milli_gpu_hours(e.milli_gpu_hours))
+                .collect(),
             money: n.money_total.amount(),
         })
         .collect();
@@ -133,20 +144,38 @@ struct NodeForm {
     rename: String,
 }
 
-async fn node_page(state: &AppState, session: &Session, me: &Account, id: i64, form: NodeForm) -> Result<Response, AppError> {
-    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
-    let parents = Parents::load(&state.pool).await?;
-    let node = tree.node(id).ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))?;
-    if !me.may_view(id, &parents) {
-        return Err(AppError::Forbidden("this node is outside what you may see".into()));
+async fn node_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    form: NodeForm,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let parents = &tree.parents;
+    let node = tree
+        .node(id)
+        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))?;
+    if !me.may_view(id, parents) {
+        return Err(AppError::Forbidden(
+            "this node is outside what you may see".into(),
+        ));
     }
-    let status = if form.shares_error.is_some() || form.admin_error.is_some() { StatusCode::UNPROCESSABLE_ENTITY } else { StatusCode::OK };
+    let status = if form.shares_error.is_some() || form.admin_error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
     let children: Vec<ChildRow> = tree
         .children(id)
         .map(|c| ChildRow {
             id: c.id,
             name: c.name.clone(),
-            typed: form.typed_shares.get(&c.id).cloned().unwrap_or_else(|| domain::format_bp(i64::from(c.share.bp()))),
+            typed: form
+                .typed_shares
+                .get(&c.id)
+                .cloned()
+                .unwrap_or_else(|| domain::format_bp(i64::from(c.share.bp()))),
             invalid: form.invalid.contains(&c.id),
             effective: c.effective.percent(),
         })
@@ -154,7 +183,9 @@ async fn node_page(state: &AppState, session: &Session, me: &Account, id: i64, f
     let move_targets = tree
         .nodes
         .iter()
-        .filter(|n| !n.is_project && !parents.is_ancestor_or_self(id, n.id) && Some(n.id) != node.parent_id)
+        .filter(|n| {
+            !n.is_project && !parents.is_ancestor_or_self(id, n.id) && Some(n.id) != node.parent_id
+        })
         .map(|n| (n.id, n.name.clone()))
         .collect();
     let page = NodePage {
@@ -164,7 +195,7 @@ async fn node_page(state: &AppState, session: &Session, me: &Account, id: i64, f
         share: node.share.to_string(),
         effective: node.effective.percent(),
         money: node.money_total.display(&state.site.currency),
-        can_edit_shares: me.leads(id, &parents),
+        can_edit_shares: me.leads(id, parents),
         children,
         children_sum: domain::format_bp(node.children_bp),
         shares_error: form.shares_error,
@@ -173,15 +204,28 @@ async fn node_page(state: &AppState, session: &Session, me: &Account, id: i64, f
         has_parent: node.parent_id.is_some(),
         admin_error: form.admin_error,
         form_name: form.name,
-        form_kind: if form.kind.is_empty() { "group".into() } else { form.kind },
+        form_kind: if form.kind.is_empty() {
+            "group".into()
+        } else {
+            form.kind
+        },
         form_share: form.share,
-        form_rename: if form.rename.is_empty() { node.name.clone() } else { form.rename },
+        form_rename: if form.rename.is_empty() {
+            node.name.clone()
+        } else {
+            form.rename
+        },
         move_targets,
     };
     render_status(status, &page)
 }
 
-async fn node_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+async fn node_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
     node_page(&state, &session, &me, id, NodeForm::default()).await
 }
 
@@ -197,9 +241,14 @@ async fn shares_post(
     let mut changes = Vec::new();
     let mut errors = Vec::new();
     for (key, value) in &fields {
-        let Some(child) = key.strip_prefix("share_") else { continue };
+        let Some(child) = key.strip_prefix("share_") else {
+            continue;
+        };
         let Ok(child) = child.parse::<i64>() else {
-            return Err(AppError::invalid("share", format!("{key:?} is not a share field")));
+            return Err(AppError::invalid(
+                "share",
+                format!("{key:?} is not a share field"),
+            ));
         };
         form.typed_shares.insert(child, value.clone());
         match Share::parse_percent(value) {
@@ -241,9 +290,15 @@ async fn child_post(
     Path(id): Path<i64>,
     axum::Form(f): axum::Form<ChildForm>,
 ) -> Result<Response, AppError> {
-    let kind = if f.kind == "project" { NodeKind::Project } else { NodeKind::Group };
+    let kind = if f.kind == "project" {
+        NodeKind::Project
+    } else {
+        NodeKind::Group
+    };
     let result = match Share::parse_percent(&f.share) {
-        Ok(share) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share).await.map(|_| ()),
+        Ok(share) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share)
+            .await
+            .map(|_| ()),
         Err(e) => Err(AppError::invalid("share", e.to_string())),
     };
     match result {
@@ -252,7 +307,13 @@ async fn child_post(
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            let form = NodeForm { admin_error: Some(message), name: f.name, kind: f.kind, share: f.share, ..NodeForm::default() };
+            let form = NodeForm {
+                admin_error: Some(message),
+                name: f.name,
+                kind: f.kind,
+                share: f.share,
+                ..NodeForm::default()
+            };
             node_page(&state, &session, &me, id, form).await
         }
         Err(other) => Err(other),
@@ -278,8 +339,23 @@ async fn rename_post(
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            let rename = if f.name.is_empty() { " ".into() } else { f.name };
-            node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), rename, ..NodeForm::default() }).await
+            let rename = if f.name.is_empty() {
+                " ".into()
+            } else {
+                f.name
+            };
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                NodeForm {
+                    admin_error: Some(message),
+                    rename,
+                    ..NodeForm::default()
+                },
+            )
+            .await
         }
         Err(other) => Err(other),
     }
@@ -307,18 +383,47 @@ async fn move_post(
             flash(&session, "Moved.").await?;
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
-        Err(AppError::Invalid { message, .. }) => node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), ..NodeForm::default() }).await,
+        Err(AppError::Invalid { message, .. }) => {
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                NodeForm {
+                    admin_error: Some(message),
+                    ..NodeForm::default()
+                },
+            )
+            .await
+        }
         Err(other) => Err(other),
     }
 }
 
-async fn archive_post(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+async fn archive_post(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
     match tree_db::archive_node(&state.pool, &me, id).await {
         Ok(()) => {
             flash(&session, "Archived.").await?;
             Ok(Redirect::to("/tree").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => node_page(&state, &session, &me, id, NodeForm { admin_error: Some(message), ..NodeForm::default() }).await,
+        Err(AppError::Invalid { message, .. }) => {
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                NodeForm {
+                    admin_error: Some(message),
+                    ..NodeForm::default()
+                },
+            )
+            .await
+        }
         Err(other) => Err(other),
     }
 }
@@ -360,21 +465,42 @@ struct ProjectForm {
     budget: Option<(String, String, String)>,
 }
 
-async fn project_page(state: &AppState, session: &Session, me: &Account, id: i64, form: ProjectForm) -> Result<Response, AppError> {
-    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
-    let parents = Parents::load(&state.pool).await?;
-    let node = tree.node(id).filter(|n| n.is_project).ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
-    if !me.may_view(id, &parents) {
-        return Err(AppError::Forbidden("this project is outside what you may see".into()));
+async fn project_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    form: ProjectForm,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let parents = &tree.parents;
+    let node = tree
+        .node(id)
+        .filter(|n| n.is_project)
+        .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    if !me.may_view(id, parents) {
+        return Err(AppError::Forbidden(
+            "this project is outside what you may see".into(),
+        ));
     }
     let settings = tree_db::project(&state.pool, id).await?;
     let cur = &state.site.currency;
     let budget = tree_db::effective_budget(&settings, node.money_total);
-    let status = if form.member_error.is_some() || form.budget_error.is_some() { StatusCode::UNPROCESSABLE_ENTITY } else { StatusCode::OK };
+    let status = if form.member_error.is_some() || form.budget_error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
     let (form_budget, form_cap, form_self_service) = form.budget.unwrap_or_else(|| {
         (
-            settings.period_budget_minor.map(|v| Money(v).plain()).unwrap_or_default(),
-            settings.money_cap_minor.map(|v| Money(v).plain()).unwrap_or_default(),
+            settings
+                .period_budget_minor
+                .map(|v| Money(v).plain())
+                .unwrap_or_default(),
+            settings
+                .money_cap_minor
+                .map(|v| Money(v).plain())
+                .unwrap_or_default(),
             settings.self_service_gpu_hours.to_string(),
         )
     });
@@ -388,19 +514,28 @@ async fn project_page(state: &AppState, session: &Session, me: &Account, id: i64
         entitlement_money: node.money_total.display(cur),
         budget: budget.display(cur),
         budget_is_default: settings.period_budget_minor.is_none(),
-        cap: settings.money_cap_minor.map_or_else(|| "none".to_string(), |c| Money(c).display(cur)),
+        cap: settings
+            .money_cap_minor
+            .map_or_else(|| "none".to_string(), |c| Money(c).display(cur)),
         self_service: settings.self_service_gpu_hours,
         entitlements: tree
             .capacity
             .iter()
             .zip(&node.entitlements)
-            .map(|(c, e)| (c.cluster.clone(), c.gpu_model.clone(), domain::format_milli_gpu_hours(e.milli_gpu_hours), e.money.display(cur)))
+            .map(|(c, e)| {
+                (
+                    c.cluster.clone(),
+                    c.gpu_model.clone(),
+                    domain::format_milli_gpu_hours(e.milli_gpu_hours),
+                    e.money.display(cur),
+                )
+            })
             .collect(),
         members: settings.members,
-        can_manage_members: me.leads(id, &parents),
+        can_manage_members: me.leads(id, parents),
         member_error: form.member_error,
         form_member: form.member,
-        can_edit_budget: me.leads_strictly_above(id, &parents),
+        can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
         budget_error: form.budget_error,
         currency: cur.clone(),
@@ -411,7 +546,12 @@ async fn project_page(state: &AppState, session: &Session, me: &Account, id: i64
     render_status(status, &page)
 }
 
-async fn project_get(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>) -> Result<Response, AppError> {
+async fn project_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
     project_page(&state, &session, &me, id, ProjectForm::default()).await
 }
 
@@ -430,7 +570,9 @@ fn optional_money(input: &str, field: &'static str) -> Result<Option<i64>, AppEr
     if input.trim().is_empty() {
         return Ok(None);
     }
-    Money::parse(input).map(|m| Some(m.0)).map_err(|m| AppError::invalid(field, m))
+    Money::parse(input)
+        .map(|m| Some(m.0))
+        .map_err(|m| AppError::invalid(field, m))
 }
 
 async fn budget_post(
@@ -444,8 +586,14 @@ async fn budget_post(
         Ok::<_, AppError>(BudgetUpdate {
             period_budget_minor: optional_money(&f.period_budget, "period_budget")?,
             money_cap_minor: optional_money(&f.money_cap, "money_cap")?,
-            self_service_gpu_hours: domain::int_in(&f.self_service_gpu_hours, "the self-service limit", 0, 100_000)
-                .map_err(|m| AppError::invalid("self_service_gpu_hours", m))? as i32,
+            self_service_gpu_hours: domain::int_in(
+                &f.self_service_gpu_hours,
+                "the self-service limit",
+                0,
+                100_000,
+            )
+            .map_err(|m| AppError::invalid("self_service_gpu_hours", m))?
+                as i32,
         })
     })();
     let result = match parsed {
@@ -458,7 +606,11 @@ async fn budget_post(
             Ok(Redirect::to(&format!("/projects/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            let form = ProjectForm { budget_error: Some(message), budget: Some((f.period_budget, f.money_cap, f.self_service_gpu_hours)), ..ProjectForm::default() };
+            let form = ProjectForm {
+                budget_error: Some(message),
+                budget: Some((f.period_budget, f.money_cap, f.self_service_gpu_hours)),
+                ..ProjectForm::default()
+            };
             project_page(&state, &session, &me, id, form).await
         }
         Err(other) => Err(other),
@@ -471,24 +623,62 @@ struct MemberForm {
     user: String,
 }
 
-async fn member_change(state: AppState, session: Session, me: Account, id: i64, user: String, add: bool) -> Result<Response, AppError> {
+async fn member_change(
+    state: AppState,
+    session: Session,
+    me: Account,
+    id: i64,
+    user: String,
+    add: bool,
+) -> Result<Response, AppError> {
     match tree_db::set_member(&state.pool, &me, id, &user, add).await {
         Ok(()) => {
-            flash(&session, if add { format!("Added {}.", user.trim()) } else { format!("Removed {}.", user.trim()) }).await?;
+            flash(
+                &session,
+                if add {
+                    format!("Added {}.", user.trim())
+                } else {
+                    format!("Removed {}.", user.trim())
+                },
+            )
+            .await?;
             Ok(Redirect::to(&format!("/projects/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            project_page(&state, &session, &me, id, ProjectForm { member_error: Some(message), member: user, ..ProjectForm::default() }).await
+            project_page(
+                &state,
+                &session,
+                &me,
+                id,
+                ProjectForm {
+                    member_error: Some(message),
+                    member: user,
+                    ..ProjectForm::default()
+                },
+            )
+            .await
         }
         Err(other) => Err(other),
     }
 }
 
-async fn member_add(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<MemberForm>) -> Result<Response, AppError> {
+async fn member_add(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<MemberForm>,
+) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, true).await
 }
 
-async fn member_remove(State(state): State<AppState>, session: Session, CurrentUser(me): CurrentUser, Path(id): Path<i64>, axum::Form(f): axum::Form<MemberForm>) -> Result<Response, AppError> {
+async fn member_remove(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+    axum::Form(f): axum::Form<MemberForm>,
+) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, false).await
 }
 

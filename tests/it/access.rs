@@ -22,7 +22,12 @@ struct Ids {
 }
 
 async fn ids(app: &TestApp) -> Ids {
-    let q = |sql: &'static str| async move { sqlx::query_scalar::<_, i64>(sql).fetch_one(&app.pool).await.unwrap() };
+    let q = |sql: &'static str| async move {
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
     Ids {
         fm: app.node_id("Foundation Models").await,
         pretraining: app.node_id("Pretraining").await,
@@ -45,11 +50,20 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ("/tree".into(), [303, 200, 200, 200, 200]),
         (format!("/tree/nodes/{}", i.fm), [303, 403, 200, 200, 200]),
         (format!("/tree/nodes/{}", i.ar), [303, 403, 403, 200, 200]),
-        (format!("/projects/{}", i.own_project), [303, 200, 200, 200, 200]),
-        (format!("/projects/{}", i.weather), [303, 403, 403, 200, 200]),
+        (
+            format!("/projects/{}", i.own_project),
+            [303, 200, 200, 200, 200],
+        ),
+        (
+            format!("/projects/{}", i.weather),
+            [303, 403, 403, 200, 200],
+        ),
         ("/audit".into(), [303, 403, 200, 200, 200]),
         ("/admin/inventory".into(), [303, 403, 403, 403, 200]),
-        (format!("/admin/clusters/{}", i.cluster), [303, 403, 403, 403, 200]),
+        (
+            format!("/admin/clusters/{}", i.cluster),
+            [303, 403, 403, 403, 200],
+        ),
         ("/admin/users".into(), [303, 403, 403, 403, 200]),
         ("/account/tokens".into(), [303, 200, 200, 200, 200]),
     ]
@@ -58,22 +72,103 @@ fn page_rows(i: &Ids) -> Vec<Row> {
 type FormRow = (String, Vec<(String, String)>, [u16; 5]);
 
 fn form_rows(i: &Ids) -> Vec<FormRow> {
-    let f = |pairs: &[(&str, String)]| pairs.iter().map(|(k, v)| ((*k).to_string(), v.clone())).collect::<Vec<_>>();
+    let f = |pairs: &[(&str, String)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect::<Vec<_>>()
+    };
     vec![
-        (format!("/tree/nodes/{}/shares", i.fm), f(&[(&format!("share_{}", i.pretraining), "30".into())]), [303, 403, 303, 403, 303]),
-        (format!("/tree/nodes/{}/shares", i.ar), f(&[]), [303, 403, 403, 403, 303]),
-        (format!("/tree/nodes/{}/children", i.fm), f(&[("name", "New team".into()), ("kind", "group".into()), ("share", "0".into())]), [303, 403, 403, 403, 303]),
-        (format!("/tree/nodes/{}/rename", i.pretraining), f(&[("name", "Pretraining 2".into())]), [303, 403, 403, 403, 303]),
-        (format!("/tree/nodes/{}/archive", i.carbon), f(&[]), [303, 403, 403, 403, 303]),
-        (format!("/projects/{}/budget", i.own_project), f(&[("period_budget", "100".into()), ("money_cap", "".into()), ("self_service_gpu_hours", "8".into())]), [303, 403, 303, 403, 303]),
-        (format!("/projects/{}/members", i.own_project), f(&[("user", "demo-finance".into())]), [303, 403, 303, 403, 303]),
-        ("/admin/gpu-models".into(), f(&[("name", "A100".into()), ("billing_weight", "0.6".into()), ("price", "2".into())]), [303, 403, 403, 403, 303]),
-        ("/admin/clusters".into(), f(&[("name", "new-cluster".into())]), [303, 403, 403, 403, 303]),
-        (format!("/admin/clusters/{}/nodes", i.cluster), f(&[("name", "extra-1".into()), ("gpu_model", "B300".into()), ("gpu_count", "8".into())]), [303, 403, 403, 403, 303]),
-        (format!("/admin/nodes/{}/state", i.node), f(&[("state", "draining".into())]), [303, 403, 403, 403, 303]),
-        ("/admin/users".into(), f(&[("name", "newbie".into()), ("role", "researcher".into()), ("node", "".into())]), [303, 403, 403, 403, 200]),
-        (format!("/admin/users/{}/grants", i.researcher), f(&[("role", "finance".into()), ("node", "".into())]), [303, 403, 403, 403, 303]),
-        ("/account/tokens".into(), f(&[("label", "mine".into())]), [303, 200, 200, 200, 200]),
+        (
+            format!("/tree/nodes/{}/shares", i.fm),
+            f(&[(&format!("share_{}", i.pretraining), "30".into())]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/tree/nodes/{}/shares", i.ar),
+            f(&[]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/tree/nodes/{}/children", i.fm),
+            f(&[
+                ("name", "New team".into()),
+                ("kind", "group".into()),
+                ("share", "0".into()),
+            ]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/tree/nodes/{}/rename", i.pretraining),
+            f(&[("name", "Pretraining 2".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/tree/nodes/{}/archive", i.carbon),
+            f(&[]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/projects/{}/budget", i.own_project),
+            f(&[
+                ("period_budget", "100".into()),
+                ("money_cap", "".into()),
+                ("self_service_gpu_hours", "8".into()),
+            ]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/projects/{}/members", i.own_project),
+            f(&[("user", "demo-finance".into())]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            "/admin/gpu-models".into(),
+            f(&[
+                ("name", "A100".into()),
+                ("billing_weight", "0.6".into()),
+                ("price", "2".into()),
+            ]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            "/admin/clusters".into(),
+            f(&[("name", "new-cluster".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/admin/clusters/{}/nodes", i.cluster),
+            f(&[
+                ("name", "extra-1".into()),
+                ("gpu_model", "B300".into()),
+                ("gpu_count", "8".into()),
+            ]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/admin/nodes/{}/state", i.node),
+            f(&[("state", "draining".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            "/admin/users".into(),
+            f(&[
+                ("name", "newbie".into()),
+                ("role", "researcher".into()),
+                ("node", "".into()),
+            ]),
+            [303, 403, 403, 403, 200],
+        ),
+        (
+            format!("/admin/users/{}/grants", i.researcher),
+            f(&[("role", "finance".into()), ("node", "".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            "/account/tokens".into(),
+            f(&[("label", "mine".into())]),
+            [303, 200, 200, 200, 200],
+        ),
     ]
 }
 
@@ -82,25 +177,124 @@ type ApiRow = (&'static str, String, Option<serde_json::Value>, [u16; 5]);
 fn api_rows(i: &Ids) -> Vec<ApiRow> {
     vec![
         ("GET", "/api/v1/me".into(), None, [401, 200, 200, 200, 200]),
-        ("GET", "/api/v1/tree".into(), None, [401, 200, 200, 200, 200]),
-        ("GET", "/api/v1/clusters".into(), None, [401, 200, 200, 200, 200]),
-        ("GET", "/api/v1/gpu-models".into(), None, [401, 200, 200, 200, 200]),
-        ("GET", format!("/api/v1/projects/{}", i.own_project), None, [401, 200, 200, 200, 200]),
-        ("GET", format!("/api/v1/projects/{}", i.weather), None, [401, 403, 403, 200, 200]),
-        ("GET", "/api/v1/audit".into(), None, [401, 403, 200, 200, 200]),
-        ("GET", "/api/v1/users".into(), None, [401, 403, 403, 403, 200]),
-        ("PUT", format!("/api/v1/nodes/{}/shares", i.fm), Some(json!({"shares": [{"node": i.pretraining, "share": 30}]})), [401, 403, 200, 403, 200]),
-        ("PUT", format!("/api/v1/nodes/{}/shares", i.ar), Some(json!({"shares": []})), [401, 403, 403, 403, 200]),
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": i.fm, "name": "API team", "kind": "group", "share": 0})), [401, 403, 403, 403, 201]),
-        ("PATCH", format!("/api/v1/nodes/{}", i.weather), Some(json!({"name": "ar-weather-2"})), [401, 403, 403, 403, 200]),
-        ("PUT", format!("/api/v1/projects/{}/budget", i.own_project), Some(json!({"period_budget_minor": 100, "money_cap_minor": null, "self_service_gpu_hours": 8})), [401, 403, 200, 403, 200]),
-        ("POST", format!("/api/v1/projects/{}/members", i.own_project), Some(json!({"user": "demo-admin"})), [401, 403, 201, 403, 201]),
-        ("POST", "/api/v1/gpu-models".into(), Some(json!({"name": "A10", "billing_weight_milli": 600, "price_per_gpu_hour_minor": 200})), [401, 403, 403, 403, 201]),
-        ("POST", "/api/v1/clusters".into(), Some(json!({"name": "api-cluster"})), [401, 403, 403, 403, 201]),
-        ("POST", format!("/api/v1/clusters/{}/nodes", i.cluster), Some(json!({"name": "api-node", "gpu_model": "B300", "gpu_count": 8})), [401, 403, 403, 403, 201]),
-        ("PUT", format!("/api/v1/cluster-nodes/{}/state", i.node), Some(json!({"state": "down"})), [401, 403, 403, 403, 200]),
-        ("POST", "/api/v1/users".into(), Some(json!({"name": "api-user", "role": "researcher"})), [401, 403, 403, 403, 201]),
-        ("POST", format!("/api/v1/users/{}/grants", i.researcher), Some(json!({"role": "lead", "node": "Climate"})), [401, 403, 403, 403, 201]),
+        (
+            "GET",
+            "/api/v1/tree".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/clusters".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/gpu-models".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/projects/{}", i.own_project),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/projects/{}", i.weather),
+            None,
+            [401, 403, 403, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/audit".into(),
+            None,
+            [401, 403, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/users".into(),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/nodes/{}/shares", i.fm),
+            Some(json!({"shares": [{"node": i.pretraining, "share": 30}]})),
+            [401, 403, 200, 403, 200],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/nodes/{}/shares", i.ar),
+            Some(json!({"shares": []})),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": i.fm, "name": "API team", "kind": "group", "share": 0})),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            "PATCH",
+            format!("/api/v1/nodes/{}", i.weather),
+            Some(json!({"name": "ar-weather-2"})),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/projects/{}/budget", i.own_project),
+            Some(
+                json!({"period_budget_minor": 100, "money_cap_minor": null, "self_service_gpu_hours": 8}),
+            ),
+            [401, 403, 200, 403, 200],
+        ),
+        (
+            "POST",
+            format!("/api/v1/projects/{}/members", i.own_project),
+            Some(json!({"user": "demo-admin"})),
+            [401, 403, 201, 403, 201],
+        ),
+        (
+            "POST",
+            "/api/v1/gpu-models".into(),
+            Some(
+                json!({"name": "A10", "billing_weight_milli": 600, "price_per_gpu_hour_minor": 200}),
+            ),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            "POST",
+            "/api/v1/clusters".into(),
+            Some(json!({"name": "api-cluster"})),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            "POST",
+            format!("/api/v1/clusters/{}/nodes", i.cluster),
+            Some(json!({"name": "api-node", "gpu_model": "B300", "gpu_count": 8})),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/cluster-nodes/{}/state", i.node),
+            Some(json!({"state": "down"})),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            "/api/v1/users".into(),
+            Some(json!({"name": "api-user", "role": "researcher"})),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            "POST",
+            format!("/api/v1/users/{}/grants", i.researcher),
+            Some(json!({"role": "lead", "node": "Climate"})),
+            [401, 403, 403, 403, 201],
+        ),
     ]
 }
 
@@ -122,7 +316,10 @@ async fn every_role_against_every_route() {
         for (path, expected) in page_rows(&i) {
             let (status, _, _) = c.get(&path).await;
             if status.as_u16() != expected[r] {
-                failures.push(format!("{role} GET {path}: {status}, expected {}", expected[r]));
+                failures.push(format!(
+                    "{role} GET {path}: {status}, expected {}",
+                    expected[r]
+                ));
             }
         }
         for (path, fields, expected) in form_rows(&i) {
@@ -131,20 +328,34 @@ async fn every_role_against_every_route() {
             all.push(("csrf".into(), c.csrf().unwrap_or_default()));
             let (status, body, _) = c.post_raw(&path, &all, Some("http://localhost")).await;
             if status.as_u16() != expected[r] {
-                failures.push(format!("{role} POST {path}: {status}, expected {}: {}", expected[r], body.chars().take(300).collect::<String>()));
+                failures.push(format!(
+                    "{role} POST {path}: {status}, expected {}: {}",
+                    expected[r],
+                    body.chars().take(300).collect::<String>()
+                ));
             }
         }
         for (method, path, body, expected) in api_rows(&i) {
             let (status, answer) = app.api(method, &path, token.as_deref(), body).await;
             if status.as_u16() != expected[r] {
-                failures.push(format!("{role} {method} {path}: {status}, expected {}: {answer}", expected[r]));
+                failures.push(format!(
+                    "{role} {method} {path}: {status}, expected {}: {answer}",
+                    expected[r]
+                ));
             }
             if status.is_client_error() {
-                assert!(answer["error"]["code"].is_string(), "{role} {method} {path}: error without a code: {answer}");
+                assert!(
+                    answer["error"]["code"].is_string(),
+                    "{role} {method} {path}: error without a code: {answer}"
+                );
             }
         }
     }
-    assert!(failures.is_empty(), "authorization matrix mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "authorization matrix mismatches:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -156,11 +367,28 @@ async fn researchers_see_only_their_part_of_the_tree() {
     let (_, body, _) = c.get("/tree").await;
     assert!(body.contains("fm-pretrain-7b"));
     assert!(body.contains("Foundation Models"), "ancestors give context");
-    assert!(!body.contains("ar-weather"), "other programs' projects are hidden");
+    assert!(
+        !body.contains("ar-weather"),
+        "other programs' projects are hidden"
+    );
     let token = app.token_for(&name).await;
     let (_, tree) = app.api("GET", "/api/v1/tree", Some(&token), None).await;
-    let names: Vec<&str> = tree["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Organisation", "Foundation Models", "Pretraining", "fm-pretrain-70b", "fm-pretrain-7b"]);
+    let names: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Organisation",
+            "Foundation Models",
+            "Pretraining",
+            "fm-pretrain-70b",
+            "fm-pretrain-7b"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -169,8 +397,16 @@ async fn a_lead_cannot_set_their_own_nodes_budget() {
     // Make demo-lead also lead of a project outside Foundation Models: leading the project
     // itself does not allow setting its budget (that is for leads above it).
     let weather = app.node_id("ar-weather").await;
-    let lead_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-lead'").fetch_one(&app.pool).await.unwrap();
-    sqlx::query("INSERT INTO role_grants (user_id, role, node_id) VALUES ($1, 'lead', $2)").bind(lead_id).bind(weather).execute(&app.pool).await.unwrap();
+    let lead_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-lead'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO role_grants (user_id, role, node_id) VALUES ($1, 'lead', $2)")
+        .bind(lead_id)
+        .bind(weather)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let token = app.token_for("demo-lead").await;
     let (status, answer) = app
         .api("PUT", &format!("/api/v1/projects/{weather}/budget"), Some(&token), Some(json!({"period_budget_minor": 1, "money_cap_minor": null, "self_service_gpu_hours": 1})))

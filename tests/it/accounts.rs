@@ -9,7 +9,12 @@ async fn login_with_right_password_opens_a_session() {
     let (app, pw) = TestApp::with_admin().await;
     let mut c = app.client();
     c.get("/login").await;
-    let (status, _, location) = c.post("/login", &[("name", "admin"), ("password", &pw), ("next", "/tree")]).await;
+    let (status, _, location) = c
+        .post(
+            "/login",
+            &[("name", "admin"), ("password", &pw), ("next", "/tree")],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(location.as_deref(), Some("/tree"));
     let (status, body, _) = c.get("/tree").await;
@@ -22,7 +27,12 @@ async fn wrong_password_is_refused_and_keeps_the_name() {
     let (app, _) = TestApp::with_admin().await;
     let mut c = app.client();
     c.get("/login").await;
-    let (status, body, _) = c.post("/login", &[("name", "admin"), ("password", "not-the-password")]).await;
+    let (status, body, _) = c
+        .post(
+            "/login",
+            &[("name", "admin"), ("password", "not-the-password")],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(body.contains("wrong user name or password"));
     assert!(body.contains("value=\"admin\""), "the typed name is kept");
@@ -35,7 +45,12 @@ async fn unknown_user_gets_the_same_answer() {
     let (app, _) = TestApp::with_admin().await;
     let mut c = app.client();
     c.get("/login").await;
-    let (status, body, _) = c.post("/login", &[("name", "nobody"), ("password", "whatever-it-is")]).await;
+    let (status, body, _) = c
+        .post(
+            "/login",
+            &[("name", "nobody"), ("password", "whatever-it-is")],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(body.contains("wrong user name or password"));
 }
@@ -70,15 +85,34 @@ async fn post_without_csrf_token_is_rejected_and_changes_nothing() {
     let mut c = app.client();
     c.login("admin", &pw).await;
     let root = app.node_id("Organisation").await;
-    let fields = vec![("name".to_string(), "Sneaky".to_string()), ("kind".into(), "group".into()), ("share".into(), "10".into())];
-    let (status, body, _) = c.post_raw(&format!("/tree/nodes/{root}/children"), &fields, Some("http://localhost")).await;
+    let fields = vec![
+        ("name".to_string(), "Sneaky".to_string()),
+        ("kind".into(), "group".into()),
+        ("share".into(), "10".into()),
+    ];
+    let (status, body, _) = c
+        .post_raw(
+            &format!("/tree/nodes/{root}/children"),
+            &fields,
+            Some("http://localhost"),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(body.contains("reload the page"));
     let mut with_wrong = fields.clone();
     with_wrong.push(("csrf".into(), "0".repeat(64)));
-    let (status, _, _) = c.post_raw(&format!("/tree/nodes/{root}/children"), &with_wrong, Some("http://localhost")).await;
+    let (status, _, _) = c
+        .post_raw(
+            &format!("/tree/nodes/{root}/children"),
+            &with_wrong,
+            Some("http://localhost"),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE name = 'Sneaky'").fetch_one(&app.pool).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE name = 'Sneaky'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(count, 0);
 }
 
@@ -94,10 +128,26 @@ async fn post_from_another_origin_is_rejected_even_with_the_token() {
         ("share".into(), "10".into()),
         ("csrf".into(), c.csrf().unwrap()),
     ];
-    let (status, _, _) = c.post_raw(&format!("/tree/nodes/{root}/children"), &fields, Some("http://evil.example")).await;
+    let (status, _, _) = c
+        .post_raw(
+            &format!("/tree/nodes/{root}/children"),
+            &fields,
+            Some("http://evil.example"),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, _, _) = c.post_raw(&format!("/tree/nodes/{root}/children"), &fields, Some("http://localhost")).await;
-    assert_eq!(status, StatusCode::SEE_OTHER, "the same form from our origin works");
+    let (status, _, _) = c
+        .post_raw(
+            &format!("/tree/nodes/{root}/children"),
+            &fields,
+            Some("http://localhost"),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::SEE_OTHER,
+        "the same form from our origin works"
+    );
 }
 
 #[tokio::test]
@@ -107,14 +157,20 @@ async fn first_run_creates_one_admin_once() {
     assert!(first.is_some());
     let second = tranche::db::users::first_run(&app.pool).await.unwrap();
     assert!(second.is_none());
-    let admins: i64 = sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'").fetch_one(&app.pool).await.unwrap();
+    let admins: i64 = sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(admins, 1);
 }
 
 #[tokio::test]
 async fn passwords_are_stored_as_argon2id() {
     let (app, _) = TestApp::with_admin().await;
-    let hash: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE name = 'admin'").fetch_one(&app.pool).await.unwrap();
+    let hash: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE name = 'admin'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
 }
 
@@ -123,7 +179,16 @@ async fn only_relative_next_redirects_are_followed() {
     let (app, pw) = TestApp::with_admin().await;
     let mut c = app.client();
     c.get("/login").await;
-    let (_, _, location) = c.post("/login", &[("name", "admin"), ("password", &pw), ("next", "//evil.example/x")]).await;
+    let (_, _, location) = c
+        .post(
+            "/login",
+            &[
+                ("name", "admin"),
+                ("password", &pw),
+                ("next", "//evil.example/x"),
+            ],
+        )
+        .await;
     assert_eq!(location.as_deref(), Some("/"));
 }
 
@@ -133,7 +198,10 @@ async fn demo_loads_once() {
     assert_eq!(users.len(), 4);
     let roles: Vec<&str> = users.iter().map(|u| u.role).collect();
     assert_eq!(roles, ["admin", "finance", "lead", "researcher"]);
-    assert!(tranche::demo::load(&app.pool).await.unwrap().is_none(), "second load changes nothing");
+    assert!(
+        tranche::demo::load(&app.pool).await.unwrap().is_none(),
+        "second load changes nothing"
+    );
     let (programs, teams, projects): (i64, i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE p.parent_id IS NULL AND NOT t.is_project), \
                 count(*) FILTER (WHERE p.parent_id IS NOT NULL AND NOT t.is_project), \
@@ -150,7 +218,14 @@ async fn demo_loads_once() {
     .fetch_all(&app.pool)
     .await
     .unwrap();
-    assert_eq!(gpus, vec![("b200-west".into(), 256), ("b300-lab".into(), 88), ("h100-east".into(), 1024)]);
+    assert_eq!(
+        gpus,
+        vec![
+            ("b200-west".into(), 256),
+            ("b300-lab".into(), 88),
+            ("h100-east".into(), 1024)
+        ]
+    );
     // Siblings' shares sum to exactly 100% everywhere in the demo.
     let sums: Vec<i64> = sqlx::query_scalar("SELECT sum(share_bp)::bigint FROM tree_nodes WHERE parent_id IS NOT NULL GROUP BY parent_id")
         .fetch_all(&app.pool)

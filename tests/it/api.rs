@@ -13,30 +13,61 @@ async fn me_tree_and_clusters() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(me["name"], "demo-researcher");
     assert_eq!(me["roles"], json!(["researcher"]));
-    let projects: Vec<&str> = me["projects"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let projects: Vec<&str> = me["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     assert_eq!(projects, ["fm-pretrain-70b", "fm-pretrain-7b"]);
 
     let admin = app.token_for("demo-admin").await;
     let (_, tree) = app.api("GET", "/api/v1/tree", Some(&admin), None).await;
     assert_eq!(tree["nodes"].as_array().unwrap().len(), 59);
-    let sft = tree["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "fm-sft").unwrap();
+    let sft = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "fm-sft")
+        .unwrap();
     // Foundation Models 50% x Post-training 25% x 30% = 3.75%.
     assert_eq!(sft["effective_share_percent"], 3.75);
     assert_eq!(sft["share_bp"], 3000);
     assert_eq!(sft["kind"], "project");
     let hours = tree["period"]["hours"].as_f64().unwrap();
-    let h100 = sft["entitlements"].as_array().unwrap().iter().find(|e| e["gpu_model"] == "H100").unwrap();
+    let h100 = sft["entitlements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["gpu_model"] == "H100")
+        .unwrap();
     let expected = 1024.0 * hours * 0.0375;
-    assert!((h100["gpu_hours"].as_f64().unwrap() - expected).abs() < 0.001, "{h100} vs {expected}");
+    assert!(
+        (h100["gpu_hours"].as_f64().unwrap() - expected).abs() < 0.001,
+        "{h100} vs {expected}"
+    );
 
     let (_, clusters) = app.api("GET", "/api/v1/clusters", Some(&token), None).await;
     let summary: Vec<(String, i64, usize)> = clusters["clusters"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c["gpus"][0]["count"].as_i64().unwrap(), c["nodes"].as_array().unwrap().len()))
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["gpus"][0]["count"].as_i64().unwrap(),
+                c["nodes"].as_array().unwrap().len(),
+            )
+        })
         .collect();
-    assert_eq!(summary, vec![("b200-west".into(), 256, 32), ("b300-lab".into(), 88, 11), ("h100-east".into(), 1024, 128)]);
+    assert_eq!(
+        summary,
+        vec![
+            ("b200-west".into(), 256, 32),
+            ("b300-lab".into(), 88, 11),
+            ("h100-east".into(), 1024, 128)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -55,26 +86,142 @@ async fn bad_input_is_4xx_json_never_500() {
     let t = app.token_for("demo-admin").await;
     let fm = app.node_id("Foundation Models").await;
     let cases: Vec<(&str, String, Option<serde_json::Value>, u16, &str)> = vec![
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": fm, "name": "Pretraining", "kind": "group", "share": 0})), 422, "invalid_input"),
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": 999999, "name": "x", "kind": "group", "share": 0})), 404, "not_found"),
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": fm, "name": "y".repeat(65), "kind": "group", "share": 0})), 422, "invalid_input"),
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": fm, "name": "z", "kind": "weird", "share": 0})), 422, "invalid_input"),
-        ("POST", "/api/v1/nodes".into(), Some(json!({"parent": "one"})), 422, "invalid_input"),
-        ("PATCH", "/api/v1/nodes/abc".into(), Some(json!({"name": "q"})), 404, "not_found"),
-        ("PATCH", format!("/api/v1/nodes/{fm}"), Some(json!({})), 422, "invalid_input"),
-        ("PATCH", format!("/api/v1/nodes/{fm}"), Some(json!({"parent": fm})), 422, "invalid_input"),
-        ("POST", "/api/v1/gpu-models".into(), Some(json!({"name": "H100", "billing_weight_milli": 1000, "price_per_gpu_hour_minor": 1})), 422, "invalid_input"),
-        ("POST", "/api/v1/gpu-models".into(), Some(json!({"name": "X1", "billing_weight_milli": 0, "price_per_gpu_hour_minor": 1})), 422, "invalid_input"),
-        ("POST", "/api/v1/clusters".into(), Some(json!({"name": "bad name!"})), 422, "invalid_input"),
-        ("POST", "/api/v1/clusters/999999/nodes".into(), Some(json!({"name": "n", "gpu_model": "H100", "gpu_count": 8})), 404, "not_found"),
-        ("PUT", "/api/v1/cluster-nodes/999999/state".into(), Some(json!({"state": "up"})), 404, "not_found"),
-        ("POST", "/api/v1/users".into(), Some(json!({"name": "demo-lead", "role": "researcher"})), 422, "invalid_input"),
-        ("POST", "/api/v1/users".into(), Some(json!({"name": "x", "role": "king"})), 422, "invalid_input"),
-        ("POST", "/api/v1/users".into(), Some(json!({"name": "x", "role": "lead", "node": "Nowhere"})), 422, "invalid_input"),
-        ("POST", "/api/v1/users/999999/grants".into(), Some(json!({"role": "finance"})), 404, "not_found"),
-        ("GET", "/api/v1/projects/999999".into(), None, 404, "not_found"),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": fm, "name": "Pretraining", "kind": "group", "share": 0})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": 999999, "name": "x", "kind": "group", "share": 0})),
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": fm, "name": "y".repeat(65), "kind": "group", "share": 0})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": fm, "name": "z", "kind": "weird", "share": 0})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/nodes".into(),
+            Some(json!({"parent": "one"})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "PATCH",
+            "/api/v1/nodes/abc".into(),
+            Some(json!({"name": "q"})),
+            404,
+            "not_found",
+        ),
+        (
+            "PATCH",
+            format!("/api/v1/nodes/{fm}"),
+            Some(json!({})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "PATCH",
+            format!("/api/v1/nodes/{fm}"),
+            Some(json!({"parent": fm})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/gpu-models".into(),
+            Some(
+                json!({"name": "H100", "billing_weight_milli": 1000, "price_per_gpu_hour_minor": 1}),
+            ),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/gpu-models".into(),
+            Some(json!({"name": "X1", "billing_weight_milli": 0, "price_per_gpu_hour_minor": 1})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/clusters".into(),
+            Some(json!({"name": "bad name!"})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/clusters/999999/nodes".into(),
+            Some(json!({"name": "n", "gpu_model": "H100", "gpu_count": 8})),
+            404,
+            "not_found",
+        ),
+        (
+            "PUT",
+            "/api/v1/cluster-nodes/999999/state".into(),
+            Some(json!({"state": "up"})),
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/api/v1/users".into(),
+            Some(json!({"name": "demo-lead", "role": "researcher"})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/users".into(),
+            Some(json!({"name": "x", "role": "king"})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/users".into(),
+            Some(json!({"name": "x", "role": "lead", "node": "Nowhere"})),
+            422,
+            "invalid_input",
+        ),
+        (
+            "POST",
+            "/api/v1/users/999999/grants".into(),
+            Some(json!({"role": "finance"})),
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            "/api/v1/projects/999999".into(),
+            None,
+            404,
+            "not_found",
+        ),
         ("GET", "/api/v1/nothing-here".into(), None, 404, "not_found"),
-        ("DELETE", "/api/v1/tree".into(), None, 405, "method_not_allowed"),
+        (
+            "DELETE",
+            "/api/v1/tree".into(),
+            None,
+            405,
+            "method_not_allowed",
+        ),
     ];
     for (method, path, body, status, code) in cases {
         let (got, answer) = app.api(method, &path, Some(&t), body.clone()).await;
@@ -93,7 +240,10 @@ async fn bad_input_is_4xx_json_never_500() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body.contains("malformed_request"));
     // Nothing half-written: the failed calls created nothing.
-    let clusters: i64 = sqlx::query_scalar("SELECT count(*) FROM clusters").fetch_one(&app.pool).await.unwrap();
+    let clusters: i64 = sqlx::query_scalar("SELECT count(*) FROM clusters")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(clusters, 3);
 }
 
@@ -103,7 +253,14 @@ async fn openapi_document_lists_the_endpoints() {
     let (status, doc) = app.api("GET", "/api/v1/openapi.json", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
-    for path in ["/me", "/tree", "/clusters", "/nodes/{id}/shares", "/projects/{id}/budget", "/users"] {
+    for path in [
+        "/me",
+        "/tree",
+        "/clusters",
+        "/nodes/{id}/shares",
+        "/projects/{id}/budget",
+        "/users",
+    ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }
 }
@@ -111,11 +268,17 @@ async fn openapi_document_lists_the_endpoints() {
 #[tokio::test]
 async fn healthz_answers_when_the_database_does() {
     let app = TestApp::new().await;
-    let req = axum::http::Request::builder().uri("/healthz").body(axum::body::Body::empty()).unwrap();
+    let req = axum::http::Request::builder()
+        .uri("/healthz")
+        .body(axum::body::Body::empty())
+        .unwrap();
     let (status, body, _) = app.send(req).await;
     assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
     app.pool.close().await;
-    let req = axum::http::Request::builder().uri("/healthz").body(axum::body::Body::empty()).unwrap();
+    let req = axum::http::Request::builder()
+        .uri("/healthz")
+        .body(axum::body::Body::empty())
+        .unwrap();
     let (status, _, _) = app.send(req).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
 }

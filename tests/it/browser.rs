@@ -25,17 +25,32 @@ impl Drop for Driver {
 }
 
 async fn start_driver() -> Driver {
-    let path = std::env::var("TRANCHE_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    let path =
+        std::env::var("TRANCHE_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     assert!(
         std::path::Path::new(&path).exists(),
         "browser tests need chromedriver at {path}: install Debian's chromium and chromium-driver (scripts/test does) or set TRANCHE_CHROMEDRIVER"
     );
-    let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(&path).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start chromedriver");
+    let port = StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(&path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    // Owned at once, so the process is killed and reaped on every path.
+    let driver = Driver { child, port };
     // Wait until the driver accepts connections (readiness, not a timing assumption).
     for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Driver { child, port };
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return driver;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -44,7 +59,11 @@ async fn start_driver() -> Driver {
 
 async fn browser(driver: &Driver) -> Client {
     let chromium = std::env::var("TRANCHE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let profile = std::env::temp_dir().join(format!("tranche-chromium-{}-{}", std::process::id(), driver.port));
+    let profile = std::env::temp_dir().join(format!(
+        "tranche-chromium-{}-{}",
+        std::process::id(),
+        driver.port
+    ));
     let caps = json!({
         "goog:chromeOptions": {
             "binary": chromium,
@@ -55,7 +74,9 @@ async fn browser(driver: &Driver) -> Client {
             ]
         }
     });
-    let serde_json::Value::Object(caps) = caps else { unreachable!() };
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
         .connect(&format!("http://127.0.0.1:{}", driver.port))
@@ -66,7 +87,11 @@ async fn browser(driver: &Driver) -> Client {
 async fn serve(app: &TestApp) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(tranche::serve(listener, app.state.clone(), std::future::pending()));
+    tokio::spawn(tranche::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
     format!("http://{addr}")
 }
 
@@ -87,12 +112,26 @@ async fn lead_changes_a_share_in_the_browser() {
     c.goto(&format!("{base}/login")).await.unwrap();
     set_value(&c, "input[name=name]", &name).await;
     set_value(&c, "input[name=password]", &pw).await;
-    c.find(Locator::Css("form[action='/login'] button")).await.unwrap().click().await.unwrap();
-    c.wait().for_element(Locator::Css("header nav")).await.unwrap();
+    c.find(Locator::Css("form[action='/login'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .for_element(Locator::Css("header nav"))
+        .await
+        .unwrap();
 
     // The tree shows shares and entitlements.
     c.goto(&format!("{base}/tree")).await.unwrap();
-    let cell = c.find(Locator::Css("tr[data-node='Post-training'] td.effective")).await.unwrap().text().await.unwrap();
+    let cell = c
+        .find(Locator::Css("tr[data-node='Post-training'] td.effective"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(cell, "12.5%");
 
     // Move 10 points from Pretraining to Post-training.
@@ -102,20 +141,56 @@ async fn lead_changes_a_share_in_the_browser() {
     c.goto(&format!("{base}/tree/nodes/{fm}")).await.unwrap();
     set_value(&c, &format!("input[name=share_{pre}]"), "20").await;
     set_value(&c, &format!("input[name=share_{post}]"), "35").await;
-    c.find(Locator::Css("form.shares button")).await.unwrap().click().await.unwrap();
-    let notice = c.wait().for_element(Locator::Css(".notice")).await.unwrap().text().await.unwrap();
+    c.find(Locator::Css("form.shares button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let notice = c
+        .wait()
+        .for_element(Locator::Css(".notice"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(notice, "Shares saved.");
     // Post-training is now 50% x 35% = 17.5% of the organisation.
-    let cell = c.find(Locator::Css("tr[data-node='Post-training'] td.effective")).await.unwrap().text().await.unwrap();
+    let cell = c
+        .find(Locator::Css("tr[data-node='Post-training'] td.effective"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(cell, "17.5%");
     assert_eq!(app.share_bp("Post-training").await, 3500);
 
     // An invalid share: the message, the typed value kept, nothing changed.
     set_value(&c, &format!("input[name=share_{post}]"), "abc").await;
-    c.find(Locator::Css("form.shares button")).await.unwrap().click().await.unwrap();
-    let error = c.wait().for_element(Locator::Css(".error")).await.unwrap().text().await.unwrap();
+    c.find(Locator::Css("form.shares button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let error = c
+        .wait()
+        .for_element(Locator::Css(".error"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(error.contains("\"abc\" is not a number"), "{error}");
-    let typed = c.find(Locator::Css(&format!("input[name=share_{post}]"))).await.unwrap().prop("value").await.unwrap();
+    let typed = c
+        .find(Locator::Css(&format!("input[name=share_{post}]")))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap();
     assert_eq!(typed.as_deref(), Some("abc"));
     assert_eq!(app.share_bp("Post-training").await, 3500);
 

@@ -2,7 +2,7 @@
 //! server when set, else an embedded cluster the tests start once under /tmp), the app
 //! called in-process, and a small cookie-keeping client that fills in CSRF tokens.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,11 +19,24 @@ use tranche::state::AppState;
 fn server() -> &'static PgConnectOptions {
     static SERVER: OnceLock<PgConnectOptions> = OnceLock::new();
     SERVER.get_or_init(|| {
-        if let Ok(url) = std::env::var("DATABASE_URL").map(|u| u.trim().to_string()).and_then(|u| if u.is_empty() { Err(std::env::VarError::NotPresent) } else { Ok(u) }) {
-            return url.parse::<PgConnectOptions>().expect("DATABASE_URL must be a PostgreSQL URL");
+        if let Ok(url) = std::env::var("DATABASE_URL")
+            .map(|u| u.trim().to_string())
+            .and_then(|u| {
+                if u.is_empty() {
+                    Err(std::env::VarError::NotPresent)
+                } else {
+                    Ok(u)
+                }
+            })
+        {
+            return url
+                .parse::<PgConnectOptions>()
+                .expect("DATABASE_URL must be a PostgreSQL URL");
         }
-        let dir = std::env::var("TRANCHE_TEST_DATA_DIR").unwrap_or_else(|_| "/tmp/tranche-test-pg".into());
-        let embedded = Embedded::ensure_running(std::path::Path::new(&dir)).expect("cannot start the embedded PostgreSQL for tests");
+        let dir = std::env::var("TRANCHE_TEST_DATA_DIR")
+            .unwrap_or_else(|_| "/tmp/tranche-test-pg".into());
+        let embedded = Embedded::ensure_running(std::path::Path::new(&dir))
+            .expect("cannot start the embedded PostgreSQL for tests");
         // The cluster stays up for later test runs (and `.ci/run` stops it).
         let options = embedded.connect_options("postgres");
         std::mem::forget(embedded);
@@ -37,12 +50,15 @@ async fn sweep_once(conn: &mut sqlx::PgConnection) {
     if SWEPT.set(()).is_err() {
         return;
     }
-    let old: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'tranche_test_%'")
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap_or_default();
+    let old: Vec<String> =
+        sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'tranche_test_%'")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_default();
     for db in old {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).execute(&mut *conn).await;
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+            .execute(&mut *conn)
+            .await;
     }
 }
 
@@ -57,35 +73,58 @@ impl TestApp {
     /// A fresh database with only the migrations applied.
     pub async fn new() -> Self {
         let server = tokio::task::spawn_blocking(server).await.unwrap().clone();
-        let mut conn = sqlx::PgConnection::connect_with(&server).await.expect("cannot reach the test PostgreSQL");
+        let mut conn = sqlx::PgConnection::connect_with(&server)
+            .await
+            .expect("cannot reach the test PostgreSQL");
         let name = format!("tranche_test_{}_{}", std::process::id(), rand_suffix());
         sweep_once(&mut conn).await;
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
         conn.close().await.ok();
-        let pool = PgPoolOptions::new().max_connections(10).connect_with(server.clone().database(&name)).await.expect("connect test database");
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .connect_with(server.clone().database(&name))
+            .await
+            .expect("connect test database");
         tranche::db::migrate(&pool).await.expect("migrations");
-        let state = AppState { pool: pool.clone(), site: Arc::new(Site::for_tests()) };
+        let state = AppState::new(pool.clone(), Site::for_tests());
         let router = tranche::web::app(state.clone());
-        Self { pool, state, router }
+        Self {
+            pool,
+            state,
+            router,
+        }
     }
 
     /// A fresh database with the first-run admin (returned password) and root node.
     pub async fn with_admin() -> (Self, String) {
         let app = Self::new().await;
-        let pw = tranche::db::users::first_run(&app.pool).await.unwrap().expect("first run creates the admin");
+        let pw = tranche::db::users::first_run(&app.pool)
+            .await
+            .unwrap()
+            .expect("first run creates the admin");
         (app, pw)
     }
 
     /// A fresh database with the demo organisation loaded.
     pub async fn with_demo() -> (Self, Vec<DemoUser>) {
         let app = Self::new().await;
-        let users = tranche::demo::load(&app.pool).await.unwrap().expect("demo loads once");
+        let users = tranche::demo::load(&app.pool)
+            .await
+            .unwrap()
+            .expect("demo loads once");
         (app, users)
     }
 
     /// A browser-like client (cookies, CSRF) for this app.
     pub fn client(&self) -> Client {
-        Client { router: self.router.clone(), cookie: None, csrf: None }
+        Client {
+            router: self.router.clone(),
+            cookie: None,
+            csrf: None,
+        }
     }
 
     /// Sends a raw request through the app.
@@ -94,46 +133,78 @@ impl TestApp {
     }
 
     /// An API call with a bearer token and an optional JSON body.
-    pub async fn api(&self, method: &str, path: &str, token: Option<&str>, body: Option<serde_json::Value>) -> (StatusCode, serde_json::Value) {
+    pub async fn api(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> (StatusCode, serde_json::Value) {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(t) = token {
             req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
         }
         let req = match body {
-            Some(b) => req.header(header::CONTENT_TYPE, "application/json").body(Body::from(b.to_string())).unwrap(),
+            Some(b) => req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(b.to_string()))
+                .unwrap(),
             None => req.body(Body::empty()).unwrap(),
         };
         let (status, text, _) = self.send(req).await;
-        let json = serde_json::from_str(&text).unwrap_or_else(|_| panic!("API answered non-JSON ({status}) for {method} {path}: {text}"));
+        let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+            panic!("API answered non-JSON ({status}) for {method} {path}: {text}")
+        });
         (status, json)
     }
 
     /// Creates an API token for the user named `name`.
     pub async fn token_for(&self, name: &str) -> String {
-        let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1").bind(name).fetch_one(&self.pool).await.unwrap();
-        tranche::auth::tokens::create(&self.pool, id, "test").await.unwrap()
+        let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        tranche::auth::tokens::create(&self.pool, id, "test")
+            .await
+            .unwrap()
     }
 
     /// A node's id by name.
     pub async fn node_id(&self, name: &str) -> i64 {
-        sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1").bind(name).fetch_one(&self.pool).await.unwrap()
+        sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
     }
 
     /// A node's share in basis points.
     pub async fn share_bp(&self, name: &str) -> i32 {
-        sqlx::query_scalar("SELECT share_bp FROM tree_nodes WHERE name = $1").bind(name).fetch_one(&self.pool).await.unwrap()
+        sqlx::query_scalar("SELECT share_bp FROM tree_nodes WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
     }
 
     /// Number of audit entries with `action`.
     pub async fn audit_count(&self, action: &str) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1").bind(action).fetch_one(&self.pool).await.unwrap()
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")
+            .bind(action)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
     }
 }
 
 fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
     format!("{}_{nanos}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -141,8 +212,14 @@ async fn send(router: &Router, req: Request<Body>) -> (StatusCode, String, axum:
     let res = router.clone().oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
-    let bytes = axum::body::to_bytes(res.into_body(), 16 << 20).await.unwrap();
-    (status, String::from_utf8_lossy(&bytes).into_owned(), headers)
+    let bytes = axum::body::to_bytes(res.into_body(), 16 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        String::from_utf8_lossy(&bytes).into_owned(),
+        headers,
+    )
 }
 
 /// Finds `name="csrf" value="..."` in a page.
@@ -160,7 +237,10 @@ pub struct Client {
 
 impl Client {
     fn remember(&mut self, headers: &axum::http::HeaderMap, body: &str) {
-        if let Some(c) = headers.get(header::SET_COOKIE).and_then(|v| v.to_str().ok()) {
+        if let Some(c) = headers
+            .get(header::SET_COOKIE)
+            .and_then(|v| v.to_str().ok())
+        {
             self.cookie = Some(c.split(';').next().unwrap().to_string());
         }
         if let Some(t) = csrf_in(body) {
@@ -170,19 +250,34 @@ impl Client {
 
     /// GET a page; returns (status, body, Location header).
     pub async fn get(&mut self, path: &str) -> (StatusCode, String, Option<String>) {
-        let mut req = Request::builder().uri(path).header(header::HOST, "localhost");
+        let mut req = Request::builder()
+            .uri(path)
+            .header(header::HOST, "localhost");
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
         }
         let (status, body, headers) = send(&self.router, req.body(Body::empty()).unwrap()).await;
         self.remember(&headers, &body);
-        (status, body, headers.get(header::LOCATION).map(|l| l.to_str().unwrap().to_string()))
+        (
+            status,
+            body,
+            headers
+                .get(header::LOCATION)
+                .map(|l| l.to_str().unwrap().to_string()),
+        )
     }
 
     /// POST a form with the current CSRF token (unless `fields` already has one) and a
     /// same-origin `Origin` header.
-    pub async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String, Option<String>) {
-        let mut all: Vec<(String, String)> = fields.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    pub async fn post(
+        &mut self,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> (StatusCode, String, Option<String>) {
+        let mut all: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect();
         if !fields.iter().any(|(k, _)| *k == "csrf") {
             all.push(("csrf".into(), self.csrf.clone().unwrap_or_default()));
         }
@@ -190,7 +285,12 @@ impl Client {
     }
 
     /// POST exactly these fields with the given `Origin` (none when `None`).
-    pub async fn post_raw(&mut self, path: &str, fields: &[(String, String)], origin: Option<&str>) -> (StatusCode, String, Option<String>) {
+    pub async fn post_raw(
+        &mut self,
+        path: &str,
+        fields: &[(String, String)],
+        origin: Option<&str>,
+    ) -> (StatusCode, String, Option<String>) {
         let body = serde_urlencoded::to_string(fields).unwrap();
         let mut req = Request::builder()
             .method("POST")
@@ -205,7 +305,13 @@ impl Client {
         }
         let (status, body, headers) = send(&self.router, req.body(Body::from(body)).unwrap()).await;
         self.remember(&headers, &body);
-        (status, body, headers.get(header::LOCATION).map(|l| l.to_str().unwrap().to_string()))
+        (
+            status,
+            body,
+            headers
+                .get(header::LOCATION)
+                .map(|l| l.to_str().unwrap().to_string()),
+        )
     }
 
     /// The current CSRF token.
@@ -216,8 +322,17 @@ impl Client {
     /// Signs in; panics when the app does not redirect.
     pub async fn login(&mut self, name: &str, password: &str) {
         self.get("/login").await;
-        let (status, body, _) = self.post("/login", &[("name", name), ("password", password), ("next", "/")]).await;
-        assert_eq!(status, StatusCode::SEE_OTHER, "login of {name} failed: {body}");
+        let (status, body, _) = self
+            .post(
+                "/login",
+                &[("name", name), ("password", password), ("next", "/")],
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::SEE_OTHER,
+            "login of {name} failed: {body}"
+        );
         // Load a page to pick up the rotated CSRF token.
         self.get("/").await;
     }
@@ -225,6 +340,9 @@ impl Client {
 
 /// The password of the demo user with `role`.
 pub fn demo_password(users: &[DemoUser], role: &str) -> (String, String) {
-    let u = users.iter().find(|u| u.role == role).expect("demo user for role");
+    let u = users
+        .iter()
+        .find(|u| u.role == role)
+        .expect("demo user for role");
     (u.name.clone(), u.password.clone())
 }

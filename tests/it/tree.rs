@@ -15,10 +15,23 @@ fn mid_november() -> jiff::Timestamp {
 #[tokio::test]
 async fn demo_entitlements_match_hand_computed_values() {
     let (app, _) = TestApp::with_demo().await;
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC).await.unwrap();
+    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
+        .await
+        .unwrap();
     assert_eq!(tree.period_seconds(), 30 * 24 * 3600);
-    let cols: Vec<(&str, &str, i64)> = tree.capacity.iter().map(|c| (c.cluster.as_str(), c.gpu_model.as_str(), c.gpus)).collect();
-    assert_eq!(cols, [("b200-west", "B200", 256), ("b300-lab", "B300", 88), ("h100-east", "H100", 1024)]);
+    let cols: Vec<(&str, &str, i64)> = tree
+        .capacity
+        .iter()
+        .map(|c| (c.cluster.as_str(), c.gpu_model.as_str(), c.gpus))
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            ("b200-west", "B200", 256),
+            ("b300-lab", "B300", 88),
+            ("h100-east", "H100", 1024)
+        ]
+    );
     // fm-distillation: Foundation Models 50% x Efficiency 10% x 60% = 3% of the organisation.
     let p = tree.node(app.node_id("fm-distillation").await).unwrap();
     assert_eq!(p.effective.percent(), "3");
@@ -36,15 +49,44 @@ async fn demo_entitlements_match_hand_computed_values() {
 #[tokio::test]
 async fn effective_share_and_rounding_on_uneven_shares() {
     let (app, _) = TestApp::with_admin().await;
-    let admin = tranche::auth::Account::load(&app.pool, 1).await.unwrap().unwrap();
+    let admin = tranche::auth::Account::load(&app.pool, 1)
+        .await
+        .unwrap()
+        .unwrap();
     let root = app.node_id("Organisation").await;
-    let model = tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1.5", "1.99").await.unwrap();
+    let model = tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1.5", "1.99")
+        .await
+        .unwrap();
     assert!(model > 0);
-    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c1").await.unwrap();
-    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "n1", "H100", "8").await.unwrap();
-    let a = tree_db::create_node(&app.pool, &admin, root, "A", NodeKind::Group, Share::parse_percent("33.33").unwrap()).await.unwrap();
-    let p = tree_db::create_node(&app.pool, &admin, a, "p", NodeKind::Project, Share::parse_percent("33.33").unwrap()).await.unwrap();
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC).await.unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c1")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "n1", "H100", "8")
+        .await
+        .unwrap();
+    let a = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "A",
+        NodeKind::Group,
+        Share::parse_percent("33.33").unwrap(),
+    )
+    .await
+    .unwrap();
+    let p = tree_db::create_node(
+        &app.pool,
+        &admin,
+        a,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("33.33").unwrap(),
+    )
+    .await
+    .unwrap();
+    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
+        .await
+        .unwrap();
     let node = tree.node(p).unwrap();
     // 0.3333 * 0.3333 = 0.11108889 -> 11.11% shown.
     assert_eq!(node.effective.percent(), "11.11");
@@ -58,7 +100,9 @@ async fn effective_share_and_rounding_on_uneven_shares() {
 async fn a_month_with_a_clock_change_has_one_more_hour() {
     let (app, _) = TestApp::with_demo().await;
     let berlin = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
-    let tree = tree_db::load(&app.pool, "2026-10-10T00:00:00Z".parse().unwrap(), &berlin).await.unwrap();
+    let tree = tree_db::load(&app.pool, "2026-10-10T00:00:00Z".parse().unwrap(), &berlin)
+        .await
+        .unwrap();
     assert_eq!(tree.period_seconds(), (31 * 24 + 1) * 3600);
     let root = tree.nodes.first().unwrap();
     // 1,024 H100 over 745 h = 762,880 GPU-hours.
@@ -76,7 +120,13 @@ async fn lead_changes_a_childs_share_and_effective_shares_follow() {
     let post_training = app.node_id("Post-training").await;
     // Move 10 points from Pretraining (30%) to Post-training (25%) in one form.
     let (status, _, location) = c
-        .post(&format!("/tree/nodes/{fm}/shares"), &[(&format!("share_{pretraining}"), "20"), (&format!("share_{post_training}"), "35")])
+        .post(
+            &format!("/tree/nodes/{fm}/shares"),
+            &[
+                (&format!("share_{pretraining}"), "20"),
+                (&format!("share_{post_training}"), "35"),
+            ],
+        )
         .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(location, Some(format!("/tree/nodes/{fm}")));
@@ -85,8 +135,13 @@ async fn lead_changes_a_childs_share_and_effective_shares_follow() {
     let (_, body, _) = c.get(&format!("/tree/nodes/{fm}")).await;
     assert!(body.contains("Shares saved."));
     // Post-training: 50% x 35% = 17.5%.
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC).await.unwrap();
-    assert_eq!(tree.node(post_training).unwrap().effective.percent(), "17.5");
+    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
+        .await
+        .unwrap();
+    assert_eq!(
+        tree.node(post_training).unwrap().effective.percent(),
+        "17.5"
+    );
     assert_eq!(app.audit_count("share.update").await, 2);
 }
 
@@ -106,11 +161,20 @@ async fn invalid_shares_rerender_with_the_typed_value_and_change_nothing() {
         ("12.345", "at most two decimals"),
         ("45", "would sum to 115%"),
     ] {
-        let (status, body, _) = c.post(&format!("/tree/nodes/{fm}/shares"), &[(&field, typed)]).await;
+        let (status, body, _) = c
+            .post(&format!("/tree/nodes/{fm}/shares"), &[(&field, typed)])
+            .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{typed}");
         assert!(body.contains(message), "{typed}: expected {message:?}");
-        assert!(body.contains(&format!("name=\"{field}\" value=\"{typed}\"")), "{typed} is kept in the form");
-        assert_eq!(app.share_bp("Pretraining").await, 3000, "{typed} changed nothing");
+        assert!(
+            body.contains(&format!("name=\"{field}\" value=\"{typed}\"")),
+            "{typed} is kept in the form"
+        );
+        assert_eq!(
+            app.share_bp("Pretraining").await,
+            3000,
+            "{typed} changed nothing"
+        );
     }
     assert_eq!(app.audit_count("share.update").await, 0);
 }
@@ -119,9 +183,17 @@ async fn invalid_shares_rerender_with_the_typed_value_and_change_nothing() {
 async fn shares_are_checked_in_the_database_too() {
     let (app, _) = TestApp::with_demo().await;
     let pretraining = app.node_id("Pretraining").await;
-    let err = sqlx::query("UPDATE tree_nodes SET share_bp = 9000 WHERE id = $1").bind(pretraining).execute(&app.pool).await.unwrap_err();
+    let err = sqlx::query("UPDATE tree_nodes SET share_bp = 9000 WHERE id = $1")
+        .bind(pretraining)
+        .execute(&app.pool)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("over 100%"), "{err}");
-    let err = sqlx::query("UPDATE tree_nodes SET share_bp = 10001 WHERE id = $1").bind(pretraining).execute(&app.pool).await.unwrap_err();
+    let err = sqlx::query("UPDATE tree_nodes SET share_bp = 10001 WHERE id = $1")
+        .bind(pretraining)
+        .execute(&app.pool)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("check"), "{err}");
 }
 
@@ -133,31 +205,70 @@ async fn admin_creates_renames_moves_and_archives_nodes() {
     c.login(&name, &pw).await;
     let fm = app.node_id("Foundation Models").await;
     // Foundation Models' teams already hold 100%: a new child must take 0%.
-    let (status, body, _) = c.post(&format!("/tree/nodes/{fm}/children"), &[("name", "Agents"), ("kind", "group"), ("share", "5")]).await;
+    let (status, body, _) = c
+        .post(
+            &format!("/tree/nodes/{fm}/children"),
+            &[("name", "Agents"), ("kind", "group"), ("share", "5")],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("at most 0% is left"), "{body}");
     assert!(body.contains("value=\"Agents\""));
-    let (status, _, _) = c.post(&format!("/tree/nodes/{fm}/children"), &[("name", "Agents"), ("kind", "group"), ("share", "0")]).await;
+    let (status, _, _) = c
+        .post(
+            &format!("/tree/nodes/{fm}/children"),
+            &[("name", "Agents"), ("kind", "group"), ("share", "0")],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let agents = app.node_id("Agents").await;
     // Duplicate and over-long names.
-    let (status, body, _) = c.post(&format!("/tree/nodes/{fm}/children"), &[("name", "Agents"), ("kind", "group"), ("share", "0")]).await;
+    let (status, body, _) = c
+        .post(
+            &format!("/tree/nodes/{fm}/children"),
+            &[("name", "Agents"), ("kind", "group"), ("share", "0")],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("already exists"));
     let long = "x".repeat(65);
-    let (status, body, _) = c.post(&format!("/tree/nodes/{fm}/children"), &[("name", &long), ("kind", "group"), ("share", "0")]).await;
+    let (status, body, _) = c
+        .post(
+            &format!("/tree/nodes/{fm}/children"),
+            &[("name", &long), ("kind", "group"), ("share", "0")],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("at most 64 characters"));
-    let (status, _, _) = c.post(&format!("/tree/nodes/{agents}/rename"), &[("name", "Agentic")]).await;
+    let (status, _, _) = c
+        .post(
+            &format!("/tree/nodes/{agents}/rename"),
+            &[("name", "Agentic")],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let ar = app.node_id("Applied Research").await;
-    let (status, _, _) = c.post(&format!("/tree/nodes/{agents}/move"), &[("parent", &ar.to_string())]).await;
+    let (status, _, _) = c
+        .post(
+            &format!("/tree/nodes/{agents}/move"),
+            &[("parent", &ar.to_string())],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    let parent: i64 = sqlx::query_scalar("SELECT parent_id FROM tree_nodes WHERE id = $1").bind(agents).fetch_one(&app.pool).await.unwrap();
+    let parent: i64 = sqlx::query_scalar("SELECT parent_id FROM tree_nodes WHERE id = $1")
+        .bind(agents)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(parent, ar);
     // A node cannot move under its own subtree.
     let biology = app.node_id("Biology").await;
-    let (status, body, _) = c.post(&format!("/tree/nodes/{ar}/move"), &[("parent", &biology.to_string())]).await;
+    let (status, body, _) = c
+        .post(
+            &format!("/tree/nodes/{ar}/move"),
+            &[("parent", &biology.to_string())],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("own subtree"));
     // A node with live children cannot be archived; an empty one can.
@@ -184,13 +295,37 @@ async fn project_page_shows_the_budget_bag_and_lead_sets_the_budget() {
     let p = app.node_id("fm-rlhf").await;
     let (status, body, _) = c.get(&format!("/projects/{p}")).await;
     assert_eq!(status, StatusCode::OK);
-    for text in ["Period budget", "Monthly money cap", "Self-service limit", "64 GPU-hours", "Members"] {
+    for text in [
+        "Period budget",
+        "Monthly money cap",
+        "Self-service limit",
+        "64 GPU-hours",
+        "Members",
+    ] {
         assert!(body.contains(text), "{text}");
     }
-    let (status, body, _) = c.post(&format!("/projects/{p}/budget"), &[("period_budget", "-3"), ("money_cap", ""), ("self_service_gpu_hours", "64")]).await;
+    let (status, body, _) = c
+        .post(
+            &format!("/projects/{p}/budget"),
+            &[
+                ("period_budget", "-3"),
+                ("money_cap", ""),
+                ("self_service_gpu_hours", "64"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("cannot be negative") && body.contains("value=\"-3\""));
-    let (status, _, _) = c.post(&format!("/projects/{p}/budget"), &[("period_budget", "50,000"), ("money_cap", "40000.50"), ("self_service_gpu_hours", "128")]).await;
+    let (status, _, _) = c
+        .post(
+            &format!("/projects/{p}/budget"),
+            &[
+                ("period_budget", "50,000"),
+                ("money_cap", "40000.50"),
+                ("self_service_gpu_hours", "128"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let row: (Option<i64>, Option<i64>, i32) =
         sqlx::query_as("SELECT period_budget_minor, money_cap_minor, self_service_gpu_hours FROM projects WHERE node_id = $1").bind(p).fetch_one(&app.pool).await.unwrap();
@@ -198,9 +333,16 @@ async fn project_page_shows_the_budget_bag_and_lead_sets_the_budget() {
     let (_, body, _) = c.get(&format!("/projects/{p}")).await;
     assert!(body.contains("40,000.50 USD"), "the cap lowers the budget");
     // Members.
-    let (status, _, _) = c.post(&format!("/projects/{p}/members"), &[("user", "demo-researcher")]).await;
+    let (status, _, _) = c
+        .post(
+            &format!("/projects/{p}/members"),
+            &[("user", "demo-researcher")],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    let (status, body, _) = c.post(&format!("/projects/{p}/members"), &[("user", "ghost")]).await;
+    let (status, body, _) = c
+        .post(&format!("/projects/{p}/members"), &[("user", "ghost")])
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("no user named") && body.contains("value=\"ghost\""));
 }
@@ -213,19 +355,85 @@ async fn api_share_errors_are_json_4xx() {
     let pre = app.node_id("Pretraining").await;
     let path = format!("/api/v1/nodes/{fm}/shares");
     for (body, code) in [
-        (json!({"shares": [{"node": pre, "share": "abc"}]}), "invalid_input"),
-        (json!({"shares": [{"node": pre, "share": -1}]}), "invalid_input"),
-        (json!({"shares": [{"node": pre, "share": 100.5}]}), "invalid_input"),
-        (json!({"shares": [{"node": pre, "share": 80}]}), "invalid_input"),
-        (json!({"shares": [{"node": 999999, "share": 1}]}), "not_found"),
+        (
+            json!({"shares": [{"node": pre, "share": "abc"}]}),
+            "invalid_input",
+        ),
+        (
+            json!({"shares": [{"node": pre, "share": -1}]}),
+            "invalid_input",
+        ),
+        (
+            json!({"shares": [{"node": pre, "share": 100.5}]}),
+            "invalid_input",
+        ),
+        (
+            json!({"shares": [{"node": pre, "share": 80}]}),
+            "invalid_input",
+        ),
+        (
+            json!({"shares": [{"node": 999999, "share": 1}]}),
+            "not_found",
+        ),
         (json!({"shares": "nope"}), "invalid_input"),
     ] {
-        let (status, answer) = app.api("PUT", &path, Some(&token), Some(body.clone())).await;
+        let (status, answer) = app
+            .api("PUT", &path, Some(&token), Some(body.clone()))
+            .await;
         assert!(status.is_client_error(), "{body}: {status}");
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
     }
     assert_eq!(app.share_bp("Pretraining").await, 3000);
-    let (status, _) = app.api("PUT", &path, Some(&token), Some(json!({"shares": [{"node": pre, "share": "25.5%"}]}))).await;
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            Some(&token),
+            Some(json!({"shares": [{"node": pre, "share": "25.5%"}]})),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(app.share_bp("Pretraining").await, 2550);
+}
+
+#[tokio::test]
+async fn the_cached_tree_follows_every_change() {
+    let (app, _) = TestApp::with_demo().await;
+    let t = app.token_for("demo-admin").await;
+    let root_h100 = |tree: &serde_json::Value| {
+        tree["nodes"][0]["entitlements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["gpu_model"] == "H100")
+            .unwrap()["gpu_hours"]
+            .as_f64()
+            .unwrap()
+    };
+    let (_, before) = app.api("GET", "/api/v1/tree", Some(&t), None).await;
+    let hours = before["period"]["hours"].as_f64().unwrap();
+    assert_eq!(root_h100(&before), 1024.0 * hours);
+    // Inventory change: one more 8-GPU H100 node.
+    let cluster: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'h100-east'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/clusters/{cluster}/nodes"),
+            Some(&t),
+            Some(json!({"name": "h100-east-999", "gpu_model": "H100", "gpu_count": 8})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, after) = app.api("GET", "/api/v1/tree", Some(&t), None).await;
+    assert_eq!(root_h100(&after), 1032.0 * hours);
+    // A change made directly in the database (another replica, say) is seen too.
+    sqlx::query("UPDATE nodes SET gpu_count = 4 WHERE name = 'h100-east-999'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (_, again) = app.api("GET", "/api/v1/tree", Some(&t), None).await;
+    assert_eq!(root_h100(&again), 1028.0 * hours);
 }

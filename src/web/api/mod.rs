@@ -17,7 +17,6 @@ use crate::db::{audit, inventory, users};
 use crate::domain::{self, Money, Share};
 use crate::error::{ApiError, AppError};
 use crate::state::AppState;
-use crate::web::now;
 use crate::web::tree::visible_nodes;
 
 mod openapi;
@@ -31,7 +30,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(Self(v)),
-            Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => Err(ApiError(AppError::Invalid { field: None, message: e.body_text() })),
+            Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => {
+                Err(ApiError(AppError::Invalid {
+                    field: None,
+                    message: e.body_text(),
+                }))
+            }
             Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
         }
     }
@@ -46,7 +50,10 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(Self(v)),
-            Err(rejection) => Err(ApiError(AppError::NotFound(format!("bad path: {}", rejection.body_text())))),
+            Err(rejection) => Err(ApiError(AppError::NotFound(format!(
+                "bad path: {}",
+                rejection.body_text()
+            )))),
         }
     }
 }
@@ -80,10 +87,11 @@ impl ShareInput {
 }
 
 async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
-    let projects: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM tree_nodes WHERE id = ANY($1) ORDER BY name")
-        .bind(&me.projects)
-        .fetch_all(&state.pool)
-        .await?;
+    let projects: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, name FROM tree_nodes WHERE id = ANY($1) ORDER BY name")
+            .bind(&me.projects)
+            .fetch_all(&state.pool)
+            .await?;
     ok(json!({
         "id": me.id,
         "name": me.name,
@@ -94,9 +102,9 @@ async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
 }
 
 async fn tree(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
-    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
-    let parents = Parents::load(&state.pool).await?;
-    let visible = visible_nodes(&me, &tree, &parents);
+    let tree = state.tree().await?;
+    let parents = &tree.parents;
+    let visible = visible_nodes(&me, &tree, parents);
     let nodes: Vec<Value> = tree
         .nodes
         .iter()
@@ -149,14 +157,23 @@ async fn clusters(State(state): State<AppState>, ApiUser(_me): ApiUser) -> ApiRe
 }
 
 async fn gpu_models(State(state): State<AppState>, ApiUser(_me): ApiUser) -> ApiResult {
-    ok(json!({"gpu_models": inventory::gpu_models(&state.pool).await?, "currency": state.site.currency}))
+    ok(
+        json!({"gpu_models": inventory::gpu_models(&state.pool).await?, "currency": state.site.currency}),
+    )
 }
 
-async fn project(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>) -> ApiResult {
-    let tree = tree_db::load(&state.pool, now(), &state.site.time_zone).await?;
-    let parents = Parents::load(&state.pool).await?;
-    let node = tree.node(id).filter(|n| n.is_project).ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
-    if !me.may_view(id, &parents) {
+async fn project(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let parents = &tree.parents;
+    let node = tree
+        .node(id)
+        .filter(|n| n.is_project)
+        .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    if !me.may_view(id, parents) {
         return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
     }
     let settings = tree_db::project(&state.pool, id).await?;
@@ -187,8 +204,17 @@ struct ShareItem {
     share: ShareInput,
 }
 
-async fn put_shares(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<SharesBody>) -> ApiResult {
-    let changes = body.shares.iter().map(|s| Ok((s.node, s.share.parse()?))).collect::<Result<Vec<_>, AppError>>()?;
+async fn put_shares(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<SharesBody>,
+) -> ApiResult {
+    let changes = body
+        .shares
+        .iter()
+        .map(|s| Ok((s.node, s.share.parse()?)))
+        .collect::<Result<Vec<_>, AppError>>()?;
     tree_db::set_child_shares(&state.pool, &me, id, &changes).await?;
     ok(json!({"ok": true}))
 }
@@ -201,9 +227,14 @@ struct NewNode {
     share: ShareInput,
 }
 
-async fn post_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<NewNode>) -> ApiResult {
+async fn post_node(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<NewNode>,
+) -> ApiResult {
     let share = body.share.parse()?;
-    let id = tree_db::create_node(&state.pool, &me, body.parent, &body.name, body.kind, share).await?;
+    let id =
+        tree_db::create_node(&state.pool, &me, body.parent, &body.name, body.kind, share).await?;
     created(json!({"id": id}))
 }
 
@@ -215,12 +246,25 @@ struct NodePatch {
     archived: Option<bool>,
 }
 
-async fn patch_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<NodePatch>) -> ApiResult {
+async fn patch_node(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<NodePatch>,
+) -> ApiResult {
     if body.archived == Some(false) {
-        return Err(AppError::invalid("archived", "archived nodes cannot be restored through the API").into());
+        return Err(AppError::invalid(
+            "archived",
+            "archived nodes cannot be restored through the API",
+        )
+        .into());
     }
     if body.name.is_none() && body.parent.is_none() && body.archived.is_none() {
-        return Err(AppError::Invalid { field: None, message: "nothing to change: give name, parent or archived".into() }.into());
+        return Err(AppError::Invalid {
+            field: None,
+            message: "nothing to change: give name, parent or archived".into(),
+        }
+        .into());
     }
     if let Some(name) = &body.name {
         tree_db::rename_node(&state.pool, &me, id, name).await?;
@@ -234,7 +278,12 @@ async fn patch_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath
     ok(json!({"ok": true}))
 }
 
-async fn put_budget(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<BudgetUpdate>) -> ApiResult {
+async fn put_budget(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<BudgetUpdate>,
+) -> ApiResult {
     tree_db::update_project(&state.pool, &me, id, &body).await?;
     ok(json!({"ok": true}))
 }
@@ -244,12 +293,21 @@ struct MemberBody {
     user: String,
 }
 
-async fn post_member(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<MemberBody>) -> ApiResult {
+async fn post_member(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<MemberBody>,
+) -> ApiResult {
     tree_db::set_member(&state.pool, &me, id, &body.user, true).await?;
     created(json!({"ok": true}))
 }
 
-async fn delete_member(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath((id, user)): ApiPath<(i64, String)>) -> ApiResult {
+async fn delete_member(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath((id, user)): ApiPath<(i64, String)>,
+) -> ApiResult {
     tree_db::set_member(&state.pool, &me, id, &user, false).await?;
     ok(json!({"ok": true}))
 }
@@ -263,21 +321,41 @@ struct ModelBody {
 
 fn model_strings(body: &ModelBody) -> Result<(String, String), AppError> {
     if body.billing_weight_milli <= 0 {
-        return Err(AppError::invalid("billing_weight_milli", "a billing weight must be positive"));
+        return Err(AppError::invalid(
+            "billing_weight_milli",
+            "a billing weight must be positive",
+        ));
     }
     if body.price_per_gpu_hour_minor < 0 {
-        return Err(AppError::invalid("price_per_gpu_hour_minor", "a price cannot be negative"));
+        return Err(AppError::invalid(
+            "price_per_gpu_hour_minor",
+            "a price cannot be negative",
+        ));
     }
-    Ok((domain::format_milli(body.billing_weight_milli), Money(body.price_per_gpu_hour_minor).plain()))
+    Ok((
+        domain::format_milli(body.billing_weight_milli),
+        Money(body.price_per_gpu_hour_minor).plain(),
+    ))
 }
 
-async fn post_model(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<ModelBody>) -> ApiResult {
+async fn post_model(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<ModelBody>,
+) -> ApiResult {
     let (w, p) = model_strings(&body)?;
-    let id = inventory::create_gpu_model(&state.pool, &me, body.name.as_deref().unwrap_or(""), &w, &p).await?;
+    let id =
+        inventory::create_gpu_model(&state.pool, &me, body.name.as_deref().unwrap_or(""), &w, &p)
+            .await?;
     created(json!({"id": id}))
 }
 
-async fn patch_model(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<ModelBody>) -> ApiResult {
+async fn patch_model(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<ModelBody>,
+) -> ApiResult {
     let (w, p) = model_strings(&body)?;
     inventory::update_gpu_model(&state.pool, &me, id, &w, &p).await?;
     ok(json!({"ok": true}))
@@ -288,7 +366,11 @@ struct NameBody {
     name: String,
 }
 
-async fn post_cluster(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<NameBody>) -> ApiResult {
+async fn post_cluster(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<NameBody>,
+) -> ApiResult {
     let id = inventory::create_cluster(&state.pool, &me, &body.name).await?;
     created(json!({"id": id}))
 }
@@ -300,8 +382,21 @@ struct NodeBody {
     gpu_count: i64,
 }
 
-async fn post_cluster_node(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<NodeBody>) -> ApiResult {
-    let id = inventory::add_node(&state.pool, &me, id, &body.name, &body.gpu_model, &body.gpu_count.to_string()).await?;
+async fn post_cluster_node(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<NodeBody>,
+) -> ApiResult {
+    let id = inventory::add_node(
+        &state.pool,
+        &me,
+        id,
+        &body.name,
+        &body.gpu_model,
+        &body.gpu_count.to_string(),
+    )
+    .await?;
     created(json!({"id": id}))
 }
 
@@ -310,13 +405,22 @@ struct StateBody {
     state: String,
 }
 
-async fn put_node_state(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<StateBody>) -> ApiResult {
+async fn put_node_state(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<StateBody>,
+) -> ApiResult {
     inventory::set_node_state(&state.pool, &me, id, &body.state).await?;
     ok(json!({"ok": true}))
 }
 
 fn require_admin(me: &crate::auth::Account) -> Result<(), AppError> {
-    if me.is_admin() { Ok(()) } else { Err(AppError::Forbidden("only an admin can manage users".into())) }
+    if me.is_admin() {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden("only an admin can manage users".into()))
+    }
 }
 
 async fn get_users(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
@@ -331,9 +435,20 @@ struct UserBody {
     node: Option<String>,
 }
 
-async fn post_user(State(state): State<AppState>, ApiUser(me): ApiUser, ApiJson(body): ApiJson<UserBody>) -> ApiResult {
+async fn post_user(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<UserBody>,
+) -> ApiResult {
     require_admin(&me)?;
-    let (id, password) = users::create(&state.pool, Some(me.id), &body.name, &body.role, body.node.as_deref()).await?;
+    let (id, password) = users::create(
+        &state.pool,
+        Some(me.id),
+        &body.name,
+        &body.role,
+        body.node.as_deref(),
+    )
+    .await?;
     created(json!({"id": id, "name": body.name.trim(), "password": password}))
 }
 
@@ -343,13 +458,29 @@ struct GrantBody {
     node: Option<String>,
 }
 
-async fn post_grant(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath(id): ApiPath<i64>, ApiJson(body): ApiJson<GrantBody>) -> ApiResult {
+async fn post_grant(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<GrantBody>,
+) -> ApiResult {
     require_admin(&me)?;
-    let grant = users::grant(&state.pool, Some(me.id), id, &body.role, body.node.as_deref()).await?;
+    let grant = users::grant(
+        &state.pool,
+        Some(me.id),
+        id,
+        &body.role,
+        body.node.as_deref(),
+    )
+    .await?;
     created(json!({"id": grant}))
 }
 
-async fn delete_grant(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPath((id, grant)): ApiPath<(i64, i64)>) -> ApiResult {
+async fn delete_grant(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath((id, grant)): ApiPath<(i64, i64)>,
+) -> ApiResult {
     require_admin(&me)?;
     users::revoke(&state.pool, Some(me.id), id, grant).await?;
     ok(json!({"ok": true}))
@@ -357,14 +488,18 @@ async fn delete_grant(State(state): State<AppState>, ApiUser(me): ApiUser, ApiPa
 
 async fn get_audit(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
-        return Err(AppError::Forbidden("the audit log is for admins, finance and leads".into()).into());
+        return Err(
+            AppError::Forbidden("the audit log is for admins, finance and leads".into()).into(),
+        );
     }
     let parents = Parents::load(&state.pool).await?;
     ok(json!({"entries": audit::visible(&state.pool, &me, &parents, 1000).await?}))
 }
 
 async fn api_not_found() -> ApiError {
-    ApiError(AppError::NotFound("no such API endpoint; see /api/v1/openapi.json".into()))
+    ApiError(AppError::NotFound(
+        "no such API endpoint; see /api/v1/openapi.json".into(),
+    ))
 }
 
 async fn method_not_allowed() -> Response {
@@ -389,10 +524,16 @@ pub fn router() -> Router<AppState> {
         .route("/projects/{id}", get(project))
         .route("/projects/{id}/budget", put(put_budget))
         .route("/projects/{id}/members", post(post_member))
-        .route("/projects/{id}/members/{user}", axum::routing::delete(delete_member))
+        .route(
+            "/projects/{id}/members/{user}",
+            axum::routing::delete(delete_member),
+        )
         .route("/users", get(get_users).post(post_user))
         .route("/users/{id}/grants", post(post_grant))
-        .route("/users/{id}/grants/{grant}", axum::routing::delete(delete_grant))
+        .route(
+            "/users/{id}/grants/{grant}",
+            axum::routing::delete(delete_grant),
+        )
         .route("/audit", get(get_audit))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
