@@ -54,6 +54,23 @@ pub struct Site {
     /// Whether session cookies carry the `Secure` flag (`TRANCHE_SECURE_COOKIES`, default false;
     /// set it to true behind HTTPS).
     pub secure_cookies: bool,
+    /// Percent of each cluster's GPUs of a model that capacity contracts may hold at any instant
+    /// (`TRANCHE_CONTRACTABLE_PERCENT`, default 70).
+    pub contractable_percent: u8,
+    /// Percent of a contract's price refunded when it is cancelled before its start
+    /// (`TRANCHE_CONTRACT_REFUND_PERCENT`, default 100).
+    pub refund_percent: u8,
+}
+
+fn percent_var(name: &str, default: u8) -> anyhow::Result<u8> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => match v.trim().parse::<u8>() {
+            Ok(p) if p <= 100 => Ok(p),
+            _ => anyhow::bail!("{name} must be a whole percentage from 0 to 100, got {v:?}"),
+        },
+    }
 }
 
 impl Site {
@@ -86,16 +103,21 @@ impl Site {
             time_zone,
             time_zone_name,
             secure_cookies,
+            contractable_percent: percent_var("TRANCHE_CONTRACTABLE_PERCENT", 70)?,
+            refund_percent: percent_var("TRANCHE_CONTRACT_REFUND_PERCENT", 100)?,
         })
     }
 
-    /// Settings for tests: USD, UTC, insecure cookies.
+    /// Settings for tests: USD, UTC, insecure cookies, the default 70% contractable and full
+    /// refunds.
     pub fn for_tests() -> Self {
         Self {
             currency: "USD".into(),
             time_zone: jiff::tz::TimeZone::UTC,
             time_zone_name: "UTC".into(),
             secure_cookies: false,
+            contractable_percent: 70,
+            refund_percent: 100,
         }
     }
 }

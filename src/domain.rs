@@ -408,6 +408,108 @@ pub fn format_milli(v: i64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Parses an instant typed by a person: RFC 3339 with an offset (`2026-10-25T01:30:00+02:00`,
+/// `...Z`), or local wall-clock time (`2026-10-25T01:30`, `2026-10-25 01:30[:ss]`) in `tz`.
+///
+/// Clock changes follow one documented rule: a wall-clock time that does not exist (the hour
+/// skipped when clocks go forward) is refused; a time that happens twice (the hour repeated
+/// when clocks go back) means its first occurrence, the one with the earlier UTC instant. An
+/// explicit offset picks either occurrence.
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn parse_instant(
+    input: &str,
+    tz: &jiff::tz::TimeZone,
+    tz_name: &str,
+) -> Result<jiff::Timestamp, String> {
+    let t = input.trim();
+    if t.is_empty() {
+        return Err("enter a date and time, for example 2026-12-01 09:00".into());
+    }
+    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+        return Ok(ts);
+    }
+    let civil: jiff::civil::DateTime = t.replace(' ', "T").parse().map_err(|_| {
+        format!(
+            "{t:?} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset"
+        )
+    })?;
+    let ambiguous = tz.to_ambiguous_zoned(civil);
+    if matches!(ambiguous.offset(), jiff::tz::AmbiguousOffset::Gap { .. }) {
+        return Err(format!(
+            "{} does not exist in {tz_name}: the clocks skip that hour; choose a time before or after it",
+            civil.strftime("%Y-%m-%d %H:%M")
+        ));
+    }
+    // Unambiguous or repeated: the earlier instant.
+    ambiguous
+        .earlier()
+        .map(|z| z.timestamp())
+        .map_err(|e| format!("cannot place {t:?} in {tz_name}: {e}"))
+}
+
+/// Formats an instant in `tz` with its UTC offset: `2026-10-25 01:30 +02:00`.
+pub fn format_local(ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    ts.to_zoned(tz.clone())
+        .strftime("%Y-%m-%d %H:%M %:z")
+        .to_string()
+}
+
+/// The price of a capacity contract in minor units: GPUs x hours x billing weight x price per
+/// weighted GPU-hour (issue 5), computed exactly from seconds and rounded half up.
+pub fn contract_price(
+    gpus: i64,
+    seconds: i64,
+    billing_weight_milli: i64,
+    price_minor: i64,
+) -> Money {
+    let num = i128::from(gpus)
+        * i128::from(seconds)
+        * i128::from(billing_weight_milli)
+        * i128::from(price_minor);
+    Money(div_round(num, 3_600_000) as i64)
+}
+
+/// How many GPU-hours of a model `amount` buys at its billing weight and price (for messages
+/// such as "needs 120 GPU-hours, 100 left"; never used for charging).
+pub fn gpu_hours_for(amount: Money, billing_weight_milli: i64, price_minor: i64) -> f64 {
+    let per_hour = billing_weight_milli as f64 * price_minor as f64 / 1000.0;
+    if per_hour <= 0.0 {
+        f64::INFINITY
+    } else {
+        amount.0 as f64 / per_hour
+    }
+}
+
+/// Splits `total` over parts proportional to `weights`, so that the parts sum to `total`
+/// exactly (largest remainder method; ties to the earlier part).
+pub fn split_proportionally(total: i64, weights: &[i64]) -> Vec<i64> {
+    let sum: i128 = weights.iter().map(|w| i128::from(*w)).sum();
+    if sum <= 0 {
+        return weights.iter().map(|_| 0).collect();
+    }
+    let exact: Vec<(i128, i128)> = weights
+        .iter()
+        .map(|w| {
+            let n = i128::from(total) * i128::from(*w);
+            (n / sum, n % sum)
+        })
+        .collect();
+    let mut parts: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
+    let mut left = total - parts.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        parts[i] += 1;
+        left -= 1;
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +570,54 @@ mod tests {
         let e = entitlement(eff, 1024, 30 * 24 * 3600, 1500, 200);
         assert_eq!(e.milli_gpu_hours, 92_160_000);
         assert_eq!(e.money, Money(27_648_000));
+    }
+
+    #[test]
+    fn wall_clock_input_follows_the_documented_dst_rule() {
+        let tz = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
+        // S8: 01:30 (CEST, +02:00) to 03:30 (CET, +01:00) on 2026-10-25 is three real hours.
+        let start = parse_instant("2026-10-25T01:30", &tz, "Europe/Berlin").unwrap();
+        let end = parse_instant("2026-10-25 03:30", &tz, "Europe/Berlin").unwrap();
+        assert_eq!(start.to_string(), "2026-10-24T23:30:00Z");
+        assert_eq!(end.to_string(), "2026-10-25T02:30:00Z");
+        assert_eq!(end.as_second() - start.as_second(), 3 * 3600);
+        assert_eq!(format_local(start, &tz), "2026-10-25 01:30 +02:00");
+        assert_eq!(format_local(end, &tz), "2026-10-25 03:30 +01:00");
+        // The repeated hour means its first occurrence; an offset picks the second.
+        assert_eq!(
+            parse_instant("2026-10-25 02:30", &tz, "Europe/Berlin")
+                .unwrap()
+                .to_string(),
+            "2026-10-25T00:30:00Z"
+        );
+        assert_eq!(
+            parse_instant("2026-10-25T02:30:00+01:00", &tz, "Europe/Berlin")
+                .unwrap()
+                .to_string(),
+            "2026-10-25T01:30:00Z"
+        );
+        // A time that does not exist is refused, saying so.
+        let err = parse_instant("2026-03-29 02:30", &tz, "Europe/Berlin").unwrap_err();
+        assert!(err.contains("does not exist in Europe/Berlin"), "{err}");
+        assert!(parse_instant("tomorrow", &tz, "Europe/Berlin").is_err());
+    }
+
+    #[test]
+    fn contract_prices_by_hand() {
+        // 8 GPUs x 2 h x weight 1.8 x 2.50 = 72.00.
+        assert_eq!(contract_price(8, 7200, 1800, 250), Money(7200));
+        // 3 GPUs x 90 min x weight 1.0 x 1.99 = 8.955 -> 8.96 (half up).
+        assert_eq!(contract_price(3, 5400, 1000, 199), Money(896));
+        // 1 GPU x 1 s x weight 2.5 x 2.50 = 0.001736... -> 0.00.
+        assert_eq!(contract_price(1, 1, 2500, 250), Money(0));
+    }
+
+    #[test]
+    fn proportional_split_sums_exactly() {
+        assert_eq!(split_proportionally(100, &[1, 1, 1]), vec![34, 33, 33]);
+        assert_eq!(split_proportionally(7200, &[3600, 3600]), vec![3600, 3600]);
+        assert_eq!(split_proportionally(1001, &[2, 1]), vec![667, 334]);
+        assert_eq!(split_proportionally(5, &[0, 0]), vec![0, 0]);
     }
 
     #[test]

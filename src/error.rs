@@ -22,6 +22,15 @@ pub enum AppError {
     /// Unknown id or name: 404 `not_found`.
     #[error("{0}")]
     NotFound(String),
+    /// A request refused by a rule with numbers, such as not enough contractable capacity or
+    /// budget: 409 with its own stable `code` (`capacity_exceeded`, `budget_exceeded`, ...).
+    #[error("{message}")]
+    Refused {
+        /// The stable code.
+        code: &'static str,
+        /// A message for a person, with the numbers.
+        message: String,
+    },
     /// A state conflict such as a duplicate name: 409 `conflict`.
     #[error("{0}")]
     Conflict(String),
@@ -54,7 +63,7 @@ impl AppError {
             Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Malformed(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Refused { .. } | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::Csrf => StatusCode::FORBIDDEN,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -67,6 +76,7 @@ impl AppError {
             Self::Invalid { .. } => "invalid_input",
             Self::Malformed(_) => "malformed_request",
             Self::NotFound(_) => "not_found",
+            Self::Refused { code, .. } => code,
             Self::Conflict(_) => "conflict",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden(_) => "forbidden",

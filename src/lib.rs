@@ -12,6 +12,7 @@ pub mod db;
 pub mod demo;
 pub mod domain;
 pub mod error;
+pub mod ledger;
 pub mod scheduler;
 pub mod sim;
 pub mod state;

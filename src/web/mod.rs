@@ -5,6 +5,7 @@ pub mod account;
 pub mod admin;
 pub mod api;
 pub mod audit;
+pub mod contracts;
 pub mod home;
 pub mod session;
 pub mod tree;
@@ -47,7 +48,12 @@ impl Layout {
         account: &Account,
         active: &'static str,
     ) -> Result<Self, AppError> {
-        let mut nav = vec![("/", "Home"), ("/tree", "Program tree")];
+        let mut nav = vec![
+            ("/", "Home"),
+            ("/tree", "Program tree"),
+            ("/capacity", "Capacity"),
+            ("/contracts", "Contracts"),
+        ];
         if account.sees_everything() || account.lead_nodes().next().is_some() {
             nav.push(("/audit", "Audit log"));
         }
@@ -158,6 +164,7 @@ pub fn app(state: AppState) -> Router {
         .merge(admin::router())
         .merge(audit::router())
         .merge(account::router())
+        .merge(contracts::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
         .layer(sessions);

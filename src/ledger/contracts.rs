@@ -1,0 +1,663 @@
+//! Capacity contracts: a lead buys N GPUs of a model on a cluster for a window `[start, end)`,
+//! paid up front from the project's budget. Admission checks, in one transaction serialised per
+//! cluster and GPU model, that contracted GPUs never exceed the contractable fraction of the
+//! installed GPUs at any instant (scenario S7) and that the budget covers the price (S9).
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::auth::Account;
+use crate::config::Site;
+use crate::db::audit::{self, Change};
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger::{self, to_jiff, to_time};
+
+/// How far ahead contracts can be bought, and the capacity calendar's span: 8 weeks.
+pub const HORIZON_SECONDS: i64 = 56 * 86_400;
+
+/// The most GPUs contracted at any instant of `[start, end)` by `existing` windows
+/// `(start, end, gpus)` (seconds since the epoch, half-open), and the first instant at which
+/// that peak is reached. Pure: the load only rises at a window's start, so the peak is found
+/// at `start` or at one of the windows' starts inside the range.
+pub fn peak_contracted(existing: &[(i64, i64, i64)], start: i64, end: i64) -> (i64, i64) {
+    let mut points: Vec<i64> = existing
+        .iter()
+        .map(|(s, _, _)| *s)
+        .filter(|s| *s > start && *s < end)
+        .collect();
+    points.push(start);
+    points.sort_unstable();
+    points.dedup();
+    let mut best = (0, start);
+    for t in points {
+        let load: i64 = existing
+            .iter()
+            .filter(|(s, e, _)| *s <= t && t < *e)
+            .map(|(_, _, g)| *g)
+            .sum();
+        if load > best.0 {
+            best = (load, t);
+        }
+    }
+    best
+}
+
+/// GPUs of a model that contracts may hold on a cluster: `floor(installed x percent / 100)`.
+pub fn contractable(installed: i64, percent: u8) -> i64 {
+    installed * i64::from(percent) / 100
+}
+
+/// What a lead asks for.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Project name.
+    pub project: String,
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// GPUs.
+    pub gpus: i64,
+    /// Window start (UTC instant).
+    pub start: jiff::Timestamp,
+    /// Window end, exclusive.
+    pub end: jiff::Timestamp,
+}
+
+/// A priced, checked request (the price preview), before or after buying.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Quote {
+    /// Project id.
+    pub project_id: i64,
+    /// Cluster id.
+    pub cluster_id: i64,
+    /// GPU model id.
+    pub gpu_model_id: i64,
+    /// GPUs.
+    pub gpus: i64,
+    /// Window length in seconds.
+    pub seconds: i64,
+    /// GPU-hours (GPUs x hours).
+    pub gpu_hours: f64,
+    /// Price in minor units.
+    pub price_minor: i64,
+    /// Billing weight in thousandths.
+    pub billing_weight_milli: i64,
+    /// Price per weighted GPU-hour, minor units.
+    pub price_per_gpu_hour_minor: i64,
+    /// Installed GPUs of the model on the cluster.
+    pub installed: i64,
+    /// Contractable GPUs.
+    pub contractable: i64,
+    /// Most GPUs already contracted at an instant of the window.
+    pub peak_contracted: i64,
+    /// The project's budget balance now, minor units.
+    pub balance_minor: i64,
+}
+
+/// A contract as listed.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct Contract {
+    /// Id.
+    pub id: i64,
+    /// Project name.
+    pub project: String,
+    /// Project id.
+    pub project_id: i64,
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// GPUs.
+    pub gpus: i32,
+    /// Window start, UTC.
+    #[serde(with = "time::serde::rfc3339")]
+    pub starts_at: time::OffsetDateTime,
+    /// Window end, UTC, exclusive.
+    #[serde(with = "time::serde::rfc3339")]
+    pub ends_at: time::OffsetDateTime,
+    /// Zone the window was entered in.
+    pub time_zone: String,
+    /// Price, minor units.
+    pub price_minor: i64,
+    /// `active` or `cancelled`.
+    pub state: String,
+    /// Refund on cancellation, minor units.
+    pub refund_minor: Option<i64>,
+    /// Buyer's name.
+    pub bought_by: Option<String>,
+}
+
+const SELECT_CONTRACT: &str = "SELECT c.id, t.name AS project, c.project_id, cl.name AS cluster, m.name AS gpu_model, c.gpus, \
+     c.starts_at, c.ends_at, c.time_zone, c.price_minor, c.state, c.refund_minor, u.name AS bought_by \
+     FROM contracts c JOIN tree_nodes t ON t.id = c.project_id JOIN clusters cl ON cl.id = c.cluster_id \
+     JOIN gpu_models m ON m.id = c.gpu_model_id LEFT JOIN users u ON u.id = c.bought_by";
+
+/// Resolves names, checks the caller's right and the window, and prices the request. Does not
+/// check capacity or budget (see [`quote`] and [`buy`]).
+async fn resolve(
+    conn: &mut sqlx::PgConnection,
+    site: &Site,
+    actor: &Account,
+    req: &Request,
+    now: jiff::Timestamp,
+) -> Result<Quote, AppError> {
+    let project_id: i64 = sqlx::query_scalar(
+        "SELECT id FROM tree_nodes WHERE name = $1 AND is_project AND NOT archived",
+    )
+    .bind(req.project.trim())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| {
+        AppError::invalid(
+            "project",
+            format!("there is no project named {:?}", req.project.trim()),
+        )
+    })?;
+    let parents = crate::auth::Parents::load(&mut *conn).await?;
+    if !actor.leads(project_id, &parents) {
+        return Err(AppError::Forbidden(format!(
+            "only an admin or a lead of {} can buy contracts for it",
+            req.project.trim()
+        )));
+    }
+    let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
+        .bind(req.cluster.trim())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| {
+            AppError::invalid(
+                "cluster",
+                format!("there is no cluster named {:?}", req.cluster.trim()),
+            )
+        })?;
+    let (gpu_model_id, weight, price): (i64, i32, i64) = sqlx::query_as(
+        "SELECT id, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE name = $1",
+    )
+    .bind(req.gpu_model.trim())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| {
+        AppError::invalid(
+            "gpu_model",
+            format!("there is no GPU model named {:?}", req.gpu_model.trim()),
+        )
+    })?;
+    let installed: i64 = sqlx::query_scalar("SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2")
+        .bind(cluster_id)
+        .bind(gpu_model_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    if installed == 0 {
+        return Err(AppError::invalid(
+            "gpu_model",
+            format!(
+                "cluster {} has no {} GPUs",
+                req.cluster.trim(),
+                req.gpu_model.trim()
+            ),
+        ));
+    }
+    if req.gpus < 1 || req.gpus > installed {
+        return Err(AppError::invalid(
+            "gpus",
+            format!(
+                "the GPU count must be between 1 and {installed} (the {} GPUs installed on {}), got {}",
+                req.gpu_model.trim(),
+                req.cluster.trim(),
+                req.gpus
+            ),
+        ));
+    }
+    let tz = &site.time_zone;
+    if req.start < now {
+        return Err(AppError::invalid(
+            "start",
+            format!(
+                "the window starts in the past ({}); it must start after now",
+                domain::format_local(req.start, tz)
+            ),
+        ));
+    }
+    if req.end <= req.start {
+        return Err(AppError::invalid(
+            "end",
+            "the window must end after it starts",
+        ));
+    }
+    let seconds = req.end.as_second() - req.start.as_second();
+    if seconds < 60 {
+        return Err(AppError::invalid(
+            "end",
+            "a contract lasts at least one minute",
+        ));
+    }
+    if req.end.as_second() > now.as_second() + HORIZON_SECONDS {
+        let limit = jiff::Timestamp::from_second(now.as_second() + HORIZON_SECONDS).unwrap_or(now);
+        return Err(AppError::invalid(
+            "end",
+            format!(
+                "contracts can be bought up to 8 weeks ahead, until {}",
+                domain::format_local(limit, tz)
+            ),
+        ));
+    }
+    let price_minor = domain::contract_price(req.gpus, seconds, i64::from(weight), price).0;
+    Ok(Quote {
+        project_id,
+        cluster_id,
+        gpu_model_id,
+        gpus: req.gpus,
+        seconds,
+        gpu_hours: req.gpus as f64 * seconds as f64 / 3600.0,
+        price_minor,
+        billing_weight_milli: i64::from(weight),
+        price_per_gpu_hour_minor: price,
+        installed,
+        contractable: contractable(installed, site.contractable_percent),
+        peak_contracted: 0,
+        balance_minor: 0,
+    })
+}
+
+/// Active contract windows on a cluster and model overlapping `[start, end)`.
+async fn windows(
+    conn: &mut sqlx::PgConnection,
+    cluster: i64,
+    model: i64,
+    start: jiff::Timestamp,
+    end: jiff::Timestamp,
+) -> Result<Vec<(i64, i64, i64)>, sqlx::Error> {
+    let rows: Vec<(time::OffsetDateTime, time::OffsetDateTime, i32)> = sqlx::query_as(
+        "SELECT starts_at, ends_at, gpus FROM contracts WHERE cluster_id = $1 AND gpu_model_id = $2 AND state = 'active' \
+         AND starts_at < $4 AND ends_at > $3",
+    )
+    .bind(cluster)
+    .bind(model)
+    .bind(to_time(start))
+    .bind(to_time(end))
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(s, e, g)| (s.unix_timestamp(), e.unix_timestamp(), i64::from(g)))
+        .collect())
+}
+
+fn capacity_check(q: &Quote, req: &Request, peak: (i64, i64), site: &Site) -> Result<(), AppError> {
+    if peak.0 + q.gpus > q.contractable {
+        let at = jiff::Timestamp::from_second(peak.1).unwrap_or(req.start);
+        return Err(AppError::Refused {
+            code: "capacity_exceeded",
+            message: format!(
+                "not enough contractable capacity: {} of the {} {} GPUs on {} may be contracted ({}%), {} are already contracted at {}, so {} more cannot fit",
+                q.contractable,
+                q.installed,
+                req.gpu_model.trim(),
+                req.cluster.trim(),
+                site.contractable_percent,
+                peak.0,
+                domain::format_local(at, &site.time_zone),
+                q.gpus
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
+    if q.price_minor > q.balance_minor {
+        let left = domain::gpu_hours_for(
+            Money(q.balance_minor),
+            q.billing_weight_milli,
+            q.price_per_gpu_hour_minor,
+        );
+        return Err(AppError::Refused {
+            code: "budget_exceeded",
+            message: format!(
+                "not enough budget: the contract needs {:.1} {} GPU-hours ({}), {} has {:.1} left ({})",
+                q.gpu_hours,
+                req.gpu_model.trim(),
+                Money(q.price_minor).display(&site.currency),
+                req.project.trim(),
+                left.floor(),
+                Money(q.balance_minor).display(&site.currency)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks and prices a request without buying it: the price preview. Capacity and budget are
+/// checked against the current state (a later purchase may still be refused if others buy
+/// first).
+///
+/// # Errors
+/// As [`buy`].
+pub async fn quote(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    req: &Request,
+    now: jiff::Timestamp,
+) -> Result<Quote, AppError> {
+    let mut conn = pool.acquire().await?;
+    let mut q = resolve(&mut conn, site, actor, req, now).await?;
+    let peak = peak_contracted(
+        &windows(&mut conn, q.cluster_id, q.gpu_model_id, req.start, req.end).await?,
+        req.start.as_second(),
+        req.end.as_second(),
+    );
+    q.peak_contracted = peak.0;
+    capacity_check(&q, req, peak, site)?;
+    let account = ledger::current_account(pool, &mut conn, q.project_id, now, site).await?;
+    q.balance_minor = sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?;
+    budget_check(&q, req, site)?;
+    Ok(q)
+}
+
+/// Buys a contract: in one transaction, serialised per cluster and GPU model, admits it
+/// against the capacity plan and the project's budget, records it and posts its price from the
+/// project's budget to contract spending. A refusal changes nothing.
+///
+/// # Errors
+/// Invalid input (names, GPU count, window), Forbidden (not a lead of the project),
+/// Refused `capacity_exceeded` or `budget_exceeded` with the numbers.
+pub async fn buy(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    req: &Request,
+    now: jiff::Timestamp,
+) -> Result<(Contract, Quote), AppError> {
+    let mut tx = pool.begin().await?;
+    let mut q = resolve(&mut tx, site, actor, req, now).await?;
+    // One purchase at a time per cluster and model: the capacity check and the insert must see
+    // the same contracts (scenario S7).
+    sqlx::query("SELECT pg_advisory_xact_lock($1::int, $2::int)")
+        .bind(q.cluster_id as i32)
+        .bind(q.gpu_model_id as i32)
+        .execute(&mut *tx)
+        .await?;
+    let peak = peak_contracted(
+        &windows(&mut tx, q.cluster_id, q.gpu_model_id, req.start, req.end).await?,
+        req.start.as_second(),
+        req.end.as_second(),
+    );
+    q.peak_contracted = peak.0;
+    capacity_check(&q, req, peak, site)?;
+    let account = ledger::current_account(pool, &mut tx, q.project_id, now, site).await?;
+    q.balance_minor =
+        sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1 FOR UPDATE")
+            .bind(account)
+            .fetch_one(&mut *tx)
+            .await?;
+    budget_check(&q, req, site)?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(q.project_id)
+    .bind(q.cluster_id)
+    .bind(q.gpu_model_id)
+    .bind(q.gpus as i32)
+    .bind(to_time(req.start))
+    .bind(to_time(req.end))
+    .bind(&site.time_zone_name)
+    .bind(q.price_minor)
+    .bind(actor.id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let spend = ledger::global_account(&mut tx, "contract_spend").await?;
+    let period_start: time::OffsetDateTime =
+        sqlx::query_scalar("SELECT period_start FROM ledger_accounts WHERE id = $1")
+            .bind(account)
+            .fetch_one(&mut *tx)
+            .await?;
+    sqlx::query(
+        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, contract_id, actor_id, note) \
+         VALUES ('contract', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'capacity contract')",
+    )
+    .bind(account)
+    .bind(spend)
+    .bind(q.price_minor)
+    .bind(q.project_id)
+    .bind(period_start)
+    .bind(q.cluster_id)
+    .bind(q.gpu_model_id)
+    .bind(q.gpus * q.seconds)
+    .bind(id)
+    .bind(actor.id)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "contract.buy",
+            entity: "contract",
+            entity_id: Some(id),
+            node_id: Some(q.project_id),
+            before: None,
+            after: Some(json!({
+                "project": req.project.trim(), "cluster": req.cluster.trim(), "gpu_model": req.gpu_model.trim(), "gpus": q.gpus,
+                "start": req.start.to_string(), "end": req.end.to_string(), "price_minor": q.price_minor
+            })),
+        },
+    )
+    .await?;
+    let contract = sqlx::query_as::<_, Contract>(&format!("{SELECT_CONTRACT} WHERE c.id = $1"))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((contract, q))
+}
+
+/// Cancels a contract before its start, refunding the site's refund percentage of its price to
+/// the project's current budget. A started contract cannot be cancelled.
+///
+/// # Errors
+/// NotFound, Forbidden (not a lead of the project), Invalid (already cancelled or started).
+pub async fn cancel(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    id: i64,
+    now: jiff::Timestamp,
+) -> Result<Contract, AppError> {
+    let mut tx = pool.begin().await?;
+    let (project_id, state, starts_at, price, cluster_id, model_id): (i64, String, time::OffsetDateTime, i64, i64, i64) =
+        sqlx::query_as("SELECT project_id, state, starts_at, price_minor, cluster_id, gpu_model_id FROM contracts WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| AppError::NotFound(format!("no contract with id {id}")))?;
+    let parents = crate::auth::Parents::load(&mut *tx).await?;
+    if !actor.leads(project_id, &parents) {
+        return Err(AppError::Forbidden(
+            "only an admin or a lead of the project can cancel its contracts".into(),
+        ));
+    }
+    if state != "active" {
+        return Err(AppError::invalid(
+            "contract",
+            "this contract is already cancelled",
+        ));
+    }
+    if to_jiff(starts_at) <= now {
+        return Err(AppError::invalid(
+            "contract",
+            "this contract has started; a started contract cannot be cancelled",
+        ));
+    }
+    let refund = price * i64::from(site.refund_percent) / 100;
+    let account = ledger::current_account(pool, &mut tx, project_id, now, site).await?;
+    let spend = ledger::global_account(&mut tx, "contract_spend").await?;
+    let period_start: time::OffsetDateTime =
+        sqlx::query_scalar("SELECT period_start FROM ledger_accounts WHERE id = $1")
+            .bind(account)
+            .fetch_one(&mut *tx)
+            .await?;
+    sqlx::query(
+        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, contract_id, actor_id, note) \
+         VALUES ('refund', $1, $2, $3, $4, $5, $6, $7, $8, $9, 'contract cancelled before its start')",
+    )
+    .bind(spend)
+    .bind(account)
+    .bind(refund)
+    .bind(project_id)
+    .bind(period_start)
+    .bind(cluster_id)
+    .bind(model_id)
+    .bind(id)
+    .bind(actor.id)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("UPDATE contracts SET state = 'cancelled', refund_minor = $1, cancelled_by = $2, cancelled_at = $3 WHERE id = $4")
+        .bind(refund)
+        .bind(actor.id)
+        .bind(to_time(now))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "contract.cancel",
+            entity: "contract",
+            entity_id: Some(id),
+            node_id: Some(project_id),
+            before: Some(json!({"state": "active", "price_minor": price})),
+            after: Some(json!({"state": "cancelled", "refund_minor": refund})),
+        },
+    )
+    .await?;
+    let contract = sqlx::query_as::<_, Contract>(&format!("{SELECT_CONTRACT} WHERE c.id = $1"))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(contract)
+}
+
+/// Contracts visible to `actor` (admin and finance: all; leads: their subtree's projects;
+/// researchers: their projects), newest window first, optionally filtered by cluster and model.
+///
+/// # Errors
+/// Database errors.
+pub async fn visible(
+    pool: &PgPool,
+    actor: &Account,
+    cluster: Option<&str>,
+    gpu_model: Option<&str>,
+) -> Result<Vec<Contract>, AppError> {
+    let all: Vec<Contract> = sqlx::query_as(&format!(
+        "{SELECT_CONTRACT} WHERE ($1::text IS NULL OR cl.name = $1) AND ($2::text IS NULL OR m.name = $2) ORDER BY c.starts_at DESC, c.id DESC"
+    ))
+    .bind(cluster)
+    .bind(gpu_model)
+    .fetch_all(pool)
+    .await?;
+    if actor.sees_everything() {
+        return Ok(all);
+    }
+    let parents = crate::auth::Parents::load(pool).await?;
+    Ok(all
+        .into_iter()
+        .filter(|c| actor.may_view(c.project_id, &parents))
+        .collect())
+}
+
+/// One hour of the capacity calendar.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Slot {
+    /// Hour start, UTC.
+    pub start: jiff::Timestamp,
+    /// Most GPUs contracted at an instant of the hour.
+    pub contracted: i64,
+}
+
+/// The capacity calendar of a cluster and GPU model: installed and contractable GPUs, and per
+/// hour of the next 8 weeks (from the current hour) the most GPUs contracted in that hour.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Calendar {
+    /// Installed GPUs.
+    pub installed: i64,
+    /// Contractable GPUs.
+    pub contractable: i64,
+    /// Hourly slots.
+    pub hours: Vec<Slot>,
+}
+
+/// Builds the calendar for a cluster and model (ids).
+///
+/// # Errors
+/// Database errors.
+pub async fn calendar(
+    pool: &PgPool,
+    site: &Site,
+    cluster: i64,
+    model: i64,
+    now: jiff::Timestamp,
+) -> Result<Calendar, AppError> {
+    let installed: i64 = sqlx::query_scalar("SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2")
+        .bind(cluster)
+        .bind(model)
+        .fetch_one(pool)
+        .await?;
+    let first = now.as_second() - now.as_second().rem_euclid(3600);
+    let last = first + HORIZON_SECONDS;
+    let mut conn = pool.acquire().await?;
+    let existing = windows(
+        &mut conn,
+        cluster,
+        model,
+        jiff::Timestamp::from_second(first).unwrap_or(now),
+        jiff::Timestamp::from_second(last).unwrap_or(now),
+    )
+    .await?;
+    let hours = (0..HORIZON_SECONDS / 3600)
+        .map(|h| {
+            let s = first + h * 3600;
+            Slot {
+                start: jiff::Timestamp::from_second(s).unwrap_or(now),
+                contracted: peak_contracted(&existing, s, s + 3600).0,
+            }
+        })
+        .collect();
+    Ok(Calendar {
+        installed,
+        contractable: contractable(installed, site.contractable_percent),
+        hours,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_is_found_at_window_starts() {
+        // Windows [0,10) 4 GPUs, [5,15) 3 GPUs, [10,20) 2 GPUs.
+        let w = [(0, 10, 4), (5, 15, 3), (10, 20, 2)];
+        assert_eq!(peak_contracted(&w, 0, 20), (7, 5));
+        assert_eq!(peak_contracted(&w, 10, 20), (5, 10));
+        assert_eq!(peak_contracted(&w, 15, 20), (2, 15));
+        assert_eq!(peak_contracted(&w, 20, 30), (0, 20));
+        // Half-open: a window ending at t does not overlap one starting at t.
+        assert_eq!(peak_contracted(&[(0, 10, 8)], 10, 12), (0, 10));
+    }
+
+    #[test]
+    fn contractable_rounds_down() {
+        assert_eq!(contractable(88, 70), 61);
+        assert_eq!(contractable(8, 100), 8);
+        assert_eq!(contractable(8, 0), 0);
+    }
+}

@@ -1,0 +1,265 @@
+//! The GPU-hour ledger: double-entry accounts and postings in PostgreSQL. Each project has a
+//! budget account per budget period, granted from the `funding` account when the period
+//! begins; contract purchases and run usage move money out of it, refunds move it back, and
+//! what is unspent at the period's end lapses. Balances are maintained by a trigger and a
+//! `CHECK` keeps every project budget at or above zero; `ledger_problems()` proves the whole.
+
+pub mod contracts;
+
+use sqlx::{PgConnection, PgPool};
+
+use crate::config::Site;
+use crate::db::tree as tree_db;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+
+/// A budget period as UTC instants `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Period {
+    /// First instant.
+    pub start: jiff::Timestamp,
+    /// First instant after it.
+    pub end: jiff::Timestamp,
+}
+
+impl Period {
+    /// The period containing `now` in the site's time zone (a calendar month).
+    pub fn containing(now: jiff::Timestamp, site: &Site) -> Self {
+        let (s, e) = domain::budget_period(now, &site.time_zone);
+        Self {
+            start: s.timestamp(),
+            end: e.timestamp(),
+        }
+    }
+
+    /// As `time::OffsetDateTime`s for binding.
+    pub fn bounds(&self) -> (time::OffsetDateTime, time::OffsetDateTime) {
+        (to_time(self.start), to_time(self.end))
+    }
+}
+
+/// Converts a `jiff::Timestamp` to a `time::OffsetDateTime` (UTC), for sqlx.
+pub fn to_time(ts: jiff::Timestamp) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp_nanos(ts.as_nanosecond())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+}
+
+/// Converts a `time::OffsetDateTime` to a `jiff::Timestamp`.
+pub fn to_jiff(t: time::OffsetDateTime) -> jiff::Timestamp {
+    jiff::Timestamp::from_nanosecond(t.unix_timestamp_nanos())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+/// The id of a global account (`funding`, `contract_spend`, `run_spend`, `lapsed`).
+///
+/// # Errors
+/// Database errors.
+pub async fn global_account(conn: &mut PgConnection, kind: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM ledger_accounts WHERE kind = $1 AND project_id IS NULL")
+        .bind(kind)
+        .fetch_one(conn)
+        .await
+}
+
+/// The period budget of every live project for `period`, from the program tree (override or
+/// entitlement's value, lowered by the money cap), as `(project id, amount)`.
+///
+/// # Errors
+/// Database errors.
+pub async fn period_budgets(
+    pool: &PgPool,
+    period: Period,
+    site: &Site,
+) -> Result<Vec<(i64, Money)>, AppError> {
+    let tree = tree_db::load(pool, period.start, &site.time_zone).await?;
+    let settings: Vec<(i64, Option<i64>, Option<i64>)> =
+        sqlx::query_as("SELECT node_id, period_budget_minor, money_cap_minor FROM projects")
+            .fetch_all(pool)
+            .await?;
+    Ok(tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project)
+        .map(|n| {
+            let (_, budget, cap) = settings
+                .iter()
+                .find(|(id, _, _)| *id == n.id)
+                .copied()
+                .unwrap_or((n.id, None, None));
+            let base = budget.map_or(n.money_total, Money);
+            let amount = match cap {
+                Some(c) if c < base.0 => Money(c),
+                _ => base,
+            };
+            (n.id, amount)
+        })
+        .collect())
+}
+
+/// Makes sure `project` has its budget account for `period`, granting `amount` from funding
+/// when the account is created. Returns the account id. Safe under concurrency: exactly one
+/// caller creates the account and posts the grant.
+///
+/// # Errors
+/// Database errors.
+pub async fn ensure_budget_account(
+    conn: &mut PgConnection,
+    project: i64,
+    period: Period,
+    amount: Money,
+) -> Result<i64, sqlx::Error> {
+    let (start, end) = period.bounds();
+    let created: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO ledger_accounts (kind, project_id, period_start, period_end) VALUES ('project_budget', $1, $2, $3) \
+         ON CONFLICT DO NOTHING RETURNING id",
+    )
+    .bind(project)
+    .bind(start)
+    .bind(end)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = created {
+        let funding = global_account(conn, "funding").await?;
+        sqlx::query(
+            "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, note) \
+             VALUES ('grant', $1, $2, $3, $4, $5, 'period budget')",
+        )
+        .bind(funding)
+        .bind(id)
+        .bind(amount.0)
+        .bind(project)
+        .bind(start)
+        .execute(&mut *conn)
+        .await?;
+        return Ok(id);
+    }
+    sqlx::query_scalar("SELECT id FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2")
+        .bind(project)
+        .bind(start)
+        .fetch_one(conn)
+        .await
+}
+
+/// The budget account of `project` for the period containing `now`, granted if missing.
+///
+/// # Errors
+/// NotFound for a project that is not live; database errors.
+pub async fn current_account(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    project: i64,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<i64, AppError> {
+    let period = Period::containing(now, site);
+    let (start, _) = period.bounds();
+    let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2")
+        .bind(project)
+        .bind(start)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
+    let amount = period_budgets(pool, period, site)
+        .await?
+        .into_iter()
+        .find(|(id, _)| *id == project)
+        .map(|(_, m)| m)
+        .ok_or_else(|| AppError::NotFound(format!("no live project with id {project}")))?;
+    Ok(ensure_budget_account(conn, project, period, amount).await?)
+}
+
+/// Rolls budgets over at period boundaries: every live project gets its budget account for the
+/// period containing `now` (granted from funding), and whatever is left in accounts of ended
+/// periods lapses. Idempotent; run at start-up and every minute.
+///
+/// # Errors
+/// Database errors.
+pub async fn roll_over(
+    pool: &PgPool,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<RollOver, AppError> {
+    let period = Period::containing(now, site);
+    let budgets = period_budgets(pool, period, site).await?;
+    let mut tx = pool.begin().await?;
+    let mut granted = 0;
+    let (start, _) = period.bounds();
+    for (project, amount) in budgets {
+        let had: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2)")
+            .bind(project)
+            .bind(start)
+            .fetch_one(&mut *tx)
+            .await?;
+        if !had {
+            ensure_budget_account(&mut tx, project, period, amount).await?;
+            granted += 1;
+        }
+    }
+    let lapsed_account = global_account(&mut tx, "lapsed").await?;
+    let ended: Vec<(i64, i64, i64, time::OffsetDateTime)> = sqlx::query_as(
+        "SELECT id, project_id, balance_minor, period_start FROM ledger_accounts \
+         WHERE kind = 'project_budget' AND period_end <= $1 AND balance_minor > 0 FOR UPDATE",
+    )
+    .bind(to_time(now))
+    .fetch_all(&mut *tx)
+    .await?;
+    for (account, project, balance, period_start) in &ended {
+        sqlx::query(
+            "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, note) \
+             VALUES ('lapse', $1, $2, $3, $4, $5, 'unspent at the end of the period')",
+        )
+        .bind(account)
+        .bind(lapsed_account)
+        .bind(balance)
+        .bind(project)
+        .bind(period_start)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(RollOver {
+        granted,
+        lapsed: ended.len(),
+    })
+}
+
+/// What a roll-over did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollOver {
+    /// Budget accounts opened (and granted).
+    pub granted: usize,
+    /// Accounts of ended periods whose remainder lapsed.
+    pub lapsed: usize,
+}
+
+/// The ledger's problems, empty when it balances and no budget is below zero (the SQL function
+/// `ledger_problems()`).
+///
+/// # Errors
+/// Database errors.
+pub async fn problems(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT problem FROM ledger_problems()")
+        .fetch_all(pool)
+        .await
+}
+
+/// A project's budget balance in the period containing `now` (granting it if needed).
+///
+/// # Errors
+/// Database errors.
+pub async fn balance(
+    pool: &PgPool,
+    project: i64,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<Money, AppError> {
+    let mut conn = pool.acquire().await?;
+    let account = current_account(pool, &mut conn, project, now, site).await?;
+    let b: i64 = sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(Money(b))
+}

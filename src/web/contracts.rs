@@ -1,0 +1,516 @@
+//! Capacity calendar, contract purchase with a price preview, the contract list and
+//! cancellation.
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser};
+use crate::db::inventory;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger::contracts::{self, Request};
+use crate::ledger::to_jiff;
+use crate::state::AppState;
+use crate::web::{Layout, flash, render, render_status};
+
+struct Cell {
+    color: String,
+    title: String,
+    text: String,
+}
+
+struct Day {
+    label: String,
+    date: String,
+    max_contracted: i64,
+    min_free: i64,
+    cells: Vec<Cell>,
+}
+
+struct CalendarView {
+    cluster: String,
+    gpu_model: String,
+    installed: i64,
+    contractable: i64,
+    days: Vec<Day>,
+}
+
+#[derive(askama::Template)]
+#[template(path = "capacity.html")]
+struct CapacityPage {
+    layout: Layout,
+    pools: Vec<(String, String)>,
+    selected: String,
+    cal: Option<CalendarView>,
+    percent: u8,
+    time_zone: String,
+    can_buy: bool,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct PoolQuery {
+    #[serde(default)]
+    pool: String,
+}
+
+/// Whether the account may buy contracts for some project (admin or any lead).
+fn can_buy(me: &Account) -> bool {
+    me.is_admin() || me.lead_nodes().next().is_some()
+}
+
+/// A colour from green (free) to red (fully contracted) for a used fraction.
+fn heat(used: i64, of: i64) -> String {
+    if of <= 0 {
+        return "#eee".into();
+    }
+    let f = (used as f64 / of as f64).clamp(0.0, 1.0);
+    let hue = 130.0 * (1.0 - f);
+    format!("hsl({hue:.0}, 60%, {:.0}%)", 88.0 - 20.0 * f)
+}
+
+async fn capacity(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(q): Query<PoolQuery>,
+) -> Result<Response, AppError> {
+    let clusters = inventory::clusters(&state.pool).await?;
+    let pools: Vec<(String, String)> = clusters
+        .iter()
+        .flat_map(|c| {
+            c.gpus.iter().map(move |(m, n)| {
+                (
+                    format!("{}/{}", c.name, m),
+                    format!("{} — {} × {}", c.name, n, m),
+                )
+            })
+        })
+        .collect();
+    let selected = if pools.iter().any(|(v, _)| *v == q.pool) {
+        q.pool.clone()
+    } else {
+        pools.first().map(|p| p.0.clone()).unwrap_or_default()
+    };
+    let cal = match selected.split_once('/') {
+        Some((cluster, model)) => {
+            let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
+                .bind(cluster)
+                .fetch_one(&state.pool)
+                .await?;
+            let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
+                .bind(model)
+                .fetch_one(&state.pool)
+                .await?;
+            let cal = contracts::calendar(
+                &state.pool,
+                &state.site,
+                cluster_id,
+                model_id,
+                jiff::Timestamp::now(),
+            )
+            .await?;
+            let tz = &state.site.time_zone;
+            let mut days: Vec<Day> = Vec::new();
+            for slot in &cal.hours {
+                let local = slot.start.to_zoned(tz.clone());
+                let date = local.date().to_string();
+                if days.last().is_none_or(|d| d.date != date) {
+                    days.push(Day {
+                        label: local.strftime("%a %Y-%m-%d").to_string(),
+                        date: date.clone(),
+                        max_contracted: 0,
+                        min_free: cal.contractable,
+                        cells: (0..24)
+                            .map(|_| Cell {
+                                color: "#f4f4f4".into(),
+                                title: "past or not in this day".into(),
+                                text: String::new(),
+                            })
+                            .collect(),
+                    });
+                }
+                let day = days.last_mut().expect("pushed above");
+                let free = cal.contractable - slot.contracted;
+                day.max_contracted = day.max_contracted.max(slot.contracted);
+                day.min_free = day.min_free.min(free);
+                let cell = &mut day.cells[usize::from(local.hour() as u8)];
+                // A repeated hour (clocks going back) shows its busier occurrence.
+                let shown_free = if cell.text.is_empty() {
+                    free
+                } else {
+                    free.min(cell.text.parse().unwrap_or(free))
+                };
+                *cell = Cell {
+                    color: heat(cal.contractable - shown_free, cal.contractable),
+                    title: format!(
+                        "{} {}: {} contracted, {} contractable left",
+                        date,
+                        local.strftime("%H:%M %:z"),
+                        cal.contractable - shown_free,
+                        shown_free
+                    ),
+                    text: shown_free.to_string(),
+                };
+            }
+            Some(CalendarView {
+                cluster: cluster.to_string(),
+                gpu_model: model.to_string(),
+                installed: cal.installed,
+                contractable: cal.contractable,
+                days,
+            })
+        }
+        None => None,
+    };
+    render(&CapacityPage {
+        layout: Layout::for_user(&session, &me, "/capacity").await?,
+        pools,
+        selected,
+        cal,
+        percent: state.site.contractable_percent,
+        time_zone: state.site.time_zone_name.clone(),
+        can_buy: can_buy(&me),
+    })
+}
+
+/// The purchase form's fields, kept as typed.
+#[derive(serde::Deserialize, Default, Clone)]
+struct ContractForm {
+    #[serde(default)]
+    project: String,
+    #[serde(default)]
+    cluster: String,
+    #[serde(default)]
+    gpu_model: String,
+    #[serde(default)]
+    gpus: String,
+    #[serde(default)]
+    start: String,
+    #[serde(default)]
+    end: String,
+}
+
+struct QuoteView {
+    start_local: String,
+    end_local: String,
+    start_utc: String,
+    end_utc: String,
+    hours: String,
+    gpu_hours: String,
+    price: String,
+    weight: String,
+    unit_price: String,
+    balance: String,
+    balance_after: String,
+    peak: i64,
+    contractable: i64,
+}
+
+#[derive(askama::Template)]
+#[template(path = "contract_form.html")]
+struct ContractFormPage {
+    layout: Layout,
+    time_zone: String,
+    error: Option<String>,
+    quote: Option<QuoteView>,
+    hidden: Vec<(&'static str, String)>,
+    form: ContractForm,
+    projects: Vec<String>,
+    clusters: Vec<String>,
+    models: Vec<String>,
+}
+
+/// Parses the form into a request, naming the field at fault.
+fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
+    let gpus = domain::int_in(&f.gpus, "the GPU count", 1, 100_000)
+        .map_err(|m| AppError::invalid("gpus", m))?;
+    let site = &state.site;
+    let start = domain::parse_instant(&f.start, &site.time_zone, &site.time_zone_name)
+        .map_err(|m| AppError::invalid("start", format!("start: {m}")))?;
+    let end = domain::parse_instant(&f.end, &site.time_zone, &site.time_zone_name)
+        .map_err(|m| AppError::invalid("end", format!("end: {m}")))?;
+    Ok(Request {
+        project: f.project.clone(),
+        cluster: f.cluster.clone(),
+        gpu_model: f.gpu_model.clone(),
+        gpus,
+        start,
+        end,
+    })
+}
+
+async fn form_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    form: ContractForm,
+    error: Option<String>,
+    quote: Option<QuoteView>,
+) -> Result<Response, AppError> {
+    if !can_buy(me) {
+        return Err(AppError::Forbidden(
+            "only leads and admins buy capacity contracts".into(),
+        ));
+    }
+    let tree = state.tree().await?;
+    let projects = tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project && me.leads(n.id, &tree.parents))
+        .map(|n| n.name.clone())
+        .collect();
+    let inv = inventory::clusters(&state.pool).await?;
+    let mut models: Vec<String> = inv
+        .iter()
+        .flat_map(|c| c.gpus.iter().map(|(m, _)| m.clone()))
+        .collect();
+    models.sort();
+    models.dedup();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let hidden = vec![
+        ("project", form.project.clone()),
+        ("cluster", form.cluster.clone()),
+        ("gpu_model", form.gpu_model.clone()),
+        ("gpus", form.gpus.clone()),
+        ("start", form.start.clone()),
+        ("end", form.end.clone()),
+    ];
+    render_status(
+        status,
+        &ContractFormPage {
+            layout: Layout::for_user(session, me, "/contracts").await?,
+            time_zone: state.site.time_zone_name.clone(),
+            error,
+            quote,
+            hidden,
+            form,
+            projects,
+            clusters: inv.iter().map(|c| c.name.clone()).collect(),
+            models,
+        },
+    )
+}
+
+async fn new_contract(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(form): Query<ContractForm>,
+) -> Result<Response, AppError> {
+    form_page(&state, &session, &me, form, None, None).await
+}
+
+async fn preview(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(form): axum::Form<ContractForm>,
+) -> Result<Response, AppError> {
+    let now = jiff::Timestamp::now();
+    let result = match parse_form(&form, &state) {
+        Ok(req) => contracts::quote(&state.pool, &state.site, &me, &req, now)
+            .await
+            .map(|q| (req, q)),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok((req, q)) => {
+            let tz = &state.site.time_zone;
+            let cur = &state.site.currency;
+            let view = QuoteView {
+                start_local: domain::format_local(req.start, tz),
+                end_local: domain::format_local(req.end, tz),
+                start_utc: req.start.to_string(),
+                end_utc: req.end.to_string(),
+                hours: format!("{}", q.seconds as f64 / 3600.0),
+                gpu_hours: format!("{:.1}", q.gpu_hours),
+                price: Money(q.price_minor).display(cur),
+                weight: domain::format_milli(q.billing_weight_milli),
+                unit_price: format!(
+                    "{} per weighted GPU-hour",
+                    Money(q.price_per_gpu_hour_minor).display(cur)
+                ),
+                balance: Money(q.balance_minor).display(cur),
+                balance_after: Money(q.balance_minor - q.price_minor).display(cur),
+                peak: q.peak_contracted,
+                contractable: q.contractable,
+            };
+            form_page(&state, &session, &me, form, None, Some(view)).await
+        }
+        Err(AppError::Invalid { message, .. } | AppError::Refused { message, .. }) => {
+            form_page(&state, &session, &me, form, Some(message), None).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn buy(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(form): axum::Form<ContractForm>,
+) -> Result<Response, AppError> {
+    let result = match parse_form(&form, &state) {
+        Ok(req) => {
+            contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now()).await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok((c, _)) => {
+            flash(
+                &session,
+                format!(
+                    "Bought contract #{} for {}.",
+                    c.id,
+                    Money(c.price_minor).display(&state.site.currency)
+                ),
+            )
+            .await?;
+            Ok(Redirect::to(&format!("/projects/{}", c.project_id)).into_response())
+        }
+        Err(AppError::Invalid { message, .. } | AppError::Refused { message, .. }) => {
+            form_page(&state, &session, &me, form, Some(message), None).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+struct ContractRow {
+    id: i64,
+    project: String,
+    gpus: i32,
+    gpu_model: String,
+    cluster: String,
+    window: String,
+    price: String,
+    state: String,
+    can_cancel: bool,
+    refund: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "contracts.html")]
+struct ContractsPage {
+    layout: Layout,
+    error: Option<String>,
+    rows: Vec<ContractRow>,
+    time_zone: String,
+    can_buy: bool,
+}
+
+/// Formats a contract window in the site's zone with both offsets and its real length.
+pub fn window_label(
+    start: time::OffsetDateTime,
+    end: time::OffsetDateTime,
+    tz: &jiff::tz::TimeZone,
+) -> String {
+    let (s, e) = (to_jiff(start), to_jiff(end));
+    let hours = (e.as_second() - s.as_second()) as f64 / 3600.0;
+    format!(
+        "{} → {} ({hours} h)",
+        domain::format_local(s, tz),
+        domain::format_local(e, tz)
+    )
+}
+
+async fn list_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    error: Option<String>,
+) -> Result<Response, AppError> {
+    let now = jiff::Timestamp::now();
+    let tree = state.tree().await?;
+    let cur = &state.site.currency;
+    let rows = contracts::visible(&state.pool, me, None, None)
+        .await?
+        .into_iter()
+        .map(|c| ContractRow {
+            id: c.id,
+            can_cancel: c.state == "active"
+                && to_jiff(c.starts_at) > now
+                && me.leads(c.project_id, &tree.parents),
+            refund: Money(c.price_minor * i64::from(state.site.refund_percent) / 100).display(cur),
+            project: c.project,
+            gpus: c.gpus,
+            gpu_model: c.gpu_model,
+            cluster: c.cluster,
+            window: window_label(c.starts_at, c.ends_at, &state.site.time_zone),
+            price: Money(c.price_minor).display(cur),
+            state: match c.refund_minor {
+                Some(r) if c.state == "cancelled" => {
+                    format!("cancelled, {} refunded", Money(r).display(cur))
+                }
+                _ => c.state,
+            },
+        })
+        .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    render_status(
+        status,
+        &ContractsPage {
+            layout: Layout::for_user(session, me, "/contracts").await?,
+            error,
+            rows,
+            time_zone: state.site.time_zone_name.clone(),
+            can_buy: can_buy(me),
+        },
+    )
+}
+
+async fn list(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    list_page(&state, &session, &me, None).await
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    match contracts::cancel(&state.pool, &state.site, &me, id, jiff::Timestamp::now()).await {
+        Ok(c) => {
+            flash(
+                &session,
+                format!(
+                    "Cancelled contract #{}; {} refunded.",
+                    c.id,
+                    Money(c.refund_minor.unwrap_or(0)).display(&state.site.currency)
+                ),
+            )
+            .await?;
+            Ok(Redirect::to("/contracts").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            list_page(&state, &session, &me, Some(message)).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Capacity and contract routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/capacity", get(capacity))
+        .route("/contracts", get(list).post(buy))
+        .route("/contracts/new", get(new_contract))
+        .route("/contracts/preview", post(preview))
+        .route("/contracts/{id}/cancel", post(cancel))
+}
