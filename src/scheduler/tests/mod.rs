@@ -1,0 +1,1 @@
+//! Unit, scenario and property tests of the core.
