@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum RunRefusal {
     /// The gang is larger than every GPU of its model on its cluster.
-    #[error("asks for {asked} GPUs but the cluster has only {installed} GPUs of that model; it can never start")]
+    #[error(
+        "asks for {asked} GPUs but the cluster has only {installed} GPUs of that model; it can never start"
+    )]
     LargerThanCluster {
         /// GPUs asked for.
         asked: u32,
@@ -31,7 +33,9 @@ pub fn admit_run(snapshot: &Snapshot, run: &WaitingRun) -> Result<(), RunRefusal
         return Err(RunRefusal::Invalid("a run needs at least one GPU".into()));
     }
     if run.time_limit_s <= 0 {
-        return Err(RunRefusal::Invalid("the time limit must be positive".into()));
+        return Err(RunRefusal::Invalid(
+            "the time limit must be positive".into(),
+        ));
     }
     if run.min_runtime_s < 0 || run.min_runtime_s > run.time_limit_s {
         return Err(RunRefusal::Invalid(
@@ -45,7 +49,10 @@ pub fn admit_run(snapshot: &Snapshot, run: &WaitingRun) -> Result<(), RunRefusal
         .map(|n| n.gpus)
         .sum();
     if run.gpus > installed {
-        return Err(RunRefusal::LargerThanCluster { asked: run.gpus, installed });
+        return Err(RunRefusal::LargerThanCluster {
+            asked: run.gpus,
+            installed,
+        });
     }
     Ok(())
 }
@@ -163,10 +170,14 @@ pub fn admit_contract(
     candidate: &ContractCandidate,
 ) -> Result<i64, ContractRefusal> {
     if candidate.gpus == 0 {
-        return Err(ContractRefusal::Invalid("a contract needs at least one GPU".into()));
+        return Err(ContractRefusal::Invalid(
+            "a contract needs at least one GPU".into(),
+        ));
     }
     if candidate.start >= candidate.end {
-        return Err(ContractRefusal::Invalid("the window must end after it starts".into()));
+        return Err(ContractRefusal::Invalid(
+            "the window must end after it starts".into(),
+        ));
     }
     let plan = plans
         .iter()

@@ -171,16 +171,25 @@ impl FairShare {
     }
 
     fn key(&self, e: usize) -> ShareKey {
-        ShareKey { share: self.share[e], usage: self.usage[e] }
+        ShareKey {
+            share: self.share[e],
+            usage: self.usage[e],
+        }
     }
 
     /// Sibling order: greater key first, then tree nodes before projects, then lower id.
     fn sibling_cmp(&self, a: usize, b: usize) -> Ordering {
-        self.key(b).compare(&self.key(a)).then_with(|| self.tie_id(a).cmp(&self.tie_id(b)))
+        self.key(b)
+            .compare(&self.key(a))
+            .then_with(|| self.tie_id(a).cmp(&self.tie_id(b)))
     }
 
     fn tie_id(&self, e: usize) -> (u8, i64) {
-        if e < self.n_tree { (0, e as i64) } else { (1, self.project_ids[e - self.n_tree].0) }
+        if e < self.n_tree {
+            (0, e as i64)
+        } else {
+            (1, self.project_ids[e - self.n_tree].0)
+        }
     }
 
     fn compute_ranks(&self) -> Vec<usize> {
@@ -221,7 +230,9 @@ impl FairShare {
 
     /// Rank of a project at the start of the pass (0 = served first); unknown projects last.
     pub fn rank(&self, project: ProjectId) -> usize {
-        self.project_index.get(&project).map_or(usize::MAX, |&i| self.rank[i])
+        self.project_index
+            .get(&project)
+            .map_or(usize::MAX, |&i| self.rank[i])
     }
 
     /// Projects in rank order.
@@ -250,7 +261,9 @@ impl FairShare {
 
     /// The project's own key (its share of its parent over its usage).
     pub fn project_key(&self, project: ProjectId) -> Option<ShareKey> {
-        self.project_index.get(&project).map(|&i| self.key(self.n_tree + i))
+        self.project_index
+            .get(&project)
+            .map(|&i| self.key(self.n_tree + i))
     }
 
     /// The two siblings under the lowest common ancestor of projects `a` and `b`: the ancestor
@@ -287,7 +300,13 @@ impl FairShare {
     /// Whether `low` would rank strictly below `high` after `high` gains `gain` and `low` loses
     /// `loss` GPU-seconds of usage (the "after the move" test of DESIGN.md 3.2). Leaves the state
     /// unchanged.
-    pub fn strictly_below_after(&mut self, low: ProjectId, high: ProjectId, gain: i128, loss: i128) -> bool {
+    pub fn strictly_below_after(
+        &mut self,
+        low: ProjectId,
+        high: ProjectId,
+        gain: i128,
+        loss: i128,
+    ) -> bool {
         self.add_usage(high, gain);
         self.add_usage(low, -loss);
         let r = self.strictly_below(low, high);

@@ -197,8 +197,18 @@ impl<'a> Pass<'a> {
             let gpus = n.gpus.clamp(0, 64);
             let pool = pool_index[&(n.cluster, n.model)];
             node_index.insert(n.id, nodes.len());
-            let free = if gpus == 64 { u64::MAX } else { (1u64 << gpus) - 1 };
-            nodes.push(NodeSlot { id: n.id, pool, gpus, state: n.state, free });
+            let free = if gpus == 64 {
+                u64::MAX
+            } else {
+                (1u64 << gpus) - 1
+            };
+            nodes.push(NodeSlot {
+                id: n.id,
+                pool,
+                gpus,
+                state: n.state,
+                free,
+            });
             if n.state != NodeState::Down {
                 pools[pool].installed += gpus;
                 pools[pool].node_max = pools[pool].node_max.max(gpus);
@@ -228,9 +238,18 @@ impl<'a> Pass<'a> {
                 gpus += idx.len() as u32;
             }
             let contract_protected = r.contract.is_some_and(|c| {
-                active.get(&c).is_some_and(|k| k.project == r.project && k.active_at(now))
+                active
+                    .get(&c)
+                    .is_some_and(|k| k.project == r.project && k.active_at(now))
             });
-            runs.push(RunSlot { run: r, pool, gpus, gone: false, started_this_pass: false, contract_protected });
+            runs.push(RunSlot {
+                run: r,
+                pool,
+                gpus,
+                gone: false,
+                started_this_pass: false,
+                contract_protected,
+            });
         }
         // In-flight usage.
         let w = snap.policy.in_flight_s.max(0) as i128;
@@ -248,7 +267,9 @@ impl<'a> Pass<'a> {
         let total_usage: f64 = snap
             .projects
             .iter()
-            .map(|p| p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64)
+            .map(|p| {
+                p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64
+            })
             .sum();
         for p in &snap.projects {
             let mut eff = p.share.fraction();
@@ -280,7 +301,11 @@ impl<'a> Pass<'a> {
         }
         let contracts = active
             .values()
-            .filter_map(|c| pool_index.get(&(c.cluster, c.model)).map(|&p| (c.id, (c.project, p, i64::from(c.gpus)))))
+            .filter_map(|c| {
+                pool_index
+                    .get(&(c.cluster, c.model))
+                    .map(|&p| (c.id, (c.project, p, i64::from(c.gpus))))
+            })
             .collect();
         let mut pass = Pass {
             snap,
@@ -402,7 +427,13 @@ impl<'a> Pass<'a> {
         while remaining > 0 {
             let p = &self.pools[pool];
             let pick = (remaining.min(64)..=64)
-                .find_map(|k| if remaining <= 64 { p.by_free[k].first().copied() } else { None })
+                .find_map(|k| {
+                    if remaining <= 64 {
+                        p.by_free[k].first().copied()
+                    } else {
+                        None
+                    }
+                })
                 .or_else(|| (1..=64).rev().find_map(|k| p.by_free[k].first().copied()));
             let ni = pick?;
             let free = self.nodes[ni].free;
@@ -435,7 +466,8 @@ impl<'a> Pass<'a> {
             let wm = i128::from(self.pools[pool].weight_milli);
             if r.allocated() {
                 let w = i128::from(self.snap.policy.in_flight_s.max(0));
-                self.fs.add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
+                self.fs
+                    .add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
             } else {
                 self.pools[pool].unalloc_gpus -= i64::from(gpus);
             }
@@ -455,15 +487,28 @@ impl<'a> Pass<'a> {
                 ps.legacy_np = ps.legacy_np.saturating_sub(gpus);
             }
         }
-        self.decisions.push(Decision::Preempt { run: r.id, reason, for_run });
+        self.decisions.push(Decision::Preempt {
+            run: r.id,
+            reason,
+            for_run,
+        });
     }
 
-    fn start(&mut self, w: &WaitingRun, pool: usize, contract: Option<ContractId>, non_preemptible: bool) -> bool {
-        let Some(placement) = self.place(pool, w.gpus) else { return false };
+    fn start(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        contract: Option<ContractId>,
+        non_preemptible: bool,
+    ) -> bool {
+        let Some(placement) = self.place(pool, w.gpus) else {
+            return false;
+        };
         if w.allocated() {
             let wm = i128::from(self.pools[pool].weight_milli);
             let fl = i128::from(self.snap.policy.in_flight_s.max(0));
-            self.fs.add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
+            self.fs
+                .add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
         }
         let cost = self.cost(w, pool);
         if let Some(ps) = self.projects.get_mut(&w.project) {
@@ -489,7 +534,12 @@ impl<'a> Pass<'a> {
             entry.2 -= i64::from(w.gpus);
             self.pools[pool].hold -= used;
         }
-        self.decisions.push(Decision::Start { run: w.id, placement, contract, non_preemptible });
+        self.decisions.push(Decision::Start {
+            run: w.id,
+            placement,
+            contract,
+            non_preemptible,
+        });
         true
     }
 
@@ -538,12 +588,16 @@ impl<'a> Pass<'a> {
             }
             return;
         }
-        let owners: BTreeSet<(usize, ProjectId)> =
-            self.contracts.values().map(|&(proj, pool, _)| (pool, proj)).collect();
+        let owners: BTreeSet<(usize, ProjectId)> = self
+            .contracts
+            .values()
+            .map(|&(proj, pool, _)| (pool, proj))
+            .collect();
         let ids: Vec<ContractId> = self.contracts.keys().copied().collect();
         for cid in ids {
             let (_, pool, _) = self.contracts[&cid];
-            let deficit = self.pools[pool].hold - self.pools[pool].free - self.pools[pool].unalloc_gpus;
+            let deficit =
+                self.pools[pool].hold - self.pools[pool].free - self.pools[pool].unalloc_gpus;
             if deficit <= 0 {
                 continue;
             }
@@ -587,19 +641,35 @@ impl<'a> Pass<'a> {
                 let fs = &self.fs;
                 let mut keyed: Vec<_> = v
                     .into_iter()
-                    .map(|w| ((fs.rank(w.project), -i64::from(w.priority), w.submitted_at, w.id), w))
+                    .map(|w| {
+                        (
+                            (
+                                fs.rank(w.project),
+                                -i64::from(w.priority),
+                                w.submitted_at,
+                                w.id,
+                            ),
+                            w,
+                        )
+                    })
                     .collect();
                 keyed.sort_unstable_by_key(|(k, _)| *k);
                 v = keyed.into_iter().map(|(_, w)| w).collect();
             }
             PolicyKind::Fifo => v.sort_unstable_by_key(|w| (w.submitted_at, w.id)),
-            PolicyKind::Legacy => v.sort_unstable_by_key(|w| (-i64::from(w.priority), w.submitted_at, w.id)),
+            PolicyKind::Legacy => {
+                v.sort_unstable_by_key(|w| (-i64::from(w.priority), w.submitted_at, w.id))
+            }
         }
         v
     }
 
     fn wait(&mut self, w: &WaitingRun, reason: WaitReason, estimated_start: Option<i64>) {
-        self.waiting.push(Waiting { run: w.id, reason, estimated_start });
+        self.waiting.push(Waiting {
+            run: w.id,
+            reason,
+            estimated_start,
+        });
     }
 
     /// Common gates: pool exists and is large enough.
@@ -609,7 +679,14 @@ impl<'a> Pass<'a> {
             Some(p) if self.pools[p].installed >= w.gpus => Some(p),
             _ => {
                 let installed = pool.map_or(0, |p| self.pools[p].installed);
-                self.wait(w, WaitReason::NeverFits { gpus: w.gpus, installed }, None);
+                self.wait(
+                    w,
+                    WaitReason::NeverFits {
+                        gpus: w.gpus,
+                        installed,
+                    },
+                    None,
+                );
                 None
             }
         }
@@ -625,7 +702,11 @@ impl<'a> Pass<'a> {
     /// GPUs the run may take now without preempting, given holds and the reservation.
     fn usable(&self, pool: usize, w: &WaitingRun, hold_exempt: bool) -> i64 {
         let p = &self.pools[pool];
-        let avail = if hold_exempt { p.free } else { (p.free - p.hold).max(0) };
+        let avail = if hold_exempt {
+            p.free
+        } else {
+            (p.free - p.hold).max(0)
+        };
         match &p.reservation {
             Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
             _ => avail,
@@ -644,7 +725,9 @@ impl<'a> Pass<'a> {
     fn contract_for(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
         self.contracts
             .iter()
-            .find(|(_, (proj, p, unused))| *proj == w.project && *p == pool && *unused >= i64::from(w.gpus))
+            .find(|(_, (proj, p, unused))| {
+                *proj == w.project && *p == pool && *unused >= i64::from(w.gpus)
+            })
             .map(|(&id, _)| id)
     }
 
@@ -657,11 +740,7 @@ impl<'a> Pass<'a> {
                 ps.waiting_seen
             })
         };
-        let cost = self.cost(w, pool);
-        if let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance)
-            && cost > b
-        {
-            self.wait(w, WaitReason::Budget { needs: cost, has: b.max(0) }, None);
+        if !self.budget_allows(w, pool) {
             return;
         }
         if self.pools[pool].reservation.is_some() {
@@ -689,7 +768,13 @@ impl<'a> Pass<'a> {
         self.explain_blocked(w, pool, position, protected_until);
     }
 
-    fn explain_blocked(&mut self, w: &WaitingRun, pool: usize, position: usize, protected_until: Option<i64>) {
+    fn explain_blocked(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        position: usize,
+        protected_until: Option<i64>,
+    ) {
         let mut estimate = None;
         let holder = if self.pools[pool].reservation.is_none() {
             estimate = self.reserve(w, pool);
@@ -708,17 +793,30 @@ impl<'a> Pass<'a> {
                 projects: self.fs.len(),
             }
         } else if holder {
-            WaitReason::Reserved { gpus: w.gpus, model: p.model_name.clone(), at: estimate.unwrap_or(self.now) }
+            WaitReason::Reserved {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                at: estimate.unwrap_or(self.now),
+            }
         } else if let Some(r) = &p.reservation
             && (p.free - p.hold).max(0) >= i64::from(w.gpus)
         {
-            WaitReason::BehindReservation { run: r.run, at: r.at }
+            WaitReason::BehindReservation {
+                run: r.run,
+                at: r.at,
+            }
         } else if p.hold > 0 && p.free >= i64::from(w.gpus) {
-            WaitReason::Contracts { held: p.hold as u32 }
+            WaitReason::Contracts {
+                held: p.hold as u32,
+            }
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }
         } else {
-            WaitReason::Gpus { gpus: w.gpus, model: p.model_name.clone(), free: (p.free - p.hold).max(0) as u32 }
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                free: (p.free - p.hold).max(0) as u32,
+            }
         };
         self.wait(w, reason, estimate);
     }
@@ -738,7 +836,11 @@ impl<'a> Pass<'a> {
             let up_gpus: i64 = r
                 .placement
                 .iter()
-                .filter(|(n, _)| self.node_index.get(n).is_some_and(|&ni| self.nodes[ni].state == NodeState::Up))
+                .filter(|(n, _)| {
+                    self.node_index
+                        .get(n)
+                        .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                })
                 .map(|(_, g)| g.len() as i64)
                 .sum();
             let end = r.ends_by();
@@ -773,15 +875,33 @@ impl<'a> Pass<'a> {
             }
         }
         // Everything freed by `at` counts.
-        let total_by_at = avail + frees.iter().filter(|(t, _)| *t <= at).map(|(_, g)| g).sum::<i64>();
-        self.pools[pool].reservation = Some(Reservation { run: w.id, at, extra: total_by_at - need });
-        self.decisions.push(Decision::Reserve { run: w.id, at, gpus: w.gpus });
+        let total_by_at = avail
+            + frees
+                .iter()
+                .filter(|(t, _)| *t <= at)
+                .map(|(_, g)| g)
+                .sum::<i64>();
+        self.pools[pool].reservation = Some(Reservation {
+            run: w.id,
+            at,
+            extra: total_by_at - need,
+        });
+        self.decisions.push(Decision::Reserve {
+            run: w.id,
+            at,
+            gpus: w.gpus,
+        });
         Some(at)
     }
 
     /// Tries to start `w` by preempting. `Err(Some(t))` when only protected runs stand in the
     /// way (the first could go at `t`).
-    fn try_preempt(&mut self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> Result<(), Option<i64>> {
+    fn try_preempt(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        contract: Option<ContractId>,
+    ) -> Result<(), Option<i64>> {
         let need = i64::from(w.gpus) - self.usable(pool, w, contract.is_some());
         if need <= 0 {
             return Err(None);
@@ -810,7 +930,9 @@ impl<'a> Pass<'a> {
                     && !s.contract_protected
                     && (!s.run.allocated() || s.run.project != w.project)
                     && s.run.placement.iter().all(|(n, _)| {
-                        self.node_index.get(n).is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                        self.node_index
+                            .get(n)
+                            .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
                     })
             })
             .collect();
@@ -828,8 +950,12 @@ impl<'a> Pass<'a> {
             let r = s.run;
             let g = i64::from(s.gpus);
             if r.allocated() {
-                let loss = loss_by_project.get(&r.project).copied().unwrap_or(0) + i128::from(s.gpus) * per_gpu;
-                if !self.fs.strictly_below_after(r.project, w.project, gain, loss) {
+                let loss = loss_by_project.get(&r.project).copied().unwrap_or(0)
+                    + i128::from(s.gpus) * per_gpu;
+                if !self
+                    .fs
+                    .strictly_below_after(r.project, w.project, gain, loss)
+                {
                     continue;
                 }
                 if r.protected_until() > self.now {
@@ -872,7 +998,9 @@ impl<'a> Pass<'a> {
         }
         for ri in chosen {
             let reason = if self.runs[ri].run.allocated() {
-                PreemptReason::FairShare { for_project: w.project }
+                PreemptReason::FairShare {
+                    for_project: w.project,
+                }
             } else {
                 PreemptReason::Unallocated
             };
@@ -909,14 +1037,44 @@ impl<'a> Pass<'a> {
         }
         let p = &self.pools[pool];
         let reason = match &p.reservation {
-            Some(r) if p.free >= i64::from(w.gpus) => WaitReason::BehindReservation { run: r.run, at: r.at },
-            _ => WaitReason::Gpus { gpus: w.gpus, model: p.model_name.clone(), free: p.free.max(0) as u32 },
+            Some(r) if p.free >= i64::from(w.gpus) => WaitReason::BehindReservation {
+                run: r.run,
+                at: r.at,
+            },
+            _ => WaitReason::Gpus {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                free: p.free.max(0) as u32,
+            },
         };
         self.wait(w, reason, None);
     }
 
+    /// Budget gate: records the wait and returns false when the balance cannot cover the
+    /// minimum-runtime cost.
+    fn budget_allows(&mut self, w: &WaitingRun, pool: usize) -> bool {
+        let cost = self.cost(w, pool);
+        if let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance)
+            && cost > b
+        {
+            self.wait(
+                w,
+                WaitReason::Budget {
+                    needs: cost,
+                    has: b.max(0),
+                },
+                None,
+            );
+            return false;
+        }
+        true
+    }
+
     fn consider_fifo(&mut self, w: &'a WaitingRun) {
         let Some(pool) = self.pool_of(w) else { return };
+        if !self.budget_allows(w, pool) {
+            return;
+        }
         if !self.pools[pool].blocked && self.start(w, pool, None, false) {
             return;
         }
@@ -925,7 +1083,11 @@ impl<'a> Pass<'a> {
         self.pools[pool].ahead += 1;
         let reason = if ahead == 0 {
             let p = &self.pools[pool];
-            WaitReason::Gpus { gpus: w.gpus, model: p.model_name.clone(), free: p.free.max(0) as u32 }
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                free: p.free.max(0) as u32,
+            }
         } else {
             WaitReason::InLine { ahead }
         };
@@ -934,7 +1096,13 @@ impl<'a> Pass<'a> {
 
     fn consider_legacy(&mut self, w: &'a WaitingRun) {
         let Some(pool) = self.pool_of(w) else { return };
-        let (np, cap) = self.projects.get(&w.project).map_or((0, 0), |p| (p.legacy_np, p.legacy_cap));
+        if !self.budget_allows(w, pool) {
+            return;
+        }
+        let (np, cap) = self
+            .projects
+            .get(&w.project)
+            .map_or((0, 0), |p| (p.legacy_np, p.legacy_cap));
         let within = np + w.gpus <= cap;
         if self.start(w, pool, None, within) {
             return;
@@ -948,7 +1116,10 @@ impl<'a> Pass<'a> {
                 .copied()
                 .filter(|&ri| {
                     let s = &self.runs[ri];
-                    !s.gone && !s.started_this_pass && !s.run.non_preemptible && s.run.project != w.project
+                    !s.gone
+                        && !s.started_this_pass
+                        && !s.run.non_preemptible
+                        && s.run.project != w.project
                 })
                 .collect();
             cands.sort_by_key(|&ri| self.lost_key(ri));
@@ -980,7 +1151,11 @@ impl<'a> Pass<'a> {
             }
         }
         let p = &self.pools[pool];
-        let reason = WaitReason::Gpus { gpus: w.gpus, model: p.model_name.clone(), free: p.free.max(0) as u32 };
+        let reason = WaitReason::Gpus {
+            gpus: w.gpus,
+            model: p.model_name.clone(),
+            free: p.free.max(0) as u32,
+        };
         self.wait(w, reason, None);
     }
 
@@ -1007,6 +1182,11 @@ impl<'a> Pass<'a> {
             .filter(|n| n.state == NodeState::Draining && !occupied.contains(&n.id))
             .map(|n| n.id)
             .collect();
-        Outcome { decisions: self.decisions, waiting: self.waiting, drained_nodes, project_order: self.fs.order() }
+        Outcome {
+            decisions: self.decisions,
+            waiting: self.waiting,
+            drained_nodes,
+            project_order: self.fs.order(),
+        }
     }
 }

@@ -204,7 +204,11 @@ impl WaitReason {
     /// Plain words for a researcher.
     pub fn describe(&self) -> String {
         match self {
-            WaitReason::FairShare { position_in_project, project_rank, projects } => format!(
+            WaitReason::FairShare {
+                position_in_project,
+                project_rank,
+                projects,
+            } => format!(
                 "project over its fair share ({} of {projects} projects in line), {} in line in its project",
                 ordinal(*project_rank),
                 ordinal(*position_in_project)
@@ -228,11 +232,11 @@ impl WaitReason {
                 format!("node draining: the free GPUs are on nodes being drained; needs {gpus}")
             }
             WaitReason::Budget { needs, has } => format!(
-                "budget exhausted: needs {needs} for its minimum runtime, has {has} (may run unallocated)"
+                "budget exhausted: needs {needs}, has {has} (the cost of its minimum runtime; it may still run unallocated)"
             ),
-            WaitReason::UnallocatedCap { cap, held } => format!(
-                "project's cap of {cap} unallocated GPUs reached ({held} in use)"
-            ),
+            WaitReason::UnallocatedCap { cap, held } => {
+                format!("project's cap of {cap} unallocated GPUs reached ({held} in use)")
+            }
             WaitReason::Contracts { held } => {
                 format!("{held} free GPUs are held for other projects' capacity contracts")
             }

@@ -79,11 +79,18 @@ impl Share {
             return Err(bad());
         }
         let w: u32 = whole.parse().map_err(|_| bad())?;
-        let mut f: u32 = if frac.is_empty() { 0 } else { frac.parse().map_err(|_| bad())? };
+        let mut f: u32 = if frac.is_empty() {
+            0
+        } else {
+            frac.parse().map_err(|_| bad())?
+        };
         if frac.len() == 1 {
             f *= 10;
         }
-        let bp = w.checked_mul(100).and_then(|v| v.checked_add(f)).ok_or_else(bad)?;
+        let bp = w
+            .checked_mul(100)
+            .and_then(|v| v.checked_add(f))
+            .ok_or_else(bad)?;
         if bp > 10_000 {
             return Err(bad());
         }
@@ -456,7 +463,10 @@ impl Snapshot {
     /// # Errors
     /// The first problem found, in a fixed order.
     pub fn validate(&self) -> Result<(), SnapshotError> {
-        fn unique<I: Iterator<Item = i64>>(kind: &'static str, ids: I) -> Result<(), SnapshotError> {
+        fn unique<I: Iterator<Item = i64>>(
+            kind: &'static str,
+            ids: I,
+        ) -> Result<(), SnapshotError> {
             let mut seen = BTreeSet::new();
             for id in ids {
                 if !seen.insert(id) {
@@ -472,7 +482,10 @@ impl Snapshot {
         unique("project", self.projects.iter().map(|p| p.id.0))?;
         unique(
             "run",
-            self.running.iter().map(|r| r.id.0).chain(self.waiting.iter().map(|r| r.id.0)),
+            self.running
+                .iter()
+                .map(|r| r.id.0)
+                .chain(self.waiting.iter().map(|r| r.id.0)),
         )?;
         unique("contract", self.contracts.iter().map(|c| c.id.0))?;
 
@@ -480,7 +493,8 @@ impl Snapshot {
         let models: BTreeSet<_> = self.models.iter().map(|m| m.id).collect();
         let tree: BTreeMap<_, _> = self.tree.iter().map(|n| (n.id, n)).collect();
         let projects: BTreeSet<_> = self.projects.iter().map(|p| p.id).collect();
-        let unknown = |what: String, kind: &'static str, id: i64| SnapshotError::Unknown { what, kind, id };
+        let unknown =
+            |what: String, kind: &'static str, id: i64| SnapshotError::Unknown { what, kind, id };
 
         let mut nodes = BTreeMap::new();
         for n in &self.nodes {
@@ -491,7 +505,10 @@ impl Snapshot {
                 return Err(unknown(format!("node {}", n.id), "GPU model", n.model.0));
             }
             if n.gpus == 0 || n.gpus > 64 {
-                return Err(SnapshotError::BadNodeGpus { node: n.id.0, gpus: n.gpus });
+                return Err(SnapshotError::BadNodeGpus {
+                    node: n.id.0,
+                    gpus: n.gpus,
+                });
             }
             nodes.insert(n.id, n);
         }
@@ -531,7 +548,8 @@ impl Snapshot {
         for (parent, sum) in sums {
             if sum > 10_000 {
                 return Err(SnapshotError::SharesOver100 {
-                    parent: parent.map_or_else(|| "the top level".to_string(), |p| format!("tree node {p}")),
+                    parent: parent
+                        .map_or_else(|| "the top level".to_string(), |p| format!("tree node {p}")),
                     sum_bp: sum,
                 });
             }
@@ -542,7 +560,10 @@ impl Snapshot {
                 return Err(unknown(format!("run {}", r.id), "project", r.project.0));
             }
             if r.placement.is_empty() || r.gpus() == 0 {
-                return Err(SnapshotError::BadRun { run: r.id.0, problem: "holds no GPUs".into() });
+                return Err(SnapshotError::BadRun {
+                    run: r.id.0,
+                    problem: "holds no GPUs".into(),
+                });
             }
             if r.min_runtime_s < 0 || r.time_limit_s <= 0 {
                 return Err(SnapshotError::BadRun {
@@ -562,10 +583,18 @@ impl Snapshot {
                 }
                 for &g in gpus {
                     if g >= n.gpus {
-                        return Err(SnapshotError::BadPlacement { node: nid.0, gpu: g, problem: "does not exist" });
+                        return Err(SnapshotError::BadPlacement {
+                            node: nid.0,
+                            gpu: g,
+                            problem: "does not exist",
+                        });
                     }
                     if !held.insert((*nid, g)) {
-                        return Err(SnapshotError::BadPlacement { node: nid.0, gpu: g, problem: "is held twice" });
+                        return Err(SnapshotError::BadPlacement {
+                            node: nid.0,
+                            gpu: g,
+                            problem: "is held twice",
+                        });
                     }
                 }
             }
@@ -581,7 +610,10 @@ impl Snapshot {
                 return Err(unknown(format!("run {}", w.id), "GPU model", w.model.0));
             }
             if w.gpus == 0 {
-                return Err(SnapshotError::BadRun { run: w.id.0, problem: "asks for zero GPUs".into() });
+                return Err(SnapshotError::BadRun {
+                    run: w.id.0,
+                    problem: "asks for zero GPUs".into(),
+                });
             }
             if w.min_runtime_s < 0 || w.time_limit_s <= 0 {
                 return Err(SnapshotError::BadRun {
@@ -592,13 +624,23 @@ impl Snapshot {
         }
         for c in &self.contracts {
             if !projects.contains(&c.project) {
-                return Err(unknown(format!("contract {}", c.id), "project", c.project.0));
+                return Err(unknown(
+                    format!("contract {}", c.id),
+                    "project",
+                    c.project.0,
+                ));
             }
             if c.start >= c.end {
-                return Err(SnapshotError::BadContract { contract: c.id.0, problem: "window is empty" });
+                return Err(SnapshotError::BadContract {
+                    contract: c.id.0,
+                    problem: "window is empty",
+                });
             }
             if c.gpus == 0 {
-                return Err(SnapshotError::BadContract { contract: c.id.0, problem: "promises no GPUs" });
+                return Err(SnapshotError::BadContract {
+                    contract: c.id.0,
+                    problem: "promises no GPUs",
+                });
             }
         }
         Ok(())
