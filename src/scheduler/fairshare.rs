@@ -29,7 +29,7 @@
 
 use super::types::{ProjectId, Snapshot, TreeNodeId};
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use super::types::IdMap;
 
 /// A sibling's fair-share key: share (basis points) over usage (GPU-seconds). Greater ranks
 /// first.
@@ -93,7 +93,7 @@ pub struct FairShare {
     depth: Vec<u32>,
     n_tree: usize,
     project_ids: Vec<ProjectId>,
-    project_index: HashMap<ProjectId, usize>,
+    project_index: IdMap<ProjectId, usize>,
     /// Rank (0 = first) per project dense index.
     rank: Vec<usize>,
 }
@@ -102,13 +102,13 @@ impl FairShare {
     /// Builds the ranking from a snapshot. `in_flight` gives per project the billing-weighted
     /// GPU-seconds to add to its window usage for what it holds now. The snapshot is assumed
     /// valid ([`Snapshot::validate`]); unknown parents are treated as the top level.
-    pub fn new(snapshot: &Snapshot, in_flight: &HashMap<ProjectId, i128>) -> FairShare {
+    pub fn new(snapshot: &Snapshot, in_flight: &IdMap<ProjectId, i128>) -> FairShare {
         let mut tree: Vec<_> = snapshot.tree.iter().collect();
         tree.sort_by_key(|t| t.id);
         let mut projects: Vec<_> = snapshot.projects.iter().collect();
         projects.sort_by_key(|p| p.id);
         let n_tree = tree.len();
-        let tree_index: HashMap<TreeNodeId, usize> =
+        let tree_index: IdMap<TreeNodeId, usize> =
             tree.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
         let mut parent = Vec::with_capacity(n_tree + projects.len());
         let mut share = Vec::with_capacity(n_tree + projects.len());
@@ -118,7 +118,7 @@ impl FairShare {
             share.push(t.share.0);
         }
         let mut project_ids = Vec::with_capacity(projects.len());
-        let mut project_index = HashMap::with_capacity(projects.len());
+        let mut project_index = IdMap::with_capacity_and_hasher(projects.len(), Default::default());
         for (i, p) in projects.iter().enumerate() {
             parent.push(p.parent.and_then(|t| tree_index.get(&t).copied()));
             share.push(p.share.0);

@@ -38,7 +38,8 @@ use super::types::{
     ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
     Snapshot, WaitingRun,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use super::types::IdMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 struct NodeSlot {
     id: NodeId,
@@ -88,7 +89,7 @@ struct Pool {
     /// Running run indices in this pool.
     running: Vec<usize>,
     /// Smallest need that failed a preemption search per project in this pass.
-    failed_need: HashMap<ProjectId, i64>,
+    failed_need: IdMap<ProjectId, i64>,
 }
 
 struct RunSlot<'a> {
@@ -114,12 +115,12 @@ struct Pass<'a> {
     snap: &'a Snapshot,
     now: i64,
     nodes: Vec<NodeSlot>,
-    node_index: HashMap<NodeId, usize>,
+    node_index: IdMap<NodeId, usize>,
     pools: Vec<Pool>,
     pool_index: BTreeMap<(ClusterId, ModelId), usize>,
     runs: Vec<RunSlot<'a>>,
     fs: FairShare,
-    projects: HashMap<ProjectId, ProjectState>,
+    projects: IdMap<ProjectId, ProjectState>,
     /// Active contracts: id -> (project, pool, unused GPUs).
     contracts: BTreeMap<ContractId, (ProjectId, usize, i64)>,
     decisions: Vec<Decision>,
@@ -169,7 +170,7 @@ fn ceil_div(a: i128, b: i128) -> i128 {
 
 impl<'a> Pass<'a> {
     fn build(snap: &'a Snapshot, now: i64) -> Pass<'a> {
-        let models: HashMap<ModelId, _> = snap.models.iter().map(|m| (m.id, m)).collect();
+        let models: IdMap<ModelId, _> = snap.models.iter().map(|m| (m.id, m)).collect();
         let mut node_refs: Vec<_> = snap.nodes.iter().collect();
         node_refs.sort_by_key(|n| n.id);
         let mut pool_index = BTreeMap::new();
@@ -192,7 +193,7 @@ impl<'a> Pass<'a> {
             });
         }
         let mut nodes = Vec::with_capacity(node_refs.len());
-        let mut node_index = HashMap::with_capacity(node_refs.len());
+        let mut node_index = IdMap::with_capacity_and_hasher(node_refs.len(), Default::default());
         for n in &node_refs {
             let gpus = n.gpus.clamp(0, 64);
             let pool = pool_index[&(n.cluster, n.model)];
@@ -253,7 +254,7 @@ impl<'a> Pass<'a> {
         }
         // In-flight usage.
         let w = snap.policy.in_flight_s.max(0) as i128;
-        let mut in_flight: HashMap<ProjectId, i128> = HashMap::new();
+        let mut in_flight: IdMap<ProjectId, i128> = IdMap::default();
         for s in &runs {
             if s.run.allocated() {
                 let wm = s.pool.map_or(1000, |p| pools[p].weight_milli) as i128;
@@ -262,8 +263,8 @@ impl<'a> Pass<'a> {
         }
         let fs = FairShare::new(snap, &in_flight);
         // Over-share flags: usage fraction above effective share.
-        let mut projects = HashMap::with_capacity(snap.projects.len());
-        let tree: HashMap<_, _> = snap.tree.iter().map(|t| (t.id, t)).collect();
+        let mut projects = IdMap::with_capacity_and_hasher(snap.projects.len(), Default::default());
+        let tree: IdMap<_, _> = snap.tree.iter().map(|t| (t.id, t)).collect();
         let total_usage: f64 = snap
             .projects
             .iter()
@@ -812,10 +813,7 @@ impl<'a> Pass<'a> {
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }
         } else {
-            WaitReason::Gpus {
-                gpus: w.gpus,
-                model: p.model_name.clone(),
-                free: (p.free - p.hold).max(0) as u32,
+            WaitReason::Gpus { gpus: w.gpus, free: (p.free - p.hold).max(0) as u32,
             }
         };
         self.wait(w, reason, estimate);
@@ -1041,10 +1039,7 @@ impl<'a> Pass<'a> {
                 run: r.run,
                 at: r.at,
             },
-            _ => WaitReason::Gpus {
-                gpus: w.gpus,
-                model: p.model_name.clone(),
-                free: p.free.max(0) as u32,
+            _ => WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
             },
         };
         self.wait(w, reason, None);
@@ -1083,10 +1078,7 @@ impl<'a> Pass<'a> {
         self.pools[pool].ahead += 1;
         let reason = if ahead == 0 {
             let p = &self.pools[pool];
-            WaitReason::Gpus {
-                gpus: w.gpus,
-                model: p.model_name.clone(),
-                free: p.free.max(0) as u32,
+            WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
             }
         } else {
             WaitReason::InLine { ahead }
@@ -1151,10 +1143,7 @@ impl<'a> Pass<'a> {
             }
         }
         let p = &self.pools[pool];
-        let reason = WaitReason::Gpus {
-            gpus: w.gpus,
-            model: p.model_name.clone(),
-            free: p.free.max(0) as u32,
+        let reason = WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
         };
         self.wait(w, reason, None);
     }

@@ -137,9 +137,7 @@ pub enum WaitReason {
     Gpus {
         /// GPUs it needs.
         gpus: u32,
-        /// GPU model name.
-        model: String,
-        /// GPUs of that model free now (outside reservations).
+        /// GPUs of its model free now (outside contract holds).
         free: u32,
     },
     /// The only free GPUs of its model are on draining nodes.
@@ -225,8 +223,8 @@ impl WaitReason {
                 "the GPUs it could take are protected until {} (minimum runtime of the runs on them)",
                 format_instant(*until)
             ),
-            WaitReason::Gpus { gpus, model, free } => {
-                format!("waiting for {gpus} {model} GPUs; {free} free now")
+            WaitReason::Gpus { gpus, free } => {
+                format!("waiting for {gpus} GPUs of its model; {free} free now")
             }
             WaitReason::NodesDraining { gpus } => {
                 format!("node draining: the free GPUs are on nodes being drained; needs {gpus}")

@@ -646,3 +646,35 @@ impl Snapshot {
         Ok(())
     }
 }
+
+/// A hasher for integer ids: one multiply (Fibonacci hashing). Deterministic (no random seed),
+/// far cheaper than SipHash for the many id lookups of a pass. Not for untrusted keys.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, i: i64) {
+        self.0 = (self.0 ^ i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.write_i64(i as i64);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.write_i64(i as i64);
+    }
+}
+
+/// A hash map keyed by ids, with [`IdHasher`].
+pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

@@ -30,7 +30,7 @@ pub struct SimulateArgs {
     #[arg(long, value_delimiter = ',', default_value = "fifo,legacy,tranche")]
     pub policy: Vec<PolicyName>,
     /// Cluster: comma-separated MODEL:NODESxGPUS (default: 8-GPU nodes sized so the trace's
-    /// mean demand is 75% of capacity).
+    /// mean demand is 60% of capacity).
     #[arg(long)]
     pub cluster: Option<String>,
     /// Program tree: comma-separated PATH=PERCENT; leaves are the trace's tenants (default:

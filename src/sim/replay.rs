@@ -51,6 +51,8 @@ pub struct Replay {
     pub occupied_unalloc_s: f64,
     /// Allocated GPU-seconds per project inside the window.
     pub received_s: BTreeMap<ProjectId, f64>,
+    /// Allocated GPU-seconds per project and hour of the window.
+    pub received_hourly: BTreeMap<ProjectId, Vec<f64>>,
     /// Preemptions.
     pub preemptions: u64,
     /// GPU-seconds of work lost to preemption.
@@ -100,12 +102,15 @@ pub fn replay(
     let mut alloc = vec![0i64; np];
     let mut unalloc_total = 0i64;
     let mut received = vec![0f64; np];
+    let hours = ((window.1 - window.0).max(1) as usize).div_ceil(3600);
+    let mut hourly = vec![vec![0f64; hours]; np];
     let mut r = Replay {
         kind,
         jobs: Vec::new(),
         occupied_alloc_s: 0.0,
         occupied_unalloc_s: 0.0,
         received_s: BTreeMap::new(),
+        received_hourly: BTreeMap::new(),
         preemptions: 0,
         lost_gpu_s: 0.0,
         passes: 0,
@@ -151,7 +156,17 @@ pub fn replay(
                 r.occupied_alloc_s += total as f64 * dw;
                 r.occupied_unalloc_s += unalloc_total as f64 * dw;
                 for i in 0..np {
+                    if alloc[i] == 0 {
+                        continue;
+                    }
                     received[i] += alloc[i] as f64 * dw;
+                    let mut a = lo;
+                    while a < hi {
+                        let h = ((a - window.0) / 3600) as usize;
+                        let b = (window.0 + (h as i64 + 1) * 3600).min(hi);
+                        hourly[i][h.min(hours - 1)] += alloc[i] as f64 * (b - a) as f64;
+                        a = b;
+                    }
                 }
             }
             now = t;
@@ -303,6 +318,7 @@ pub fn replay(
         .enumerate()
         .map(|(i, p)| (p.id, received[i]))
         .collect();
+    r.received_hourly = snap.projects.iter().zip(hourly).map(|(p, h)| (p.id, h)).collect();
     r.jobs = outcome;
     r
 }
@@ -310,13 +326,13 @@ pub fn replay(
 /// Owed GPU-seconds per project (DESIGN.md section 5): hour by hour inside the window, the
 /// project's entitlement (effective share x cluster GPUs x 3600) capped at its real demand in
 /// that hour, the GPU-seconds its jobs were present (submitted, not yet completed) under this
-/// policy.
+/// policy. Returns, per project, (owed, the part of it received in the same hours).
 pub fn owed(
     site: &Site,
     plans: &[Plan],
     rep: &Replay,
     window: (i64, i64),
-) -> BTreeMap<ProjectId, f64> {
+) -> BTreeMap<ProjectId, (f64, f64)> {
     let mut events: BTreeMap<ProjectId, Vec<(i64, i64)>> = BTreeMap::new();
     for (p, o) in plans.iter().zip(&rep.jobs) {
         if o.rejected {
@@ -333,6 +349,9 @@ pub fn owed(
         let mut ev = events.remove(&proj).unwrap_or_default();
         ev.sort_unstable();
         let mut total = 0f64;
+        let mut matched = 0f64;
+        let got = rep.received_hourly.get(&proj);
+        let mut h_index = 0usize;
         let mut level = 0i64;
         let mut i = 0;
         let mut hour = window.0;
@@ -352,10 +371,13 @@ pub fn owed(
                 i += 1;
             }
             demand += level as f64 * (hend - t) as f64;
-            total += demand.min(ent_per_s * (hend - hour) as f64);
+            let owed_h = demand.min(ent_per_s * (hend - hour) as f64);
+            total += owed_h;
+            matched += owed_h.min(got.and_then(|g| g.get(h_index)).copied().unwrap_or(0.0));
+            h_index += 1;
             hour = hend;
         }
-        out.insert(proj, total);
+        out.insert(proj, (total, matched));
     }
     out
 }
@@ -380,7 +402,7 @@ pub struct Summary {
     pub occupancy: f64,
     /// Unallocated share of it.
     pub occupancy_unallocated: f64,
-    /// sum(min(received, owed)) / sum(owed).
+    /// sum over projects and hours of min(received, owed) / sum(owed).
     pub impact: f64,
     /// Queue wait of started jobs, s.
     pub wait_s: Quantiles,
@@ -468,18 +490,15 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
     small.sort_by(f64::total_cmp);
     let available = f64::from(site.gpus) * (window.1 - window.0).max(1) as f64;
     let owed = owed(site, plans, rep, window);
-    let owed_sum: f64 = owed.values().sum();
-    let got: f64 = owed
-        .iter()
-        .map(|(p, o)| rep.received_s.get(p).copied().unwrap_or(0.0).min(*o))
-        .sum();
+    let owed_sum: f64 = owed.values().map(|o| o.0).sum();
+    let got: f64 = owed.values().map(|o| o.1).sum();
     let projects = site
         .names
         .iter()
         .map(|(id, name)| ProjectLine {
             project: name.clone(),
             share: site.effective[id],
-            owed_gpu_hours: owed.get(id).copied().unwrap_or(0.0) / 3600.0,
+            owed_gpu_hours: owed.get(id).map_or(0.0, |o| o.0) / 3600.0,
             received_gpu_hours: rep.received_s.get(id).copied().unwrap_or(0.0) / 3600.0,
         })
         .collect();
