@@ -27,9 +27,9 @@
 //! (sliding or decaying, default 7 days) is the caller's; Slurm's `PriorityDecayHalfLife` plays
 //! the same part.
 
+use super::types::IdMap;
 use super::types::{ProjectId, Snapshot, TreeNodeId};
 use std::cmp::Ordering;
-use super::types::IdMap;
 
 /// A sibling's fair-share key: share (basis points) over usage (GPU-seconds). Greater ranks
 /// first.
@@ -104,9 +104,9 @@ impl FairShare {
     /// valid ([`Snapshot::validate`]); unknown parents are treated as the top level.
     pub fn new(snapshot: &Snapshot, in_flight: &IdMap<ProjectId, i128>) -> FairShare {
         let mut tree: Vec<_> = snapshot.tree.iter().collect();
-        tree.sort_by_key(|t| t.id);
+        tree.sort_unstable_by_key(|t| t.id);
         let mut projects: Vec<_> = snapshot.projects.iter().collect();
-        projects.sort_by_key(|p| p.id);
+        projects.sort_unstable_by_key(|p| p.id);
         let n_tree = tree.len();
         let tree_index: IdMap<TreeNodeId, usize> =
             tree.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
@@ -200,7 +200,7 @@ impl FairShare {
             children[p].push(e);
         }
         for c in &mut children {
-            c.sort_by(|&a, &b| self.sibling_cmp(a, b));
+            c.sort_unstable_by(|&a, &b| self.sibling_cmp(a, b));
         }
         let mut rank = vec![usize::MAX; self.project_ids.len()];
         let mut next = 0usize;
@@ -238,7 +238,7 @@ impl FairShare {
     /// Projects in rank order.
     pub fn order(&self) -> Vec<ProjectId> {
         let mut v: Vec<_> = self.project_ids.iter().copied().collect();
-        v.sort_by_key(|p| self.rank(*p));
+        v.sort_unstable_by_key(|p| self.rank(*p));
         v
     }
 

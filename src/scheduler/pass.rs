@@ -34,11 +34,11 @@
 
 use super::fairshare::FairShare;
 use super::reason::{Decision, Outcome, PreemptReason, WaitReason, Waiting};
+use super::types::IdMap;
 use super::types::{
     ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
     Snapshot, WaitingRun,
 };
-use super::types::IdMap;
 use std::collections::{BTreeMap, BTreeSet};
 
 struct NodeSlot {
@@ -88,6 +88,9 @@ struct Pool {
     protected_by_rank: Vec<i64>,
     /// Running run indices in this pool.
     running: Vec<usize>,
+    /// Possible victims (not contract-protected, all GPUs on up nodes), least work lost first;
+    /// built on the pool's first preemption search.
+    by_loss: Option<Vec<usize>>,
     /// Smallest need that failed a preemption search per project in this pass.
     failed_need: IdMap<ProjectId, i64>,
 }
@@ -125,6 +128,8 @@ struct Pass<'a> {
     contracts: BTreeMap<ContractId, (ProjectId, usize, i64)>,
     decisions: Vec<Decision>,
     waiting: Vec<Waiting>,
+    /// One-entry cache of `pool_index` lookups.
+    last_pool: Option<((ClusterId, ModelId), usize)>,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -172,13 +177,18 @@ impl<'a> Pass<'a> {
     fn build(snap: &'a Snapshot, now: i64) -> Pass<'a> {
         let models: IdMap<ModelId, _> = snap.models.iter().map(|m| (m.id, m)).collect();
         let mut node_refs: Vec<_> = snap.nodes.iter().collect();
-        node_refs.sort_by_key(|n| n.id);
+        node_refs.sort_unstable_by_key(|n| n.id);
         let mut pool_index = BTreeMap::new();
         for n in &node_refs {
             pool_index.entry((n.cluster, n.model)).or_insert(0usize);
         }
+        let mut last = None;
         for w in &snap.waiting {
-            pool_index.entry((w.cluster, w.model)).or_insert(0usize);
+            let key = (w.cluster, w.model);
+            if last != Some(key) {
+                pool_index.entry(key).or_insert(0usize);
+                last = Some(key);
+            }
         }
         let mut pools = Vec::with_capacity(pool_index.len());
         for (i, (key, slot)) in pool_index.iter_mut().enumerate() {
@@ -217,7 +227,7 @@ impl<'a> Pass<'a> {
         }
         // Running runs: mark their GPUs.
         let mut running: Vec<_> = snap.running.iter().collect();
-        running.sort_by_key(|r| r.id);
+        running.sort_unstable_by_key(|r| r.id);
         let active: BTreeMap<ContractId, &super::types::Contract> = snap
             .contracts
             .iter()
@@ -321,6 +331,7 @@ impl<'a> Pass<'a> {
             contracts,
             decisions: Vec::new(),
             waiting: Vec::with_capacity(snap.waiting.len()),
+            last_pool: None,
         };
         pass.index_pools();
         pass
@@ -451,7 +462,7 @@ impl<'a> Pass<'a> {
             out.push((self.nodes[ni].id, taken));
             self.set_node_free(ni, free & !take);
         }
-        out.sort_by_key(|(n, _)| *n);
+        out.sort_unstable_by_key(|(n, _)| *n);
         Some(out)
     }
 
@@ -559,6 +570,9 @@ impl<'a> Pass<'a> {
     // ----- steps -----------------------------------------------------------------------------
 
     fn nodes_leaving(&mut self) {
+        if self.nodes.iter().all(|n| n.state == NodeState::Up) {
+            return;
+        }
         for ri in 0..self.runs.len() {
             let r = self.runs[ri].run;
             let mut down = None;
@@ -616,7 +630,7 @@ impl<'a> Pass<'a> {
                         && !owners.contains(&(pool, s.run.project))
                 })
                 .collect();
-            cands.sort_by_key(|&ri| self.lost_key(ri));
+            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
             let mut freed = 0i64;
             for ri in cands {
                 if freed >= deficit {
@@ -636,33 +650,29 @@ impl<'a> Pass<'a> {
     }
 
     fn order_waiting(&mut self) -> Vec<&'a WaitingRun> {
-        let mut v: Vec<&WaitingRun> = self.snap.waiting.iter().collect();
-        match self.snap.policy.kind {
-            PolicyKind::Tranche => {
-                let fs = &self.fs;
-                let mut keyed: Vec<_> = v
-                    .into_iter()
-                    .map(|w| {
-                        (
-                            (
-                                fs.rank(w.project),
-                                -i64::from(w.priority),
-                                w.submitted_at,
-                                w.id,
-                            ),
-                            w,
-                        )
-                    })
-                    .collect();
-                keyed.sort_unstable_by_key(|(k, _)| *k);
-                v = keyed.into_iter().map(|(_, w)| w).collect();
-            }
-            PolicyKind::Fifo => v.sort_unstable_by_key(|w| (w.submitted_at, w.id)),
-            PolicyKind::Legacy => {
-                v.sort_unstable_by_key(|w| (-i64::from(w.priority), w.submitted_at, w.id))
-            }
-        }
-        v
+        let fs = &self.fs;
+        let kind = self.snap.policy.kind;
+        // Keys are computed once per run (not per comparison); ids make them unique.
+        let mut keyed: Vec<((i64, i64, i64, RunId), &'a WaitingRun)> = self
+            .snap
+            .waiting
+            .iter()
+            .map(|w| {
+                let key = match kind {
+                    PolicyKind::Tranche => (
+                        fs.rank(w.project) as i64,
+                        -i64::from(w.priority),
+                        w.submitted_at,
+                        w.id,
+                    ),
+                    PolicyKind::Fifo => (w.submitted_at, 0, 0, w.id),
+                    PolicyKind::Legacy => (-i64::from(w.priority), w.submitted_at, 0, w.id),
+                };
+                (key, w)
+            })
+            .collect();
+        keyed.sort_unstable_by_key(|(k, _)| *k);
+        keyed.into_iter().map(|(_, w)| w).collect()
     }
 
     fn wait(&mut self, w: &WaitingRun, reason: WaitReason, estimated_start: Option<i64>) {
@@ -675,7 +685,17 @@ impl<'a> Pass<'a> {
 
     /// Common gates: pool exists and is large enough.
     fn pool_of(&mut self, w: &WaitingRun) -> Option<usize> {
-        let pool = self.pool_index.get(&(w.cluster, w.model)).copied();
+        let key = (w.cluster, w.model);
+        let pool = match self.last_pool {
+            Some((k, p)) if k == key => Some(p),
+            _ => {
+                let p = self.pool_index.get(&key).copied();
+                if let Some(p) = p {
+                    self.last_pool = Some((key, p));
+                }
+                p
+            }
+        };
         match pool {
             Some(p) if self.pools[p].installed >= w.gpus => Some(p),
             _ => {
@@ -813,7 +833,9 @@ impl<'a> Pass<'a> {
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }
         } else {
-            WaitReason::Gpus { gpus: w.gpus, free: (p.free - p.hold).max(0) as u32,
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                free: (p.free - p.hold).max(0) as u32,
             }
         };
         self.wait(w, reason, estimate);
@@ -917,24 +939,35 @@ impl<'a> Pass<'a> {
         let wm = i128::from(p.weight_milli);
         let fl = i128::from(self.snap.policy.in_flight_s.max(0));
         let per_gpu = fl * wm / 1000;
-        let mut cands: Vec<usize> = p
-            .running
+        if self.pools[pool].by_loss.is_none() {
+            let mut v: Vec<usize> = self.pools[pool]
+                .running
+                .iter()
+                .copied()
+                .filter(|&ri| {
+                    let s = &self.runs[ri];
+                    !s.contract_protected
+                        && s.run.placement.iter().all(|(n, _)| {
+                            self.node_index
+                                .get(n)
+                                .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                        })
+                })
+                .collect();
+            v.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            self.pools[pool].by_loss = Some(v);
+        }
+        let cands: Vec<usize> = self.pools[pool]
+            .by_loss
+            .as_deref()
+            .unwrap_or_default()
             .iter()
             .copied()
             .filter(|&ri| {
                 let s = &self.runs[ri];
-                !s.gone
-                    && !s.started_this_pass
-                    && !s.contract_protected
-                    && (!s.run.allocated() || s.run.project != w.project)
-                    && s.run.placement.iter().all(|(n, _)| {
-                        self.node_index
-                            .get(n)
-                            .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
-                    })
+                !s.gone && (!s.run.allocated() || s.run.project != w.project)
             })
             .collect();
-        cands.sort_by_key(|&ri| self.lost_key(ri));
         let gain = i128::from(w.gpus) * per_gpu;
         let mut chosen: Vec<usize> = Vec::new();
         let mut loss_by_project: BTreeMap<ProjectId, i128> = BTreeMap::new();
@@ -1039,7 +1072,9 @@ impl<'a> Pass<'a> {
                 run: r.run,
                 at: r.at,
             },
-            _ => WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
+            _ => WaitReason::Gpus {
+                gpus: w.gpus,
+                free: p.free.max(0) as u32,
             },
         };
         self.wait(w, reason, None);
@@ -1048,10 +1083,11 @@ impl<'a> Pass<'a> {
     /// Budget gate: records the wait and returns false when the balance cannot cover the
     /// minimum-runtime cost.
     fn budget_allows(&mut self, w: &WaitingRun, pool: usize) -> bool {
+        let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance) else {
+            return true;
+        };
         let cost = self.cost(w, pool);
-        if let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance)
-            && cost > b
-        {
+        if cost > b {
             self.wait(
                 w,
                 WaitReason::Budget {
@@ -1067,18 +1103,22 @@ impl<'a> Pass<'a> {
 
     fn consider_fifo(&mut self, w: &'a WaitingRun) {
         let Some(pool) = self.pool_of(w) else { return };
-        if !self.budget_allows(w, pool) {
-            return;
-        }
-        if !self.pools[pool].blocked && self.start(w, pool, None, false) {
-            return;
+        if !self.pools[pool].blocked {
+            if !self.budget_allows(w, pool) {
+                return;
+            }
+            if self.start(w, pool, None, false) {
+                return;
+            }
         }
         self.pools[pool].blocked = true;
         let ahead = self.pools[pool].ahead;
         self.pools[pool].ahead += 1;
         let reason = if ahead == 0 {
             let p = &self.pools[pool];
-            WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                free: p.free.max(0) as u32,
             }
         } else {
             WaitReason::InLine { ahead }
@@ -1114,7 +1154,7 @@ impl<'a> Pass<'a> {
                         && s.run.project != w.project
                 })
                 .collect();
-            cands.sort_by_key(|&ri| self.lost_key(ri));
+            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
             let mut chosen = Vec::new();
             let mut freed = 0i64;
             for ri in cands {
@@ -1143,15 +1183,18 @@ impl<'a> Pass<'a> {
             }
         }
         let p = &self.pools[pool];
-        let reason = WaitReason::Gpus { gpus: w.gpus, free: p.free.max(0) as u32,
+        let reason = WaitReason::Gpus {
+            gpus: w.gpus,
+            free: p.free.max(0) as u32,
         };
         self.wait(w, reason, None);
     }
 
     fn finish(mut self) -> Outcome {
-        self.waiting.sort_by_key(|w| w.run);
+        self.waiting.sort_unstable_by_key(|w| w.run);
         let mut occupied: BTreeSet<NodeId> = BTreeSet::new();
-        for s in &self.runs {
+        let any_draining = self.nodes.iter().any(|n| n.state == NodeState::Draining);
+        for s in self.runs.iter().filter(|_| any_draining) {
             if !s.gone {
                 for (n, _) in &s.run.placement {
                     occupied.insert(*n);

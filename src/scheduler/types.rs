@@ -664,7 +664,9 @@ impl std::hash::Hasher for IdHasher {
     }
 
     fn write_i64(&mut self, i: i64) {
-        self.0 = (self.0 ^ i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        self.0 = (self.0 ^ i as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
     }
 
     fn write_u64(&mut self, i: u64) {

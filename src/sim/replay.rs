@@ -236,6 +236,16 @@ pub fn replay(
         }
         let out = schedule(&snap, t);
         r.passes += 1;
+        let mut started_now = 0usize;
+        if std::env::var_os("TRANCHE_SIM_DEBUG").is_some() && r.passes % 20000 == 0 {
+            eprintln!(
+                "pass {} waiting {} running {} decisions {}",
+                r.passes,
+                snap.waiting.len(),
+                snap.running.len(),
+                out.decisions.len()
+            );
+        }
         for d in out.decisions {
             match d {
                 Decision::Preempt { run, .. } => {
@@ -276,7 +286,9 @@ pub fn replay(
                     non_preemptible,
                 } => {
                     let j = run.0 as usize;
-                    let w = remove_at(&mut snap.waiting, &mut pos, j, |x| x.id.0 as usize);
+                    let w = snap.waiting[pos[j]].clone();
+                    pos[j] = usize::MAX;
+                    started_now += 1;
                     let pi = proj_index[&plans[j].project];
                     let g = i64::from(plans[j].gpus);
                     if w.allocated() {
@@ -309,6 +321,14 @@ pub fn replay(
                 Decision::Reserve { .. } => {}
             }
         }
+        if started_now > 0 {
+            // Keep the waiting list in arrival order (the pass sorts it; sorted input is cheap).
+            snap.waiting
+                .retain(|w| state[w.id.0 as usize] == State::Waiting);
+            for (i, w) in snap.waiting.iter().enumerate() {
+                pos[w.id.0 as usize] = i;
+            }
+        }
     }
     tick(next_arrival as u64);
     r.end = now;
@@ -318,7 +338,12 @@ pub fn replay(
         .enumerate()
         .map(|(i, p)| (p.id, received[i]))
         .collect();
-    r.received_hourly = snap.projects.iter().zip(hourly).map(|(p, h)| (p.id, h)).collect();
+    r.received_hourly = snap
+        .projects
+        .iter()
+        .zip(hourly)
+        .map(|(p, h)| (p.id, h))
+        .collect();
     r.jobs = outcome;
     r
 }
