@@ -237,7 +237,7 @@ impl FairShare {
 
     /// Projects in rank order.
     pub fn order(&self) -> Vec<ProjectId> {
-        let mut v: Vec<_> = self.project_ids.iter().copied().collect();
+        let mut v: Vec<_> = self.project_ids.to_vec();
         v.sort_unstable_by_key(|p| self.rank(*p));
         v
     }

@@ -50,6 +50,9 @@ struct NodeSlot {
     free: u64,
 }
 
+/// Sort key of a waiting run in a pass (policy-dependent, unique by run id).
+type OrderKey = (i64, i64, i64, RunId);
+
 struct Reservation {
     run: RunId,
     at: i64,
@@ -653,7 +656,7 @@ impl<'a> Pass<'a> {
         let fs = &self.fs;
         let kind = self.snap.policy.kind;
         // Keys are computed once per run (not per comparison); ids make them unique.
-        let mut keyed: Vec<((i64, i64, i64, RunId), &'a WaitingRun)> = self
+        let mut keyed: Vec<(OrderKey, &'a WaitingRun)> = self
             .snap
             .waiting
             .iter()

@@ -225,7 +225,7 @@ pub fn replay(
             });
         }
         iterations += 1;
-        if iterations % 2048 == 0 {
+        if iterations.is_multiple_of(2048) {
             tick(next_arrival as u64);
         }
         if snap.waiting.is_empty() {
@@ -237,7 +237,7 @@ pub fn replay(
         let out = schedule(&snap, t);
         r.passes += 1;
         let mut started_now = 0usize;
-        if std::env::var_os("TRANCHE_SIM_DEBUG").is_some() && r.passes % 20000 == 0 {
+        if std::env::var_os("TRANCHE_SIM_DEBUG").is_some() && r.passes.is_multiple_of(20000) {
             eprintln!(
                 "pass {} waiting {} running {} decisions {}",
                 r.passes,

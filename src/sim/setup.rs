@@ -227,8 +227,7 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
     // Parents before children: sort by depth then path.
     let mut entries: Vec<&TreeEntry> = tree.iter().collect();
     entries.sort_by_key(|e| (e.path.matches('/').count(), e.path.clone()));
-    let mut next = 1i64;
-    for e in entries {
+    for (next, e) in (1i64..).zip(entries) {
         let parent = e.path.rsplit_once('/').map(|(p, _)| inner[p]);
         let name = e.path.rsplit('/').next().unwrap_or(&e.path).to_string();
         if is_leaf(&e.path) {
@@ -255,7 +254,6 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
             });
             inner.insert(e.path.as_str(), id);
         }
-        next += 1;
     }
     let mut missing: Vec<&str> = jobs
         .iter()
@@ -340,8 +338,8 @@ pub fn plan(site: &Site, jobs: &[Job], kind: PolicyKind) -> Vec<Plan> {
                     (m.min(time_limit), j.priority.unwrap_or(i32::from(small)))
                 }
                 // Everyone is HIGH; no minimum-runtime concept (counted as allocated).
-                PolicyKind::Legacy => (time_limit.min(3_600).max(1), 0),
-                PolicyKind::Fifo => (time_limit.min(3_600).max(1), 0),
+                PolicyKind::Legacy => (time_limit.clamp(1, 3_600), 0),
+                PolicyKind::Fifo => (time_limit.clamp(1, 3_600), 0),
             };
             Plan {
                 submit: j.submit,

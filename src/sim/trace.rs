@@ -150,7 +150,7 @@ impl Row<'_> {
         let v: i64 = s
             .parse()
             .map_err(|_| bad(self.line, field, format!("{s:?} is not a whole number")))?;
-        if v < 1 || v > 1_000_000 {
+        if !(1..=1_000_000).contains(&v) {
             return Err(bad(
                 self.line,
                 field,
