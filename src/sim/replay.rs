@@ -237,15 +237,6 @@ pub fn replay(
         let out = schedule(&snap, t);
         r.passes += 1;
         let mut started_now = 0usize;
-        if std::env::var_os("TRANCHE_SIM_DEBUG").is_some() && r.passes.is_multiple_of(20000) {
-            eprintln!(
-                "pass {} waiting {} running {} decisions {}",
-                r.passes,
-                snap.waiting.len(),
-                snap.running.len(),
-                out.decisions.len()
-            );
-        }
         for d in out.decisions {
             match d {
                 Decision::Preempt { run, .. } => {
