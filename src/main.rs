@@ -81,6 +81,8 @@ enum AdminCommand {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Time one scheduling pass at 10,000 GPUs / 50,000 waiting runs, then at 2x and 4x.
+    Schedule(tranche::sim::bench::BenchScheduleArgs),
     /// Latency of the program tree page for the demo organisation under concurrent clients.
     Tree(tranche::bench::TreeBenchArgs),
 }
@@ -89,6 +91,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate(args) => tranche::sim::run(&args),
+        Command::Bench { command: BenchCommand::Schedule(args) } => tranche::sim::bench::run(&args),
         other => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -131,7 +134,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Tree(args),
         } => tranche::bench::tree(&args).await,
-        Command::Simulate(_) => unreachable!("handled before the runtime starts"),
+        Command::Simulate(_) | Command::Bench { command: BenchCommand::Schedule(_) } => unreachable!("handled before the runtime starts"),
     }
 }
 

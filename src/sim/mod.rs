@@ -1,17 +1,307 @@
-//! `tranche simulate`: replays a job trace through the scheduling core on a virtual clock.
+//! `tranche simulate`: replays a job trace through the scheduling core on a virtual clock, side
+//! by side for several policies, so a site can see a policy change before making it.
+//!
+//! - [`trace`]: loaders (`philly`, `itp`, `openb`, `native`) and the rules each follows.
+//! - [`setup`]: the simulated cluster and tree (`--cluster`, `--tree`), defaults, and the
+//!   mapping of trace jobs to runs per policy.
+//! - [`replay`]: the event-jumping replay and the metrics of DESIGN.md section 5.
+//! - [`bench`]: `tranche bench schedule`.
+
+pub mod bench;
+pub mod replay;
+pub mod setup;
+pub mod trace;
+
+use crate::scheduler::PolicyKind;
+use replay::Summary;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// Arguments of `tranche simulate`.
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
     /// Path of the trace file.
     #[arg(long)]
-    pub trace: std::path::PathBuf,
+    pub trace: PathBuf,
+    /// Trace format.
+    #[arg(long, value_enum)]
+    pub format: trace::Format,
+    /// Policies to compare, comma-separated: fifo, legacy, tranche.
+    #[arg(long, value_delimiter = ',', default_value = "fifo,legacy,tranche")]
+    pub policy: Vec<PolicyName>,
+    /// Cluster: comma-separated MODEL:NODESxGPUS (default: 8-GPU nodes sized so the trace's
+    /// mean demand is 60% of capacity).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Program tree: comma-separated PATH=PERCENT; leaves are the trace's tenants (default:
+    /// flat, shares proportional to each tenant's GPU-hours).
+    #[arg(long)]
+    pub tree: Option<String>,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip malformed rows (counted) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
 }
 
-/// Runs `tranche simulate`.
+/// A policy name on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyName {
+    /// Strict arrival order, no preemption.
+    Fifo,
+    /// Per-job priorities plus per-team caps on non-preemptible GPUs.
+    Legacy,
+    /// The design.
+    Tranche,
+}
+
+impl PolicyName {
+    fn kind(self) -> PolicyKind {
+        match self {
+            PolicyName::Fifo => PolicyKind::Fifo,
+            PolicyName::Legacy => PolicyKind::Legacy,
+            PolicyName::Tranche => PolicyKind::Tranche,
+        }
+    }
+}
+
+/// Everything a simulation produced.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    /// The trace and the site.
+    pub trace: TraceInfo,
+    /// One summary per policy, in the order asked.
+    pub policies: Vec<Summary>,
+}
+
+/// What was replayed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TraceInfo {
+    /// Path.
+    pub path: String,
+    /// Format.
+    pub format: trace::Format,
+    /// Jobs replayed.
+    pub jobs: u64,
+    /// Malformed rows skipped (`--skip-bad-rows`).
+    pub skipped_rows: u64,
+    /// Rows the format's rule leaves out (OpenB CPU-only pods).
+    pub excluded_rows: u64,
+    /// Cluster pools.
+    pub cluster: Vec<setup::PoolSpec>,
+    /// GPUs.
+    pub gpus: u32,
+    /// Measurement window start (first submission, s since the epoch).
+    pub window_start: i64,
+    /// Measurement window end (last submission).
+    pub window_end: i64,
+    /// Wall time of the replays, s.
+    pub wall_s: f64,
+}
+
+/// Runs the simulation and returns the report (no printing except the progress bar).
 ///
 /// # Errors
-/// Fails on unreadable or malformed input.
-pub fn run(_args: &SimulateArgs) -> anyhow::Result<()> {
-    anyhow::bail!("tranche simulate is not built yet")
+/// Unreadable or malformed trace, bad `--cluster`/`--tree`.
+pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
+    let started = std::time::Instant::now();
+    let tr = trace::load(&args.trace, args.format, args.skip_bad_rows)?;
+    if tr.jobs.is_empty() {
+        anyhow::bail!("{}: no jobs", args.trace.display());
+    }
+    let pools = match &args.cluster {
+        Some(s) => setup::parse_cluster(s)?,
+        None => setup::default_cluster(&tr.jobs),
+    };
+    let tree = match &args.tree {
+        Some(s) => setup::parse_tree(s)?,
+        None => setup::default_tree(&tr.jobs),
+    };
+    let site = setup::build_site(&pools, &tree, &tr.jobs)?;
+    let window = (
+        tr.jobs[0].submit,
+        tr.jobs[tr.jobs.len() - 1].submit.max(tr.jobs[0].submit + 1),
+    );
+    let mut kinds: Vec<PolicyKind> = Vec::new();
+    for p in &args.policy {
+        if !kinds.contains(&p.kind()) {
+            kinds.push(p.kind());
+        }
+    }
+    let multi = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix:>8} [{bar:40}] {pos}/{len} jobs {elapsed}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    let total = tr.jobs.len() as u64;
+    let summaries: Vec<Summary> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kinds
+            .iter()
+            .map(|&kind| {
+                let bar = multi.add(indicatif::ProgressBar::new(total));
+                bar.set_style(style.clone());
+                bar.set_prefix(format!("{kind:?}").to_lowercase());
+                let site = &site;
+                let jobs = &tr.jobs;
+                scope.spawn(move || {
+                    let plans = setup::plan(site, jobs, kind);
+                    let rep = replay::replay(site, &plans, kind, window, &|n| bar.set_position(n));
+                    bar.finish_and_clear();
+                    replay::summarize(site, &plans, &rep, window)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("replay thread panicked"))
+            .collect()
+    });
+    Ok(Report {
+        trace: TraceInfo {
+            path: args.trace.display().to_string(),
+            format: args.format,
+            jobs: total,
+            skipped_rows: tr.skipped,
+            excluded_rows: tr.excluded,
+            cluster: pools,
+            gpus: site.gpus,
+            window_start: window.0,
+            window_end: window.1,
+            wall_s: started.elapsed().as_secs_f64(),
+        },
+        policies: summaries,
+    })
 }
+
+fn hms(s: f64) -> String {
+    let s = s.max(0.0).round() as i64;
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// Renders the side-by-side tables.
+pub fn render(report: &Report) -> String {
+    let t = &report.trace;
+    let mut out = String::new();
+    let cluster: Vec<String> = t
+        .cluster
+        .iter()
+        .map(|p| format!("{}:{}x{}", p.model, p.nodes, p.gpus_per_node))
+        .collect();
+    let _ = writeln!(
+        out,
+        "trace {} ({:?}): {} jobs, {} bad rows skipped, {} rows excluded; cluster {} ({} GPUs); window {} .. {}",
+        t.path,
+        t.format,
+        t.jobs,
+        t.skipped_rows,
+        t.excluded_rows,
+        cluster.join(","),
+        t.gpus,
+        crate::scheduler::reason::format_instant(t.window_start),
+        crate::scheduler::reason::format_instant(t.window_end),
+    );
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let ps = &report.policies;
+    let row =
+        |name: &str, f: &dyn Fn(&Summary) -> String| (name.to_string(), ps.iter().map(f).collect());
+    rows.push(row("jobs total", &|s| s.jobs.total.to_string()));
+    rows.push(row("  completed", &|s| s.jobs.completed.to_string()));
+    rows.push(row("  waiting at end", &|s| s.jobs.waiting.to_string()));
+    rows.push(row("  rejected (too large)", &|s| {
+        s.jobs.rejected.to_string()
+    }));
+    rows.push(row("occupancy", &|s| {
+        format!("{:.1}%", 100.0 * s.occupancy)
+    }));
+    rows.push(row("  allocated", &|s| {
+        format!("{:.1}%", 100.0 * (s.occupancy - s.occupancy_unallocated))
+    }));
+    rows.push(row("  unallocated", &|s| {
+        format!("{:.1}%", 100.0 * s.occupancy_unallocated)
+    }));
+    rows.push(row("impact (owed vs received)", &|s| {
+        format!("{:.3}", s.impact)
+    }));
+    rows.push(row("wait p50 / p90", &|s| {
+        format!("{} / {}", hms(s.wait_s.p50), hms(s.wait_s.p90))
+    }));
+    rows.push(row("small-job wait p50 / p90", &|s| {
+        format!("{} / {}", hms(s.small_wait_s.p50), hms(s.small_wait_s.p90))
+    }));
+    rows.push(row("mean completion time", &|s| hms(s.jct_mean_s)));
+    rows.push(row("preemptions", &|s| s.preemptions.to_string()));
+    rows.push(row("GPU-hours lost to preemption", &|s| {
+        format!("{:.1}", s.preempted_gpu_hours)
+    }));
+    rows.push(row("scheduling passes", &|s| s.passes.to_string()));
+    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
+    let wc: Vec<usize> = (0..ps.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.1[i].len())
+                .max()
+                .unwrap_or(0)
+                .max(ps[i].policy.len())
+                .max(8)
+        })
+        .collect();
+    let _ = write!(out, "\n{:<w0$}", "metric");
+    for (i, p) in ps.iter().enumerate() {
+        let _ = write!(out, "  {:>w$}", p.policy, w = wc[i]);
+    }
+    out.push('\n');
+    for (name, vals) in &rows {
+        let _ = write!(out, "{name:<w0$}");
+        for (i, v) in vals.iter().enumerate() {
+            let _ = write!(out, "  {v:>w$}", w = wc[i]);
+        }
+        out.push('\n');
+    }
+    // Per-project table.
+    let _ = write!(out, "\n{:<12} {:>7}", "project", "share");
+    for p in ps {
+        let _ = write!(out, "  {:>22}", format!("{} owed/received h", p.policy));
+    }
+    out.push('\n');
+    if let Some(first) = ps.first() {
+        for (i, line) in first.projects.iter().enumerate() {
+            let _ = write!(out, "{:<12} {:>6.2}%", line.project, 100.0 * line.share);
+            for p in ps {
+                let l = &p.projects[i];
+                let _ = write!(
+                    out,
+                    "  {:>22}",
+                    format!("{:.0} / {:.0}", l.owed_gpu_hours, l.received_gpu_hours)
+                );
+            }
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "\nreplayed in {:.1} s", t.wall_s);
+    out
+}
+
+/// Runs `tranche simulate`: prints the tables or, with `--json`, one JSON object.
+///
+/// # Errors
+/// Unreadable or malformed input (the message names the line and field).
+pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
+    let report = simulate(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1227 @@
+//! One scheduling pass: [`schedule`].
+//!
+//! # Algorithm (DESIGN.md section 3)
+//! 1. Runs on `down` nodes are preempted; runs on `draining` nodes are preempted once past their
+//!    minimum runtime. GPUs of such nodes take no new run.
+//! 2. Capacity contracts whose window (less `Policy::contract_lead_s`) holds `now` hold their
+//!    unused GPUs in their pool (a pool is one GPU model on one cluster). Allocated runs of
+//!    other projects that are not protected are preempted when the pool cannot otherwise hold
+//!    them; unallocated runs may borrow held GPUs and give them back when the owner needs them.
+//! 3. Projects are ranked by hierarchical fair share ([`super::fairshare`]). Allocated waiting
+//!    runs are taken in order (project rank, priority descending, submit time, id):
+//!    - a run whose minimum-runtime cost exceeds its project's balance waits (budget);
+//!    - a run that fits on free GPUs starts, packed best-fit (the node with the fewest free GPUs
+//!      that holds the gang, else whole nodes, fullest-free first);
+//!    - otherwise it may preempt, first unallocated runs, then allocated runs past their minimum
+//!      runtime, not on their own active contract, whose project ranks strictly below the run's
+//!      project after the move. Victims are taken least work lost first (GPUs x seconds run),
+//!      then by id; the set is then made minimal, and refused if it would evict more than the
+//!      run needs plus one node's GPUs. The freed GPUs go to the run in the same pass;
+//!    - otherwise the first such run of a pool gets a reservation: the earliest instant enough
+//!      GPUs free up (time limits, and minimum-runtime expiries of runs it could preempt). Later
+//!      runs of that pool start only if they end by then, or fit in the GPUs the reservation
+//!      does not need; they no longer preempt in that pool.
+//! 4. Unallocated waiting runs then fill idle GPUs in fair-share order, up to each project's
+//!    cap, respecting reservations. They never preempt.
+//!
+//! The `fifo` and `legacy` policies reuse the same placement and bookkeeping (see
+//! [`PolicyKind`]).
+//!
+//! Cost: O((N + R + W) log) to index and sort, plus per waiting run an O(64 + log N) placement
+//! or an O(1) rejection from per-pool counters; a preemption search scans the pool's running
+//! runs only when per-rank counters show enough preemptible GPUs. Past a pool's reservation at
+//! most `Policy::backfill_depth` runs are examined.
+
+use super::fairshare::FairShare;
+use super::reason::{Decision, Outcome, PreemptReason, WaitReason, Waiting};
+use super::types::IdMap;
+use super::types::{
+    ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
+    Snapshot, WaitingRun,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+struct NodeSlot {
+    id: NodeId,
+    pool: usize,
+    gpus: u32,
+    state: NodeState,
+    /// Bit i set = GPU i free.
+    free: u64,
+}
+
+/// Sort key of a waiting run in a pass (policy-dependent, unique by run id).
+type OrderKey = (i64, i64, i64, RunId);
+
+struct Reservation {
+    run: RunId,
+    at: i64,
+    /// GPUs runs that do not end by `at` may still take.
+    extra: i64,
+}
+
+#[derive(Default)]
+struct Pool {
+    model_name: String,
+    weight_milli: i64,
+    price: i64,
+    /// Nodes up, by free count: `by_free[k]` = dense node indices with k free GPUs.
+    by_free: Vec<BTreeSet<usize>>,
+    /// Free GPUs on up nodes.
+    free: i64,
+    /// Free GPUs on draining nodes (for the reason).
+    draining_free: i64,
+    /// GPUs installed on nodes not down.
+    installed: u32,
+    /// Largest node.
+    node_max: u32,
+    /// Unused GPUs held for active contracts.
+    hold: i64,
+    reservation: Option<Reservation>,
+    /// Runs examined after the reservation was made.
+    examined_after: usize,
+    /// Runs ahead in line (fifo) / blocked flag.
+    blocked: bool,
+    ahead: usize,
+    /// Unallocated GPUs running (preemptible by anyone allocated).
+    unalloc_gpus: i64,
+    /// Allocated, unprotected, non-contract GPUs by project rank (suffix sums after build).
+    preemptible_by_rank: Vec<i64>,
+    /// Same, protected ones (for the reason).
+    protected_by_rank: Vec<i64>,
+    /// Running run indices in this pool.
+    running: Vec<usize>,
+    /// Possible victims (not contract-protected, all GPUs on up nodes), least work lost first;
+    /// built on the pool's first preemption search.
+    by_loss: Option<Vec<usize>>,
+    /// Smallest need that failed a preemption search per project in this pass.
+    failed_need: IdMap<ProjectId, i64>,
+}
+
+struct RunSlot<'a> {
+    run: &'a RunningRun,
+    pool: Option<usize>,
+    gpus: u32,
+    gone: bool,
+    started_this_pass: bool,
+    contract_protected: bool,
+}
+
+struct ProjectState {
+    balance: Option<i64>,
+    unalloc_cap: Option<u32>,
+    unalloc_held: u32,
+    legacy_cap: u32,
+    legacy_np: u32,
+    waiting_seen: usize,
+    over_share: bool,
+}
+
+struct Pass<'a> {
+    snap: &'a Snapshot,
+    now: i64,
+    nodes: Vec<NodeSlot>,
+    node_index: IdMap<NodeId, usize>,
+    pools: Vec<Pool>,
+    pool_index: BTreeMap<(ClusterId, ModelId), usize>,
+    runs: Vec<RunSlot<'a>>,
+    fs: FairShare,
+    projects: IdMap<ProjectId, ProjectState>,
+    /// Active contracts: id -> (project, pool, unused GPUs).
+    contracts: BTreeMap<ContractId, (ProjectId, usize, i64)>,
+    decisions: Vec<Decision>,
+    waiting: Vec<Waiting>,
+    /// One-entry cache of `pool_index` lookups.
+    last_pool: Option<((ClusterId, ModelId), usize)>,
+}
+
+/// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
+///
+/// Pure and deterministic: the result depends only on the arguments, not on the order of the
+/// snapshot's lists. The snapshot should satisfy [`Snapshot::validate`]; a run that references
+/// an unknown project, cluster or model simply waits ([`WaitReason::NeverFits`]).
+///
+/// Returns the decisions to apply and, for every waiting run that does not start, a
+/// [`WaitReason`] and, where known, an estimated start.
+pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
+    let mut pass = Pass::build(snapshot, now);
+    pass.nodes_leaving();
+    pass.hold_contracts();
+    let order = pass.order_waiting();
+    match snapshot.policy.kind {
+        PolicyKind::Tranche => {
+            let (alloc, unalloc): (Vec<_>, Vec<_>) = order.into_iter().partition(|w| w.allocated());
+            for w in alloc {
+                pass.consider_tranche(w);
+            }
+            for w in unalloc {
+                pass.consider_unallocated(w);
+            }
+        }
+        PolicyKind::Fifo => {
+            for w in order {
+                pass.consider_fifo(w);
+            }
+        }
+        PolicyKind::Legacy => {
+            for w in order {
+                pass.consider_legacy(w);
+            }
+        }
+    }
+    pass.finish()
+}
+
+fn ceil_div(a: i128, b: i128) -> i128 {
+    if b <= 0 { a } else { (a + b - 1) / b }
+}
+
+impl<'a> Pass<'a> {
+    fn build(snap: &'a Snapshot, now: i64) -> Pass<'a> {
+        let models: IdMap<ModelId, _> = snap.models.iter().map(|m| (m.id, m)).collect();
+        let mut node_refs: Vec<_> = snap.nodes.iter().collect();
+        node_refs.sort_unstable_by_key(|n| n.id);
+        let mut pool_index = BTreeMap::new();
+        for n in &node_refs {
+            pool_index.entry((n.cluster, n.model)).or_insert(0usize);
+        }
+        let mut last = None;
+        for w in &snap.waiting {
+            let key = (w.cluster, w.model);
+            if last != Some(key) {
+                pool_index.entry(key).or_insert(0usize);
+                last = Some(key);
+            }
+        }
+        let mut pools = Vec::with_capacity(pool_index.len());
+        for (i, (key, slot)) in pool_index.iter_mut().enumerate() {
+            *slot = i;
+            let m = models.get(&key.1);
+            pools.push(Pool {
+                model_name: m.map_or_else(|| format!("model {}", key.1), |m| m.name.clone()),
+                weight_milli: m.map_or(1000, |m| m.billing_weight_milli.max(0)),
+                price: m.map_or(0, |m| m.price_per_gpu_hour.max(0)),
+                by_free: vec![BTreeSet::new(); 65],
+                ..Pool::default()
+            });
+        }
+        let mut nodes = Vec::with_capacity(node_refs.len());
+        let mut node_index = IdMap::with_capacity_and_hasher(node_refs.len(), Default::default());
+        for n in &node_refs {
+            let gpus = n.gpus.clamp(0, 64);
+            let pool = pool_index[&(n.cluster, n.model)];
+            node_index.insert(n.id, nodes.len());
+            let free = if gpus == 64 {
+                u64::MAX
+            } else {
+                (1u64 << gpus) - 1
+            };
+            nodes.push(NodeSlot {
+                id: n.id,
+                pool,
+                gpus,
+                state: n.state,
+                free,
+            });
+            if n.state != NodeState::Down {
+                pools[pool].installed += gpus;
+                pools[pool].node_max = pools[pool].node_max.max(gpus);
+            }
+        }
+        // Running runs: mark their GPUs.
+        let mut running: Vec<_> = snap.running.iter().collect();
+        running.sort_unstable_by_key(|r| r.id);
+        let active: BTreeMap<ContractId, &super::types::Contract> = snap
+            .contracts
+            .iter()
+            .filter(|c| c.start.saturating_sub(snap.policy.contract_lead_s) <= now && now < c.end)
+            .map(|c| (c.id, c))
+            .collect();
+        let mut runs = Vec::with_capacity(running.len());
+        for r in running {
+            let pool = pool_index.get(&(r.cluster, r.model)).copied();
+            let mut gpus = 0u32;
+            for (nid, idx) in &r.placement {
+                if let Some(&ni) = node_index.get(nid) {
+                    for &g in idx {
+                        if g < nodes[ni].gpus {
+                            nodes[ni].free &= !(1u64 << g);
+                        }
+                    }
+                }
+                gpus += idx.len() as u32;
+            }
+            let contract_protected = r.contract.is_some_and(|c| {
+                active
+                    .get(&c)
+                    .is_some_and(|k| k.project == r.project && k.active_at(now))
+            });
+            runs.push(RunSlot {
+                run: r,
+                pool,
+                gpus,
+                gone: false,
+                started_this_pass: false,
+                contract_protected,
+            });
+        }
+        // In-flight usage.
+        let w = snap.policy.in_flight_s.max(0) as i128;
+        let mut in_flight: IdMap<ProjectId, i128> = IdMap::default();
+        for s in &runs {
+            if s.run.allocated() {
+                let wm = s.pool.map_or(1000, |p| pools[p].weight_milli) as i128;
+                *in_flight.entry(s.run.project).or_default() += i128::from(s.gpus) * w * wm / 1000;
+            }
+        }
+        let fs = FairShare::new(snap, &in_flight);
+        // Over-share flags: usage fraction above effective share.
+        let mut projects = IdMap::with_capacity_and_hasher(snap.projects.len(), Default::default());
+        let tree: IdMap<_, _> = snap.tree.iter().map(|t| (t.id, t)).collect();
+        let total_usage: f64 = snap
+            .projects
+            .iter()
+            .map(|p| {
+                p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64
+            })
+            .sum();
+        for p in &snap.projects {
+            let mut eff = p.share.fraction();
+            let mut cur = p.parent;
+            let mut steps = 0;
+            while let Some(c) = cur {
+                steps += 1;
+                let Some(t) = tree.get(&c) else { break };
+                if steps > snap.tree.len() {
+                    break;
+                }
+                eff *= t.share.fraction();
+                cur = t.parent;
+            }
+            let u = p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64;
+            let over_share = total_usage > 0.0 && u / total_usage > eff;
+            projects.insert(
+                p.id,
+                ProjectState {
+                    balance: p.balance,
+                    unalloc_cap: p.unallocated_gpu_cap,
+                    unalloc_held: 0,
+                    legacy_cap: p.legacy_cap,
+                    legacy_np: 0,
+                    waiting_seen: 0,
+                    over_share,
+                },
+            );
+        }
+        let contracts = active
+            .values()
+            .filter_map(|c| {
+                pool_index
+                    .get(&(c.cluster, c.model))
+                    .map(|&p| (c.id, (c.project, p, i64::from(c.gpus))))
+            })
+            .collect();
+        let mut pass = Pass {
+            snap,
+            now,
+            nodes,
+            node_index,
+            pools,
+            pool_index,
+            runs,
+            fs,
+            projects,
+            contracts,
+            decisions: Vec::new(),
+            waiting: Vec::with_capacity(snap.waiting.len()),
+            last_pool: None,
+        };
+        pass.index_pools();
+        pass
+    }
+
+    fn index_pools(&mut self) {
+        for (i, n) in self.nodes.iter().enumerate() {
+            let k = n.free.count_ones() as i64;
+            match n.state {
+                NodeState::Up => {
+                    self.pools[n.pool].by_free[k as usize].insert(i);
+                    self.pools[n.pool].free += k;
+                }
+                NodeState::Draining => self.pools[n.pool].draining_free += k,
+                NodeState::Down => {}
+            }
+        }
+        let n_projects = self.fs.len();
+        for p in &mut self.pools {
+            p.preemptible_by_rank = vec![0; n_projects + 1];
+            p.protected_by_rank = vec![0; n_projects + 1];
+        }
+        for (i, s) in self.runs.iter().enumerate() {
+            let Some(pool) = s.pool else { continue };
+            self.pools[pool].running.push(i);
+            let r = s.run;
+            if let Some(ps) = self.projects.get_mut(&r.project) {
+                if !r.allocated() {
+                    ps.unalloc_held += s.gpus;
+                }
+                if r.non_preemptible {
+                    ps.legacy_np += s.gpus;
+                }
+            }
+            if let Some(c) = r.contract
+                && let Some(entry) = self.contracts.get_mut(&c)
+                && entry.0 == r.project
+            {
+                entry.2 -= i64::from(s.gpus);
+            }
+            if !r.allocated() {
+                self.pools[pool].unalloc_gpus += i64::from(s.gpus);
+            } else if !s.contract_protected {
+                let rank = self.fs.rank(r.project).min(n_projects);
+                if r.protected_until() <= self.now {
+                    self.pools[pool].preemptible_by_rank[rank] += i64::from(s.gpus);
+                } else {
+                    self.pools[pool].protected_by_rank[rank] += i64::from(s.gpus);
+                }
+            }
+        }
+        for p in &mut self.pools {
+            for v in [&mut p.preemptible_by_rank, &mut p.protected_by_rank] {
+                for i in (0..v.len().saturating_sub(1)).rev() {
+                    v[i] += v[i + 1];
+                }
+            }
+        }
+        for &(_, pool, unused) in self.contracts.values() {
+            self.pools[pool].hold += unused.max(0);
+        }
+    }
+
+    // ----- GPU bookkeeping -------------------------------------------------------------------
+
+    fn set_node_free(&mut self, ni: usize, new_free: u64) {
+        let n = &mut self.nodes[ni];
+        let old = n.free.count_ones() as usize;
+        let new = new_free.count_ones() as usize;
+        n.free = new_free;
+        match n.state {
+            NodeState::Up => {
+                let pool = &mut self.pools[n.pool];
+                pool.by_free[old].remove(&ni);
+                pool.by_free[new].insert(ni);
+                pool.free += new as i64 - old as i64;
+            }
+            NodeState::Draining => self.pools[n.pool].draining_free += new as i64 - old as i64,
+            NodeState::Down => {}
+        }
+    }
+
+    fn release(&mut self, ri: usize) {
+        let placement = &self.runs[ri].run.placement;
+        for (nid, idx) in placement {
+            if let Some(&ni) = self.node_index.get(nid) {
+                let mut f = self.nodes[ni].free;
+                for &g in idx {
+                    if g < self.nodes[ni].gpus {
+                        f |= 1u64 << g;
+                    }
+                }
+                self.set_node_free(ni, f);
+            }
+        }
+    }
+
+    /// Best-fit placement of `gpus` on the pool's up nodes; takes the GPUs.
+    fn place(&mut self, pool: usize, gpus: u32) -> Option<Vec<(NodeId, Vec<u32>)>> {
+        if i64::from(gpus) > self.pools[pool].free {
+            return None;
+        }
+        let mut remaining = gpus as usize;
+        let mut out: Vec<(NodeId, Vec<u32>)> = Vec::new();
+        while remaining > 0 {
+            let p = &self.pools[pool];
+            let pick = (remaining.min(64)..=64)
+                .find_map(|k| {
+                    if remaining <= 64 {
+                        p.by_free[k].first().copied()
+                    } else {
+                        None
+                    }
+                })
+                .or_else(|| (1..=64).rev().find_map(|k| p.by_free[k].first().copied()));
+            let ni = pick?;
+            let free = self.nodes[ni].free;
+            let mut take = 0u64;
+            let mut taken = Vec::new();
+            let mut bits = free;
+            while bits != 0 && taken.len() < remaining {
+                let g = bits.trailing_zeros();
+                bits &= bits - 1;
+                take |= 1u64 << g;
+                taken.push(g);
+            }
+            remaining -= taken.len();
+            out.push((self.nodes[ni].id, taken));
+            self.set_node_free(ni, free & !take);
+        }
+        out.sort_unstable_by_key(|(n, _)| *n);
+        Some(out)
+    }
+
+    fn preempt(&mut self, ri: usize, reason: PreemptReason, for_run: Option<RunId>) {
+        if self.runs[ri].gone {
+            return;
+        }
+        self.runs[ri].gone = true;
+        let r = self.runs[ri].run;
+        let gpus = self.runs[ri].gpus;
+        self.release(ri);
+        if let Some(pool) = self.runs[ri].pool {
+            let wm = i128::from(self.pools[pool].weight_milli);
+            if r.allocated() {
+                let w = i128::from(self.snap.policy.in_flight_s.max(0));
+                self.fs
+                    .add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
+            } else {
+                self.pools[pool].unalloc_gpus -= i64::from(gpus);
+            }
+            if let Some(c) = r.contract
+                && let Some(entry) = self.contracts.get_mut(&c)
+                && entry.0 == r.project
+            {
+                entry.2 += i64::from(gpus);
+                self.pools[pool].hold += i64::from(gpus);
+            }
+        }
+        if let Some(ps) = self.projects.get_mut(&r.project) {
+            if !r.allocated() {
+                ps.unalloc_held = ps.unalloc_held.saturating_sub(gpus);
+            }
+            if r.non_preemptible {
+                ps.legacy_np = ps.legacy_np.saturating_sub(gpus);
+            }
+        }
+        self.decisions.push(Decision::Preempt {
+            run: r.id,
+            reason,
+            for_run,
+        });
+    }
+
+    fn start(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        contract: Option<ContractId>,
+        non_preemptible: bool,
+    ) -> bool {
+        let Some(placement) = self.place(pool, w.gpus) else {
+            return false;
+        };
+        if w.allocated() {
+            let wm = i128::from(self.pools[pool].weight_milli);
+            let fl = i128::from(self.snap.policy.in_flight_s.max(0));
+            self.fs
+                .add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
+        }
+        let cost = self.cost(w, pool);
+        if let Some(ps) = self.projects.get_mut(&w.project) {
+            if w.allocated()
+                && let Some(b) = ps.balance.as_mut()
+            {
+                *b -= cost;
+            }
+            if !w.allocated() {
+                ps.unalloc_held += w.gpus;
+            }
+            if non_preemptible {
+                ps.legacy_np += w.gpus;
+            }
+        }
+        if !w.allocated() {
+            self.pools[pool].unalloc_gpus += i64::from(w.gpus);
+        }
+        if let Some(c) = contract
+            && let Some(entry) = self.contracts.get_mut(&c)
+        {
+            let used = i64::from(w.gpus).min(entry.2.max(0));
+            entry.2 -= i64::from(w.gpus);
+            self.pools[pool].hold -= used;
+        }
+        self.decisions.push(Decision::Start {
+            run: w.id,
+            placement,
+            contract,
+            non_preemptible,
+        });
+        true
+    }
+
+    /// Minimum-runtime cost in minor units, rounded up.
+    fn cost(&self, w: &WaitingRun, pool: usize) -> i64 {
+        if !w.allocated() {
+            return 0;
+        }
+        let c = ceil_div(
+            i128::from(w.gpus) * i128::from(w.min_runtime_s) * i128::from(self.pools[pool].price),
+            3600,
+        );
+        i64::try_from(c).unwrap_or(i64::MAX)
+    }
+
+    // ----- steps -----------------------------------------------------------------------------
+
+    fn nodes_leaving(&mut self) {
+        if self.nodes.iter().all(|n| n.state == NodeState::Up) {
+            return;
+        }
+        for ri in 0..self.runs.len() {
+            let r = self.runs[ri].run;
+            let mut down = None;
+            let mut draining = None;
+            for (nid, _) in &r.placement {
+                if let Some(&ni) = self.node_index.get(nid) {
+                    match self.nodes[ni].state {
+                        NodeState::Down => down = down.or(Some(*nid)),
+                        NodeState::Draining => draining = draining.or(Some(*nid)),
+                        NodeState::Up => {}
+                    }
+                }
+            }
+            if let Some(node) = down {
+                self.preempt(ri, PreemptReason::NodeDown { node }, None);
+            } else if let Some(node) = draining
+                && r.protected_until() <= self.now
+            {
+                self.preempt(ri, PreemptReason::NodeDraining { node }, None);
+            }
+        }
+    }
+
+    fn hold_contracts(&mut self) {
+        if self.snap.policy.kind != PolicyKind::Tranche {
+            for p in &mut self.pools {
+                p.hold = 0;
+            }
+            return;
+        }
+        let owners: BTreeSet<(usize, ProjectId)> = self
+            .contracts
+            .values()
+            .map(|&(proj, pool, _)| (pool, proj))
+            .collect();
+        let ids: Vec<ContractId> = self.contracts.keys().copied().collect();
+        for cid in ids {
+            let (_, pool, _) = self.contracts[&cid];
+            let deficit =
+                self.pools[pool].hold - self.pools[pool].free - self.pools[pool].unalloc_gpus;
+            if deficit <= 0 {
+                continue;
+            }
+            // Allocated, unprotected borrowers of other projects, least work lost first.
+            let mut cands: Vec<usize> = self.pools[pool]
+                .running
+                .iter()
+                .copied()
+                .filter(|&ri| {
+                    let s = &self.runs[ri];
+                    !s.gone
+                        && s.run.allocated()
+                        && !s.contract_protected
+                        && s.run.protected_until() <= self.now
+                        && !owners.contains(&(pool, s.run.project))
+                })
+                .collect();
+            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            let mut freed = 0i64;
+            for ri in cands {
+                if freed >= deficit {
+                    break;
+                }
+                freed += i64::from(self.runs[ri].gpus);
+                self.preempt(ri, PreemptReason::Contract { contract: cid }, None);
+            }
+        }
+    }
+
+    fn lost_key(&self, ri: usize) -> (u8, i128, RunId) {
+        let s = &self.runs[ri];
+        let class = u8::from(s.run.allocated());
+        let lost = i128::from(s.gpus) * i128::from((self.now - s.run.started_at).max(0));
+        (class, lost, s.run.id)
+    }
+
+    fn order_waiting(&mut self) -> Vec<&'a WaitingRun> {
+        let fs = &self.fs;
+        let kind = self.snap.policy.kind;
+        // Keys are computed once per run (not per comparison); ids make them unique.
+        let mut keyed: Vec<(OrderKey, &'a WaitingRun)> = self
+            .snap
+            .waiting
+            .iter()
+            .map(|w| {
+                let key = match kind {
+                    PolicyKind::Tranche => (
+                        fs.rank(w.project) as i64,
+                        -i64::from(w.priority),
+                        w.submitted_at,
+                        w.id,
+                    ),
+                    PolicyKind::Fifo => (w.submitted_at, 0, 0, w.id),
+                    PolicyKind::Legacy => (-i64::from(w.priority), w.submitted_at, 0, w.id),
+                };
+                (key, w)
+            })
+            .collect();
+        keyed.sort_unstable_by_key(|(k, _)| *k);
+        keyed.into_iter().map(|(_, w)| w).collect()
+    }
+
+    fn wait(&mut self, w: &WaitingRun, reason: WaitReason, estimated_start: Option<i64>) {
+        self.waiting.push(Waiting {
+            run: w.id,
+            reason,
+            estimated_start,
+        });
+    }
+
+    /// Common gates: pool exists and is large enough.
+    fn pool_of(&mut self, w: &WaitingRun) -> Option<usize> {
+        let key = (w.cluster, w.model);
+        let pool = match self.last_pool {
+            Some((k, p)) if k == key => Some(p),
+            _ => {
+                let p = self.pool_index.get(&key).copied();
+                if let Some(p) = p {
+                    self.last_pool = Some((key, p));
+                }
+                p
+            }
+        };
+        match pool {
+            Some(p) if self.pools[p].installed >= w.gpus => Some(p),
+            _ => {
+                let installed = pool.map_or(0, |p| self.pools[p].installed);
+                self.wait(
+                    w,
+                    WaitReason::NeverFits {
+                        gpus: w.gpus,
+                        installed,
+                    },
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn ends_by_reservation(&self, pool: usize, w: &WaitingRun) -> bool {
+        self.pools[pool]
+            .reservation
+            .as_ref()
+            .is_none_or(|r| self.now.saturating_add(w.time_limit_s) <= r.at)
+    }
+
+    /// GPUs the run may take now without preempting, given holds and the reservation.
+    fn usable(&self, pool: usize, w: &WaitingRun, hold_exempt: bool) -> i64 {
+        let p = &self.pools[pool];
+        let avail = if hold_exempt {
+            p.free
+        } else {
+            (p.free - p.hold).max(0)
+        };
+        match &p.reservation {
+            Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
+            _ => avail,
+        }
+    }
+
+    fn after_start_reservation(&mut self, pool: usize, w: &WaitingRun) {
+        let ends = self.ends_by_reservation(pool, w);
+        if let Some(r) = self.pools[pool].reservation.as_mut()
+            && !ends
+        {
+            r.extra -= i64::from(w.gpus);
+        }
+    }
+
+    fn contract_for(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
+        self.contracts
+            .iter()
+            .find(|(_, (proj, p, unused))| {
+                *proj == w.project && *p == pool && *unused >= i64::from(w.gpus)
+            })
+            .map(|(&id, _)| id)
+    }
+
+    fn consider_tranche(&mut self, w: &'a WaitingRun) {
+        let Some(pool) = self.pool_of(w) else { return };
+        let position = {
+            let ps = self.projects.get_mut(&w.project);
+            ps.map_or(1, |ps| {
+                ps.waiting_seen += 1;
+                ps.waiting_seen
+            })
+        };
+        if !self.budget_allows(w, pool) {
+            return;
+        }
+        if self.pools[pool].reservation.is_some() {
+            self.pools[pool].examined_after += 1;
+            if self.pools[pool].examined_after > self.snap.policy.backfill_depth {
+                let ahead = self.pools[pool].examined_after;
+                self.wait(w, WaitReason::InLine { ahead }, None);
+                return;
+            }
+        }
+        let contract = self.contract_for(w, pool);
+        let usable = self.usable(pool, w, contract.is_some());
+        if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
+            self.after_start_reservation(pool, w);
+            return;
+        }
+        // Preemption, only while the pool has no reservation.
+        let mut protected_until = None;
+        if self.pools[pool].reservation.is_none() {
+            match self.try_preempt(w, pool, contract) {
+                Ok(()) => return,
+                Err(p) => protected_until = p,
+            }
+        }
+        self.explain_blocked(w, pool, position, protected_until);
+    }
+
+    fn explain_blocked(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        position: usize,
+        protected_until: Option<i64>,
+    ) {
+        let mut estimate = None;
+        let holder = if self.pools[pool].reservation.is_none() {
+            estimate = self.reserve(w, pool);
+            estimate.is_some()
+        } else {
+            false
+        };
+        let over = self.projects.get(&w.project).is_some_and(|p| p.over_share);
+        let p = &self.pools[pool];
+        let reason = if let Some(until) = protected_until {
+            WaitReason::Protected { until }
+        } else if over {
+            WaitReason::FairShare {
+                position_in_project: position,
+                project_rank: self.fs.rank(w.project).saturating_add(1),
+                projects: self.fs.len(),
+            }
+        } else if holder {
+            WaitReason::Reserved {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                at: estimate.unwrap_or(self.now),
+            }
+        } else if let Some(r) = &p.reservation
+            && (p.free - p.hold).max(0) >= i64::from(w.gpus)
+        {
+            WaitReason::BehindReservation {
+                run: r.run,
+                at: r.at,
+            }
+        } else if p.hold > 0 && p.free >= i64::from(w.gpus) {
+            WaitReason::Contracts {
+                held: p.hold as u32,
+            }
+        } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
+            WaitReason::NodesDraining { gpus: w.gpus }
+        } else {
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                free: (p.free - p.hold).max(0) as u32,
+            }
+        };
+        self.wait(w, reason, estimate);
+    }
+
+    /// Makes the reservation for the pool's first blocked run: returns its reserved start.
+    fn reserve(&mut self, w: &WaitingRun, pool: usize) -> Option<i64> {
+        let need = i64::from(w.gpus);
+        let avail = (self.pools[pool].free - self.pools[pool].hold).max(0);
+        let mut frees: Vec<(i64, i64)> = Vec::new();
+        for &ri in &self.pools[pool].running {
+            let s = &self.runs[ri];
+            if s.gone || s.started_this_pass {
+                continue;
+            }
+            let r = s.run;
+            // Only GPUs on up nodes come back to the pool.
+            let up_gpus: i64 = r
+                .placement
+                .iter()
+                .filter(|(n, _)| {
+                    self.node_index
+                        .get(n)
+                        .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                })
+                .map(|(_, g)| g.len() as i64)
+                .sum();
+            let end = r.ends_by();
+            let at = if !r.allocated() {
+                self.now
+            } else if self.snap.policy.kind == PolicyKind::Tranche
+                && !s.contract_protected
+                && r.project != w.project
+                && self.fs.strictly_below(r.project, w.project)
+            {
+                r.protected_until().max(self.now).min(end)
+            } else {
+                end
+            };
+            frees.push((at.max(self.now), up_gpus));
+        }
+        frees.sort_unstable();
+        let mut have = avail;
+        let mut at = self.now;
+        if have < need {
+            let mut found = false;
+            for (t, g) in frees.iter().copied() {
+                have += g;
+                at = t;
+                if have >= need {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return None;
+            }
+        }
+        // Everything freed by `at` counts.
+        let total_by_at = avail
+            + frees
+                .iter()
+                .filter(|(t, _)| *t <= at)
+                .map(|(_, g)| g)
+                .sum::<i64>();
+        self.pools[pool].reservation = Some(Reservation {
+            run: w.id,
+            at,
+            extra: total_by_at - need,
+        });
+        self.decisions.push(Decision::Reserve {
+            run: w.id,
+            at,
+            gpus: w.gpus,
+        });
+        Some(at)
+    }
+
+    /// Tries to start `w` by preempting. `Err(Some(t))` when only protected runs stand in the
+    /// way (the first could go at `t`).
+    fn try_preempt(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        contract: Option<ContractId>,
+    ) -> Result<(), Option<i64>> {
+        let need = i64::from(w.gpus) - self.usable(pool, w, contract.is_some());
+        if need <= 0 {
+            return Err(None);
+        }
+        let rank = self.fs.rank(w.project).min(self.fs.len());
+        let p = &self.pools[pool];
+        let bound_free = p.unalloc_gpus + p.preemptible_by_rank.get(rank + 1).copied().unwrap_or(0);
+        let bound_prot = p.protected_by_rank.get(rank + 1).copied().unwrap_or(0);
+        if bound_free + bound_prot < need {
+            return Err(None);
+        }
+        if p.failed_need.get(&w.project).is_some_and(|&f| need >= f) {
+            return Err(None);
+        }
+        let wm = i128::from(p.weight_milli);
+        let fl = i128::from(self.snap.policy.in_flight_s.max(0));
+        let per_gpu = fl * wm / 1000;
+        if self.pools[pool].by_loss.is_none() {
+            let mut v: Vec<usize> = self.pools[pool]
+                .running
+                .iter()
+                .copied()
+                .filter(|&ri| {
+                    let s = &self.runs[ri];
+                    !s.contract_protected
+                        && s.run.placement.iter().all(|(n, _)| {
+                            self.node_index
+                                .get(n)
+                                .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                        })
+                })
+                .collect();
+            v.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            self.pools[pool].by_loss = Some(v);
+        }
+        let cands: Vec<usize> = self.pools[pool]
+            .by_loss
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(|&ri| {
+                let s = &self.runs[ri];
+                !s.gone && (!s.run.allocated() || s.run.project != w.project)
+            })
+            .collect();
+        let gain = i128::from(w.gpus) * per_gpu;
+        let mut chosen: Vec<usize> = Vec::new();
+        let mut loss_by_project: BTreeMap<ProjectId, i128> = BTreeMap::new();
+        let mut freed = 0i64;
+        let mut protected: Vec<(i64, i64)> = Vec::new();
+        for ri in cands {
+            if freed >= need {
+                break;
+            }
+            let s = &self.runs[ri];
+            let r = s.run;
+            let g = i64::from(s.gpus);
+            if r.allocated() {
+                let loss = loss_by_project.get(&r.project).copied().unwrap_or(0)
+                    + i128::from(s.gpus) * per_gpu;
+                if !self
+                    .fs
+                    .strictly_below_after(r.project, w.project, gain, loss)
+                {
+                    continue;
+                }
+                if r.protected_until() > self.now {
+                    protected.push((r.protected_until(), g));
+                    continue;
+                }
+                loss_by_project.insert(r.project, loss);
+            }
+            chosen.push(ri);
+            freed += g;
+        }
+        if freed < need {
+            self.pools[pool].failed_need.insert(w.project, need);
+            if freed + protected.iter().map(|(_, g)| g).sum::<i64>() >= need {
+                protected.sort_unstable();
+                let mut have = freed;
+                for (t, g) in protected {
+                    have += g;
+                    if have >= need {
+                        return Err(Some(t));
+                    }
+                }
+            }
+            return Err(None);
+        }
+        // Minimal: drop victims (latest chosen first) that are not needed.
+        let mut i = chosen.len();
+        while i > 0 {
+            i -= 1;
+            let g = i64::from(self.runs[chosen[i]].gpus);
+            if freed - g >= need {
+                freed -= g;
+                chosen.remove(i);
+            }
+        }
+        let bound = need + i64::from(self.pools[pool].node_max);
+        if freed > bound {
+            self.pools[pool].failed_need.insert(w.project, need);
+            return Err(None);
+        }
+        for ri in chosen {
+            let reason = if self.runs[ri].run.allocated() {
+                PreemptReason::FairShare {
+                    for_project: w.project,
+                }
+            } else {
+                PreemptReason::Unallocated
+            };
+            self.preempt(ri, reason, Some(w.id));
+        }
+        if self.start(w, pool, contract, false) {
+            Ok(())
+        } else {
+            Err(None)
+        }
+    }
+
+    fn consider_unallocated(&mut self, w: &'a WaitingRun) {
+        let Some(pool) = self.pool_of(w) else { return };
+        if let Some(ps) = self.projects.get(&w.project)
+            && let Some(cap) = ps.unalloc_cap
+            && ps.unalloc_held + w.gpus > cap
+        {
+            let held = ps.unalloc_held;
+            self.wait(w, WaitReason::UnallocatedCap { cap, held }, None);
+            return;
+        }
+        if self.pools[pool].reservation.is_some() {
+            self.pools[pool].examined_after += 1;
+            if self.pools[pool].examined_after > self.snap.policy.backfill_depth {
+                let ahead = self.pools[pool].examined_after;
+                self.wait(w, WaitReason::InLine { ahead }, None);
+                return;
+            }
+        }
+        if self.usable(pool, w, true) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+            self.after_start_reservation(pool, w);
+            return;
+        }
+        let p = &self.pools[pool];
+        let reason = match &p.reservation {
+            Some(r) if p.free >= i64::from(w.gpus) => WaitReason::BehindReservation {
+                run: r.run,
+                at: r.at,
+            },
+            _ => WaitReason::Gpus {
+                gpus: w.gpus,
+                free: p.free.max(0) as u32,
+            },
+        };
+        self.wait(w, reason, None);
+    }
+
+    /// Budget gate: records the wait and returns false when the balance cannot cover the
+    /// minimum-runtime cost.
+    fn budget_allows(&mut self, w: &WaitingRun, pool: usize) -> bool {
+        let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance) else {
+            return true;
+        };
+        let cost = self.cost(w, pool);
+        if cost > b {
+            self.wait(
+                w,
+                WaitReason::Budget {
+                    needs: cost,
+                    has: b.max(0),
+                },
+                None,
+            );
+            return false;
+        }
+        true
+    }
+
+    fn consider_fifo(&mut self, w: &'a WaitingRun) {
+        let Some(pool) = self.pool_of(w) else { return };
+        if !self.pools[pool].blocked {
+            if !self.budget_allows(w, pool) {
+                return;
+            }
+            if self.start(w, pool, None, false) {
+                return;
+            }
+        }
+        self.pools[pool].blocked = true;
+        let ahead = self.pools[pool].ahead;
+        self.pools[pool].ahead += 1;
+        let reason = if ahead == 0 {
+            let p = &self.pools[pool];
+            WaitReason::Gpus {
+                gpus: w.gpus,
+                free: p.free.max(0) as u32,
+            }
+        } else {
+            WaitReason::InLine { ahead }
+        };
+        self.wait(w, reason, None);
+    }
+
+    fn consider_legacy(&mut self, w: &'a WaitingRun) {
+        let Some(pool) = self.pool_of(w) else { return };
+        if !self.budget_allows(w, pool) {
+            return;
+        }
+        let (np, cap) = self
+            .projects
+            .get(&w.project)
+            .map_or((0, 0), |p| (p.legacy_np, p.legacy_cap));
+        let within = np + w.gpus <= cap;
+        if self.start(w, pool, None, within) {
+            return;
+        }
+        if within {
+            // Reclaim quota from opportunistic runs of other teams, least work lost first.
+            let need = i64::from(w.gpus) - self.pools[pool].free;
+            let mut cands: Vec<usize> = self.pools[pool]
+                .running
+                .iter()
+                .copied()
+                .filter(|&ri| {
+                    let s = &self.runs[ri];
+                    !s.gone
+                        && !s.started_this_pass
+                        && !s.run.non_preemptible
+                        && s.run.project != w.project
+                })
+                .collect();
+            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            let mut chosen = Vec::new();
+            let mut freed = 0i64;
+            for ri in cands {
+                if freed >= need {
+                    break;
+                }
+                freed += i64::from(self.runs[ri].gpus);
+                chosen.push(ri);
+            }
+            if freed >= need {
+                let mut i = chosen.len();
+                while i > 0 {
+                    i -= 1;
+                    let g = i64::from(self.runs[chosen[i]].gpus);
+                    if freed - g >= need {
+                        freed -= g;
+                        chosen.remove(i);
+                    }
+                }
+                for ri in chosen {
+                    self.preempt(ri, PreemptReason::LegacyQuota, Some(w.id));
+                }
+                if self.start(w, pool, None, true) {
+                    return;
+                }
+            }
+        }
+        let p = &self.pools[pool];
+        let reason = WaitReason::Gpus {
+            gpus: w.gpus,
+            free: p.free.max(0) as u32,
+        };
+        self.wait(w, reason, None);
+    }
+
+    fn finish(mut self) -> Outcome {
+        self.waiting.sort_unstable_by_key(|w| w.run);
+        let mut occupied: BTreeSet<NodeId> = BTreeSet::new();
+        let any_draining = self.nodes.iter().any(|n| n.state == NodeState::Draining);
+        for s in self.runs.iter().filter(|_| any_draining) {
+            if !s.gone {
+                for (n, _) in &s.run.placement {
+                    occupied.insert(*n);
+                }
+            }
+        }
+        for d in &self.decisions {
+            if let Decision::Start { placement, .. } = d {
+                for (n, _) in placement {
+                    occupied.insert(*n);
+                }
+            }
+        }
+        let drained_nodes = self
+            .nodes
+            .iter()
+            .filter(|n| n.state == NodeState::Draining && !occupied.contains(&n.id))
+            .map(|n| n.id)
+            .collect();
+        Outcome {
+            decisions: self.decisions,
+            waiting: self.waiting,
+            drained_nodes,
+            project_order: self.fs.order(),
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! What a pass decides, and why runs wait, in words a researcher understands.
+
+use super::types::{ContractId, NodeId, ProjectId, RunId};
+use serde::{Deserialize, Serialize};
+
+/// One decision of a pass. Apply them in order: preemptions come before the start they make
+/// room for, and a start whose placement covers a preempted run's GPUs begins once that run has
+/// left them (after its grace period); until then the GPUs are held for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decision {
+    /// Start a waiting run on the named GPUs (node, GPU indices on that node).
+    Start {
+        /// The run.
+        run: RunId,
+        /// Its GPUs: every node and the indices of the GPUs it gets there.
+        placement: Vec<(NodeId, Vec<u32>)>,
+        /// The capacity contract it runs on (protected while the window lasts), if any.
+        contract: Option<ContractId>,
+        /// Legacy policy: started inside its team's cap, hence non-preemptible.
+        non_preemptible: bool,
+    },
+    /// Stop a running run (requeue if resumable).
+    Preempt {
+        /// The run stopped.
+        run: RunId,
+        /// Why.
+        reason: PreemptReason,
+        /// The run it makes room for, if any.
+        for_run: Option<RunId>,
+    },
+    /// Hold capacity for a waiting run's reserved start: `gpus` GPUs of its pool become free for
+    /// it by `at` (from time limits and minimum-runtime expiries); only runs that end by `at` may
+    /// use them meanwhile.
+    Reserve {
+        /// The run.
+        run: RunId,
+        /// Reserved start (s since the epoch).
+        at: i64,
+        /// GPUs reserved.
+        gpus: u32,
+    },
+}
+
+/// Why a run is preempted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PreemptReason {
+    /// An unallocated run gives way to an allocated one.
+    Unallocated,
+    /// An allocated run past its minimum runtime gives way to a run of a project that ranks
+    /// above its own even after the move.
+    FairShare {
+        /// The project served instead.
+        for_project: ProjectId,
+    },
+    /// Capacity contract's GPUs taken back.
+    Contract {
+        /// The contract.
+        contract: ContractId,
+    },
+    /// Its node drains and the run is past its minimum runtime.
+    NodeDraining {
+        /// The node.
+        node: NodeId,
+    },
+    /// Its node is down.
+    NodeDown {
+        /// The node.
+        node: NodeId,
+    },
+    /// Legacy policy: an opportunistic (over-quota) run gives way to a run inside its team's cap.
+    LegacyQuota,
+}
+
+impl PreemptReason {
+    /// Plain words for the run's page.
+    pub fn describe(&self) -> String {
+        match self {
+            PreemptReason::Unallocated => {
+                "unallocated (free) run: its GPUs went to an allocated run".to_string()
+            }
+            PreemptReason::FairShare { for_project } => format!(
+                "past its minimum runtime, and project {for_project} is further below its fair share"
+            ),
+            PreemptReason::Contract { contract } => {
+                format!("its GPUs are promised to capacity contract {contract}")
+            }
+            PreemptReason::NodeDraining { node } => {
+                format!("node {node} is draining for repair; requeued after its minimum runtime")
+            }
+            PreemptReason::NodeDown { node } => format!("node {node} went down"),
+            PreemptReason::LegacyQuota => {
+                "ran beyond its team's quota; another team reclaimed its quota".to_string()
+            }
+        }
+    }
+}
+
+/// Why a run keeps waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WaitReason {
+    /// Its project is served after others that are further below their fair share, and no
+    /// GPUs are free for it.
+    FairShare {
+        /// Its place among its project's waiting runs in this pool (1 = next).
+        position_in_project: usize,
+        /// Its project's rank (1 = served first).
+        project_rank: usize,
+        /// Number of projects.
+        projects: usize,
+    },
+    /// It is next in its pool and GPUs are reserved for it.
+    Reserved {
+        /// GPUs it needs.
+        gpus: u32,
+        /// GPU model name.
+        model: String,
+        /// Reserved start.
+        at: i64,
+    },
+    /// Enough GPUs exist but would not be free before another run's reserved start, and it would
+    /// not end before then.
+    BehindReservation {
+        /// The run holding the reservation.
+        run: RunId,
+        /// Its reserved start.
+        at: i64,
+    },
+    /// The GPUs it could take are held by runs inside their minimum runtime.
+    Protected {
+        /// When the first of them may be preempted.
+        until: i64,
+    },
+    /// Waiting for GPUs to be free, with no better estimate.
+    Gpus {
+        /// GPUs it needs.
+        gpus: u32,
+        /// GPUs of its model free now (outside contract holds).
+        free: u32,
+    },
+    /// The only free GPUs of its model are on draining nodes.
+    NodesDraining {
+        /// GPUs it needs.
+        gpus: u32,
+    },
+    /// The project's balance cannot cover the minimum-runtime cost.
+    Budget {
+        /// Cost of its minimum runtime (minor units).
+        needs: i64,
+        /// Balance left (minor units).
+        has: i64,
+    },
+    /// The project's cap on concurrent unallocated GPUs is reached.
+    UnallocatedCap {
+        /// The cap.
+        cap: u32,
+        /// GPUs its unallocated runs hold or were given in this pass.
+        held: u32,
+    },
+    /// Free GPUs are held for capacity contracts of other projects.
+    Contracts {
+        /// GPUs held for contracts in its pool.
+        held: u32,
+    },
+    /// Strict arrival order (fifo policy) or queue order: runs ahead of it come first.
+    InLine {
+        /// Runs ahead of it in its pool.
+        ahead: usize,
+    },
+    /// Larger than every GPU of its model on its cluster (refused at submission; shown if one
+    /// slipped through).
+    NeverFits {
+        /// GPUs it asks for.
+        gpus: u32,
+        /// GPUs of that model installed on the cluster and not down.
+        installed: u32,
+    },
+}
+
+/// Formats an instant (s since the epoch) as `YYYY-MM-DD HH:MM UTC`.
+pub fn format_instant(t: i64) -> String {
+    match jiff::Timestamp::from_second(t) {
+        Ok(ts) => ts.strftime("%Y-%m-%d %H:%M UTC").to_string(),
+        Err(_) => format!("{t} s"),
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+impl WaitReason {
+    /// Plain words for a researcher.
+    pub fn describe(&self) -> String {
+        match self {
+            WaitReason::FairShare {
+                position_in_project,
+                project_rank,
+                projects,
+            } => format!(
+                "project over its fair share ({} of {projects} projects in line), {} in line in its project",
+                ordinal(*project_rank),
+                ordinal(*position_in_project)
+            ),
+            WaitReason::Reserved { gpus, model, at } => format!(
+                "waiting for {gpus} {model} GPUs; reserved start about {}",
+                format_instant(*at)
+            ),
+            WaitReason::BehindReservation { run, at } => format!(
+                "GPUs are reserved for run {run} from about {}, and this run would not end before then",
+                format_instant(*at)
+            ),
+            WaitReason::Protected { until } => format!(
+                "the GPUs it could take are protected until {} (minimum runtime of the runs on them)",
+                format_instant(*until)
+            ),
+            WaitReason::Gpus { gpus, free } => {
+                format!("waiting for {gpus} GPUs of its model; {free} free now")
+            }
+            WaitReason::NodesDraining { gpus } => {
+                format!("node draining: the free GPUs are on nodes being drained; needs {gpus}")
+            }
+            WaitReason::Budget { needs, has } => format!(
+                "budget exhausted: needs {needs}, has {has} (the cost of its minimum runtime; it may still run unallocated)"
+            ),
+            WaitReason::UnallocatedCap { cap, held } => {
+                format!("project's cap of {cap} unallocated GPUs reached ({held} in use)")
+            }
+            WaitReason::Contracts { held } => {
+                format!("{held} free GPUs are held for other projects' capacity contracts")
+            }
+            WaitReason::InLine { ahead } => format!("in line: {ahead} runs ahead of it"),
+            WaitReason::NeverFits { gpus, installed } => format!(
+                "asks for {gpus} GPUs but only {installed} of its model are installed; it can never start"
+            ),
+        }
+    }
+}
+
+/// A run that keeps waiting after the pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// The run.
+    pub run: RunId,
+    /// Why.
+    pub reason: WaitReason,
+    /// Estimated start (s since the epoch), where it can be known.
+    pub estimated_start: Option<i64>,
+}
+
+/// The result of a pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Decisions, in the order to apply them.
+    pub decisions: Vec<Decision>,
+    /// Every waiting run not started, sorted by run id.
+    pub waiting: Vec<Waiting>,
+    /// Draining nodes that hold no run: ready for repair.
+    pub drained_nodes: Vec<NodeId>,
+    /// Projects in fair-share rank order at the start of the pass.
+    pub project_order: Vec<ProjectId>,
+}

@@ -1,0 +1,219 @@
+//! Unit tests of the fair-share ranking and of small pieces of the pass.
+
+use super::support::*;
+use crate::scheduler::*;
+use std::cmp::Ordering;
+
+#[test]
+fn share_key_compares_exactly_and_idle_first() {
+    let k = |share, usage| ShareKey { share, usage };
+    // 0.45 / 25 < 0.10 / 5
+    assert_eq!(k(4500, 25).compare(&k(1000, 5)), Ordering::Less);
+    assert_eq!(
+        k(1000, 0).compare(&k(9000, 1)),
+        Ordering::Greater,
+        "idle ranks first"
+    );
+    assert_eq!(
+        k(2000, 0).compare(&k(1000, 0)),
+        Ordering::Greater,
+        "larger share among idle"
+    );
+    assert_eq!(
+        k(0, 0).compare(&k(1, 1_000_000)),
+        Ordering::Less,
+        "zero share last"
+    );
+    assert_eq!(k(5000, 10).compare(&k(2500, 5)), Ordering::Equal);
+}
+
+#[test]
+fn depth_first_walk_keeps_subtrees_together() {
+    // root A (50%) -> a1 (50%, heavy), a2 (50%, idle); root B (50%) -> b1 (100%, light).
+    // A's subtree usage 100, B's 10: B ranks first, then A's children idle-first.
+    let mut b = Builder::new();
+    let ga = b.group(None, "50");
+    let gb = b.group(None, "50");
+    let a1 = b.project(Some(ga), "50", 100);
+    let a2 = b.project(Some(ga), "50", 0);
+    let b1 = b.project(Some(gb), "100", 10);
+    let fs = FairShare::new(&b.snap, &Default::default());
+    assert_eq!(fs.order(), vec![b1, a2, a1]);
+    assert!(fs.strictly_below(a1, b1));
+    assert!(!fs.strictly_below(b1, a1));
+    assert!(!fs.strictly_below(a1, a1));
+}
+
+#[test]
+fn shares_parse_and_sums_over_100_are_refused() {
+    assert_eq!(Share::parse_percent("45"), Ok(Share(4500)));
+    assert_eq!(Share::parse_percent("12.5%"), Ok(Share(1250)));
+    assert_eq!(Share::parse_percent("0.05"), Ok(Share(5)));
+    for bad in ["", "abc", "101", "-3", "1.234", "1e2"] {
+        assert!(Share::parse_percent(bad).is_err(), "{bad}");
+    }
+    let mut b = Builder::new();
+    b.project(None, "60", 0);
+    b.project(None, "50", 0);
+    let err = b.snap.validate().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "shares under the top level sum to 110%, more than 100%"
+    );
+}
+
+#[test]
+fn validate_refuses_double_held_gpus() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let p = b.project(None, "100", 0);
+    b.running(p, 4, T0, H, H);
+    let mut dup = b.snap.running[0].clone();
+    dup.id = RunId(77);
+    b.snap.running.push(dup);
+    assert!(matches!(
+        b.snap.validate(),
+        Err(SnapshotError::BadPlacement {
+            problem: "is held twice",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn best_fit_prefers_the_fullest_node_that_holds_the_gang() {
+    let mut b = Builder::new();
+    let nodes = b.nodes(3, 8);
+    let p = b.project(None, "100", 0);
+    b.running(p, 8, T0, H, H); // node 0 full
+    b.running(p, 5, T0, H, H); // node 1: 3 free
+    let r = b.waiting(p, 3, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert_eq!(
+        out.decisions[0],
+        Decision::Start {
+            run: r,
+            placement: vec![(nodes[1], vec![5, 6, 7])],
+            contract: None,
+            non_preemptible: false
+        }
+    );
+}
+
+#[test]
+fn draining_node_requeues_after_minimum_runtime_and_reports_empty() {
+    let mut b = Builder::new();
+    let nodes = b.nodes(2, 4);
+    let p = b.project(None, "100", 0);
+    let r = b.running(p, 4, T0, H, 10 * H);
+    b.snap.nodes[0].state = NodeState::Draining;
+    let w = b.waiting(p, 4, T0, H, H);
+    let out = schedule(&b.snap, T0 + 10);
+    assert!(preemptions(&out).is_empty());
+    assert!(out.drained_nodes.is_empty());
+    // The waiting run goes to the other node, not the draining one.
+    assert_eq!(
+        out.decisions[0],
+        Decision::Start {
+            run: w,
+            placement: vec![(nodes[1], vec![0, 1, 2, 3])],
+            contract: None,
+            non_preemptible: false
+        }
+    );
+    let out = schedule(&b.snap, T0 + H);
+    assert_eq!(
+        preemptions(&out),
+        vec![(r, PreemptReason::NodeDraining { node: nodes[0] }, None)]
+    );
+    assert_eq!(out.drained_nodes, vec![nodes[0]]);
+}
+
+#[test]
+fn contract_holds_gpus_and_lends_them_only_to_unallocated_runs() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 6,
+        start: T0,
+        end: T0 + 2 * H,
+    });
+    let alloc = b.waiting(other, 4, T0, H, H);
+    let free = b.waiting(other, 4, T0, 0, H);
+    let out = schedule(&b.snap, T0);
+    // Only 2 GPUs are not held: the allocated 4-GPU run waits, the unallocated one borrows.
+    assert_eq!(started(&out), vec![free]);
+    assert!(matches!(
+        reason_of(&out, alloc),
+        WaitReason::Contracts { held: 6 } | WaitReason::Reserved { .. }
+    ));
+    let mut snap = b.snap.clone();
+    apply(&mut snap, &out, T0);
+    // The owner's run takes its GPUs back from the borrower at once.
+    let mut b2 = Builder { snap, next: 5_000 };
+    let own = b2.waiting(owner, 6, T0 + 5, H, H);
+    let out = schedule(&b2.snap, T0 + 10);
+    assert_eq!(
+        preemptions(&out),
+        vec![(free, PreemptReason::Unallocated, Some(own))]
+    );
+    assert!(out.decisions.iter().any(
+        |d| matches!(d, Decision::Start { run, contract: Some(ContractId(1)), .. } if *run == own)
+    ));
+}
+
+#[test]
+fn unallocated_cap_limits_free_runs() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let p = b.project(None, "100", 0);
+    b.project_mut(p).unallocated_gpu_cap = Some(3);
+    let a = b.waiting(p, 2, T0, 0, H);
+    let c = b.waiting(p, 2, T0 + 1, 0, H);
+    let out = schedule(&b.snap, T0 + 2);
+    assert_eq!(started(&out), vec![a]);
+    assert_eq!(
+        reason_of(&out, c),
+        &WaitReason::UnallocatedCap { cap: 3, held: 2 }
+    );
+}
+
+#[test]
+fn fifo_blocks_behind_the_head_and_legacy_reclaims_quota() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let p = b.project(None, "50", 0);
+    let q = b.project(None, "50", 0);
+    b.running(p, 4, T0, H, 10 * H);
+    let head = b.waiting(p, 8, T0, H, H);
+    let small = b.waiting(q, 1, T0 + 1, H, H);
+    b.snap.policy.kind = PolicyKind::Fifo;
+    let out = schedule(&b.snap, T0 + 2);
+    assert!(started(&out).is_empty());
+    assert_eq!(reason_of(&out, small), &WaitReason::InLine { ahead: 1 });
+    assert!(matches!(reason_of(&out, head), WaitReason::Gpus { .. }));
+
+    // Legacy: q's cap is 4; p's running run is opportunistic (over quota) and is reclaimed.
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let p = b.project(None, "50", 0);
+    let q = b.project(None, "50", 0);
+    b.project_mut(q).legacy_cap = 4;
+    let opportunistic = b.running(p, 8, T0, H, 10 * H);
+    let want = b.waiting(q, 4, T0, H, H);
+    b.snap.policy.kind = PolicyKind::Legacy;
+    let out = schedule(&b.snap, T0 + 2);
+    assert_eq!(
+        preemptions(&out),
+        vec![(opportunistic, PreemptReason::LegacyQuota, Some(want))]
+    );
+    assert!(
+        matches!(out.decisions.last(), Some(Decision::Start { run, non_preemptible: true, .. }) if *run == want)
+    );
+}

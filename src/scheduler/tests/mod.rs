@@ -1,0 +1,6 @@
+//! Unit, scenario and property tests of the core. They need no database.
+
+mod fairshare;
+mod properties;
+mod scenarios;
+pub mod support;

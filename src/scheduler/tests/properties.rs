@@ -1,0 +1,313 @@
+//! Property tests over random clusters, trees and run streams across many passes
+//! (DESIGN.md section 4).
+
+use super::support::*;
+use crate::scheduler::*;
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A small deterministic generator driven by proptest's seed (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+}
+
+/// Random cluster (1-2 models, up to 8 nodes of 1-8 GPUs), tree (up to 3 groups, up to 6
+/// projects with shares that sum to at most 100% per parent), usage, budgets, caps, contracts.
+fn random_world(rng: &mut Rng) -> Builder {
+    let mut b = Builder::new();
+    let models = if rng.chance(30) {
+        vec![ModelId(1), b.model("B200")]
+    } else {
+        vec![ModelId(1)]
+    };
+    for _ in 0..1 + rng.below(8) {
+        let m = models[rng.below(models.len() as u64) as usize];
+        b.nodes_of(m, 1, 1 + rng.below(8) as u32);
+    }
+    let mut parents: Vec<Option<TreeNodeId>> = vec![None];
+    let mut left: BTreeMap<Option<TreeNodeId>, u64> = BTreeMap::new();
+    left.insert(None, 100);
+    for _ in 0..rng.below(4) {
+        let parent = parents[rng.below(parents.len() as u64) as usize];
+        let avail = left[&parent];
+        let s = rng.below(avail + 1);
+        *left.get_mut(&parent).unwrap() -= s;
+        let g = b.group(parent, &s.to_string());
+        parents.push(Some(g));
+        left.insert(Some(g), 100);
+    }
+    for _ in 0..1 + rng.below(6) {
+        let parent = parents[rng.below(parents.len() as u64) as usize];
+        let avail = left[&parent];
+        let s = rng.below(avail + 1);
+        *left.get_mut(&parent).unwrap() -= s;
+        let p = b.project(parent, &s.to_string(), rng.below(50) as i64 * H);
+        if rng.chance(20) {
+            b.project_mut(p).balance = Some(rng.below(5_000) as i64);
+        }
+        if rng.chance(20) {
+            b.project_mut(p).unallocated_gpu_cap = Some(rng.below(6) as u32);
+        }
+        b.project_mut(p).legacy_cap = rng.below(10) as u32;
+    }
+    if rng.chance(30) {
+        let p = b.snap.projects[rng.below(b.snap.projects.len() as u64) as usize].id;
+        b.snap.contracts.push(Contract {
+            id: ContractId(1),
+            project: p,
+            cluster: ClusterId(1),
+            model: models[0],
+            gpus: 1 + rng.below(4) as u32,
+            start: T0 + (rng.below(4) as i64) * H,
+            end: T0 + (4 + rng.below(4) as i64) * H,
+        });
+    }
+    b
+}
+
+fn random_run(b: &mut Builder, rng: &mut Rng, now: i64) -> RunId {
+    let models: Vec<ModelId> = b.snap.models.iter().map(|m| m.id).collect();
+    let model = models[rng.below(models.len() as u64) as usize];
+    let p = b.snap.projects[rng.below(b.snap.projects.len() as u64) as usize].id;
+    let installed: u32 = b
+        .snap
+        .nodes
+        .iter()
+        .filter(|n| n.model == model)
+        .map(|n| n.gpus)
+        .sum();
+    let gpus = 1 + rng.below(u64::from(installed.max(1)).min(12)) as u32;
+    let limit = (1 + rng.below(8) as i64) * 30 * M;
+    let min_rt = if rng.chance(25) {
+        0
+    } else {
+        (rng.below(limit as u64 / 60 + 1) as i64) * 60
+    };
+    let id = b.waiting_of(model, p, gpus, now - rng.below(3600) as i64, min_rt, limit);
+    b.snap.waiting.last_mut().unwrap().priority = rng.below(3) as i32;
+    id
+}
+
+fn shuffled(snap: &Snapshot, rng: &mut Rng) -> Snapshot {
+    fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
+        for i in (1..v.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+    let mut s = snap.clone();
+    shuffle(&mut s.nodes, rng);
+    shuffle(&mut s.tree, rng);
+    shuffle(&mut s.projects, rng);
+    shuffle(&mut s.running, rng);
+    shuffle(&mut s.waiting, rng);
+    shuffle(&mut s.models, rng);
+    for r in &mut s.running {
+        shuffle(&mut r.placement, rng);
+    }
+    s
+}
+
+/// Checks one outcome against the snapshot it came from.
+fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
+    let running: BTreeMap<RunId, &RunningRun> = snap.running.iter().map(|r| (r.id, r)).collect();
+    let waiting: BTreeMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
+    let nodes: BTreeMap<NodeId, &Node> = snap.nodes.iter().map(|n| (n.id, n)).collect();
+    let contracts: BTreeMap<ContractId, &Contract> =
+        snap.contracts.iter().map(|c| (c.id, c)).collect();
+    let mut preempted = BTreeSet::new();
+    let mut started = BTreeSet::new();
+    let mut spent: BTreeMap<ProjectId, i64> = BTreeMap::new();
+    for d in &out.decisions {
+        match d {
+            Decision::Preempt { run, reason, .. } => {
+                let r = running.get(run).expect("only running runs are preempted");
+                assert!(preempted.insert(*run), "preempted twice in one pass");
+                let on_contract = r
+                    .contract
+                    .is_some_and(|c| contracts.get(&c).is_some_and(|k| k.active_at(now)));
+                if !matches!(reason, PreemptReason::NodeDown { .. })
+                    && snap.policy.kind == PolicyKind::Tranche
+                {
+                    assert!(
+                        r.protected_until() <= now || !r.allocated(),
+                        "protected run {run} preempted: {reason:?}"
+                    );
+                    assert!(!on_contract, "run on its own contract preempted");
+                }
+                if snap.policy.kind == PolicyKind::Legacy
+                    && matches!(reason, PreemptReason::LegacyQuota)
+                {
+                    assert!(!r.non_preemptible);
+                }
+            }
+            Decision::Start { run, placement, .. } => {
+                let w = waiting.get(run).expect("only waiting runs start");
+                assert!(started.insert(*run));
+                let total: usize = placement.iter().map(|(_, g)| g.len()).sum();
+                assert_eq!(total as u32, w.gpus, "gang whole");
+                for (n, gs) in placement {
+                    let node = nodes[n];
+                    assert_eq!(node.state, NodeState::Up, "placed on a node that is not up");
+                    assert_eq!((node.cluster, node.model), (w.cluster, w.model));
+                    assert!(gs.iter().all(|g| *g < node.gpus));
+                }
+                let price = snap
+                    .models
+                    .iter()
+                    .find(|m| m.id == w.model)
+                    .unwrap()
+                    .price_per_gpu_hour;
+                if w.allocated() {
+                    *spent.entry(w.project).or_default() +=
+                        (i64::from(w.gpus) * w.min_runtime_s * price + 3599) / 3600;
+                }
+            }
+            Decision::Reserve { run, .. } => assert!(waiting.contains_key(run)),
+        }
+    }
+    // Budgets never go negative.
+    for p in &snap.projects {
+        if let Some(bal) = p.balance {
+            assert!(
+                spent.get(&p.id).copied().unwrap_or(0) <= bal,
+                "budget of {} overspent",
+                p.id
+            );
+        }
+    }
+    // Every waiting run that does not start has exactly one reason, with words.
+    let reasons: Vec<RunId> = out.waiting.iter().map(|w| w.run).collect();
+    let expect: Vec<RunId> = waiting
+        .keys()
+        .copied()
+        .filter(|r| !started.contains(r))
+        .collect();
+    assert_eq!(reasons, expect, "every waiting run has a reason");
+    assert!(out.waiting.iter().all(|w| !w.reason.describe().is_empty()));
+}
+
+/// Advances the world: ends runs at their limit or at random, submits new runs, sometimes drains
+/// a node.
+fn churn(b: &mut Builder, rng: &mut Rng, now: i64) {
+    b.snap
+        .running
+        .retain(|r| r.ends_by() > now && !(r.started_at < now && rng.chance(10)));
+    for _ in 0..rng.below(4) {
+        random_run(b, rng, now);
+    }
+    if rng.chance(5) && !b.snap.nodes.is_empty() {
+        let i = rng.below(b.snap.nodes.len() as u64) as usize;
+        b.snap.nodes[i].state = if rng.chance(50) {
+            NodeState::Draining
+        } else {
+            NodeState::Up
+        };
+    }
+}
+
+fn run_passes(seed: u64, kind: PolicyKind) {
+    let mut rng = Rng(seed | 1);
+    let mut b = random_world(&mut rng);
+    b.snap.policy.kind = kind;
+    b.snap.validate().expect("generated world is valid");
+    for _ in 0..rng.below(10) {
+        random_run(&mut b, &mut rng, T0);
+    }
+    let mut now = T0;
+    // (victim, preemptor) pairs seen since the last state change.
+    for _pass in 0..25 {
+        let mut pairs: BTreeSet<(RunId, RunId)> = BTreeSet::new();
+        // Several passes at the same instant: no pair repeats, none reverses.
+        for _repeat in 0..3 {
+            b.snap
+                .validate()
+                .expect("no GPU held twice, valid snapshot");
+            let out = schedule(&b.snap, now);
+            check_outcome(&b.snap, &out, now);
+            let again = schedule(&shuffled(&b.snap, &mut rng), now);
+            assert_eq!(out, again, "identical decisions for permuted input");
+            for d in &out.decisions {
+                if let Decision::Preempt {
+                    run,
+                    for_run: Some(f),
+                    ..
+                } = d
+                {
+                    assert!(
+                        pairs.insert((*run, *f)),
+                        "{run} preempted twice for {f} without a state change"
+                    );
+                    assert!(
+                        !pairs.contains(&(*f, *run)),
+                        "{run} and {f} preempt each other"
+                    );
+                }
+            }
+            apply(&mut b.snap, &out, now);
+            // Budgets are charged by the ledger when runs start.
+            for d in &out.decisions {
+                if let Decision::Start { run, .. } = d {
+                    let r = b
+                        .snap
+                        .running
+                        .iter()
+                        .find(|r| r.id == *run)
+                        .unwrap()
+                        .clone();
+                    if r.allocated() {
+                        let price = b
+                            .snap
+                            .models
+                            .iter()
+                            .find(|m| m.id == r.model)
+                            .unwrap()
+                            .price_per_gpu_hour;
+                        let cost = (i64::from(r.gpus()) * r.min_runtime_s * price + 3599) / 3600;
+                        if let Some(bal) = b.project_mut(r.project).balance.as_mut() {
+                            *bal -= cost;
+                            assert!(*bal >= 0, "balance went negative");
+                        }
+                    }
+                }
+            }
+        }
+        now += (1 + rng.below(90) as i64) * M;
+        // Usage accrues (no decay inside the test horizon).
+        let running = b.snap.running.clone();
+        for r in running.iter().filter(|r| r.allocated()) {
+            b.project_mut(r.project).usage_gpu_s += i64::from(r.gpus()) * 30 * M;
+        }
+        churn(&mut b, &mut rng, now);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+
+    #[test]
+    fn invariants_hold_across_passes_tranche(seed in any::<u64>()) {
+        run_passes(seed, PolicyKind::Tranche);
+    }
+
+    #[test]
+    fn invariants_hold_across_passes_fifo_and_legacy(seed in any::<u64>()) {
+        run_passes(seed, PolicyKind::Fifo);
+        run_passes(seed.rotate_left(7), PolicyKind::Legacy);
+    }
+}

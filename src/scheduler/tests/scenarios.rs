@@ -1,0 +1,439 @@
+//! Scenarios S1-S12 of `shared/cases/scheduler-scenarios.md`, as tests of the core.
+
+use super::support::*;
+use crate::scheduler::*;
+
+#[test]
+fn s01_usage_must_count() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let hot = b.project(None, "50", 8 * 2 * H);
+    let idle = b.project(None, "50", 0);
+    // hot holds 4 GPUs (protected); 4 are free.
+    b.running(hot, 4, T0 - 2 * H, 8 * H, 10 * H);
+    let hot_run = b.waiting(hot, 4, T0 - 60, H, 2 * H);
+    let idle_run = b.waiting(idle, 4, T0 - 30, H, 2 * H);
+    b.snap.validate().unwrap();
+    let out = schedule(&b.snap, T0);
+    assert_eq!(started(&out), vec![idle_run]);
+    assert!(preemptions(&out).is_empty());
+    let reason = reason_of(&out, hot_run);
+    assert!(matches!(reason, WaitReason::FairShare { .. }), "{reason:?}");
+    assert!(
+        reason.describe().contains("fair share"),
+        "{}",
+        reason.describe()
+    );
+    assert_eq!(out.project_order, vec![idle, hot]);
+    // A zero or negative window is refused at start-up.
+    assert_eq!(FairShareWindow::new(0), Err(SnapshotError::BadWindow(0)));
+    assert_eq!(FairShareWindow::new(-5), Err(SnapshotError::BadWindow(-5)));
+    assert_eq!(FairShareWindow::new(7 * 86_400).unwrap().seconds(), 604_800);
+}
+
+#[test]
+fn s02_a_run_that_can_never_fit_drives_nothing() {
+    let mut b = Builder::new();
+    b.nodes(3, 1);
+    let pb = b.project(None, "0", 0);
+    let pa = b.project(None, "100", 0);
+    let w1 = b.running(pb, 1, T0 - H, 0, 10 * H);
+    let w4 = WaitingRun {
+        id: RunId(9_001),
+        project: pa,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 4,
+        submitted_at: T0,
+        min_runtime_s: H,
+        time_limit_s: 2 * H,
+        priority: 0,
+    };
+    let refusal = admit_run(&b.snap, &w4).unwrap_err();
+    assert_eq!(
+        refusal,
+        RunRefusal::LargerThanCluster {
+            asked: 4,
+            installed: 3
+        }
+    );
+    assert!(refusal.to_string().contains("never start"));
+    let w3 = b.waiting(pa, 3, T0 + 1, H, 2 * H);
+    assert_eq!(admit_run(&b.snap, b.snap.waiting.last().unwrap()), Ok(()));
+    let mut snap = b.snap.clone();
+    let out = schedule(&snap, T0 + 2);
+    assert_eq!(
+        preemptions(&out),
+        vec![(w1, PreemptReason::Unallocated, Some(w3))]
+    );
+    assert_eq!(started(&out), vec![w3]);
+    apply(&mut snap, &out, T0 + 2);
+    let mut total_preemptions = 1;
+    for k in 0..20 {
+        let out = schedule(&snap, T0 + 3 + k);
+        total_preemptions += preemptions(&out).len();
+        assert!(started(&out).is_empty());
+        assert!(matches!(reason_of(&out, w1), WaitReason::Gpus { .. }));
+        apply(&mut snap, &out, T0 + 3 + k);
+    }
+    assert_eq!(total_preemptions, 1);
+}
+
+#[test]
+fn s03_preemption_agrees_with_admission_order() {
+    let mut b = Builder::new();
+    b.nodes(30, 1);
+    let a = b.project(None, "45", 25 * 86_400);
+    let _bb = b.project(None, "45", 0);
+    let c = b.project(None, "10", 5 * 86_400);
+    b.running(a, 25, T0 - 5 * H, H, 100 * H);
+    b.running(c, 5, T0 - 5 * H, H, 100 * H);
+    let a2 = b.waiting(a, 5, T0, H, 10 * H);
+    // Independently: c's share/usage ratio beats a's (0.10/(5/30) = 0.6 > 0.45/(25/30) = 0.54).
+    let mut snap = b.snap.clone();
+    let mut preempted = 0;
+    for k in 0..100 {
+        let out = schedule(&snap, T0 + k);
+        let pos = |p| out.project_order.iter().position(|x| *x == p).unwrap();
+        assert!(pos(c) < pos(a));
+        preempted += preemptions(&out).len();
+        assert!(started(&out).is_empty());
+        assert!(out.waiting.iter().any(|w| w.run == a2));
+        apply(&mut snap, &out, T0 + k);
+    }
+    assert_eq!(preempted, 0);
+}
+
+#[test]
+fn s04_entitlement_inherited_from_a_parent_is_reclaimable() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let g_prog = b.group(None, "50");
+    let g = b.project(Some(g_prog), "100", 0);
+    // be ran 8 GPUs for the last 60 minutes.
+    let be = b.project(None, "50", 8 * H);
+    let be_run = b.running(be, 8, T0, 10 * M, 10 * H);
+    let g_run = b.waiting(g, 8, T0 + H, H, 4 * H);
+    let out = schedule(&b.snap, T0 + H);
+    assert_eq!(
+        preemptions(&out),
+        vec![(
+            be_run,
+            PreemptReason::FairShare { for_project: g },
+            Some(g_run)
+        )]
+    );
+    assert_eq!(started(&out), vec![g_run]);
+}
+
+#[test]
+fn s05_equal_rank_runs_never_preempt_each_other() {
+    let mut b = Builder::new();
+    b.nodes(3, 4);
+    let p = b.project(None, "100", 0);
+    let runs: Vec<RunId> = (0..24)
+        .map(|_| b.waiting(p, 1, T0, 30 * M, 2 * H))
+        .collect();
+    let mut d = Driver::new(b.snap.clone(), T0);
+    for r in &runs {
+        d.duration.insert(*r, H);
+    }
+    d.pass();
+    d.advance_to(T0 + H);
+    d.advance_to(T0 + 2 * H);
+    let at = |t: i64| d.started_at.values().filter(|v| v.contains(&t)).count();
+    assert_eq!(at(T0), 12);
+    assert_eq!(at(T0 + H), 12);
+    assert_eq!(d.preempted, 0);
+    assert_eq!(d.finished_at.len(), 24);
+    assert!(d.finished_at.values().all(|&t| t <= T0 + 2 * H));
+}
+
+#[test]
+fn s06_an_over_served_project_cannot_evict_an_under_served_one() {
+    let mut b = Builder::new();
+    b.nodes(32, 8);
+    let pre = b.project(None, "25", 128 * 86_400);
+    let mid = b.project(None, "75", 128 * 86_400);
+    let pre_runs: Vec<RunId> = (0..16)
+        .map(|_| b.running(pre, 8, T0 - 5 * H, H, 100 * H))
+        .collect();
+    let mid_runs: Vec<RunId> = (0..16)
+        .map(|_| b.running(mid, 8, T0 - 5 * H, H, 100 * H))
+        .collect();
+    let new_pre: Vec<RunId> = (0..6)
+        .map(|k| b.waiting(pre, 8, T0 + k, H, 10 * H))
+        .collect();
+    let mut snap = b.snap.clone();
+    let out = schedule(&snap, T0 + 10);
+    assert!(preemptions(&out).is_empty());
+    for r in &new_pre {
+        let reason = reason_of(&out, *r);
+        assert!(matches!(reason, WaitReason::FairShare { .. }), "{reason:?}");
+        assert!(reason.describe().contains("fair share"));
+    }
+    apply(&mut snap, &out, T0 + 10);
+    let mut b2 = Builder {
+        snap,
+        ..Builder::new()
+    };
+    let big = b2.waiting(mid, 16, T0 + 20, H, 10 * H);
+    let out = schedule(&b2.snap, T0 + 30);
+    let pre_set: Vec<RunId> = preemptions(&out).iter().map(|(r, _, _)| *r).collect();
+    assert!(!pre_set.is_empty());
+    assert!(
+        pre_set.iter().all(|r| pre_runs.contains(r)),
+        "only pre's runs are preempted"
+    );
+    assert!(pre_set.iter().all(|r| !mid_runs.contains(r)));
+    assert!(pre_set.len() * 8 <= 16, "at most 16 GPUs of pre");
+    assert_eq!(started(&out), vec![big]);
+}
+
+#[test]
+fn s07_two_contracts_cannot_promise_the_same_gpus() {
+    let b200 = ModelId(2);
+    let plan = [CapacityPlan {
+        cluster: ClusterId(1),
+        model: b200,
+        installed: 8,
+        contractable_bp: 10_000,
+    }];
+    let ten = T0 + 10 * H;
+    let twelve = T0 + 12 * H;
+    let cand = |gpus| ContractCandidate {
+        cluster: ClusterId(1),
+        model: b200,
+        gpus,
+        start: ten,
+        end: twelve,
+        price_per_gpu_hour: 500,
+        balance: Some(1_000_000),
+    };
+    let as_planned = |c: &ContractCandidate| PlannedContract {
+        cluster: c.cluster,
+        model: c.model,
+        gpus: c.gpus,
+        start: c.start,
+        end: c.end,
+    };
+    for (first, second) in [(6, 4), (4, 6)] {
+        let a = cand(first);
+        assert_eq!(
+            admit_contract(&plan, &[], &a),
+            Ok(i64::from(first) * 2 * 500)
+        );
+        let refused = admit_contract(&plan, &[as_planned(&a)], &cand(second)).unwrap_err();
+        assert_eq!(
+            refused,
+            ContractRefusal::Capacity {
+                at: ten,
+                promised: first,
+                contractable: 8,
+                asked: second
+            }
+        );
+        assert!(
+            refused
+                .to_string()
+                .contains("not enough contractable capacity")
+        );
+    }
+    // Half-open windows: 12:00-14:00 does not overlap 10:00-12:00.
+    let r1 = as_planned(&cand(6));
+    let later = ContractCandidate {
+        start: twelve,
+        end: twelve + 2 * H,
+        ..cand(8)
+    };
+    assert!(admit_contract(&plan, std::slice::from_ref(&r1), &later).is_ok());
+    // A partly overlapping window is refused at the first instant of overlap.
+    let overlap = ContractCandidate {
+        start: T0 + 11 * H,
+        end: T0 + 13 * H,
+        ..cand(3)
+    };
+    assert_eq!(
+        admit_contract(&plan, &[r1], &overlap),
+        Err(ContractRefusal::Capacity {
+            at: T0 + 11 * H,
+            promised: 6,
+            contractable: 8,
+            asked: 3
+        })
+    );
+    // A contractable fraction of 50% of 8 GPUs is 4.
+    let half = [CapacityPlan {
+        contractable_bp: 5_000,
+        ..plan[0].clone()
+    }];
+    assert!(admit_contract(&half, &[], &cand(4)).is_ok());
+    assert!(matches!(
+        admit_contract(&half, &[], &cand(5)),
+        Err(ContractRefusal::Capacity {
+            contractable: 4,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn s09_budgets_never_go_negative() {
+    // 100 GPU-hours left at 200 per GPU-hour; a 120 GPU-hour contract is refused.
+    let plan = [CapacityPlan {
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        installed: 16,
+        contractable_bp: 10_000,
+    }];
+    let c = ContractCandidate {
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 12,
+        start: T0,
+        end: T0 + 10 * H,
+        price_per_gpu_hour: 200,
+        balance: Some(100 * 200),
+    };
+    assert_eq!(
+        admit_contract(&plan, &[], &c),
+        Err(ContractRefusal::Budget {
+            cost: 120 * 200,
+            balance: 100 * 200
+        })
+    );
+    // Runs: the balance covers one 4-GPU x 1 h minimum runtime (800) but not a second.
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let p = b.project(None, "100", 0);
+    b.project_mut(p).balance = Some(1_000);
+    let r1 = b.waiting(p, 4, T0, H, 2 * H);
+    let r2 = b.waiting(p, 4, T0 + 1, H, 2 * H);
+    let free_run = b.waiting(p, 4, T0 + 2, 0, 2 * H);
+    let out = schedule(&b.snap, T0 + 10);
+    assert_eq!(started(&out), vec![r1, free_run]);
+    assert_eq!(
+        reason_of(&out, r2),
+        &WaitReason::Budget {
+            needs: 800,
+            has: 200
+        }
+    );
+    assert!(
+        reason_of(&out, r2)
+            .describe()
+            .starts_with("budget exhausted: needs 800, has 200")
+    );
+}
+
+#[test]
+fn s10_a_large_gang_does_not_starve() {
+    let mut b = Builder::new();
+    b.nodes(4, 8);
+    let small = b.project(None, "50", 0);
+    let big = b.project(None, "50", 0);
+    let mut d = Driver::new(b.snap.clone(), T0 - 2 * H);
+    let mut small_runs = Vec::new();
+    let mut big_run = None;
+    let mut t = T0 - 2 * H;
+    let mut reserved_at = None;
+    while t <= T0 + 3 * H {
+        let mut bb = Builder {
+            snap: d.snap.clone(),
+            next: 10_000 + (t - T0 + 3 * H),
+        };
+        let r = bb.waiting(small, 1, t, H, H);
+        if t == T0 {
+            big_run = Some(bb.waiting(big, 32, t, H, 2 * H));
+        }
+        d.snap = bb.snap;
+        d.duration.insert(r, H);
+        small_runs.push(r);
+        let out = d.advance_to(t);
+        if let Some(br) = big_run
+            && reserved_at.is_none()
+        {
+            reserved_at = out
+                .waiting
+                .iter()
+                .find(|w| w.run == br)
+                .and_then(|w| w.estimated_start);
+        }
+        t += 5 * M;
+    }
+    let big_run = big_run.unwrap();
+    let big_start = d.started_at[&big_run][0];
+    let reserved_at = reserved_at.expect("big run had a reserved start");
+    assert!(big_start <= T0 + H, "big started at +{} s", big_start - T0);
+    assert!(big_start <= reserved_at.max(T0));
+    for r in &small_runs {
+        for &s in d.started_at.get(r).into_iter().flatten() {
+            if s >= T0 && s < big_start {
+                assert!(
+                    s + H <= reserved_at,
+                    "small run {r} started at +{} past the reservation",
+                    s - T0
+                );
+            }
+        }
+    }
+    assert_eq!(d.preempted, 0);
+}
+
+#[test]
+fn s11_one_gpu_model_does_not_block_another() {
+    let mut b = Builder::new();
+    let b300 = b.model("B300");
+    let b200 = b.model("B200");
+    b.nodes_of(b300, 2, 8);
+    b.nodes_of(b200, 5, 8);
+    let p = b.project(None, "100", 0);
+    b.running_of(b300, p, 16, T0 - H, 8 * H, 10 * H);
+    let head = b.waiting_of(b300, p, 8, T0 - 100, H, 2 * H);
+    let behind: Vec<RunId> = (0..5)
+        .map(|k| b.waiting_of(b200, p, 8, T0 - 50 + k, H, 2 * H))
+        .collect();
+    let out = schedule(&b.snap, T0);
+    assert_eq!(started(&out), behind);
+    let reason = reason_of(&out, head);
+    assert!(reason.describe().contains("B300"), "{}", reason.describe());
+}
+
+#[test]
+fn s12_minimum_runtime_is_honoured() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let over = b.project(None, "10", 8 * 10 * M);
+    let under = b.project(None, "90", 0);
+    let over_run = b.running(over, 8, T0 - 10 * M, H, 10 * H);
+    let under_run = b.waiting(under, 8, T0, H, 4 * H);
+    let mut d = Driver::new(b.snap.clone(), T0);
+    let out = d.pass();
+    assert!(preemptions(&out).is_empty());
+    let protection_ends = T0 + 50 * M;
+    assert_eq!(
+        reason_of(&out, under_run),
+        &WaitReason::Protected {
+            until: protection_ends
+        }
+    );
+    assert!(
+        reason_of(&out, under_run)
+            .describe()
+            .contains("2026-10-01 00:50 UTC")
+    );
+    for t in [T0 + 10 * M, T0 + 49 * M, protection_ends - 1] {
+        let out = d.advance_to(t);
+        assert!(preemptions(&out).is_empty(), "preempted at {t}");
+    }
+    let out = d.advance_to(protection_ends);
+    assert_eq!(
+        preemptions(&out),
+        vec![(
+            over_run,
+            PreemptReason::FairShare { for_project: under },
+            Some(under_run)
+        )]
+    );
+    assert_eq!(started(&out), vec![under_run]);
+}

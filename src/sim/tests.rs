@@ -1,0 +1,222 @@
+//! Tests of the loaders and the replay on small trace samples (tests/data).
+
+use super::setup::{build_site, default_cluster, default_tree, parse_cluster, parse_tree, plan};
+use super::trace::{Format, load, load_from, philly_instant};
+use super::*;
+use crate::scheduler::PolicyKind;
+use std::path::Path;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+#[test]
+fn s08_philly_repeated_hour_rule() {
+    let tr = load(&data("philly-sample.csv"), Format::Philly, false).unwrap();
+    let rows = std::fs::read_to_string(data("philly-sample.csv"))
+        .unwrap()
+        .lines()
+        .count() as u64
+        - 1;
+    // Never dropped.
+    assert_eq!(tr.jobs.len() as u64, rows);
+    let mut lines: Vec<u64> = tr.jobs.iter().map(|j| j.line).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, (2..=rows + 1).collect::<Vec<_>>());
+    // The seven repeated-hour jobs (lines 2-8) are read at their first occurrence, PDT (UTC-7):
+    // 2017-11-05 01:32:10 PDT = 08:32:10 UTC = 1509870730.
+    let repeated: Vec<_> = tr
+        .jobs
+        .iter()
+        .filter(|j| (2..=8).contains(&j.line))
+        .collect();
+    assert_eq!(repeated.len(), 7);
+    let first = tr.jobs.iter().find(|j| j.line == 2).unwrap();
+    assert_eq!(first.submit, 1_509_870_730);
+    // Sorted by instant, they keep their wall-clock order: 01:02, 01:12, 01:22, 01:32, 01:42,
+    // 01:46, 01:52 (file lines 8, 7, 6, 2, 5, 3, 4).
+    let order: Vec<u64> = repeated.iter().map(|j| j.line).collect();
+    assert_eq!(order, vec![8, 7, 6, 2, 5, 3, 4]);
+    let gaps: Vec<i64> = repeated
+        .windows(2)
+        .map(|w| w[1].submit - w[0].submit)
+        .collect();
+    assert_eq!(gaps, vec![600, 600, 600, 600, 260, 340]);
+    // Standard time and the spring-forward gap.
+    assert_eq!(
+        philly_instant("2017-12-01 10:00:00").unwrap(),
+        1_512_151_200
+    ); // 18:00 UTC
+    assert_eq!(
+        philly_instant("2017-03-12 02:30:00").unwrap(),
+        1_489_314_600
+    ); // 03:30 PDT = 10:30 UTC
+    assert!(philly_instant("2017-13-01 00:00:00").is_err());
+}
+
+#[test]
+fn malformed_rows_name_line_and_field_or_are_skipped() {
+    let text = "timestamp,duration,num_gpus,gpu_time,cluster\n\
+                2017-10-09 07:01:55,66.0,1,66.0,11cb48\n\
+                2017-10-09 07:02:55,abc,1,66.0,11cb48\n\
+                2017-10-09 07:03:55,66.0,0,0,11cb48\n\
+                2017-10-09 07:04:55,66.0,2,132.0,6214e9\n";
+    let err = load_from(text.as_bytes(), Format::Philly, false)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "line 3, field `duration`: \"abc\" is not a number");
+    let tr = load_from(text.as_bytes(), Format::Philly, true).unwrap();
+    assert_eq!((tr.jobs.len(), tr.skipped), (2, 2));
+    let short = "job_id,submission_time,duration,num_gpu\nx,1,2\n";
+    let err = load_from(short.as_bytes(), Format::Itp, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("line 2, field `num_gpu`"), "{err}");
+    let missing = "job_id,duration,num_gpu\n";
+    let err = load_from(missing.as_bytes(), Format::Itp, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no column `submission_time`"), "{err}");
+}
+
+#[test]
+fn cluster_and_tree_specs_refuse_bad_input() {
+    assert_eq!(parse_cluster("H100:64x8").unwrap()[0].nodes, 64);
+    for bad in [
+        "H100",
+        "H100:0x8",
+        "H100:4x0",
+        "H100:-1x8",
+        "H100:4x65",
+        ":4x8",
+        "A:1x1,A:2x2",
+        "H100:axb",
+    ] {
+        assert!(parse_cluster(bad).is_err(), "{bad}");
+    }
+    assert!(parse_tree("a=50,a/x=100,b=50").is_ok());
+    assert!(parse_tree("a=abc").is_err());
+    assert!(parse_tree("a/x=100").is_err(), "parent missing");
+    assert!(parse_tree("a=10,a=20").is_err());
+    let text = "submit,duration,gpus,project\n0,10,1,x\n5,10,1,y\n";
+    let tr = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    let pools = parse_cluster("H100:1x8").unwrap();
+    let err = build_site(&pools, &parse_tree("x=60,y=50").unwrap(), &tr.jobs).unwrap_err();
+    assert!(err.to_string().contains("sum to 110%"), "{err}");
+    let err = build_site(&pools, &parse_tree("x=60").unwrap(), &tr.jobs).unwrap_err();
+    assert!(err.to_string().contains("[\"y\"]"), "{err}");
+}
+
+/// Two projects on one 8-GPU node, computed by hand: fifo runs jobs in arrival order.
+#[test]
+fn native_replay_counts_and_waits() {
+    let text = "submit,duration,gpus,project,min_runtime\n\
+                0,100,8,a,50\n\
+                10,100,4,b,50\n\
+                20,50,4,a,50\n\
+                30,10,16,b,5\n";
+    let tr = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    let site = build_site(
+        &parse_cluster("H100:1x8").unwrap(),
+        &parse_tree("a=50,b=50").unwrap(),
+        &tr.jobs,
+    )
+    .unwrap();
+    let plans = plan(&site, &tr.jobs, PolicyKind::Fifo);
+    let window = (0, 30);
+    let rep = replay::replay(&site, &plans, PolicyKind::Fifo, window, &|_| {});
+    let s = replay::summarize(&site, &plans, &rep, window);
+    assert_eq!(
+        (
+            s.jobs.total,
+            s.jobs.completed,
+            s.jobs.waiting,
+            s.jobs.rejected
+        ),
+        (4, 3, 0, 1)
+    );
+    // a1 0..100; b1 and a2 start at 100 (waits 0, 90, 80).
+    assert_eq!(rep.jobs[1].first_start, Some(100));
+    assert_eq!(rep.jobs[2].first_start, Some(100));
+    assert_eq!(s.wait_s.p50, 80.0);
+    assert_eq!(s.wait_s.p90, 90.0);
+    // Window 0..30: a1 holds 8 GPUs -> occupancy 1.0.
+    assert!((s.occupancy - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn every_format_replays_with_all_jobs_accounted_for() {
+    for (file, format) in [
+        ("philly-sample.csv", Format::Philly),
+        ("itp-cluster01-sample.csv", Format::Itp),
+        ("openb-default-sample.csv", Format::Openb),
+    ] {
+        let args = SimulateArgs {
+            trace: data(file),
+            format,
+            policy: vec![PolicyName::Fifo, PolicyName::Legacy, PolicyName::Tranche],
+            cluster: None,
+            tree: None,
+            json: true,
+            skip_bad_rows: false,
+        };
+        let report = simulate(&args).unwrap();
+        assert_eq!(report.policies.len(), 3);
+        for p in &report.policies {
+            let j = p.jobs;
+            assert_eq!(
+                j.completed + j.waiting + j.rejected,
+                j.total,
+                "{file} {}",
+                p.policy
+            );
+            assert_eq!(j.total, report.trace.jobs);
+            assert!(
+                p.occupancy >= 0.0 && p.occupancy <= 1.0 + 1e-9,
+                "{file} {} {}",
+                p.policy,
+                p.occupancy
+            );
+            assert!(p.impact >= 0.0 && p.impact <= 1.0 + 1e-9);
+        }
+        let v = serde_json::to_value(&report).unwrap();
+        for key in [
+            "jobs",
+            "occupancy",
+            "occupancy_unallocated",
+            "impact",
+            "wait_s",
+            "small_wait_s",
+            "jct_mean_s",
+            "preemptions",
+            "preempted_gpu_hours",
+            "projects",
+        ] {
+            assert!(v["policies"][0].get(key).is_some(), "{key}");
+        }
+        assert!(v["policies"][0]["wait_s"]["p90"].is_number());
+        assert!(v["trace"].is_object());
+        let table = render(&report);
+        assert!(table.contains("small-job wait p50 / p90"));
+    }
+}
+
+#[test]
+fn default_site_fits_the_largest_job_and_openb_drops_cpu_pods() {
+    let tr = load(&data("openb-default-sample.csv"), Format::Openb, false).unwrap();
+    let text = std::fs::read_to_string(data("openb-default-sample.csv")).unwrap();
+    let cpu_only = text
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(3) == Some("0"))
+        .count() as u64;
+    assert_eq!(tr.excluded, cpu_only);
+    let pools = default_cluster(&tr.jobs);
+    let largest = tr.jobs.iter().map(|j| j.gpus).max().unwrap();
+    assert!(pools[0].nodes * 8 >= largest);
+    let tree = default_tree(&tr.jobs);
+    let sum: u32 = tree.iter().map(|e| e.share.0).sum();
+    assert!(sum <= 10_000);
+}
