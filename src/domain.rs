@@ -298,10 +298,19 @@ pub fn node_name(input: &str) -> Result<String, String> {
             name.chars().count()
         ));
     }
-    if name.chars().any(char::is_control) {
-        return Err("a name cannot contain control characters".into());
+    if name
+        .chars()
+        .any(|c| c.is_control() || is_invisible_format(c))
+    {
+        return Err("a name cannot contain control or invisible formatting characters".into());
     }
     Ok(name.to_string())
+}
+
+/// Invisible formatting characters that can make one name look like another: zero-width
+/// characters, bidirectional overrides and isolates, the byte-order mark.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
 }
 
 /// Validates an identifier-like name (users, clusters, GPU models, nodes): starts with a letter

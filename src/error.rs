@@ -19,6 +19,9 @@ pub enum AppError {
     /// `malformed_request`.
     #[error("{0}")]
     Malformed(String),
+    /// A body over the size limit: 413 `payload_too_large`.
+    #[error("the request body is too large (at most 2 MiB)")]
+    TooLarge,
     /// Unknown id or name: 404 `not_found`.
     #[error("{0}")]
     NotFound(String),
@@ -62,6 +65,7 @@ impl AppError {
         match self {
             Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Malformed(_) => StatusCode::BAD_REQUEST,
+            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Refused { .. } | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -75,6 +79,7 @@ impl AppError {
         match self {
             Self::Invalid { .. } => "invalid_input",
             Self::Malformed(_) => "malformed_request",
+            Self::TooLarge => "payload_too_large",
             Self::NotFound(_) => "not_found",
             Self::Refused { code, .. } => code,
             Self::Conflict(_) => "conflict",

@@ -66,6 +66,12 @@ enum AdminCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Prove the ledger: every balance equals its postings, balances sum to zero, and no
+    /// project budget is below zero. Exits non-zero when a problem is found.
+    CheckLedger {
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Create an API token for a user and print it once.
     CreateToken {
         /// User name.
@@ -87,11 +93,23 @@ enum BenchCommand {
     Tree(tranche::bench::TreeBenchArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run_cli() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_cli() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate(args) => tranche::sim::run(&args),
-        Command::Bench { command: BenchCommand::Schedule(args) } => tranche::sim::bench::run(&args),
+        Command::Bench {
+            command: BenchCommand::Schedule(args),
+        } => tranche::sim::bench::run(&args),
         other => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -134,7 +152,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Tree(args),
         } => tranche::bench::tree(&args).await,
-        Command::Simulate(_) | Command::Bench { command: BenchCommand::Schedule(_) } => unreachable!("handled before the runtime starts"),
+        Command::Simulate(_)
+        | Command::Bench {
+            command: BenchCommand::Schedule(_),
+        } => unreachable!("handled before the runtime starts"),
     }
 }
 
@@ -201,6 +222,19 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             })
             .await
         }
+        AdminCommand::CheckLedger { db } => {
+            with_db(&db, |pool| async move {
+                let problems = tranche::ledger::problems(&pool).await?;
+                let (postings, accounts): (i64, i64) =
+                    sqlx::query_as("SELECT (SELECT count(*) FROM ledger_postings), (SELECT count(*) FROM ledger_accounts)").fetch_one(&pool).await?;
+                if problems.is_empty() {
+                    Ok(format!("The ledger balances: {postings} postings over {accounts} accounts, balances sum to zero, no budget below zero."))
+                } else {
+                    anyhow::bail!("the ledger has {} problem(s):\n{}", problems.len(), problems.join("\n"))
+                }
+            })
+            .await
+        }
         AdminCommand::CreateToken { user, label, db } => {
             with_db(&db, |pool| async move {
                 let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
@@ -226,25 +260,56 @@ fn user_error(e: tranche::error::AppError) -> anyhow::Error {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let site = Site::from_env()?;
+    // Claim the address first: a server that cannot listen starts no database.
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     let database = open(&args.db).await?;
+    let result = serve_on(listener, &database, site).await;
+    // Whatever happened, stop the embedded PostgreSQL this process started.
+    let closed = database.close().await;
+    result.and(closed)
+}
+
+async fn serve_on(
+    listener: tokio::net::TcpListener,
+    database: &Database,
+    site: Site,
+) -> anyhow::Result<()> {
     if let Some(password) = db::users::first_run(&database.pool)
         .await
         .map_err(user_error)?
     {
         println!("First run: created the user `admin` with password {password}");
         println!(
-            "This password is shown once. Change it with `tranche admin set-password --name admin`."
+            "This password is shown once. Change it on the Account page or with `tranche admin set-password --name admin`."
         );
     }
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let state = AppState::new(database.pool.clone(), site);
+    let rollover = tokio::spawn(roll_over_every_minute(state.clone()));
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);
-    let state = AppState::new(database.pool.clone(), site);
-    tranche::serve(listener, state, shutdown_signal()).await?;
+    let served = tranche::serve(listener, state, shutdown_signal()).await;
+    rollover.abort();
     tracing::info!("shutting down");
-    database.close().await
+    Ok(served?)
+}
+
+/// Opens each project's budget for a new period when it begins, and lapses ended ones.
+async fn roll_over_every_minute(state: AppState) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        match tranche::ledger::roll_over(&state.pool, jiff::Timestamp::now(), &state.site).await {
+            Ok(r) if r.granted > 0 || r.lapsed > 0 => tracing::info!(
+                granted = r.granted,
+                lapsed = r.lapsed,
+                "budget periods rolled over"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "budget roll-over failed; will retry"),
+        }
+    }
 }
 
 async fn shutdown_signal() {

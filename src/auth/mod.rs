@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Redirect, Response};
 use sqlx::PgPool;
 use tower_sessions::Session;
 
@@ -74,6 +75,8 @@ pub struct Account {
     pub grants: Vec<Grant>,
     /// Project node ids the user is a member of.
     pub projects: Vec<i64>,
+    /// Bumped when the password changes; sessions from before are no longer valid.
+    pub session_epoch: i32,
 }
 
 /// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
@@ -84,6 +87,7 @@ type AccountRow = (
     Vec<String>,
     Vec<Option<i64>>,
     Vec<i64>,
+    i32,
 );
 
 /// Parent links of the whole tree (node id -> parent id), for scope checks.
@@ -132,14 +136,15 @@ impl Account {
                     coalesce(array(SELECT g.id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
                     coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
                     coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
-                    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}') \
+                    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
+                    u.session_epoch \
              FROM users u WHERE u.id = $1 AND NOT u.disabled",
         )
         .bind(user_id)
         .fetch_optional(pool)
         .await?;
-        Ok(
-            row.map(|(id, name, grant_ids, roles, nodes, projects)| Self {
+        Ok(row.map(
+            |(id, name, grant_ids, roles, nodes, projects, session_epoch)| Self {
                 id,
                 name,
                 grants: grant_ids
@@ -155,8 +160,9 @@ impl Account {
                     })
                     .collect(),
                 projects,
-            }),
-        )
+                session_epoch,
+            },
+        ))
     }
 
     /// Whether the user holds `role` anywhere.
@@ -216,33 +222,47 @@ impl Account {
 
 /// Session key holding the signed-in user's id.
 pub const SESSION_USER: &str = "user_id";
+/// Session key holding the user's session epoch at sign-in.
+pub const SESSION_EPOCH: &str = "epoch";
 
 /// Extractor for pages: the signed-in user, or a redirect to the login page.
 pub struct CurrentUser(pub Account);
 
 impl FromRequestParts<AppState> for CurrentUser {
-    type Rejection = AppError;
+    type Rejection = Response;
 
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // Not signed in: to the login page, coming back here afterwards.
+        let to_login = |parts: &Parts| {
+            let next = if parts.method == axum::http::Method::GET {
+                parts.uri.path_and_query().map_or("/", |p| p.as_str())
+            } else {
+                "/"
+            };
+            let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+            Redirect::to(&format!("/login?{query}")).into_response()
+        };
+        let internal =
+            |e: tower_sessions::session::Error| AppError::Internal(e.into()).into_response();
         let session = Session::from_request_parts(parts, state)
             .await
-            .map_err(|_| AppError::Unauthorized)?;
-        let user_id: Option<i64> = session
-            .get(SESSION_USER)
+            .map_err(|_| to_login(parts))?;
+        let Some(user_id) = session.get::<i64>(SESSION_USER).await.map_err(internal)? else {
+            return Err(to_login(parts));
+        };
+        let epoch = session.get::<i32>(SESSION_EPOCH).await.map_err(internal)?;
+        match Account::load(&state.pool, user_id)
             .await
-            .map_err(|e| AppError::Internal(e.into()))?;
-        let user_id = user_id.ok_or(AppError::Unauthorized)?;
-        match Account::load(&state.pool, user_id).await? {
-            Some(account) => Ok(Self(account)),
-            None => {
-                session
-                    .flush()
-                    .await
-                    .map_err(|e| AppError::Internal(e.into()))?;
-                Err(AppError::Unauthorized)
+            .map_err(|e| AppError::from(e).into_response())?
+        {
+            Some(account) if Some(account.session_epoch) == epoch => Ok(Self(account)),
+            _ => {
+                // Unknown, disabled, or the password changed since this session began.
+                session.flush().await.map_err(internal)?;
+                Err(to_login(parts))
             }
         }
     }
@@ -264,7 +284,9 @@ impl FromRequestParts<AppState> for ApiUser {
             .and_then(|v| v.to_str().ok())
             .ok_or(ApiError(AppError::Unauthorized))?;
         let token = header
-            .strip_prefix("Bearer ")
+            .get(..7)
+            .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+            .map(|_| &header[7..])
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or(ApiError(AppError::Unauthorized))?;

@@ -33,9 +33,51 @@ pub async fn create(
 pub async fn user_for_token(pool: &PgPool, token: &str) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
         "UPDATE api_tokens SET last_used_at = now() WHERE token_sha256 = $1 \
-         AND user_id IN (SELECT id FROM users WHERE NOT disabled) RETURNING user_id",
+         AND revoked_at IS NULL AND user_id IN (SELECT id FROM users WHERE NOT disabled) RETURNING user_id",
     )
     .bind(Sha256::digest(token.as_bytes()).as_slice())
     .fetch_optional(pool)
     .await
+}
+
+/// Revokes one of the user's own tokens; false when there is no such active token.
+///
+/// # Errors
+/// Database errors.
+pub async fn revoke(pool: &PgPool, user_id: i64, token_id: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL")
+        .bind(token_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A token as listed (never the token itself).
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct TokenInfo {
+    /// Token id.
+    pub id: i64,
+    /// The label given at creation.
+    pub label: String,
+    /// When it was created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    /// When it was last used, if ever.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<time::OffsetDateTime>,
+    /// When it was revoked, if it was.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<time::OffsetDateTime>,
+}
+
+/// The user's tokens, newest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn list(pool: &PgPool, user_id: i64) -> Result<Vec<TokenInfo>, sqlx::Error> {
+    sqlx::query_as("SELECT id, label, created_at, last_used_at, revoked_at FROM api_tokens WHERE user_id = $1 ORDER BY id DESC")
+        .bind(user_id)
+        .fetch_all(pool)
+        .await
 }

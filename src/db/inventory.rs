@@ -133,11 +133,12 @@ pub async fn create_gpu_model(
         ));
     }
     let mut tx = pool.begin().await?;
-    let taken: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gpu_models WHERE name = $1)")
-            .bind(&name)
-            .fetch_one(&mut *tx)
-            .await?;
+    let taken: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM gpu_models WHERE lower(name) = lower($1))",
+    )
+    .bind(&name)
+    .fetch_one(&mut *tx)
+    .await?;
     if taken {
         return Err(AppError::invalid(
             "name",
@@ -229,10 +230,11 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
     require_admin(actor)?;
     let name = domain::ident(name, "cluster", 64).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE name = $1)")
-        .bind(&name)
-        .fetch_one(&mut *tx)
-        .await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE lower(name) = lower($1))")
+            .bind(&name)
+            .fetch_one(&mut *tx)
+            .await?;
     if taken {
         return Err(AppError::invalid(
             "name",
@@ -294,7 +296,7 @@ pub async fn add_node(
             )
         })?;
     let taken: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM nodes WHERE cluster_id = $1 AND name = $2)",
+        "SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($2) AND $1::bigint IS NOT NULL)",
     )
     .bind(cluster_id)
     .bind(&name)
@@ -303,7 +305,7 @@ pub async fn add_node(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!("cluster {cluster} already has a node named {name:?}"),
+            format!("a node named {name:?} already exists (host names are unique across clusters)"),
         ));
     }
     let id: i64 = sqlx::query_scalar("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id")

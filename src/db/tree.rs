@@ -294,6 +294,13 @@ pub async fn set_child_shares(
     parent_id: i64,
     changes: &[(i64, Share)],
 ) -> Result<(), AppError> {
+    let mut seen = std::collections::HashSet::new();
+    if let Some((dup, _)) = changes.iter().find(|(n, _)| !seen.insert(*n)) {
+        return Err(AppError::invalid(
+            "share",
+            format!("node {dup} appears more than once"),
+        ));
+    }
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
     lock_live(&mut tx, parent_id).await?;
@@ -377,20 +384,26 @@ async fn name_free(
     name: &str,
     except: Option<i64>,
 ) -> Result<(), AppError> {
-    let taken: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE name = $1 AND id IS DISTINCT FROM $2)",
+    let taken: Option<bool> = sqlx::query_scalar(
+        "SELECT archived FROM tree_nodes WHERE lower(name) = lower($1) AND id IS DISTINCT FROM $2",
     )
     .bind(name)
     .bind(except)
-    .fetch_one(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
-    if taken {
-        return Err(AppError::invalid(
+    match taken {
+        Some(false) => Err(AppError::invalid(
             "name",
-            format!("a node named {name:?} already exists; names are unique across the tree"),
-        ));
+            format!(
+                "a node named {name:?} already exists; names are unique across the tree (ignoring case)"
+            ),
+        )),
+        Some(true) => Err(AppError::invalid(
+            "name",
+            format!("the name {name:?} belongs to an archived node; choose another name"),
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 async fn check_room(
@@ -496,6 +509,9 @@ pub async fn rename_node(
     let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
     let (_, _, old, _, _) = lock_live(&mut tx, id).await?;
+    if old == name {
+        return Ok(());
+    }
     name_free(&mut tx, &name, Some(id)).await?;
     sqlx::query("UPDATE tree_nodes SET name = $1 WHERE id = $2")
         .bind(&name)
@@ -690,7 +706,17 @@ pub async fn update_project(
     actor: &Account,
     id: i64,
     update: &BudgetUpdate,
+    tree: &TreeView,
 ) -> Result<(), AppError> {
+    const MAX_MONEY: i64 = 1_000_000_000_000_000;
+    if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY)
+        || update.money_cap_minor.is_some_and(|v| v > MAX_MONEY)
+    {
+        return Err(AppError::invalid(
+            "period_budget",
+            "an amount is at most 10,000,000,000,000.00",
+        ));
+    }
     if update.period_budget_minor.is_some_and(|v| v < 0) {
         return Err(AppError::invalid(
             "period_budget",
@@ -723,6 +749,58 @@ pub async fn update_project(
         return Err(AppError::Forbidden(
             "only an admin or a lead above this project can change its budget".into(),
         ));
+    }
+    if before
+        == (
+            update.period_budget_minor,
+            update.money_cap_minor,
+            update.self_service_gpu_hours,
+        )
+    {
+        return Ok(());
+    }
+    // A lead sets budgets within their own node's: the projects under each node they lead
+    // (above this project) may not be budgeted more than that node's entitlement.
+    if !actor.is_admin() {
+        let settings: Vec<(i64, Option<i64>, Option<i64>)> =
+            sqlx::query_as("SELECT node_id, period_budget_minor, money_cap_minor FROM projects")
+                .fetch_all(&mut *tx)
+                .await?;
+        let budget_of = |n: &NodeView| {
+            let (budget, cap) = if n.id == id {
+                (update.period_budget_minor, update.money_cap_minor)
+            } else {
+                settings
+                    .iter()
+                    .find(|(p, _, _)| *p == n.id)
+                    .map_or((None, None), |(_, b, c)| (*b, *c))
+            };
+            let base = budget.unwrap_or(n.money_total.0);
+            cap.map_or(base, |c| c.min(base))
+        };
+        for lead in actor
+            .lead_nodes()
+            .filter(|l| *l != id && parents.is_ancestor_or_self(*l, id))
+        {
+            let Some(led) = tree.node(lead) else { continue };
+            let sum: i64 = tree
+                .nodes
+                .iter()
+                .filter(|n| n.is_project && parents.is_ancestor_or_self(lead, n.id))
+                .map(budget_of)
+                .sum();
+            if sum > led.money_total.0 {
+                return Err(AppError::invalid(
+                    "period_budget",
+                    format!(
+                        "the budgets of the projects under {} would sum to {}, more than its entitlement of {}; lower this or another project's budget",
+                        led.name,
+                        Money(sum).amount(),
+                        led.money_total.amount()
+                    ),
+                ));
+            }
+        }
     }
     sqlx::query("UPDATE projects SET period_budget_minor = $1, money_cap_minor = $2, self_service_gpu_hours = $3 WHERE node_id = $4")
         .bind(update.period_budget_minor)

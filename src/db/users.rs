@@ -112,10 +112,11 @@ pub async fn create(
     let pw = password::generate();
     let hash = password::hash(&pw)?;
     let mut tx = pool.begin().await?;
-    let taken: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE name = $1)")
-        .bind(&name)
-        .fetch_one(&mut *tx)
-        .await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE lower(name) = lower($1))")
+            .bind(&name)
+            .fetch_one(&mut *tx)
+            .await?;
     if taken {
         return Err(AppError::invalid(
             "name",
@@ -166,7 +167,7 @@ pub async fn set_password(
     let hash = password::hash(new_password)?;
     let mut tx = pool.begin().await?;
     let id: i64 =
-        sqlx::query_scalar("UPDATE users SET password_hash = $1 WHERE name = $2 RETURNING id")
+        sqlx::query_scalar("UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1, failed_logins = 0, locked_until = NULL WHERE name = $2 RETURNING id")
             .bind(&hash)
             .bind(name.trim())
             .fetch_optional(&mut *tx)

@@ -1,65 +1,95 @@
-//! The user's own API tokens.
+//! The user's own account: API tokens (create, list, revoke) and password change.
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Response;
-use axum::routing::get;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
 use tower_sessions::Session;
 
-use crate::auth::{Account, CurrentUser, tokens};
+use crate::auth::{Account, CurrentUser, SESSION_EPOCH, password, tokens};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::web::{Layout, render_status};
+use crate::web::{Layout, PagePath, flash, render_status};
+
+/// Session key carrying a just-created token to the next page view (shown once, then removed).
+const NEW_TOKEN: &str = "new_token";
+
+struct TokenRow {
+    id: i64,
+    label: String,
+    created: String,
+    used: String,
+    revoked: Option<String>,
+}
 
 #[derive(askama::Template)]
 #[template(path = "account.html")]
-struct TokensPage {
+struct AccountPage {
     layout: Layout,
     created: Option<String>,
     error: Option<String>,
+    password_error: Option<String>,
     form_label: String,
-    tokens: Vec<(String, String, String)>,
+    tokens: Vec<TokenRow>,
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 async fn page(
     state: &AppState,
     session: &Session,
     me: &Account,
-    created: Option<String>,
     error: Option<String>,
+    password_error: Option<String>,
     label: String,
 ) -> Result<Response, AppError> {
-    let rows: Vec<(String, time::OffsetDateTime, Option<time::OffsetDateTime>)> =
-        sqlx::query_as("SELECT label, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id DESC")
-            .bind(me.id)
-            .fetch_all(&state.pool)
-            .await?;
-    let fmt = |t: time::OffsetDateTime| {
-        t.format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default()
+    let rows = tokens::list(&state.pool, me.id).await?;
+    let created = match session
+        .get::<String>(NEW_TOKEN)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+    {
+        Some(t) => {
+            session
+                .remove::<String>(NEW_TOKEN)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            Some(t)
+        }
+        None => None,
     };
-    let status = if error.is_some() {
+    let status = if error.is_some() || password_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
     };
     render_status(
         status,
-        &TokensPage {
+        &AccountPage {
             layout: Layout::for_user(session, me, "/account/tokens").await?,
             created,
             error,
+            password_error,
             form_label: label,
             tokens: rows
                 .into_iter()
-                .map(|(l, c, u)| (l, fmt(c), u.map(fmt).unwrap_or_else(|| "never".into())))
+                .map(|t| TokenRow {
+                    id: t.id,
+                    label: t.label,
+                    created: rfc3339(t.created_at),
+                    used: t.last_used_at.map_or_else(|| "never".into(), rfc3339),
+                    revoked: t.revoked_at.map(rfc3339),
+                })
                 .collect(),
         },
     )
 }
 
-async fn get_tokens(
+async fn get_account(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
@@ -84,18 +114,90 @@ async fn create_token(
             &state,
             &session,
             &me,
-            None,
             Some("a label has at most 100 characters".into()),
+            None,
             f.label,
         )
         .await;
     }
     let token = tokens::create(&state.pool, me.id, f.label.trim()).await?;
-    // Shown once on this response; only its hash is stored.
-    page(&state, &session, &me, Some(token), None, String::new()).await
+    // Shown once on the next page view (reloading it does not create another); only the
+    // token's hash is stored in the database.
+    session
+        .insert(NEW_TOKEN, token)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    Ok(Redirect::to("/account/tokens").into_response())
 }
 
-/// `GET/POST /account/tokens`.
+async fn revoke_token(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    if tokens::revoke(&state.pool, me.id, id).await? {
+        flash(&session, "Token revoked.").await?;
+        Ok(Redirect::to("/account/tokens").into_response())
+    } else {
+        Err(AppError::NotFound(format!(
+            "you have no active token with id {id}"
+        )))
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+struct PasswordForm {
+    #[serde(default)]
+    current: String,
+    #[serde(default)]
+    new: String,
+    #[serde(default)]
+    repeat: String,
+}
+
+async fn change_password(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(f): axum::Form<PasswordForm>,
+) -> Result<Response, AppError> {
+    let hash: Option<String> = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
+        .bind(me.id)
+        .fetch_one(&state.pool)
+        .await?;
+    let problem = if !password::verify(f.current.clone(), hash).await {
+        Some("the current password is wrong".to_string())
+    } else if f.new != f.repeat {
+        Some("the two new passwords differ".to_string())
+    } else {
+        password::check_new(&f.new).err()
+    };
+    if let Some(p) = problem {
+        return page(&state, &session, &me, None, Some(p), String::new()).await;
+    }
+    crate::db::users::set_password(&state.pool, Some(me.id), &me.name, &f.new).await?;
+    // Other sessions end; this one continues with the new epoch.
+    let epoch: i32 = sqlx::query_scalar("SELECT session_epoch FROM users WHERE id = $1")
+        .bind(me.id)
+        .fetch_one(&state.pool)
+        .await?;
+    session
+        .insert(SESSION_EPOCH, epoch)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    flash(
+        &session,
+        "Password changed; your other sessions have ended.",
+    )
+    .await?;
+    Ok(Redirect::to("/account/tokens").into_response())
+}
+
+/// `/account/...`: tokens and password.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/account/tokens", get(get_tokens).post(create_token))
+    Router::new()
+        .route("/account/tokens", get(get_account).post(create_token))
+        .route("/account/tokens/{id}/revoke", post(revoke_token))
+        .route("/account/password", post(change_password))
 }

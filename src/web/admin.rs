@@ -1,7 +1,7 @@
 //! Admin pages: inventory (GPU models, clusters, nodes and their states) and users and roles.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
@@ -11,7 +11,7 @@ use crate::db::{inventory, users};
 use crate::domain::{self, Money};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::web::{Layout, flash, render_status};
+use crate::web::{Layout, PagePath, flash, render_status};
 
 fn require_admin(me: &Account) -> Result<(), AppError> {
     if me.is_admin() {
@@ -32,6 +32,8 @@ struct ModelRow {
 
 #[derive(Default)]
 struct InventoryForm {
+    /// A model's row as typed when its update failed: (id, weight, price).
+    typed_model: Option<(i64, String, String)>,
     model_name: String,
     model_weight: String,
     model_price: String,
@@ -60,11 +62,19 @@ async fn inventory_page(
     let models = inventory::gpu_models(&state.pool)
         .await?
         .into_iter()
-        .map(|m| ModelRow {
-            id: m.id,
-            name: m.name,
-            weight: domain::format_milli(i64::from(m.billing_weight_milli)),
-            price: Money(m.price_per_gpu_hour_minor).plain(),
+        .map(|m| match &form.typed_model {
+            Some((id, weight, price)) if *id == m.id => ModelRow {
+                id: m.id,
+                name: m.name,
+                weight: weight.clone(),
+                price: price.clone(),
+            },
+            _ => ModelRow {
+                id: m.id,
+                name: m.name,
+                weight: domain::format_milli(i64::from(m.billing_weight_milli)),
+                price: Money(m.price_per_gpu_hour_minor).plain(),
+            },
         })
         .collect();
     let status = if error.is_some() {
@@ -132,7 +142,7 @@ async fn model_update(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<ModelForm>,
 ) -> Result<Response, AppError> {
     match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
@@ -146,7 +156,10 @@ async fn model_update(
                 &session,
                 &me,
                 Some(message),
-                InventoryForm::default(),
+                InventoryForm {
+                    typed_model: Some((id, f.billing_weight.clone(), f.price.clone())),
+                    ..InventoryForm::default()
+                },
             )
             .await
         }
@@ -241,7 +254,7 @@ async fn cluster_get(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     cluster_page(&state, &session, &me, id, None, NodeForm::default()).await
 }
@@ -260,7 +273,7 @@ async fn node_create(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<NodeForm>,
 ) -> Result<Response, AppError> {
     match inventory::add_node(&state.pool, &me, id, &f.name, &f.gpu_model, &f.gpu_count).await {
@@ -285,7 +298,7 @@ async fn node_state(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<StateForm>,
 ) -> Result<Response, AppError> {
     let cluster_id: Option<i64> = sqlx::query_scalar("SELECT cluster_id FROM nodes WHERE id = $1")
@@ -410,7 +423,7 @@ async fn grant_create(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<UserForm>,
 ) -> Result<Response, AppError> {
     require_admin(&me)?;
@@ -439,7 +452,7 @@ async fn grant_revoke(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path((id, grant)): Path<(i64, i64)>,
+    PagePath((id, grant)): PagePath<(i64, i64)>,
 ) -> Result<Response, AppError> {
     require_admin(&me)?;
     match users::revoke(&state.pool, Some(me.id), id, grant).await {

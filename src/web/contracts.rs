@@ -2,7 +2,7 @@
 //! cancellation.
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -15,7 +15,7 @@ use crate::error::AppError;
 use crate::ledger::contracts::{self, Request};
 use crate::ledger::to_jiff;
 use crate::state::AppState;
-use crate::web::{Layout, flash, render, render_status};
+use crate::web::{Layout, PagePath, flash, render, render_status};
 
 struct Cell {
     color: String,
@@ -483,7 +483,7 @@ async fn cancel(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     match contracts::cancel(&state.pool, &state.site, &me, id, jiff::Timestamp::now()).await {
         Ok(c) => {

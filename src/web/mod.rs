@@ -12,9 +12,11 @@ pub mod tree;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::HeaderValue;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
@@ -61,7 +63,7 @@ impl Layout {
             nav.push(("/admin/inventory", "Inventory"));
             nav.push(("/admin/users", "Users"));
         }
-        nav.push(("/account/tokens", "API tokens"));
+        nav.push(("/account/tokens", "Account"));
         // Read first: removing marks the session modified, which costs a write on every page.
         let notice = match session
             .get::<String>("notice")
@@ -84,6 +86,25 @@ impl Layout {
             csrf: csrf::token(session).await?,
             notice,
         })
+    }
+}
+
+/// Path parameters for pages: an id that does not parse is a 404 page, like an unknown one.
+pub struct PagePath<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> axum::extract::FromRequestParts<S>
+    for PagePath<T>
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| Self(v))
+            .map_err(|_| AppError::NotFound("there is no such page".into()))
     }
 }
 
@@ -167,12 +188,26 @@ pub fn app(state: AppState) -> Router {
         .merge(contracts::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
-        .layer(sessions);
+        .layer(sessions)
+        // Signed-in pages are never cached by browsers or proxies.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ));
     Router::new()
         .nest("/api/v1", api::router())
         .route("/healthz", get(healthz))
         .route("/static/style.css", get(stylesheet))
         .merge(pages)
+        // No framing (clickjacking), no MIME sniffing, only our own scripts and styles (inline
+        // styles carry the tree's indentation and the calendar's colours), no referrer leaks.
+        .layer(SetResponseHeaderLayer::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("same-origin")))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
 
-use crate::auth::{SESSION_USER, csrf, password};
+use crate::auth::{SESSION_EPOCH, SESSION_USER, csrf, password};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::web::{Layout, render, render_status};
@@ -73,23 +73,54 @@ async fn login_page(session: Session, Query(q): Query<LoginQuery>) -> Result<Res
     })
 }
 
+/// Consecutive failed sign-ins after which an account is locked for [`LOCKOUT_MINUTES`].
+const MAX_FAILURES: i32 = 10;
+/// How long a locked account refuses sign-ins.
+const LOCKOUT_MINUTES: i32 = 15;
+
 async fn login(
     State(state): State<AppState>,
     session: Session,
     axum::Form(form): axum::Form<LoginForm>,
 ) -> Result<Response, AppError> {
-    let stored: Option<(i64, Option<String>)> =
-        sqlx::query_as("SELECT id, password_hash FROM users WHERE name = $1 AND NOT disabled")
-            .bind(form.name.trim())
-            .fetch_optional(&state.pool)
-            .await?;
-    let (user_id, hash) = match stored {
-        Some((id, hash)) => (Some(id), hash),
+    let stored: Option<(i64, Option<String>, i32, bool)> = sqlx::query_as(
+        "SELECT id, password_hash, session_epoch, coalesce(locked_until > now(), false) FROM users WHERE name = $1 AND NOT disabled",
+    )
+    .bind(form.name.trim())
+    .fetch_optional(&state.pool)
+    .await?;
+    let (user, hash) = match stored {
+        Some((id, hash, epoch, locked)) => (Some((id, epoch, locked)), hash),
         None => (None, None),
     };
+    // Verify even for unknown or locked users, so timing tells nothing.
     let ok = password::verify(form.password.clone(), hash).await;
-    match user_id.filter(|_| ok) {
-        Some(id) => {
+    let refuse = |message: &str| LoginPage {
+        layout: Layout {
+            user_name: None,
+            nav: vec![],
+            active: "",
+            csrf: String::new(),
+            notice: None,
+        },
+        error: Some(message.to_string()),
+        name: form.name.clone(),
+        next: form.next.clone(),
+    };
+    match user {
+        Some((_, _, true)) => {
+            tracing::info!(user = form.name.trim(), "sign-in refused: account locked");
+            let mut page = refuse(&format!(
+                "too many failed sign-ins: this account is locked for {LOCKOUT_MINUTES} minutes"
+            ));
+            page.layout = login_layout(&session).await?;
+            render_status(StatusCode::TOO_MANY_REQUESTS, &page)
+        }
+        Some((id, epoch, false)) if ok => {
+            sqlx::query("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = $1")
+                .bind(id)
+                .execute(&state.pool)
+                .await?;
             // A fresh session id on every sign-in (no fixation), and a fresh CSRF token.
             session
                 .cycle_id()
@@ -99,21 +130,30 @@ async fn login(
                 .insert(SESSION_USER, id)
                 .await
                 .map_err(|e| AppError::Internal(e.into()))?;
+            session
+                .insert(SESSION_EPOCH, epoch)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
             csrf::rotate(&session).await?;
             tracing::info!(user = form.name.trim(), "signed in");
             Ok(Redirect::to(safe_next(&form.next)).into_response())
         }
-        None => {
+        _ => {
+            if let Some((id, _, _)) = user {
+                sqlx::query(
+                    "UPDATE users SET failed_logins = CASE WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END, \
+                     locked_until = CASE WHEN failed_logins + 1 >= $2 THEN now() + make_interval(mins => $3) ELSE locked_until END WHERE id = $1",
+                )
+                .bind(id)
+                .bind(MAX_FAILURES)
+                .bind(LOCKOUT_MINUTES)
+                .execute(&state.pool)
+                .await?;
+            }
             tracing::info!(user = form.name.trim(), "sign-in refused");
-            render_status(
-                StatusCode::UNAUTHORIZED,
-                &LoginPage {
-                    layout: login_layout(&session).await?,
-                    error: Some("wrong user name or password".into()),
-                    name: form.name,
-                    next: form.next,
-                },
-            )
+            let mut page = refuse("wrong user name or password");
+            page.layout = login_layout(&session).await?;
+            render_status(StatusCode::UNAUTHORIZED, &page)
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -15,7 +15,7 @@ use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind, TreeView};
 use crate::domain::{self, Money, Share};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::web::{Layout, flash, period_label, render, render_status};
+use crate::web::{Layout, PagePath, flash, period_label, render, render_status};
 
 /// The node ids an account sees in the tree: everything for admin and finance; otherwise the
 /// subtrees of the nodes they lead and their projects, plus the ancestors of those (for context).
@@ -224,7 +224,7 @@ async fn node_get(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     node_page(&state, &session, &me, id, NodeForm::default()).await
 }
@@ -234,7 +234,7 @@ async fn shares_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(fields): axum::Form<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let mut form = NodeForm::default();
@@ -287,19 +287,23 @@ async fn child_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<ChildForm>,
 ) -> Result<Response, AppError> {
-    let kind = if f.kind == "project" {
-        NodeKind::Project
-    } else {
-        NodeKind::Group
+    let kind = match f.kind.as_str() {
+        "project" => Ok(NodeKind::Project),
+        "group" | "" => Ok(NodeKind::Group),
+        other => Err(AppError::invalid(
+            "kind",
+            format!("a node is a group or a project, not {other:?}"),
+        )),
     };
-    let result = match Share::parse_percent(&f.share) {
-        Ok(share) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share)
+    let result = match (kind, Share::parse_percent(&f.share)) {
+        (Err(e), _) => Err(e),
+        (Ok(kind), Ok(share)) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share)
             .await
             .map(|_| ()),
-        Err(e) => Err(AppError::invalid("share", e.to_string())),
+        (Ok(_), Err(e)) => Err(AppError::invalid("share", e.to_string())),
     };
     match result {
         Ok(()) => {
@@ -330,7 +334,7 @@ async fn rename_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<RenameForm>,
 ) -> Result<Response, AppError> {
     match tree_db::rename_node(&state.pool, &me, id, &f.name).await {
@@ -371,7 +375,7 @@ async fn move_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<MoveForm>,
 ) -> Result<Response, AppError> {
     let result = match f.parent.trim().parse::<i64>() {
@@ -404,7 +408,7 @@ async fn archive_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     match tree_db::archive_node(&state.pool, &me, id).await {
         Ok(()) => {
@@ -550,7 +554,7 @@ async fn project_get(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     project_page(&state, &session, &me, id, ProjectForm::default()).await
 }
@@ -579,7 +583,7 @@ async fn budget_post(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<BudgetForm>,
 ) -> Result<Response, AppError> {
     let parsed = (|| {
@@ -597,7 +601,9 @@ async fn budget_post(
         })
     })();
     let result = match parsed {
-        Ok(update) => tree_db::update_project(&state.pool, &me, id, &update).await,
+        Ok(update) => {
+            tree_db::update_project(&state.pool, &me, id, &update, &*state.tree().await?).await
+        }
         Err(e) => Err(e),
     };
     match result {
@@ -666,7 +672,7 @@ async fn member_add(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, true).await
@@ -676,7 +682,7 @@ async fn member_remove(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Path(id): Path<i64>,
+    PagePath(id): PagePath<i64>,
     axum::Form(f): axum::Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, false).await

@@ -167,7 +167,7 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         (
             "/account/tokens".into(),
             f(&[("label", "mine".into())]),
-            [303, 200, 200, 200, 200],
+            [303, 303, 303, 303, 303],
         ),
     ]
 }

@@ -437,3 +437,111 @@ async fn the_cached_tree_follows_every_change() {
     let (_, again) = app.api("GET", "/api/v1/tree", Some(&t), None).await;
     assert_eq!(root_h100(&again), 1028.0 * hours);
 }
+
+#[tokio::test]
+async fn a_lead_budgets_within_their_nodes_entitlement() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let p = app.node_id("fm-rlhf").await;
+    let path = format!("/api/v1/projects/{p}/budget");
+    let (status, body) = app.api("PUT", &path, Some(&lead), Some(json!({"period_budget_minor": 9_223_372_036_854_775_807_i64, "money_cap_minor": null, "self_service_gpu_hours": 64}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    // Foundation Models' entitlement is the sum of its projects' budgets by default, so any
+    // raise above fm-rlhf's own entitlement overflows the parent's.
+    let (_, project) = app
+        .api("GET", &format!("/api/v1/projects/{p}"), Some(&lead), None)
+        .await;
+    let own = project["entitlement_money_minor"].as_i64().unwrap();
+    let (status, body) = app.api("PUT", &path, Some(&lead), Some(json!({"period_budget_minor": own + 100, "money_cap_minor": null, "self_service_gpu_hours": 64}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than its entitlement"),
+        "{body}"
+    );
+    // Lowering a sibling frees room for the raise.
+    let sft = app.node_id("fm-sft").await;
+    let (status, _) = app.api("PUT", &format!("/api/v1/projects/{sft}/budget"), Some(&lead), Some(json!({"period_budget_minor": 0, "money_cap_minor": null, "self_service_gpu_hours": 64}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app.api("PUT", &path, Some(&lead), Some(json!({"period_budget_minor": own + 100, "money_cap_minor": null, "self_service_gpu_hours": 64}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn names_are_unique_ignoring_case_and_free_of_invisible_characters() {
+    let (app, _) = TestApp::with_demo().await;
+    let t = app.token_for("demo-admin").await;
+    let fm = app.node_id("Foundation Models").await;
+    for name in ["FM-TOKENIZER", "\u{202e}evil", "zero\u{200b}width"] {
+        let (status, body) = app
+            .api(
+                "POST",
+                "/api/v1/nodes",
+                Some(&t),
+                Some(json!({"parent": fm, "name": name, "kind": "group", "share": 0})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name:?}: {body}");
+    }
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/users",
+            Some(&t),
+            Some(json!({"name": "DEMO-LEAD", "role": "researcher"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = app.api("POST", "/api/v1/gpu-models", Some(&t), Some(json!({"name": "h100", "billing_weight_milli": 1000, "price_per_gpu_hour_minor": 1}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let cluster: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'h100-east'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/clusters/{cluster}/nodes"),
+            Some(&t),
+            Some(json!({"name": "b200-west-001", "gpu_model": "H100", "gpu_count": 8})),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "host names are unique across clusters"
+    );
+}
+
+#[tokio::test]
+async fn one_change_per_node_patch_and_no_duplicate_shares() {
+    let (app, _) = TestApp::with_demo().await;
+    let t = app.token_for("demo-admin").await;
+    let pre = app.node_id("Pretraining").await;
+    let ar = app.node_id("Applied Research").await;
+    let (status, _) = app
+        .api(
+            "PATCH",
+            &format!("/api/v1/nodes/{pre}"),
+            Some(&t),
+            Some(json!({"name": "PT-A", "parent": ar})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.node_id("Pretraining").await, pre, "nothing renamed");
+    assert_eq!(app.audit_count("node.rename").await, 0);
+    let fm = app.node_id("Foundation Models").await;
+    let eff = app.node_id("Efficiency").await;
+    let (status, _) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/nodes/{fm}/shares"),
+            Some(&t),
+            Some(json!({"shares": [{"node": eff, "share": 5}, {"node": eff, "share": 8}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.share_bp("Efficiency").await, 1000);
+}

@@ -36,6 +36,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     message: e.body_text(),
                 }))
             }
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError(AppError::TooLarge))
+            }
             Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
         }
     }
@@ -259,7 +262,13 @@ async fn patch_node(
         )
         .into());
     }
-    if body.name.is_none() && body.parent.is_none() && body.archived.is_none() {
+    let changes = usize::from(body.name.is_some())
+        + usize::from(body.parent.is_some())
+        + usize::from(body.archived.is_some());
+    if changes > 1 {
+        return Err(AppError::Invalid { field: None, message: "change one of name, parent or archived per request, so each change stands or fails alone".into() }.into());
+    }
+    if changes == 0 {
         return Err(AppError::Invalid {
             field: None,
             message: "nothing to change: give name, parent or archived".into(),
@@ -284,7 +293,7 @@ async fn put_budget(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<BudgetUpdate>,
 ) -> ApiResult {
-    tree_db::update_project(&state.pool, &me, id, &body).await?;
+    tree_db::update_project(&state.pool, &me, id, &body, &*state.tree().await?).await?;
     ok(json!({"ok": true}))
 }
 
@@ -496,6 +505,22 @@ async fn get_audit(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiRe
     ok(json!({"entries": audit::visible(&state.pool, &me, &parents, 1000).await?}))
 }
 
+async fn get_tokens(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    ok(json!({"tokens": crate::auth::tokens::list(&state.pool, me.id).await?}))
+}
+
+async fn delete_token(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    if crate::auth::tokens::revoke(&state.pool, me.id, id).await? {
+        ok(json!({"ok": true}))
+    } else {
+        Err(AppError::NotFound(format!("you have no active token with id {id}")).into())
+    }
+}
+
 async fn api_not_found() -> ApiError {
     ApiError(AppError::NotFound(
         "no such API endpoint; see /api/v1/openapi.json".into(),
@@ -535,6 +560,8 @@ pub fn router() -> Router<AppState> {
             axum::routing::delete(delete_grant),
         )
         .route("/audit", get(get_audit))
+        .route("/tokens", get(get_tokens))
+        .route("/tokens/{id}", axum::routing::delete(delete_token))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

@@ -64,6 +64,8 @@ pub fn document() -> Value {
             },
             "/users/{id}/grants": {"parameters": [id], "post": op("Grant a role (admin)", Some("GrantBody"), "201")},
             "/users/{id}/grants/{grant}": {"parameters": [id, id_param("grant")], "delete": op("Revoke a role (admin); the last admin cannot be revoked", None, "200")},
+            "/tokens": {"get": op("The caller's API tokens (never the tokens themselves)", None, "200")},
+            "/tokens/{id}": {"parameters": [id], "delete": op("Revoke one of the caller's tokens", None, "200")},
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
         },
         "components": {
