@@ -12,36 +12,10 @@ use crate::db::audit::{self, Change};
 use crate::domain::{self, Money};
 use crate::error::AppError;
 use crate::ledger::{self, to_jiff, to_time};
+use crate::scheduler::admission::peak_contracted;
 
 /// How far ahead contracts can be bought, and the capacity calendar's span: 8 weeks.
 pub const HORIZON_SECONDS: i64 = 56 * 86_400;
-
-/// The most GPUs contracted at any instant of `[start, end)` by `existing` windows
-/// `(start, end, gpus)` (seconds since the epoch, half-open), and the first instant at which
-/// that peak is reached. Pure: the load only rises at a window's start, so the peak is found
-/// at `start` or at one of the windows' starts inside the range.
-pub fn peak_contracted(existing: &[(i64, i64, i64)], start: i64, end: i64) -> (i64, i64) {
-    let mut points: Vec<i64> = existing
-        .iter()
-        .map(|(s, _, _)| *s)
-        .filter(|s| *s > start && *s < end)
-        .collect();
-    points.push(start);
-    points.sort_unstable();
-    points.dedup();
-    let mut best = (0, start);
-    for t in points {
-        let load: i64 = existing
-            .iter()
-            .filter(|(s, e, _)| *s <= t && t < *e)
-            .map(|(_, _, g)| *g)
-            .sum();
-        if load > best.0 {
-            best = (load, t);
-        }
-    }
-    best
-}
 
 /// GPUs of a model that contracts may hold on a cluster: `floor(installed x percent / 100)`.
 pub fn contractable(installed: i64, percent: u8) -> i64 {

@@ -263,3 +263,112 @@ pub async fn balance(
         .await?;
     Ok(Money(b))
 }
+
+/// What a usage charge did: the part paid from the budget and the part recorded free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge {
+    /// Minor units moved from the project's budget to run spending.
+    pub charged_minor: i64,
+    /// GPU-seconds charged at full price.
+    pub charged_gpu_seconds: i64,
+    /// GPU-seconds recorded at zero price (unallocated work, or beyond the balance).
+    pub free_gpu_seconds: i64,
+}
+
+/// Records `gpu_seconds` of run time on a GPU model: allocated time is charged at billing
+/// weight x price while the project's balance lasts, and the rest (and all unallocated time)
+/// is recorded at zero price (DESIGN.md section 2: "time beyond the minimum runtime is charged
+/// while the balance lasts, after which the run goes on as unallocated"). Never takes a
+/// balance below zero. Runs inside the caller's transaction.
+///
+/// # Errors
+/// Database errors.
+#[expect(clippy::too_many_arguments, reason = "one posting's worth of facts")]
+pub async fn charge_usage(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    now: jiff::Timestamp,
+    project: i64,
+    (cluster, model): (i64, i64),
+    gpu_seconds: i64,
+    allocated: bool,
+    run_id: Option<i64>,
+) -> Result<Charge, AppError> {
+    let account = current_account(pool, conn, project, now, site).await?;
+    let (balance, period_start): (i64, time::OffsetDateTime) = sqlx::query_as(
+        "SELECT balance_minor, period_start FROM ledger_accounts WHERE id = $1 FOR UPDATE",
+    )
+    .bind(account)
+    .fetch_one(&mut *conn)
+    .await?;
+    let (weight, price): (i32, i64) = sqlx::query_as(
+        "SELECT billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE id = $1",
+    )
+    .bind(model)
+    .fetch_one(&mut *conn)
+    .await?;
+    let per_hour_milli = i128::from(weight) * i128::from(price);
+    let full_cost = |secs: i64| -> i64 {
+        ((i128::from(secs) * per_hour_milli * 2 + 3_600_000) / 7_200_000) as i64
+    };
+    let mut charged_secs = if allocated { gpu_seconds } else { 0 };
+    if full_cost(charged_secs) > balance {
+        // As many whole GPU-seconds as the balance pays for.
+        charged_secs = if per_hour_milli == 0 {
+            gpu_seconds
+        } else {
+            (i128::from(balance) * 3_600_000 / per_hour_milli) as i64
+        }
+        .min(gpu_seconds);
+        while charged_secs > 0 && full_cost(charged_secs) > balance {
+            charged_secs -= 1;
+        }
+    }
+    let amount = full_cost(charged_secs);
+    let free_secs = gpu_seconds - charged_secs;
+    let spend = global_account(conn, "run_spend").await?;
+    let insert = "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note) \
+                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+    if charged_secs > 0 {
+        sqlx::query(insert)
+            .bind("usage")
+            .bind(account)
+            .bind(spend)
+            .bind(amount)
+            .bind(project)
+            .bind(period_start)
+            .bind(cluster)
+            .bind(model)
+            .bind(charged_secs)
+            .bind(run_id)
+            .bind("allocated run time")
+            .execute(&mut *conn)
+            .await?;
+    }
+    if free_secs > 0 {
+        sqlx::query(insert)
+            .bind("usage_free")
+            .bind(account)
+            .bind(spend)
+            .bind(0_i64)
+            .bind(project)
+            .bind(period_start)
+            .bind(cluster)
+            .bind(model)
+            .bind(free_secs)
+            .bind(run_id)
+            .bind(if allocated {
+                "beyond the balance: free, preemptible"
+            } else {
+                "unallocated run time"
+            })
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(Charge {
+        charged_minor: if charged_secs > 0 { amount } else { 0 },
+        charged_gpu_seconds: charged_secs,
+        free_gpu_seconds: free_secs,
+    })
+}

@@ -154,13 +154,40 @@ pub enum ContractRefusal {
     },
 }
 
+/// The most GPUs promised at any instant of `[start, end)` by contract windows
+/// `(start, end, gpus)` (seconds, half-open), and the first instant at which that peak is
+/// reached. The load only rises where a window starts, so the peak is found at `start` or at
+/// a window's start inside the range.
+pub fn peak_contracted(windows: &[(i64, i64, i64)], start: i64, end: i64) -> (i64, i64) {
+    let mut points: Vec<i64> = windows
+        .iter()
+        .map(|(s, _, _)| *s)
+        .filter(|s| *s > start && *s < end)
+        .collect();
+    points.push(start);
+    points.sort_unstable();
+    points.dedup();
+    let mut best = (0, start);
+    for t in points {
+        let load: i64 = windows
+            .iter()
+            .filter(|(s, e, _)| *s <= t && t < *e)
+            .map(|(_, _, g)| *g)
+            .sum();
+        if load > best.0 {
+            best = (load, t);
+        }
+    }
+    best
+}
+
 /// Admits or refuses a contract against the capacity plan: at no instant of its window may the
 /// GPUs promised by overlapping contracts of the same pool plus the candidate exceed
 /// [`CapacityPlan::contractable`]. Then the buyer's balance must cover [`ContractCandidate::cost`].
 /// Returns the cost on success. The database layer must run this under a lock on the pool
 /// (concurrent purchases, S7) and charge the cost in the same transaction.
 ///
-/// Sweep over window boundaries: O(k log k) for k overlapping contracts.
+/// The peak is found by [`peak_contracted`]: O(k^2) for k overlapping contracts, which are few.
 ///
 /// # Errors
 /// [`ContractRefusal`] with the numbers.
@@ -185,29 +212,12 @@ pub fn admit_contract(
         .min_by_key(|p| p.contractable())
         .ok_or(ContractRefusal::NoPlan)?;
     let contractable = plan.contractable();
-    // Boundaries inside the candidate window.
-    let mut events: Vec<(i64, i64)> = Vec::new();
-    for c in existing {
-        if c.cluster != candidate.cluster || c.model != candidate.model {
-            continue;
-        }
-        let s = c.start.max(candidate.start);
-        let e = c.end.min(candidate.end);
-        if s < e {
-            events.push((s, i64::from(c.gpus)));
-            events.push((e, -i64::from(c.gpus)));
-        }
-    }
-    // Ends before starts at the same instant (windows are half-open).
-    events.sort_unstable_by_key(|&(t, d)| (t, d));
-    let mut promised = 0i64;
-    let mut worst = (0i64, candidate.start);
-    for (t, d) in events {
-        promised += d;
-        if promised > worst.0 {
-            worst = (promised, t);
-        }
-    }
+    let windows: Vec<(i64, i64, i64)> = existing
+        .iter()
+        .filter(|c| c.cluster == candidate.cluster && c.model == candidate.model)
+        .map(|c| (c.start, c.end, i64::from(c.gpus)))
+        .collect();
+    let worst = peak_contracted(&windows, candidate.start, candidate.end);
     if worst.0 + i64::from(candidate.gpus) > i64::from(contractable) {
         return Err(ContractRefusal::Capacity {
             at: worst.1,

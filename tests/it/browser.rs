@@ -84,17 +84,6 @@ async fn browser(driver: &Driver) -> Client {
         .expect("open a Chromium session")
 }
 
-async fn serve(app: &TestApp) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(tranche::serve(
-        listener,
-        app.state.clone(),
-        std::future::pending(),
-    ));
-    format!("http://{addr}")
-}
-
 async fn set_value(c: &Client, css: &str, value: &str) {
     let field = c.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
@@ -104,7 +93,7 @@ async fn set_value(c: &Client, css: &str, value: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lead_changes_a_share_in_the_browser() {
     let (app, users) = TestApp::with_demo().await;
-    let base = serve(&app).await;
+    let base = app.serve().await;
     let driver = start_driver().await;
     let c = browser(&driver).await;
     let (name, pw) = demo_password(&users, "lead");

@@ -5,6 +5,7 @@ mod accounts;
 mod api;
 mod audit;
 mod browser;
+mod contracts;
 mod embedded;
 mod support;
 mod tree;

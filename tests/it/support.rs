@@ -72,6 +72,11 @@ pub struct TestApp {
 impl TestApp {
     /// A fresh database with only the migrations applied.
     pub async fn new() -> Self {
+        Self::with_site(Site::for_tests()).await
+    }
+
+    /// A fresh database with these site settings.
+    pub async fn with_site(site: Site) -> Self {
         let server = tokio::task::spawn_blocking(server).await.unwrap().clone();
         let mut conn = sqlx::PgConnection::connect_with(&server)
             .await
@@ -89,7 +94,7 @@ impl TestApp {
             .await
             .expect("connect test database");
         tranche::db::migrate(&pool).await.expect("migrations");
-        let state = AppState::new(pool.clone(), Site::for_tests());
+        let state = AppState::new(pool.clone(), site);
         let router = tranche::web::app(state.clone());
         Self {
             pool,
@@ -116,6 +121,31 @@ impl TestApp {
             .unwrap()
             .expect("demo loads once");
         (app, users)
+    }
+
+    /// Serves the app on a real loopback port; returns its base URL.
+    pub async fn serve(&self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(tranche::serve(
+            listener,
+            self.state.clone(),
+            std::future::pending(),
+        ));
+        format!("http://{addr}")
+    }
+
+    /// An admin account (the first user with the admin role).
+    pub async fn admin(&self) -> tranche::auth::Account {
+        let id: i64 =
+            sqlx::query_scalar("SELECT min(user_id) FROM role_grants WHERE role = 'admin'")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        tranche::auth::Account::load(&self.pool, id)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     /// A browser-like client (cookies, CSRF) for this app.

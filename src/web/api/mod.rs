@@ -521,6 +521,158 @@ async fn delete_token(
     }
 }
 
+/// A contract purchase: times are RFC 3339 with an offset, or wall-clock with `time_zone`.
+#[derive(serde::Deserialize)]
+struct ContractBody {
+    project: String,
+    cluster: String,
+    gpu_model: String,
+    gpus: i64,
+    start: String,
+    end: String,
+    time_zone: Option<String>,
+}
+
+impl ContractBody {
+    fn request(&self) -> Result<crate::ledger::contracts::Request, AppError> {
+        let instant = |field: &'static str, text: &str| -> Result<jiff::Timestamp, AppError> {
+            match &self.time_zone {
+                Some(name) => {
+                    let tz = jiff::tz::TimeZone::get(name).map_err(|_| AppError::invalid("time_zone", format!("{name:?} is not a known IANA time zone")))?;
+                    domain::parse_instant(text, &tz, name).map_err(|m| AppError::invalid(field, format!("{field}: {m}")))
+                }
+                None => text.trim().parse::<jiff::Timestamp>().map_err(|_| {
+                    AppError::invalid(field, format!("{field}: {text:?} is not RFC 3339 with an offset; give an offset (2026-12-01T09:00:00+01:00) or a \"time_zone\" for wall-clock times"))
+                }),
+            }
+        };
+        Ok(crate::ledger::contracts::Request {
+            project: self.project.clone(),
+            cluster: self.cluster.clone(),
+            gpu_model: self.gpu_model.clone(),
+            gpus: self.gpus,
+            start: instant("start", &self.start)?,
+            end: instant("end", &self.end)?,
+        })
+    }
+}
+
+fn contract_json(c: &crate::ledger::contracts::Contract, currency: &str) -> Value {
+    json!({
+        "id": c.id,
+        "project": c.project,
+        "cluster": c.cluster,
+        "gpu_model": c.gpu_model,
+        "gpus": c.gpus,
+        "start": crate::ledger::to_jiff(c.starts_at).to_string(),
+        "end": crate::ledger::to_jiff(c.ends_at).to_string(),
+        "hours": (c.ends_at - c.starts_at).whole_seconds() as f64 / 3600.0,
+        "price_minor": c.price_minor,
+        "currency": currency,
+        "state": c.state,
+        "refund_minor": c.refund_minor,
+        "bought_by": c.bought_by,
+    })
+}
+
+async fn post_contract(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<ContractBody>,
+) -> ApiResult {
+    let req = body.request()?;
+    let (c, _) =
+        crate::ledger::contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now())
+            .await?;
+    created(contract_json(&c, &state.site.currency))
+}
+
+async fn quote_contract(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<ContractBody>,
+) -> ApiResult {
+    let req = body.request()?;
+    let q = crate::ledger::contracts::quote(
+        &state.pool,
+        &state.site,
+        &me,
+        &req,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    ok(
+        json!({"quote": q, "start": req.start.to_string(), "end": req.end.to_string(), "currency": state.site.currency}),
+    )
+}
+
+#[derive(serde::Deserialize)]
+struct PoolFilter {
+    cluster: Option<String>,
+    gpu_model: Option<String>,
+}
+
+async fn get_contracts(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    axum::extract::Query(f): axum::extract::Query<PoolFilter>,
+) -> ApiResult {
+    let list = crate::ledger::contracts::visible(
+        &state.pool,
+        &me,
+        f.cluster.as_deref(),
+        f.gpu_model.as_deref(),
+    )
+    .await?;
+    ok(
+        json!({"contracts": list.iter().map(|c| contract_json(c, &state.site.currency)).collect::<Vec<_>>()}),
+    )
+}
+
+async fn cancel_contract(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    let c =
+        crate::ledger::contracts::cancel(&state.pool, &state.site, &me, id, jiff::Timestamp::now())
+            .await?;
+    ok(contract_json(&c, &state.site.currency))
+}
+
+async fn get_capacity(
+    State(state): State<AppState>,
+    ApiUser(_me): ApiUser,
+    axum::extract::Query(f): axum::extract::Query<PoolFilter>,
+) -> ApiResult {
+    let (Some(cluster), Some(model)) = (f.cluster.as_deref(), f.gpu_model.as_deref()) else {
+        return Err(AppError::Invalid {
+            field: None,
+            message: "give cluster and gpu_model".into(),
+        }
+        .into());
+    };
+    let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
+        .bind(cluster)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+    let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
+        .bind(model)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no GPU model named {model:?}")))?;
+    let cal = crate::ledger::contracts::calendar(
+        &state.pool,
+        &state.site,
+        cluster_id,
+        model_id,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    ok(json!({"cluster": cluster, "gpu_model": model, "calendar": cal}))
+}
+
 async fn api_not_found() -> ApiError {
     ApiError(AppError::NotFound(
         "no such API endpoint; see /api/v1/openapi.json".into(),
@@ -561,6 +713,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/audit", get(get_audit))
         .route("/tokens", get(get_tokens))
+        .route("/contracts", get(get_contracts).post(post_contract))
+        .route("/contracts/quote", post(quote_contract))
+        .route("/contracts/{id}/cancel", post(cancel_contract))
+        .route("/capacity", get(get_capacity))
         .route("/tokens/{id}", axum::routing::delete(delete_token))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)

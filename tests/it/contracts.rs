@@ -1,0 +1,542 @@
+//! Capacity contracts and the ledger on real PostgreSQL: scenarios S7 (concurrent purchases
+//! never overbook), S8 (clock changes), S9 (budgets never go negative), money arithmetic, and
+//! a property test of random ledger operations.
+
+use axum::http::StatusCode;
+use proptest::prelude::*;
+use serde_json::json;
+use tranche::auth::Account;
+use tranche::config::Site;
+use tranche::db::tree::{self as tree_db, NodeKind};
+use tranche::domain::{self, Money, Share};
+use tranche::ledger::{self, contracts};
+
+use crate::support::TestApp;
+
+/// Builds an organisation: one cluster `c` with `nodes` nodes of 8 GPUs of `model` (weight and
+/// price as given), and two projects `p1` and `p2` at 50% each, led by `lead1` and `lead2`.
+async fn org(app: &TestApp, model: &str, weight: &str, price: &str, nodes: usize) -> Account {
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, model, weight, price)
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    for i in 0..nodes {
+        tranche::db::inventory::add_node(&app.pool, &admin, cluster, &format!("n{i}"), model, "8")
+            .await
+            .unwrap();
+    }
+    let root = app.node_id("Organisation").await;
+    for (p, lead) in [("p1", "lead1"), ("p2", "lead2")] {
+        tree_db::create_node(
+            &app.pool,
+            &admin,
+            root,
+            p,
+            NodeKind::Project,
+            Share::parse_percent("50").unwrap(),
+        )
+        .await
+        .unwrap();
+        tranche::db::users::create(&app.pool, None, lead, "lead", Some(p))
+            .await
+            .unwrap();
+    }
+    admin
+}
+
+fn tomorrow_at(hour: i8) -> jiff::Timestamp {
+    let day = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .tomorrow()
+        .unwrap();
+    day.at(hour, 0, 0, 0)
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .unwrap()
+        .timestamp()
+}
+
+async fn balance_of(app: &TestApp, project: &str) -> i64 {
+    let id = app.node_id(project).await;
+    ledger::balance(&app.pool, id, jiff::Timestamp::now(), &app.state.site)
+        .await
+        .unwrap()
+        .0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn s07_two_contracts_cannot_promise_the_same_gpus() {
+    let site = Site {
+        contractable_percent: 100,
+        ..Site::for_tests()
+    };
+    let http = reqwest::Client::new();
+    for round in 0..50 {
+        let app = TestApp::with_site(site.clone()).await;
+        org(&app, "B200", "1", "1.00", 1).await;
+        let base = app.serve().await;
+        let (t1, t2) = (app.token_for("lead1").await, app.token_for("lead2").await);
+        let (b1, b2) = (balance_of(&app, "p1").await, balance_of(&app, "p2").await);
+        let window = (tomorrow_at(10).to_string(), tomorrow_at(12).to_string());
+        let buy = |token: String, project: &'static str, gpus: i64| {
+            let (http, url, window) = (
+                http.clone(),
+                format!("{base}/api/v1/contracts"),
+                window.clone(),
+            );
+            async move {
+                let res = http
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"project": project, "cluster": "c", "gpu_model": "B200", "gpus": gpus, "start": window.0, "end": window.1}))
+                    .send()
+                    .await
+                    .unwrap();
+                (
+                    res.status().as_u16(),
+                    res.json::<serde_json::Value>().await.unwrap(),
+                )
+            }
+        };
+        let (r1, r2) = tokio::join!(
+            tokio::spawn(buy(t1, "p1", 6)),
+            tokio::spawn(buy(t2, "p2", 4))
+        );
+        let (r1, r2) = (r1.unwrap(), r2.unwrap());
+        let outcomes = [r1.0, r2.0];
+        assert!(
+            outcomes.contains(&201) && outcomes.contains(&409),
+            "round {round}: exactly one succeeds: {r1:?} {r2:?}"
+        );
+        let refused = if r1.0 == 409 { &r1.1 } else { &r2.1 };
+        assert_eq!(
+            refused["error"]["code"], "capacity_exceeded",
+            "round {round}"
+        );
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not enough contractable capacity")
+        );
+        let promised: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(gpus), 0)::bigint FROM contracts WHERE state = 'active'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert!(
+            promised <= 8,
+            "round {round}: {promised} GPUs promised on 8"
+        );
+        // The refused buyer's budget is untouched; the winner paid 2 h x GPUs x 1.00.
+        let (after1, after2) = (balance_of(&app, "p1").await, balance_of(&app, "p2").await);
+        if r1.0 == 201 {
+            assert_eq!((b1 - after1, b2 - after2), (1200, 0), "round {round}");
+        } else {
+            assert_eq!((b1 - after1, b2 - after2), (0, 800), "round {round}");
+        }
+        assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+        app.pool.close().await;
+    }
+}
+
+#[tokio::test]
+async fn s08_a_contract_over_the_clock_change_is_three_real_hours() {
+    let berlin = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
+    let site = Site {
+        time_zone: berlin.clone(),
+        time_zone_name: "Europe/Berlin".into(),
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site.clone()).await;
+    org(&app, "H100", "1", "2.00", 2).await;
+    let lead = Account::load(
+        &app.pool,
+        sqlx::query_scalar("SELECT id FROM users WHERE name = 'lead1'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let now: jiff::Timestamp = "2026-10-01T08:00:00Z".parse().unwrap();
+    let start = domain::parse_instant("2026-10-25 01:30", &berlin, "Europe/Berlin").unwrap();
+    let end = domain::parse_instant("2026-10-25 03:30", &berlin, "Europe/Berlin").unwrap();
+    let req = contracts::Request {
+        project: "p1".into(),
+        cluster: "c".into(),
+        gpu_model: "H100".into(),
+        gpus: 4,
+        start,
+        end,
+    };
+    let (c, q) = contracts::buy(&app.pool, &site, &lead, &req, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        (c.ends_at - c.starts_at).whole_seconds(),
+        3 * 3600,
+        "3 h of real time"
+    );
+    // Charged as 3 h: 4 GPUs x 3 h x 1.0 x 2.00 = 24.00.
+    assert_eq!(q.price_minor, 2400);
+    assert_eq!(
+        tranche::web::contracts::window_label(c.starts_at, c.ends_at, &berlin),
+        "2026-10-25 01:30 +02:00 → 2026-10-25 03:30 +01:00 (3 h)"
+    );
+    // A start that does not exist is refused with a message that says so.
+    let err = domain::parse_instant("2026-03-29 02:30", &berlin, "Europe/Berlin").unwrap_err();
+    assert!(err.contains("does not exist in Europe/Berlin"), "{err}");
+    // Through the API, with a time_zone: the same rule.
+    let token = app.token_for("lead1").await;
+    let (status, body) = app
+        .api("POST", "/api/v1/contracts/quote", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 1, "start": "2027-03-28 02:30", "end": "2027-03-28 04:00", "time_zone": "Europe/Berlin"})))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 4).await;
+    let p1 = app.node_id("p1").await;
+    // 100 GPU-hours left: a period budget of 100.00 at 1.00 per GPU-hour.
+    let tree = app.state.tree().await.unwrap();
+    tree_db::update_project(
+        &app.pool,
+        &admin,
+        p1,
+        &tree_db::BudgetUpdate {
+            period_budget_minor: Some(10_000),
+            money_cap_minor: None,
+            self_service_gpu_hours: 64,
+        },
+        &tree,
+    )
+    .await
+    .unwrap();
+    assert_eq!(balance_of(&app, "p1").await, 10_000);
+    let token = app.token_for("lead1").await;
+    // 8 GPUs x 15 h = 120 GPU-hours.
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(16).to_string()});
+    let (status, answer) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "budget_exceeded");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("needs 120.0 H100 GPU-hours") && message.contains("has 100.0 left"),
+        "{message}"
+    );
+    assert_eq!(balance_of(&app, "p1").await, 10_000, "nothing charged");
+    let contracts: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(contracts, 0);
+    // 100 GPU-hours exactly fit.
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(13).to_string()});
+    let (status, _) = app.api("POST", "/api/v1/contracts", Some(&token), Some(json!({"start": body["start"], "end": tomorrow_at(1).checked_add(jiff::SignedDuration::from_mins(750)).unwrap().to_string(), "project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(balance_of(&app, "p1").await, 0);
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn contract_bad_input_is_refused_with_the_numbers() {
+    let app = TestApp::new().await;
+    org(&app, "B300", "2.5", "2.50", 1).await;
+    let token = app.token_for("lead1").await;
+    let other = app.token_for("lead2").await;
+    let ok = json!({"project": "p1", "cluster": "c", "gpu_model": "B300", "gpus": 2, "start": tomorrow_at(9).to_string(), "end": tomorrow_at(11).to_string()});
+    let with = |k: &str, v: serde_json::Value| {
+        let mut b = ok.clone();
+        b[k] = v;
+        b
+    };
+    let cases = [
+        (
+            with("start", json!("2020-01-01T00:00:00Z")),
+            422,
+            "starts in the past",
+        ),
+        (
+            with("end", json!(tomorrow_at(8).to_string())),
+            422,
+            "end after it starts",
+        ),
+        (with("gpus", json!(0)), 422, "between 1 and 8"),
+        (with("gpus", json!(9)), 422, "between 1 and 8"),
+        (with("gpu_model", json!("H100")), 422, "no GPU model named"),
+        (with("project", json!("nope")), 422, "no project named"),
+        (with("start", json!("tomorrow")), 422, "RFC 3339"),
+        (
+            with("gpus", json!(6)),
+            409,
+            "not enough contractable capacity",
+        ),
+    ];
+    for (body, status, text) in cases {
+        let (got, answer) = app
+            .api(
+                "POST",
+                "/api/v1/contracts",
+                Some(&token),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(got.as_u16(), status, "{body}: {answer}");
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains(text),
+            "{body}: {answer}"
+        );
+    }
+    // 70% of 8 GPUs is 5 contractable: 5 fit, then nothing more in the same window.
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&token),
+            Some(with("gpus", json!(5))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // A lead cannot buy for a project outside their subtree.
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&other),
+            Some(with("gpus", json!(1))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let contracts: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(contracts, 1);
+}
+
+#[tokio::test]
+async fn cancel_before_the_start_refunds_and_a_started_contract_stays() {
+    let site = Site {
+        refund_percent: 90,
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site.clone()).await;
+    org(&app, "H100", "1", "1.00", 1).await;
+    let token = app.token_for("lead1").await;
+    let before = balance_of(&app, "p1").await;
+    let (status, c) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 2, "start": tomorrow_at(9).to_string(), "end": tomorrow_at(14).to_string()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // 2 GPUs x 5 h x 1.00 = 10.00.
+    assert_eq!(c["price_minor"], 1000);
+    assert_eq!(balance_of(&app, "p1").await, before - 1000);
+    let id = c["id"].as_i64().unwrap();
+    let (status, cancelled) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{id}/cancel"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cancelled["refund_minor"], 900);
+    assert_eq!(balance_of(&app, "p1").await, before - 100);
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{id}/cancel"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "already cancelled"
+    );
+    // A contract that has started cannot be cancelled.
+    let lead = app.admin().await;
+    let now = jiff::Timestamp::now();
+    let req = contracts::Request {
+        project: "p1".into(),
+        cluster: "c".into(),
+        gpu_model: "H100".into(),
+        gpus: 1,
+        start: tomorrow_at(15),
+        end: tomorrow_at(16),
+    };
+    let (c, _) = contracts::buy(&app.pool, &site, &lead, &req, now)
+        .await
+        .unwrap();
+    let later = tomorrow_at(15)
+        .checked_add(jiff::SignedDuration::from_mins(1))
+        .unwrap();
+    let err = contracts::cancel(&app.pool, &site, &lead, c.id, later)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("has started"), "{err}");
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
+
+#[test]
+fn money_arithmetic_by_hand() {
+    // Mixed models at 2.50 per weighted GPU-hour: 8 H100 (1.0) x 3 h = 60.00; 8 B200 (1.8)
+    // x 3 h = 108.00; 4 B300 (2.5) x 90 min = 37.50.
+    assert_eq!(domain::contract_price(8, 3 * 3600, 1000, 250), Money(6000));
+    assert_eq!(
+        domain::contract_price(8, 3 * 3600, 1800, 250),
+        Money(10_800)
+    );
+    assert_eq!(domain::contract_price(4, 5400, 2500, 250), Money(3750));
+    // A contract crossing a period boundary, 2026-11-30 22:00 to 2026-12-01 02:00 UTC, 8 B200:
+    // 4 h x 8 x 1.8 x 2.50 = 144.00 paid when bought; the reports attribute 2 h to each
+    // month, 72.00 each, the parts summing to the whole.
+    let price = domain::contract_price(8, 4 * 3600, 1800, 250);
+    assert_eq!(price, Money(14_400));
+    assert_eq!(
+        domain::split_proportionally(price.0, &[7200, 7200]),
+        vec![7200, 7200]
+    );
+    // An odd split: 1 GPU, 1.0 weight, 1.99: 3 h = 5.97, split 1 h / 2 h = 1.99 + 3.98.
+    assert_eq!(
+        domain::split_proportionally(
+            domain::contract_price(1, 3 * 3600, 1000, 199).0,
+            &[3600, 7200]
+        ),
+        vec![199, 398]
+    );
+}
+
+/// One random ledger operation.
+#[derive(Debug, Clone)]
+enum Op {
+    Buy {
+        project: usize,
+        gpus: i64,
+        start_h: i64,
+        hours: i64,
+    },
+    Cancel {
+        nth: usize,
+    },
+    Charge {
+        project: usize,
+        gpu_seconds: i64,
+        allocated: bool,
+    },
+    NextMonth,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..2usize, 1..9i64, 1..200i64, 1..48i64).prop_map(|(project, gpus, start_h, hours)| {
+            Op::Buy {
+                project,
+                gpus,
+                start_h,
+                hours,
+            }
+        }),
+        (0..8usize).prop_map(|nth| Op::Cancel { nth }),
+        (0..2usize, 0..2_000_000i64, any::<bool>()).prop_map(
+            |(project, gpu_seconds, allocated)| Op::Charge {
+                project,
+                gpu_seconds,
+                allocated
+            }
+        ),
+        Just(Op::NextMonth),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Random purchases, cancellations (refunds), usage charges and roll-overs keep the ledger
+    /// balanced and every budget at or above zero; refused operations change nothing.
+    #[test]
+    fn ledger_stays_balanced_and_never_negative(ops in proptest::collection::vec(op(), 1..25)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let app = TestApp::new().await;
+            let admin = org(&app, "H100", "1", "1.00", 1).await;
+            let site = app.state.site.clone();
+            let projects = [app.node_id("p1").await, app.node_id("p2").await];
+            let cluster: i64 = sqlx::query_scalar("SELECT id FROM clusters").fetch_one(&app.pool).await.unwrap();
+            let model: i64 = sqlx::query_scalar("SELECT id FROM gpu_models").fetch_one(&app.pool).await.unwrap();
+            let mut now: jiff::Timestamp = "2027-01-03T00:00:00Z".parse().unwrap();
+            let mut bought: Vec<i64> = Vec::new();
+            for op in ops {
+                let postings_before: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger_postings").fetch_one(&app.pool).await.unwrap();
+                match op {
+                    Op::Buy { project, gpus, start_h, hours } => {
+                        let start = now.checked_add(jiff::SignedDuration::from_hours(start_h)).unwrap();
+                        let end = start.checked_add(jiff::SignedDuration::from_hours(hours)).unwrap();
+                        let req = contracts::Request { project: format!("p{}", project + 1), cluster: "c".into(), gpu_model: "H100".into(), gpus, start, end };
+                        match contracts::buy(&app.pool, &site, &admin, &req, now).await {
+                            Ok((c, _)) => bought.push(c.id),
+                            Err(_) => {
+                                let after: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger_postings WHERE kind <> 'grant'").fetch_one(&app.pool).await.unwrap();
+                                let grants_before: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger_postings WHERE kind = 'grant'").fetch_one(&app.pool).await.unwrap();
+                                prop_assert!(after + grants_before >= postings_before, "a refusal removed postings");
+                            }
+                        }
+                    }
+                    Op::Cancel { nth } => {
+                        if let Some(id) = bought.get(nth) {
+                            let _ = contracts::cancel(&app.pool, &site, &admin, *id, now).await;
+                        }
+                    }
+                    Op::Charge { project, gpu_seconds, allocated } => {
+                        let mut tx = app.pool.begin().await.unwrap();
+                        let charge = ledger::charge_usage(&app.pool, &mut tx, &site, now, projects[project], (cluster, model), gpu_seconds, allocated, None).await.unwrap();
+                        tx.commit().await.unwrap();
+                        prop_assert_eq!(charge.charged_gpu_seconds + charge.free_gpu_seconds, gpu_seconds);
+                        if !allocated {
+                            prop_assert_eq!(charge.charged_minor, 0);
+                        }
+                    }
+                    Op::NextMonth => {
+                        now = now.checked_add(jiff::SignedDuration::from_hours(31 * 24)).unwrap();
+                        ledger::roll_over(&app.pool, now, &site).await.unwrap();
+                    }
+                }
+                let problems = ledger::problems(&app.pool).await.unwrap();
+                prop_assert!(problems.is_empty(), "{:?}", problems);
+                let negative: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger_accounts WHERE kind = 'project_budget' AND balance_minor < 0").fetch_one(&app.pool).await.unwrap();
+                prop_assert_eq!(negative, 0);
+            }
+            // Every contract either stands paid or was refunded by the site's percentage.
+            let unmatched: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM contracts c WHERE c.price_minor <> (SELECT coalesce(sum(amount_minor), 0) FROM ledger_postings p WHERE p.contract_id = c.id AND p.kind = 'contract') \
+                 OR coalesce(c.refund_minor, 0) <> (SELECT coalesce(sum(amount_minor), 0) FROM ledger_postings p WHERE p.contract_id = c.id AND p.kind = 'refund')",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            prop_assert_eq!(unmatched, 0);
+            app.pool.close().await;
+            Ok(())
+        })?;
+    }
+}
