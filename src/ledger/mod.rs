@@ -5,6 +5,7 @@
 //! `CHECK` keeps every project budget at or above zero; `ledger_problems()` proves the whole.
 
 pub mod contracts;
+pub mod reports;
 
 use sqlx::{PgConnection, PgPool};
 

@@ -5,8 +5,10 @@ pub mod account;
 pub mod admin;
 pub mod api;
 pub mod audit;
+pub mod charts;
 pub mod contracts;
 pub mod home;
+pub mod reports;
 pub mod session;
 pub mod tree;
 
@@ -57,6 +59,7 @@ impl Layout {
             ("/contracts", "Contracts"),
         ];
         if account.sees_everything() || account.lead_nodes().next().is_some() {
+            nav.push(("/reports", "Spend"));
             nav.push(("/audit", "Audit log"));
         }
         if account.is_admin() {
@@ -186,6 +189,7 @@ pub fn app(state: AppState) -> Router {
         .merge(audit::router())
         .merge(account::router())
         .merge(contracts::router())
+        .merge(reports::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
         .layer(sessions)

@@ -453,6 +453,8 @@ struct ProjectPage {
     form_member: String,
     can_edit_budget: bool,
     is_admin: bool,
+    balance: String,
+    contracts: Vec<(i64, String, String, String)>,
     budget_error: Option<String>,
     currency: String,
     form_budget: String,
@@ -541,6 +543,26 @@ async fn project_page(
         form_member: form.member,
         can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
+        balance: crate::ledger::balance(&state.pool, id, jiff::Timestamp::now(), &state.site)
+            .await?
+            .display(cur),
+        contracts: crate::ledger::contracts::visible(&state.pool, me, None, None)
+            .await?
+            .into_iter()
+            .filter(|c| c.project_id == id)
+            .map(|c| {
+                (
+                    c.id,
+                    format!("{} × {} on {}", c.gpus, c.gpu_model, c.cluster),
+                    crate::web::contracts::window_label(
+                        c.starts_at,
+                        c.ends_at,
+                        &state.site.time_zone,
+                    ),
+                    format!("{} ({})", Money(c.price_minor).display(cur), c.state),
+                )
+            })
+            .collect(),
         budget_error: form.budget_error,
         currency: cur.clone(),
         form_budget,

@@ -191,6 +191,7 @@ async fn project(
         "period_budget_override_minor": settings.period_budget_minor,
         "money_cap_minor": settings.money_cap_minor,
         "self_service_gpu_hours": settings.self_service_gpu_hours,
+        "balance_minor": crate::ledger::balance(&state.pool, id, jiff::Timestamp::now(), &state.site).await?.0,
         "members": settings.members.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
         "currency": state.site.currency,
     }))
@@ -673,6 +674,70 @@ async fn get_capacity(
     ok(json!({"cluster": cluster, "gpu_model": model, "calendar": cal}))
 }
 
+async fn get_spend(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    axum::extract::Query(q): axum::extract::Query<crate::web::reports::ReportQuery>,
+) -> ApiResult {
+    let (filter, label) = crate::web::reports::resolve_filter(&state, &me, &q).await?;
+    let rows = crate::ledger::reports::rows(
+        &state.pool,
+        &state.site,
+        &me,
+        &filter,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    ok(json!({"period": label, "currency": state.site.currency, "rows": rows}))
+}
+
+#[derive(serde::Deserialize)]
+struct LedgerQuery {
+    project: String,
+}
+
+async fn get_ledger(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    axum::extract::Query(q): axum::extract::Query<LedgerQuery>,
+) -> ApiResult {
+    let project: i64 =
+        sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND is_project")
+            .bind(q.project.trim())
+            .fetch_optional(&state.pool)
+            .await?
+            .ok_or_else(|| {
+                AppError::NotFound(format!("no project named {:?}", q.project.trim()))
+            })?;
+    let parents = Parents::load(&state.pool).await?;
+    if !me.may_view(project, &parents) {
+        return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
+    }
+    let balance =
+        crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;
+    let entries: Vec<(i64, time::OffsetDateTime, String, i64, time::OffsetDateTime, Option<String>, i64, Option<i64>, Option<i64>, String, bool)> = sqlx::query_as(
+        "SELECT p.id, p.at, p.kind, p.amount_minor, p.period_start, m.name, p.gpu_seconds, p.contract_id, p.run_id, p.note, \
+                a.project_id = $1 AND a.kind = 'project_budget' \
+         FROM ledger_postings p LEFT JOIN gpu_models m ON m.id = p.gpu_model_id JOIN ledger_accounts a ON a.id = p.to_account \
+         WHERE p.project_id = $1 ORDER BY p.id",
+    )
+    .bind(project)
+    .fetch_all(&state.pool)
+    .await?;
+    let fmt = |t: time::OffsetDateTime| crate::ledger::to_jiff(t).to_string();
+    ok(json!({
+        "project": q.project.trim(),
+        "currency": state.site.currency,
+        "balance_minor": balance.0,
+        "entries": entries.into_iter().map(|(id, at, kind, amount, period, model, secs, contract, run, note, into_budget)| json!({
+            "id": id, "at": fmt(at), "kind": kind,
+            "amount_minor": if into_budget { amount } else { -amount },
+            "period_start": fmt(period), "gpu_model": model, "gpu_hours": secs as f64 / 3600.0,
+            "contract_id": contract, "run_id": run, "note": note,
+        })).collect::<Vec<_>>(),
+    }))
+}
+
 async fn api_not_found() -> ApiError {
     ApiError(AppError::NotFound(
         "no such API endpoint; see /api/v1/openapi.json".into(),
@@ -717,6 +782,8 @@ pub fn router() -> Router<AppState> {
         .route("/contracts/quote", post(quote_contract))
         .route("/contracts/{id}/cancel", post(cancel_contract))
         .route("/capacity", get(get_capacity))
+        .route("/spend", get(get_spend))
+        .route("/ledger", get(get_ledger))
         .route("/tokens/{id}", axum::routing::delete(delete_token))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -66,6 +66,15 @@ pub fn document() -> Value {
             "/users/{id}/grants/{grant}": {"parameters": [id, id_param("grant")], "delete": op("Revoke a role (admin); the last admin cannot be revoked", None, "200")},
             "/tokens": {"get": op("The caller's API tokens (never the tokens themselves)", None, "200")},
             "/tokens/{id}": {"parameters": [id], "delete": op("Revoke one of the caller's tokens", None, "200")},
+            "/contracts": {
+                "get": op("Contracts visible to the caller; filter with ?cluster=NAME&gpu_model=NAME", None, "200"),
+                "post": op("Buy a capacity contract (admin or lead of the project): admitted against contractable capacity and the project's budget in one transaction; 409 capacity_exceeded or budget_exceeded with the numbers", Some("ContractBody"), "201")
+            },
+            "/contracts/quote": {"post": op("Price preview for a contract, with the same checks, buying nothing", Some("ContractBody"), "200")},
+            "/contracts/{id}/cancel": {"parameters": [id], "post": op("Cancel a contract before its start for the site's refund percentage", None, "200")},
+            "/capacity": {"get": op("Capacity calendar of ?cluster=NAME&gpu_model=NAME: installed, contractable and, per hour of the next 8 weeks, GPUs contracted", None, "200")},
+            "/spend": {"get": op("Spend report rows (the CSV's rows) for ?period=YYYY-MM&node=ID&cluster=NAME (finance, admins, leads of the node)", None, "200")},
+            "/ledger": {"get": op("A project's ledger entries and current balance: ?project=NAME", None, "200")},
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
         },
         "components": {
@@ -73,7 +82,7 @@ pub fn document() -> Value {
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
@@ -86,6 +95,11 @@ pub fn document() -> Value {
                 "StateBody": {"type": "object", "required": ["state"], "properties": {"state": {"enum": ["up", "draining", "down"]}}},
                 "ModelBody": {"type": "object", "required": ["billing_weight_milli", "price_per_gpu_hour_minor"], "properties": {"name": {"type": "string"}, "billing_weight_milli": {"type": "integer", "minimum": 1, "maximum": 100000}, "price_per_gpu_hour_minor": {"type": "integer", "minimum": 0}}},
                 "UserBody": {"type": "object", "required": ["name", "role"], "properties": {"name": {"type": "string"}, "role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"], "description": "the tree node a lead leads"}}},
+                "ContractBody": {"type": "object", "required": ["project", "cluster", "gpu_model", "gpus", "start", "end"], "properties": {
+                    "project": {"type": "string"}, "cluster": {"type": "string"}, "gpu_model": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1},
+                    "start": {"type": "string", "description": "RFC 3339 with an offset, or wall-clock (2026-12-01 09:00) with time_zone"},
+                    "end": {"type": "string", "description": "exclusive; same forms as start"},
+                    "time_zone": {"type": ["string", "null"], "description": "IANA zone for wall-clock times; a time in a repeated hour means its first occurrence, a time that does not exist is refused"}}},
                 "GrantBody": {"type": "object", "required": ["role"], "properties": {"role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"]}}}
             }
         }

@@ -1,0 +1,380 @@
+//! Spend reports for finance: per tree node (rolling up its subtree) and budget period, spend
+//! by GPU model split into capacity contracts, allocated runs and unallocated (free) GPU-hours;
+//! entitlement against received; spend against budget and money cap; a forecast to the
+//! period's end. The page and the CSV export are the same rows.
+
+use std::collections::HashMap;
+
+use sqlx::PgPool;
+
+use crate::auth::Account;
+use crate::config::Site;
+use crate::db::tree as tree_db;
+use crate::domain::Money;
+use crate::error::AppError;
+use crate::ledger::{Period, to_time};
+
+/// What a report covers.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    /// The budget period.
+    pub period: Period,
+    /// The tree node whose subtree is reported.
+    pub node: i64,
+    /// Only this cluster (by id), or all.
+    pub cluster: Option<i64>,
+}
+
+/// One report row: a node and a GPU model, or the node's total (`gpu_model` = `all`).
+/// Money in minor units, GPU-hours as decimals.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    /// Period as `YYYY-MM` in the site's time zone.
+    pub period: String,
+    /// Node id.
+    pub node_id: i64,
+    /// Node name.
+    pub node: String,
+    /// Depth below the report's node (0 for it).
+    pub depth: usize,
+    /// GPU model name, or `all`.
+    pub gpu_model: String,
+    /// Spend on capacity contracts (purchases less refunds).
+    pub contract_minor: i64,
+    /// GPU-hours of contracts that stand (not cancelled).
+    pub contract_gpu_hours: f64,
+    /// Spend on allocated run time.
+    pub run_minor: i64,
+    /// Allocated GPU-hours received.
+    pub run_gpu_hours: f64,
+    /// Unallocated GPU-hours (free).
+    pub free_gpu_hours: f64,
+    /// Contracts plus runs.
+    pub spend_minor: i64,
+    /// Entitlement in GPU-hours.
+    pub entitlement_gpu_hours: f64,
+    /// Entitlement's money value.
+    pub entitlement_minor: i64,
+    /// Period budgets granted (totals only).
+    pub budget_minor: Option<i64>,
+    /// Sum of the projects' money caps, when every project has one (totals only).
+    pub cap_minor: Option<i64>,
+    /// Spend projected to the period's end at the rate so far (totals only).
+    pub forecast_minor: Option<i64>,
+}
+
+/// The CSV header, in the order of [`Row::csv_record`].
+pub const CSV_HEADER: [&str; 17] = [
+    "period",
+    "node_id",
+    "node",
+    "depth",
+    "gpu_model",
+    "contract_spend",
+    "contract_gpu_hours",
+    "run_spend",
+    "run_gpu_hours",
+    "free_gpu_hours",
+    "total_spend",
+    "entitlement_gpu_hours",
+    "entitlement_value",
+    "budget",
+    "money_cap",
+    "forecast_spend",
+    "currency",
+];
+
+impl Row {
+    /// The row as CSV fields (money as decimal amounts, GPU-hours with one decimal).
+    pub fn csv_record(&self, currency: &str) -> Vec<String> {
+        let money = |m: i64| Money(m).plain();
+        let opt = |m: Option<i64>| m.map(money).unwrap_or_default();
+        vec![
+            self.period.clone(),
+            self.node_id.to_string(),
+            self.node.clone(),
+            self.depth.to_string(),
+            self.gpu_model.clone(),
+            money(self.contract_minor),
+            format!("{:.1}", self.contract_gpu_hours),
+            money(self.run_minor),
+            format!("{:.1}", self.run_gpu_hours),
+            format!("{:.1}", self.free_gpu_hours),
+            money(self.spend_minor),
+            format!("{:.1}", self.entitlement_gpu_hours),
+            money(self.entitlement_minor),
+            opt(self.budget_minor),
+            opt(self.cap_minor),
+            opt(self.forecast_minor),
+            currency.to_string(),
+        ]
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Sums {
+    contract: i64,
+    contract_secs: i64,
+    run: i64,
+    run_secs: i64,
+    free_secs: i64,
+}
+
+/// Builds the report rows for `filter` as `actor` may see them: the node's subtree in
+/// depth-first order, each node's total row followed by one row per GPU model it touched or
+/// is entitled to.
+///
+/// # Errors
+/// Forbidden when the actor may not see the node (finance and admins see all, leads their
+/// subtree); NotFound for an unknown node.
+pub async fn rows(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    filter: &Filter,
+    now: jiff::Timestamp,
+) -> Result<Vec<Row>, AppError> {
+    let tree = tree_db::load(pool, filter.period.start, &site.time_zone).await?;
+    let top = tree
+        .node(filter.node)
+        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {}", filter.node)))?;
+    if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {
+        return Err(AppError::Forbidden(
+            "spend reports are for finance, admins and the leads of the node".into(),
+        ));
+    }
+    let (start, _) = filter.period.bounds();
+    let postings: Vec<(i64, Option<String>, String, i64, i64, bool)> = sqlx::query_as(
+        "SELECT p.project_id, m.name, p.kind, sum(p.amount_minor)::bigint, sum(p.gpu_seconds)::bigint, coalesce(c.state = 'cancelled', false) \
+         FROM ledger_postings p LEFT JOIN gpu_models m ON m.id = p.gpu_model_id LEFT JOIN contracts c ON c.id = p.contract_id \
+         WHERE p.period_start = $1 AND ($2::bigint IS NULL OR p.cluster_id = $2 OR p.kind = 'grant') \
+         GROUP BY p.project_id, m.name, p.kind, coalesce(c.state = 'cancelled', false)",
+    )
+    .bind(start)
+    .bind(filter.cluster)
+    .fetch_all(pool)
+    .await?;
+    let caps: HashMap<i64, Option<i64>> =
+        sqlx::query_as::<_, (i64, Option<i64>)>("SELECT node_id, money_cap_minor FROM projects")
+            .fetch_all(pool)
+            .await?
+            .into_iter()
+            .collect();
+    let cluster_name: Option<String> = match filter.cluster {
+        Some(id) => {
+            sqlx::query_scalar("SELECT name FROM clusters WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        }
+        None => None,
+    };
+    // Per project and model.
+    let mut by: HashMap<(i64, String), Sums> = HashMap::new();
+    let mut grants: HashMap<i64, i64> = HashMap::new();
+    for (project, model, kind, amount, secs, cancelled) in postings {
+        if kind == "grant" {
+            *grants.entry(project).or_default() += amount;
+            continue;
+        }
+        let Some(model) = model else { continue };
+        let s = by.entry((project, model)).or_default();
+        match kind.as_str() {
+            "contract" => {
+                s.contract += amount;
+                if !cancelled {
+                    s.contract_secs += secs;
+                }
+            }
+            "refund" => s.contract -= amount,
+            "usage" => {
+                s.run += amount;
+                s.run_secs += secs;
+            }
+            "usage_free" => s.free_secs += secs,
+            _ => {}
+        }
+    }
+    let period_secs = (filter.period.end.as_second() - filter.period.start.as_second()).max(1);
+    let elapsed = (now.as_second() - filter.period.start.as_second()).clamp(3600, period_secs);
+    let label = filter
+        .period
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%Y-%m")
+        .to_string();
+    let mut out = Vec::new();
+    for n in tree
+        .nodes
+        .iter()
+        .filter(|n| tree.parents.is_ancestor_or_self(top.id, n.id))
+    {
+        let depth = n.depth - top.depth;
+        let projects: Vec<i64> = tree
+            .nodes
+            .iter()
+            .filter(|p| p.is_project && tree.parents.is_ancestor_or_self(n.id, p.id))
+            .map(|p| p.id)
+            .collect();
+        // Entitlement per model, restricted to the cluster when filtered.
+        let mut ent: Vec<(String, i64, i64)> = Vec::new();
+        for (c, e) in tree.capacity.iter().zip(&n.entitlements) {
+            if cluster_name.as_ref().is_some_and(|name| *name != c.cluster) {
+                continue;
+            }
+            match ent.iter_mut().find(|(m, _, _)| *m == c.gpu_model) {
+                Some(x) => {
+                    x.1 += e.milli_gpu_hours;
+                    x.2 += e.money.0;
+                }
+                None => ent.push((c.gpu_model.clone(), e.milli_gpu_hours, e.money.0)),
+            }
+        }
+        let mut models: Vec<String> = ent.iter().map(|(m, _, _)| m.clone()).collect();
+        for ((p, m), _) in by.iter() {
+            if projects.contains(p) && !models.contains(m) {
+                models.push(m.clone());
+            }
+        }
+        models.sort();
+        let sums_for = |model: Option<&str>| {
+            let mut t = Sums::default();
+            for ((p, m), s) in &by {
+                if projects.contains(p) && model.is_none_or(|x| x == m) {
+                    t.contract += s.contract;
+                    t.contract_secs += s.contract_secs;
+                    t.run += s.run;
+                    t.run_secs += s.run_secs;
+                    t.free_secs += s.free_secs;
+                }
+            }
+            t
+        };
+        let row = |model: &str, s: Sums, ent_milli: i64, ent_money: i64| Row {
+            period: label.clone(),
+            node_id: n.id,
+            node: n.name.clone(),
+            depth,
+            gpu_model: model.to_string(),
+            contract_minor: s.contract,
+            contract_gpu_hours: s.contract_secs as f64 / 3600.0,
+            run_minor: s.run,
+            run_gpu_hours: s.run_secs as f64 / 3600.0,
+            free_gpu_hours: s.free_secs as f64 / 3600.0,
+            spend_minor: s.contract + s.run,
+            entitlement_gpu_hours: ent_milli as f64 / 1000.0,
+            entitlement_minor: ent_money,
+            budget_minor: None,
+            cap_minor: None,
+            forecast_minor: None,
+        };
+        let total = sums_for(None);
+        let mut t = row(
+            "all",
+            total,
+            ent.iter().map(|e| e.1).sum(),
+            ent.iter().map(|e| e.2).sum(),
+        );
+        t.budget_minor = Some(
+            projects
+                .iter()
+                .map(|p| grants.get(p).copied().unwrap_or(0))
+                .sum(),
+        );
+        let project_caps: Vec<Option<i64>> = projects
+            .iter()
+            .map(|p| caps.get(p).copied().flatten())
+            .collect();
+        t.cap_minor = if !project_caps.is_empty() && project_caps.iter().all(Option::is_some) {
+            Some(project_caps.iter().flatten().sum())
+        } else {
+            None
+        };
+        t.forecast_minor = Some(if now >= filter.period.end {
+            t.spend_minor
+        } else {
+            (i128::from(t.spend_minor) * i128::from(period_secs) / i128::from(elapsed)) as i64
+        });
+        out.push(t);
+        for m in models {
+            let (milli, money) = ent
+                .iter()
+                .find(|(x, _, _)| *x == m)
+                .map_or((0, 0), |e| (e.1, e.2));
+            out.push(row(&m, sums_for(Some(&m)), milli, money));
+        }
+    }
+    Ok(out)
+}
+
+/// The periods `count` months back from the one containing `now` (oldest first).
+pub fn recent_periods(now: jiff::Timestamp, site: &Site, count: usize) -> Vec<Period> {
+    let mut periods = vec![Period::containing(now, site)];
+    while periods.len() < count {
+        let before = periods[0]
+            .start
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap_or(periods[0].start);
+        periods.insert(0, Period::containing(before, site));
+    }
+    periods
+}
+
+/// Parses `YYYY-MM` into that month's budget period in the site's time zone.
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
+    let t = text.trim();
+    let date: jiff::civil::Date = format!("{t}-15")
+        .parse()
+        .map_err(|_| format!("{t:?} is not a period; use YYYY-MM, e.g. 2026-11"))?;
+    let mid = date
+        .to_zoned(site.time_zone.clone())
+        .map_err(|e| e.to_string())?
+        .timestamp();
+    Ok(Period::containing(mid, site))
+}
+
+/// Spend per period for the trend chart: (period label, contracts, runs) for the node's
+/// subtree, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn trend(
+    pool: &PgPool,
+    site: &Site,
+    node: i64,
+    cluster: Option<i64>,
+    periods: &[Period],
+) -> Result<Vec<(String, i64, i64)>, AppError> {
+    let parents = crate::auth::Parents::load(pool).await?;
+    let projects: Vec<i64> = parents
+        .0
+        .keys()
+        .copied()
+        .filter(|p| parents.is_ancestor_or_self(node, *p))
+        .collect();
+    let mut out = Vec::new();
+    for p in periods {
+        let (contracts, runs): (i64, i64) = sqlx::query_as(
+            "SELECT coalesce(sum(CASE kind WHEN 'contract' THEN amount_minor WHEN 'refund' THEN -amount_minor ELSE 0 END), 0)::bigint, \
+                    coalesce(sum(CASE WHEN kind = 'usage' THEN amount_minor ELSE 0 END), 0)::bigint \
+             FROM ledger_postings WHERE period_start = $1 AND project_id = ANY($2) AND ($3::bigint IS NULL OR cluster_id = $3)",
+        )
+        .bind(to_time(p.start))
+        .bind(&projects)
+        .bind(cluster)
+        .fetch_one(pool)
+        .await?;
+        out.push((
+            p.start
+                .to_zoned(site.time_zone.clone())
+                .strftime("%Y-%m")
+                .to_string(),
+            contracts,
+            runs,
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,273 @@
+//! Spend reports for finance (and leads, for their subtree): a page with charts and the same
+//! rows as CSV.
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser};
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger::Period;
+use crate::ledger::reports::{self, Filter, Row};
+use crate::state::AppState;
+use crate::web::charts;
+use crate::web::{Layout, render};
+
+/// Query parameters of the report page and the CSV export.
+#[derive(serde::Deserialize, serde::Serialize, Default, Clone)]
+pub struct ReportQuery {
+    /// `YYYY-MM`; default the current period.
+    #[serde(default)]
+    pub period: String,
+    /// Tree node id; default the root (finance, admins) or the first node the lead leads.
+    #[serde(default)]
+    pub node: Option<i64>,
+    /// Cluster name; default all.
+    #[serde(default)]
+    pub cluster: String,
+}
+
+struct Resolved {
+    filter: Filter,
+    period_label: String,
+    cluster: String,
+}
+
+async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Resolved, AppError> {
+    if !me.sees_everything() && me.lead_nodes().next().is_none() {
+        return Err(AppError::Forbidden(
+            "spend reports are for finance, admins and leads".into(),
+        ));
+    }
+    let now = jiff::Timestamp::now();
+    let period = if q.period.trim().is_empty() {
+        Period::containing(now, &state.site)
+    } else {
+        reports::parse_period(&q.period, &state.site).map_err(|m| AppError::invalid("period", m))?
+    };
+    let node = match q.node {
+        Some(n) => n,
+        None if me.sees_everything() => {
+            sqlx::query_scalar("SELECT id FROM tree_nodes WHERE parent_id IS NULL")
+                .fetch_one(&state.pool)
+                .await?
+        }
+        None => me.lead_nodes().next().unwrap_or_default(),
+    };
+    let cluster = if q.cluster.trim().is_empty() {
+        None
+    } else {
+        Some(
+            sqlx::query_scalar::<_, i64>("SELECT id FROM clusters WHERE name = $1")
+                .bind(q.cluster.trim())
+                .fetch_optional(&state.pool)
+                .await?
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "cluster",
+                        format!("there is no cluster named {:?}", q.cluster.trim()),
+                    )
+                })?,
+        )
+    };
+    Ok(Resolved {
+        period_label: period
+            .start
+            .to_zoned(state.site.time_zone.clone())
+            .strftime("%Y-%m")
+            .to_string(),
+        filter: Filter {
+            period,
+            node,
+            cluster,
+        },
+        cluster: q.cluster.trim().to_string(),
+    })
+}
+
+/// The report filter and period label for a query, checking that the caller may see reports.
+///
+/// # Errors
+/// Forbidden for researchers; Invalid period or cluster.
+pub async fn resolve_filter(
+    state: &AppState,
+    me: &Account,
+    q: &ReportQuery,
+) -> Result<(Filter, String), AppError> {
+    let r = resolve(state, me, q).await?;
+    Ok((r.filter, r.period_label))
+}
+
+struct RowView {
+    node: String,
+    gpu_model: String,
+    indent: String,
+    cells: Vec<String>,
+}
+
+/// The page's cells for a row, in the column order of the template (and of the CSV after the
+/// node and model).
+fn cells(r: &Row) -> Vec<String> {
+    let m = |v: i64| Money(v).amount();
+    let o = |v: Option<i64>| v.map_or_else(String::new, |x| Money(x).amount());
+    let h = |v: f64| domain::format_milli_gpu_hours((v * 1000.0).round() as i64);
+    vec![
+        m(r.contract_minor),
+        h(r.contract_gpu_hours),
+        m(r.run_minor),
+        h(r.run_gpu_hours),
+        h(r.free_gpu_hours),
+        m(r.spend_minor),
+        h(r.entitlement_gpu_hours),
+        m(r.entitlement_minor),
+        o(r.budget_minor),
+        o(r.cap_minor),
+        o(r.forecast_minor),
+    ]
+}
+
+#[derive(askama::Template)]
+#[template(path = "reports.html")]
+struct ReportsPage {
+    layout: Layout,
+    periods: Vec<String>,
+    period: String,
+    nodes: Vec<(i64, String)>,
+    node: i64,
+    clusters: Vec<String>,
+    cluster: String,
+    query: String,
+    error: Option<String>,
+    currency: String,
+    trend_svg: String,
+    split_svg: String,
+    rows: Vec<RowView>,
+}
+
+async fn page(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response, AppError> {
+    let r = resolve(&state, &me, &q).await?;
+    let now = jiff::Timestamp::now();
+    let rows = reports::rows(&state.pool, &state.site, &me, &r.filter, now).await?;
+    let tree = state.tree().await?;
+    let nodes = tree
+        .nodes
+        .iter()
+        .filter(|n| !n.is_project && (me.sees_everything() || me.leads(n.id, &tree.parents)))
+        .map(|n| (n.id, format!("{}{}", "· ".repeat(n.depth), n.name)))
+        .collect();
+    let recent = reports::recent_periods(now, &state.site, 12);
+    let trend = reports::trend(
+        &state.pool,
+        &state.site,
+        r.filter.node,
+        r.filter.cluster,
+        &recent[recent.len() - 6..],
+    )
+    .await?;
+    let split: Vec<charts::Bar> = rows
+        .iter()
+        .filter(|x| x.node_id == r.filter.node && x.gpu_model != "all")
+        .map(|x| (x.gpu_model.clone(), x.contract_minor, x.run_minor))
+        .collect();
+    let cur = &state.site.currency;
+    let query = serde_urlencoded::to_string(ReportQuery {
+        period: r.period_label.clone(),
+        node: Some(r.filter.node),
+        cluster: r.cluster.clone(),
+    })
+    .unwrap_or_default();
+    render(&ReportsPage {
+        layout: Layout::for_user(&session, &me, "/reports").await?,
+        periods: recent
+            .iter()
+            .rev()
+            .map(|p| {
+                p.start
+                    .to_zoned(state.site.time_zone.clone())
+                    .strftime("%Y-%m")
+                    .to_string()
+            })
+            .collect(),
+        period: r.period_label.clone(),
+        nodes,
+        node: r.filter.node,
+        clusters: crate::db::inventory::clusters(&state.pool)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect(),
+        cluster: r.cluster.clone(),
+        query,
+        error: None,
+        currency: cur.clone(),
+        trend_svg: charts::stacked_bars("Spend by period", &trend, cur),
+        split_svg: charts::stacked_bars(
+            &format!("Spend by GPU model, {}", r.period_label),
+            &split,
+            cur,
+        ),
+        rows: rows
+            .iter()
+            .map(|x| RowView {
+                node: x.node.clone(),
+                gpu_model: x.gpu_model.clone(),
+                indent: format!("{:.2}em", x.depth as f64 * 1.25 + 0.4),
+                cells: cells(x),
+            })
+            .collect(),
+    })
+}
+
+async fn csv_export(
+    State(state): State<AppState>,
+    CurrentUser(me): CurrentUser,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response, AppError> {
+    let r = resolve(&state, &me, &q).await?;
+    let rows = reports::rows(
+        &state.pool,
+        &state.site,
+        &me,
+        &r.filter,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(reports::CSV_HEADER)
+        .map_err(|e| AppError::Internal(e.into()))?;
+    for row in &rows {
+        w.write_record(row.csv_record(&state.site.currency))
+            .map_err(|e| AppError::Internal(e.into()))?;
+    }
+    let body = w
+        .into_inner()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("csv: {e}")))?;
+    let name = format!("tranche-spend-{}.csv", r.period_label);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// `GET /reports` and `GET /reports.csv`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/reports", get(page))
+        .route("/reports.csv", get(csv_export))
+}
