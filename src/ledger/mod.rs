@@ -373,3 +373,46 @@ pub async fn charge_usage(
         free_gpu_seconds: free_secs,
     })
 }
+
+/// A ledger posting as a project sees it.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct Entry {
+    /// Posting id.
+    pub id: i64,
+    /// When it was posted.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    /// `grant`, `lapse`, `contract`, `refund`, `usage`, `usage_free`.
+    pub kind: String,
+    /// Signed from the project's view, minor units: into its budget positive, out negative.
+    pub amount_minor: i64,
+    /// Start of the budget period it belongs to.
+    #[serde(with = "time::serde::rfc3339")]
+    pub period_start: time::OffsetDateTime,
+    /// GPU model, for usage and contracts.
+    pub gpu_model: Option<String>,
+    /// GPU-seconds it covers.
+    pub gpu_seconds: i64,
+    /// The contract that caused it.
+    pub contract_id: Option<i64>,
+    /// The run that caused it.
+    pub run_id: Option<i64>,
+    /// A note.
+    pub note: String,
+}
+
+/// A project's postings, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn entries(pool: &PgPool, project: i64) -> Result<Vec<Entry>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT p.id, p.at, p.kind, CASE WHEN a.kind = 'project_budget' AND a.project_id = $1 THEN p.amount_minor ELSE -p.amount_minor END AS amount_minor, \
+                p.period_start, m.name AS gpu_model, p.gpu_seconds, p.contract_id, p.run_id, p.note \
+         FROM ledger_postings p LEFT JOIN gpu_models m ON m.id = p.gpu_model_id JOIN ledger_accounts a ON a.id = p.to_account \
+         WHERE p.project_id = $1 ORDER BY p.id",
+    )
+    .bind(project)
+    .fetch_all(pool)
+    .await
+}

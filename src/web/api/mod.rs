@@ -715,26 +715,11 @@ async fn get_ledger(
     }
     let balance =
         crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;
-    let entries: Vec<(i64, time::OffsetDateTime, String, i64, time::OffsetDateTime, Option<String>, i64, Option<i64>, Option<i64>, String, bool)> = sqlx::query_as(
-        "SELECT p.id, p.at, p.kind, p.amount_minor, p.period_start, m.name, p.gpu_seconds, p.contract_id, p.run_id, p.note, \
-                a.project_id = $1 AND a.kind = 'project_budget' \
-         FROM ledger_postings p LEFT JOIN gpu_models m ON m.id = p.gpu_model_id JOIN ledger_accounts a ON a.id = p.to_account \
-         WHERE p.project_id = $1 ORDER BY p.id",
-    )
-    .bind(project)
-    .fetch_all(&state.pool)
-    .await?;
-    let fmt = |t: time::OffsetDateTime| crate::ledger::to_jiff(t).to_string();
     ok(json!({
         "project": q.project.trim(),
         "currency": state.site.currency,
         "balance_minor": balance.0,
-        "entries": entries.into_iter().map(|(id, at, kind, amount, period, model, secs, contract, run, note, into_budget)| json!({
-            "id": id, "at": fmt(at), "kind": kind,
-            "amount_minor": if into_budget { amount } else { -amount },
-            "period_start": fmt(period), "gpu_model": model, "gpu_hours": secs as f64 / 3600.0,
-            "contract_id": contract, "run_id": run, "note": note,
-        })).collect::<Vec<_>>(),
+        "entries": crate::ledger::entries(&state.pool, project).await?,
     }))
 }
 
