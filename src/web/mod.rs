@@ -138,9 +138,12 @@ pub fn render_status(status: StatusCode, t: &impl askama::Template) -> Result<Re
     Ok((status, Html(t.render()?)).into_response())
 }
 
-/// Formats a budget period for display: `2026-11-01 – 2026-12-01`.
+/// Formats a budget period for display with its last day and length:
+/// `2026-11-01 to 2026-11-30 (720 h)`.
 pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
-    format!("{} – {}", start.date(), end.date())
+    let last = end.date().yesterday().unwrap_or(end.date());
+    let hours = (end.timestamp().as_second() - start.timestamp().as_second()) / 3600;
+    format!("{} to {last} ({hours} h)", start.date())
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {

@@ -7,5 +7,6 @@ mod audit;
 mod browser;
 mod contracts;
 mod embedded;
+mod reports;
 mod support;
 mod tree;

@@ -680,6 +680,7 @@ async fn get_spend(
     axum::extract::Query(q): axum::extract::Query<crate::web::reports::ReportQuery>,
 ) -> ApiResult {
     let (filter, label) = crate::web::reports::resolve_filter(&state, &me, &q).await?;
+    crate::web::reports::open_current_budgets(&state, &filter, jiff::Timestamp::now()).await?;
     let rows = crate::ledger::reports::rows(
         &state.pool,
         &state.site,

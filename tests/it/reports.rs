@@ -1,0 +1,219 @@
+//! Spend reports: rows against hand-computed values, roll-up, and the CSV carrying the same
+//! rows as the page and the API.
+
+use axum::http::StatusCode;
+use tranche::db::tree::{self as tree_db, NodeKind};
+use tranche::domain::Share;
+use tranche::ledger::{self, contracts};
+
+use crate::support::TestApp;
+
+fn tomorrow_at(hour: i8) -> jiff::Timestamp {
+    let day = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .tomorrow()
+        .unwrap();
+    day.at(hour, 0, 0, 0)
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .unwrap()
+        .timestamp()
+}
+
+#[tokio::test]
+async fn spend_rows_match_hand_computed_values_and_the_csv() {
+    let app = TestApp::new().await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "B200", "1.8", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "b1", "B200", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let g = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "G",
+        NodeKind::Group,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    let p1 = tree_db::create_node(
+        &app.pool,
+        &admin,
+        g,
+        "p1",
+        NodeKind::Project,
+        Share::parse_percent("50").unwrap(),
+    )
+    .await
+    .unwrap();
+    let p2 = tree_db::create_node(
+        &app.pool,
+        &admin,
+        g,
+        "p2",
+        NodeKind::Project,
+        Share::parse_percent("50").unwrap(),
+    )
+    .await
+    .unwrap();
+    tranche::db::users::create(&app.pool, None, "fin", "finance", None)
+        .await
+        .unwrap();
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    // p1: 4 H100 x 3 h x 1.0 x 2.00 = 24.00 (12 GPU-h); p2: 2 B200 x 2 h x 1.8 x 2.00 = 14.40 (4 GPU-h).
+    for (project, model, gpus, hours) in [("p1", "H100", 4, 3), ("p2", "B200", 2, 2)] {
+        let req = contracts::Request {
+            project: project.into(),
+            cluster: "c".into(),
+            gpu_model: model.into(),
+            gpus,
+            start: tomorrow_at(8),
+            end: tomorrow_at(8 + hours),
+        };
+        contracts::buy(&app.pool, &site, &admin, &req, now)
+            .await
+            .unwrap();
+    }
+    let h100: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = 'H100'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let b200: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = 'B200'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    // p1 runs 2 allocated B200 GPU-hours: 2 x 1.8 x 2.00 = 7.20; p2 runs 1 free H100 GPU-hour.
+    ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &site,
+        now,
+        p1,
+        (cluster, b200),
+        7200,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &site,
+        now,
+        p2,
+        (cluster, h100),
+        3600,
+        false,
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let token = app.token_for("fin").await;
+    let (status, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={g}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{spend}");
+    let rows = spend["rows"].as_array().unwrap();
+    let row = |node: &str, model: &str| {
+        rows.iter()
+            .find(|r| r["node"] == node && r["gpu_model"] == model)
+            .unwrap_or_else(|| panic!("no row {node} {model}"))
+            .clone()
+    };
+    let g_all = row("G", "all");
+    assert_eq!(
+        (
+            g_all["contract_minor"].as_i64(),
+            g_all["run_minor"].as_i64(),
+            g_all["spend_minor"].as_i64()
+        ),
+        (Some(3840), Some(720), Some(4560))
+    );
+    assert_eq!(
+        (
+            g_all["contract_gpu_hours"].as_f64(),
+            g_all["run_gpu_hours"].as_f64(),
+            g_all["free_gpu_hours"].as_f64()
+        ),
+        (Some(16.0), Some(2.0), Some(1.0))
+    );
+    let p1_all = row("p1", "all");
+    assert_eq!(p1_all["spend_minor"], 3120);
+    let p1_b200 = row("p1", "B200");
+    assert_eq!(
+        (
+            p1_b200["run_minor"].as_i64(),
+            p1_b200["contract_minor"].as_i64()
+        ),
+        (Some(720), Some(0))
+    );
+    let p2_h100 = row("p2", "H100");
+    assert_eq!(p2_h100["free_gpu_hours"], 1.0);
+    // G's budget is the two projects' period budgets (their entitlements): 100% of 8 H100 and
+    // 8 B200 over the period, at 2.00 and 3.60 per GPU-hour.
+    let hours = (ledger::Period::containing(now, &site).end.as_second()
+        - ledger::Period::containing(now, &site).start.as_second())
+        / 3600;
+    assert_eq!(
+        g_all["budget_minor"].as_i64().unwrap(),
+        8 * hours * 200 + 8 * hours * 360
+    );
+
+    // The CSV carries exactly the API's rows.
+    let mut c = app.client();
+    let pw = {
+        tranche::db::users::set_password(&app.pool, None, "fin", "finance-password-1")
+            .await
+            .unwrap();
+        "finance-password-1"
+    };
+    c.login("fin", pw).await;
+    let (status, csv_text, _) = c.get(&format!("/reports.csv?node={g}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), rows.len());
+    for (rec, api) in records.iter().zip(rows) {
+        assert_eq!(&rec[2], api["node"].as_str().unwrap());
+        assert_eq!(&rec[4], api["gpu_model"].as_str().unwrap());
+        assert_eq!(
+            rec[10].replace('.', "").parse::<i64>().unwrap(),
+            api["spend_minor"].as_i64().unwrap()
+        );
+    }
+    // Researchers get no reports.
+    tranche::db::users::create(&app.pool, None, "res", "researcher", None)
+        .await
+        .unwrap();
+    let rt = app.token_for("res").await;
+    let (status, _) = app.api("GET", "/api/v1/spend", Some(&rt), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, page, _) = c.get(&format!("/reports?node={g}")).await;
+    assert!(page.contains("<svg"), "the page has its charts");
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
