@@ -309,6 +309,7 @@ async fn roll_over_every_minute(state: AppState) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "budget roll-over failed; will retry"),
         }
+        tranche::web::check_alerts(&state).await;
     }
 }
 

@@ -644,6 +644,8 @@ pub struct ProjectSettings {
     pub money_cap_minor: Option<i64>,
     /// Self-service limit for protected runs, GPU-hours.
     pub self_service_gpu_hours: i32,
+    /// Budget alert thresholds, percent.
+    pub alert_thresholds: Vec<i32>,
     /// Members (user id, name).
     pub members: Vec<(i64, String)>,
 }
@@ -653,8 +655,8 @@ pub struct ProjectSettings {
 /// # Errors
 /// NotFound when `id` is not a project; database errors.
 pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError> {
-    let (period_budget_minor, money_cap_minor, self_service_gpu_hours): (Option<i64>, Option<i64>, i32) =
-        sqlx::query_as("SELECT period_budget_minor, money_cap_minor, self_service_gpu_hours FROM projects WHERE node_id = $1")
+    let (period_budget_minor, money_cap_minor, self_service_gpu_hours, alert_thresholds): (Option<i64>, Option<i64>, i32, Vec<i32>) =
+        sqlx::query_as("SELECT period_budget_minor, money_cap_minor, self_service_gpu_hours, alert_thresholds FROM projects WHERE node_id = $1")
             .bind(id)
             .fetch_optional(pool)
             .await?
@@ -670,6 +672,7 @@ pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError
         period_budget_minor,
         money_cap_minor,
         self_service_gpu_hours,
+        alert_thresholds,
         members,
     })
 }
@@ -695,6 +698,9 @@ pub struct BudgetUpdate {
     pub money_cap_minor: Option<i64>,
     /// Self-service limit, GPU-hours (0..=100,000).
     pub self_service_gpu_hours: i32,
+    /// Budget alert thresholds in percent (1..=100, at most 10); `None` keeps the current ones.
+    #[serde(default)]
+    pub alert_thresholds: Option<Vec<i32>>,
 }
 
 /// Updates a project's budget settings (admins, and leads of a node strictly above it).
@@ -737,8 +743,8 @@ pub async fn update_project(
     }
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
-    let before: (Option<i64>, Option<i64>, i32) = sqlx::query_as(
-        "SELECT p.period_budget_minor, p.money_cap_minor, p.self_service_gpu_hours FROM projects p \
+    let before: (Option<i64>, Option<i64>, i32, Vec<i32>) = sqlx::query_as(
+        "SELECT p.period_budget_minor, p.money_cap_minor, p.self_service_gpu_hours, p.alert_thresholds FROM projects p \
          JOIN tree_nodes t ON t.id = p.node_id WHERE p.node_id = $1 AND NOT t.archived FOR UPDATE OF p",
     )
     .bind(id)
@@ -750,11 +756,27 @@ pub async fn update_project(
             "only an admin or a lead above this project can change its budget".into(),
         ));
     }
+    let thresholds = match &update.alert_thresholds {
+        Some(t) => {
+            let mut t = t.clone();
+            t.sort_unstable();
+            t.dedup();
+            if t.len() > 10 || t.iter().any(|p| !(1..=100).contains(p)) {
+                return Err(AppError::invalid(
+                    "alert_thresholds",
+                    "alert thresholds are up to 10 percentages from 1 to 100",
+                ));
+            }
+            t
+        }
+        None => before.3.clone(),
+    };
     if before
         == (
             update.period_budget_minor,
             update.money_cap_minor,
             update.self_service_gpu_hours,
+            thresholds.clone(),
         )
     {
         return Ok(());
@@ -802,10 +824,11 @@ pub async fn update_project(
             }
         }
     }
-    sqlx::query("UPDATE projects SET period_budget_minor = $1, money_cap_minor = $2, self_service_gpu_hours = $3 WHERE node_id = $4")
+    sqlx::query("UPDATE projects SET period_budget_minor = $1, money_cap_minor = $2, self_service_gpu_hours = $3, alert_thresholds = $4 WHERE node_id = $5")
         .bind(update.period_budget_minor)
         .bind(update.money_cap_minor)
         .bind(update.self_service_gpu_hours)
+        .bind(&thresholds)
         .bind(id)
         .execute(&mut *tx)
         .await?;
@@ -817,8 +840,8 @@ pub async fn update_project(
             entity: "project",
             entity_id: Some(id),
             node_id: Some(id),
-            before: Some(json!({"period_budget_minor": before.0, "money_cap_minor": before.1, "self_service_gpu_hours": before.2})),
-            after: Some(json!({"period_budget_minor": update.period_budget_minor, "money_cap_minor": update.money_cap_minor, "self_service_gpu_hours": update.self_service_gpu_hours})),
+            before: Some(json!({"period_budget_minor": before.0, "money_cap_minor": before.1, "self_service_gpu_hours": before.2, "alert_thresholds": before.3})),
+            after: Some(json!({"period_budget_minor": update.period_budget_minor, "money_cap_minor": update.money_cap_minor, "self_service_gpu_hours": update.self_service_gpu_hours, "alert_thresholds": thresholds})),
         },
     )
     .await?;

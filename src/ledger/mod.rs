@@ -4,6 +4,7 @@
 //! what is unspent at the period's end lapses. Balances are maintained by a trigger and a
 //! `CHECK` keeps every project budget at or above zero; `ledger_problems()` proves the whole.
 
+pub mod alerts;
 pub mod contracts;
 pub mod reports;
 

@@ -366,6 +366,7 @@ async fn buy(
     };
     match result {
         Ok((c, _)) => {
+            crate::web::check_alerts(&state).await;
             flash(
                 &session,
                 format!(

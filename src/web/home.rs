@@ -2,7 +2,7 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_sessions::Session;
 
@@ -21,6 +21,15 @@ struct HomePage {
     led: Vec<(i64, String, String)>,
     projects: Vec<(i64, String, String, String)>,
     is_admin: bool,
+    notifications: Vec<NotificationView>,
+    unread: usize,
+}
+
+struct NotificationView {
+    message: String,
+    link: String,
+    when: String,
+    read: bool,
 }
 
 async fn home(
@@ -47,7 +56,24 @@ async fn home(
             )
         })
         .collect();
+    let notifications: Vec<NotificationView> =
+        crate::ledger::alerts::notifications(&state.pool, me.id)
+            .await?
+            .into_iter()
+            .map(|n| NotificationView {
+                message: n.message,
+                link: n.link,
+                when: crate::domain::format_local(
+                    crate::ledger::to_jiff(n.created_at),
+                    &state.site.time_zone,
+                ),
+                read: n.read,
+            })
+            .collect();
+    let unread = notifications.iter().filter(|n| !n.read).count();
     render(&HomePage {
+        notifications,
+        unread,
         layout: Layout::for_user(&session, &me, "/").await?,
         roles: me.role_names(),
         period: period_label(&tree.period_start, &tree.period_end),
@@ -58,7 +84,17 @@ async fn home(
     })
 }
 
-/// `GET /`.
+async fn read_all(
+    State(state): State<AppState>,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    crate::ledger::alerts::mark_read(&state.pool, me.id, jiff::Timestamp::now()).await?;
+    Ok(axum::response::Redirect::to("/").into_response())
+}
+
+/// `GET /` and `POST /notifications/read`.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/", get(home))
+    Router::new()
+        .route("/", get(home))
+        .route("/notifications/read", axum::routing::post(read_all))
 }

@@ -146,6 +146,16 @@ pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
     format!("{} to {last} ({hours} h)", start.date())
 }
 
+/// Checks budget alerts after a change in spend; a failure is logged, not shown (the
+/// roll-over task checks again within a minute).
+pub async fn check_alerts(state: &AppState) {
+    if let Err(e) =
+        crate::ledger::alerts::check(&state.pool, &state.site, jiff::Timestamp::now()).await
+    {
+        tracing::warn!(error = %e, "budget alert check failed");
+    }
+}
+
 async fn healthz(State(state): State<AppState>) -> Response {
     match sqlx::query_scalar::<_, i32>("SELECT 1")
         .fetch_one(&state.pool)

@@ -460,6 +460,8 @@ struct ProjectPage {
     form_budget: String,
     form_cap: String,
     form_self_service: String,
+    form_thresholds: String,
+    thresholds: String,
 }
 
 /// What a re-rendered project page keeps from a failed form.
@@ -468,7 +470,7 @@ struct ProjectForm {
     member_error: Option<String>,
     member: String,
     budget_error: Option<String>,
-    budget: Option<(String, String, String)>,
+    budget: Option<(String, String, String, String)>,
 }
 
 async fn project_page(
@@ -497,19 +499,26 @@ async fn project_page(
     } else {
         StatusCode::OK
     };
-    let (form_budget, form_cap, form_self_service) = form.budget.unwrap_or_else(|| {
-        (
-            settings
-                .period_budget_minor
-                .map(|v| Money(v).plain())
-                .unwrap_or_default(),
-            settings
-                .money_cap_minor
-                .map(|v| Money(v).plain())
-                .unwrap_or_default(),
-            settings.self_service_gpu_hours.to_string(),
-        )
-    });
+    let (form_budget, form_cap, form_self_service, form_thresholds) =
+        form.budget.unwrap_or_else(|| {
+            (
+                settings
+                    .period_budget_minor
+                    .map(|v| Money(v).plain())
+                    .unwrap_or_default(),
+                settings
+                    .money_cap_minor
+                    .map(|v| Money(v).plain())
+                    .unwrap_or_default(),
+                settings.self_service_gpu_hours.to_string(),
+                settings
+                    .alert_thresholds
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        });
     let page = ProjectPage {
         layout: Layout::for_user(session, me, "/tree").await?,
         id,
@@ -568,6 +577,17 @@ async fn project_page(
         form_budget,
         form_cap,
         form_self_service,
+        thresholds: if settings.alert_thresholds.is_empty() {
+            "none".into()
+        } else {
+            settings
+                .alert_thresholds
+                .iter()
+                .map(|t| format!("{t}%"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        form_thresholds,
     };
     render_status(status, &page)
 }
@@ -589,6 +609,21 @@ struct BudgetForm {
     money_cap: String,
     #[serde(default)]
     self_service_gpu_hours: String,
+    #[serde(default)]
+    alert_thresholds: String,
+}
+
+/// Parses alert thresholds typed as `50, 75, 90` (percent; empty for none).
+fn thresholds(input: &str) -> Result<Vec<i32>, AppError> {
+    input
+        .split([',', ' ', ';'])
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| {
+            domain::int_in(t.trim().trim_end_matches('%'), "an alert threshold", 1, 100)
+                .map(|v| v as i32)
+                .map_err(|m| AppError::invalid("alert_thresholds", m))
+        })
+        .collect()
 }
 
 /// Parses an optional amount: empty means none.
@@ -620,6 +655,7 @@ async fn budget_post(
             )
             .map_err(|m| AppError::invalid("self_service_gpu_hours", m))?
                 as i32,
+            alert_thresholds: Some(thresholds(&f.alert_thresholds)?),
         })
     })();
     let result = match parsed {
@@ -636,7 +672,12 @@ async fn budget_post(
         Err(AppError::Invalid { message, .. }) => {
             let form = ProjectForm {
                 budget_error: Some(message),
-                budget: Some((f.period_budget, f.money_cap, f.self_service_gpu_hours)),
+                budget: Some((
+                    f.period_budget,
+                    f.money_cap,
+                    f.self_service_gpu_hours,
+                    f.alert_thresholds,
+                )),
                 ..ProjectForm::default()
             };
             project_page(&state, &session, &me, id, form).await

@@ -31,7 +31,7 @@ async fn every_kind_of_change_is_audited() {
         (
             "PUT",
             format!("/api/v1/projects/{rlhf}/budget"),
-            json!({"period_budget_minor": 1000, "money_cap_minor": 500, "self_service_gpu_hours": 10}),
+            json!({"period_budget_minor": 1000, "money_cap_minor": 500, "self_service_gpu_hours": 10, "alert_thresholds": [50, 75, 90]}),
         ),
         (
             "POST",
@@ -168,8 +168,8 @@ async fn every_kind_of_change_is_audited() {
         ),
         (
             "budget.update",
-            json!({"period_budget_minor": null, "money_cap_minor": null, "self_service_gpu_hours": 64}),
-            json!({"period_budget_minor": 1000, "money_cap_minor": 500, "self_service_gpu_hours": 10}),
+            json!({"period_budget_minor": null, "money_cap_minor": null, "self_service_gpu_hours": 64, "alert_thresholds": [50, 75, 90]}),
+            json!({"period_budget_minor": 1000, "money_cap_minor": 500, "self_service_gpu_hours": 10, "alert_thresholds": [50, 75, 90]}),
         ),
         (
             "member.add",

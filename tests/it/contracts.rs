@@ -223,6 +223,7 @@ async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
             period_budget_minor: Some(10_000),
             money_cap_minor: None,
             self_service_gpu_hours: 64,
+            alert_thresholds: None,
         },
         &tree,
     )
@@ -539,4 +540,80 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+#[tokio::test]
+async fn budget_alerts_fire_once_to_leads_and_finance() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 2).await;
+    tranche::db::users::create(&app.pool, None, "fin", "finance", None)
+        .await
+        .unwrap();
+    let p1 = app.node_id("p1").await;
+    let tree = app.state.tree().await.unwrap();
+    let update = tree_db::BudgetUpdate {
+        period_budget_minor: Some(10_000),
+        money_cap_minor: None,
+        self_service_gpu_hours: 64,
+        alert_thresholds: Some(vec![90, 50, 75]),
+    };
+    tree_db::update_project(&app.pool, &admin, p1, &update, &tree)
+        .await
+        .unwrap();
+    let token = app.token_for("lead1").await;
+    // 8 GPUs x 7.5 h x 1.00 = 60.00 of a 100.00 budget: 60% spent.
+    let end = tomorrow_at(1)
+        .checked_add(jiff::SignedDuration::from_mins(450))
+        .unwrap();
+    let (status, body) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": end.to_string()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let fired: Vec<(i32, String)> = sqlx::query_as("SELECT threshold_pct, kind FROM budget_alerts WHERE kind = 'actual' ORDER BY threshold_pct").fetch_all(&app.pool).await.unwrap();
+    assert_eq!(
+        fired,
+        vec![(50, "actual".to_string())],
+        "only the 50% threshold is reached"
+    );
+    // Checking again fires nothing new.
+    let again = ledger::alerts::check(&app.pool, &app.state.site, jiff::Timestamp::now())
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    let (_, lead_notes) = app
+        .api("GET", "/api/v1/notifications", Some(&token), None)
+        .await;
+    let messages: Vec<&str> = lead_notes["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("p1 has spent 50% of its")
+                && m.contains("60.00 USD of 100.00 USD")),
+        "{messages:?}"
+    );
+    let fin = app.token_for("fin").await;
+    let (_, fin_notes) = app
+        .api("GET", "/api/v1/notifications", Some(&fin), None)
+        .await;
+    assert!(
+        !fin_notes["notifications"].as_array().unwrap().is_empty(),
+        "finance is told too"
+    );
+    let other = app.token_for("lead2").await;
+    let (_, other_notes) = app
+        .api("GET", "/api/v1/notifications", Some(&other), None)
+        .await;
+    assert!(
+        other_notes["notifications"].as_array().unwrap().is_empty(),
+        "another project's lead is not"
+    );
+    let (_, read) = app
+        .api("POST", "/api/v1/notifications/read", Some(&token), None)
+        .await;
+    assert!(read["marked_read"].as_u64().unwrap() >= 1);
 }

@@ -585,6 +585,7 @@ async fn post_contract(
     let (c, _) =
         crate::ledger::contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now())
             .await?;
+    crate::web::check_alerts(&state).await;
     created(contract_json(&c, &state.site.currency))
 }
 
@@ -724,6 +725,15 @@ async fn get_ledger(
     }))
 }
 
+async fn get_notifications(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    ok(json!({"notifications": crate::ledger::alerts::notifications(&state.pool, me.id).await?}))
+}
+
+async fn read_notifications(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    let n = crate::ledger::alerts::mark_read(&state.pool, me.id, jiff::Timestamp::now()).await?;
+    ok(json!({"marked_read": n}))
+}
+
 async fn api_not_found() -> ApiError {
     ApiError(AppError::NotFound(
         "no such API endpoint; see /api/v1/openapi.json".into(),
@@ -769,6 +779,8 @@ pub fn router() -> Router<AppState> {
         .route("/contracts/{id}/cancel", post(cancel_contract))
         .route("/capacity", get(get_capacity))
         .route("/spend", get(get_spend))
+        .route("/notifications", get(get_notifications))
+        .route("/notifications/read", post(read_notifications))
         .route("/ledger", get(get_ledger))
         .route("/tokens/{id}", axum::routing::delete(delete_token))
         .fallback(api_not_found)

@@ -75,6 +75,8 @@ pub fn document() -> Value {
             "/capacity": {"get": op("Capacity calendar of ?cluster=NAME&gpu_model=NAME: installed, contractable and, per hour of the next 8 weeks, GPUs contracted", None, "200")},
             "/spend": {"get": op("Spend report rows (the CSV's rows) for ?period=YYYY-MM&node=ID&cluster=NAME (finance, admins, leads of the node)", None, "200")},
             "/ledger": {"get": op("A project's ledger entries and current balance: ?project=NAME", None, "200")},
+            "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", None, "200")},
+            "/notifications/read": {"post": op("Mark all the caller's notifications read", None, "200")},
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
         },
         "components": {
@@ -88,7 +90,7 @@ pub fn document() -> Value {
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
                 "NewNode": {"type": "object", "required": ["parent", "name", "kind", "share"], "properties": {"parent": {"type": "integer"}, "name": {"type": "string", "maxLength": 64}, "kind": {"enum": ["group", "project"]}, "share": {"$ref": "#/components/schemas/Share"}}},
                 "NodePatch": {"type": "object", "properties": {"name": {"type": "string"}, "parent": {"type": "integer"}, "archived": {"const": true}}},
-                "BudgetUpdate": {"type": "object", "required": ["self_service_gpu_hours"], "properties": {"period_budget_minor": {"type": ["integer", "null"], "minimum": 0}, "money_cap_minor": {"type": ["integer", "null"], "minimum": 0}, "self_service_gpu_hours": {"type": "integer", "minimum": 0, "maximum": 100000}}},
+                "BudgetUpdate": {"type": "object", "required": ["self_service_gpu_hours"], "properties": {"period_budget_minor": {"type": ["integer", "null"], "minimum": 0}, "money_cap_minor": {"type": ["integer", "null"], "minimum": 0}, "self_service_gpu_hours": {"type": "integer", "minimum": 0, "maximum": 100000}, "alert_thresholds": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1, "maximum": 100}, "maxItems": 10, "description": "percent of the period budget; omitted keeps the current ones"}}},
                 "MemberBody": {"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}},
                 "NameBody": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
                 "NodeBody": {"type": "object", "required": ["name", "gpu_model", "gpu_count"], "properties": {"name": {"type": "string"}, "gpu_model": {"type": "string"}, "gpu_count": {"type": "integer", "minimum": 1, "maximum": 64}}},

@@ -1,0 +1,201 @@
+//! Budget alerts: each project has thresholds (default 50%, 75% and 90% of its period budget);
+//! each fires once per period for actual spend and once for the forecast to the period's end,
+//! as an in-app notification to the project's leads (any lead on its path to the root) and to
+//! finance.
+
+use sqlx::PgPool;
+
+use crate::config::Site;
+use crate::domain::Money;
+use crate::error::AppError;
+use crate::ledger::{Period, to_time};
+
+/// An alert that fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    /// Project id.
+    pub project_id: i64,
+    /// Threshold in percent.
+    pub threshold_pct: i32,
+    /// `actual` or `forecast`.
+    pub kind: &'static str,
+}
+
+/// Whether `spent` reaches `pct` percent of `budget` (a zero budget is reached by any spend).
+pub fn reaches(spent: i64, budget: i64, pct: i32) -> bool {
+    if budget <= 0 {
+        return spent > 0;
+    }
+    i128::from(spent) * 100 >= i128::from(budget) * i128::from(pct)
+}
+
+/// Spend projected to the period's end at the rate so far (elapsed time at least one hour).
+pub fn forecast(spent: i64, period: Period, now: jiff::Timestamp) -> i64 {
+    let len = (period.end.as_second() - period.start.as_second()).max(1);
+    let elapsed = (now.as_second() - period.start.as_second()).clamp(3600, len);
+    (i128::from(spent) * i128::from(len) / i128::from(elapsed)) as i64
+}
+
+/// Checks every project's spend in the period containing `now` against its thresholds, fires
+/// new alerts and notifies. Idempotent: an alert fires once per project, period, threshold and
+/// kind.
+///
+/// # Errors
+/// Database errors.
+pub async fn check(
+    pool: &PgPool,
+    site: &Site,
+    now: jiff::Timestamp,
+) -> Result<Vec<Fired>, AppError> {
+    let period = Period::containing(now, site);
+    let (start, _) = period.bounds();
+    let rows: Vec<(i64, String, Vec<i32>, i64, i64)> = sqlx::query_as(
+        "SELECT p.node_id, t.name, p.alert_thresholds, \
+                coalesce(sum(CASE WHEN l.kind = 'grant' THEN l.amount_minor ELSE 0 END), 0)::bigint, \
+                coalesce(sum(CASE l.kind WHEN 'contract' THEN l.amount_minor WHEN 'usage' THEN l.amount_minor WHEN 'refund' THEN -l.amount_minor ELSE 0 END), 0)::bigint \
+         FROM projects p JOIN tree_nodes t ON t.id = p.node_id \
+         JOIN ledger_postings l ON l.project_id = p.node_id AND l.period_start = $1 \
+         WHERE NOT t.archived GROUP BY p.node_id, t.name, p.alert_thresholds",
+    )
+    .bind(start)
+    .fetch_all(pool)
+    .await?;
+    let month = period
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%B %Y")
+        .to_string();
+    let mut fired = Vec::new();
+    for (project, name, thresholds, budget, spent) in rows {
+        let projected = forecast(spent, period, now);
+        for pct in thresholds {
+            for (kind, amount) in [("actual", spent), ("forecast", projected)] {
+                if !reaches(amount, budget, pct) {
+                    continue;
+                }
+                let mut tx = pool.begin().await?;
+                let new: Option<i64> = sqlx::query_scalar(
+                    "INSERT INTO budget_alerts (project_id, period_start, threshold_pct, kind, spent_minor, budget_minor) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
+                )
+                .bind(project)
+                .bind(start)
+                .bind(pct)
+                .bind(kind)
+                .bind(amount)
+                .bind(budget)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if new.is_none() {
+                    continue;
+                }
+                let message = if kind == "actual" {
+                    format!(
+                        "{name} has spent {pct}% of its {month} budget: {} of {}",
+                        Money(amount).display(&site.currency),
+                        Money(budget).display(&site.currency)
+                    )
+                } else {
+                    format!(
+                        "{name} is forecast to spend {pct}% of its {month} budget by the period's end: {} of {}",
+                        Money(amount).display(&site.currency),
+                        Money(budget).display(&site.currency)
+                    )
+                };
+                // The project's leads (on its path to the root) and finance.
+                sqlx::query(
+                    "INSERT INTO notifications (user_id, message, link) \
+                     SELECT DISTINCT g.user_id, $2, $3 FROM role_grants g \
+                     WHERE g.role = 'finance' \
+                        OR (g.role = 'lead' AND g.node_id IN ( \
+                            WITH RECURSIVE up(id, parent_id) AS ( \
+                                SELECT id, parent_id FROM tree_nodes WHERE id = $1 \
+                                UNION ALL SELECT t.id, t.parent_id FROM tree_nodes t JOIN up ON t.id = up.parent_id) \
+                            SELECT id FROM up))",
+                )
+                .bind(project)
+                .bind(&message)
+                .bind(format!("/projects/{project}"))
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                tracing::info!(project = %name, pct, kind, "budget alert");
+                fired.push(Fired {
+                    project_id: project,
+                    threshold_pct: pct,
+                    kind,
+                });
+            }
+        }
+    }
+    Ok(fired)
+}
+
+/// A notification as shown.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct Notification {
+    /// Id.
+    pub id: i64,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    /// Text.
+    pub message: String,
+    /// Where it points.
+    pub link: String,
+    /// Whether it was read.
+    pub read: bool,
+}
+
+/// The user's notifications, newest first (at most 50).
+///
+/// # Errors
+/// Database errors.
+pub async fn notifications(pool: &PgPool, user: i64) -> Result<Vec<Notification>, sqlx::Error> {
+    sqlx::query_as("SELECT id, created_at, message, link, read_at IS NOT NULL AS read FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 50")
+        .bind(user)
+        .fetch_all(pool)
+        .await
+}
+
+/// Marks all the user's notifications read; returns how many were unread.
+///
+/// # Errors
+/// Database errors.
+pub async fn mark_read(pool: &PgPool, user: i64, now: jiff::Timestamp) -> Result<u64, sqlx::Error> {
+    Ok(
+        sqlx::query("UPDATE notifications SET read_at = $2 WHERE user_id = $1 AND read_at IS NULL")
+            .bind(user)
+            .bind(to_time(now))
+            .execute(pool)
+            .await?
+            .rows_affected(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_and_forecast() {
+        assert!(reaches(50, 100, 50));
+        assert!(!reaches(49, 100, 50));
+        assert!(reaches(1, 0, 90));
+        assert!(!reaches(0, 0, 90));
+        let p = Period {
+            start: jiff::Timestamp::from_second(0).unwrap(),
+            end: jiff::Timestamp::from_second(30 * 86_400).unwrap(),
+        };
+        // 10 days into 30, 100 spent: 300 by the end.
+        assert_eq!(
+            forecast(100, p, jiff::Timestamp::from_second(10 * 86_400).unwrap()),
+            300
+        );
+        // Less than an hour in: counted as one hour.
+        assert_eq!(
+            forecast(1, p, jiff::Timestamp::from_second(60).unwrap()),
+            720
+        );
+    }
+}
