@@ -186,6 +186,12 @@ pub fn group_thousands(n: u64) -> String {
     out
 }
 
+/// Formats milli-GPU-hours with one decimal and no grouping: 1_234_560 -> `1234.6` (for CSV;
+/// rounds exactly like [`format_milli_gpu_hours`]).
+pub fn format_milli_gpu_hours_plain(milli: i64) -> String {
+    format_milli_gpu_hours(milli).replace(',', "")
+}
+
 /// Formats milli-GPU-hours with one decimal and grouping: 1_234_560 -> `1,234.6`.
 pub fn format_milli_gpu_hours(milli: i64) -> String {
     let tenths = (milli + 50).div_euclid(100);

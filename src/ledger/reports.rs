@@ -88,6 +88,8 @@ impl Row {
     /// The row as CSV fields (money as decimal amounts, GPU-hours with one decimal).
     pub fn csv_record(&self, currency: &str) -> Vec<String> {
         let money = |m: i64| Money(m).plain();
+        let hours =
+            |h: f64| crate::domain::format_milli_gpu_hours_plain((h * 1000.0).round() as i64);
         let opt = |m: Option<i64>| m.map(money).unwrap_or_default();
         vec![
             self.period.clone(),
@@ -96,12 +98,12 @@ impl Row {
             self.depth.to_string(),
             self.gpu_model.clone(),
             money(self.contract_minor),
-            format!("{:.1}", self.contract_gpu_hours),
+            hours(self.contract_gpu_hours),
             money(self.run_minor),
-            format!("{:.1}", self.run_gpu_hours),
-            format!("{:.1}", self.free_gpu_hours),
+            hours(self.run_gpu_hours),
+            hours(self.free_gpu_hours),
             money(self.spend_minor),
-            format!("{:.1}", self.entitlement_gpu_hours),
+            hours(self.entitlement_gpu_hours),
             money(self.entitlement_minor),
             opt(self.budget_minor),
             opt(self.cap_minor),

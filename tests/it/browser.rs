@@ -188,3 +188,177 @@ async fn lead_changes_a_share_in_the_browser() {
     }
     c.close().await.unwrap();
 }
+
+async fn sign_in(c: &Client, base: &str, name: &str, pw: &str) {
+    c.goto(&format!("{base}/login")).await.unwrap();
+    set_value(c, "input[name=name]", name).await;
+    set_value(c, "input[name=password]", pw).await;
+    c.find(Locator::Css("form[action='/login'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .for_element(Locator::Css("header nav"))
+        .await
+        .unwrap();
+}
+
+/// Parses an amount shown as `1,234.50 USD` into minor units.
+fn minor(text: &str) -> i64 {
+    let digits: String = text
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+    let (lead, lead_pw) = demo_password(&users, "lead");
+    sign_in(&c, &base, &lead, &lead_pw).await;
+    let rlhf = app.node_id("fm-rlhf").await;
+    c.goto(&format!("{base}/projects/{rlhf}")).await.unwrap();
+    let before = minor(
+        &c.find(Locator::Css("dd.balance"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+
+    // From the calendar: tomorrow's "buy" link prefills 09:00-17:00 on b200-west.
+    c.goto(&format!("{base}/capacity?pool=b200-west%2FB200"))
+        .await
+        .unwrap();
+    let links = c.find_all(Locator::Css("table.heat a")).await.unwrap();
+    links[1].click().await.unwrap();
+    c.wait()
+        .for_element(Locator::Css("form[action='/contracts/preview']"))
+        .await
+        .unwrap();
+    c.find(Locator::Css("select[name=project]"))
+        .await
+        .unwrap()
+        .select_by_value("fm-rlhf")
+        .await
+        .unwrap();
+    set_value(&c, "input[name=gpus]", "8").await;
+    c.find(Locator::Css("form[action='/contracts/preview'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The price: 8 GPUs x 8 h x weight 1.8 x 2.50 = 288.00.
+    let price = c
+        .wait()
+        .for_element(Locator::Css("dd.price strong"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(price, "288.00 USD");
+    c.find(Locator::Css("button.confirm"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let notice = c
+        .wait()
+        .for_element(Locator::Css(".notice"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        notice.starts_with("Bought contract #") && notice.ends_with("for 288.00 USD."),
+        "{notice}"
+    );
+    let after = minor(
+        &c.find(Locator::Css("dd.balance"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(before - after, 28_800, "the budget drops by the price");
+
+    // Finance: the report page and its CSV carry the same rows.
+    c.find(Locator::Css("form.signout button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let (fin, fin_pw) = demo_password(&users, "finance");
+    sign_in(&c, &base, &fin, &fin_pw).await;
+    c.goto(&format!("{base}/reports")).await.unwrap();
+    let page: serde_json::Value = c
+        .execute(
+            "return Array.from(document.querySelectorAll('table.report tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent.trim()))",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let page = page.as_array().unwrap();
+    assert!(page.len() > 59, "every node has a total row and model rows");
+    let href = c
+        .find(Locator::Css("a.csv"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let cookie = c.get_named_cookie("tranche_session").await.unwrap();
+    let csv_text = reqwest::Client::new()
+        .get(format!("{base}{href}"))
+        .header("cookie", format!("tranche_session={}", cookie.value()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), page.len(), "same number of rows");
+    for (rec, cells) in records.iter().zip(page) {
+        let cells: Vec<String> = cells
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().replace(',', ""))
+            .collect();
+        if rec[4] == *"all" {
+            assert_eq!(cells[0], rec[2], "node name");
+        }
+        assert_eq!(cells[1], rec[4], "GPU model");
+        let csv_cells: Vec<&str> = (5..16).map(|i| &rec[i]).collect();
+        assert_eq!(
+            cells[2..13].iter().map(String::as_str).collect::<Vec<_>>(),
+            csv_cells,
+            "row {} {}",
+            &rec[2],
+            &rec[4]
+        );
+    }
+    // The purchase shows: fm-rlhf's B200 contract spend is 288.00 on the page and in the CSV.
+    let row = records
+        .iter()
+        .find(|r| &r[2] == "fm-rlhf" && &r[4] == "B200")
+        .unwrap();
+    assert_eq!(&row[5], "288.00");
+    c.close().await.unwrap();
+}
