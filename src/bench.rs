@@ -45,6 +45,20 @@ pub async fn tree(args: &TreeBenchArgs) -> anyhow::Result<()> {
     if args.clients == 0 || args.requests == 0 {
         bail!("--clients and --requests must be at least 1");
     }
+    with_scratch_database(&args.db, "tree", |options| run(args, options)).await
+}
+
+/// Runs `f` against a scratch database created on the configured server (`DATABASE_URL` or
+/// the embedded cluster) and dropped afterwards, so benchmarks never touch the site's data.
+async fn with_scratch_database<F, Fut>(
+    db: &crate::config::DbArgs,
+    label: &str,
+    f: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(PgConnectOptions) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
     let (server, embedded): (PgConnectOptions, Option<Embedded>) =
         match crate::config::database_source() {
             DatabaseSource::Url(url) => (
@@ -54,13 +68,13 @@ pub async fn tree(args: &TreeBenchArgs) -> anyhow::Result<()> {
                 None,
             ),
             DatabaseSource::Embedded => {
-                let dir = args.db.data_dir.clone();
+                let dir = db.data_dir.clone();
                 let e =
                     tokio::task::spawn_blocking(move || Embedded::ensure_running(&dir)).await??;
                 (e.connect_options("postgres"), Some(e))
             }
         };
-    let name = format!("tranche_bench_{}", std::process::id());
+    let name = format!("tranche_bench_{label}_{}", std::process::id());
     let mut admin = sqlx::PgConnection::connect_with(&server)
         .await
         .context("cannot connect to PostgreSQL")?;
@@ -71,7 +85,7 @@ pub async fn tree(args: &TreeBenchArgs) -> anyhow::Result<()> {
         .execute(&mut admin)
         .await
         .context("cannot create the scratch database")?;
-    let result = run(args, server.clone().database(&name)).await;
+    let result = f(server.clone().database(&name)).await;
     sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         .execute(&mut admin)
         .await?;
@@ -80,6 +94,172 @@ pub async fn tree(args: &TreeBenchArgs) -> anyhow::Result<()> {
         tokio::task::spawn_blocking(move || e.stop_if_started_here()).await??;
     }
     result
+}
+
+/// Options of `tranche bench contracts`.
+#[derive(Debug, clap::Args)]
+pub struct ContractBenchArgs {
+    /// Concurrent buyers, each a lead of their own project.
+    #[arg(long, default_value_t = 100)]
+    pub buyers: usize,
+    /// Purchase attempts per buyer, all for the same window and pool.
+    #[arg(long, default_value_t = 10)]
+    pub attempts: usize,
+    /// 8-GPU nodes in the pool (contractable: 70% of their GPUs).
+    #[arg(long, default_value_t = 125)]
+    pub nodes: usize,
+    #[command(flatten)]
+    pub db: crate::config::DbArgs,
+}
+
+/// Races buyers for the same contract window over HTTP and prints purchases per second, then
+/// proves that nothing was overbooked and that the ledger balances.
+///
+/// # Errors
+/// Database or HTTP failures; an overbooking or an unsound ledger is an error.
+pub async fn contracts(args: &ContractBenchArgs) -> anyhow::Result<()> {
+    if args.buyers == 0 || args.attempts == 0 || args.nodes == 0 {
+        bail!("--buyers, --attempts and --nodes must be at least 1");
+    }
+    with_scratch_database(&args.db, "contracts", |options| race(args, options)).await
+}
+
+async fn race(args: &ContractBenchArgs, options: PgConnectOptions) -> anyhow::Result<()> {
+    let pool = PgPoolOptions::new()
+        .max_connections(20)
+        .connect_with(options)
+        .await?;
+    crate::db::migrate(&pool).await?;
+    let site = Site {
+        contractable_percent: 70,
+        ..Site::from_env()?
+    };
+    // One pool of B200 GPUs; one project per buyer, each with 1/buyers of the organisation.
+    sqlx::query("INSERT INTO tree_nodes (name, share_bp) VALUES ('Organisation', 10000)")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO gpu_models (name, billing_weight_milli, price_per_gpu_hour_minor) VALUES ('B200', 1800, 250)").execute(&pool).await?;
+    sqlx::query("INSERT INTO clusters (name) VALUES ('bench')")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) SELECT 1, 'bench-' || i, 1, 8 FROM generate_series(1, $1) i")
+        .bind(args.nodes as i32)
+        .execute(&pool)
+        .await?;
+    let share = (10_000 / args.buyers) as i32;
+    let mut tokens = Vec::with_capacity(args.buyers);
+    for i in 0..args.buyers {
+        let project: i64 = sqlx::query_scalar("INSERT INTO tree_nodes (parent_id, name, is_project, share_bp) VALUES (1, $1, true, $2) RETURNING id")
+            .bind(format!("p{i}"))
+            .bind(share)
+            .fetch_one(&pool)
+            .await?;
+        sqlx::query("INSERT INTO projects (node_id) VALUES ($1)")
+            .bind(project)
+            .execute(&pool)
+            .await?;
+        let user: i64 = sqlx::query_scalar("INSERT INTO users (name) VALUES ($1) RETURNING id")
+            .bind(format!("lead{i}"))
+            .fetch_one(&pool)
+            .await?;
+        sqlx::query("INSERT INTO role_grants (user_id, role, node_id) VALUES ($1, 'lead', $2)")
+            .bind(user)
+            .bind(project)
+            .execute(&pool)
+            .await?;
+        tokens.push((
+            format!("p{i}"),
+            crate::auth::tokens::create(&pool, user, "bench").await?,
+        ));
+    }
+    let state = AppState::new(pool.clone(), site);
+    crate::ledger::roll_over(&pool, jiff::Timestamp::now(), &state.site).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/api/v1/contracts", listener.local_addr()?);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::serve(listener, state, async {
+        let _ = stop_rx.await;
+    }));
+    let start = jiff::Timestamp::now().checked_add(jiff::SignedDuration::from_hours(24))?;
+    let end = start.checked_add(jiff::SignedDuration::from_hours(2))?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.buyers)
+        .build()?;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (project, token) in tokens {
+        let (http, url, attempts) = (http.clone(), url.clone(), args.attempts);
+        let body = serde_json::json!({"project": project, "cluster": "bench", "gpu_model": "B200", "gpus": 1, "start": start.to_string(), "end": end.to_string()});
+        tasks.push(tokio::spawn(async move {
+            let (mut bought, mut refused) = (0usize, 0usize);
+            for _ in 0..attempts {
+                let res = http
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await?;
+                match res.status().as_u16() {
+                    201 => bought += 1,
+                    409 => refused += 1,
+                    other => bail!(
+                        "unexpected answer {other}: {}",
+                        res.text().await.unwrap_or_default()
+                    ),
+                }
+            }
+            Ok::<_, anyhow::Error>((bought, refused))
+        }));
+    }
+    let (mut bought, mut refused) = (0, 0);
+    for t in tasks {
+        let (b, r) = t.await??;
+        bought += b;
+        refused += r;
+    }
+    let wall = started.elapsed();
+    let contractable = (args.nodes * 8 * 70 / 100) as i64;
+    let promised: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(gpus), 0)::bigint FROM contracts WHERE state = 'active'",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let problems = crate::ledger::problems(&pool).await?;
+    let _ = stop_tx.send(());
+    server.await??;
+    println!(
+        "{} buyers x {} attempts of 1 GPU for the same 2-hour window on {} GPUs ({contractable} contractable)",
+        args.buyers,
+        args.attempts,
+        args.nodes * 8
+    );
+    println!(
+        "decisions: {} in {:.2} s = {:.0} per second; bought {bought} ({:.0} purchases per second), refused {refused}",
+        bought + refused,
+        wall.as_secs_f64(),
+        (bought + refused) as f64 / wall.as_secs_f64(),
+        bought as f64 / wall.as_secs_f64()
+    );
+    println!(
+        "promised {promised} of {contractable} contractable GPUs: {}",
+        if promised <= contractable {
+            "no overbooking"
+        } else {
+            "OVERBOOKED"
+        }
+    );
+    println!(
+        "ledger: {}",
+        if problems.is_empty() {
+            "balanced, no budget below zero".to_string()
+        } else {
+            problems.join("; ")
+        }
+    );
+    if promised > contractable || promised != bought as i64 || !problems.is_empty() {
+        bail!("the race broke an invariant");
+    }
+    Ok(())
 }
 
 async fn run(args: &TreeBenchArgs, options: PgConnectOptions) -> anyhow::Result<()> {

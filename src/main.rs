@@ -89,6 +89,8 @@ enum AdminCommand {
 enum BenchCommand {
     /// Time one scheduling pass at 10,000 GPUs / 50,000 waiting runs, then at 2x and 4x.
     Schedule(tranche::sim::bench::BenchScheduleArgs),
+    /// Concurrent buyers racing for the same contract window: purchases per second, no overbooking.
+    Contracts(tranche::bench::ContractBenchArgs),
     /// Latency of the program tree page for the demo organisation under concurrent clients.
     Tree(tranche::bench::TreeBenchArgs),
 }
@@ -152,6 +154,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Tree(args),
         } => tranche::bench::tree(&args).await,
+        Command::Bench {
+            command: BenchCommand::Contracts(args),
+        } => tranche::bench::contracts(&args).await,
         Command::Simulate(_)
         | Command::Bench {
             command: BenchCommand::Schedule(_),
