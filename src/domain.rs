@@ -497,34 +497,6 @@ pub fn gpu_hours_for(amount: Money, billing_weight_milli: i64, price_minor: i64)
     }
 }
 
-/// Splits `total` over parts proportional to `weights`, so that the parts sum to `total`
-/// exactly (largest remainder method; ties to the earlier part).
-pub fn split_proportionally(total: i64, weights: &[i64]) -> Vec<i64> {
-    let sum: i128 = weights.iter().map(|w| i128::from(*w)).sum();
-    if sum <= 0 {
-        return weights.iter().map(|_| 0).collect();
-    }
-    let exact: Vec<(i128, i128)> = weights
-        .iter()
-        .map(|w| {
-            let n = i128::from(total) * i128::from(*w);
-            (n / sum, n % sum)
-        })
-        .collect();
-    let mut parts: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
-    let mut left = total - parts.iter().sum::<i64>();
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
-    for i in order {
-        if left == 0 {
-            break;
-        }
-        parts[i] += 1;
-        left -= 1;
-    }
-    parts
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,14 +597,6 @@ mod tests {
         assert_eq!(contract_price(3, 5400, 1000, 199), Money(896));
         // 1 GPU x 1 s x weight 2.5 x 2.50 = 0.001736... -> 0.00.
         assert_eq!(contract_price(1, 1, 2500, 250), Money(0));
-    }
-
-    #[test]
-    fn proportional_split_sums_exactly() {
-        assert_eq!(split_proportionally(100, &[1, 1, 1]), vec![34, 33, 33]);
-        assert_eq!(split_proportionally(7200, &[3600, 3600]), vec![3600, 3600]);
-        assert_eq!(split_proportionally(1001, &[2, 1]), vec![667, 334]);
-        assert_eq!(split_proportionally(5, &[0, 0]), vec![0, 0]);
     }
 
     #[test]

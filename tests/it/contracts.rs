@@ -409,23 +409,40 @@ fn money_arithmetic_by_hand() {
         Money(10_800)
     );
     assert_eq!(domain::contract_price(4, 5400, 2500, 250), Money(3750));
-    // A contract crossing a period boundary, 2026-11-30 22:00 to 2026-12-01 02:00 UTC, 8 B200:
-    // 4 h x 8 x 1.8 x 2.50 = 144.00 paid when bought; the reports attribute 2 h to each
-    // month, 72.00 each, the parts summing to the whole.
-    let price = domain::contract_price(8, 4 * 3600, 1800, 250);
-    assert_eq!(price, Money(14_400));
-    assert_eq!(
-        domain::split_proportionally(price.0, &[7200, 7200]),
-        vec![7200, 7200]
-    );
-    // An odd split: 1 GPU, 1.0 weight, 1.99: 3 h = 5.97, split 1 h / 2 h = 1.99 + 3.98.
-    assert_eq!(
-        domain::split_proportionally(
-            domain::contract_price(1, 3 * 3600, 1000, 199).0,
-            &[3600, 7200]
-        ),
-        vec![199, 398]
-    );
+}
+
+#[tokio::test]
+async fn a_contract_crossing_a_period_boundary_is_paid_whole_when_bought() {
+    let app = TestApp::new().await;
+    org(&app, "B200", "1.8", "2.50", 2).await;
+    let admin = app.admin().await;
+    let site = app.state.site.clone();
+    let now: jiff::Timestamp = "2026-11-20T12:00:00Z".parse().unwrap();
+    // 2026-11-30 22:00 to 2026-12-01 02:00 UTC, 8 B200: 4 h x 8 x 1.8 x 2.50 = 144.00, paid in
+    // full from November's budget (the period it is bought in); December's is untouched.
+    let req = contracts::Request {
+        project: "p1".into(),
+        cluster: "c".into(),
+        gpu_model: "B200".into(),
+        gpus: 8,
+        start: "2026-11-30T22:00:00Z".parse().unwrap(),
+        end: "2026-12-01T02:00:00Z".parse().unwrap(),
+    };
+    let (c, q) = contracts::buy(&app.pool, &site, &admin, &req, now)
+        .await
+        .unwrap();
+    assert_eq!(q.price_minor, 14_400);
+    let (period, amount, secs): (time::OffsetDateTime, i64, i64) =
+        sqlx::query_as("SELECT period_start, amount_minor, gpu_seconds FROM ledger_postings WHERE contract_id = $1").bind(c.id).fetch_one(&app.pool).await.unwrap();
+    assert_eq!(ledger::to_jiff(period).to_string(), "2026-11-01T00:00:00Z");
+    assert_eq!((amount, secs), (14_400, 8 * 4 * 3600));
+    let december: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM ledger_accounts WHERE period_start = '2026-12-01T00:00:00Z'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(december, 0);
 }
 
 /// One random ledger operation.
