@@ -131,6 +131,42 @@ pub async fn check(
     Ok(fired)
 }
 
+/// A budget alert that fired.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct Alert {
+    /// Project id.
+    pub project_id: i64,
+    /// Project name.
+    pub project: String,
+    /// Period start.
+    #[serde(with = "time::serde::rfc3339")]
+    pub period_start: time::OffsetDateTime,
+    /// Threshold, percent of the period budget.
+    pub threshold_pct: i32,
+    /// `actual` or `forecast`.
+    pub kind: String,
+    /// Spend (or forecast) when it fired, minor units.
+    pub spent_minor: i64,
+    /// The period budget, minor units.
+    pub budget_minor: i64,
+    /// When it fired.
+    #[serde(with = "time::serde::rfc3339")]
+    pub fired_at: time::OffsetDateTime,
+}
+
+/// All fired alerts, newest first (at most 500); callers filter by what the user may see.
+///
+/// # Errors
+/// Database errors.
+pub async fn fired(pool: &PgPool) -> Result<Vec<Alert>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT a.project_id, t.name AS project, a.period_start, a.threshold_pct, a.kind, a.spent_minor, a.budget_minor, a.fired_at \
+         FROM budget_alerts a JOIN tree_nodes t ON t.id = a.project_id ORDER BY a.id DESC LIMIT 500",
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// A notification as shown.
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Notification {

@@ -729,6 +729,16 @@ async fn get_notifications(State(state): State<AppState>, ApiUser(me): ApiUser) 
     ok(json!({"notifications": crate::ledger::alerts::notifications(&state.pool, me.id).await?}))
 }
 
+async fn get_alerts(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+    let parents = Parents::load(&state.pool).await?;
+    let alerts: Vec<_> = crate::ledger::alerts::fired(&state.pool)
+        .await?
+        .into_iter()
+        .filter(|a| me.may_view(a.project_id, &parents))
+        .collect();
+    ok(json!({"alerts": alerts}))
+}
+
 async fn read_notifications(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
     let n = crate::ledger::alerts::mark_read(&state.pool, me.id, jiff::Timestamp::now()).await?;
     ok(json!({"marked_read": n}))
@@ -780,6 +790,7 @@ pub fn router() -> Router<AppState> {
         .route("/capacity", get(get_capacity))
         .route("/spend", get(get_spend))
         .route("/notifications", get(get_notifications))
+        .route("/alerts", get(get_alerts))
         .route("/notifications/read", post(read_notifications))
         .route("/ledger", get(get_ledger))
         .route("/tokens/{id}", axum::routing::delete(delete_token))

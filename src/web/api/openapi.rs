@@ -76,6 +76,7 @@ pub fn document() -> Value {
             "/spend": {"get": op("Spend report rows (the CSV's rows) for ?period=YYYY-MM&node=ID&cluster=NAME (finance, admins, leads of the node)", None, "200")},
             "/ledger": {"get": op("A project's ledger entries and current balance: ?project=NAME", None, "200")},
             "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", None, "200")},
+            "/alerts": {"get": op("Budget alerts that fired for projects the caller may see (threshold, actual or forecast, spend and budget)", None, "200")},
             "/notifications/read": {"post": op("Mark all the caller's notifications read", None, "200")},
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
         },
