@@ -497,6 +497,16 @@ pub fn gpu_hours_for(amount: Money, billing_weight_milli: i64, price_minor: i64)
     }
 }
 
+/// Formats a duration in seconds as hours, without trailing zeros: 10800 -> `3`,
+/// 7125 -> `1.98`.
+pub fn format_hours(seconds: i64) -> String {
+    if seconds % 3600 == 0 {
+        return (seconds / 3600).to_string();
+    }
+    let s = format!("{:.2}", seconds as f64 / 3600.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -713,6 +713,7 @@ pub async fn update_project(
     id: i64,
     update: &BudgetUpdate,
     tree: &TreeView,
+    (site, now): (&crate::config::Site, jiff::Timestamp),
 ) -> Result<(), AppError> {
     const MAX_MONEY: i64 = 1_000_000_000_000_000;
     if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY)
@@ -832,6 +833,15 @@ pub async fn update_project(
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    crate::ledger::follow_budget_change(
+        pool,
+        &mut tx,
+        site,
+        now,
+        id,
+        (update.period_budget_minor, update.money_cap_minor),
+    )
+    .await?;
     audit::record(
         &mut *tx,
         Change {

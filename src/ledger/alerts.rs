@@ -47,15 +47,40 @@ pub async fn check(
     site: &Site,
     now: jiff::Timestamp,
 ) -> Result<Vec<Fired>, AppError> {
-    let period = Period::containing(now, site);
+    // Every period not yet ended that has budgets: the current one and any future one that
+    // contracts were already paid from.
+    let periods: Vec<(time::OffsetDateTime, time::OffsetDateTime)> = sqlx::query_as(
+        "SELECT DISTINCT period_start, period_end FROM ledger_accounts WHERE kind = 'project_budget' AND period_end > $1 ORDER BY period_start",
+    )
+    .bind(to_time(now))
+    .fetch_all(pool)
+    .await?;
+    let mut fired = Vec::new();
+    for (start, end) in periods {
+        let period = Period {
+            start: crate::ledger::to_jiff(start),
+            end: crate::ledger::to_jiff(end),
+        };
+        fired.extend(check_period(pool, site, now, period).await?);
+    }
+    Ok(fired)
+}
+
+async fn check_period(
+    pool: &PgPool,
+    site: &Site,
+    now: jiff::Timestamp,
+    period: Period,
+) -> Result<Vec<Fired>, AppError> {
     let (start, _) = period.bounds();
     let rows: Vec<(i64, String, Vec<i32>, i64, i64)> = sqlx::query_as(
         "SELECT p.node_id, t.name, p.alert_thresholds, \
-                coalesce(sum(CASE WHEN l.kind = 'grant' THEN l.amount_minor ELSE 0 END), 0)::bigint, \
+                coalesce(sum(CASE WHEN l.kind = 'grant' OR (l.kind = 'adjust' AND l.to_account = acct.id) THEN l.amount_minor WHEN l.kind = 'adjust' THEN -l.amount_minor ELSE 0 END), 0)::bigint, \
                 coalesce(sum(CASE l.kind WHEN 'contract' THEN l.amount_minor WHEN 'usage' THEN l.amount_minor WHEN 'refund' THEN -l.amount_minor ELSE 0 END), 0)::bigint \
          FROM projects p JOIN tree_nodes t ON t.id = p.node_id \
+         JOIN ledger_accounts acct ON acct.project_id = p.node_id AND acct.kind = 'project_budget' AND acct.period_start = $1 \
          JOIN ledger_postings l ON l.project_id = p.node_id AND l.period_start = $1 \
-         WHERE NOT t.archived GROUP BY p.node_id, t.name, p.alert_thresholds",
+         WHERE NOT t.archived GROUP BY p.node_id, t.name, p.alert_thresholds, acct.id",
     )
     .bind(start)
     .fetch_all(pool)
@@ -67,7 +92,12 @@ pub async fn check(
         .to_string();
     let mut fired = Vec::new();
     for (project, name, thresholds, budget, spent) in rows {
-        let projected = forecast(spent, period, now);
+        // A future period has not started: its spend so far is its forecast.
+        let projected = if now < period.start {
+            spent
+        } else {
+            forecast(spent, period, now)
+        };
         for pct in thresholds {
             for (kind, amount) in [("actual", spent), ("forecast", projected)] {
                 if !reaches(amount, budget, pct) {

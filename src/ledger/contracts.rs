@@ -37,6 +37,9 @@ pub struct Request {
     pub start: jiff::Timestamp,
     /// Window end, exclusive.
     pub end: jiff::Timestamp,
+    /// The price the buyer saw in the preview, if any: the purchase is refused when the price
+    /// has changed since (`price_changed`).
+    pub expected_price_minor: Option<i64>,
 }
 
 /// A priced, checked request (the price preview), before or after buying.
@@ -290,12 +293,13 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
         return Err(AppError::Refused {
             code: "budget_exceeded",
             message: format!(
-                "not enough budget: the contract needs {:.1} {} GPU-hours ({}), {} has {:.1} left ({})",
-                q.gpu_hours,
+                "not enough budget: the contract needs {} {} GPU-hours ({}), {} has {} left in its {} budget ({})",
+                domain::format_milli_gpu_hours((q.gpu_hours * 1000.0).round() as i64),
                 req.gpu_model.trim(),
                 Money(q.price_minor).display(&site.currency),
                 req.project.trim(),
-                left.floor(),
+                domain::format_milli_gpu_hours((left.floor() * 1000.0) as i64),
+                req.start.to_zoned(site.time_zone.clone()).strftime("%B %Y"),
                 Money(q.balance_minor).display(&site.currency)
             ),
         });
@@ -325,7 +329,14 @@ pub async fn quote(
     );
     q.peak_contracted = peak.0;
     capacity_check(&q, req, peak, site)?;
-    let account = ledger::current_account(pool, &mut conn, q.project_id, now, site).await?;
+    let account = ledger::period_account(
+        pool,
+        &mut conn,
+        q.project_id,
+        ledger::Period::containing(req.start, site),
+        site,
+    )
+    .await?;
     q.balance_minor = sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
         .bind(account)
         .fetch_one(&mut *conn)
@@ -364,7 +375,28 @@ pub async fn buy(
     );
     q.peak_contracted = peak.0;
     capacity_check(&q, req, peak, site)?;
-    let account = ledger::current_account(pool, &mut tx, q.project_id, now, site).await?;
+    if let Some(expected) = req.expected_price_minor
+        && expected != q.price_minor
+    {
+        return Err(AppError::Refused {
+            code: "price_changed",
+            message: format!(
+                "the price changed since the preview: {} then, {} now; preview again",
+                Money(expected).display(&site.currency),
+                Money(q.price_minor).display(&site.currency)
+            ),
+        });
+    }
+    // Paid from the budget of the period in which the window starts: next month's capacity is
+    // paid from next month's budget.
+    let account = ledger::period_account(
+        pool,
+        &mut tx,
+        q.project_id,
+        ledger::Period::containing(req.start, site),
+        site,
+    )
+    .await?;
     q.balance_minor =
         sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1 FOR UPDATE")
             .bind(account)
@@ -470,7 +502,19 @@ pub async fn cancel(
         ));
     }
     let refund = price * i64::from(site.refund_percent) / 100;
-    let account = ledger::current_account(pool, &mut tx, project_id, now, site).await?;
+    // Back to the budget it was paid from, while that period lasts; else to the current one.
+    let charged: Option<i64> = sqlx::query_scalar(
+        "SELECT p.from_account FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.from_account \
+         WHERE p.contract_id = $1 AND p.kind = 'contract' AND a.period_end > $2",
+    )
+    .bind(id)
+    .bind(to_time(now))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let account = match charged {
+        Some(a) => a,
+        None => ledger::current_account(pool, &mut tx, project_id, now, site).await?,
+    };
     let spend = ledger::global_account(&mut tx, "contract_spend").await?;
     let period_start: time::OffsetDateTime =
         sqlx::query_scalar("SELECT period_start FROM ledger_accounts WHERE id = $1")

@@ -142,18 +142,18 @@ pub async fn ensure_budget_account(
         .await
 }
 
-/// The budget account of `project` for the period containing `now`, granted if missing.
+/// The budget account of `project` for `period`, granted if missing (a future period's budget
+/// is granted early when a contract in it is bought).
 ///
 /// # Errors
 /// NotFound for a project that is not live; database errors.
-pub async fn current_account(
+pub async fn period_account(
     pool: &PgPool,
     conn: &mut PgConnection,
     project: i64,
-    now: jiff::Timestamp,
+    period: Period,
     site: &Site,
 ) -> Result<i64, AppError> {
-    let period = Period::containing(now, site);
     let (start, _) = period.bounds();
     let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2")
         .bind(project)
@@ -170,6 +170,87 @@ pub async fn current_account(
         .map(|(_, m)| m)
         .ok_or_else(|| AppError::NotFound(format!("no live project with id {project}")))?;
     Ok(ensure_budget_account(conn, project, period, amount).await?)
+}
+
+/// The budget account of `project` for the period containing `now`, granted if missing.
+///
+/// # Errors
+/// NotFound for a project that is not live; database errors.
+pub async fn current_account(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    project: i64,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<i64, AppError> {
+    period_account(pool, conn, project, Period::containing(now, site), site).await
+}
+
+/// Follows a change of a project's period budget or money cap in the ledger: for every budget
+/// account of the project whose period has not ended, the difference between the new budget
+/// and what was granted so far is posted as an adjustment (from funding when it rises, back
+/// to funding when it falls, never taking the balance below zero). Runs in the caller's
+/// transaction, after the project's settings were changed in it.
+///
+/// # Errors
+/// Database errors.
+pub async fn follow_budget_change(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    now: jiff::Timestamp,
+    project: i64,
+    (budget_override, cap): (Option<i64>, Option<i64>),
+) -> Result<(), AppError> {
+    let accounts: Vec<(i64, time::OffsetDateTime, time::OffsetDateTime, i64)> = sqlx::query_as(
+        "SELECT id, period_start, period_end, balance_minor FROM ledger_accounts \
+         WHERE kind = 'project_budget' AND project_id = $1 AND period_end > $2 FOR UPDATE",
+    )
+    .bind(project)
+    .bind(to_time(now))
+    .fetch_all(&mut *conn)
+    .await?;
+    let funding = global_account(conn, "funding").await?;
+    for (account, start, end, balance) in accounts {
+        let period = Period {
+            start: to_jiff(start),
+            end: to_jiff(end),
+        };
+        let entitlement = tree_db::load(pool, period.start, &site.time_zone)
+            .await?
+            .node(project)
+            .map_or(0, |n| n.money_total.0);
+        let base = budget_override.unwrap_or(entitlement);
+        let budget = cap.map_or(base, |c| c.min(base));
+        let granted: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(CASE WHEN to_account = $1 THEN amount_minor ELSE -amount_minor END), 0)::bigint \
+             FROM ledger_postings WHERE kind IN ('grant', 'adjust') AND (to_account = $1 OR from_account = $1)",
+        )
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?;
+        let delta = budget - granted;
+        let (from, to, amount) = if delta > 0 {
+            (funding, account, delta)
+        } else {
+            (account, funding, (-delta).min(balance))
+        };
+        if amount == 0 {
+            continue;
+        }
+        sqlx::query(
+            "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, note) \
+             VALUES ('adjust', $1, $2, $3, $4, $5, 'period budget changed')",
+        )
+        .bind(from)
+        .bind(to)
+        .bind(amount)
+        .bind(project)
+        .bind(start)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Rolls budgets over at period boundaries: every live project gets its budget account for the

@@ -174,9 +174,18 @@ pub async fn rows(
     // Per project and model.
     let mut by: HashMap<(i64, String), Sums> = HashMap::new();
     let mut grants: HashMap<i64, i64> = HashMap::new();
+    // Budgets: what was granted to each project's account for the period, with adjustments.
+    let budgets: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT a.project_id, coalesce(sum(CASE WHEN p.to_account = a.id THEN p.amount_minor ELSE -p.amount_minor END), 0)::bigint \
+         FROM ledger_accounts a JOIN ledger_postings p ON (p.to_account = a.id OR p.from_account = a.id) AND p.kind IN ('grant', 'adjust') \
+         WHERE a.kind = 'project_budget' AND a.period_start = $1 GROUP BY a.project_id",
+    )
+    .bind(start)
+    .fetch_all(pool)
+    .await?;
+    grants.extend(budgets);
     for (project, model, kind, amount, secs, cancelled) in postings {
-        if kind == "grant" {
-            *grants.entry(project).or_default() += amount;
+        if kind == "grant" || kind == "adjust" {
             continue;
         }
         let Some(model) = model else { continue };

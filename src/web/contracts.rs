@@ -192,7 +192,13 @@ struct ContractForm {
     start: String,
     #[serde(default)]
     end: String,
+    /// The one-time token of the preview being confirmed.
+    #[serde(default)]
+    quote: String,
 }
+
+/// Session key of the preview awaiting confirmation: (one-time token, quoted price).
+const QUOTE: &str = "contract_quote";
 
 struct QuoteView {
     start_local: String,
@@ -240,6 +246,7 @@ fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
         gpus,
         start,
         end,
+        expected_price_minor: None,
     })
 }
 
@@ -282,6 +289,7 @@ async fn form_page(
         ("gpus", form.gpus.clone()),
         ("start", form.start.clone()),
         ("end", form.end.clone()),
+        ("quote", form.quote.clone()),
     ];
     render_status(
         status,
@@ -330,7 +338,7 @@ async fn preview(
                 end_local: domain::format_local(req.end, tz),
                 start_utc: req.start.to_string(),
                 end_utc: req.end.to_string(),
-                hours: format!("{}", q.seconds as f64 / 3600.0),
+                hours: domain::format_hours(q.seconds),
                 gpu_hours: format!("{:.1}", q.gpu_hours),
                 price: Money(q.price_minor).display(cur),
                 weight: domain::format_milli(q.billing_weight_milli),
@@ -342,6 +350,21 @@ async fn preview(
                 balance_after: Money(q.balance_minor - q.price_minor).display(cur),
                 peak: q.peak_contracted,
                 contractable: q.contractable,
+            };
+            // A one-time token ties the confirmation to this preview and its price.
+            let token = {
+                use rand::RngCore;
+                let mut bytes = [0u8; 16];
+                rand::thread_rng().fill_bytes(&mut bytes);
+                hex::encode(bytes)
+            };
+            session
+                .insert(QUOTE, (&token, q.price_minor))
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            let form = ContractForm {
+                quote: token,
+                ..form
             };
             form_page(&state, &session, &me, form, None, Some(view)).await
         }
@@ -358,11 +381,24 @@ async fn buy(
     CurrentUser(me): CurrentUser,
     axum::Form(form): axum::Form<ContractForm>,
 ) -> Result<Response, AppError> {
-    let result = match parse_form(&form, &state) {
-        Ok(req) => {
+    // Consume the preview's token first: a second submission of the same form buys nothing.
+    let quoted = session
+        .remove::<(String, i64)>(QUOTE)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    let result = match (quoted, parse_form(&form, &state)) {
+        (Some((token, price)), Ok(req)) if !form.quote.is_empty() && token == form.quote => {
+            let req = Request {
+                expected_price_minor: Some(price),
+                ..req
+            };
             contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now()).await
         }
-        Err(e) => Err(e),
+        (_, Err(e)) => Err(e),
+        _ => Err(AppError::invalid(
+            "quote",
+            "this preview was already used or has expired; preview the price again before confirming",
+        )),
     };
     match result {
         Ok((c, _)) => {
@@ -415,7 +451,7 @@ pub fn window_label(
     tz: &jiff::tz::TimeZone,
 ) -> String {
     let (s, e) = (to_jiff(start), to_jiff(end));
-    let hours = (e.as_second() - s.as_second()) as f64 / 3600.0;
+    let hours = domain::format_hours(e.as_second() - s.as_second());
     format!(
         "{} → {} ({hours} h)",
         domain::format_local(s, tz),

@@ -454,6 +454,7 @@ struct ProjectPage {
     can_edit_budget: bool,
     is_admin: bool,
     balance: String,
+    later_balances: Vec<(String, String)>,
     contracts: Vec<(i64, String, String, String)>,
     budget_error: Option<String>,
     currency: String,
@@ -555,6 +556,7 @@ async fn project_page(
         balance: crate::ledger::balance(&state.pool, id, jiff::Timestamp::now(), &state.site)
             .await?
             .display(cur),
+        later_balances: later_balances(state, id).await?,
         contracts: crate::ledger::contracts::visible(&state.pool, me, None, None)
             .await?
             .into_iter()
@@ -590,6 +592,31 @@ async fn project_page(
         form_thresholds,
     };
     render_status(status, &page)
+}
+
+/// Balances of the project's budgets for periods after the current one (opened early when a
+/// contract in them was bought), as (month, amount).
+async fn later_balances(state: &AppState, project: i64) -> Result<Vec<(String, String)>, AppError> {
+    let current = crate::ledger::Period::containing(jiff::Timestamp::now(), &state.site);
+    let rows: Vec<(time::OffsetDateTime, i64)> = sqlx::query_as(
+        "SELECT period_start, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start > $2 ORDER BY period_start",
+    )
+    .bind(project)
+    .bind(crate::ledger::to_time(current.start))
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(start, b)| {
+            (
+                crate::ledger::to_jiff(start)
+                    .to_zoned(state.site.time_zone.clone())
+                    .strftime("%B %Y")
+                    .to_string(),
+                Money(b).display(&state.site.currency),
+            )
+        })
+        .collect())
 }
 
 async fn project_get(
@@ -660,7 +687,15 @@ async fn budget_post(
     })();
     let result = match parsed {
         Ok(update) => {
-            tree_db::update_project(&state.pool, &me, id, &update, &*state.tree().await?).await
+            tree_db::update_project(
+                &state.pool,
+                &me,
+                id,
+                &update,
+                &*state.tree().await?,
+                (&state.site, jiff::Timestamp::now()),
+            )
+            .await
         }
         Err(e) => Err(e),
     };

@@ -205,15 +205,6 @@ async fn sign_in(c: &Client, base: &str, name: &str, pw: &str) {
         .unwrap();
 }
 
-/// Parses an amount shown as `1,234.50 USD` into minor units.
-fn minor(text: &str) -> i64 {
-    let digits: String = text
-        .chars()
-        .filter(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
     let (app, users) = TestApp::with_demo().await;
@@ -222,16 +213,23 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
     let c = browser(&driver).await;
     let (lead, lead_pw) = demo_password(&users, "lead");
     sign_in(&c, &base, &lead, &lead_pw).await;
-    let rlhf = app.node_id("fm-rlhf").await;
-    c.goto(&format!("{base}/projects/{rlhf}")).await.unwrap();
-    let before = minor(
-        &c.find(Locator::Css("dd.balance"))
-            .await
+    // The contract is paid from the budget of the period its window starts in (tomorrow's).
+    let tomorrow_noon = {
+        let day = jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date()
+            .tomorrow()
+            .unwrap();
+        day.at(12, 0, 0, 0)
+            .to_zoned(jiff::tz::TimeZone::UTC)
             .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    );
+            .timestamp()
+    };
+    let label = tomorrow_noon
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .strftime("%Y-%m")
+        .to_string();
+    let before = app.balance_at("fm-rlhf", tomorrow_noon).await;
 
     // From the calendar: tomorrow's "buy" link prefills 09:00-17:00 on b200-west.
     c.goto(&format!("{base}/capacity?pool=b200-west%2FB200"))
@@ -284,15 +282,20 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
         notice.starts_with("Bought contract #") && notice.ends_with("for 288.00 USD."),
         "{notice}"
     );
-    let after = minor(
-        &c.find(Locator::Css("dd.balance"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    );
+    // The project page shows the balance; the budget dropped by the price.
+    let after = app.balance_at("fm-rlhf", tomorrow_noon).await;
     assert_eq!(before - after, 28_800, "the budget drops by the price");
+    let page_text = c
+        .find(Locator::Css("main"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page_text.contains(&tranche::domain::Money(after).display("USD")),
+        "the page shows the new balance"
+    );
 
     // Finance: the report page and its CSV carry the same rows.
     c.find(Locator::Css("form.signout button"))
@@ -303,7 +306,9 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
         .unwrap();
     let (fin, fin_pw) = demo_password(&users, "finance");
     sign_in(&c, &base, &fin, &fin_pw).await;
-    c.goto(&format!("{base}/reports")).await.unwrap();
+    c.goto(&format!("{base}/reports?period={label}"))
+        .await
+        .unwrap();
     let page: serde_json::Value = c
         .execute(
             "return Array.from(document.querySelectorAll('table.report tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent.trim()))",

@@ -60,12 +60,10 @@ fn tomorrow_at(hour: i8) -> jiff::Timestamp {
         .timestamp()
 }
 
+/// The project's balance in the budget period of tomorrow's windows (contracts are paid from
+/// the period in which their window starts; tomorrow may be in the next month).
 async fn balance_of(app: &TestApp, project: &str) -> i64 {
-    let id = app.node_id(project).await;
-    ledger::balance(&app.pool, id, jiff::Timestamp::now(), &app.state.site)
-        .await
-        .unwrap()
-        .0
+    app.balance_at(project, tomorrow_at(12)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -175,6 +173,7 @@ async fn s08_a_contract_over_the_clock_change_is_three_real_hours() {
         gpus: 4,
         start,
         end,
+        expected_price_minor: None,
     };
     let (c, q) = contracts::buy(&app.pool, &site, &lead, &req, now)
         .await
@@ -226,6 +225,7 @@ async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
             alert_thresholds: None,
         },
         &tree,
+        (&app.state.site, jiff::Timestamp::now()),
     )
     .await
     .unwrap();
@@ -385,6 +385,7 @@ async fn cancel_before_the_start_refunds_and_a_started_contract_stays() {
         gpus: 1,
         start: tomorrow_at(15),
         end: tomorrow_at(16),
+        expected_price_minor: None,
     };
     let (c, _) = contracts::buy(&app.pool, &site, &lead, &req, now)
         .await
@@ -427,6 +428,7 @@ async fn a_contract_crossing_a_period_boundary_is_paid_whole_when_bought() {
         gpus: 8,
         start: "2026-11-30T22:00:00Z".parse().unwrap(),
         end: "2026-12-01T02:00:00Z".parse().unwrap(),
+        expected_price_minor: None,
     };
     let (c, q) = contracts::buy(&app.pool, &site, &admin, &req, now)
         .await
@@ -510,7 +512,7 @@ proptest! {
                     Op::Buy { project, gpus, start_h, hours } => {
                         let start = now.checked_add(jiff::SignedDuration::from_hours(start_h)).unwrap();
                         let end = start.checked_add(jiff::SignedDuration::from_hours(hours)).unwrap();
-                        let req = contracts::Request { project: format!("p{}", project + 1), cluster: "c".into(), gpu_model: "H100".into(), gpus, start, end };
+                        let req = contracts::Request { project: format!("p{}", project + 1), cluster: "c".into(), gpu_model: "H100".into(), gpus, start, end, expected_price_minor: None };
                         match contracts::buy(&app.pool, &site, &admin, &req, now).await {
                             Ok((c, _)) => bought.push(c.id),
                             Err(_) => {
@@ -574,9 +576,16 @@ async fn budget_alerts_fire_once_to_leads_and_finance() {
         self_service_gpu_hours: 64,
         alert_thresholds: Some(vec![90, 50, 75]),
     };
-    tree_db::update_project(&app.pool, &admin, p1, &update, &tree)
-        .await
-        .unwrap();
+    tree_db::update_project(
+        &app.pool,
+        &admin,
+        p1,
+        &update,
+        &tree,
+        (&app.state.site, jiff::Timestamp::now()),
+    )
+    .await
+    .unwrap();
     let token = app.token_for("lead1").await;
     // 8 GPUs x 7.5 h x 1.00 = 60.00 of a 100.00 budget: 60% spent.
     let end = tomorrow_at(1)
@@ -633,4 +642,130 @@ async fn budget_alerts_fire_once_to_leads_and_finance() {
         .api("POST", "/api/v1/notifications/read", Some(&token), None)
         .await;
     assert!(read["marked_read"].as_u64().unwrap() >= 1);
+}
+
+#[tokio::test]
+async fn budget_changes_follow_into_the_ledger() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 2).await;
+    let p1 = app.node_id("p1").await;
+    let granted = balance_of(&app, "p1").await;
+    assert!(granted > 10_000);
+    let set = |budget: Option<i64>, cap: Option<i64>| tree_db::BudgetUpdate {
+        period_budget_minor: budget,
+        money_cap_minor: cap,
+        self_service_gpu_hours: 64,
+        alert_thresholds: None,
+    };
+    let update = |u: tree_db::BudgetUpdate| {
+        let app = &app;
+        let admin = &admin;
+        async move {
+            let tree = app.state.tree().await.unwrap();
+            tree_db::update_project(
+                &app.pool,
+                admin,
+                p1,
+                &u,
+                &tree,
+                (&app.state.site, jiff::Timestamp::now()),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    // Lowered to 100.00: the open budgets follow at once.
+    update(set(Some(10_000), None)).await;
+    assert_eq!(balance_of(&app, "p1").await, 10_000);
+    let token = app.token_for("lead1").await;
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(16).to_string()});
+    let (status, answer) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(body))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "120 GPU-hours do not fit in 100: {answer}"
+    );
+    // A money cap lowers it further; removing both restores the entitlement's value.
+    update(set(Some(10_000), Some(4_000))).await;
+    assert_eq!(balance_of(&app, "p1").await, 4_000);
+    update(set(None, None)).await;
+    assert_eq!(balance_of(&app, "p1").await, granted);
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+    // Spent money is not clawed back below zero: spend 30.00, then cut the budget to 10.00.
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 1, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(1).checked_add(jiff::SignedDuration::from_hours(30)).unwrap().to_string()});
+    let (status, _) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    update(set(Some(1_000), None)).await;
+    assert_eq!(balance_of(&app, "p1").await, 0);
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_confirmation_buys_once_at_the_previewed_price() {
+    let (app, users) = TestApp::with_demo().await;
+    let (name, pw) = crate::support::demo_password(&users, "lead");
+    let mut c = app.client();
+    c.login(&name, &pw).await;
+    let day = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .tomorrow()
+        .unwrap();
+    let (start, end) = (format!("{day} 09:00"), format!("{day} 11:00"));
+    let fields = [
+        ("project", "fm-rlhf"),
+        ("cluster", "b300-lab"),
+        ("gpu_model", "B300"),
+        ("gpus", "2"),
+        ("start", start.as_str()),
+        ("end", end.as_str()),
+    ];
+    let (status, body, _) = c.post("/contracts/preview", &fields).await;
+    assert_eq!(status, StatusCode::OK);
+    // 2 GPUs x 2 h x 2.5 x 2.50 = 25.00.
+    assert!(body.contains("25.00 USD"), "the preview shows the price");
+    let at = body.find("name=\"quote\" value=\"").unwrap() + "name=\"quote\" value=\"".len();
+    let quote = body[at..].split('"').next().unwrap().to_string();
+    let mut confirm = fields.to_vec();
+    confirm.push(("quote", &quote));
+    let (status, _, _) = c.post("/contracts", &confirm).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, body, _) = c.post("/contracts", &confirm).await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a second submission buys nothing"
+    );
+    assert!(body.contains("already used or has expired"));
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+    // A price change between preview and confirmation is refused.
+    let (_, body, _) = c.post("/contracts/preview", &fields).await;
+    let at = body.find("name=\"quote\" value=\"").unwrap() + "name=\"quote\" value=\"".len();
+    let quote = body[at..].split('"').next().unwrap().to_string();
+    sqlx::query("UPDATE gpu_models SET price_per_gpu_hour_minor = 300 WHERE name = 'B300'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut confirm = fields.to_vec();
+    confirm.push(("quote", &quote));
+    let (status, body, _) = c.post("/contracts", &confirm).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body.contains("the price changed since the preview"),
+        "{}",
+        &body[..body.len().min(3000)]
+    );
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
 }

@@ -85,6 +85,7 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
             gpus,
             start: tomorrow_at(8),
             end: tomorrow_at(8 + hours),
+            expected_price_minor: None,
         };
         contracts::buy(&app.pool, &site, &admin, &req, now)
             .await
@@ -98,13 +99,19 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
+    // Usage is posted in the period of the contracts' windows (tomorrow may be next month).
+    let when = tomorrow_at(8);
+    let label = when
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .strftime("%Y-%m")
+        .to_string();
     let mut tx = app.pool.begin().await.unwrap();
     // p1 runs 2 allocated B200 GPU-hours: 2 x 1.8 x 2.00 = 7.20; p2 runs 1 free H100 GPU-hour.
     ledger::charge_usage(
         &app.pool,
         &mut tx,
         &site,
-        now,
+        when,
         p1,
         (cluster, b200),
         7200,
@@ -117,7 +124,7 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
         &app.pool,
         &mut tx,
         &site,
-        now,
+        when,
         p2,
         (cluster, h100),
         3600,
@@ -132,7 +139,7 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
     let (status, spend) = app
         .api(
             "GET",
-            &format!("/api/v1/spend?node={g}"),
+            &format!("/api/v1/spend?node={g}&period={label}"),
             Some(&token),
             None,
         )
@@ -176,8 +183,8 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
     assert_eq!(p2_h100["free_gpu_hours"], 1.0);
     // G's budget is the two projects' period budgets (their entitlements): 100% of 8 H100 and
     // 8 B200 over the period, at 2.00 and 3.60 per GPU-hour.
-    let hours = (ledger::Period::containing(now, &site).end.as_second()
-        - ledger::Period::containing(now, &site).start.as_second())
+    let hours = (ledger::Period::containing(when, &site).end.as_second()
+        - ledger::Period::containing(when, &site).start.as_second())
         / 3600;
     assert_eq!(
         g_all["budget_minor"].as_i64().unwrap(),
@@ -193,7 +200,9 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
         "finance-password-1"
     };
     c.login("fin", pw).await;
-    let (status, csv_text, _) = c.get(&format!("/reports.csv?node={g}")).await;
+    let (status, csv_text, _) = c
+        .get(&format!("/reports.csv?node={g}&period={label}"))
+        .await;
     assert_eq!(status, StatusCode::OK);
     let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();

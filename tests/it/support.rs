@@ -218,6 +218,15 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A project's budget balance in the period containing `at` (minor units).
+    pub async fn balance_at(&self, project: &str, at: jiff::Timestamp) -> i64 {
+        let id = self.node_id(project).await;
+        tranche::ledger::balance(&self.pool, id, at, &self.state.site)
+            .await
+            .unwrap()
+            .0
+    }
+
     /// Number of audit entries with `action`.
     pub async fn audit_count(&self, action: &str) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")

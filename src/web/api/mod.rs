@@ -294,7 +294,15 @@ async fn put_budget(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<BudgetUpdate>,
 ) -> ApiResult {
-    tree_db::update_project(&state.pool, &me, id, &body, &*state.tree().await?).await?;
+    tree_db::update_project(
+        &state.pool,
+        &me,
+        id,
+        &body,
+        &*state.tree().await?,
+        (&state.site, jiff::Timestamp::now()),
+    )
+    .await?;
     ok(json!({"ok": true}))
 }
 
@@ -532,6 +540,8 @@ struct ContractBody {
     start: String,
     end: String,
     time_zone: Option<String>,
+    /// The price the client expects (from a quote); refused with `price_changed` if it differs.
+    expected_price_minor: Option<i64>,
 }
 
 impl ContractBody {
@@ -554,6 +564,7 @@ impl ContractBody {
             gpus: self.gpus,
             start: instant("start", &self.start)?,
             end: instant("end", &self.end)?,
+            expected_price_minor: self.expected_price_minor,
         })
     }
 }

@@ -85,7 +85,7 @@ pub fn document() -> Value {
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
@@ -102,6 +102,7 @@ pub fn document() -> Value {
                     "project": {"type": "string"}, "cluster": {"type": "string"}, "gpu_model": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1},
                     "start": {"type": "string", "description": "RFC 3339 with an offset, or wall-clock (2026-12-01 09:00) with time_zone"},
                     "end": {"type": "string", "description": "exclusive; same forms as start"},
+                    "expected_price_minor": {"type": ["integer", "null"], "description": "the price from a quote; the purchase is refused with price_changed if it differs"},
                     "time_zone": {"type": ["string", "null"], "description": "IANA zone for wall-clock times; a time in a repeated hour means its first occurrence, a time that does not exist is refused"}}},
                 "GrantBody": {"type": "object", "required": ["role"], "properties": {"role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"]}}}
             }
