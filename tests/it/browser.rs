@@ -214,17 +214,7 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
     let (lead, lead_pw) = demo_password(&users, "lead");
     sign_in(&c, &base, &lead, &lead_pw).await;
     // The contract is paid from the budget of the period its window starts in (tomorrow's).
-    let tomorrow_noon = {
-        let day = jiff::Timestamp::now()
-            .to_zoned(jiff::tz::TimeZone::UTC)
-            .date()
-            .tomorrow()
-            .unwrap();
-        day.at(12, 0, 0, 0)
-            .to_zoned(jiff::tz::TimeZone::UTC)
-            .unwrap()
-            .timestamp()
-    };
+    let tomorrow_noon = crate::support::tomorrow_at(12);
     let label = tomorrow_noon
         .to_zoned(jiff::tz::TimeZone::UTC)
         .strftime("%Y-%m")

@@ -11,7 +11,7 @@ use tranche::db::tree::{self as tree_db, NodeKind};
 use tranche::domain::{self, Money, Share};
 use tranche::ledger::{self, contracts};
 
-use crate::support::TestApp;
+use crate::support::{TestApp, tomorrow_at};
 
 /// Builds an organisation: one cluster `c` with `nodes` nodes of 8 GPUs of `model` (weight and
 /// price as given), and two projects `p1` and `p2` at 50% each, led by `lead1` and `lead2`.
@@ -46,18 +46,6 @@ async fn org(app: &TestApp, model: &str, weight: &str, price: &str, nodes: usize
             .unwrap();
     }
     admin
-}
-
-fn tomorrow_at(hour: i8) -> jiff::Timestamp {
-    let day = jiff::Timestamp::now()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
-        .tomorrow()
-        .unwrap();
-    day.at(hour, 0, 0, 0)
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .unwrap()
-        .timestamp()
 }
 
 /// The project's balance in the budget period of tomorrow's windows (contracts are paid from

@@ -6,19 +6,7 @@ use tranche::db::tree::{self as tree_db, NodeKind};
 use tranche::domain::Share;
 use tranche::ledger::{self, contracts};
 
-use crate::support::TestApp;
-
-fn tomorrow_at(hour: i8) -> jiff::Timestamp {
-    let day = jiff::Timestamp::now()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
-        .tomorrow()
-        .unwrap();
-    day.at(hour, 0, 0, 0)
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .unwrap()
-        .timestamp()
-}
+use crate::support::{TestApp, tomorrow_at};
 
 #[tokio::test]
 async fn spend_rows_match_hand_computed_values_and_the_csv() {

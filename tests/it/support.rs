@@ -385,3 +385,16 @@ pub fn demo_password(users: &[DemoUser], role: &str) -> (String, String) {
         .expect("demo user for role");
     (u.name.clone(), u.password.clone())
 }
+
+/// Tomorrow (UTC) at `hour`:00 — a window start that is always in the future.
+pub fn tomorrow_at(hour: i8) -> jiff::Timestamp {
+    let day = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .tomorrow()
+        .unwrap();
+    day.at(hour, 0, 0, 0)
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .unwrap()
+        .timestamp()
+}
