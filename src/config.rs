@@ -60,6 +60,45 @@ pub struct Site {
     /// Percent of a contract's price refunded when it is cancelled before its start
     /// (`TRANCHE_CONTRACT_REFUND_PERCENT`, default 100).
     pub refund_percent: u8,
+    /// Outgoing mail for budget alerts, when `TRANCHE_SMTP_URL` and `TRANCHE_SMTP_FROM` are set.
+    pub smtp: Option<Smtp>,
+}
+
+/// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
+/// `smtp://relay.internal:25?tls=required` (lettre's URL format; the URL is a secret), and the
+/// sender address `TRANCHE_SMTP_FROM`.
+#[derive(Clone, Debug)]
+pub struct Smtp {
+    /// The relay's URL, with credentials.
+    pub url: Secret,
+    /// The sender, e.g. `Tranche <tranche@example.org>`.
+    pub from: String,
+}
+
+fn smtp_from_env() -> anyhow::Result<Option<Smtp>> {
+    let url = std::env::var("TRANCHE_SMTP_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let from = std::env::var("TRANCHE_SMTP_FROM")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    match (url, from) {
+        (None, None) => Ok(None),
+        (Some(url), Some(from)) => {
+            from.parse::<lettre::message::Mailbox>().map_err(|e| {
+                anyhow::anyhow!("TRANCHE_SMTP_FROM {from:?} is not an e-mail address: {e}")
+            })?;
+            lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(&url)
+                .map_err(|_| anyhow::anyhow!("TRANCHE_SMTP_URL is not a valid SMTP URL (smtp://host:port or smtps://user:password@host)"))?;
+            Ok(Some(Smtp {
+                url: Secret::new(url),
+                from,
+            }))
+        }
+        _ => anyhow::bail!(
+            "set both TRANCHE_SMTP_URL and TRANCHE_SMTP_FROM to send budget alerts by e-mail, or neither"
+        ),
+    }
 }
 
 fn percent_var(name: &str, default: u8) -> anyhow::Result<u8> {
@@ -105,6 +144,7 @@ impl Site {
             secure_cookies,
             contractable_percent: percent_var("TRANCHE_CONTRACTABLE_PERCENT", 70)?,
             refund_percent: percent_var("TRANCHE_CONTRACT_REFUND_PERCENT", 100)?,
+            smtp: smtp_from_env()?,
         })
     }
 
@@ -118,6 +158,7 @@ impl Site {
             secure_cookies: false,
             contractable_percent: 70,
             refund_percent: 100,
+            smtp: None,
         }
     }
 }

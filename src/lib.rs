@@ -13,6 +13,7 @@ pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod ledger;
+pub mod mail;
 pub mod scheduler;
 pub mod sim;
 pub mod state;

@@ -356,3 +356,51 @@ pub async fn first_run(pool: &PgPool) -> Result<Option<String>, AppError> {
     tx.commit().await?;
     Ok(Some(pw))
 }
+
+/// Sets (or, with an empty string, clears) a user's e-mail address for budget alerts.
+///
+/// # Errors
+/// Invalid address; database errors.
+pub async fn set_email(pool: &PgPool, user_id: i64, email: &str) -> Result<(), AppError> {
+    let email = email.trim();
+    let value = if email.is_empty() {
+        None
+    } else {
+        if email.len() > 254 || email.parse::<lettre::Address>().is_err() || !email.contains('.') {
+            return Err(AppError::invalid(
+                "email",
+                format!("{email:?} is not an e-mail address"),
+            ));
+        }
+        Some(email.to_string())
+    };
+    let mut tx = pool.begin().await?;
+    let before: Option<String> =
+        sqlx::query_scalar("SELECT email FROM users WHERE id = $1 FOR UPDATE")
+            .bind(user_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if before == value {
+        return Ok(());
+    }
+    sqlx::query("UPDATE users SET email = $1 WHERE id = $2")
+        .bind(&value)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(user_id),
+            action: "user.email",
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id: None,
+            before: Some(json!({"email": before})),
+            after: Some(json!({"email": value})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -133,7 +133,7 @@ async fn check_period(
                     )
                 };
                 // The project's leads (on its path to the root) and finance.
-                sqlx::query(
+                let recipients: Vec<i64> = sqlx::query_scalar(
                     "INSERT INTO notifications (user_id, message, link) \
                      SELECT DISTINCT g.user_id, $2, $3 FROM role_grants g \
                      WHERE g.role = 'finance' \
@@ -141,14 +141,35 @@ async fn check_period(
                             WITH RECURSIVE up(id, parent_id) AS ( \
                                 SELECT id, parent_id FROM tree_nodes WHERE id = $1 \
                                 UNION ALL SELECT t.id, t.parent_id FROM tree_nodes t JOIN up ON t.id = up.parent_id) \
-                            SELECT id FROM up))",
+                            SELECT id FROM up)) \
+                     RETURNING user_id",
                 )
                 .bind(project)
                 .bind(&message)
                 .bind(format!("/projects/{project}"))
-                .execute(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
                 tx.commit().await?;
+                if let Some(smtp) = &site.smtp {
+                    let emails: Vec<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = ANY($1) AND email IS NOT NULL AND NOT disabled ORDER BY email")
+                        .bind(&recipients)
+                        .fetch_all(pool)
+                        .await?;
+                    if !emails.is_empty() {
+                        let (smtp, subject) = (
+                            smtp.clone(),
+                            format!("Tranche budget alert: {name} at {pct}% ({kind})"),
+                        );
+                        let body = format!("{message}.\n\nSee the project: /projects/{project}\n");
+                        // Mail is sent in the background: a slow relay never holds up a purchase.
+                        tokio::spawn(async move {
+                            if let Err(e) = crate::mail::send(&smtp, &emails, &subject, &body).await
+                            {
+                                tracing::warn!(error = %e, "budget alert e-mail failed");
+                            }
+                        });
+                    }
+                }
                 tracing::info!(project = %name, pct, kind, "budget alert");
                 fired.push(Fired {
                     project_id: project,

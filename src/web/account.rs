@@ -30,6 +30,8 @@ struct AccountPage {
     created: Option<String>,
     error: Option<String>,
     password_error: Option<String>,
+    email_error: Option<String>,
+    email: String,
     form_label: String,
     tokens: Vec<TokenRow>,
 }
@@ -45,8 +47,17 @@ async fn page(
     me: &Account,
     error: Option<String>,
     password_error: Option<String>,
+    email_form: Option<(String, String)>,
     label: String,
 ) -> Result<Response, AppError> {
+    let stored_email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+        .bind(me.id)
+        .fetch_one(&state.pool)
+        .await?;
+    let (email, email_error) = match email_form {
+        Some((typed, message)) => (typed, Some(message)),
+        None => (stored_email.unwrap_or_default(), None),
+    };
     let rows = tokens::list(&state.pool, me.id).await?;
     let created = match session
         .get::<String>(NEW_TOKEN)
@@ -62,7 +73,7 @@ async fn page(
         }
         None => None,
     };
-    let status = if error.is_some() || password_error.is_some() {
+    let status = if error.is_some() || password_error.is_some() || email_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
@@ -74,6 +85,8 @@ async fn page(
             created,
             error,
             password_error,
+            email_error,
+            email,
             form_label: label,
             tokens: rows
                 .into_iter()
@@ -94,7 +107,7 @@ async fn get_account(
     session: Session,
     CurrentUser(me): CurrentUser,
 ) -> Result<Response, AppError> {
-    page(&state, &session, &me, None, None, String::new()).await
+    page(&state, &session, &me, None, None, None, String::new()).await
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -115,6 +128,7 @@ async fn create_token(
             &session,
             &me,
             Some("a label has at most 100 characters".into()),
+            None,
             None,
             f.label,
         )
@@ -174,7 +188,7 @@ async fn change_password(
         password::check_new(&f.new).err()
     };
     if let Some(p) = problem {
-        return page(&state, &session, &me, None, Some(p), String::new()).await;
+        return page(&state, &session, &me, None, Some(p), None, String::new()).await;
     }
     crate::db::users::set_password(&state.pool, Some(me.id), &me.name, &f.new).await?;
     // Other sessions end; this one continues with the new epoch.
@@ -194,10 +208,44 @@ async fn change_password(
     Ok(Redirect::to("/account/tokens").into_response())
 }
 
-/// `/account/...`: tokens and password.
+#[derive(serde::Deserialize, Default)]
+struct EmailForm {
+    #[serde(default)]
+    email: String,
+}
+
+async fn set_email(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(f): axum::Form<EmailForm>,
+) -> Result<Response, AppError> {
+    match crate::db::users::set_email(&state.pool, me.id, &f.email).await {
+        Ok(()) => {
+            flash(&session, "E-mail address saved.").await?;
+            Ok(Redirect::to("/account/tokens").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            page(
+                &state,
+                &session,
+                &me,
+                None,
+                None,
+                Some((f.email, message)),
+                String::new(),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `/account/...`: tokens, password, e-mail.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/account/tokens", get(get_account).post(create_token))
         .route("/account/tokens/{id}/revoke", post(revoke_token))
         .route("/account/password", post(change_password))
+        .route("/account/email", post(set_email))
 }

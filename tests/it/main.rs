@@ -7,6 +7,7 @@ mod audit;
 mod browser;
 mod contracts;
 mod embedded;
+mod mail;
 mod reports;
 mod support;
 mod tree;

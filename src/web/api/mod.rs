@@ -104,6 +104,22 @@ async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
     }))
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MeBody {
+    /// E-mail address for budget alerts; empty clears it.
+    email: String,
+}
+
+async fn put_me(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<MeBody>,
+) -> ApiResult {
+    crate::db::users::set_email(&state.pool, me.id, &body.email).await?;
+    ok(json!({"ok": true}))
+}
+
 async fn tree(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
     let tree = state.tree().await?;
     let parents = &tree.parents;
@@ -770,7 +786,7 @@ async fn method_not_allowed() -> Response {
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/openapi.json", get(|| async { Json(openapi::document()) }))
-        .route("/me", get(me))
+        .route("/me", get(me).put(put_me))
         .route("/tree", get(tree))
         .route("/clusters", get(clusters).post(post_cluster))
         .route("/clusters/{id}/nodes", post(post_cluster_node))

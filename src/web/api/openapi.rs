@@ -38,7 +38,7 @@ pub fn document() -> Value {
         },
         "servers": [{"url": "/api/v1"}],
         "paths": {
-            "/me": {"get": op("The caller: name, roles, grants and projects", None, "200")},
+            "/me": {"get": op("The caller: name, roles, grants and projects", None, "200"), "put": op("Set the caller's e-mail address for budget alerts (empty clears it)", Some("MeBody"), "200")},
             "/tree": {"get": op("The program tree visible to the caller with shares, effective shares and entitlements per cluster and GPU model for the current budget period", None, "200")},
             "/clusters": {
                 "get": op("Clusters with their nodes, GPU models and counts", None, "200"),
@@ -92,6 +92,7 @@ pub fn document() -> Value {
                 "NewNode": {"type": "object", "required": ["parent", "name", "kind", "share"], "properties": {"parent": {"type": "integer"}, "name": {"type": "string", "maxLength": 64}, "kind": {"enum": ["group", "project"]}, "share": {"$ref": "#/components/schemas/Share"}}},
                 "NodePatch": {"type": "object", "properties": {"name": {"type": "string"}, "parent": {"type": "integer"}, "archived": {"const": true}}},
                 "BudgetUpdate": {"type": "object", "required": ["self_service_gpu_hours"], "properties": {"period_budget_minor": {"type": ["integer", "null"], "minimum": 0}, "money_cap_minor": {"type": ["integer", "null"], "minimum": 0}, "self_service_gpu_hours": {"type": "integer", "minimum": 0, "maximum": 100000}, "alert_thresholds": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1, "maximum": 100}, "maxItems": 10, "description": "percent of the period budget; omitted keeps the current ones"}}},
+                "MeBody": {"type": "object", "required": ["email"], "properties": {"email": {"type": "string"}}},
                 "MemberBody": {"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}},
                 "NameBody": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
                 "NodeBody": {"type": "object", "required": ["name", "gpu_model", "gpu_count"], "properties": {"name": {"type": "string"}, "gpu_model": {"type": "string"}, "gpu_count": {"type": "integer", "minimum": 1, "maximum": 64}}},

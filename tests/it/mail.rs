@@ -1,0 +1,155 @@
+//! Budget alerts by e-mail, through a real SMTP exchange with a small recording server on
+//! loopback (it speaks the protocol's happy path: EHLO, MAIL, RCPT, DATA, QUIT).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tranche::config::{Secret, Site, Smtp};
+
+use crate::support::{TestApp, tomorrow_at};
+
+/// Messages received: (recipients, data).
+type Inbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
+
+async fn smtp_sink() -> (u16, Inbox) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let inbox: Inbox = Arc::default();
+    let store = inbox.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let store = store.clone();
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut lines = BufReader::new(read).lines();
+                write.write_all(b"220 sink ESMTP\r\n").await.unwrap();
+                let mut rcpt = Vec::new();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let upper = line.to_ascii_uppercase();
+                    if upper.starts_with("EHLO") || upper.starts_with("HELO") {
+                        write.write_all(b"250-sink\r\n250 OK\r\n").await.unwrap();
+                    } else if upper.starts_with("RCPT TO:") {
+                        rcpt.push(line[8..].trim().trim_matches(['<', '>']).to_string());
+                        write.write_all(b"250 OK\r\n").await.unwrap();
+                    } else if upper.starts_with("DATA") {
+                        write.write_all(b"354 go ahead\r\n").await.unwrap();
+                        let mut data = String::new();
+                        while let Ok(Some(l)) = lines.next_line().await {
+                            if l == "." {
+                                break;
+                            }
+                            data.push_str(&l);
+                            data.push('\n');
+                        }
+                        store
+                            .lock()
+                            .unwrap()
+                            .push((std::mem::take(&mut rcpt), data));
+                        write.write_all(b"250 queued\r\n").await.unwrap();
+                    } else if upper.starts_with("QUIT") {
+                        write.write_all(b"221 bye\r\n").await.unwrap();
+                        return;
+                    } else {
+                        write.write_all(b"250 OK\r\n").await.unwrap();
+                    }
+                }
+            });
+        }
+    });
+    (port, inbox)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_alerts_are_mailed_to_leads_with_an_address() {
+    let (port, inbox) = smtp_sink().await;
+    let site = Site {
+        smtp: Some(Smtp {
+            url: Secret::new(format!("smtp://127.0.0.1:{port}")),
+            from: "Tranche <tranche@example.org>".into(),
+        }),
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site).await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "1.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    for n in ["n1", "n2"] {
+        tranche::db::inventory::add_node(&app.pool, &admin, cluster, n, "H100", "8")
+            .await
+            .unwrap();
+    }
+    let root = app.node_id("Organisation").await;
+    let p = tranche::db::tree::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p1",
+        tranche::db::tree::NodeKind::Project,
+        tranche::domain::Share::parse_percent("50").unwrap(),
+    )
+    .await
+    .unwrap();
+    let (lead, _) = tranche::db::users::create(&app.pool, None, "lead1", "lead", Some("p1"))
+        .await
+        .unwrap();
+    tranche::db::users::set_email(&app.pool, lead, "lead1@example.org")
+        .await
+        .unwrap();
+    assert!(
+        tranche::db::users::set_email(&app.pool, lead, "not an address")
+            .await
+            .is_err()
+    );
+    let tree = app.state.tree().await.unwrap();
+    let update = tranche::db::tree::BudgetUpdate {
+        period_budget_minor: Some(10_000),
+        money_cap_minor: None,
+        self_service_gpu_hours: 64,
+        alert_thresholds: Some(vec![50]),
+    };
+    tranche::db::tree::update_project(
+        &app.pool,
+        &admin,
+        p,
+        &update,
+        &tree,
+        (&app.state.site, jiff::Timestamp::now()),
+    )
+    .await
+    .unwrap();
+    let token = app.token_for("lead1").await;
+    // 8 GPUs x 7.5 h x 1.00 = 60.00 of 100.00.
+    let end = tomorrow_at(1)
+        .checked_add(jiff::SignedDuration::from_mins(450))
+        .unwrap();
+    let (status, body) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": end.to_string()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // Mail goes out in the background: wait for it (bounded), then read it.
+    let mut waited = 0;
+    while inbox.lock().unwrap().is_empty() && waited < 200 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let messages = inbox.lock().unwrap().clone();
+    assert!(!messages.is_empty(), "no e-mail arrived");
+    let (to, data) = &messages[0];
+    assert_eq!(to, &vec!["lead1@example.org".to_string()]);
+    assert!(
+        data.contains("Subject: Tranche budget alert: p1 at 50%"),
+        "{data}"
+    );
+    assert!(data.contains("60.00 USD of 100.00 USD"), "{data}");
+}
