@@ -200,7 +200,11 @@ async fn resolve(
     if req.end <= req.start {
         return Err(AppError::invalid(
             "end",
-            "the window must end after it starts",
+            format!(
+                "the window must end after it starts (it starts {} and ends {})",
+                domain::format_local(req.start, tz),
+                domain::format_local(req.end, tz)
+            ),
         ));
     }
     let seconds = req.end.as_second() - req.start.as_second();
@@ -268,7 +272,7 @@ fn capacity_check(q: &Quote, req: &Request, peak: (i64, i64), site: &Site) -> Re
         return Err(AppError::Refused {
             code: "capacity_exceeded",
             message: format!(
-                "not enough contractable capacity: {} of the {} {} GPUs on {} may be contracted ({}%), {} are already contracted at {}, so {} more cannot fit",
+                "not enough contractable capacity: {} of the {} {} GPUs on {} may be contracted ({}%), {} are already contracted at {}, so only {} more can be; asked for {}",
                 q.contractable,
                 q.installed,
                 req.gpu_model.trim(),
@@ -276,6 +280,7 @@ fn capacity_check(q: &Quote, req: &Request, peak: (i64, i64), site: &Site) -> Re
                 site.contractable_percent,
                 peak.0,
                 domain::format_local(at, &site.time_zone),
+                (q.contractable - peak.0).max(0),
                 q.gpus
             ),
         });
@@ -468,7 +473,8 @@ pub async fn buy(
 /// the project's current budget. A started contract cannot be cancelled.
 ///
 /// # Errors
-/// NotFound, Forbidden (not a lead of the project), Invalid (already cancelled or started).
+/// NotFound (unknown, or outside what the caller may see), Forbidden (not a lead of the
+/// project), Refused `not_cancellable` (already cancelled or started).
 pub async fn cancel(
     pool: &PgPool,
     site: &Site,
@@ -484,22 +490,26 @@ pub async fn cancel(
             .await?
             .ok_or_else(|| AppError::NotFound(format!("no contract with id {id}")))?;
     let parents = crate::auth::Parents::load(&mut *tx).await?;
+    if !actor.may_view(project_id, &parents) {
+        // Contracts outside what the caller may see do not exist for them.
+        return Err(AppError::NotFound(format!("no contract with id {id}")));
+    }
     if !actor.leads(project_id, &parents) {
         return Err(AppError::Forbidden(
             "only an admin or a lead of the project can cancel its contracts".into(),
         ));
     }
     if state != "active" {
-        return Err(AppError::invalid(
-            "contract",
-            "this contract is already cancelled",
-        ));
+        return Err(AppError::Refused {
+            code: "not_cancellable",
+            message: "this contract is already cancelled".into(),
+        });
     }
     if to_jiff(starts_at) <= now {
-        return Err(AppError::invalid(
-            "contract",
-            "this contract has started; a started contract cannot be cancelled",
-        ));
+        return Err(AppError::Refused {
+            code: "not_cancellable",
+            message: "this contract has started; a started contract cannot be cancelled".into(),
+        });
     }
     let refund = price * i64::from(site.refund_percent) / 100;
     // Back to the budget it was paid from, while that period lasts; else to the current one.

@@ -347,6 +347,30 @@ pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
     Ok(Period::containing(mid, site))
 }
 
+/// Like [`parse_period`], limited to what a report can honestly show: from 24 months before
+/// the current period to 2 months after it (entitlements use today's tree and inventory).
+///
+/// # Errors
+/// The message to show next to the field.
+pub fn parse_report_period(
+    text: &str,
+    site: &Site,
+    now: jiff::Timestamp,
+) -> Result<Period, String> {
+    let p = parse_period(text, site)?;
+    let earliest = recent_periods(now, site, 25)[0].start;
+    let latest = now
+        .checked_add(jiff::SignedDuration::from_hours(24 * 62))
+        .unwrap_or(now);
+    if p.start < earliest || p.start > latest {
+        return Err(format!(
+            "reports cover the last 24 months and the next 2; {} is outside",
+            text.trim()
+        ));
+    }
+    Ok(p)
+}
+
 /// Spend per period for the trend chart: (period label, contracts, runs) for the node's
 /// subtree, oldest first.
 ///

@@ -232,8 +232,16 @@ struct ContractFormPage {
 
 /// Parses the form into a request, naming the field at fault.
 fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
-    let gpus = domain::int_in(&f.gpus, "the GPU count", 1, 100_000)
-        .map_err(|m| AppError::invalid("gpus", m))?;
+    // The range (1 to the GPUs installed) is checked with the pool's numbers on admission.
+    let gpus = f.gpus.trim().parse::<i64>().map_err(|_| {
+        AppError::invalid(
+            "gpus",
+            format!(
+                "the GPU count must be a whole number (got {:?})",
+                f.gpus.trim()
+            ),
+        )
+    })?;
     let site = &state.site;
     let start = domain::parse_instant(&f.start, &site.time_zone, &site.time_zone_name)
         .map_err(|m| AppError::invalid("start", format!("start: {m}")))?;
@@ -535,7 +543,7 @@ async fn cancel(
             .await?;
             Ok(Redirect::to("/contracts").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::Refused { message, .. }) => {
             list_page(&state, &session, &me, Some(message)).await
         }
         Err(e) => Err(e),

@@ -47,7 +47,8 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
     let period = if q.period.trim().is_empty() {
         Period::containing(now, &state.site)
     } else {
-        reports::parse_period(&q.period, &state.site).map_err(|m| AppError::invalid("period", m))?
+        reports::parse_report_period(&q.period, &state.site, now)
+            .map_err(|m| AppError::invalid("period", m))?
     };
     let node = match q.node {
         Some(n) => n,

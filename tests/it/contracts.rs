@@ -358,11 +358,7 @@ async fn cancel_before_the_start_refunds_and_a_started_contract_stays() {
             None,
         )
         .await;
-    assert_eq!(
-        status,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "already cancelled"
-    );
+    assert_eq!(status, StatusCode::CONFLICT, "already cancelled");
     // A contract that has started cannot be cancelled.
     let lead = app.admin().await;
     let now = jiff::Timestamp::now();
@@ -756,4 +752,63 @@ async fn a_confirmation_buys_once_at_the_previewed_price() {
         .await
         .unwrap();
     assert_eq!(count, 1);
+}
+
+#[tokio::test]
+async fn contracts_of_others_are_not_found_and_cancel_conflicts_are_409() {
+    let app = TestApp::new().await;
+    org(&app, "H100", "1", "1.00", 2).await;
+    tranche::db::users::create(&app.pool, None, "res", "researcher", None)
+        .await
+        .unwrap();
+    let lead = app.token_for("lead1").await;
+    let (_, c) = app
+        .api("POST", "/api/v1/contracts", Some(&lead), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 1, "start": tomorrow_at(9).to_string(), "end": tomorrow_at(10).to_string()})))
+        .await;
+    let id = c["id"].as_i64().unwrap();
+    // Someone who may not see p1 cannot tell this contract from a missing one.
+    let res = app.token_for("res").await;
+    let (a, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{id}/cancel"),
+            Some(&res),
+            None,
+        )
+        .await;
+    let (b, _) = app
+        .api("POST", "/api/v1/contracts/999999/cancel", Some(&res), None)
+        .await;
+    assert_eq!((a, b), (StatusCode::NOT_FOUND, StatusCode::NOT_FOUND));
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{id}/cancel"),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{id}/cancel"),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("not_cancellable"))
+    );
+    // Reports refuse periods they cannot honestly show.
+    let (status, body) = app
+        .api(
+            "GET",
+            "/api/v1/spend?period=1999-01",
+            Some(&app.token_for("admin").await),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }

@@ -85,7 +85,7 @@ pub fn document() -> Value {
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "not_cancellable", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
