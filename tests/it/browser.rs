@@ -84,6 +84,26 @@ async fn browser(driver: &Driver) -> Client {
         .expect("open a Chromium session")
 }
 
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+/// Waits for the element and returns its text.
+async fn text_of(c: &Client, css: &str) -> String {
+    c.wait()
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 async fn set_value(c: &Client, css: &str, value: &str) {
     let field = c.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
@@ -101,12 +121,7 @@ async fn lead_changes_a_share_in_the_browser() {
     c.goto(&format!("{base}/login")).await.unwrap();
     set_value(&c, "input[name=name]", &name).await;
     set_value(&c, "input[name=password]", &pw).await;
-    c.find(Locator::Css("form[action='/login'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "form[action='/login'] button").await;
     c.wait()
         .for_element(Locator::Css("header nav"))
         .await
@@ -130,20 +145,8 @@ async fn lead_changes_a_share_in_the_browser() {
     c.goto(&format!("{base}/tree/nodes/{fm}")).await.unwrap();
     set_value(&c, &format!("input[name=share_{pre}]"), "20").await;
     set_value(&c, &format!("input[name=share_{post}]"), "35").await;
-    c.find(Locator::Css("form.shares button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let notice = c
-        .wait()
-        .for_element(Locator::Css(".notice"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    click(&c, "form.shares button").await;
+    let notice = text_of(&c, ".notice").await;
     assert_eq!(notice, "Shares saved.");
     // Post-training is now 50% x 35% = 17.5% of the organisation.
     let cell = c
@@ -158,20 +161,8 @@ async fn lead_changes_a_share_in_the_browser() {
 
     // An invalid share: the message, the typed value kept, nothing changed.
     set_value(&c, &format!("input[name=share_{post}]"), "abc").await;
-    c.find(Locator::Css("form.shares button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let error = c
-        .wait()
-        .for_element(Locator::Css(".error"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    click(&c, "form.shares button").await;
+    let error = text_of(&c, ".error").await;
     assert!(error.contains("\"abc\" is not a number"), "{error}");
     let typed = c
         .find(Locator::Css(&format!("input[name=share_{post}]")))
@@ -193,12 +184,7 @@ async fn sign_in(c: &Client, base: &str, name: &str, pw: &str) {
     c.goto(&format!("{base}/login")).await.unwrap();
     set_value(c, "input[name=name]", name).await;
     set_value(c, "input[name=password]", pw).await;
-    c.find(Locator::Css("form[action='/login'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, "form[action='/login'] button").await;
     c.wait()
         .for_element(Locator::Css("header nav"))
         .await
@@ -238,36 +224,12 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
         .await
         .unwrap();
     set_value(&c, "input[name=gpus]", "8").await;
-    c.find(Locator::Css("form[action='/contracts/preview'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "form[action='/contracts/preview'] button").await;
     // The price: 8 GPUs x 8 h x weight 1.8 x 2.50 = 288.00.
-    let price = c
-        .wait()
-        .for_element(Locator::Css("dd.price strong"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let price = text_of(&c, "dd.price strong").await;
     assert_eq!(price, "288.00 USD");
-    c.find(Locator::Css("button.confirm"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let notice = c
-        .wait()
-        .for_element(Locator::Css(".notice"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    click(&c, "button.confirm").await;
+    let notice = text_of(&c, ".notice").await;
     assert!(
         notice.starts_with("Bought contract #") && notice.ends_with("for 288.00 USD."),
         "{notice}"
@@ -288,12 +250,7 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
     );
 
     // Finance: the report page and its CSV carry the same rows.
-    c.find(Locator::Css("form.signout button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "form.signout button").await;
     let (fin, fin_pw) = demo_password(&users, "finance");
     sign_in(&c, &base, &fin, &fin_pw).await;
     c.goto(&format!("{base}/reports?period={label}"))
