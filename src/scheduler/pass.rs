@@ -582,9 +582,12 @@ impl<'a> Pass<'a> {
             let mut draining = None;
             for (nid, _) in &r.placement {
                 if let Some(&ni) = self.node_index.get(nid) {
+                    // The smallest id, so the reason does not depend on the placement's order.
                     match self.nodes[ni].state {
-                        NodeState::Down => down = down.or(Some(*nid)),
-                        NodeState::Draining => draining = draining.or(Some(*nid)),
+                        NodeState::Down => down = Some(down.map_or(*nid, |d: NodeId| d.min(*nid))),
+                        NodeState::Draining => {
+                            draining = Some(draining.map_or(*nid, |d: NodeId| d.min(*nid)))
+                        }
                         NodeState::Up => {}
                     }
                 }
@@ -724,13 +727,13 @@ impl<'a> Pass<'a> {
     }
 
     /// GPUs the run may take now without preempting, given holds and the reservation.
-    fn usable(&self, pool: usize, w: &WaitingRun, hold_exempt: bool) -> i64 {
+    /// Free GPUs of the pool this run may use now. `may_use_held` is how many GPUs held for
+    /// contracts it may take: a run on a contract only its own contract's unused GPUs (never
+    /// those held for another project), an unallocated run all of them (they are lent to
+    /// unallocated work and taken back), an allocated run without a contract none.
+    fn usable(&self, pool: usize, w: &WaitingRun, may_use_held: i64) -> i64 {
         let p = &self.pools[pool];
-        let avail = if hold_exempt {
-            p.free
-        } else {
-            (p.free - p.hold).max(0)
-        };
+        let avail = (p.free - (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0)).max(0);
         match &p.reservation {
             Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
             _ => avail,
@@ -744,6 +747,13 @@ impl<'a> Pass<'a> {
         {
             r.extra -= i64::from(w.gpus);
         }
+    }
+
+    /// Unused GPUs held for `contract` (0 for none).
+    fn held_for(&self, contract: Option<ContractId>) -> i64 {
+        contract
+            .and_then(|c| self.contracts.get(&c))
+            .map_or(0, |e| e.2.max(0))
     }
 
     fn contract_for(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
@@ -776,7 +786,7 @@ impl<'a> Pass<'a> {
             }
         }
         let contract = self.contract_for(w, pool);
-        let usable = self.usable(pool, w, contract.is_some());
+        let usable = self.usable(pool, w, self.held_for(contract));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
             return;
@@ -925,7 +935,7 @@ impl<'a> Pass<'a> {
         pool: usize,
         contract: Option<ContractId>,
     ) -> Result<(), Option<i64>> {
-        let need = i64::from(w.gpus) - self.usable(pool, w, contract.is_some());
+        let need = i64::from(w.gpus) - self.usable(pool, w, self.held_for(contract));
         if need <= 0 {
             return Err(None);
         }
@@ -1065,7 +1075,7 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
-        if self.usable(pool, w, true) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+        if self.usable(pool, w, i64::MAX) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
             self.after_start_reservation(pool, w);
             return;
         }

@@ -217,3 +217,36 @@ fn fifo_blocks_behind_the_head_and_legacy_reclaims_quota() {
         matches!(out.decisions.last(), Some(Decision::Start { run, non_preemptible: true, .. }) if *run == want)
     );
 }
+
+#[test]
+fn a_contract_run_uses_only_its_own_contracts_held_gpus() {
+    // 8 GPUs, all held by contracts: 4 for A, 4 for B. An unallocated run of C borrows 2 of
+    // them. A's 4-GPU run on its contract finds 6 free GPUs, but only 2 are not B's: it must
+    // take its GPUs back from the borrower, not use B's held ones.
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "40", 0);
+    let bb = b.project(None, "40", 0);
+    let c = b.project(None, "20", 0);
+    for (id, project) in [(1, a), (2, bb)] {
+        b.snap.contracts.push(Contract {
+            id: ContractId(id),
+            project,
+            cluster: ClusterId(1),
+            model: ModelId(1),
+            gpus: 4,
+            start: T0,
+            end: T0 + 2 * H,
+        });
+    }
+    let borrower = b.running(c, 2, T0 - H, 0, 4 * H);
+    let own = b.waiting(a, 4, T0, H, H);
+    let out = schedule(&b.snap, T0 + 1);
+    assert_eq!(
+        preemptions(&out),
+        vec![(borrower, PreemptReason::Unallocated, Some(own))]
+    );
+    assert!(out.decisions.iter().any(
+        |d| matches!(d, Decision::Start { run, contract: Some(ContractId(1)), .. } if *run == own)
+    ));
+}
