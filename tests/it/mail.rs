@@ -14,7 +14,10 @@ use crate::support::{TestApp, tomorrow_at};
 /// Messages received: (recipients, data).
 type Inbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
 
-async fn smtp_sink() -> (u16, Inbox) {
+/// The sink's port, its inbox, and a signal raised on every message received.
+async fn smtp_sink() -> (u16, Inbox, Arc<tokio::sync::Notify>) {
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let signal = arrived.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let inbox: Inbox = Arc::default();
@@ -25,6 +28,7 @@ async fn smtp_sink() -> (u16, Inbox) {
                 return;
             };
             let store = store.clone();
+            let signal = signal.clone();
             tokio::spawn(async move {
                 let (read, mut write) = stream.into_split();
                 let mut lines = BufReader::new(read).lines();
@@ -52,6 +56,7 @@ async fn smtp_sink() -> (u16, Inbox) {
                             .unwrap()
                             .push((std::mem::take(&mut rcpt), data));
                         write.write_all(b"250 queued\r\n").await.unwrap();
+                        signal.notify_one();
                     } else if upper.starts_with("QUIT") {
                         write.write_all(b"221 bye\r\n").await.unwrap();
                         return;
@@ -62,12 +67,12 @@ async fn smtp_sink() -> (u16, Inbox) {
             });
         }
     });
-    (port, inbox)
+    (port, inbox, arrived)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budget_alerts_are_mailed_to_leads_with_an_address() {
-    let (port, inbox) = smtp_sink().await;
+    let (port, inbox, arrived) = smtp_sink().await;
     let site = Site {
         smtp: Some(Smtp {
             url: Secret::new(format!("smtp://127.0.0.1:{port}")),
@@ -137,18 +142,27 @@ async fn budget_alerts_are_mailed_to_leads_with_an_address() {
         .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": end.to_string()})))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    // Mail goes out in the background: wait for it (bounded), then read it.
-    let mut waited = 0;
-    while inbox.lock().unwrap().is_empty() && waited < 200 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
+    // Mail goes out in the background, one message per alert: the 50% threshold fires for the
+    // actual spend and for the forecast (which is never below it). Wait for both signals (the
+    // timeout only guards against a hang), then read them.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while inbox.lock().unwrap().len() < 2 {
+        tokio::time::timeout_at(deadline, arrived.notified())
+            .await
+            .expect("the e-mails did not arrive within 2 minutes");
     }
     let messages = inbox.lock().unwrap().clone();
-    assert!(!messages.is_empty(), "no e-mail arrived");
-    let (to, data) = &messages[0];
-    assert_eq!(to, &vec!["lead1@example.org".to_string()]);
+    assert_eq!(messages.len(), 2);
+    for (to, _) in &messages {
+        assert_eq!(to, &vec!["lead1@example.org".to_string()]);
+    }
+    let data = &messages
+        .iter()
+        .find(|(_, d)| d.contains("(actual)"))
+        .expect("the actual-spend alert")
+        .1;
     assert!(
-        data.contains("Subject: Tranche budget alert: p1 at 50%"),
+        data.contains("Subject: Tranche budget alert: p1 at 50% (actual)"),
         "{data}"
     );
     assert!(data.contains("60.00 USD of 100.00 USD"), "{data}");
