@@ -52,6 +52,34 @@ pub struct Cluster {
     pub nodes: Vec<Node>,
 }
 
+/// The id of the cluster named `name`, if any.
+///
+/// # Errors
+/// Database errors.
+pub async fn cluster_id(
+    db: impl sqlx::PgExecutor<'_>,
+    name: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
+        .bind(name.trim())
+        .fetch_optional(db)
+        .await
+}
+
+/// The id of the GPU model named `name`, if any.
+///
+/// # Errors
+/// Database errors.
+pub async fn gpu_model_id(
+    db: impl sqlx::PgExecutor<'_>,
+    name: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
+        .bind(name.trim())
+        .fetch_optional(db)
+        .await
+}
+
 /// All GPU models by name.
 ///
 /// # Errors
@@ -285,16 +313,12 @@ pub async fn add_node(
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("no cluster with id {cluster_id}")))?;
-    let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
-        .bind(gpu_model.trim())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| {
-            AppError::invalid(
-                "gpu_model",
-                format!("there is no GPU model named {:?}", gpu_model.trim()),
-            )
-        })?;
+    let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
+        AppError::invalid(
+            "gpu_model",
+            format!("there is no GPU model named {:?}", gpu_model.trim()),
+        )
+    })?;
     let taken: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($2) AND $1::bigint IS NOT NULL)",
     )

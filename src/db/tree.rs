@@ -66,8 +66,6 @@ pub struct TreeView {
     pub capacity: Vec<Capacity>,
     /// Nodes in depth-first order.
     pub nodes: Vec<NodeView>,
-    /// Archived nodes (id, name), for admins.
-    pub archived: Vec<(i64, String)>,
     /// Parent links of every node, archived ones included, for scope checks.
     pub parents: Parents,
 }
@@ -189,11 +187,6 @@ fn build(
     period_end: jiff::Zoned,
 ) -> TreeView {
     let seconds = period_end.timestamp().as_second() - period_start.timestamp().as_second();
-    let archived = rows
-        .iter()
-        .filter(|r| r.archived)
-        .map(|r| (r.id, r.name.clone()))
-        .collect();
     let parents = Parents(rows.iter().map(|r| (r.id, r.parent_id)).collect());
     let live: Vec<&NodeRow> = rows.iter().filter(|r| !r.archived).collect();
     let mut children: HashMap<Option<i64>, Vec<&NodeRow>> = HashMap::new();
@@ -262,7 +255,6 @@ fn build(
         period_end,
         capacity,
         nodes,
-        archived,
         parents,
     }
 }

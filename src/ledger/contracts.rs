@@ -139,9 +139,7 @@ async fn resolve(
             req.project.trim()
         )));
     }
-    let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
-        .bind(req.cluster.trim())
-        .fetch_optional(&mut *conn)
+    let cluster_id = crate::db::inventory::cluster_id(&mut *conn, &req.cluster)
         .await?
         .ok_or_else(|| {
             AppError::invalid(

@@ -97,14 +97,14 @@ async fn capacity(
     };
     let cal = match selected.split_once('/') {
         Some((cluster, model)) => {
-            let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
-                .bind(cluster)
-                .fetch_one(&state.pool)
-                .await?;
-            let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
-                .bind(model)
-                .fetch_one(&state.pool)
-                .await?;
+            // Both come from the inventory listed just above.
+            let missing = || AppError::NotFound(format!("no pool {selected:?}"));
+            let cluster_id = inventory::cluster_id(&state.pool, cluster)
+                .await?
+                .ok_or_else(missing)?;
+            let model_id = inventory::gpu_model_id(&state.pool, model)
+                .await?
+                .ok_or_else(missing)?;
             let cal = contracts::calendar(
                 &state.pool,
                 &state.site,

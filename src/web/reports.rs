@@ -63,9 +63,7 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
         None
     } else {
         Some(
-            sqlx::query_scalar::<_, i64>("SELECT id FROM clusters WHERE name = $1")
-                .bind(q.cluster.trim())
-                .fetch_optional(&state.pool)
+            crate::db::inventory::cluster_id(&state.pool, &q.cluster)
                 .await?
                 .ok_or_else(|| {
                     AppError::invalid(

@@ -681,14 +681,10 @@ async fn get_capacity(
         }
         .into());
     };
-    let cluster_id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
-        .bind(cluster)
-        .fetch_optional(&state.pool)
+    let cluster_id = inventory::cluster_id(&state.pool, cluster)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
-    let model_id: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
-        .bind(model)
-        .fetch_optional(&state.pool)
+    let model_id = inventory::gpu_model_id(&state.pool, model)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("no GPU model named {model:?}")))?;
     let cal = crate::ledger::contracts::calendar(
