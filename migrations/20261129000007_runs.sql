@@ -32,8 +32,8 @@ CREATE TABLE runs (
     contract_id      BIGINT REFERENCES contracts (id),
     -- Seconds of the current attempt already charged to the ledger.
     charged_s        BIGINT NOT NULL DEFAULT 0,
-    -- While stopping: why (preempted, cancelled, time_limit, lost) and the kill deadline.
-    stop_kind        TEXT CHECK (stop_kind IN ('preempted', 'cancelled', 'time_limit')),
+    -- While stopping: why (preempted, cancelled, time_limit, failed: a gang member failed, lost: its node was lost) and the kill deadline.
+    stop_kind        TEXT CHECK (stop_kind IN ('preempted', 'cancelled', 'time_limit', 'failed', 'lost')),
     kill_at          TIMESTAMPTZ,
     exit_code        INTEGER,
     -- The core's latest reason while queued, in words, and its estimate.

@@ -62,6 +62,17 @@ pub struct Site {
     pub refund_percent: u8,
     /// Outgoing mail for budget alerts, when `TRANCHE_SMTP_URL` and `TRANCHE_SMTP_FROM` are set.
     pub smtp: Option<Smtp>,
+    /// Longest minimum runtime a run may ask for, seconds (`TRANCHE_MAX_MIN_RUNTIME_S`,
+    /// default 8 h, DESIGN.md section 2).
+    pub max_min_runtime_s: i64,
+    /// Seconds between SIGTERM and SIGKILL when a run is stopped (`TRANCHE_GRACE_S`, default 30).
+    pub grace_s: i64,
+    /// Seconds without a sync after which a node agent counts as lost and its runs are requeued
+    /// or end as lost (`TRANCHE_AGENT_TIMEOUT_S`, default 30).
+    pub agent_timeout_s: i64,
+    /// Seconds between scheduling passes when nothing wakes the loop (`TRANCHE_TICK_S`,
+    /// default 5).
+    pub tick_s: i64,
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -98,6 +109,17 @@ fn smtp_from_env() -> anyhow::Result<Option<Smtp>> {
         _ => anyhow::bail!(
             "set both TRANCHE_SMTP_URL and TRANCHE_SMTP_FROM to send budget alerts by e-mail, or neither"
         ),
+    }
+}
+
+fn seconds_var(name: &str, default: i64) -> anyhow::Result<i64> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => match v.trim().parse::<i64>() {
+            Ok(s) if (0..=30 * 86_400).contains(&s) => Ok(s),
+            _ => anyhow::bail!("{name} must be a number of seconds from 0 to 2592000, got {v:?}"),
+        },
     }
 }
 
@@ -145,6 +167,10 @@ impl Site {
             contractable_percent: percent_var("TRANCHE_CONTRACTABLE_PERCENT", 70)?,
             refund_percent: percent_var("TRANCHE_CONTRACT_REFUND_PERCENT", 100)?,
             smtp: smtp_from_env()?,
+            max_min_runtime_s: seconds_var("TRANCHE_MAX_MIN_RUNTIME_S", 8 * 3600)?,
+            grace_s: seconds_var("TRANCHE_GRACE_S", 30)?,
+            agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
+            tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
         })
     }
 
@@ -159,6 +185,10 @@ impl Site {
             contractable_percent: 70,
             refund_percent: 100,
             smtp: None,
+            max_min_runtime_s: 8 * 3600,
+            grace_s: 30,
+            agent_timeout_s: 30,
+            tick_s: 5,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod domain;
 pub mod error;
 pub mod ledger;
 pub mod mail;
+pub mod runs;
 pub mod scheduler;
 pub mod sim;
 pub mod state;
@@ -41,9 +42,13 @@ pub async fn serve(
                 .await;
         }
     });
+    let service = runs::service::spawn(state.clone());
     let result = axum::serve(listener, web::app(state))
         .with_graceful_shutdown(shutdown)
         .await;
     cleanup.abort();
+    for task in service {
+        task.abort();
+    }
     result
 }

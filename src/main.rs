@@ -83,6 +83,22 @@ enum AdminCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Create a node agent token for a cluster and print it once (`tranche agent --token`).
+    CreateAgentToken {
+        /// Cluster name.
+        #[arg(long)]
+        cluster: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Revoke every agent token of a cluster; its agents are refused from their next call.
+    RevokeAgentTokens {
+        /// Cluster name.
+        #[arg(long)]
+        cluster: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -249,6 +265,24 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                     .with_context(|| format!("there is no user named {:?}", user.trim()))?;
                 let token = tranche::auth::tokens::create(&pool, id, &label).await?;
                 Ok(format!("token: {token}"))
+            })
+            .await
+        }
+        AdminCommand::CreateAgentToken { cluster, db } => {
+            with_db(&db, |pool| async move {
+                let token = tranche::runs::agents::create_token(&pool, &cluster)
+                    .await
+                    .map_err(user_error)?;
+                Ok(format!("agent-token: {token} cluster: {}", cluster.trim()))
+            })
+            .await
+        }
+        AdminCommand::RevokeAgentTokens { cluster, db } => {
+            with_db(&db, |pool| async move {
+                let n = tranche::runs::agents::revoke_tokens(&pool, &cluster)
+                    .await
+                    .map_err(user_error)?;
+                Ok(format!("revoked {n} agent tokens of cluster {}", cluster.trim()))
             })
             .await
         }

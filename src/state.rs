@@ -16,6 +16,12 @@ pub struct AppState {
     pub site: Arc<Site>,
     /// The computed program tree, revalidated against the database on every read.
     pub tree_cache: Arc<TreeCache>,
+    /// Bumped whenever run assignments may have changed (relayed from `NOTIFY tranche_assign`
+    /// by [`crate::runs::service::spawn`]); agents' long polls wait on it.
+    pub assignments: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The last desired-state fingerprint answered to each agent session on this replica, so a
+    /// sync with nothing new waits (long poll) instead of answering at once.
+    pub agent_answers: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
 
 impl AppState {
@@ -25,6 +31,8 @@ impl AppState {
             pool,
             site: Arc::new(site),
             tree_cache: Arc::default(),
+            assignments: Arc::new(tokio::sync::watch::Sender::new(0)),
+            agent_answers: Arc::default(),
         }
     }
 

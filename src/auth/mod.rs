@@ -268,6 +268,20 @@ impl FromRequestParts<AppState> for CurrentUser {
     }
 }
 
+/// The token of an `Authorization: Bearer TOKEN` header (scheme case-insensitive), if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let header = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    header
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+        .map(|_| header[7..].trim())
+        .filter(|t| !t.is_empty())
+}
+
 /// Extractor for the API: the user of the `Authorization: Bearer TOKEN` header.
 pub struct ApiUser(pub Account);
 
@@ -278,18 +292,7 @@ impl FromRequestParts<AppState> for ApiUser {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or(ApiError(AppError::Unauthorized))?;
-        let token = header
-            .get(..7)
-            .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
-            .map(|_| &header[7..])
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(ApiError(AppError::Unauthorized))?;
+        let token = bearer(parts).ok_or(ApiError(AppError::Unauthorized))?;
         let user_id = tokens::user_for_token(&state.pool, token)
             .await?
             .ok_or(ApiError(AppError::Unauthorized))?;

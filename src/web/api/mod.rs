@@ -20,6 +20,7 @@ use crate::state::AppState;
 use crate::web::tree::visible_nodes;
 
 mod openapi;
+mod runs;
 
 /// A JSON body whose rejections (malformed JSON, wrong types, missing fields) are JSON 4xx.
 pub struct ApiJson<T>(pub T);
@@ -817,6 +818,15 @@ pub fn router() -> Router<AppState> {
         .route("/notifications/read", post(read_notifications))
         .route("/ledger", get(get_ledger))
         .route("/tokens/{id}", axum::routing::delete(delete_token))
+        .route("/runs", get(runs::get_runs).post(runs::post_run))
+        .route("/runs/preview", post(runs::preview_run))
+        .route("/runs/{id}", get(runs::get_run))
+        .route("/runs/{id}/cancel", post(runs::cancel_run))
+        .route("/runs/{id}/approve", post(runs::approve_run))
+        .route("/runs/{id}/deny", post(runs::deny_run))
+        .route("/approvals", get(runs::get_approvals))
+        .route("/agent/register", post(runs::agent_register))
+        .route("/agent/sync", post(runs::agent_sync))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

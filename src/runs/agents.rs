@@ -1,0 +1,598 @@
+//! The server side of the node agent protocol (`docs/agent-protocol.md`): cluster agent tokens,
+//! node registration, and the sync call that is at once heartbeat, process report and long poll
+//! for assignments.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+use crate::db::audit;
+use crate::error::AppError;
+use crate::state::AppState;
+
+use super::service::{finish_attempt, finish_if_exited, lose_node};
+use super::{event, wake};
+
+/// Creates an agent token for the cluster named `cluster` and returns it (the only time it
+/// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored).
+///
+/// # Errors
+/// NotFound for an unknown cluster; database errors.
+pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppError> {
+    let id = crate::db::inventory::cluster_id(pool, cluster)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    let token = format!("tra_{}", hex::encode(bytes));
+    sqlx::query("INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2)")
+        .bind(id)
+        .bind(Sha256::digest(token.as_bytes()).as_slice())
+        .execute(pool)
+        .await?;
+    Ok(token)
+}
+
+/// Revokes every agent token of a cluster; returns how many were active.
+///
+/// # Errors
+/// NotFound for an unknown cluster; database errors.
+pub async fn revoke_tokens(pool: &PgPool, cluster: &str) -> Result<u64, AppError> {
+    let id = crate::db::inventory::cluster_id(pool, cluster)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+    Ok(sqlx::query(
+        "UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(id)
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// The cluster an agent token belongs to; `None` for unknown or revoked tokens.
+///
+/// # Errors
+/// Database errors.
+pub async fn cluster_for_token(pool: &PgPool, token: &str) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT cluster_id FROM agent_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
+    )
+    .bind(Sha256::digest(token.as_bytes()).as_slice())
+    .fetch_optional(pool)
+    .await
+}
+
+/// One node an agent serves.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Node name (host name).
+    pub name: String,
+    /// GPUs on it, 1..=64.
+    pub gpus: i32,
+    /// GPU model as the agent knows it (`H100` or nvidia-smi's `NVIDIA H100 80GB HBM3`).
+    pub gpu_model: String,
+}
+
+/// `POST /api/v1/agent/register` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Register {
+    /// The nodes, 1..=1024.
+    pub nodes: Vec<NodeSpec>,
+}
+
+/// Matches an agent's GPU model text to a site model: exact (case-insensitive), else the
+/// longest model name that appears as a word of the text.
+fn match_model<'a>(text: &str, models: &'a [(i64, String)]) -> Option<&'a (i64, String)> {
+    let lower = text.trim().to_lowercase();
+    if let Some(m) = models.iter().find(|(_, n)| n.to_lowercase() == lower) {
+        return Some(m);
+    }
+    let words: HashSet<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    models
+        .iter()
+        .filter(|(_, n)| words.contains(n.to_lowercase().as_str()))
+        .max_by_key(|(_, n)| n.len())
+}
+
+/// Registers an agent's nodes in the token's cluster and opens a new session for them. A node
+/// that existed keeps its id; the processes an earlier agent ran on it count as lost (the
+/// runs are requeued or end as lost), so no attempt ever runs twice.
+///
+/// # Errors
+/// 422 for bad names, counts or an unknown GPU model; 409 `inventory_mismatch` when a node
+/// exists with other GPUs; 409 `conflict` for a node name of another cluster.
+pub async fn register(
+    state: &AppState,
+    cluster: i64,
+    body: Register,
+) -> Result<serde_json::Value, AppError> {
+    if body.nodes.is_empty() || body.nodes.len() > 1024 {
+        return Err(AppError::invalid("nodes", "register 1 to 1024 nodes"));
+    }
+    let models: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM gpu_models")
+        .fetch_all(&state.pool)
+        .await?;
+    let mut specs = Vec::new();
+    let mut seen = HashSet::new();
+    for n in &body.nodes {
+        let name = crate::domain::node_name(&n.name).map_err(|m| AppError::invalid("name", m))?;
+        if !seen.insert(name.to_lowercase()) {
+            return Err(AppError::invalid(
+                "name",
+                format!("node {name} is listed twice"),
+            ));
+        }
+        if !(1..=64).contains(&n.gpus) {
+            return Err(AppError::invalid(
+                "gpus",
+                format!("node {name}: a node has 1 to 64 GPUs"),
+            ));
+        }
+        let (model, _) = match_model(&n.gpu_model, &models).ok_or_else(|| {
+            AppError::invalid(
+                "gpu_model",
+                format!(
+                    "node {name}: GPU model {:?} matches none of the site's models ({}); an admin adds it first",
+                    n.gpu_model,
+                    models.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
+        specs.push((name, n.gpus, *model));
+    }
+    let pool = &state.pool;
+    let site = &state.site;
+    let mut session = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut session);
+    let session = hex::encode(session);
+    let mut tx = pool.begin().await?;
+    let mut out = Vec::new();
+    for (name, gpus, model) in specs {
+        let row: Option<(i64, i64, i64, i32)> = sqlx::query_as(
+            "SELECT id, cluster_id, gpu_model_id, gpu_count FROM nodes WHERE lower(name) = lower($1) FOR UPDATE",
+        )
+        .bind(&name)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = match row {
+            Some((_, c, ..)) if c != cluster => {
+                return Err(AppError::Conflict(format!(
+                    "node {name} belongs to another cluster"
+                )));
+            }
+            Some((_, _, m, g)) if m != model || g != gpus => {
+                return Err(AppError::Refused {
+                    code: "inventory_mismatch",
+                    message: format!(
+                        "node {name} is registered with {g} GPUs of another model or count; an admin must change it first"
+                    ),
+                });
+            }
+            Some((id, ..)) => {
+                lose_node(
+                    &mut tx,
+                    pool,
+                    site,
+                    id,
+                    &format!(
+                        "node {name}: its agent restarted, so the run's processes there are gone"
+                    ),
+                )
+                .await?;
+                id
+            }
+            None => {
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id",
+                )
+                .bind(cluster)
+                .bind(&name)
+                .bind(model)
+                .bind(gpus)
+                .fetch_one(&mut *tx)
+                .await?;
+                audit::record(
+                    &mut *tx,
+                    audit::Change {
+                        actor: None,
+                        action: "register",
+                        entity: "node",
+                        entity_id: Some(id),
+                        node_id: None,
+                        before: None,
+                        after: Some(serde_json::json!({"name": name, "gpus": gpus, "cluster_id": cluster, "by": "agent"})),
+                    },
+                )
+                .await?;
+                id
+            }
+        };
+        sqlx::query(
+            "UPDATE nodes SET agent_session = $2, agent_seen_at = now(), gpu_utilization = NULL WHERE id = $1",
+        )
+        .bind(id)
+        .bind(&session)
+        .execute(&mut *tx)
+        .await?;
+        out.push(serde_json::json!({"id": id, "name": name}));
+    }
+    wake(&mut tx).await?;
+    tx.commit().await?;
+    tracing::info!(cluster, nodes = out.len(), "agent registered");
+    Ok(serde_json::json!({
+        "session": session,
+        "nodes": out,
+        "heartbeat_s": (site.agent_timeout_s / 3).max(1),
+        "timeout_s": site.agent_timeout_s,
+    }))
+}
+
+/// One node's heartbeat figures.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeReport {
+    /// Node id from registration.
+    pub node: i64,
+    /// Per GPU index: utilization percent 0..=100, `null` where unknown.
+    #[serde(default)]
+    pub utilization: Vec<Option<i32>>,
+}
+
+/// One process the agent reports.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunReport {
+    /// Run id.
+    pub run: i64,
+    /// Attempt.
+    pub attempt: i32,
+    /// Node id.
+    pub node: i64,
+    /// `running` or `exited`.
+    pub state: String,
+    /// Exit status once exited normally.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Signal number when killed by one.
+    #[serde(default)]
+    pub signal: Option<i32>,
+}
+
+/// `POST /api/v1/agent/sync` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sync {
+    /// Session from registration.
+    pub session: String,
+    /// Seconds to wait for a change when there is nothing to do, 0..=30.
+    #[serde(default)]
+    pub wait_s: u64,
+    /// Heartbeats, one per node of the session.
+    pub nodes: Vec<NodeReport>,
+    /// Processes running or exited since the last acknowledged sync.
+    #[serde(default)]
+    pub runs: Vec<RunReport>,
+}
+
+/// A process the agent should run.
+#[derive(Debug, Serialize, PartialEq, Eq, Hash)]
+pub struct Assignment {
+    run: i64,
+    attempt: i32,
+    node: i64,
+    gpus: Vec<i32>,
+    command: String,
+    workdir: Option<String>,
+    env: BTreeMap<String, String>,
+}
+
+/// A process the agent should stop.
+#[derive(Debug, Serialize, PartialEq, Eq, Hash)]
+pub struct Stop {
+    run: i64,
+    attempt: i32,
+    node: i64,
+    grace_s: i64,
+}
+
+type DesiredRow = (
+    i64,
+    i32,
+    i64,
+    Vec<i32>,
+    String,
+    i32,
+    String,
+    Option<String>,
+    sqlx::types::Json<BTreeMap<String, String>>,
+    Option<i64>,
+);
+
+/// The desired processes of `nodes`: assignments and stops.
+async fn desired(
+    pool: &PgPool,
+    nodes: &[i64],
+    default_grace: i64,
+) -> Result<(Vec<Assignment>, Vec<Stop>), sqlx::Error> {
+    let rows: Vec<DesiredRow> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT \
+         FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
+    )
+    .bind(nodes)
+    .fetch_all(pool)
+    .await?;
+    let mut assignments = Vec::new();
+    let mut stops = Vec::new();
+    for (run, attempt, node, gpus, state, current, command, workdir, env, grace) in rows {
+        if (state == "starting" || state == "running") && attempt == current {
+            assignments.push(Assignment {
+                run,
+                attempt,
+                node,
+                gpus,
+                command,
+                workdir,
+                env: env.0,
+            });
+        } else {
+            stops.push(Stop {
+                run,
+                attempt,
+                node,
+                grace_s: if state == "stopping" && attempt == current {
+                    grace.unwrap_or(default_grace)
+                } else {
+                    0
+                },
+            });
+        }
+    }
+    Ok((assignments, stops))
+}
+
+fn fingerprint(assignments: &[Assignment], stops: &[Stop]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for a in assignments {
+        (a.run, a.attempt, a.node).hash(&mut h);
+    }
+    0u8.hash(&mut h);
+    for s in stops {
+        (s.run, s.attempt, s.node).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Handles one sync: checks the session, records heartbeats and process reports (a run
+/// reported running, or an exit that ends its attempt), then answers with the desired state of
+/// the session's nodes, waiting up to `wait_s` for a change when it equals the last answer
+/// this replica gave the session.
+///
+/// # Errors
+/// 409 `stale_session` when another agent registered one of the nodes (or it was lost);
+/// 409 `not_assigned` for a report about a run this node never held; 422 for bad figures.
+/// Nothing is changed when an error is returned.
+pub async fn sync(
+    state: &AppState,
+    cluster: i64,
+    body: Sync,
+) -> Result<serde_json::Value, AppError> {
+    let pool = &state.pool;
+    let site = &state.site;
+    if body.nodes.is_empty() || body.nodes.len() > 1024 {
+        return Err(AppError::invalid("nodes", "report 1 to 1024 nodes"));
+    }
+    let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
+    let mut tx = pool.begin().await?;
+    let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
+        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2 ORDER BY id FOR UPDATE",
+    )
+    .bind(&node_ids)
+    .bind(cluster)
+    .fetch_all(&mut *tx)
+    .await?;
+    let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
+    if rows.len() != node_ids.iter().collect::<HashSet<_>>().len()
+        || rows
+            .iter()
+            .any(|(_, s, _)| s.as_deref() != Some(body.session.as_str()))
+    {
+        return Err(AppError::Refused {
+            code: "stale_session",
+            message: "this agent session is no longer current for its nodes (another agent registered them, or they were marked lost); register again".into(),
+        });
+    }
+    for n in &body.nodes {
+        let count = gpu_count[&n.node];
+        if n.utilization.len() > count as usize
+            || n.utilization
+                .iter()
+                .flatten()
+                .any(|u| !(0..=100).contains(u))
+        {
+            return Err(AppError::invalid(
+                "utilization",
+                format!(
+                    "node {}: utilization is one percentage 0..100 (or null) per GPU, {count} GPUs",
+                    n.node
+                ),
+            ));
+        }
+    }
+    // Every report must be about a process this node was given.
+    let mut running = HashSet::new();
+    for r in &body.runs {
+        if !gpu_count.contains_key(&r.node) {
+            return Err(AppError::Refused {
+                code: "not_assigned",
+                message: format!("node {} is not one of this session's nodes", r.node),
+            });
+        }
+        if r.state != "running" && r.state != "exited" {
+            return Err(AppError::invalid(
+                "state",
+                "a reported run is running or exited",
+            ));
+        }
+        let placed: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM run_placements WHERE run_id = $1 AND attempt = $2 AND node_id = $3)",
+        )
+        .bind(r.run)
+        .bind(r.attempt)
+        .bind(r.node)
+        .fetch_one(&mut *tx)
+        .await?;
+        if !placed {
+            return Err(AppError::Refused {
+                code: "not_assigned",
+                message: format!(
+                    "run {} attempt {} was never assigned to node {}",
+                    r.run, r.attempt, r.node
+                ),
+            });
+        }
+        if r.state == "running" {
+            running.insert((r.run, r.attempt, r.node));
+        }
+    }
+    for n in &body.nodes {
+        let util: Vec<Option<i16>> = n.utilization.iter().map(|u| u.map(|v| v as i16)).collect();
+        sqlx::query("UPDATE nodes SET agent_seen_at = now(), gpu_utilization = $2 WHERE id = $1")
+            .bind(n.node)
+            .bind(if util.is_empty() { None } else { Some(util) })
+            .execute(&mut *tx)
+            .await?;
+    }
+    let mut changed = false;
+    for r in &body.runs {
+        if r.state == "running" {
+            let confirmed = sqlx::query(
+                "UPDATE run_placements SET proc_state = 'running' WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state = 'assigned'",
+            )
+            .bind(r.run)
+            .bind(r.attempt)
+            .bind(r.node)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if confirmed > 0 {
+                let started = sqlx::query(
+                    "UPDATE runs SET state = 'running' WHERE id = $1 AND attempt = $2 AND state = 'starting'",
+                )
+                .bind(r.run)
+                .bind(r.attempt)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if started > 0 {
+                    event(&mut tx, r.run, "running", "its process is running", None).await?;
+                }
+            }
+        } else {
+            let code = r.exit_code.or(r.signal.map(|s| 128 + s));
+            let ended = sqlx::query(
+                "UPDATE run_placements SET proc_state = 'exited', exit_code = $4 WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state <> 'exited'",
+            )
+            .bind(r.run)
+            .bind(r.attempt)
+            .bind(r.node)
+            .bind(code)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if ended > 0 {
+                finish_attempt(&mut tx, pool, site, r.run).await?;
+                changed = true;
+            }
+        }
+    }
+    // Stopping runs whose process the agent never started: nothing to wait for.
+    let never_started: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt, p.node_id FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         WHERE p.node_id = ANY($1) AND p.proc_state = 'assigned' AND (r.state = 'stopping' OR p.attempt <> r.attempt)",
+    )
+    .bind(&node_ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (run, attempt, node) in never_started {
+        if running.contains(&(run, attempt, node)) {
+            continue;
+        }
+        sqlx::query("UPDATE run_placements SET proc_state = 'exited' WHERE run_id = $1 AND attempt = $2 AND node_id = $3")
+            .bind(run)
+            .bind(attempt)
+            .bind(node)
+            .execute(&mut *tx)
+            .await?;
+        finish_if_exited(&mut tx, run).await?;
+        changed = true;
+    }
+    if changed {
+        wake(&mut tx).await?;
+    }
+    tx.commit().await?;
+
+    let deadline = Instant::now()
+        + Duration::from_secs(
+            body.wait_s
+                .min(30)
+                .min((site.agent_timeout_s / 2).max(1) as u64),
+        );
+    let mut rx = state.assignments.subscribe();
+    loop {
+        let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
+        let print = fingerprint(&assignments, &stops);
+        let fresh = {
+            let mut last = state
+                .agent_answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.len() > 100_000 {
+                last.clear();
+            }
+            last.insert(body.session.clone(), print) != Some(print)
+        };
+        let now = Instant::now();
+        if fresh || now >= deadline {
+            return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
+        }
+        if tokio::time::timeout(deadline - now, rx.changed())
+            .await
+            .is_err()
+        {
+            let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
+            return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::match_model;
+
+    #[test]
+    fn models_match_by_name_or_word() {
+        let models = vec![
+            (1, "H100".to_string()),
+            (2, "B200".to_string()),
+            (3, "H100-NVL".to_string()),
+        ];
+        assert_eq!(match_model("h100", &models).unwrap().0, 1);
+        assert_eq!(match_model("NVIDIA H100 80GB HBM3", &models).unwrap().0, 1);
+        assert_eq!(match_model("NVIDIA B200", &models).unwrap().0, 2);
+        assert_eq!(match_model("h100-nvl", &models).unwrap().0, 3);
+        assert!(match_model("NVIDIA A100-SXM4-80GB", &models).is_none());
+    }
+}

@@ -1,0 +1,899 @@
+//! Runs: submission with admission, cost preview and approval, cancel, approve and deny, and the
+//! queries behind the run pages and API (DESIGN.md sections 2 and 6).
+//!
+//! The scheduling loop that starts and preempts runs is [`service`]; node agents talk to
+//! [`agents`]. Every state change writes a [`run_events`] row (the run's timeline) and
+//! notifies `tranche_wake` so the loop runs a pass at commit.
+
+pub mod agents;
+pub mod service;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sqlx::{PgConnection, PgPool};
+
+use crate::auth::{Account, Parents};
+use crate::config::Site;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger;
+
+/// The PostgreSQL channel that wakes the scheduling loop.
+pub const WAKE_CHANNEL: &str = "tranche_wake";
+/// The PostgreSQL channel that wakes agents' long polls (payload: cluster id).
+pub const ASSIGN_CHANNEL: &str = "tranche_assign";
+
+/// Longest time limit a run may ask for: 30 days, in seconds.
+pub const MAX_TIME_LIMIT_S: i64 = 30 * 86_400;
+
+/// A run as submitted in the form or the API.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRun {
+    /// Project name.
+    pub project: String,
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// GPUs in the gang, >= 1.
+    pub gpus: i64,
+    /// Minimum runtime, seconds, 0 ..= the site maximum and <= the time limit; 0 = unallocated.
+    pub min_runtime_s: i64,
+    /// Time limit, seconds, 1 ..= 30 days.
+    pub time_limit_s: i64,
+    /// Priority within the project (higher first), -1000 ..= 1000.
+    #[serde(default)]
+    pub priority: i32,
+    /// Requeue after a preemption (true) or end as preempted (false).
+    #[serde(default)]
+    pub resumable: bool,
+    /// Shell command (`sh -c`), 1 ..= 8192 bytes.
+    pub command: String,
+    /// Working directory on the node; `None` = the agent's.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A submission checked against names, ranges, the cluster's inventory and the budget.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Project id.
+    pub project_id: i64,
+    /// Project name as stored.
+    pub project: String,
+    /// Cluster id.
+    pub cluster_id: i64,
+    /// GPU model id.
+    pub model_id: i64,
+    /// The run as submitted, trimmed.
+    pub run: NewRun,
+    /// What it costs and whether it needs approval.
+    pub preview: Preview,
+}
+
+/// The cost preview of a submission.
+#[derive(Debug, Clone, Serialize)]
+pub struct Preview {
+    /// Protected GPU-hours (GPUs x minimum runtime), thousandths.
+    pub protected_milli_gpu_hours: i64,
+    /// Price of the protected part at billing weight x price, minor units.
+    pub cost_minor: i64,
+    /// Unallocated: free and preemptible (minimum runtime 0).
+    pub free: bool,
+    /// Above the project's self-service limit and the submitter does not lead the project:
+    /// waits for a lead's approval.
+    pub needs_approval: bool,
+    /// The project's self-service limit, GPU-hours.
+    pub self_service_gpu_hours: i64,
+    /// The project's balance in the current period, minor units.
+    pub balance_minor: i64,
+}
+
+impl Preview {
+    /// Plain words: "free, preemptible" or "16 protected GPU-hours, 72.00 USD".
+    pub fn describe(&self, currency: &str) -> String {
+        if self.free {
+            return "free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)".into();
+        }
+        let mut text = format!(
+            "{} protected GPU-hours, {} from the project's budget (balance {})",
+            domain::format_milli_gpu_hours_plain(self.protected_milli_gpu_hours),
+            Money(self.cost_minor).display(currency),
+            Money(self.balance_minor).display(currency),
+        );
+        if self.needs_approval {
+            text.push_str(&format!(
+                "; above the project's self-service limit of {} GPU-hours, so a lead must approve it",
+                self.self_service_gpu_hours
+            ));
+        }
+        text
+    }
+}
+
+fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
+    run.project = run.project.trim().to_string();
+    run.cluster = run.cluster.trim().to_string();
+    run.gpu_model = run.gpu_model.trim().to_string();
+    run.command = run.command.trim().to_string();
+    if run.project.is_empty() {
+        return Err(AppError::invalid("project", "choose a project"));
+    }
+    if run.cluster.is_empty() {
+        return Err(AppError::invalid("cluster", "choose a cluster"));
+    }
+    if run.gpu_model.is_empty() {
+        return Err(AppError::invalid("gpu_model", "choose a GPU model"));
+    }
+    if !(1..=100_000).contains(&run.gpus) {
+        return Err(AppError::invalid(
+            "gpus",
+            "the GPU count must be a whole number from 1 to 100000",
+        ));
+    }
+    if !(1..=MAX_TIME_LIMIT_S).contains(&run.time_limit_s) {
+        return Err(AppError::invalid(
+            "time_limit_s",
+            format!("the time limit must be from 1 second to {MAX_TIME_LIMIT_S} seconds (30 days)"),
+        ));
+    }
+    if run.min_runtime_s < 0 || run.min_runtime_s > site.max_min_runtime_s {
+        return Err(AppError::invalid(
+            "min_runtime_s",
+            format!(
+                "the minimum runtime must be from 0 to the site maximum of {} ({} s)",
+                domain::format_hours(site.max_min_runtime_s),
+                site.max_min_runtime_s
+            ),
+        ));
+    }
+    if run.min_runtime_s > run.time_limit_s {
+        return Err(AppError::invalid(
+            "min_runtime_s",
+            "the minimum runtime cannot be longer than the time limit",
+        ));
+    }
+    if !(-1000..=1000).contains(&run.priority) {
+        return Err(AppError::invalid(
+            "priority",
+            "the priority must be from -1000 to 1000",
+        ));
+    }
+    if run.command.is_empty() || run.command.len() > 8192 || run.command.contains('\0') {
+        return Err(AppError::invalid(
+            "command",
+            "the command must be 1 to 8192 characters of text",
+        ));
+    }
+    if let Some(dir) = &run.workdir {
+        let dir = dir.trim();
+        if dir.is_empty() {
+            run.workdir = None;
+        } else if dir.len() > 4096 || dir.contains('\0') || !dir.starts_with('/') {
+            return Err(AppError::invalid(
+                "workdir",
+                "the working directory must be an absolute path",
+            ));
+        } else {
+            run.workdir = Some(dir.to_string());
+        }
+    }
+    if run.env.len() > 64 {
+        return Err(AppError::invalid("env", "at most 64 environment variables"));
+    }
+    for (k, v) in &run.env {
+        let ok_name = !k.is_empty()
+            && k.len() <= 128
+            && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !k.as_bytes()[0].is_ascii_digit();
+        if !ok_name {
+            return Err(AppError::invalid(
+                "env",
+                format!("{k:?} is not an environment variable name (letters, digits, _)"),
+            ));
+        }
+        if k == "CUDA_VISIBLE_DEVICES" || k.starts_with("TRANCHE_") {
+            return Err(AppError::invalid(
+                "env",
+                format!("{k} is set by Tranche and cannot be given"),
+            ));
+        }
+        if v.len() > 4096 || v.contains('\0') {
+            return Err(AppError::invalid(
+                "env",
+                format!("the value of {k} is too long or not text"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `actor` may submit to `project`: members, leads above it and admins.
+fn may_submit(actor: &Account, project: i64, parents: &Parents) -> bool {
+    actor.projects.contains(&project) || actor.leads(project, parents)
+}
+
+/// Checks a submission: fields, names, the submitter's membership, that the gang fits the
+/// cluster's GPUs of its model (nodes not down), and for an allocated run that the project's
+/// balance covers its minimum-runtime cost. Returns the resolved ids and the cost preview.
+///
+/// # Errors
+/// [`AppError::Invalid`] naming the field, [`AppError::NotFound`] for unknown names,
+/// [`AppError::Forbidden`] outside the submitter's projects, [`AppError::Refused`] with
+/// `larger_than_cluster` or `budget_exceeded`.
+pub async fn check(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    parents: &Parents,
+    mut run: NewRun,
+) -> Result<Checked, AppError> {
+    check_fields(&mut run, site)?;
+    let project: Option<(i64, String, i32)> = sqlx::query_as(
+        "SELECT t.id, t.name, p.self_service_gpu_hours FROM tree_nodes t JOIN projects p ON p.node_id = t.id \
+         WHERE lower(t.name) = lower($1) AND NOT t.archived",
+    )
+    .bind(&run.project)
+    .fetch_optional(pool)
+    .await?;
+    let Some((project_id, project_name, self_service)) = project else {
+        return Err(AppError::NotFound(format!(
+            "no project named {:?}",
+            run.project
+        )));
+    };
+    if !may_submit(actor, project_id, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you are not a member of project {project_name}"
+        )));
+    }
+    let pool_row: Option<(i64, i64, i32, i64, i64)> = sqlx::query_as(
+        "SELECT c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
+                COALESCE((SELECT sum(n.gpu_count) FROM nodes n WHERE n.cluster_id = c.id AND n.gpu_model_id = m.id AND n.state <> 'down'), 0)::BIGINT \
+         FROM clusters c, gpu_models m WHERE lower(c.name) = lower($1) AND lower(m.name) = lower($2)",
+    )
+    .bind(&run.cluster)
+    .bind(&run.gpu_model)
+    .fetch_optional(pool)
+    .await?;
+    let Some((cluster_id, model_id, weight, price, installed)) = pool_row else {
+        if crate::db::inventory::cluster_id(pool, &run.cluster)
+            .await?
+            .is_none()
+        {
+            return Err(AppError::NotFound(format!(
+                "no cluster named {:?}",
+                run.cluster
+            )));
+        }
+        return Err(AppError::NotFound(format!(
+            "no GPU model named {:?}",
+            run.gpu_model
+        )));
+    };
+    if run.gpus > installed {
+        return Err(AppError::Refused {
+            code: "larger_than_cluster",
+            message: format!(
+                "asks for {} GPUs but cluster {} has only {installed} {} GPUs (on nodes not down); it could never start",
+                run.gpus, run.cluster, run.gpu_model
+            ),
+        });
+    }
+    let cost = domain::contract_price(run.gpus, run.min_runtime_s, i64::from(weight), price);
+    let balance = ledger::balance(pool, project_id, jiff::Timestamp::now(), site).await?;
+    let protected_milli = run.gpus * run.min_runtime_s * 1000 / 3600;
+    let preview = Preview {
+        protected_milli_gpu_hours: protected_milli,
+        cost_minor: cost.0,
+        free: run.min_runtime_s == 0,
+        needs_approval: protected_milli > i64::from(self_service) * 1000
+            && !actor.leads(project_id, parents),
+        self_service_gpu_hours: i64::from(self_service),
+        balance_minor: balance.0,
+    };
+    if !preview.free && cost.0 > balance.0 {
+        return Err(AppError::Refused {
+            code: "budget_exceeded",
+            message: format!(
+                "project {project_name} has {} left this period but the minimum runtime costs {}; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)",
+                Money(balance.0).display(&site.currency),
+                cost.display(&site.currency)
+            ),
+        });
+    }
+    run.project = project_name.clone();
+    Ok(Checked {
+        project_id,
+        project: project_name,
+        cluster_id,
+        model_id,
+        run,
+        preview,
+    })
+}
+
+/// Appends a timeline entry.
+///
+/// # Errors
+/// Database errors.
+pub async fn event(
+    conn: &mut PgConnection,
+    run: i64,
+    kind: &str,
+    message: &str,
+    for_run: Option<i64>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO run_events (run_id, kind, message, for_run, attempt) \
+         SELECT $1, $2, $3, $4, attempt FROM runs WHERE id = $1",
+    )
+    .bind(run)
+    .bind(kind)
+    .bind(message)
+    .bind(for_run)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Wakes the scheduling loop when the surrounding transaction commits.
+///
+/// # Errors
+/// Database errors.
+pub async fn wake(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(WAKE_CHANNEL)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Submits a checked run: it enters the queue, or the approvals inbox when it needs approval.
+/// Returns its id and state (`queued` or `waiting_approval`).
+///
+/// # Errors
+/// Database errors.
+pub async fn submit(
+    pool: &PgPool,
+    actor: &Account,
+    checked: &Checked,
+) -> Result<(i64, &'static str), AppError> {
+    let state = if checked.preview.needs_approval {
+        "waiting_approval"
+    } else {
+        "queued"
+    };
+    let run = &checked.run;
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                           priority, resumable, command, workdir, env, state, queued_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END) RETURNING id",
+    )
+    .bind(checked.project_id)
+    .bind(checked.cluster_id)
+    .bind(checked.model_id)
+    .bind(actor.id)
+    .bind(run.gpus as i32)
+    .bind(run.min_runtime_s)
+    .bind(run.time_limit_s)
+    .bind(run.priority)
+    .bind(run.resumable)
+    .bind(&run.command)
+    .bind(&run.workdir)
+    .bind(sqlx::types::Json(&run.env))
+    .bind(state)
+    .fetch_one(&mut *tx)
+    .await?;
+    let message = if checked.preview.needs_approval {
+        format!(
+            "submitted by {}; waits for a lead's approval ({} protected GPU-hours, self-service limit {})",
+            actor.name,
+            domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
+            checked.preview.self_service_gpu_hours
+        )
+    } else {
+        format!("submitted by {}", actor.name)
+    };
+    event(&mut tx, id, "submitted", &message, None).await?;
+    if state == "queued" {
+        wake(&mut tx).await?;
+    }
+    tx.commit().await?;
+    Ok((id, state))
+}
+
+/// The facts of one run that permission checks need.
+struct Owner {
+    project_id: i64,
+    submitted_by: i64,
+    state: String,
+}
+
+async fn owner(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<Owner, AppError> {
+    let row: Option<(i64, i64, String)> =
+        sqlx::query_as("SELECT project_id, submitted_by, state FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await?;
+    let (project_id, submitted_by, state) =
+        row.ok_or_else(|| AppError::NotFound(format!("no run {id}")))?;
+    Ok(Owner {
+        project_id,
+        submitted_by,
+        state,
+    })
+}
+
+/// Whether `actor` may see a run: its submitter, its project's members and leads, admin and
+/// finance.
+pub fn may_view(actor: &Account, parents: &Parents, project: i64, submitted_by: i64) -> bool {
+    actor.id == submitted_by || actor.may_view(project, parents)
+}
+
+/// Cancels a run: at once while it waits; through its agent (SIGTERM, grace period) while it
+/// runs. Allowed to its submitter, the project's leads and admins.
+///
+/// # Errors
+/// 404 for an unknown or invisible run, 403 for others, 409 `not_cancellable` once it ended.
+pub async fn cancel(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    parents: &Parents,
+    id: i64,
+) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    let o = owner(&mut *tx, id).await?;
+    if !may_view(actor, parents, o.project_id, o.submitted_by) {
+        return Err(AppError::NotFound(format!("no run {id}")));
+    }
+    if actor.id != o.submitted_by && !actor.leads(o.project_id, parents) {
+        return Err(AppError::Forbidden(
+            "only the run's submitter or a lead of its project may cancel it".into(),
+        ));
+    }
+    let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let by = format!("cancelled by {}", actor.name);
+    match state.as_str() {
+        "waiting_approval" | "queued" => {
+            sqlx::query("UPDATE runs SET state = 'cancelled', ended_at = now(), wait_reason = NULL, estimated_start = NULL WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            event(&mut tx, id, "cancelled", &by, None).await?;
+            wake(&mut tx).await?;
+        }
+        "starting" | "running" => {
+            service::begin_stop(&mut tx, pool, site, id, "cancelled").await?;
+            event(&mut tx, id, "cancel_requested", &by, None).await?;
+        }
+        "stopping" => {
+            sqlx::query("UPDATE runs SET stop_kind = 'cancelled' WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            event(&mut tx, id, "cancel_requested", &by, None).await?;
+        }
+        other => {
+            return Err(AppError::Refused {
+                code: "not_cancellable",
+                message: format!("run {id} has already ended ({other})"),
+            });
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Approves (`approve = true`) or denies a run waiting for approval. Allowed to a lead of the
+/// run's project or any node above it, and admins. A denial needs a reason; an approval
+/// re-checks that the balance covers the minimum-runtime cost.
+///
+/// # Errors
+/// 404 unknown or invisible run, 403 outside the lead's subtree, 409 `not_waiting_approval`,
+/// 409 `budget_exceeded`, 422 for a missing denial reason.
+pub async fn decide(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    parents: &Parents,
+    id: i64,
+    approve: bool,
+    reason: &str,
+) -> Result<(), AppError> {
+    let reason = reason.trim();
+    if !approve && reason.is_empty() {
+        return Err(AppError::invalid(
+            "reason",
+            "say why the run is denied; the researcher sees it",
+        ));
+    }
+    if reason.len() > 2000 {
+        return Err(AppError::invalid(
+            "reason",
+            "the reason must be at most 2000 characters",
+        ));
+    }
+    let mut tx = pool.begin().await?;
+    let o = owner(&mut *tx, id).await?;
+    if !may_view(actor, parents, o.project_id, o.submitted_by) {
+        return Err(AppError::NotFound(format!("no run {id}")));
+    }
+    if !actor.leads(o.project_id, parents) {
+        return Err(AppError::Forbidden(
+            "only a lead of the run's project (or a node above it) may approve or deny it".into(),
+        ));
+    }
+    let row: (String, i64, i64, i32, i64, i32, i64) = sqlx::query_as(
+        "SELECT r.state, r.gpus::BIGINT, r.min_runtime_s, m.billing_weight_milli, m.price_per_gpu_hour_minor, 0, r.project_id \
+         FROM runs r JOIN gpu_models m ON m.id = r.gpu_model_id WHERE r.id = $1 FOR UPDATE OF r",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let (state, gpus, min_runtime, weight, price, _, project) = row;
+    if state != "waiting_approval" {
+        return Err(AppError::Refused {
+            code: "not_waiting_approval",
+            message: format!("run {id} is not waiting for approval (it is {state})"),
+        });
+    }
+    let _ = o.state;
+    if approve {
+        let cost = domain::contract_price(gpus, min_runtime, i64::from(weight), price);
+        let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
+        if cost.0 > balance.0 {
+            return Err(AppError::Refused {
+                code: "budget_exceeded",
+                message: format!(
+                    "the project has {} left this period but the run's minimum runtime costs {}",
+                    balance.display(&site.currency),
+                    cost.display(&site.currency)
+                ),
+            });
+        }
+        sqlx::query("UPDATE runs SET state = 'queued', queued_at = now(), decided_by = $2, decided_at = now(), decision_reason = $3 WHERE id = $1")
+            .bind(id)
+            .bind(actor.id)
+            .bind(reason)
+            .execute(&mut *tx)
+            .await?;
+        let message = if reason.is_empty() {
+            format!("approved by {}", actor.name)
+        } else {
+            format!("approved by {}: {reason}", actor.name)
+        };
+        event(&mut tx, id, "approved", &message, None).await?;
+        wake(&mut tx).await?;
+    } else {
+        sqlx::query("UPDATE runs SET state = 'denied', ended_at = now(), decided_by = $2, decided_at = now(), decision_reason = $3 WHERE id = $1")
+            .bind(id)
+            .bind(actor.id)
+            .bind(reason)
+            .execute(&mut *tx)
+            .await?;
+        event(
+            &mut tx,
+            id,
+            "denied",
+            &format!("denied by {}: {reason}", actor.name),
+            None,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// One run in a list, with what its row shows.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RunRow {
+    /// Run id.
+    pub id: i64,
+    /// Project name.
+    pub project: String,
+    /// Project id.
+    pub project_id: i64,
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// GPUs.
+    pub gpus: i32,
+    /// Minimum runtime, seconds.
+    pub min_runtime_s: i64,
+    /// Time limit, seconds.
+    pub time_limit_s: i64,
+    /// Priority within the project.
+    pub priority: i32,
+    /// Resumable.
+    pub resumable: bool,
+    /// Shell command.
+    pub command: String,
+    /// State.
+    pub state: String,
+    /// Submitter's name.
+    pub submitted_by: String,
+    /// Submission instant.
+    #[serde(with = "time::serde::rfc3339")]
+    pub submitted_at: time::OffsetDateTime,
+    /// Start of the current or last attempt.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub started_at: Option<time::OffsetDateTime>,
+    /// End.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub ended_at: Option<time::OffsetDateTime>,
+    /// Attempts started so far.
+    pub attempt: i32,
+    /// Why it waits, in words (queued runs).
+    pub wait_reason: Option<String>,
+    /// Estimated start (queued runs), when known.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub estimated_start: Option<time::OffsetDateTime>,
+    /// Exit status of the last attempt.
+    pub exit_code: Option<i32>,
+    /// The approval decision's reason.
+    pub decision_reason: Option<String>,
+}
+
+const ROW_SELECT: &str = "SELECT r.id, t.name AS project, r.project_id, c.name AS cluster, m.name AS gpu_model, r.gpus, \
+     r.min_runtime_s, r.time_limit_s, r.priority, r.resumable, r.command, r.state, u.name AS submitted_by, r.submitted_at, \
+     r.started_at, r.ended_at, r.attempt, r.wait_reason, r.estimated_start, r.exit_code, r.decision_reason \
+     FROM runs r JOIN tree_nodes t ON t.id = r.project_id JOIN clusters c ON c.id = r.cluster_id \
+     JOIN gpu_models m ON m.id = r.gpu_model_id JOIN users u ON u.id = r.submitted_by";
+
+/// Which runs a list shows.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct Filter {
+    /// `mine` (submitted by me), `projects` (my projects'), `all` (everything I may see;
+    /// the default).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Only this state (`active` = queued, starting, running or stopping).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Only this project (name).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Only this cluster (name).
+    #[serde(default)]
+    pub cluster: Option<String>,
+    /// At most this many (default 200, at most 1000), newest first.
+    #[serde(default)]
+    pub limit: Option<i64>,
+}
+
+/// The states a run can be in.
+pub const STATES: &[&str] = &[
+    "waiting_approval",
+    "denied",
+    "queued",
+    "starting",
+    "running",
+    "stopping",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempted",
+    "lost",
+];
+
+/// The project ids `actor` may see runs of (`None` = all).
+fn visible_projects(actor: &Account, parents: &Parents) -> Option<Vec<i64>> {
+    if actor.sees_everything() {
+        return None;
+    }
+    let mut ids: Vec<i64> = parents
+        .0
+        .keys()
+        .copied()
+        .filter(|&n| actor.leads(n, parents))
+        .collect();
+    ids.extend(actor.projects.iter().copied());
+    ids.sort_unstable();
+    ids.dedup();
+    Some(ids)
+}
+
+/// Runs `actor` may see, filtered, newest first.
+///
+/// # Errors
+/// 422 for an unknown state or scope.
+pub async fn list(
+    pool: &PgPool,
+    actor: &Account,
+    parents: &Parents,
+    filter: &Filter,
+) -> Result<Vec<RunRow>, AppError> {
+    let scope = filter.scope.as_deref().unwrap_or("all");
+    if !["mine", "projects", "all"].contains(&scope) {
+        return Err(AppError::invalid("scope", "scope is mine, projects or all"));
+    }
+    let state = filter.state.as_deref().filter(|s| !s.is_empty());
+    if let Some(s) = state
+        && s != "active"
+        && !STATES.contains(&s)
+    {
+        return Err(AppError::invalid(
+            "state",
+            format!("unknown state {s:?}; one of active, {}", STATES.join(", ")),
+        ));
+    }
+    let visible = visible_projects(actor, parents);
+    let limit = filter.limit.unwrap_or(200).clamp(1, 1000);
+    let sql = format!(
+        "{ROW_SELECT} WHERE ($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.submitted_by = $2) \
+         AND ($3 <> 'mine' OR r.submitted_by = $2) \
+         AND ($3 <> 'projects' OR r.project_id = ANY($4)) \
+         AND ($5::TEXT IS NULL OR r.state = $5 OR ($5 = 'active' AND r.state IN ('queued', 'starting', 'running', 'stopping'))) \
+         AND ($6::TEXT IS NULL OR lower(t.name) = lower($6)) \
+         AND ($7::TEXT IS NULL OR lower(c.name) = lower($7)) \
+         ORDER BY r.id DESC LIMIT $8"
+    );
+    let rows = sqlx::query_as::<_, RunRow>(&sql)
+        .bind(visible)
+        .bind(actor.id)
+        .bind(scope)
+        .bind(&actor.projects)
+        .bind(state)
+        .bind(filter.project.as_deref().filter(|s| !s.is_empty()))
+        .bind(filter.cluster.as_deref().filter(|s| !s.is_empty()))
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows)
+}
+
+/// Runs waiting for approval that `actor` may decide, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn approvals(
+    pool: &PgPool,
+    actor: &Account,
+    parents: &Parents,
+) -> Result<Vec<RunRow>, AppError> {
+    let sql = format!("{ROW_SELECT} WHERE r.state = 'waiting_approval' ORDER BY r.id");
+    let rows = sqlx::query_as::<_, RunRow>(&sql).fetch_all(pool).await?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| actor.leads(r.project_id, parents))
+        .collect())
+}
+
+/// One entry of a run's timeline.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Event {
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    /// What: submitted, approved, denied, started, running, preempted, requeued, succeeded,
+    /// failed, cancel_requested, cancelled, lost, time_limit, ...
+    pub kind: String,
+    /// In words.
+    pub message: String,
+    /// For a preemption, the run it made room for.
+    pub for_run: Option<i64>,
+    /// The attempt it belongs to.
+    pub attempt: i32,
+}
+
+/// Where one attempt ran on one node.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Placement {
+    /// Attempt.
+    pub attempt: i32,
+    /// Node name.
+    pub node: String,
+    /// GPU indices on the node.
+    pub gpus: Vec<i32>,
+    /// assigned, running or exited.
+    pub process: String,
+    /// Exit status once exited.
+    pub exit_code: Option<i32>,
+}
+
+/// Everything the run page shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Detail {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunRow,
+    /// Working directory.
+    pub workdir: Option<String>,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+    /// Timeline, oldest first.
+    pub events: Vec<Event>,
+    /// Placements of every attempt.
+    pub placements: Vec<Placement>,
+    /// Whether the viewer may cancel it now.
+    pub can_cancel: bool,
+    /// Whether the viewer may approve or deny it now.
+    pub can_decide: bool,
+}
+
+/// A run's page data, for those who may see it.
+///
+/// # Errors
+/// 404 for unknown or invisible runs.
+pub async fn detail(
+    pool: &PgPool,
+    actor: &Account,
+    parents: &Parents,
+    id: i64,
+) -> Result<Detail, AppError> {
+    let o = owner(pool, id).await?;
+    if !may_view(actor, parents, o.project_id, o.submitted_by) {
+        return Err(AppError::NotFound(format!("no run {id}")));
+    }
+    let run = sqlx::query_as::<_, RunRow>(&format!("{ROW_SELECT} WHERE r.id = $1"))
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
+    let (workdir, env): (Option<String>, sqlx::types::Json<BTreeMap<String, String>>) =
+        sqlx::query_as("SELECT workdir, env FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await?;
+    let events = sqlx::query_as::<_, Event>(
+        "SELECT at, kind, message, for_run, attempt FROM run_events WHERE run_id = $1 ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let placements = sqlx::query_as::<_, Placement>(
+        "SELECT p.attempt, n.name AS node, p.gpu_indices AS gpus, p.proc_state AS process, p.exit_code \
+         FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1 ORDER BY p.attempt, n.name",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let live = [
+        "waiting_approval",
+        "queued",
+        "starting",
+        "running",
+        "stopping",
+    ];
+    let can_cancel = live.contains(&run.state.as_str())
+        && (actor.id == o.submitted_by || actor.leads(o.project_id, parents));
+    let can_decide = run.state == "waiting_approval" && actor.leads(o.project_id, parents);
+    Ok(Detail {
+        run,
+        workdir,
+        env: env.0,
+        events,
+        placements,
+        can_cancel,
+        can_decide,
+    })
+}
+
+/// Recent preemptions of runs `actor` submitted (for their home page): run id, when, why.
+///
+/// # Errors
+/// Database errors.
+pub async fn preemption_notices(
+    pool: &PgPool,
+    actor: &Account,
+) -> Result<Vec<(i64, time::OffsetDateTime, String)>, AppError> {
+    Ok(sqlx::query_as(
+        "SELECT e.run_id, e.at, e.message FROM run_events e JOIN runs r ON r.id = e.run_id \
+         WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
+         ORDER BY e.id DESC LIMIT 20",
+    )
+    .bind(actor.id)
+    .fetch_all(pool)
+    .await?)
+}

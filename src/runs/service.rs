@@ -1,0 +1,890 @@
+//! The scheduler service inside `tranche serve` (DESIGN.md section 7): exactly one loop active
+//! across replicas, elected by a PostgreSQL advisory lock, woken by `NOTIFY tranche_wake`
+//! (submissions, approvals, cancels, agent reports) and a periodic tick. Each pass loads a
+//! [`Snapshot`] from the database, calls the pure core [`scheduler::schedule`], and applies
+//! every decision in one transaction, so a crash leaves the old state or the new one. GPUs are
+//! held through `gpu_holds`, whose primary key (node, GPU index) makes a double start
+//! impossible even across restarts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use sqlx::{PgConnection, PgPool};
+
+use crate::config::Site;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger;
+use crate::scheduler::{
+    self, Cluster, ClusterId, Contract, ContractId, Decision, GpuModel, ModelId, Node, NodeId,
+    NodeState, PreemptReason, Project, ProjectId, RunId, RunningRun, Share, Snapshot, TreeNode,
+    TreeNodeId, WaitReason, WaitingRun,
+};
+use crate::state::AppState;
+
+use super::{ASSIGN_CHANNEL, WAKE_CHANNEL, event, wake};
+
+/// Advisory lock key held (session level) by the active scheduling loop.
+const LEADER_LOCK: i64 = 0x7472_616e_6368_6501;
+/// Advisory lock key taken (transaction level) by every pass, so two passes never overlap even
+/// while a lost leader's connection is being noticed.
+const PASS_LOCK: i64 = 0x7472_616e_6368_6502;
+
+/// What a pass did.
+#[derive(Debug, Clone, Default)]
+pub struct PassReport {
+    /// Runs started.
+    pub started: usize,
+    /// Runs preempted.
+    pub preempted: usize,
+    /// Runs stopped at their time limit.
+    pub timed_out: usize,
+    /// Nodes whose agent went quiet in this pass.
+    pub nodes_lost: usize,
+    /// Runs still waiting.
+    pub waiting: usize,
+}
+
+/// Tells agents' long polls on every replica that assignments changed, at commit.
+///
+/// # Errors
+/// Database errors.
+pub async fn notify_agents(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(ASSIGN_CHANNEL)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Charges a starting or running run's time since its last charge (GPU-seconds at its model's
+/// billing weight and price while the balance lasts, the rest free: [`ledger::charge_usage`]).
+/// When the charge could not be paid in full, the run's page says it goes on unallocated.
+///
+/// # Errors
+/// Database errors.
+async fn settle(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    run: i64,
+) -> Result<(), AppError> {
+    let row: Option<(i64, i64, i64, i32, i64, i64, i64)> = sqlx::query_as(
+        "SELECT project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
+                GREATEST(0, extract(epoch FROM now() - started_at)::BIGINT) \
+         FROM runs WHERE id = $1 AND state IN ('starting', 'running') AND started_at IS NOT NULL",
+    )
+    .bind(run)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((project, cluster, model, gpus, min_runtime, charged, elapsed)) = row else {
+        return Ok(());
+    };
+    let secs = elapsed - charged;
+    if secs <= 0 {
+        return Ok(());
+    }
+    let charge = ledger::charge_usage(
+        pool,
+        conn,
+        site,
+        jiff::Timestamp::now(),
+        project,
+        (cluster, model),
+        secs * i64::from(gpus),
+        min_runtime > 0,
+        Some(run),
+    )
+    .await?;
+    sqlx::query("UPDATE runs SET charged_s = $2 WHERE id = $1")
+        .bind(run)
+        .bind(elapsed)
+        .execute(&mut *conn)
+        .await?;
+    if min_runtime > 0 && charge.free_gpu_seconds > 0 {
+        let already: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM run_events WHERE run_id = $1 AND kind = 'unallocated' AND attempt = (SELECT attempt FROM runs WHERE id = $1))",
+        )
+        .bind(run)
+        .fetch_one(&mut *conn)
+        .await?;
+        if !already {
+            event(
+                conn,
+                run,
+                "unallocated",
+                "the project's budget is spent: the run goes on as unallocated (free, preemptible)",
+                None,
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Stops a starting or running run: charges its time, releases its GPUs (the core may give
+/// them to another run at once; the node's agent starts that one only after this one's process
+/// has left them) and asks its agent to send SIGTERM, then SIGKILL after the grace period.
+/// `kind` is `preempted`, `cancelled`, `time_limit`, `failed` or `lost`.
+///
+/// # Errors
+/// Database errors.
+pub async fn begin_stop(
+    conn: &mut PgConnection,
+    pool: &PgPool,
+    site: &Site,
+    run: i64,
+    kind: &str,
+) -> Result<(), AppError> {
+    settle(pool, conn, site, run).await?;
+    sqlx::query(
+        "UPDATE runs SET state = 'stopping', stop_kind = $2, kill_at = now() + make_interval(secs => $3) WHERE id = $1",
+    )
+    .bind(run)
+    .bind(kind)
+    .bind(site.grace_s as f64)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM gpu_holds WHERE run_id = $1")
+        .bind(run)
+        .execute(&mut *conn)
+        .await?;
+    notify_agents(conn).await?;
+    wake(conn).await?;
+    finish_if_exited(conn, run).await
+}
+
+/// State, stop kind, resumable, every process exited, largest exit status.
+type StopRow = (String, Option<String>, bool, bool, Option<i32>);
+
+/// Id, project, cluster, model, GPUs, queued at (s), minimum runtime, time limit, priority.
+type WaitingRow = (i64, i64, i64, i64, i32, i64, i64, i64, i32);
+
+/// Ends a stopping run once every process of its current attempt has exited: requeued
+/// (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed` or `lost`.
+///
+/// # Errors
+/// Database errors.
+pub async fn finish_if_exited(conn: &mut PgConnection, run: i64) -> Result<(), AppError> {
+    let row: Option<StopRow> = sqlx::query_as(
+        "SELECT r.state, r.stop_kind, r.resumable, \
+                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
+                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
+         FROM runs r WHERE r.id = $1 FOR UPDATE",
+    )
+    .bind(run)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((state, kind, resumable, all_exited, code)) = row else {
+        return Ok(());
+    };
+    if state != "stopping" || !all_exited {
+        return Ok(());
+    }
+    let (to, kind_text, message) = match kind.as_deref() {
+        Some("preempted") if resumable => (
+            "queued",
+            "requeued",
+            "requeued after preemption; it keeps its history and runs again when GPUs are free",
+        ),
+        Some("preempted") => ("preempted", "ended", "ended as preempted (not resumable)"),
+        Some("cancelled") => (
+            "cancelled",
+            "cancelled",
+            "cancelled; its processes have stopped",
+        ),
+        Some("time_limit") => ("failed", "failed", "stopped at its time limit"),
+        Some("failed") => (
+            "failed",
+            "failed",
+            "a process of the gang failed; the others were stopped",
+        ),
+        Some("lost") if resumable => ("queued", "requeued", "requeued after its node was lost"),
+        _ => (
+            "lost",
+            "lost",
+            "its node was lost and the run is not resumable",
+        ),
+    };
+    if to == "queued" {
+        sqlx::query(
+            "UPDATE runs SET state = 'queued', queued_at = now(), stop_kind = NULL, kill_at = NULL, exit_code = $2 WHERE id = $1",
+        )
+        .bind(run)
+        .bind(code)
+        .execute(&mut *conn)
+        .await?;
+        wake(conn).await?;
+    } else {
+        sqlx::query(
+            "UPDATE runs SET state = $2, ended_at = now(), kill_at = NULL, exit_code = $3 WHERE id = $1",
+        )
+        .bind(run)
+        .bind(to)
+        .bind(code)
+        .execute(&mut *conn)
+        .await?;
+    }
+    event(conn, run, kind_text, message, None).await?;
+    Ok(())
+}
+
+/// Ends the attempt of a starting or running run whose processes all exited by themselves:
+/// succeeded (all exit codes 0) or failed. A gang member failing while others run stops them.
+///
+/// # Errors
+/// Database errors.
+pub async fn finish_attempt(
+    conn: &mut PgConnection,
+    pool: &PgPool,
+    site: &Site,
+    run: i64,
+) -> Result<(), AppError> {
+    let row: Option<(String, i64, i64, Option<i32>)> = sqlx::query_as(
+        "SELECT r.state, \
+                (SELECT count(*) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
+                (SELECT count(*) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0), \
+                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
+         FROM runs r WHERE r.id = $1 FOR UPDATE",
+    )
+    .bind(run)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((state, alive, failed, code)) = row else {
+        return Ok(());
+    };
+    if state == "stopping" {
+        return finish_if_exited(conn, run).await;
+    }
+    if state != "starting" && state != "running" {
+        return Ok(());
+    }
+    if alive > 0 {
+        if failed > 0 {
+            begin_stop(conn, pool, site, run, "failed").await?;
+        }
+        return Ok(());
+    }
+    settle(pool, conn, site, run).await?;
+    let to = if failed == 0 { "succeeded" } else { "failed" };
+    sqlx::query("UPDATE runs SET state = $2, ended_at = now(), exit_code = $3 WHERE id = $1")
+        .bind(run)
+        .bind(to)
+        .bind(code)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM gpu_holds WHERE run_id = $1")
+        .bind(run)
+        .execute(&mut *conn)
+        .await?;
+    let message = match code {
+        Some(c) if failed > 0 => format!("exited with status {c}"),
+        _ => "exited with status 0".to_string(),
+    };
+    event(conn, run, to, &message, None).await?;
+    wake(conn).await?;
+    Ok(())
+}
+
+/// Handles a node whose agent is gone (silent past the timeout, or replaced by a new agent):
+/// the processes of runs placed there count as exited; runs still running elsewhere are
+/// stopped, and each ends requeued (resumable) or `lost`.
+///
+/// # Errors
+/// Database errors.
+pub async fn lose_node(
+    conn: &mut PgConnection,
+    pool: &PgPool,
+    site: &Site,
+    node: i64,
+    why: &str,
+) -> Result<(), AppError> {
+    let runs: Vec<(i64, String)> = sqlx::query_as(
+        "UPDATE run_placements p SET proc_state = 'exited' FROM runs r \
+         WHERE p.node_id = $1 AND p.proc_state <> 'exited' AND r.id = p.run_id AND p.attempt = r.attempt \
+         RETURNING r.id, r.state",
+    )
+    .bind(node)
+    .fetch_all(&mut *conn)
+    .await?;
+    // Processes of older attempts are gone with the node too.
+    sqlx::query("UPDATE run_placements SET proc_state = 'exited' WHERE node_id = $1 AND proc_state <> 'exited'")
+        .bind(node)
+        .execute(&mut *conn)
+        .await?;
+    for (run, state) in runs {
+        match state.as_str() {
+            "starting" | "running" => {
+                event(conn, run, "lost", why, None).await?;
+                begin_stop(conn, pool, site, run, "lost").await?;
+            }
+            "stopping" => finish_if_exited(conn, run).await?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Names for messages: projects, nodes and runs' projects.
+#[derive(Default)]
+struct Names {
+    projects: HashMap<i64, String>,
+    nodes: HashMap<i64, String>,
+    models: HashMap<i64, String>,
+}
+
+/// Loads the snapshot the core schedules from, inside the pass's transaction.
+async fn load_snapshot(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    now: jiff::Timestamp,
+) -> Result<(Snapshot, Names, HashMap<(i64, i64), u32>), AppError> {
+    let mut names = Names::default();
+    let mut snap = Snapshot::default();
+    let models: Vec<(i64, String, i64, i32)> = sqlx::query_as(
+        "SELECT id, name, price_per_gpu_hour_minor, billing_weight_milli FROM gpu_models ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut price_of = HashMap::new();
+    for (id, name, price, weight) in models {
+        price_of.insert(id, (i64::from(weight), price));
+        names.models.insert(id, name.clone());
+        snap.models.push(GpuModel {
+            id: ModelId(id),
+            name,
+            // The core prices a GPU-hour of the model: billing weight x price, rounded up.
+            price_per_gpu_hour: (i64::from(weight) * price + 999) / 1000,
+            billing_weight_milli: i64::from(weight),
+        });
+    }
+    let clusters: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM clusters ORDER BY id")
+        .fetch_all(&mut *conn)
+        .await?;
+    snap.clusters = clusters
+        .into_iter()
+        .map(|(id, name)| Cluster {
+            id: ClusterId(id),
+            name,
+        })
+        .collect();
+    let nodes: Vec<(i64, i64, i64, i32, String, bool, String)> = sqlx::query_as(
+        "SELECT id, cluster_id, gpu_model_id, gpu_count, state, agent_session IS NOT NULL, name FROM nodes ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    // GPUs of each pool on nodes without a live agent, for the waiting reasons.
+    let mut offline: HashMap<(i64, i64), u32> = HashMap::new();
+    for (id, cluster, model, gpus, state, online, name) in nodes {
+        names.nodes.insert(id, name);
+        let state = match (state.as_str(), online) {
+            ("down", _) | (_, false) => NodeState::Down,
+            ("draining", _) => NodeState::Draining,
+            _ => NodeState::Up,
+        };
+        if !online {
+            *offline.entry((cluster, model)).or_default() += gpus as u32;
+        }
+        snap.nodes.push(Node {
+            id: NodeId(id),
+            cluster: ClusterId(cluster),
+            model: ModelId(model),
+            gpus: gpus as u32,
+            state,
+        });
+    }
+    let tree: Vec<(i64, Option<i64>, i32, bool, bool, String)> = sqlx::query_as(
+        "SELECT t.id, t.parent_id, t.share_bp, t.archived, p.node_id IS NOT NULL, t.name \
+         FROM tree_nodes t LEFT JOIN projects p ON p.node_id = t.id ORDER BY t.id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let usage: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT lp.project_id, (sum(lp.gpu_seconds * m.billing_weight_milli) / 1000)::BIGINT \
+         FROM ledger_postings lp JOIN gpu_models m ON m.id = lp.gpu_model_id \
+         WHERE lp.kind = 'usage' AND lp.at > now() - interval '7 days' GROUP BY lp.project_id",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .collect();
+    let (period_start, _) = ledger::Period::containing(now, site).bounds();
+    let mut balances: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT project_id, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",
+    )
+    .bind(period_start)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .collect();
+    // Projects with queued allocated runs and no account yet this period get their grant now.
+    let need: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT project_id FROM runs WHERE state = 'queued' AND min_runtime_s > 0",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for p in need {
+        if let std::collections::hash_map::Entry::Vacant(e) = balances.entry(p) {
+            let account = ledger::current_account(pool, conn, p, now, site).await?;
+            let b: i64 =
+                sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
+                    .bind(account)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            e.insert(b);
+        }
+    }
+    let running: Vec<RunningRow> = sqlx::query_as(
+        "SELECT r.id, r.project_id AS project, r.cluster_id AS cluster, r.gpu_model_id AS model, \
+                extract(epoch FROM r.started_at)::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
+                r.contract_id AS contract, r.charged_s, array_agg(h.node_id ORDER BY h.node_id, h.gpu_index) AS node_ids, \
+                array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
+         FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running') GROUP BY r.id ORDER BY r.id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    // The uncharged part of running allocated runs' minimum runtime is held on the balance.
+    for r in &running {
+        if r.min_runtime_s > r.charged_s
+            && let Some((w, p)) = price_of.get(&r.model)
+            && let Some(b) = balances.get_mut(&r.project)
+        {
+            let gpus = r.node_ids.len() as i64;
+            *b -= domain::contract_price(gpus, r.min_runtime_s - r.charged_s, *w, *p).0;
+        }
+    }
+    for (id, parent, share, archived, is_project, name) in tree {
+        let share = Share(if archived { 0 } else { share as u32 });
+        if is_project {
+            names.projects.insert(id, name);
+            snap.projects.push(Project {
+                id: ProjectId(id),
+                parent: parent.map(TreeNodeId),
+                share,
+                usage_gpu_s: usage.get(&id).copied().unwrap_or(0).max(0),
+                balance: Some(balances.get(&id).copied().unwrap_or(0).max(0)),
+                unallocated_gpu_cap: None,
+                legacy_cap: 0,
+            });
+        } else {
+            snap.tree.push(TreeNode {
+                id: TreeNodeId(id),
+                parent: parent.map(TreeNodeId),
+                share,
+            });
+        }
+    }
+    for r in running {
+        let mut placement: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+        for (n, g) in r.node_ids.iter().zip(&r.gpu_indices) {
+            placement.entry(*n).or_default().push(*g as u32);
+        }
+        snap.running.push(RunningRun {
+            id: RunId(r.id),
+            project: ProjectId(r.project),
+            cluster: ClusterId(r.cluster),
+            model: ModelId(r.model),
+            placement: placement.into_iter().map(|(n, g)| (NodeId(n), g)).collect(),
+            started_at: r.started_at,
+            min_runtime_s: r.min_runtime_s,
+            time_limit_s: r.time_limit_s,
+            priority: r.priority,
+            contract: r.contract.map(ContractId),
+            non_preemptible: false,
+        });
+    }
+    let waiting: Vec<WaitingRow> = sqlx::query_as(
+        "SELECT id, project_id, cluster_id, gpu_model_id, gpus, extract(epoch FROM queued_at)::BIGINT, \
+                min_runtime_s, time_limit_s, priority FROM runs WHERE state = 'queued' ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    snap.waiting = waiting
+        .into_iter()
+        .map(
+            |(id, project, cluster, model, gpus, queued, min_rt, limit, priority)| WaitingRun {
+                id: RunId(id),
+                project: ProjectId(project),
+                cluster: ClusterId(cluster),
+                model: ModelId(model),
+                gpus: gpus as u32,
+                submitted_at: queued,
+                min_runtime_s: min_rt,
+                time_limit_s: limit,
+                priority,
+            },
+        )
+        .collect();
+    let contracts: Vec<(i64, i64, i64, i64, i32, i64, i64)> = sqlx::query_as(
+        "SELECT id, project_id, cluster_id, gpu_model_id, gpus, extract(epoch FROM starts_at)::BIGINT, \
+                extract(epoch FROM ends_at)::BIGINT FROM contracts WHERE state = 'active' AND ends_at > now() ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    snap.contracts = contracts
+        .into_iter()
+        .map(|(id, project, cluster, model, gpus, start, end)| Contract {
+            id: ContractId(id),
+            project: ProjectId(project),
+            cluster: ClusterId(cluster),
+            model: ModelId(model),
+            gpus: gpus as u32,
+            start,
+            end,
+        })
+        .collect();
+    Ok((snap, names, offline))
+}
+
+#[derive(sqlx::FromRow)]
+struct RunningRow {
+    id: i64,
+    project: i64,
+    cluster: i64,
+    model: i64,
+    started_at: i64,
+    min_runtime_s: i64,
+    time_limit_s: i64,
+    priority: i32,
+    contract: Option<i64>,
+    charged_s: i64,
+    node_ids: Vec<i64>,
+    gpu_indices: Vec<i32>,
+}
+
+/// The preemption reason in words, with names.
+fn preempt_message(reason: &PreemptReason, names: &Names, for_run: Option<RunId>) -> String {
+    let base = match reason {
+        PreemptReason::FairShare { for_project } => format!(
+            "preempted past its minimum runtime: project {} is further below its fair share",
+            names
+                .projects
+                .get(&for_project.0)
+                .cloned()
+                .unwrap_or_else(|| for_project.to_string())
+        ),
+        PreemptReason::NodeDraining { node } => format!(
+            "preempted: node {} is draining for repair",
+            names.nodes.get(&node.0).cloned().unwrap_or_default()
+        ),
+        PreemptReason::NodeDown { node } => format!(
+            "preempted: node {} is down",
+            names.nodes.get(&node.0).cloned().unwrap_or_default()
+        ),
+        other => format!("preempted: {}", other.describe()),
+    };
+    match for_run {
+        Some(r) => format!("{base}; made room for run {r}"),
+        None => base,
+    }
+}
+
+/// The waiting reason in words, with names, money and live agents.
+fn wait_message(
+    reason: &WaitReason,
+    run: &WaitingRun,
+    offline: &HashMap<(i64, i64), u32>,
+    names: &Names,
+    currency: &str,
+) -> String {
+    let off = offline
+        .get(&(run.cluster.0, run.model.0))
+        .copied()
+        .unwrap_or(0);
+    let model = names.models.get(&run.model.0).cloned().unwrap_or_default();
+    match reason {
+        WaitReason::NeverFits { .. } | WaitReason::Gpus { .. } if off > 0 => format!(
+            "no live agent: {off} {model} GPUs of its cluster are on nodes without a running `tranche agent`, and the GPUs with one are busy or too few"
+        ),
+        WaitReason::Budget { needs, has } => format!(
+            "budget exhausted: its minimum runtime costs {}, the project has {} left this period (it may still run unallocated with minimum runtime 0)",
+            Money(*needs).display(currency),
+            Money(*has).display(currency)
+        ),
+        other => other.describe(),
+    }
+}
+
+/// Runs one scheduling pass in one transaction: nodes whose agent went quiet are lost, runs past
+/// their time limit are stopped, running runs' time is charged, then the core decides and every
+/// start, preemption and waiting reason is written. Serialised across replicas by a
+/// transaction-level advisory lock.
+///
+/// # Errors
+/// Database errors; an invalid snapshot (a bug) as an internal error.
+pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
+    let pool = &state.pool;
+    let site = &state.site;
+    let mut report = PassReport::default();
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(PASS_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    let now = jiff::Timestamp::now();
+    let now_s = now.as_second();
+
+    let lost: Vec<(i64, String)> = sqlx::query_as(
+        "UPDATE nodes SET agent_session = NULL WHERE agent_session IS NOT NULL \
+         AND agent_seen_at < now() - make_interval(secs => $1) RETURNING id, name",
+    )
+    .bind(site.agent_timeout_s as f64)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (node, name) in &lost {
+        tracing::warn!(node = %name, "node agent silent past the timeout; node lost");
+        let why = format!(
+            "node {name} lost: its agent sent no heartbeat for {} s",
+            site.agent_timeout_s
+        );
+        lose_node(&mut tx, pool, site, *node, &why).await?;
+    }
+    report.nodes_lost = lost.len();
+
+    let expired: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM runs WHERE state IN ('starting', 'running') \
+         AND started_at + make_interval(secs => time_limit_s) <= now() ORDER BY id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for run in &expired {
+        event(
+            &mut tx,
+            *run,
+            "time_limit",
+            "reached its time limit; stopping",
+            None,
+        )
+        .await?;
+        begin_stop(&mut tx, pool, site, *run, "time_limit").await?;
+    }
+    report.timed_out = expired.len();
+
+    let due: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM runs WHERE state IN ('starting', 'running') \
+         AND extract(epoch FROM now() - started_at) - charged_s >= 60 ORDER BY id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for run in due {
+        settle(pool, &mut tx, site, run).await?;
+    }
+
+    let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now).await?;
+    snap.validate()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid snapshot: {e}")))?;
+    let outcome = scheduler::schedule(&snap, now_s);
+
+    let mut starts: Vec<i64> = Vec::new();
+    let mut contracts: Vec<Option<i64>> = Vec::new();
+    let mut messages: Vec<String> = Vec::new();
+    let mut hold_nodes: Vec<i64> = Vec::new();
+    let mut hold_gpus: Vec<i32> = Vec::new();
+    let mut hold_runs: Vec<i64> = Vec::new();
+    let mut place_runs: Vec<i64> = Vec::new();
+    let mut place_nodes: Vec<i64> = Vec::new();
+    let mut place_gpus: Vec<String> = Vec::new();
+    for decision in &outcome.decisions {
+        match decision {
+            Decision::Preempt {
+                run,
+                reason,
+                for_run,
+            } => {
+                let message = preempt_message(reason, &names, *for_run);
+                event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
+                begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
+                report.preempted += 1;
+            }
+            Decision::Start {
+                run,
+                placement,
+                contract,
+                ..
+            } => {
+                let mut words = Vec::new();
+                for (node, gpus) in placement {
+                    let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+                    words.push(format!(
+                        "{} GPUs {}",
+                        names.nodes.get(&node.0).cloned().unwrap_or_default(),
+                        list.join(",")
+                    ));
+                    for g in gpus {
+                        hold_nodes.push(node.0);
+                        hold_gpus.push(*g as i32);
+                        hold_runs.push(run.0);
+                    }
+                    place_runs.push(run.0);
+                    place_nodes.push(node.0);
+                    place_gpus.push(format!("{{{}}}", list.join(",")));
+                }
+                starts.push(run.0);
+                contracts.push(contract.map(|c| c.0));
+                let mut message = format!("started on {}", words.join("; "));
+                if let Some(c) = contract {
+                    message.push_str(&format!(" (on capacity contract {c})"));
+                }
+                messages.push(message);
+            }
+            Decision::Reserve { .. } => {}
+        }
+    }
+    report.started = starts.len();
+    if !starts.is_empty() {
+        sqlx::query(
+            "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = now(), contract_id = u.c, \
+                    charged_s = 0, wait_reason = NULL, estimated_start = NULL, stop_kind = NULL, kill_at = NULL, exit_code = NULL \
+             FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) WHERE runs.id = u.id AND runs.state = 'queued'",
+        )
+        .bind(&starts)
+        .bind(&contracts)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO gpu_holds (node_id, gpu_index, run_id) SELECT * FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[])",
+        )
+        .bind(&hold_nodes)
+        .bind(&hold_gpus)
+        .bind(&hold_runs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO run_placements (run_id, attempt, node_id, gpu_indices) \
+             SELECT u.r, runs.attempt, u.n, u.g::INT[] FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[]) AS u(r, n, g) \
+             JOIN runs ON runs.id = u.r",
+        )
+        .bind(&place_runs)
+        .bind(&place_nodes)
+        .bind(&place_gpus)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO run_events (run_id, kind, message, attempt) \
+             SELECT u.r, 'started', u.m, runs.attempt FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(r, m) JOIN runs ON runs.id = u.r",
+        )
+        .bind(&starts)
+        .bind(&messages)
+        .execute(&mut *tx)
+        .await?;
+        notify_agents(&mut tx).await?;
+    }
+
+    let by_id: HashMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
+    let mut ids = Vec::with_capacity(outcome.waiting.len());
+    let mut reasons = Vec::with_capacity(outcome.waiting.len());
+    let mut estimates: Vec<Option<i64>> = Vec::with_capacity(outcome.waiting.len());
+    for w in &outcome.waiting {
+        let Some(run) = by_id.get(&w.run) else {
+            continue;
+        };
+        ids.push(w.run.0);
+        reasons.push(wait_message(
+            &w.reason,
+            run,
+            &offline,
+            &names,
+            &site.currency,
+        ));
+        estimates.push(w.estimated_start.filter(|&t| t > now_s));
+    }
+    report.waiting = ids.len();
+    if !ids.is_empty() {
+        sqlx::query(
+            "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e) \
+             FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[]) AS u(id, w, e) \
+             WHERE runs.id = u.id AND runs.state = 'queued' \
+             AND (runs.wait_reason IS DISTINCT FROM u.w OR runs.estimated_start IS DISTINCT FROM to_timestamp(u.e))",
+        )
+        .bind(&ids)
+        .bind(&reasons)
+        .bind(&estimates)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(report)
+}
+
+/// Starts the scheduler service and the agents' wake-up relay on this replica. The service
+/// runs passes only while it holds the leader lock; other replicas wait their turn.
+pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    let relay = tokio::spawn(relay_assignments(state.clone()));
+    let leader = tokio::spawn(async move {
+        loop {
+            if let Err(e) = lead(&state).await {
+                tracing::warn!(error = %e, "scheduler loop interrupted; retrying");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    vec![relay, leader]
+}
+
+/// Relays `NOTIFY tranche_assign` into this replica's watch channel, waking agents' long polls.
+async fn relay_assignments(state: AppState) {
+    loop {
+        let result: Result<(), sqlx::Error> = async {
+            let mut listener = PgListener::connect_with(&state.pool).await?;
+            listener.listen(ASSIGN_CHANNEL).await?;
+            loop {
+                listener.recv().await?;
+                state.assignments.send_modify(|v| *v = v.wrapping_add(1));
+            }
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "assignment relay reconnecting");
+        }
+        // A missed notification costs at most one long-poll period; wake everyone to be safe.
+        state.assignments.send_modify(|v| *v = v.wrapping_add(1));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Waits for the leader lock, then runs passes on wake-ups and ticks while holding it.
+async fn lead(state: &AppState) -> Result<(), AppError> {
+    let mut lock_conn = state.pool.acquire().await?.detach();
+    loop {
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(LEADER_LOCK)
+            .fetch_one(&mut lock_conn)
+            .await?;
+        if got {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(state.site.tick_s as u64)).await;
+    }
+    tracing::info!("scheduler loop active on this replica");
+    let mut listener = PgListener::connect_with(&state.pool).await?;
+    listener.listen(WAKE_CHANNEL).await?;
+    let tick = Duration::from_secs(state.site.tick_s as u64);
+    loop {
+        match pass(state).await {
+            Ok(r) if r.started + r.preempted + r.timed_out + r.nodes_lost > 0 => {
+                tracing::info!(
+                    started = r.started,
+                    preempted = r.preempted,
+                    timed_out = r.timed_out,
+                    nodes_lost = r.nodes_lost,
+                    waiting = r.waiting,
+                    "scheduling pass"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "scheduling pass failed; nothing was applied"),
+        }
+        // Sleep until woken or the tick; then take every wake-up already queued, so a burst of
+        // submissions costs one pass.
+        tokio::select! {
+            n = listener.recv() => { n?; }
+            () = tokio::time::sleep(tick) => {
+                // The lock connection must still be alive, or another replica may lead now.
+                sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
+            }
+        }
+        while listener.next_buffered().is_some() {}
+    }
+}

@@ -1,0 +1,177 @@
+//! Runs, approvals and the node agent protocol in the JSON API.
+
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use serde_json::json;
+
+use super::{ApiJson, ApiPath, ApiResult, created, ok};
+use crate::auth::{ApiUser, bearer};
+use crate::error::{ApiError, AppError};
+use crate::runs::{self, Filter, NewRun, agents};
+use crate::state::AppState;
+
+/// Extractor for agent calls: the cluster of the `Authorization: Bearer TOKEN` agent token.
+pub struct AgentCluster(pub i64);
+
+impl FromRequestParts<AppState> for AgentCluster {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts).ok_or(ApiError(AppError::Unauthorized))?;
+        let cluster = agents::cluster_for_token(&state.pool, token)
+            .await?
+            .ok_or(ApiError(AppError::Unauthorized))?;
+        Ok(Self(cluster))
+    }
+}
+
+pub(super) async fn post_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<NewRun>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let checked = runs::check(&state.pool, &state.site, &me, &tree.parents, body).await?;
+    let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
+    created(json!({
+        "id": id,
+        "state": run_state,
+        "preview": checked.preview,
+        "cost": checked.preview.describe(&state.site.currency),
+    }))
+}
+
+pub(super) async fn preview_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiJson(body): ApiJson<NewRun>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let checked = runs::check(&state.pool, &state.site, &me, &tree.parents, body).await?;
+    ok(json!({
+        "preview": checked.preview,
+        "cost": checked.preview.describe(&state.site.currency),
+    }))
+}
+
+pub(super) async fn get_runs(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    Query(filter): Query<Filter>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let rows = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
+    ok(json!({"runs": rows}))
+}
+
+pub(super) async fn get_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let detail = runs::detail(&state.pool, &me, &tree.parents, id).await?;
+    ok(serde_json::to_value(detail).map_err(|e| AppError::Internal(e.into()))?)
+}
+
+pub(super) async fn cancel_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    runs::cancel(&state.pool, &state.site, &me, &tree.parents, id).await?;
+    let state_now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&state.pool)
+        .await?;
+    ok(json!({"id": id, "state": state_now}))
+}
+
+/// An approval or denial.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Decision {
+    /// Why (required to deny).
+    #[serde(default)]
+    reason: String,
+}
+
+async fn decide(
+    state: AppState,
+    me: crate::auth::Account,
+    id: i64,
+    approve: bool,
+    reason: &str,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    runs::decide(
+        &state.pool,
+        &state.site,
+        &me,
+        &tree.parents,
+        id,
+        approve,
+        reason,
+    )
+    .await?;
+    let state_now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&state.pool)
+        .await?;
+    ok(json!({"id": id, "state": state_now}))
+}
+
+pub(super) async fn approve_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    body: axum::body::Bytes,
+) -> ApiResult {
+    // The body is optional: an approval may come without a reason.
+    let reason = if body.iter().all(u8::is_ascii_whitespace) {
+        String::new()
+    } else {
+        serde_json::from_slice::<Decision>(&body)
+            .map_err(|e| AppError::Malformed(format!("the body is not a JSON approval: {e}")))?
+            .reason
+    };
+    decide(state, me, id, true, &reason).await
+}
+
+pub(super) async fn deny_run(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<Decision>,
+) -> ApiResult {
+    decide(state, me, id, false, &body.reason).await
+}
+
+pub(super) async fn get_approvals(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let rows = runs::approvals(&state.pool, &me, &tree.parents).await?;
+    ok(json!({"runs": rows}))
+}
+
+pub(super) async fn agent_register(
+    State(state): State<AppState>,
+    AgentCluster(cluster): AgentCluster,
+    ApiJson(body): ApiJson<agents::Register>,
+) -> ApiResult {
+    ok(agents::register(&state, cluster, body).await?)
+}
+
+pub(super) async fn agent_sync(
+    State(state): State<AppState>,
+    AgentCluster(cluster): AgentCluster,
+    ApiJson(body): ApiJson<agents::Sync>,
+) -> ApiResult {
+    ok(agents::sync(&state, cluster, body).await?)
+}
