@@ -1,6 +1,7 @@
 //! `tranche demo`: loads a realistic demo organisation — three programs, fifteen teams and
 //! forty projects; clusters of 1,024 H100, 256 B200 and 88 B300 GPUs in 8-GPU nodes; GPU models
-//! with billing weights and prices; one user per role. Loading twice changes nothing.
+//! with billing weights and prices; one user per role; and a cluster `local` without nodes,
+//! served by node agents started on this machine. Loading twice changes nothing.
 
 use serde_json::json;
 use sqlx::PgPool;
@@ -248,6 +249,10 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<Option<Vec<DemoUser>>> {
         .execute(&mut *tx)
         .await?;
     }
+    // Served by `tranche agent` processes: nodes appear when agents register.
+    sqlx::query("INSERT INTO clusters (name) VALUES ('local')")
+        .execute(&mut *tx)
+        .await?;
     let mut users = Vec::new();
     for (name, role) in USERS {
         let pw = password::generate();

@@ -145,16 +145,24 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => {
             let database = open(&args).await?;
-            let result = tranche::demo::load(&database.pool).await;
+            let result = match tranche::demo::load(&database.pool).await {
+                Ok(Some(users)) => tranche::runs::agents::create_token(&database.pool, "local")
+                    .await
+                    .map(|token| Some((users, token)))
+                    .map_err(user_error),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
             database.close().await?;
             match result? {
-                Some(users) => {
+                Some((users, token)) => {
                     println!(
-                        "Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300)."
+                        "Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300), and local (no nodes: start `tranche agent` with the token below)."
                     );
                     for u in users {
                         println!("user: {} password: {} role: {}", u.name, u.password, u.role);
                     }
+                    println!("agent-token: {token} cluster: local");
                 }
                 None => println!("The demo organisation is already loaded; nothing changed."),
             }

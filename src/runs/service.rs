@@ -595,8 +595,14 @@ fn wait_message(
         .unwrap_or(0);
     let model = names.models.get(&run.model.0).cloned().unwrap_or_default();
     match reason {
-        WaitReason::NeverFits { .. } | WaitReason::Gpus { .. } if off > 0 => format!(
-            "no live agent: {off} {model} GPUs of its cluster are on nodes without a running `tranche agent`, and the GPUs with one are busy or too few"
+        WaitReason::NeverFits { installed, .. } if off > 0 && *installed == 0 => format!(
+            "no live agent: none of the {off} {model} GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes"
+        ),
+        WaitReason::NeverFits { gpus, installed } if off > 0 => format!(
+            "no live agent on enough nodes: it needs {gpus} {model} GPUs, {installed} are on nodes with a running `tranche agent` and {off} on nodes without one"
+        ),
+        WaitReason::Gpus { gpus, free } if off > 0 => format!(
+            "waiting for {gpus} {model} GPUs: {free} free on nodes with a running `tranche agent`; {off} more are on nodes without one"
         ),
         WaitReason::Budget { needs, has } => format!(
             "budget exhausted: its minimum runtime costs {}, the project has {} left this period (it may still run unallocated with minimum runtime 0)",

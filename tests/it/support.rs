@@ -44,7 +44,7 @@ fn server() -> &'static PgConnectOptions {
     })
 }
 
-/// Drops databases left by earlier runs, once per process.
+/// Drops databases left by earlier test processes, once per process.
 async fn sweep_once(conn: &mut sqlx::PgConnection) {
     static SWEPT: OnceLock<()> = OnceLock::new();
     if SWEPT.set(()).is_err() {
@@ -56,6 +56,14 @@ async fn sweep_once(conn: &mut sqlx::PgConnection) {
             .await
             .unwrap_or_default();
     for db in old {
+        // Databases of a test process still running (another `cargo test`) are left alone.
+        let owner = db
+            .strip_prefix("tranche_test_")
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists()) {
+            continue;
+        }
         let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
             .execute(&mut *conn)
             .await;
@@ -67,6 +75,8 @@ pub struct TestApp {
     pub pool: PgPool,
     pub state: AppState,
     pub router: Router,
+    /// The test database's name.
+    pub database: String,
 }
 
 impl TestApp {
@@ -100,6 +110,37 @@ impl TestApp {
             pool,
             state,
             router,
+            database: name,
+        }
+    }
+
+    /// A `DATABASE_URL` for this test database, for server processes the test starts.
+    pub fn database_url(&self) -> String {
+        match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => {
+                let url = url.trim();
+                let (base, query) = url.split_once('?').unwrap_or((url, ""));
+                let scheme_end = base.find("://").map_or(0, |i| i + 3);
+                let path_start = base[scheme_end..]
+                    .find('/')
+                    .map_or(base.len(), |i| scheme_end + i);
+                let mut out = format!("{}/{}", &base[..path_start], self.database);
+                if !query.is_empty() {
+                    out.push('?');
+                    out.push_str(query);
+                }
+                out
+            }
+            _ => {
+                let o = server();
+                format!(
+                    "postgres://{}@/{}?host={}&port={}",
+                    o.get_username(),
+                    self.database,
+                    o.get_host(),
+                    o.get_port()
+                )
+            }
         }
     }
 

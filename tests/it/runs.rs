@@ -1,0 +1,703 @@
+//! Runs through the API and the agent protocol on real PostgreSQL: submission refusals,
+//! approvals, starts and exits, preemption with a grace period, agent loss, and the agent
+//! protocol's errors. Scheduling passes are run explicitly (`service::pass`) so each step is
+//! deterministic; tests/it/live.rs drives the same with real server and agent processes.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use tranche::runs::{agents, service};
+
+use crate::support::TestApp;
+
+/// The demo organisation, a token for the researcher and the lead, and an agent token for
+/// the `local` cluster.
+pub struct Org {
+    pub app: TestApp,
+    pub researcher: String,
+    pub lead: String,
+    pub agent: String,
+}
+
+pub async fn org() -> Org {
+    let (app, _) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let lead = app.token_for("demo-lead").await;
+    let agent = agents::create_token(&app.pool, "local").await.unwrap();
+    Org {
+        app,
+        researcher,
+        lead,
+        agent,
+    }
+}
+
+/// Registers nodes of 8 H100 each; returns the session and node ids.
+pub async fn register(app: &TestApp, agent: &str, names: &[&str]) -> (String, Vec<i64>) {
+    let nodes: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"name": n, "gpus": 8, "gpu_model": "NVIDIA H100 80GB HBM3"}))
+        .collect();
+    let (status, body) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(agent),
+            Some(json!({ "nodes": nodes })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ids = body["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_i64().unwrap())
+        .collect();
+    (body["session"].as_str().unwrap().to_string(), ids)
+}
+
+/// One sync without waiting.
+async fn sync(
+    app: &TestApp,
+    agent: &str,
+    session: &str,
+    nodes: &[i64],
+    runs: Value,
+) -> (StatusCode, Value) {
+    let nodes: Vec<Value> = nodes.iter().map(|n| json!({"node": n})).collect();
+    app.api(
+        "POST",
+        "/api/v1/agent/sync",
+        Some(agent),
+        Some(json!({"session": session, "wait_s": 0, "nodes": nodes, "runs": runs})),
+    )
+    .await
+}
+
+fn run_body(project: &str, gpus: i64, min_runtime_s: i64, resumable: bool) -> Value {
+    json!({
+        "project": project, "cluster": "local", "gpu_model": "H100", "gpus": gpus,
+        "min_runtime_s": min_runtime_s, "time_limit_s": 7200, "priority": 0,
+        "resumable": resumable, "command": "sleep 600"
+    })
+}
+
+async fn submit(o: &Org, body: Value) -> i64 {
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    answer["id"].as_i64().unwrap()
+}
+
+async fn state_of(app: &TestApp, run: i64) -> String {
+    sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn pass(app: &TestApp) -> service::PassReport {
+    service::pass(&app.state).await.expect("pass")
+}
+
+/// The assignments of a sync answer as (run, node, gpus).
+fn assignments(answer: &Value) -> Vec<(i64, i64, Vec<i64>)> {
+    answer["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["run"].as_i64().unwrap(),
+                a["node"].as_i64().unwrap(),
+                a["gpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|g| g.as_i64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+async fn count_runs(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn refused_submissions_say_why_and_change_nothing() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["r-1"]).await;
+    let cases: Vec<(Value, StatusCode, &str)> = vec![
+        (
+            json!({"project": "fm-pretrain-7b"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+        ),
+        (
+            run_body("no-such-project", 1, 0, false),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            // A project the researcher is not a member of.
+            run_body("fm-rlhf", 1, 0, false),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        ),
+        (
+            json!({"project": "fm-pretrain-7b", "cluster": "nowhere", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 0, "time_limit_s": 60, "command": "true"}),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            // Above the site maximum of 8 h.
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 8 * 3600 + 1, "time_limit_s": 9 * 3600, "command": "true"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+        ),
+        (
+            // Above its own time limit.
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 600, "time_limit_s": 60, "command": "true"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+        ),
+        (
+            // The local cluster has one 8-GPU node.
+            run_body("fm-pretrain-7b", 9, 0, false),
+            StatusCode::CONFLICT,
+            "larger_than_cluster",
+        ),
+        (
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 0, "time_limit_s": 60, "command": "true",
+                   "env": {"CUDA_VISIBLE_DEVICES": "0"}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let (got, answer) = o
+            .app
+            .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body.clone()))
+            .await;
+        assert_eq!(got, status, "{body} -> {answer}");
+        assert_eq!(answer["error"]["code"], code, "{body} -> {answer}");
+        assert!(!answer["error"]["message"].as_str().unwrap().is_empty());
+    }
+    // Malformed JSON.
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/runs")
+        .header("authorization", format!("Bearer {}", o.researcher))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from("{\"project\": "))
+        .unwrap();
+    let (status, text, _) = o.app.send(req).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(text.contains("malformed_request"));
+    // No token at all.
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            None,
+            Some(run_body("fm-pretrain-7b", 1, 0, false)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // A spent budget refuses allocated runs with the numbers, and still takes unallocated ones.
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let balance = o
+        .app
+        .balance_at("fm-pretrain-7b", jiff::Timestamp::now())
+        .await;
+    assert!(balance > 0);
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": null, "money_cap_minor": 0, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 1, 600, false)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "budget_exceeded");
+    assert_eq!(count_runs(&o.app).await, 0, "nothing was written");
+    let id = submit(&o, run_body("fm-pretrain-7b", 1, 0, false)).await;
+    assert_eq!(state_of(&o.app, id).await, "queued");
+}
+
+#[tokio::test]
+async fn protected_run_above_the_limit_waits_for_a_lead() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["a-1"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    sqlx::query("UPDATE projects SET self_service_gpu_hours = 4 WHERE node_id = $1")
+        .bind(project)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    // 8 GPUs x 1 h = 8 GPU-hours > 4: needs approval. 4 GPUs x 1 h = 4: does not.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 8, 3600, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(answer["state"], "waiting_approval");
+    assert_eq!(answer["preview"]["needs_approval"], true);
+    // 8 GPUs x 1 h x weight 1.0 x 2.50 = 20.00.
+    assert_eq!(answer["preview"]["cost_minor"], 2000);
+    let big = answer["id"].as_i64().unwrap();
+    let small = submit(&o, run_body("fm-pretrain-7b", 4, 3600, true)).await;
+    assert_eq!(state_of(&o.app, small).await, "queued");
+
+    // A pass does not start a run waiting for approval.
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, big).await, "waiting_approval");
+
+    // The researcher cannot approve; a lead of another program does not even see it.
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{big}/approve"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    tranche::db::users::create(
+        &o.app.pool,
+        None,
+        "other-lead",
+        "lead",
+        Some("Applied Research"),
+    )
+    .await
+    .unwrap();
+    let other_token = o.app.token_for("other-lead").await;
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{big}/approve"),
+            Some(&other_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, inbox) = o
+        .app
+        .api("GET", "/api/v1/approvals", Some(&other_token), None)
+        .await;
+    assert_eq!(inbox["runs"].as_array().unwrap().len(), 0);
+    let (_, inbox) = o
+        .app
+        .api("GET", "/api/v1/approvals", Some(&o.lead), None)
+        .await;
+    let ids: Vec<i64> = inbox["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![big]);
+
+    // Denying needs a reason; approving moves it to the queue.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{big}/deny"),
+            Some(&o.lead),
+            Some(json!({"reason": "  "})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(state_of(&o.app, big).await, "waiting_approval");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{big}/approve"),
+            Some(&o.lead),
+            Some(json!({"reason": "go ahead"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["state"], "queued");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{big}/approve"),
+            Some(&o.lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "not_waiting_approval");
+
+    // A second big run is denied with a reason the researcher sees.
+    let denied = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{denied}/deny"),
+            Some(&o.lead),
+            Some(json!({"reason": "use the 7b checkpoint first"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, run) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{denied}"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(run["state"], "denied");
+    assert_eq!(run["decision_reason"], "use the 7b checkpoint first");
+    let kinds: Vec<&str> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["submitted", "denied"]);
+}
+
+#[tokio::test]
+async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["s-1", "s-2"]).await;
+    let a = submit(&o, run_body("fm-pretrain-7b", 6, 60, true)).await;
+    let b = submit(&o, run_body("fm-pretrain-7b", 6, 60, true)).await;
+    let c = submit(&o, run_body("fm-pretrain-70b", 8, 60, true)).await;
+    let report = pass(&o.app).await;
+    assert_eq!(report.started, 2, "two 6-GPU runs fit on two 8-GPU nodes");
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let given = assignments(&answer);
+    assert_eq!(given.len(), 2);
+    // No GPU is given twice, and each gang got 6 GPUs on one node.
+    let mut seen = std::collections::HashSet::new();
+    for (_, node, gpus) in &given {
+        assert_eq!(gpus.len(), 6);
+        for g in gpus {
+            assert!(seen.insert((*node, *g)), "GPU {node}/{g} given twice");
+        }
+    }
+    assert_eq!(state_of(&o.app, c).await, "queued");
+    let (_, run_c) = o
+        .app
+        .api("GET", &format!("/api/v1/runs/{c}"), Some(&o.researcher), None)
+        .await;
+    assert!(
+        !run_c["wait_reason"].as_str().unwrap_or("").is_empty(),
+        "a waiting run has a reason: {run_c}"
+    );
+
+    // Confirmed running, then a and b exit 0 and 3.
+    let node_of = |run: i64| given.iter().find(|g| g.0 == run).unwrap().1;
+    let running = json!([
+        {"run": a, "attempt": 1, "node": node_of(a), "state": "running"},
+        {"run": b, "attempt": 1, "node": node_of(b), "state": "running"}
+    ]);
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, running).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(state_of(&o.app, a).await, "running");
+    let exits = json!([
+        {"run": a, "attempt": 1, "node": node_of(a), "state": "exited", "exit_code": 0},
+        {"run": b, "attempt": 1, "node": node_of(b), "state": "exited", "exit_code": 3}
+    ]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, exits.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(state_of(&o.app, a).await, "succeeded");
+    assert_eq!(state_of(&o.app, b).await, "failed");
+    // Reports are idempotent: the same exits again change nothing.
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, exits).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(state_of(&o.app, b).await, "failed");
+    let holds: i64 = sqlx::query_scalar("SELECT count(*) FROM gpu_holds")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(holds, 0, "finished runs hold no GPUs");
+    // The freed node takes the third run.
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, c).await, "starting");
+    // Allocated time was charged to the ledger, and it balances.
+    assert!(tranche::ledger::problems(&o.app.pool).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["p-1"]).await;
+    // fm-pretrain-70b takes the whole node.
+    let mut body = run_body("fm-pretrain-70b", 8, 600, true);
+    body["time_limit_s"] = json!(86_400);
+    let victim = submit(&o, body).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, victim).await, "starting");
+    // fm-pretrain-7b (idle, larger share) arrives while the victim is protected: it waits.
+    let preemptor = submit(&o, run_body("fm-pretrain-7b", 8, 600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, victim).await, "starting");
+    // Its estimated start is the end of the victim's minimum runtime.
+    let (reason, estimate, protected_until): (String, Option<i64>, i64) = sqlx::query_as(
+        "SELECT w.wait_reason, extract(epoch FROM w.estimated_start)::BIGINT, \
+                extract(epoch FROM v.started_at)::BIGINT + v.min_runtime_s \
+         FROM runs w, runs v WHERE w.id = $1 AND v.id = $2",
+    )
+    .bind(preemptor)
+    .bind(victim)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(!reason.is_empty());
+    assert_eq!(estimate, Some(protected_until), "{reason}");
+    // Three hours later (moved back in time rather than waited for): past its minimum
+    // runtime, and its project has used 24 GPU-hours while fm-pretrain-7b used none, so even
+    // after the move (the preemptor's GPUs count as in-flight usage) 7b ranks above 70b.
+    sqlx::query("UPDATE runs SET started_at = started_at - interval '3 hours' WHERE id = $1")
+        .bind(victim)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let report = pass(&o.app).await;
+    assert_eq!(report.preempted, 1);
+    assert_eq!(state_of(&o.app, victim).await, "stopping");
+    assert_eq!(state_of(&o.app, preemptor).await, "starting");
+    let (for_run, message): (Option<i64>, String) = sqlx::query_as(
+        "SELECT for_run, message FROM run_events WHERE run_id = $1 AND kind = 'preempted'",
+    )
+    .bind(victim)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(for_run, Some(preemptor));
+    assert!(message.contains("fm-pretrain-7b"), "{message}");
+    // The agent is told to stop the victim with the grace period, and given the preemptor.
+    let (_, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    let stops = answer["stops"].as_array().unwrap();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0]["run"], victim);
+    let grace = stops[0]["grace_s"].as_i64().unwrap();
+    assert!((29..=30).contains(&grace), "grace {grace}");
+    assert_eq!(assignments(&answer)[0].0, preemptor);
+    // SIGTERM ended it: requeued, with its history kept.
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(state_of(&o.app, victim).await, "queued");
+    let (_, run) = o
+        .app
+        .api("GET", &format!("/api/v1/runs/{victim}"), Some(&o.researcher), None)
+        .await;
+    let kinds: Vec<&str> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    // It was preempted before its agent confirmed it running.
+    assert_eq!(kinds, vec!["submitted", "started", "preempted", "requeued"]);
+    assert_eq!(run["placements"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["l-1"]).await;
+    let resumable = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    let fragile = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, resumable).await, "starting");
+    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    // The agent's last heartbeat is past the timeout.
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let report = pass(&o.app).await;
+    assert_eq!(report.nodes_lost, 1);
+    assert_eq!(state_of(&o.app, resumable).await, "queued");
+    assert_eq!(state_of(&o.app, fragile).await, "lost");
+    let reason: String = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+        .bind(resumable)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert!(reason.contains("no live agent"), "{reason}");
+    // The old session is refused; a new registration brings the node back.
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "stale_session");
+    let (session, nodes) = register(&o.app, &o.agent, &["l-1"]).await;
+    pass(&o.app).await;
+    let (_, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    let given = assignments(&answer);
+    assert_eq!(given.len(), 1);
+    assert_eq!(given[0].0, resumable);
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(resumable)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempt, 2);
+}
+
+#[tokio::test]
+async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
+    let o = org().await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some("tra_not-a-token"),
+            Some(json!({"nodes": [{"name": "x", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    // A user's API token is not an agent token.
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&o.researcher),
+            Some(json!({"nodes": [{"name": "x", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&o.agent),
+            Some(json!({"nodes": [{"name": "x", "gpus": 8, "gpu_model": "NVIDIA A100-SXM4-80GB"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    let (session, nodes) = register(&o.app, &o.agent, &["g-1"]).await;
+    // Same node with another GPU count.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&o.agent),
+            Some(json!({"nodes": [{"name": "g-1", "gpus": 4, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "inventory_mismatch");
+
+    let run = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
+    pass(&o.app).await;
+    // Reporting a run on a GPU node it was never given.
+    let other = sqlx::query_scalar::<_, i64>("SELECT id FROM nodes WHERE name = 'h100-east-001'")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": run + 100, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "not_assigned");
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": run, "attempt": 1, "node": other, "state": "running"}])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "not_assigned");
+    assert_eq!(state_of(&o.app, run).await, "starting", "nothing changed");
+    // Another cluster's node in the heartbeat is a stale session, not a way in.
+    let (status, _) = sync(&o.app, &o.agent, &session, &[other], json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // Utilization out of range.
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/sync",
+            Some(&o.agent),
+            Some(json!({"session": session, "nodes": [{"node": nodes[0], "utilization": [101]}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // A second agent registering the node ends the first one's session; the run it had is
+    // requeued rather than started twice.
+    let (_, _) = register(&o.app, &o.agent, &["g-1"]).await;
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "stale_session");
+    assert_eq!(state_of(&o.app, run).await, "queued");
+    // A revoked token is refused from the next call.
+    agents::revoke_tokens(&o.app.pool, "local").await.unwrap();
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_run_through_its_agent() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["c-1"]).await;
+    let queued_only = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    let waiting = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    pass(&o.app).await;
+    // The waiting one is cancelled at once.
+    let (status, answer) = o
+        .app
+        .api("POST", &format!("/api/v1/runs/{waiting}/cancel"), Some(&o.researcher), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["state"], "cancelled");
+    let (status, answer) = o
+        .app
+        .api("POST", &format!("/api/v1/runs/{waiting}/cancel"), Some(&o.researcher), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "not_cancellable");
+    // The running one stops through the agent.
+    let (status, answer) = o
+        .app
+        .api("POST", &format!("/api/v1/runs/{queued_only}/cancel"), Some(&o.lead), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["state"], "stopping");
+    let (_, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    assert_eq!(answer["stops"][0]["run"], queued_only);
+    sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
+    assert_eq!(state_of(&o.app, queued_only).await, "cancelled");
+}
