@@ -5,6 +5,8 @@
 //! it, `db` holds the PostgreSQL access and the embedded cluster, `auth` accounts, sessions and
 //! CSRF, `web` the pages and the JSON API.
 
+#![recursion_limit = "256"]
+
 pub mod auth;
 pub mod bench;
 pub mod config;

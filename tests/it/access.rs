@@ -413,3 +413,119 @@ async fn a_lead_cannot_set_their_own_nodes_budget() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
 }
+
+/// Runs, approvals and the agent protocol for every role: one fresh demo database per role with
+/// a local node, a queued run of the researcher's project, a run waiting for approval and a run
+/// of a project of another program.
+#[tokio::test]
+async fn every_role_against_the_run_routes() {
+    let mut failures = Vec::new();
+    for (r, role) in ROLES.iter().enumerate() {
+        let (app, users) = TestApp::with_demo().await;
+        let agent = tranche::runs::agents::create_token(&app.pool, "local")
+            .await
+            .unwrap();
+        let (status, _) = app
+            .api(
+                "POST",
+                "/api/v1/agent/register",
+                Some(&agent),
+                Some(json!({"nodes": [{"name": "acl-1", "gpus": 8, "gpu_model": "H100"}]})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let researcher = app.token_for("demo-researcher").await;
+        let admin = app.token_for("demo-admin").await;
+        let run = |project: &str, gpus: i64, min_runtime_s: i64| {
+            json!({"project": project, "cluster": "local", "gpu_model": "H100", "gpus": gpus,
+                   "min_runtime_s": min_runtime_s, "time_limit_s": 36_000, "command": "true"})
+        };
+        let mut submit = async |token: &str, body| {
+            let (status, answer) = app.api("POST", "/api/v1/runs", Some(token), Some(body)).await;
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+            answer["id"].as_i64().unwrap()
+        };
+        let own = submit(&researcher, run("fm-pretrain-7b", 1, 0)).await;
+        // 8 GPUs x 8 h = 64 GPU-hours, above a self-service limit of 10.
+        sqlx::query("UPDATE projects SET self_service_gpu_hours = 10 WHERE node_id = $1")
+            .bind(app.node_id("fm-pretrain-7b").await)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        let protected = submit(&researcher, run("fm-pretrain-7b", 8, 8 * 3600)).await;
+        let foreign = submit(&admin, run("ar-weather", 1, 0)).await;
+        let token = if *role == "anonymous" {
+            None
+        } else {
+            let (name, _) = demo_password(&users, role);
+            Some(app.token_for(&name).await)
+        };
+        let rows: Vec<ApiRow> = vec![
+            ("GET", "/api/v1/runs".into(), None, [401, 200, 200, 200, 200]),
+            ("GET", format!("/api/v1/runs/{own}"), None, [401, 200, 200, 200, 200]),
+            ("GET", format!("/api/v1/runs/{foreign}"), None, [401, 404, 404, 200, 200]),
+            ("GET", "/api/v1/approvals".into(), None, [401, 200, 200, 200, 200]),
+            (
+                "POST",
+                "/api/v1/runs".into(),
+                Some(run("fm-pretrain-7b", 1, 0)),
+                [401, 201, 201, 403, 201],
+            ),
+            (
+                "POST",
+                "/api/v1/runs/preview".into(),
+                Some(run("fm-pretrain-7b", 1, 60)),
+                [401, 200, 200, 403, 200],
+            ),
+            (
+                "POST",
+                format!("/api/v1/runs/{protected}/approve"),
+                None,
+                [401, 403, 200, 403, 200],
+            ),
+            (
+                "POST",
+                format!("/api/v1/runs/{foreign}/cancel"),
+                None,
+                [401, 404, 404, 403, 200],
+            ),
+            (
+                "POST",
+                "/api/v1/agent/register".into(),
+                Some(json!({"nodes": [{"name": "acl-2", "gpus": 8, "gpu_model": "H100"}]})),
+                [401, 401, 401, 401, 401],
+            ),
+        ];
+        for (method, path, body, expected) in rows {
+            let (status, answer) = app.api(method, &path, token.as_deref(), body).await;
+            if status.as_u16() != expected[r] {
+                failures.push(format!(
+                    "{role} {method} {path}: {status}, expected {}: {answer}",
+                    expected[r]
+                ));
+            }
+            if status.is_client_error() {
+                assert!(answer["error"]["code"].is_string(), "{answer}");
+            }
+        }
+        // Lists show only what the role may see.
+        if let Some(t) = token.as_deref() {
+            let (_, list) = app.api("GET", "/api/v1/runs", Some(t), None).await;
+            let ids: Vec<i64> = list["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["id"].as_i64().unwrap())
+                .collect();
+            let sees_foreign = ids.contains(&foreign);
+            if sees_foreign != matches!(*role, "finance" | "admin") {
+                failures.push(format!("{role} run list: {ids:?}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "authorization matrix mismatches:\n{}",
+        failures.join("\n")
+    );
+}

@@ -260,6 +260,12 @@ async fn openapi_document_lists_the_endpoints() {
         "/nodes/{id}/shares",
         "/projects/{id}/budget",
         "/users",
+        "/runs",
+        "/runs/{id}",
+        "/runs/{id}/approve",
+        "/approvals",
+        "/agent/register",
+        "/agent/sync",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }

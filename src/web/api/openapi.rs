@@ -78,14 +78,26 @@ pub fn document() -> Value {
             "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", None, "200")},
             "/alerts": {"get": op("Budget alerts that fired for projects the caller may see (threshold, actual or forecast, spend and budget)", None, "200")},
             "/notifications/read": {"post": op("Mark all the caller's notifications read", None, "200")},
-            "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")}
+            "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")},
+            "/runs": {
+                "get": op("Runs the caller may see, newest first: ?scope=mine|projects|all&state=STATE|active&project=NAME&cluster=NAME&limit=N", None, "200"),
+                "post": op("Submit a run; the answer carries its id, its state (queued or waiting_approval) and the cost preview. 409 larger_than_cluster or budget_exceeded with the numbers", Some("NewRun"), "201")
+            },
+            "/runs/preview": {"post": op("Cost preview of a submission with the same checks, submitting nothing: protected GPU-hours and price, or free and preemptible; whether it needs approval", Some("NewRun"), "200")},
+            "/runs/{id}": {"parameters": [id], "get": op("A run with its state, timeline of events (preemptions with their reason and the run they made room for), placements per attempt, and while queued the reason it waits in words and the estimated start", None, "200")},
+            "/runs/{id}/cancel": {"parameters": [id], "post": op("Cancel a run (its submitter, a lead of its project, admins): at once while waiting, through its agent (SIGTERM, grace period) while running; 409 not_cancellable once ended", None, "200")},
+            "/runs/{id}/approve": {"parameters": [id], "post": op("Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"}; 409 not_waiting_approval", None, "200")},
+            "/runs/{id}/deny": {"parameters": [id], "post": op("Deny a run waiting for approval with a reason the researcher sees", Some("Decision"), "200")},
+            "/approvals": {"get": op("Runs waiting for approval that the caller may decide", None, "200")},
+            "/agent/register": {"post": op("Node agent (agent token of a cluster): register nodes and open a session (see docs/agent-protocol.md); 409 inventory_mismatch", Some("AgentRegister"), "200")},
+            "/agent/sync": {"post": op("Node agent: heartbeat, process reports and long poll for assignments and stops; 409 stale_session or not_assigned", Some("AgentSync"), "200")}
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "not_cancellable", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "not_cancellable", "larger_than_cluster", "not_waiting_approval", "inventory_mismatch", "stale_session", "not_assigned", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},
@@ -105,6 +117,22 @@ pub fn document() -> Value {
                     "end": {"type": "string", "description": "exclusive; same forms as start"},
                     "expected_price_minor": {"type": ["integer", "null"], "description": "the price from a quote; the purchase is refused with price_changed if it differs"},
                     "time_zone": {"type": ["string", "null"], "description": "IANA zone for wall-clock times; a time in a repeated hour means its first occurrence, a time that does not exist is refused"}}},
+                "NewRun": {"type": "object", "required": ["project", "cluster", "gpu_model", "gpus", "min_runtime_s", "time_limit_s", "command"], "properties": {
+                    "project": {"type": "string"}, "cluster": {"type": "string"}, "gpu_model": {"type": "string"},
+                    "gpus": {"type": "integer", "minimum": 1, "description": "a gang: all start together or none"},
+                    "min_runtime_s": {"type": "integer", "minimum": 0, "description": "seconds protected from preemption (0 = unallocated: free, preemptible); at most the site maximum (8 h by default) and the time limit"},
+                    "time_limit_s": {"type": "integer", "minimum": 1, "maximum": 2592000},
+                    "priority": {"type": "integer", "minimum": -1000, "maximum": 1000, "default": 0, "description": "orders runs within the project only"},
+                    "resumable": {"type": "boolean", "default": false, "description": "requeued after a preemption (true) or ends as preempted"},
+                    "command": {"type": "string", "maxLength": 8192, "description": "run with sh -c; CUDA_VISIBLE_DEVICES and TRANCHE_RUN_ID are set"},
+                    "workdir": {"type": ["string", "null"], "description": "absolute path on the node"},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                "Decision": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string", "maxLength": 2000}}},
+                "AgentRegister": {"type": "object", "required": ["nodes"], "properties": {"nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gpus", "gpu_model"], "properties": {"name": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1, "maximum": 64}, "gpu_model": {"type": "string"}}}}}},
+                "AgentSync": {"type": "object", "required": ["session", "nodes"], "properties": {
+                    "session": {"type": "string"}, "wait_s": {"type": "integer", "minimum": 0, "maximum": 30},
+                    "nodes": {"type": "array", "items": {"type": "object", "required": ["node"], "properties": {"node": {"type": "integer"}, "utilization": {"type": "array", "items": {"type": ["integer", "null"], "minimum": 0, "maximum": 100}}}}},
+                    "runs": {"type": "array", "items": {"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": {"type": "integer"}, "attempt": {"type": "integer"}, "node": {"type": "integer"}, "state": {"enum": ["running", "exited"]}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["integer", "null"]}}}}}},
                 "GrantBody": {"type": "object", "required": ["role"], "properties": {"role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"]}}}
             }
         }
