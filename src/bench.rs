@@ -405,3 +405,193 @@ mod tests {
         );
     }
 }
+
+/// Options of `tranche bench runs`.
+#[derive(Debug, clap::Args)]
+pub struct RunBenchArgs {
+    /// Run submissions in all.
+    #[arg(long, default_value_t = 10_000)]
+    pub runs: usize,
+    /// Concurrent API clients.
+    #[arg(long, default_value_t = 50)]
+    pub clients: usize,
+    /// 8-GPU nodes served by one `tranche agent --nodes N --gpus 8xH100` process.
+    #[arg(long, default_value_t = 125)]
+    pub nodes: usize,
+    /// GPUs per run.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: u32,
+    /// The runs' command.
+    #[arg(long, default_value = "sleep 1")]
+    pub command: String,
+    /// Seconds to wait for every run's start decision after the last submission.
+    #[arg(long, default_value_t = 300)]
+    pub settle_s: u64,
+    #[command(flatten)]
+    pub db: crate::config::DbArgs,
+}
+
+/// Submits runs through the API of a live server whose `local` cluster is served by a real
+/// `tranche agent` process, and prints submissions per second, submission latency, and the
+/// delay from submission to the stored start decision.
+///
+/// # Errors
+/// Database, HTTP or agent failures; a submission that is not accepted.
+pub async fn runs(args: &RunBenchArgs) -> anyhow::Result<()> {
+    if args.runs == 0 || args.clients == 0 || args.nodes == 0 || args.gpus == 0 {
+        bail!("--runs, --clients, --nodes and --gpus must be at least 1");
+    }
+    with_scratch_database(&args.db, "runs", |options| submit_runs(args, options)).await
+}
+
+async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::Result<()> {
+    let pool = PgPoolOptions::new()
+        .max_connections(40)
+        .connect_with(options)
+        .await?;
+    crate::db::migrate(&pool).await?;
+    crate::demo::load(&pool).await?;
+    let researcher: i64 =
+        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
+            .fetch_one(&pool)
+            .await?;
+    let token = crate::auth::tokens::create(&pool, researcher, "bench").await?;
+    let agent_token = crate::runs::agents::create_token(&pool, "local").await?;
+    let state = AppState::new(pool.clone(), Site::from_env()?);
+    crate::ledger::roll_over(&pool, jiff::Timestamp::now(), &state.site).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::serve(listener, state, async {
+        let _ = stop_rx.await;
+    }));
+    let logs = std::env::temp_dir().join(format!("tranche-bench-agent-{}", std::process::id()));
+    let mut agent = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["agent", "--server", &base, "--gpus", "8xH100", "--name", "bench"])
+        .args(["--nodes", &args.nodes.to_string()])
+        .arg("--log-dir")
+        .arg(&logs)
+        .env("TRANCHE_AGENT_TOKEN", &agent_token)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start the agent")?;
+    // Setup, not measurement: wait for the agent to register its nodes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let live: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'local' AND n.agent_session IS NOT NULL",
+        )
+        .fetch_one(&pool)
+        .await?;
+        if live as usize >= args.nodes {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the agent registered {live} of {} nodes in 60 s", args.nodes);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.clients)
+        .build()?;
+    let url = format!("{base}/api/v1/runs");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..args.clients {
+        let count = args.runs / args.clients + usize::from(c < args.runs % args.clients);
+        let (http, url, token) = (http.clone(), url.clone(), token.clone());
+        let body = serde_json::json!({
+            "project": if c % 2 == 0 { "fm-pretrain-7b" } else { "fm-pretrain-70b" },
+            "cluster": "local", "gpu_model": "H100", "gpus": args.gpus,
+            "min_runtime_s": 60, "time_limit_s": 3600, "resumable": true, "command": args.command,
+        });
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(count);
+            for _ in 0..count {
+                let t = Instant::now();
+                let res = http.post(&url).bearer_auth(&token).json(&body).send().await?;
+                let status = res.status();
+                let text = res.text().await?;
+                latencies.push(t.elapsed());
+                if status.as_u16() != 201 {
+                    bail!("submission answered {status}: {text}");
+                }
+            }
+            Ok::<_, anyhow::Error>(latencies)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(args.runs);
+    for t in tasks {
+        latencies.extend(t.await??);
+    }
+    let wall = started.elapsed();
+    latencies.sort();
+    // Setup again: wait until every run has its first start decision stored.
+    let deadline = Instant::now() + Duration::from_secs(args.settle_s);
+    let waiting = loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id AND e.kind = 'started')",
+        )
+        .fetch_one(&pool)
+        .await?;
+        if waiting == 0 || Instant::now() > deadline {
+            break waiting;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let delays: Vec<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM min(e.at) - r.submitted_at)::FLOAT8 FROM runs r \
+         JOIN run_events e ON e.run_id = r.id AND e.kind = 'started' GROUP BY r.id, r.submitted_at",
+    )
+    .fetch_all(&pool)
+    .await?;
+    let mut delays: Vec<Duration> = delays
+        .into_iter()
+        .map(|s| Duration::from_secs_f64(s.max(0.0)))
+        .collect();
+    delays.sort();
+    let (succeeded, failed): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'failed') FROM runs",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let _ = agent.start_kill();
+    let _ = agent.wait().await;
+    let _ = std::fs::remove_dir_all(&logs);
+    let _ = stop_tx.send(());
+    server.await??;
+    println!(
+        "{} submissions of {}-GPU runs (`{}`) from {} clients to {} GPUs on {} agent nodes",
+        args.runs,
+        args.gpus,
+        args.command,
+        args.clients,
+        args.nodes * 8,
+        args.nodes
+    );
+    println!(
+        "submissions: {:.2} s = {:.0} per second; latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        wall.as_secs_f64(),
+        args.runs as f64 / wall.as_secs_f64(),
+        ms(quantile(&latencies, 0.5)),
+        ms(quantile(&latencies, 0.9)),
+        ms(quantile(&latencies, 0.99)),
+        ms(*latencies.last().unwrap_or(&Duration::ZERO)),
+    );
+    println!(
+        "submission -> start decision stored ({} runs): p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms{}",
+        delays.len(),
+        ms(quantile(&delays, 0.5)),
+        ms(quantile(&delays, 0.9)),
+        ms(quantile(&delays, 0.99)),
+        ms(*delays.last().unwrap_or(&Duration::ZERO)),
+        if waiting > 0 {
+            format!("; {waiting} runs still without a start after {} s", args.settle_s)
+        } else {
+            String::new()
+        }
+    );
+    println!("finished so far: {succeeded} succeeded, {failed} failed");
+    Ok(())
+}

@@ -109,6 +109,9 @@ enum BenchCommand {
     Contracts(tranche::bench::ContractBenchArgs),
     /// Latency of the program tree page for the demo organisation under concurrent clients.
     Tree(tranche::bench::TreeBenchArgs),
+    /// Run submissions through the API of a live server with a real agent: submissions per
+    /// second, latency, and delay to the stored start decision.
+    Runs(tranche::bench::RunBenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -181,6 +184,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Contracts(args),
         } => tranche::bench::contracts(&args).await,
+        Command::Bench {
+            command: BenchCommand::Runs(args),
+        } => tranche::bench::runs(&args).await,
         Command::Simulate(_)
         | Command::Bench {
             command: BenchCommand::Schedule(_),
