@@ -5,6 +5,7 @@
 //! it, `db` holds the PostgreSQL access and the embedded cluster, `auth` accounts, sessions and
 //! CSRF, `web` the pages and the JSON API.
 
+pub mod agent;
 pub mod auth;
 pub mod bench;
 pub mod config;
