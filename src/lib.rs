@@ -7,6 +7,7 @@
 
 #![recursion_limit = "256"]
 
+pub mod agent;
 pub mod auth;
 pub mod bench;
 pub mod config;

@@ -31,6 +31,8 @@ enum Command {
     },
     /// Replay a job trace through the scheduling core under several policies.
     Simulate(tranche::sim::SimulateArgs),
+    /// Node agent: register this machine's GPUs with a server and run the processes it assigns.
+    Agent(tranche::agent::AgentArgs),
     /// Benchmarks that print figures.
     Bench {
         #[command(subcommand)]
@@ -178,6 +180,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin { command } => admin(command).await,
+        Command::Agent(args) => tranche::agent::run(args).await,
         Command::Bench {
             command: BenchCommand::Tree(args),
         } => tranche::bench::tree(&args).await,

@@ -1,0 +1,1914 @@
+//! `tranche agent`: the node agent. It registers this machine's GPUs with the server, then
+//! long-polls `POST /api/v1/agent/sync` (see `docs/agent-protocol.md`), starting the processes
+//! the server assigns and stopping the ones it no longer wants.
+//!
+//! The parts:
+//! - the wire types ([`RegisterRequest`], [`SyncRequest`], [`SyncAnswer`], ...);
+//! - [`reconcile`], a pure function from an answer and the local process table to a [`Plan`];
+//! - [`Supervisor`], which starts `sh -c COMMAND` in its own process group, stops a group with
+//!   SIGTERM then SIGKILL after a grace period, and reports each exit as an [`Exit`];
+//! - [`run`], the loop that ties them to the server.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::config::Secret;
+
+/// Grace period for a local process the server lists neither as an assignment nor as a stop.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(30);
+/// Grace period given to the children when the agent itself is asked to stop.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Long-poll time asked of the server on each sync.
+pub const WAIT_S: u64 = 10;
+/// Least time between two syncs when the previous answer changed nothing locally (the server
+/// answers at once while, say, an assignment waits for a GPU still held by a stopping process).
+const MIN_SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// First and largest pause after a failed request.
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Exit code reported for an assignment whose process could not be started (as `sh` does for
+/// a command not found).
+pub const SPAWN_FAILED_EXIT_CODE: i32 = 127;
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `tranche agent`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct AgentArgs {
+    /// Base URL of the Tranche server, e.g. `http://tranche.example.org:8080`.
+    #[arg(long)]
+    pub server: String,
+    /// The cluster's agent token (`tranche admin create-agent-token`).
+    #[arg(long, env = "TRANCHE_AGENT_TOKEN", hide_env_values = true, value_parser = parse_secret)]
+    pub token: Secret,
+    /// `auto` (ask nvidia-smi) or a declared inventory `COUNTxMODEL`, e.g. `8xH100`.
+    #[arg(long, default_value = "auto")]
+    pub gpus: GpuSpec,
+    /// Number of nodes this process serves, named `HOST-1..HOST-N` (just `HOST` when 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: u32,
+    /// Node host name (default: this machine's host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Directory for the processes' output, one file per run attempt and node.
+    #[arg(long, default_value = "./tranche-agent-logs")]
+    pub log_dir: PathBuf,
+}
+
+fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
+    Ok(Secret::new(s))
+}
+
+/// The `--gpus` flag: detect with nvidia-smi, or a declared count and model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuSpec {
+    /// Ask `nvidia-smi` for the count and model at start and the utilization at each sync.
+    Auto,
+    /// A declared inventory; utilization is reported as unknown.
+    Declared {
+        /// GPUs per node.
+        count: u32,
+        /// Model name as the server knows it (matched case-insensitively).
+        model: String,
+    },
+}
+
+impl FromStr for GpuSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(GpuSpec::Auto);
+        }
+        let bad = || format!("expected `auto` or COUNTxMODEL such as `8xH100`, got {s:?}");
+        let (count, model) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+        if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let count: u32 = count.parse().map_err(|_| bad())?;
+        let model = model.trim();
+        if count == 0 || model.is_empty() {
+            return Err(bad());
+        }
+        Ok(GpuSpec::Declared {
+            count,
+            model: model.to_string(),
+        })
+    }
+}
+
+/// Node names served by one agent: `host` alone, or `host-1..host-N`.
+#[must_use]
+pub fn node_names(host: &str, nodes: u32) -> Vec<String> {
+    if nodes <= 1 {
+        vec![host.to_string()]
+    } else {
+        (1..=nodes).map(|i| format!("{host}-{i}")).collect()
+    }
+}
+
+fn host_name(given: Option<&str>) -> anyhow::Result<String> {
+    if let Some(name) = given.map(str::trim).filter(|n| !n.is_empty()) {
+        return Ok(name.to_string());
+    }
+    nix::unistd::gethostname()
+        .context("cannot read the host name; pass --name")?
+        .into_string()
+        .map_err(|_| anyhow::anyhow!("the host name is not UTF-8; pass --name"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPUs
+// ---------------------------------------------------------------------------------------------
+
+/// One line of `nvidia-smi --query-gpu=index,name,utilization.gpu --format=csv,noheader,nounits`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuReading {
+    /// GPU index.
+    pub index: u32,
+    /// Model name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Utilization percent, `None` when nvidia-smi prints `[N/A]` or similar.
+    pub utilization: Option<u8>,
+}
+
+/// Parses nvidia-smi's CSV output (see [`GpuReading`]); readings come back sorted by index.
+///
+/// # Errors
+/// A line without three fields or with a non-numeric index; no GPU at all.
+pub fn parse_nvidia_smi(csv: &str) -> anyhow::Result<Vec<GpuReading>> {
+    let mut gpus = Vec::new();
+    for line in csv.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let mut fields = line.split(',').map(str::trim);
+        let (Some(index), Some(name), Some(util), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            anyhow::bail!("unexpected nvidia-smi line {line:?}");
+        };
+        let index = index
+            .parse()
+            .with_context(|| format!("unexpected GPU index in nvidia-smi line {line:?}"))?;
+        let utilization = util.parse::<u8>().ok().map(|u| u.min(100));
+        gpus.push(GpuReading {
+            index,
+            name: name.to_string(),
+            utilization,
+        });
+    }
+    anyhow::ensure!(!gpus.is_empty(), "nvidia-smi lists no GPU");
+    gpus.sort_by_key(|g| g.index);
+    Ok(gpus)
+}
+
+/// The GPUs of each node this agent serves.
+#[derive(Clone, Debug)]
+struct Gpus {
+    count: u32,
+    model: String,
+    auto: bool,
+}
+
+impl Gpus {
+    async fn detect(spec: &GpuSpec) -> anyhow::Result<Self> {
+        match spec {
+            GpuSpec::Declared { count, model } => Ok(Gpus {
+                count: *count,
+                model: model.clone(),
+                auto: false,
+            }),
+            GpuSpec::Auto => {
+                let readings = query_nvidia_smi().await.context(
+                    "--gpus auto needs a working nvidia-smi; declare the GPUs instead, e.g. --gpus 8xH100",
+                )?;
+                let model = readings[0].name.clone();
+                if readings.iter().any(|g| g.name != model) {
+                    tracing::warn!(%model, "GPUs of several models; registering the first");
+                }
+                Ok(Gpus {
+                    count: u32::try_from(readings.len())?,
+                    model,
+                    auto: true,
+                })
+            }
+        }
+    }
+
+    /// Utilization per GPU index: from nvidia-smi, or all unknown.
+    async fn utilization(&self) -> Vec<Option<u8>> {
+        let mut out = vec![None; self.count as usize];
+        if self.auto {
+            match query_nvidia_smi().await {
+                Ok(readings) => {
+                    for r in readings {
+                        if let Some(slot) = out.get_mut(r.index as usize) {
+                            *slot = r.utilization;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %format!("{e:#}"), "nvidia-smi failed"),
+            }
+        }
+        out
+    }
+}
+
+async fn query_nvidia_smi() -> anyhow::Result<Vec<GpuReading>> {
+    let run = tokio::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=index,name,utilization.gpu",
+            "--format=csv,noheader,nounits",
+        ])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .context("nvidia-smi did not answer within 10 s")?
+        .context("cannot run nvidia-smi")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "nvidia-smi failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire types
+// ---------------------------------------------------------------------------------------------
+
+/// Identity of one process: a run's attempt on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunKey {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number of the run.
+    pub attempt: i64,
+    /// Node id (from the register answer).
+    pub node: i64,
+}
+
+impl std::fmt::Display for RunKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "run {} attempt {} node {}",
+            self.run, self.attempt, self.node
+        )
+    }
+}
+
+/// Body of `POST /api/v1/agent/register`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    /// The nodes this agent serves.
+    pub nodes: Vec<RegisterNode>,
+}
+
+/// One node in a [`RegisterRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterNode {
+    /// Node name.
+    pub name: String,
+    /// GPU count.
+    pub gpus: u32,
+    /// GPU model name.
+    pub gpu_model: String,
+}
+
+/// Answer to a register.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterAnswer {
+    /// Session id to send with each sync.
+    pub session: String,
+    /// The registered nodes and their ids.
+    pub nodes: Vec<RegisteredNode>,
+    /// Heartbeat period the server expects (informational: the long poll is shorter than
+    /// `timeout_s`).
+    #[serde(default)]
+    pub heartbeat_s: Option<u64>,
+    /// A node without a sync for this long is marked lost.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// A node id in a [`RegisterAnswer`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredNode {
+    /// Node id.
+    pub id: i64,
+    /// Node name.
+    pub name: String,
+}
+
+/// Body of `POST /api/v1/agent/sync`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    /// Session from the register answer.
+    pub session: String,
+    /// How long the server may hold the answer, in seconds.
+    pub wait_s: u64,
+    /// Per-node utilization.
+    pub nodes: Vec<NodeReport>,
+    /// Running processes and unacknowledged exits.
+    pub runs: Vec<RunReport>,
+}
+
+/// Utilization of one node in a [`SyncRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// Node id.
+    pub node: i64,
+    /// Percent per GPU index, `null` where unknown.
+    pub utilization: Vec<Option<u8>>,
+}
+
+/// State of one process in a [`SyncRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// `running` or `exited`.
+    pub state: RunState,
+    /// Exit code, for a process that exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Signal number, for a process killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// State in a [`RunReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Started and still alive.
+    Running,
+    /// Ended (exit code or signal given).
+    Exited,
+}
+
+/// Answer to a sync: the whole desired state of the agent's nodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncAnswer {
+    /// Processes that should run.
+    #[serde(default)]
+    pub assignments: Vec<Assignment>,
+    /// Processes to stop.
+    #[serde(default)]
+    pub stops: Vec<StopOrder>,
+}
+
+/// A process that should run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// GPU indices on the node.
+    #[serde(default)]
+    pub gpus: Vec<u32>,
+    /// Shell command (`sh -c`).
+    pub command: String,
+    /// Working directory (default: the agent's own).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Assignment {
+    /// The process identity.
+    #[must_use]
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            run: self.run,
+            attempt: self.attempt,
+            node: self.node,
+        }
+    }
+}
+
+/// A process to stop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopOrder {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// Seconds between SIGTERM and SIGKILL.
+    pub grace_s: f64,
+}
+
+impl StopOrder {
+    /// The process identity.
+    #[must_use]
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            run: self.run,
+            attempt: self.attempt,
+            node: self.node,
+        }
+    }
+
+    /// The grace period (zero for a negative or invalid value).
+    #[must_use]
+    pub fn grace(&self) -> Duration {
+        Duration::try_from_secs_f64(self.grace_s).unwrap_or(Duration::ZERO)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reconcile (pure)
+// ---------------------------------------------------------------------------------------------
+
+/// A live local process, as [`reconcile`] sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalProcess {
+    /// Its identity.
+    pub key: RunKey,
+    /// GPU indices it was given.
+    pub gpus: Vec<u32>,
+    /// `Some(grace)` once it has been asked to stop.
+    pub stopping: Option<Duration>,
+}
+
+/// What to do after an answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Assignments to start now.
+    pub start: Vec<Assignment>,
+    /// Processes to stop, with their grace period.
+    pub stop: Vec<(RunKey, Duration)>,
+    /// Assignments not started yet because one of their GPUs is still used locally.
+    pub waiting: Vec<RunKey>,
+}
+
+impl Plan {
+    /// Whether the plan changes anything locally.
+    #[must_use]
+    pub fn changes_something(&self) -> bool {
+        !self.start.is_empty() || !self.stop.is_empty()
+    }
+}
+
+/// Compares the server's desired state with the live local processes.
+///
+/// - A local process listed in `stops` is stopped with that grace; one in neither list with
+///   [`ORPHAN_GRACE`]. One already stopping is asked again only for a shorter grace.
+/// - An assignment is started unless it was ever `started` in this process's life, is also
+///   listed in `stops`, or one of its GPUs on its node is held by a live local process (or by
+///   an assignment started earlier in this plan); then it is `waiting`.
+#[must_use]
+pub fn reconcile(answer: &SyncAnswer, local: &[LocalProcess], started: &HashSet<RunKey>) -> Plan {
+    let stops: HashMap<RunKey, Duration> =
+        answer.stops.iter().map(|s| (s.key(), s.grace())).collect();
+    let wanted: HashSet<RunKey> = answer.assignments.iter().map(Assignment::key).collect();
+    let mut plan = Plan::default();
+    for p in local {
+        let grace = match stops.get(&p.key) {
+            Some(g) => Some(*g),
+            None if !wanted.contains(&p.key) => Some(ORPHAN_GRACE),
+            None => None,
+        };
+        if let Some(g) = grace
+            && p.stopping.is_none_or(|current| g < current)
+        {
+            plan.stop.push((p.key, g));
+        }
+    }
+    let mut busy: HashSet<(i64, u32)> = local
+        .iter()
+        .flat_map(|p| p.gpus.iter().map(move |g| (p.key.node, *g)))
+        .collect();
+    let mut planned = HashSet::new();
+    for a in &answer.assignments {
+        let key = a.key();
+        if started.contains(&key)
+            || stops.contains_key(&key)
+            || local.iter().any(|p| p.key == key)
+            || !planned.insert(key)
+        {
+            continue;
+        }
+        if a.gpus.iter().any(|g| busy.contains(&(a.node, *g))) {
+            plan.waiting.push(key);
+            continue;
+        }
+        busy.extend(a.gpus.iter().map(|g| (a.node, *g)));
+        plan.start.push(a.clone());
+    }
+    plan
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process supervision
+// ---------------------------------------------------------------------------------------------
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal (number) killed it.
+    Signal(i32),
+}
+
+impl From<std::process::ExitStatus> for Outcome {
+    fn from(status: std::process::ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Outcome::Code(code),
+            (None, Some(sig)) => Outcome::Signal(sig),
+            (None, None) => Outcome::Code(-1),
+        }
+    }
+}
+
+/// A process that ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// Its identity.
+    pub key: RunKey,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl Exit {
+    /// The `exited` report for a sync.
+    #[must_use]
+    pub fn report(&self) -> RunReport {
+        let (exit_code, signal) = match self.outcome {
+            Outcome::Code(c) => (Some(c), None),
+            Outcome::Signal(s) => (None, Some(s)),
+        };
+        RunReport {
+            run: self.key.run,
+            attempt: self.key.attempt,
+            node: self.key.node,
+            state: RunState::Exited,
+            exit_code,
+            signal,
+        }
+    }
+}
+
+struct Supervised {
+    gpus: Vec<u32>,
+    stopping: Option<Duration>,
+    stop_tx: mpsc::UnboundedSender<Duration>,
+}
+
+/// Owns the agent's child processes: one task per child waits on it, and carries out stops.
+pub struct Supervisor {
+    log_dir: PathBuf,
+    procs: HashMap<RunKey, Supervised>,
+    exits_tx: mpsc::UnboundedSender<Exit>,
+    exits_rx: mpsc::UnboundedReceiver<Exit>,
+}
+
+impl Supervisor {
+    /// A supervisor writing each process's output under `log_dir` (created on first start).
+    #[must_use]
+    pub fn new(log_dir: PathBuf) -> Self {
+        let (exits_tx, exits_rx) = mpsc::unbounded_channel();
+        Supervisor {
+            log_dir,
+            procs: HashMap::new(),
+            exits_tx,
+            exits_rx,
+        }
+    }
+
+    /// The output file of a process: `LOGDIR/run-RUN-attempt-ATTEMPT-NODE.log`.
+    #[must_use]
+    pub fn log_path(&self, key: RunKey, node_name: &str) -> PathBuf {
+        self.log_dir.join(format!(
+            "run-{}-attempt-{}-{node_name}.log",
+            key.run, key.attempt
+        ))
+    }
+
+    /// Starts `sh -c COMMAND` for the assignment in a new process group, output appended to
+    /// its log file. Must be called within a Tokio runtime.
+    ///
+    /// # Errors
+    /// The log file cannot be opened or the process cannot be spawned (e.g. a missing
+    /// workdir); nothing is left running then.
+    pub fn start(&mut self, a: &Assignment, node_name: &str) -> anyhow::Result<PathBuf> {
+        let key = a.key();
+        anyhow::ensure!(!self.procs.contains_key(&key), "{key} is already running");
+        let log_path = self.log_path(key, node_name);
+        let child = spawn_child(a, &log_path)?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .context("the child has no pid")?;
+        let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        tokio::spawn(supervise(
+            child,
+            Pid::from_raw(pid),
+            key,
+            stop_rx,
+            self.exits_tx.clone(),
+        ));
+        self.procs.insert(
+            key,
+            Supervised {
+                gpus: a.gpus.clone(),
+                stopping: None,
+                stop_tx,
+            },
+        );
+        Ok(log_path)
+    }
+
+    /// Stops a process: SIGTERM to its group now, SIGKILL after `grace` if still alive. A
+    /// second call can only shorten the grace. Returns false for an unknown (or exited) key.
+    pub fn stop(&mut self, key: RunKey, grace: Duration) -> bool {
+        let Some(p) = self.procs.get_mut(&key) else {
+            return false;
+        };
+        if p.stopping.is_some_and(|current| current <= grace) {
+            return true;
+        }
+        p.stopping = Some(grace);
+        let _ = p.stop_tx.send(grace);
+        true
+    }
+
+    /// Stops every live process with `grace`.
+    pub fn stop_all(&mut self, grace: Duration) {
+        let keys: Vec<RunKey> = self.procs.keys().copied().collect();
+        for key in keys {
+            self.stop(key, grace);
+        }
+    }
+
+    /// The live processes, for [`reconcile`].
+    #[must_use]
+    pub fn local(&self) -> Vec<LocalProcess> {
+        let mut out: Vec<LocalProcess> = self
+            .procs
+            .iter()
+            .map(|(key, p)| LocalProcess {
+                key: *key,
+                gpus: p.gpus.clone(),
+                stopping: p.stopping,
+            })
+            .collect();
+        out.sort_by_key(|p| p.key);
+        out
+    }
+
+    /// Whether no process is alive.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+
+    /// Waits for the next exit and forgets that process. Cancel-safe. Never returns while no
+    /// process is alive.
+    pub async fn next_exit(&mut self) -> Exit {
+        // The supervisor holds a sender itself, so the channel never closes.
+        let exit = self
+            .exits_rx
+            .recv()
+            .await
+            .expect("the supervisor keeps a sender");
+        self.procs.remove(&exit.key);
+        exit
+    }
+
+    /// An exit that already happened, if any, without waiting.
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        let exit = self.exits_rx.try_recv().ok()?;
+        self.procs.remove(&exit.key);
+        Some(exit)
+    }
+}
+
+fn spawn_child(a: &Assignment, log_path: &Path) -> anyhow::Result<tokio::process::Child> {
+    if let Some(dir) = log_path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .with_context(|| format!("cannot open {}", log_path.display()))?;
+    let err_log = log.try_clone()?;
+    let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(&a.command)
+        .envs(&a.env)
+        .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
+        .env("TRANCHE_RUN_ID", a.run.to_string())
+        .env("TRANCHE_ATTEMPT", a.attempt.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(err_log))
+        .process_group(0);
+    if let Some(dir) = a.workdir.as_deref().filter(|d| !d.is_empty()) {
+        cmd.current_dir(dir);
+    }
+    cmd.spawn()
+        .with_context(|| format!("cannot start {} (workdir {:?})", a.key(), a.workdir))
+}
+
+/// Sends `signal` to a process group; a group that is already gone is not an error.
+fn signal_group(pgid: Pid, signal: Signal) {
+    match killpg(pgid, signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pgid = pgid.as_raw(), %signal, error = %e, "killpg failed"),
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits on one child, carrying out stop requests, then reports its exit. After the group
+/// leader ends, whatever it left in its group is killed so its GPUs are free.
+async fn supervise(
+    mut child: tokio::process::Child,
+    pgid: Pid,
+    key: RunKey,
+    mut stops: mpsc::UnboundedReceiver<Duration>,
+    exits: mpsc::UnboundedSender<Exit>,
+) {
+    let mut kill_at: Option<Instant> = None;
+    let mut terminated = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(grace) = stops.recv() => {
+                if !terminated {
+                    signal_group(pgid, Signal::SIGTERM);
+                    terminated = true;
+                }
+                let at = Instant::now() + grace;
+                kill_at = Some(kill_at.map_or(at, |old| old.min(at)));
+            }
+            () = sleep_until_opt(kill_at) => {
+                tracing::info!(run = key.run, attempt = key.attempt, node = key.node, "grace period over: SIGKILL");
+                signal_group(pgid, Signal::SIGKILL);
+                kill_at = None;
+            }
+        }
+    };
+    signal_group(pgid, Signal::SIGKILL);
+    let outcome = match status {
+        Ok(status) => Outcome::from(status),
+        Err(e) => {
+            tracing::warn!(%key, error = %e, "cannot wait on the process");
+            Outcome::Code(-1)
+        }
+    };
+    let _ = exits.send(Exit { key, outcome });
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------------------------
+
+/// A failed request: no answer, or an error answer.
+#[derive(Debug)]
+enum ApiError {
+    Transport(String),
+    Status {
+        status: u16,
+        code: String,
+        message: String,
+    },
+}
+
+impl ApiError {
+    /// Whether retrying the same request later may succeed: no answer, a server error, a
+    /// timeout or rate limit.
+    fn is_transient(&self) -> bool {
+        match self {
+            ApiError::Transport(_) => true,
+            ApiError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Transport(e) => write!(f, "no answer: {e}"),
+            ApiError::Status {
+                status,
+                code,
+                message,
+            } => write!(f, "HTTP {status} {code}: {message}"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    message: String,
+}
+
+struct Api {
+    base: String,
+    token: Secret,
+    http: reqwest::Client,
+}
+
+impl Api {
+    fn new(server: &str, token: Secret) -> anyhow::Result<Self> {
+        let base = server.trim().trim_end_matches('/').to_string();
+        anyhow::ensure!(
+            base.starts_with("http://") || base.starts_with("https://"),
+            "--server must be an http:// URL, got {base:?}"
+        );
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        Ok(Api { base, token, http })
+    }
+
+    async fn post<B: Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<R, ApiError> {
+        let transport = |e: reqwest::Error| ApiError::Transport(e.without_url().to_string());
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(self.token.expose())
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = resp.status();
+        if status.is_success() {
+            return resp.json().await.map_err(transport);
+        }
+        let text = resp.text().await.unwrap_or_default();
+        let (code, message) = match serde_json::from_str::<ErrorBody>(&text) {
+            Ok(b) => (b.error.code, b.error.message),
+            Err(_) => (String::new(), text.chars().take(200).collect()),
+        };
+        Err(ApiError::Status {
+            status: status.as_u16(),
+            code,
+            message,
+        })
+    }
+}
+
+/// Pause after failed requests: 1 s, doubling, at most 5 s.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff(BACKOFF_FIRST)
+    }
+    fn next(&mut self) -> Duration {
+        let d = self.0;
+        self.0 = (self.0 * 2).min(BACKOFF_MAX);
+        d
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The agent loop
+// ---------------------------------------------------------------------------------------------
+
+struct Session {
+    id: String,
+    wait_s: u64,
+}
+
+/// Why a sync loop ended without an error.
+enum SessionEnd {
+    Reregister,
+}
+
+struct Agent {
+    api: Api,
+    gpus: Gpus,
+    names: Vec<String>,
+    sup: Supervisor,
+    /// Every (run, attempt, node) ever started (or refused) in this process's life.
+    started: HashSet<RunKey>,
+    /// Exits not yet acknowledged by a 200 answer.
+    pending: Vec<Exit>,
+    /// Node id -> name, from the last register.
+    node_names: HashMap<i64, String>,
+    session: Option<Session>,
+}
+
+/// Runs `tranche agent` until Ctrl-C or SIGTERM (then stops the children) or a fatal error
+/// (bad token, inventory the server refuses).
+///
+/// # Errors
+/// nvidia-smi missing with `--gpus auto`, no host name, a token the server refuses (401), a
+/// register the server rejects (e.g. 409 `inventory_mismatch`).
+pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+    let mut agent = Agent::new(&args).await?;
+    tracing::info!(
+        server = %agent.api.base,
+        nodes = ?agent.names,
+        gpus = agent.gpus.count,
+        model = %agent.gpus.model,
+        log_dir = %args.log_dir.display(),
+        "tranche agent starting"
+    );
+    let result = tokio::select! {
+        r = agent.serve() => r,
+        () = shutdown_signal() => {
+            tracing::info!("asked to stop: stopping the children");
+            Ok(())
+        }
+    };
+    agent.shutdown().await;
+    result
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        () = term => {},
+    }
+}
+
+impl Agent {
+    async fn new(args: &AgentArgs) -> anyhow::Result<Self> {
+        let host = host_name(args.name.as_deref())?;
+        Ok(Agent {
+            api: Api::new(&args.server, args.token.clone())?,
+            gpus: Gpus::detect(&args.gpus).await?,
+            names: node_names(&host, args.nodes),
+            sup: Supervisor::new(args.log_dir.clone()),
+            started: HashSet::new(),
+            pending: Vec::new(),
+            node_names: HashMap::new(),
+            session: None,
+        })
+    }
+
+    async fn serve(&mut self) -> anyhow::Result<()> {
+        loop {
+            self.register().await?;
+            match self.sync_loop().await? {
+                SessionEnd::Reregister => self.session = None,
+            }
+        }
+    }
+
+    /// Registers the nodes, retrying while the server cannot be reached.
+    async fn register(&mut self) -> anyhow::Result<()> {
+        let body = RegisterRequest {
+            nodes: self
+                .names
+                .iter()
+                .map(|name| RegisterNode {
+                    name: name.clone(),
+                    gpus: self.gpus.count,
+                    gpu_model: self.gpus.model.clone(),
+                })
+                .collect(),
+        };
+        let mut backoff = Backoff::new();
+        let answer: RegisterAnswer = loop {
+            match self
+                .api
+                .post("/api/v1/agent/register", &body, Duration::from_secs(30))
+                .await
+            {
+                Ok(a) => break a,
+                Err(ApiError::Status { status: 401, .. }) => {
+                    anyhow::bail!(
+                        "the server refused the agent token (401): it is unknown or revoked"
+                    )
+                }
+                Err(e) if !e.is_transient() => {
+                    anyhow::bail!("the server refused the registration: {e}")
+                }
+                Err(e) => {
+                    let pause = backoff.next();
+                    tracing::warn!(error = %e, retry_in_s = pause.as_secs(), "register failed");
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        };
+        self.node_names = answer
+            .nodes
+            .iter()
+            .map(|n| (n.id, n.name.clone()))
+            .collect();
+        for name in &self.names {
+            if !answer.nodes.iter().any(|n| &n.name == name) {
+                tracing::warn!(node = %name, "the register answer does not list this node");
+            }
+        }
+        // The long poll must stay well inside the server's lost-node timeout.
+        let wait_s = answer
+            .timeout_s
+            .map_or(WAIT_S, |t| WAIT_S.min(t / 2))
+            .max(1);
+        tracing::info!(
+            nodes = ?answer.nodes.iter().map(|n| format!("{}={}", n.name, n.id)).collect::<Vec<_>>(),
+            heartbeat_s = answer.heartbeat_s,
+            timeout_s = answer.timeout_s,
+            "registered"
+        );
+        self.session = Some(Session {
+            id: answer.session,
+            wait_s,
+        });
+        Ok(())
+    }
+
+    /// Syncs until the session ends. Returns `Err` only for a fatal error (401).
+    async fn sync_loop(&mut self) -> anyhow::Result<SessionEnd> {
+        let mut backoff = Backoff::new();
+        let mut not_before: Option<Instant> = None;
+        loop {
+            if let Some(at) = not_before.take() {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    exit = self.sup.next_exit() => self.record_exit(exit),
+                }
+            }
+            self.drain_exits();
+            let request = self.sync_request().await?;
+            let carried: Vec<Exit> = self.pending.clone();
+            let sent_at = Instant::now();
+            let timeout = Duration::from_secs(request.wait_s + 10);
+            let result = tokio::select! {
+                r = self.api.post::<_, SyncAnswer>("/api/v1/agent/sync", &request, timeout) => Some(r),
+                exit = self.sup.next_exit() => {
+                    self.record_exit(exit);
+                    None
+                }
+            };
+            // A local exit while waiting: report it at once (the request is idempotent).
+            let Some(result) = result else { continue };
+            match result {
+                Ok(answer) => {
+                    backoff = Backoff::new();
+                    self.pending.retain(|e| !carried.contains(e));
+                    if !self.apply(&answer) {
+                        not_before = Some(sent_at + MIN_SYNC_INTERVAL);
+                    }
+                }
+                Err(ApiError::Status { status: 401, .. }) => {
+                    anyhow::bail!(
+                        "the server refused the agent token (401): it is unknown or revoked"
+                    )
+                }
+                Err(e @ ApiError::Status { status: 404, .. }) => {
+                    tracing::warn!(error = %e, "session unknown: registering again");
+                    return Ok(SessionEnd::Reregister);
+                }
+                Err(e @ ApiError::Status { status: 409, .. }) if matches!(&e, ApiError::Status { code, .. } if code == "stale_session") =>
+                {
+                    tracing::warn!(error = %e, "session replaced by another agent: registering again");
+                    return Ok(SessionEnd::Reregister);
+                }
+                Err(e @ ApiError::Status { status: 409, .. }) => {
+                    // `not_assigned`: the server does not know a reported run; drop the exits
+                    // it refused so the next sync can succeed.
+                    tracing::warn!(error = %e, dropped = carried.len(), "sync refused; dropping the exit reports it carried");
+                    self.pending.retain(|e| !carried.contains(e));
+                    not_before = Some(Instant::now() + backoff.next());
+                }
+                Err(e) => {
+                    let pause = backoff.next();
+                    if e.is_transient() {
+                        tracing::warn!(error = %e, retry_in_s = pause.as_secs(), "sync failed");
+                    } else {
+                        tracing::error!(error = %e, retry_in_s = pause.as_secs(), "sync refused");
+                    }
+                    not_before = Some(Instant::now() + pause);
+                }
+            }
+        }
+    }
+
+    fn drain_exits(&mut self) {
+        while let Some(exit) = self.sup.try_exit() {
+            self.record_exit(exit);
+        }
+    }
+
+    fn record_exit(&mut self, exit: Exit) {
+        let key = exit.key;
+        let node = self.node_label(key.node);
+        match exit.outcome {
+            Outcome::Code(code) => {
+                tracing::info!(run = key.run, attempt = key.attempt, %node, exit_code = code, "process exited");
+            }
+            Outcome::Signal(signal) => {
+                tracing::info!(run = key.run, attempt = key.attempt, %node, signal, "process killed by a signal");
+            }
+        }
+        self.pending.push(exit);
+    }
+
+    fn node_label(&self, node: i64) -> String {
+        self.node_names
+            .get(&node)
+            .cloned()
+            .unwrap_or_else(|| node.to_string())
+    }
+
+    async fn sync_request(&self) -> anyhow::Result<SyncRequest> {
+        let session = self.session.as_ref().context("no session")?;
+        let utilization = self.gpus.utilization().await;
+        let mut node_ids: Vec<i64> = self.node_names.keys().copied().collect();
+        node_ids.sort_unstable();
+        let mut runs: Vec<RunReport> = self
+            .sup
+            .local()
+            .iter()
+            .map(|p| RunReport {
+                run: p.key.run,
+                attempt: p.key.attempt,
+                node: p.key.node,
+                state: RunState::Running,
+                exit_code: None,
+                signal: None,
+            })
+            .collect();
+        runs.extend(self.pending.iter().map(Exit::report));
+        Ok(SyncRequest {
+            session: session.id.clone(),
+            wait_s: session.wait_s,
+            nodes: node_ids
+                .into_iter()
+                .map(|node| NodeReport {
+                    node,
+                    utilization: utilization.clone(),
+                })
+                .collect(),
+            runs,
+        })
+    }
+
+    /// Carries out an answer; true when something was started or stopped.
+    fn apply(&mut self, answer: &SyncAnswer) -> bool {
+        for a in &answer.assignments {
+            if !self.node_names.contains_key(&a.node) && self.started.insert(a.key()) {
+                tracing::warn!(
+                    run = a.run,
+                    attempt = a.attempt,
+                    node = a.node,
+                    "assignment for a node this agent does not serve; ignored"
+                );
+            }
+        }
+        let plan = reconcile(answer, &self.sup.local(), &self.started);
+        for (key, grace) in &plan.stop {
+            let node = self.node_label(key.node);
+            tracing::info!(run = key.run, attempt = key.attempt, %node, grace_s = grace.as_secs_f64(), "stopping");
+            self.sup.stop(*key, *grace);
+        }
+        for a in &plan.start {
+            self.start(a);
+        }
+        plan.changes_something()
+    }
+
+    fn start(&mut self, a: &Assignment) {
+        let key = a.key();
+        self.started.insert(key);
+        let node = self.node_label(key.node);
+        match self.sup.start(a, &node) {
+            Ok(log) => tracing::info!(
+                run = key.run, attempt = key.attempt, %node, gpus = ?a.gpus, log = %log.display(),
+                "started"
+            ),
+            Err(e) => {
+                tracing::error!(run = key.run, attempt = key.attempt, %node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
+                self.pending.push(Exit {
+                    key,
+                    outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
+                });
+            }
+        }
+    }
+
+    /// Stops the children (short grace), waits for them, and reports their exits once.
+    async fn shutdown(&mut self) {
+        self.sup.stop_all(SHUTDOWN_GRACE);
+        let deadline = Instant::now() + SHUTDOWN_GRACE + Duration::from_secs(5);
+        while !self.sup.is_empty() {
+            match tokio::time::timeout_at(deadline, self.sup.next_exit()).await {
+                Ok(exit) => self.record_exit(exit),
+                Err(_) => {
+                    tracing::warn!(
+                        left = self.sup.local().len(),
+                        "children still alive at exit"
+                    );
+                    break;
+                }
+            }
+        }
+        if self.pending.is_empty() || self.session.is_none() {
+            return;
+        }
+        match self.sync_request().await {
+            Ok(mut request) => {
+                request.wait_s = 0;
+                let sent = self
+                    .api
+                    .post::<_, SyncAnswer>("/api/v1/agent/sync", &request, Duration::from_secs(3))
+                    .await;
+                if let Err(e) = sent {
+                    tracing::warn!(error = %e, "could not report the last exits");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not report the last exits"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // --- flags and names ---------------------------------------------------------------------
+
+    #[test]
+    fn gpus_flag_parses_auto_and_declared_inventories() {
+        assert_eq!("auto".parse::<GpuSpec>(), Ok(GpuSpec::Auto));
+        assert_eq!(" AUTO ".parse::<GpuSpec>(), Ok(GpuSpec::Auto));
+        assert_eq!(
+            "8xH100".parse::<GpuSpec>(),
+            Ok(GpuSpec::Declared {
+                count: 8,
+                model: "H100".into()
+            })
+        );
+        assert_eq!(
+            "4XRTX 6000".parse::<GpuSpec>(),
+            Ok(GpuSpec::Declared {
+                count: 4,
+                model: "RTX 6000".into()
+            })
+        );
+    }
+
+    #[test]
+    fn gpus_flag_rejects_bad_inputs() {
+        for bad in [
+            "",
+            "x",
+            "8x",
+            "8x  ",
+            "xH100",
+            "0xH100",
+            "-1xH100",
+            "H100",
+            "8 H100",
+            "8*H100",
+            "eightxH100",
+            "99999999999xH100",
+        ] {
+            assert!(bad.parse::<GpuSpec>().is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn node_names_number_hosts_only_when_several() {
+        assert_eq!(node_names("gpu-07", 1), vec!["gpu-07"]);
+        assert_eq!(node_names("sim", 3), vec!["sim-1", "sim-2", "sim-3"]);
+    }
+
+    #[test]
+    fn host_name_prefers_the_flag() {
+        assert_eq!(host_name(Some(" box ")).unwrap(), "box");
+        assert!(!host_name(None).unwrap().is_empty());
+        assert!(!host_name(Some("  ")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn nvidia_smi_csv_parses_with_unknown_utilization() {
+        let csv = "1, NVIDIA H100 80GB HBM3, 100\n0, NVIDIA H100 80GB HBM3, 37\n\n2, NVIDIA H100 80GB HBM3, [N/A]\n";
+        let gpus = parse_nvidia_smi(csv).unwrap();
+        assert_eq!(
+            gpus,
+            vec![
+                GpuReading {
+                    index: 0,
+                    name: "NVIDIA H100 80GB HBM3".into(),
+                    utilization: Some(37)
+                },
+                GpuReading {
+                    index: 1,
+                    name: "NVIDIA H100 80GB HBM3".into(),
+                    utilization: Some(100)
+                },
+                GpuReading {
+                    index: 2,
+                    name: "NVIDIA H100 80GB HBM3".into(),
+                    utilization: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn nvidia_smi_csv_refuses_garbage() {
+        assert!(parse_nvidia_smi("").is_err());
+        assert!(parse_nvidia_smi("NVIDIA-SMI has failed").is_err());
+        assert!(parse_nvidia_smi("a, H100, 3").is_err());
+        assert!(parse_nvidia_smi("0, H100, 3, extra").is_err());
+    }
+
+    // --- wire format -------------------------------------------------------------------------
+
+    #[test]
+    fn sync_request_and_answer_match_the_protocol_document() {
+        let request = SyncRequest {
+            session: "3f9c".into(),
+            wait_s: 10,
+            nodes: vec![NodeReport {
+                node: 12,
+                utilization: vec![Some(37), None],
+            }],
+            runs: vec![
+                RunReport {
+                    run: 5,
+                    attempt: 1,
+                    node: 12,
+                    state: RunState::Running,
+                    exit_code: None,
+                    signal: None,
+                },
+                Exit {
+                    key: RunKey {
+                        run: 6,
+                        attempt: 2,
+                        node: 12,
+                    },
+                    outcome: Outcome::Code(0),
+                }
+                .report(),
+                Exit {
+                    key: RunKey {
+                        run: 7,
+                        attempt: 1,
+                        node: 12,
+                    },
+                    outcome: Outcome::Signal(9),
+                }
+                .report(),
+            ],
+        };
+        assert_eq!(
+            serde_json::to_value(&request).unwrap(),
+            serde_json::json!({"session": "3f9c", "wait_s": 10,
+                "nodes": [{"node": 12, "utilization": [37, null]}],
+                "runs": [{"run": 5, "attempt": 1, "node": 12, "state": "running"},
+                         {"run": 6, "attempt": 2, "node": 12, "state": "exited", "exit_code": 0},
+                         {"run": 7, "attempt": 1, "node": 12, "state": "exited", "signal": 9}]})
+        );
+        let answer: SyncAnswer = serde_json::from_str(
+            r#"{"assignments": [{"run": 5, "attempt": 1, "node": 12, "gpus": [0, 1],
+                  "command": "python train.py", "workdir": null, "env": {"K": "V"}}],
+                "stops": [{"run": 7, "attempt": 1, "node": 12, "grace_s": 30}]}"#,
+        )
+        .unwrap();
+        assert_eq!(answer.assignments[0].gpus, vec![0, 1]);
+        assert_eq!(answer.assignments[0].env["K"], "V");
+        assert_eq!(answer.stops[0].grace(), Duration::from_secs(30));
+        let register: RegisterAnswer = serde_json::from_str(
+            r#"{"session": "3f9c", "nodes": [{"id": 12, "name": "gpu-07"}], "heartbeat_s": 5, "timeout_s": 30}"#,
+        )
+        .unwrap();
+        assert_eq!(register.nodes[0].id, 12);
+    }
+
+    // --- reconcile ---------------------------------------------------------------------------
+
+    fn key(run: i64, node: i64) -> RunKey {
+        RunKey {
+            run,
+            attempt: 1,
+            node,
+        }
+    }
+
+    fn assignment(run: i64, node: i64, gpus: &[u32]) -> Assignment {
+        Assignment {
+            run,
+            attempt: 1,
+            node,
+            gpus: gpus.to_vec(),
+            command: "true".into(),
+            workdir: None,
+            env: BTreeMap::new(),
+        }
+    }
+
+    fn stop_order(run: i64, node: i64, grace_s: f64) -> StopOrder {
+        StopOrder {
+            run,
+            attempt: 1,
+            node,
+            grace_s,
+        }
+    }
+
+    fn local(run: i64, node: i64, gpus: &[u32], stopping: Option<u64>) -> LocalProcess {
+        LocalProcess {
+            key: key(run, node),
+            gpus: gpus.to_vec(),
+            stopping: stopping.map(Duration::from_secs),
+        }
+    }
+
+    fn starts(plan: &Plan) -> Vec<RunKey> {
+        plan.start.iter().map(Assignment::key).collect()
+    }
+
+    #[test]
+    fn reconcile_starts_new_assignments_once() {
+        let answer = SyncAnswer {
+            assignments: vec![assignment(1, 12, &[0, 1]), assignment(2, 12, &[2])],
+            stops: vec![],
+        };
+        let plan = reconcile(&answer, &[], &HashSet::new());
+        assert_eq!(starts(&plan), vec![key(1, 12), key(2, 12)]);
+        assert!(plan.stop.is_empty() && plan.waiting.is_empty());
+        // Running: nothing to do.
+        let running = [local(1, 12, &[0, 1], None), local(2, 12, &[2], None)];
+        let started: HashSet<RunKey> = [key(1, 12), key(2, 12)].into();
+        let plan = reconcile(&answer, &running, &started);
+        assert_eq!(plan, Plan::default());
+        assert!(!plan.changes_something());
+        // Exited (no longer local) but still assigned: never started again.
+        let plan = reconcile(&answer, &[], &started);
+        assert_eq!(plan, Plan::default());
+    }
+
+    #[test]
+    fn reconcile_waits_for_gpus_held_by_a_live_process_on_the_same_node() {
+        let answer = SyncAnswer {
+            assignments: vec![
+                assignment(2, 12, &[1, 2]),
+                assignment(3, 13, &[1]),
+                assignment(4, 12, &[3]),
+            ],
+            stops: vec![stop_order(1, 12, 30.0)],
+        };
+        let running = [local(1, 12, &[0, 1], Some(30))];
+        let started: HashSet<RunKey> = [key(1, 12)].into();
+        let plan = reconcile(&answer, &running, &started);
+        assert_eq!(starts(&plan), vec![key(3, 13), key(4, 12)]);
+        assert_eq!(plan.waiting, vec![key(2, 12)]);
+        assert!(plan.stop.is_empty(), "already stopping with that grace");
+        // Once run 1 has exited, run 2 starts.
+        let started: HashSet<RunKey> = [key(1, 12), key(3, 13), key(4, 12)].into();
+        let plan = reconcile(&answer, &[], &started);
+        assert_eq!(starts(&plan), vec![key(2, 12)]);
+    }
+
+    #[test]
+    fn reconcile_does_not_start_two_assignments_on_one_gpu() {
+        let answer = SyncAnswer {
+            assignments: vec![assignment(1, 12, &[0]), assignment(2, 12, &[0])],
+            stops: vec![],
+        };
+        let plan = reconcile(&answer, &[], &HashSet::new());
+        assert_eq!(starts(&plan), vec![key(1, 12)]);
+        assert_eq!(plan.waiting, vec![key(2, 12)]);
+    }
+
+    #[test]
+    fn reconcile_stops_listed_and_orphaned_processes() {
+        let answer = SyncAnswer {
+            assignments: vec![assignment(1, 12, &[0])],
+            stops: vec![stop_order(2, 12, 5.0), stop_order(9, 12, 5.0)],
+        };
+        let running = [
+            local(1, 12, &[0], None),
+            local(2, 12, &[1], None),
+            local(3, 12, &[2], None),
+        ];
+        let started: HashSet<RunKey> = [key(1, 12), key(2, 12), key(3, 12)].into();
+        let plan = reconcile(&answer, &running, &started);
+        assert_eq!(
+            plan.stop,
+            vec![
+                (key(2, 12), Duration::from_secs(5)),
+                (key(3, 12), ORPHAN_GRACE)
+            ]
+        );
+        assert!(plan.start.is_empty());
+    }
+
+    #[test]
+    fn reconcile_asks_again_only_for_a_shorter_grace() {
+        let running = [local(2, 12, &[1], Some(30))];
+        let started: HashSet<RunKey> = [key(2, 12)].into();
+        let shorter = SyncAnswer {
+            assignments: vec![],
+            stops: vec![stop_order(2, 12, 5.0)],
+        };
+        assert_eq!(
+            reconcile(&shorter, &running, &started).stop,
+            vec![(key(2, 12), Duration::from_secs(5))]
+        );
+        let orphan = SyncAnswer::default();
+        assert!(reconcile(&orphan, &running, &started).stop.is_empty());
+    }
+
+    #[test]
+    fn reconcile_never_starts_an_assignment_that_is_also_stopped() {
+        let answer = SyncAnswer {
+            assignments: vec![assignment(1, 12, &[0])],
+            stops: vec![stop_order(1, 12, 0.0)],
+        };
+        let plan = reconcile(&answer, &[], &HashSet::new());
+        assert_eq!(plan, Plan::default());
+    }
+
+    // --- supervision with real processes -----------------------------------------------------
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "tranche-agent-{name}-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A FIFO the child writes `ready` to once it is set up; [`Ready::wait`] blocks on it.
+    struct Ready {
+        path: PathBuf,
+        rx: tokio::net::unix::pipe::Receiver,
+    }
+
+    impl Ready {
+        fn new(dir: &Path) -> Self {
+            let path = dir.join("ready.fifo");
+            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+            // Read-write so that opening does not wait for a writer and reads never see EOF.
+            let rx = tokio::net::unix::pipe::OpenOptions::new()
+                .read_write(true)
+                .open_receiver(&path)
+                .unwrap();
+            Ready { path, rx }
+        }
+
+        /// Shell snippet that signals readiness.
+        fn signal(&self) -> String {
+            format!("echo ready > '{}'", self.path.display())
+        }
+
+        async fn wait(&mut self) {
+            use tokio::io::AsyncReadExt;
+            let mut got = Vec::new();
+            let read = async {
+                while !got.ends_with(b"ready\n") {
+                    let mut buf = [0u8; 64];
+                    let n = self.rx.read(&mut buf).await.unwrap();
+                    got.extend_from_slice(&buf[..n]);
+                }
+            };
+            tokio::time::timeout(GUARD, read)
+                .await
+                .expect("the child never became ready");
+        }
+    }
+
+    /// Failure guard only: every wait below ends long before when the code is right.
+    const GUARD: Duration = Duration::from_secs(20);
+
+    fn job(run: i64, gpus: &[u32], command: String, dir: &Path) -> Assignment {
+        Assignment {
+            run,
+            attempt: 2,
+            node: 12,
+            gpus: gpus.to_vec(),
+            command,
+            workdir: Some(dir.display().to_string()),
+            env: [("K".to_string(), "V".to_string())].into(),
+        }
+    }
+
+    async fn next_exit(sup: &mut Supervisor) -> Exit {
+        tokio::time::timeout(GUARD, sup.next_exit())
+            .await
+            .expect("no exit reported")
+    }
+
+    #[tokio::test]
+    async fn child_gets_its_environment_and_dies_on_sigterm() {
+        let dir = TempDir::new("env");
+        let mut ready = Ready::new(&dir.0);
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let a = job(
+            5,
+            &[0, 3],
+            format!(
+                "echo $CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID $TRANCHE_ATTEMPT $K > out; echo to-log; {}; sleep 30",
+                ready.signal()
+            ),
+            &dir.0,
+        );
+        let log = sup.start(&a, "gpu-07").unwrap();
+        assert_eq!(log, dir.0.join("logs/run-5-attempt-2-gpu-07.log"));
+        assert!(sup.start(&a, "gpu-07").is_err(), "already running");
+        ready.wait().await;
+        assert_eq!(
+            std::fs::read_to_string(dir.0.join("out")).unwrap(),
+            "0,3 5 2 V\n"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "to-log\n");
+        assert_eq!(
+            sup.local(),
+            vec![LocalProcess {
+                key: a.key(),
+                gpus: vec![0, 3],
+                stopping: None
+            }]
+        );
+
+        assert!(sup.stop(a.key(), Duration::from_secs(60)));
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.key, a.key());
+        assert_eq!(exit.outcome, Outcome::Signal(Signal::SIGTERM as i32));
+        assert!(sup.is_empty());
+        assert!(!sup.stop(a.key(), Duration::ZERO), "gone");
+    }
+
+    #[tokio::test]
+    async fn stop_sends_sigterm_to_the_group_first() {
+        let dir = TempDir::new("term");
+        let mut ready = Ready::new(&dir.0);
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let a = job(
+            6,
+            &[1],
+            format!(
+                "trap 'echo term > got; exit 3' TERM; {}; sleep 30 & wait",
+                ready.signal()
+            ),
+            &dir.0,
+        );
+        sup.start(&a, "n").unwrap();
+        ready.wait().await;
+        sup.stop(a.key(), Duration::from_secs(60));
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.outcome, Outcome::Code(3));
+        assert_eq!(
+            std::fs::read_to_string(dir.0.join("got")).unwrap(),
+            "term\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_process_ignoring_sigterm_is_killed_after_the_grace() {
+        let dir = TempDir::new("kill");
+        let mut ready = Ready::new(&dir.0);
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let a = job(
+            7,
+            &[],
+            format!("trap '' TERM; {}; sleep 30", ready.signal()),
+            &dir.0,
+        );
+        sup.start(&a, "n").unwrap();
+        ready.wait().await;
+        let grace = Duration::from_millis(300);
+        let asked = std::time::Instant::now();
+        sup.stop(a.key(), Duration::from_secs(60));
+        // A shorter grace replaces the longer one.
+        sup.stop(a.key(), grace);
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.outcome, Outcome::Signal(Signal::SIGKILL as i32));
+        assert!(asked.elapsed() >= grace, "killed before the grace ended");
+    }
+
+    #[tokio::test]
+    async fn exit_codes_and_output_are_reported() {
+        let dir = TempDir::new("exit");
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let a = job(8, &[0], "echo out; echo err >&2; exit 7".into(), &dir.0);
+        let log = sup.start(&a, "n").unwrap();
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.outcome, Outcome::Code(7));
+        assert_eq!(
+            exit.report(),
+            RunReport {
+                run: 8,
+                attempt: 2,
+                node: 12,
+                state: RunState::Exited,
+                exit_code: Some(7),
+                signal: None
+            }
+        );
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(text.contains("out\n") && text.contains("err\n"), "{text:?}");
+        assert!(sup.try_exit().is_none());
+    }
+
+    // --- the loop against a scripted server -------------------------------------------------
+
+    #[derive(Default)]
+    struct Script {
+        registers: usize,
+        syncs: Vec<SyncRequest>,
+        saw_exit: bool,
+        stale_sent: bool,
+    }
+
+    type Shared = std::sync::Arc<std::sync::Mutex<Script>>;
+
+    fn authorized(headers: &axum::http::HeaderMap) -> bool {
+        headers.get("authorization").and_then(|v| v.to_str().ok()) == Some("Bearer sekrit")
+    }
+
+    async fn mock_register(
+        axum::extract::State(script): axum::extract::State<Shared>,
+        headers: axum::http::HeaderMap,
+        axum::Json(body): axum::Json<RegisterRequest>,
+    ) -> axum::Json<serde_json::Value> {
+        assert!(authorized(&headers));
+        assert_eq!(
+            body.nodes,
+            vec![RegisterNode {
+                name: "box".into(),
+                gpus: 2,
+                gpu_model: "H100".into()
+            }]
+        );
+        script.lock().unwrap().registers += 1;
+        axum::Json(
+            serde_json::json!({"session": "s1", "nodes": [{"id": 12, "name": "box"}],
+            "heartbeat_s": 5, "timeout_s": 30}),
+        )
+    }
+
+    /// Lists one assignment (`exit 4`) until its exit is reported, then checks the exit is not
+    /// sent again, ends the session (409 stale_session) and finally refuses the token (401).
+    async fn mock_sync(
+        axum::extract::State(script): axum::extract::State<Shared>,
+        headers: axum::http::HeaderMap,
+        axum::Json(body): axum::Json<SyncRequest>,
+    ) -> (axum::http::StatusCode, axum::Json<serde_json::Value>) {
+        use axum::http::StatusCode;
+        assert!(authorized(&headers));
+        let mut s = script.lock().unwrap();
+        s.syncs.push(body.clone());
+        let exited = body
+            .runs
+            .iter()
+            .any(|r| r.run == 5 && r.state == RunState::Exited && r.exit_code == Some(4));
+        let assigned = serde_json::json!({"assignments": [{"run": 5, "attempt": 1, "node": 12,
+            "gpus": [1], "command": "exit 4", "workdir": null, "env": {}}], "stops": []});
+        if !s.saw_exit {
+            s.saw_exit = exited;
+            let answer = if exited {
+                serde_json::json!({})
+            } else {
+                assigned
+            };
+            (StatusCode::OK, axum::Json(answer))
+        } else if !s.stale_sent {
+            s.stale_sent = true;
+            let error =
+                serde_json::json!({"error": {"code": "stale_session", "message": "replaced"}});
+            (StatusCode::CONFLICT, axum::Json(error))
+        } else {
+            let error =
+                serde_json::json!({"error": {"code": "unauthorized", "message": "revoked"}});
+            (StatusCode::UNAUTHORIZED, axum::Json(error))
+        }
+    }
+
+    #[tokio::test]
+    async fn agent_runs_an_assignment_reports_its_exit_and_reregisters() {
+        let dir = TempDir::new("loop");
+        let script = Shared::default();
+        let app = axum::Router::new()
+            .route("/api/v1/agent/register", axum::routing::post(mock_register))
+            .route("/api/v1/agent/sync", axum::routing::post(mock_sync))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let args = AgentArgs {
+            server: format!("http://{addr}/"),
+            token: Secret::new("sekrit"),
+            gpus: "2xH100".parse().unwrap(),
+            nodes: 1,
+            name: Some("box".into()),
+            log_dir: dir.0.join("logs"),
+        };
+        let mut agent = Agent::new(&args).await.unwrap();
+        let result = tokio::time::timeout(GUARD, agent.serve())
+            .await
+            .expect("the agent never stopped");
+        server.abort();
+        let err = result.unwrap_err().to_string();
+        assert!(err.contains("401"), "{err}");
+
+        let s = script.lock().unwrap();
+        assert_eq!(s.registers, 2, "registered again after stale_session");
+        let first = &s.syncs[0];
+        assert_eq!(first.session, "s1");
+        assert_eq!(first.wait_s, WAIT_S);
+        assert_eq!(
+            first.nodes,
+            vec![NodeReport {
+                node: 12,
+                utilization: vec![None, None]
+            }]
+        );
+        // The exit was carried until a 200 answer, then never again.
+        let acked = s
+            .syncs
+            .iter()
+            .position(|r| r.runs.iter().any(|x| x.state == RunState::Exited))
+            .unwrap();
+        assert!(s.syncs[acked + 1..].iter().all(|r| r.runs.is_empty()));
+        assert!(agent.pending.is_empty() && agent.sup.is_empty());
+        assert_eq!(agent.started, [key(5, 12)].into(), "started once");
+        assert!(dir.0.join("logs/run-5-attempt-1-box.log").exists());
+    }
+
+    #[tokio::test]
+    async fn a_missing_workdir_is_a_start_error() {
+        let dir = TempDir::new("nodir");
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let a = job(9, &[0], "true".into(), &dir.0.join("missing"));
+        assert!(sup.start(&a, "n").is_err());
+        assert!(sup.is_empty());
+    }
+}
