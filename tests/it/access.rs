@@ -440,7 +440,7 @@ async fn every_role_against_the_run_routes() {
             json!({"project": project, "cluster": "local", "gpu_model": "H100", "gpus": gpus,
                    "min_runtime_s": min_runtime_s, "time_limit_s": 36_000, "command": "true"})
         };
-        let mut submit = async |token: &str, body| {
+        let submit = async |token: &str, body| {
             let (status, answer) = app.api("POST", "/api/v1/runs", Some(token), Some(body)).await;
             assert_eq!(status, StatusCode::CREATED, "{answer}");
             answer["id"].as_i64().unwrap()

@@ -9,6 +9,7 @@ mod contracts;
 mod embedded;
 mod mail;
 mod reports;
+mod live;
 mod runs;
 mod support;
 mod tree;

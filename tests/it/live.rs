@@ -1,0 +1,411 @@
+//! End to end with real processes: the server (its scheduler loop included) on a real port,
+//! `tranche agent` processes on the `local` cluster running real commands, and for the crash
+//! test `tranche serve` processes killed with SIGKILL again and again.
+//!
+//! Waiting is on conditions (a row in a state, a file written) with generous deadlines that
+//! only turn a hang into a failure; no test sleeps to make timing pass.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+use tranche::config::Site;
+
+use crate::support::TestApp;
+
+/// Settings that keep live tests short: a 2 s grace period, agents lost after 3 s of silence,
+/// a pass at least every second.
+fn site() -> Site {
+    Site {
+        grace_s: 2,
+        agent_timeout_s: 3,
+        tick_s: 1,
+        ..Site::for_tests()
+    }
+}
+
+/// The demo organisation on `site`, served on a real port: (app, base URL, researcher token,
+/// lead token, agent token).
+async fn live(site: Site) -> (TestApp, String, String, String, String) {
+    let app = TestApp::with_site(site).await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let base = app.serve().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let lead = app.token_for("demo-lead").await;
+    let agent = tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    (app, base, researcher, lead, agent)
+}
+
+/// A scratch directory for the commands' files.
+fn scratch(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tranche-live-{label}-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts `tranche agent --nodes N --gpus 8xH100` as a real process.
+fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .args(["agent", "--server", base, "--gpus", "8xH100", "--name", name])
+        .args(["--nodes", &nodes.to_string()])
+        .arg("--log-dir")
+        .arg(dir.join("logs"))
+        .current_dir(dir)
+        .env("TRANCHE_AGENT_TOKEN", token)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::options()
+                .create(true)
+                .append(true)
+                .open(dir.join("agent.log"))
+                .expect("agent log"),
+        )
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the agent")
+}
+
+/// Polls `check` every 50 ms until it holds; panics with `what` after `limit`.
+async fn until<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn state_of(app: &TestApp, run: i64) -> String {
+    sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn wait_state(app: &TestApp, run: i64, state: &str) {
+    until(Duration::from_secs(60), &format!("run {run} {state}"), || async {
+        state_of(app, run).await == state
+    })
+    .await;
+}
+
+async fn live_nodes(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM nodes WHERE agent_session IS NOT NULL")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> (u16, Value) {
+    let res = http
+        .post(url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// The command of the test runs: records `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
+/// and node process, then waits for SIGTERM (recording it) unless it is a later attempt, which
+/// finishes at once.
+fn recording_command(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$; \
+         if [ \"$TRANCHE_ATTEMPT\" -ge 2 ]; then exit 0; fi; \
+         trap 'echo term > {d}/term-$TRANCHE_RUN_ID-$$; exit 143' TERM; sleep 600 & wait"
+    )
+}
+
+/// Kills the process groups of every recorded run process still alive (those an agent that
+/// was killed left behind) and removes the directory.
+fn clean_up(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.filter_map(Result::ok) {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(pid) = name
+                .strip_prefix("run-")
+                .and_then(|rest| rest.rsplit('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Lines written by the runs' processes for `run`, attempt `attempt`, sorted.
+fn records(dir: &Path, run: i64, attempt: i32) -> Vec<String> {
+    let prefix = format!("run-{run}-{attempt}-");
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
+    let (app, base, researcher, lead, agent_token) = live(site()).await;
+    let dir = scratch("e2e");
+    let _agent = agent(&base, &agent_token, "e2e", 2, &dir);
+    until(Duration::from_secs(30), "two agent nodes", || async {
+        live_nodes(&app).await == 2
+    })
+    .await;
+    let http = reqwest::Client::new();
+    // fm-pretrain-70b has used 100 GPU-hours this week; fm-pretrain-7b nothing.
+    let pretrain_70b = app.node_id("fm-pretrain-70b").await;
+    let (cluster, model): (i64, i64) = sqlx::query_as(
+        "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = 'local' AND m.name = 'H100'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    tranche::ledger::charge_usage(
+        &app.pool,
+        &mut conn,
+        &app.state.site,
+        jiff::Timestamp::now(),
+        pretrain_70b,
+        (cluster, model),
+        100 * 3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    drop(conn);
+
+    // The over-served project's run takes both nodes (a 16-GPU gang), protected for 2 s.
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-70b", "cluster": "local", "gpu_model": "H100", "gpus": 16,
+               "min_runtime_s": 2, "time_limit_s": 3600, "resumable": true,
+               "command": recording_command(&dir)}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let victim = answer["id"].as_i64().unwrap();
+    wait_state(&app, victim, "running").await;
+    until(Duration::from_secs(30), "both gang processes", || async {
+        records(&dir, victim, 1).len() == 2
+    })
+    .await;
+    // Each node's process saw its own 8 GPUs and the run id.
+    assert_eq!(
+        records(&dir, victim, 1),
+        vec![format!("0,1,2,3,4,5,6,7 {victim}"); 2]
+    );
+
+    // The under-served project's protected run is above its self-service limit: the lead
+    // approves it.
+    let pretrain_7b = app.node_id("fm-pretrain-7b").await;
+    let res = http
+        .put(format!("{base}/api/v1/projects/{pretrain_7b}/budget"))
+        .bearer_auth(&lead)
+        .json(&json!({"period_budget_minor": null, "money_cap_minor": null, "self_service_gpu_hours": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 8,
+               "min_runtime_s": 3600, "time_limit_s": 7200, "resumable": false,
+               "command": format!("echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$", dir.display())}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["state"], "waiting_approval");
+    let preemptor = answer["id"].as_i64().unwrap();
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs/{preemptor}/approve"),
+        &lead,
+        json!({"reason": "paper deadline"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Past its minimum runtime, the victim receives SIGTERM, is requeued, and the preemptor runs.
+    until(Duration::from_secs(60), "the victim's SIGTERM", || async {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("term-{victim}-")))
+    })
+    .await;
+    until(Duration::from_secs(60), "the preemptor's process", || async {
+        records(&dir, preemptor, 1).len() == 1
+    })
+    .await;
+    wait_state(&app, preemptor, "succeeded").await;
+    let record = &records(&dir, preemptor, 1)[0];
+    assert!(record.ends_with(&format!(" {preemptor}")), "{record}");
+    assert_eq!(record.split(' ').next().unwrap().split(',').count(), 8);
+    // Then the victim runs again (attempt 2) and finishes.
+    wait_state(&app, victim, "succeeded").await;
+    assert_eq!(records(&dir, victim, 2).len(), 2);
+
+    let res = http
+        .get(format!("{base}/api/v1/runs/{victim}"))
+        .bearer_auth(&researcher)
+        .send()
+        .await
+        .unwrap();
+    let run: Value = res.json().await.unwrap();
+    // ("running" events are left out: a short attempt may exit before its agent confirms it.)
+    let kinds: Vec<&str> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .filter(|k| *k != "running")
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        "{run}"
+    );
+    let preemption = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "preempted")
+        .unwrap();
+    assert_eq!(preemption["for_run"], preemptor);
+    assert!(
+        preemption["message"]
+            .as_str()
+            .unwrap()
+            .contains("fm-pretrain-7b"),
+        "{preemption}"
+    );
+    assert_eq!(run["placements"].as_array().unwrap().len(), 4, "two attempts on two nodes");
+    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    clean_up(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("grace");
+    let _agent = agent(&base, &agent_token, "grace", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let ready = dir.join("ready");
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 8,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false,
+               "command": format!("trap '' TERM; touch {}; sleep 600", ready.display())}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    until(Duration::from_secs(30), "the run's process", || async {
+        ready.exists()
+    })
+    .await;
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs/{run}/cancel"),
+        &researcher,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let asked = Instant::now();
+    wait_state(&app, run, "cancelled").await;
+    // SIGTERM was ignored, so only SIGKILL (signal 9) after the 2 s grace ended it.
+    assert!(asked.elapsed() >= Duration::from_secs(2));
+    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(128 + 9));
+    clean_up(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("loss");
+    let mut first = agent(&base, &agent_token, "loss", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for resumable in [true, false] {
+        let (status, answer) = post(
+            &http,
+            format!("{base}/api/v1/runs"),
+            &researcher,
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 4,
+                   "min_runtime_s": 60, "time_limit_s": 3600, "resumable": resumable,
+                   "command": recording_command(&dir)}),
+        )
+        .await;
+        assert_eq!(status, 201, "{answer}");
+        ids.push(answer["id"].as_i64().unwrap());
+    }
+    for id in &ids {
+        wait_state(&app, *id, "running").await;
+    }
+    first.kill().await.unwrap();
+    // After 3 s without a heartbeat the node is lost.
+    wait_state(&app, ids[1], "lost").await;
+    assert_eq!(state_of(&app, ids[0]).await, "queued");
+    until(Duration::from_secs(30), "a waiting reason", || async {
+        let r: Option<String> = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+            .bind(ids[0])
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        r.is_some_and(|r| r.contains("no live agent"))
+    })
+    .await;
+    // A new agent on the node takes the requeued run again, as attempt 2.
+    let _second = agent(&base, &agent_token, "loss", 1, &dir);
+    wait_state(&app, ids[0], "succeeded").await;
+    assert_eq!(records(&dir, ids[0], 2).len(), 1);
+    clean_up(&dir);
+}
