@@ -451,10 +451,9 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         .await?;
     crate::db::migrate(&pool).await?;
     crate::demo::load(&pool).await?;
-    let researcher: i64 =
-        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
-            .fetch_one(&pool)
-            .await?;
+    let researcher: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
+        .fetch_one(&pool)
+        .await?;
     let token = crate::auth::tokens::create(&pool, researcher, "bench").await?;
     let agent_token = crate::runs::agents::create_token(&pool, "local").await?;
     let state = AppState::new(pool.clone(), Site::from_env()?);
@@ -467,7 +466,9 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
     }));
     let logs = std::env::temp_dir().join(format!("tranche-bench-agent-{}", std::process::id()));
     let mut agent = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["agent", "--server", &base, "--gpus", "8xH100", "--name", "bench"])
+        .args([
+            "agent", "--server", &base, "--gpus", "8xH100", "--name", "bench",
+        ])
         .args(["--nodes", &args.nodes.to_string()])
         .arg("--log-dir")
         .arg(&logs)
@@ -488,7 +489,10 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
             break;
         }
         if Instant::now() > deadline {
-            bail!("the agent registered {live} of {} nodes in 60 s", args.nodes);
+            bail!(
+                "the agent registered {live} of {} nodes in 60 s",
+                args.nodes
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -510,7 +514,12 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
             let mut latencies = Vec::with_capacity(count);
             for _ in 0..count {
                 let t = Instant::now();
-                let res = http.post(&url).bearer_auth(&token).json(&body).send().await?;
+                let res = http
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await?;
                 let status = res.status();
                 let text = res.text().await?;
                 latencies.push(t.elapsed());
@@ -587,7 +596,10 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         ms(quantile(&delays, 0.99)),
         ms(*delays.last().unwrap_or(&Duration::ZERO)),
         if waiting > 0 {
-            format!("; {waiting} runs still without a start after {} s", args.settle_s)
+            format!(
+                "; {waiting} runs still without a start after {} s",
+                args.settle_s
+            )
         } else {
             String::new()
         }

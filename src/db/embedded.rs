@@ -80,6 +80,15 @@ impl Embedded {
             .database(database)
     }
 
+    /// A `DATABASE_URL` for `database` on this cluster (Unix socket, user `postgres`), for
+    /// processes started against it.
+    pub fn database_url(&self, database: &str) -> String {
+        format!(
+            "postgres://postgres@localhost:{PORT}/{database}?host={}",
+            self.socket_dir.display()
+        )
+    }
+
     /// Whether this process started the server (and so should stop it when done).
     pub fn started_here(&self) -> bool {
         self.started_here

@@ -72,7 +72,7 @@ async fn settle(
 ) -> Result<(), AppError> {
     let row: Option<(i64, i64, i64, i32, i64, i64, i64)> = sqlx::query_as(
         "SELECT project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
-                GREATEST(0, extract(epoch FROM now() - started_at)::BIGINT) \
+                GREATEST(0, floor(extract(epoch FROM now() - started_at)))::BIGINT \
          FROM runs WHERE id = $1 AND state IN ('starting', 'running') AND started_at IS NOT NULL",
     )
     .bind(run)
@@ -438,7 +438,7 @@ async fn load_snapshot(
     }
     let running: Vec<RunningRow> = sqlx::query_as(
         "SELECT r.id, r.project_id AS project, r.cluster_id AS cluster, r.gpu_model_id AS model, \
-                extract(epoch FROM r.started_at)::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
+                ceil(extract(epoch FROM r.started_at))::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
                 r.contract_id AS contract, r.charged_s, array_agg(h.node_id ORDER BY h.node_id, h.gpu_index) AS node_ids, \
                 array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
          FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running') GROUP BY r.id ORDER BY r.id",
@@ -629,7 +629,13 @@ pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
         .bind(PASS_LOCK)
         .execute(&mut *tx)
         .await?;
-    let now = jiff::Timestamp::now();
+    // One clock for the whole pass: the transaction's `now()`, which also stamps its starts
+    // and events. Instants the core compares are whole seconds: start times are rounded up
+    // and `now` down, so protection is never cut short by rounding.
+    let now_db: time::OffsetDateTime = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&mut *tx)
+        .await?;
+    let now = ledger::to_jiff(now_db);
     let now_s = now.as_second();
 
     let lost: Vec<(i64, String)> = sqlx::query_as(

@@ -441,7 +441,9 @@ async fn every_role_against_the_run_routes() {
                    "min_runtime_s": min_runtime_s, "time_limit_s": 36_000, "command": "true"})
         };
         let submit = async |token: &str, body| {
-            let (status, answer) = app.api("POST", "/api/v1/runs", Some(token), Some(body)).await;
+            let (status, answer) = app
+                .api("POST", "/api/v1/runs", Some(token), Some(body))
+                .await;
             assert_eq!(status, StatusCode::CREATED, "{answer}");
             answer["id"].as_i64().unwrap()
         };
@@ -461,10 +463,30 @@ async fn every_role_against_the_run_routes() {
             Some(app.token_for(&name).await)
         };
         let rows: Vec<ApiRow> = vec![
-            ("GET", "/api/v1/runs".into(), None, [401, 200, 200, 200, 200]),
-            ("GET", format!("/api/v1/runs/{own}"), None, [401, 200, 200, 200, 200]),
-            ("GET", format!("/api/v1/runs/{foreign}"), None, [401, 404, 404, 200, 200]),
-            ("GET", "/api/v1/approvals".into(), None, [401, 200, 200, 200, 200]),
+            (
+                "GET",
+                "/api/v1/runs".into(),
+                None,
+                [401, 200, 200, 200, 200],
+            ),
+            (
+                "GET",
+                format!("/api/v1/runs/{own}"),
+                None,
+                [401, 200, 200, 200, 200],
+            ),
+            (
+                "GET",
+                format!("/api/v1/runs/{foreign}"),
+                None,
+                [401, 404, 404, 200, 200],
+            ),
+            (
+                "GET",
+                "/api/v1/approvals".into(),
+                None,
+                [401, 200, 200, 200, 200],
+            ),
             (
                 "POST",
                 "/api/v1/runs".into(),

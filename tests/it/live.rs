@@ -53,7 +53,9 @@ fn scratch(label: &str) -> PathBuf {
 /// Starts `tranche agent --nodes N --gpus 8xH100` as a real process.
 fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tranche"))
-        .args(["agent", "--server", base, "--gpus", "8xH100", "--name", name])
+        .args([
+            "agent", "--server", base, "--gpus", "8xH100", "--name", name,
+        ])
         .args(["--nodes", &nodes.to_string()])
         .arg("--log-dir")
         .arg(dir.join("logs"))
@@ -95,9 +97,11 @@ async fn state_of(app: &TestApp, run: i64) -> String {
 }
 
 async fn wait_state(app: &TestApp, run: i64, state: &str) {
-    until(Duration::from_secs(60), &format!("run {run} {state}"), || async {
-        state_of(app, run).await == state
-    })
+    until(
+        Duration::from_secs(60),
+        &format!("run {run} {state}"),
+        || async { state_of(app, run).await == state },
+    )
     .await;
 }
 
@@ -262,12 +266,18 @@ async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
         std::fs::read_dir(&dir)
             .unwrap()
             .filter_map(Result::ok)
-            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("term-{victim}-")))
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("term-{victim}-"))
+            })
     })
     .await;
-    until(Duration::from_secs(60), "the preemptor's process", || async {
-        records(&dir, preemptor, 1).len() == 1
-    })
+    until(
+        Duration::from_secs(60),
+        "the preemptor's process",
+        || async { records(&dir, preemptor, 1).len() == 1 },
+    )
     .await;
     wait_state(&app, preemptor, "succeeded").await;
     let record = &records(&dir, preemptor, 1)[0];
@@ -294,7 +304,14 @@ async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
         .collect();
     assert_eq!(
         kinds,
-        vec!["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        vec![
+            "submitted",
+            "started",
+            "preempted",
+            "requeued",
+            "started",
+            "succeeded"
+        ],
         "{run}"
     );
     let preemption = run["events"]
@@ -311,8 +328,17 @@ async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
             .contains("fm-pretrain-7b"),
         "{preemption}"
     );
-    assert_eq!(run["placements"].as_array().unwrap().len(), 4, "two attempts on two nodes");
-    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    assert_eq!(
+        run["placements"].as_array().unwrap().len(),
+        4,
+        "two attempts on two nodes"
+    );
+    assert!(
+        tranche::ledger::problems(&app.pool)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     clean_up(&dir);
 }
 
@@ -407,5 +433,200 @@ async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
     let _second = agent(&base, &agent_token, "loss", 1, &dir);
     wait_state(&app, ids[0], "succeeded").await;
     assert_eq!(records(&dir, ids[0], 2).len(), 1);
+    clean_up(&dir);
+}
+
+/// Checks DESIGN.md section 4 on the database: every running gang holds exactly its GPUs (and
+/// the primary key of `gpu_holds` makes a GPU held twice impossible), ended and waiting runs
+/// hold none, each attempt was started once and placed on exactly its GPU count, no run was
+/// preempted inside its minimum runtime, and the ledger balances.
+async fn check_invariants(pool: &sqlx::PgPool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let bad_holds: Vec<(i64, String, i32, i64)> = sqlx::query_as(
+        "SELECT r.id, r.state, r.gpus, count(h.run_id) FROM runs r LEFT JOIN gpu_holds h ON h.run_id = r.id \
+         GROUP BY r.id HAVING (r.state IN ('starting', 'running') AND count(h.run_id) <> r.gpus) \
+         OR (r.state NOT IN ('starting', 'running') AND count(h.run_id) > 0)",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (run, state, gpus, held) in bad_holds {
+        problems.push(format!(
+            "run {run} ({state}) asks {gpus} GPUs and holds {held}"
+        ));
+    }
+    let bad_attempts: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT r.id, r.attempt, (SELECT count(*) FROM run_events e WHERE e.run_id = r.id AND e.kind = 'started') AS s \
+         FROM runs r WHERE r.attempt <> (SELECT count(*) FROM run_events e WHERE e.run_id = r.id AND e.kind = 'started')",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (run, attempt, starts) in bad_attempts {
+        problems.push(format!("run {run}: attempt {attempt} but {starts} starts"));
+    }
+    let bad_placements: Vec<(i64, i32)> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         GROUP BY p.run_id, p.attempt, r.gpus HAVING sum(cardinality(p.gpu_indices)) <> r.gpus",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (run, attempt) in bad_placements {
+        problems.push(format!(
+            "run {run} attempt {attempt}: placement is not its gang"
+        ));
+    }
+    let early: Vec<(i64, i32)> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt FROM run_events p JOIN run_events s ON s.run_id = p.run_id AND s.attempt = p.attempt \
+         AND s.kind = 'started' JOIN runs r ON r.id = p.run_id \
+         WHERE p.kind = 'preempted' AND p.at < s.at + make_interval(secs => r.min_runtime_s)",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (run, attempt) in early {
+        problems.push(format!(
+            "run {run} attempt {attempt}: preempted while protected"
+        ));
+    }
+    problems.extend(tranche::ledger::problems(pool).await.unwrap());
+    problems
+}
+
+fn start_server(url: &str, port: u16, dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", url)
+        .env("TRANCHE_TICK_S", "1")
+        .env("TRANCHE_GRACE_S", "2")
+        .env("TRANCHE_AGENT_TIMEOUT_S", "60")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::options()
+                .create(true)
+                .append(true)
+                .open(dir.join("server.log"))
+                .unwrap(),
+        )
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start tranche serve")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_server_mid_pass_loses_no_run_and_starts_none_twice() {
+    let app = TestApp::with_site(site()).await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let researcher = app.token_for("demo-researcher").await;
+    let agent_token = tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    let dir = scratch("crash");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let url = app.database_url();
+    let _agent = agent(&base, &agent_token, "crash", 4, &dir);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let command = format!(
+        "echo x >> {}/starts-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT; sleep 0.3",
+        dir.display()
+    );
+    let mut rng_state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        rng_state
+    };
+    let rounds = 20;
+    for round in 0..=rounds {
+        let mut server = start_server(&url, port, &dir);
+        until(Duration::from_secs(30), "the server", || async {
+            http.get(format!("{base}/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        })
+        .await;
+        if round == 0 {
+            until(Duration::from_secs(30), "four agent nodes", || async {
+                live_nodes(&app).await == 4
+            })
+            .await;
+        }
+        if round == rounds {
+            // Last round: no kill; everything must finish.
+            until(Duration::from_secs(120), "every run to finish", || async {
+                let open: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM runs WHERE state NOT IN ('succeeded')",
+                )
+                .fetch_one(&app.pool)
+                .await
+                .unwrap();
+                open == 0
+            })
+            .await;
+            server.kill().await.unwrap();
+            break;
+        }
+        // A burst of submissions of 1 to 8 GPUs, half of them protected for a second.
+        for _ in 0..8 {
+            let gpus = 1 + next() % 8;
+            let min_runtime = next() % 2;
+            let res = http
+                .post(format!("{base}/api/v1/runs"))
+                .bearer_auth(&researcher)
+                .json(&json!({"project": if next() % 2 == 0 { "fm-pretrain-7b" } else { "fm-pretrain-70b" },
+                              "cluster": "local", "gpu_model": "H100", "gpus": gpus,
+                              "min_runtime_s": min_runtime, "time_limit_s": 600, "resumable": true,
+                              "command": command}))
+                .send()
+                .await
+                .expect("the server answers");
+            let status = res.status().as_u16();
+            assert_eq!(status, 201, "{}", res.text().await.unwrap_or_default());
+        }
+        // Kill it at a random point of the passes that follow.
+        tokio::time::sleep(Duration::from_millis(next() % 400)).await;
+        server.kill().await.unwrap();
+        let problems = check_invariants(&app.pool).await;
+        assert!(problems.is_empty(), "after kill {round}: {problems:?}");
+    }
+    let problems = check_invariants(&app.pool).await;
+    assert!(problems.is_empty(), "at the end: {problems:?}");
+    // Every process start was recorded once per node of its attempt's placement, never more.
+    let placements: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT run_id, attempt, count(*) FROM run_placements GROUP BY run_id, attempt",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        runs,
+        8 * rounds as i64,
+        "every accepted submission is a run"
+    );
+    for (run, attempt, nodes) in placements {
+        let lines = std::fs::read_to_string(dir.join(format!("starts-{run}-{attempt}")))
+            .unwrap_or_default()
+            .lines()
+            .count() as i64;
+        assert!(
+            lines <= nodes,
+            "run {run} attempt {attempt} started {lines} times on {nodes} nodes"
+        );
+    }
     clean_up(&dir);
 }

@@ -188,7 +188,12 @@ async fn refused_submissions_say_why_and_change_nothing() {
     for (body, status, code) in cases {
         let (got, answer) = o
             .app
-            .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body.clone()))
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&o.researcher),
+                Some(body.clone()),
+            )
             .await;
         assert_eq!(got, status, "{body} -> {answer}");
         assert_eq!(answer["error"]["code"], code, "{body} -> {answer}");
@@ -422,7 +427,12 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     assert_eq!(state_of(&o.app, c).await, "queued");
     let (_, run_c) = o
         .app
-        .api("GET", &format!("/api/v1/runs/{c}"), Some(&o.researcher), None)
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{c}"),
+            Some(&o.researcher),
+            None,
+        )
         .await;
     assert!(
         !run_c["wait_reason"].as_str().unwrap_or("").is_empty(),
@@ -459,7 +469,12 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, c).await, "starting");
     // Allocated time was charged to the ledger, and it balances.
-    assert!(tranche::ledger::problems(&o.app.pool).await.unwrap().is_empty());
+    assert!(
+        tranche::ledger::problems(&o.app.pool)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -511,7 +526,14 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     assert_eq!(for_run, Some(preemptor));
     assert!(message.contains("fm-pretrain-7b"), "{message}");
     // The agent is told to stop the victim with the grace period, and given the preemptor.
-    let (_, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    let (_, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
     let stops = answer["stops"].as_array().unwrap();
     assert_eq!(stops.len(), 1);
     assert_eq!(stops[0]["run"], victim);
@@ -519,12 +541,24 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     assert!((29..=30).contains(&grace), "grace {grace}");
     assert_eq!(assignments(&answer)[0].0, preemptor);
     // SIGTERM ended it: requeued, with its history kept.
-    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
+    let (status, _) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}]),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(state_of(&o.app, victim).await, "queued");
     let (_, run) = o
         .app
-        .api("GET", &format!("/api/v1/runs/{victim}"), Some(&o.researcher), None)
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{victim}"),
+            Some(&o.researcher),
+            None,
+        )
         .await;
     let kinds: Vec<&str> = run["events"]
         .as_array()
@@ -610,7 +644,9 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
             "POST",
             "/api/v1/agent/register",
             Some(&o.agent),
-            Some(json!({"nodes": [{"name": "x", "gpus": 8, "gpu_model": "NVIDIA A100-SXM4-80GB"}]})),
+            Some(
+                json!({"nodes": [{"name": "x", "gpus": 8, "gpu_model": "NVIDIA A100-SXM4-80GB"}]}),
+            ),
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
@@ -635,10 +671,24 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
         .fetch_one(&o.app.pool)
         .await
         .unwrap();
-    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": run + 100, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run + 100, "attempt": 1, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(answer["error"]["code"], "not_assigned");
-    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": run, "attempt": 1, "node": other, "state": "running"}])).await;
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": other, "state": "running"}]),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
     assert_eq!(answer["error"]["code"], "not_assigned");
     assert_eq!(state_of(&o.app, run).await, "starting", "nothing changed");
@@ -679,24 +729,46 @@ async fn cancel_stops_a_running_run_through_its_agent() {
     // The waiting one is cancelled at once.
     let (status, answer) = o
         .app
-        .api("POST", &format!("/api/v1/runs/{waiting}/cancel"), Some(&o.researcher), None)
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{waiting}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["state"], "cancelled");
     let (status, answer) = o
         .app
-        .api("POST", &format!("/api/v1/runs/{waiting}/cancel"), Some(&o.researcher), None)
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{waiting}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(answer["error"]["code"], "not_cancellable");
     // The running one stops through the agent.
     let (status, answer) = o
         .app
-        .api("POST", &format!("/api/v1/runs/{queued_only}/cancel"), Some(&o.lead), None)
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{queued_only}/cancel"),
+            Some(&o.lead),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["state"], "stopping");
-    let (_, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "running"}])).await;
+    let (_, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
     assert_eq!(answer["stops"][0]["run"], queued_only);
     sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
     assert_eq!(state_of(&o.app, queued_only).await, "cancelled");

@@ -15,9 +15,10 @@ use tranche::db::embedded::Embedded;
 use tranche::demo::DemoUser;
 use tranche::state::AppState;
 
-/// Where the tests' server is: options for its maintenance database.
-fn server() -> &'static PgConnectOptions {
-    static SERVER: OnceLock<PgConnectOptions> = OnceLock::new();
+/// Where the tests' server is: options for its maintenance database, and a URL pattern with
+/// `{db}` in place of the database name, for server processes the tests start.
+fn server() -> &'static (PgConnectOptions, String) {
+    static SERVER: OnceLock<(PgConnectOptions, String)> = OnceLock::new();
     SERVER.get_or_init(|| {
         if let Ok(url) = std::env::var("DATABASE_URL")
             .map(|u| u.trim().to_string())
@@ -29,9 +30,20 @@ fn server() -> &'static PgConnectOptions {
                 }
             })
         {
-            return url
+            let options = url
                 .parse::<PgConnectOptions>()
                 .expect("DATABASE_URL must be a PostgreSQL URL");
+            let (base, query) = url.split_once('?').unwrap_or((&url, ""));
+            let scheme_end = base.find("://").map_or(0, |i| i + 3);
+            let path_start = base[scheme_end..]
+                .find('/')
+                .map_or(base.len(), |i| scheme_end + i);
+            let mut pattern = format!("{}/{{db}}", &base[..path_start]);
+            if !query.is_empty() {
+                pattern.push('?');
+                pattern.push_str(query);
+            }
+            return (options, pattern);
         }
         let dir = std::env::var("TRANCHE_TEST_DATA_DIR")
             .unwrap_or_else(|_| "/tmp/tranche-test-pg".into());
@@ -39,8 +51,9 @@ fn server() -> &'static PgConnectOptions {
             .expect("cannot start the embedded PostgreSQL for tests");
         // The cluster stays up for later test runs (and `.ci/run` stops it).
         let options = embedded.connect_options("postgres");
+        let pattern = embedded.database_url("{db}");
         std::mem::forget(embedded);
-        options
+        (options, pattern)
     })
 }
 
@@ -87,7 +100,7 @@ impl TestApp {
 
     /// A fresh database with these site settings.
     pub async fn with_site(site: Site) -> Self {
-        let server = tokio::task::spawn_blocking(server).await.unwrap().clone();
+        let server = tokio::task::spawn_blocking(server).await.unwrap().0.clone();
         let mut conn = sqlx::PgConnection::connect_with(&server)
             .await
             .expect("cannot reach the test PostgreSQL");
@@ -116,32 +129,7 @@ impl TestApp {
 
     /// A `DATABASE_URL` for this test database, for server processes the test starts.
     pub fn database_url(&self) -> String {
-        match std::env::var("DATABASE_URL") {
-            Ok(url) if !url.trim().is_empty() => {
-                let url = url.trim();
-                let (base, query) = url.split_once('?').unwrap_or((url, ""));
-                let scheme_end = base.find("://").map_or(0, |i| i + 3);
-                let path_start = base[scheme_end..]
-                    .find('/')
-                    .map_or(base.len(), |i| scheme_end + i);
-                let mut out = format!("{}/{}", &base[..path_start], self.database);
-                if !query.is_empty() {
-                    out.push('?');
-                    out.push_str(query);
-                }
-                out
-            }
-            _ => {
-                let o = server();
-                format!(
-                    "postgres://{}@/{}?host={}&port={}",
-                    o.get_username(),
-                    self.database,
-                    o.get_host(),
-                    o.get_port()
-                )
-            }
-        }
+        server().1.replace("{db}", &self.database)
     }
 
     /// A fresh database with the first-run admin (returned password) and root node.
