@@ -9,5 +9,6 @@ mod contracts;
 mod embedded;
 mod mail;
 mod reports;
+mod run_pages;
 mod support;
 mod tree;
