@@ -380,9 +380,9 @@ async fn post_run(
     }
     let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
     let notice = if run_state == "waiting_approval" {
-        format!("Run {id} submitted ({preview}); it waits for a lead's approval.")
+        format!("Run {id} submitted; it waits for a lead's approval.")
     } else {
-        format!("Run {id} submitted ({preview}); it is queued.")
+        format!("Run {id} submitted and queued: {preview}.")
     };
     flash(&session, notice).await?;
     Ok(Redirect::to(&format!("/runs/{id}")).into_response())
