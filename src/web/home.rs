@@ -23,6 +23,7 @@ struct HomePage {
     is_admin: bool,
     notifications: Vec<NotificationView>,
     unread: usize,
+    runs: crate::web::runs::HomeRuns,
 }
 
 struct NotificationView {
@@ -71,7 +72,9 @@ async fn home(
             })
             .collect();
     let unread = notifications.iter().filter(|n| !n.read).count();
+    let runs = crate::web::runs::home_runs(&state, &me).await?;
     render(&HomePage {
+        runs,
         notifications,
         unread,
         layout: Layout::for_user(&session, &me, "/").await?,

@@ -9,6 +9,7 @@ pub mod charts;
 pub mod contracts;
 pub mod home;
 pub mod reports;
+pub mod runs;
 pub mod session;
 pub mod tree;
 
@@ -52,12 +53,18 @@ impl Layout {
         account: &Account,
         active: &'static str,
     ) -> Result<Self, AppError> {
-        let mut nav = vec![
-            ("/", "Home"),
+        let mut nav = vec![("/", "Home"), ("/runs", "Runs")];
+        if runs::can_submit(account) {
+            nav.push(("/runs/new", "Submit"));
+        }
+        if runs::is_lead(account) {
+            nav.push(("/approvals", "Approvals"));
+        }
+        nav.extend([
             ("/tree", "Program tree"),
             ("/capacity", "Capacity"),
             ("/contracts", "Contracts"),
-        ];
+        ]);
         if account.sees_everything() || account.lead_nodes().next().is_some() {
             nav.push(("/reports", "Spend"));
             nav.push(("/audit", "Audit log"));
@@ -203,6 +210,7 @@ pub fn app(state: AppState) -> Router {
         .merge(account::router())
         .merge(contracts::router())
         .merge(reports::router())
+        .merge(runs::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
         .layer(sessions)

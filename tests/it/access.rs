@@ -66,6 +66,9 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ),
         ("/admin/users".into(), [303, 403, 403, 403, 200]),
         ("/account/tokens".into(), [303, 200, 200, 200, 200]),
+        ("/runs".into(), [303, 200, 200, 200, 200]),
+        ("/runs/new".into(), [303, 200, 200, 200, 200]),
+        ("/approvals".into(), [303, 200, 200, 200, 200]),
     ]
 }
 
@@ -79,6 +82,21 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
             .collect::<Vec<_>>()
     };
     vec![
+        (
+            // The demo researcher's first project; finance is no member, the lead leads it.
+            "/runs/new".into(),
+            f(&[
+                ("project", "fm-pretrain-7b".into()),
+                ("cluster", "h100-east".into()),
+                ("gpu_model", "H100".into()),
+                ("gpus", "1".into()),
+                ("min_runtime", "0".into()),
+                ("time_limit", "10".into()),
+                ("command", "true".into()),
+                ("action", "submit".into()),
+            ]),
+            [303, 303, 303, 403, 303],
+        ),
         (
             format!("/tree/nodes/{}/shares", i.fm),
             f(&[(&format!("share_{}", i.pretraining), "30".into())]),

@@ -10,6 +10,7 @@ mod embedded;
 mod live;
 mod mail;
 mod reports;
+mod run_pages;
 mod runs;
 mod support;
 mod tree;

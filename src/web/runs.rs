@@ -1,0 +1,955 @@
+//! Run pages: the submit form with a cost preview, the run list with filters, the run page
+//! (timeline, placements, why it waits, cancel, approve and deny) and the lead's approvals
+//! inbox. Every rule lives in [`crate::runs`]; these handlers only parse forms and render.
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser, Role};
+use crate::db::inventory;
+use crate::domain;
+use crate::error::AppError;
+use crate::ledger::to_jiff;
+use crate::runs::{self, Filter, NewRun, RunRow};
+use crate::state::AppState;
+use crate::web::{Layout, PagePath, flash, render_status};
+
+/// One `<option>` of a select.
+struct Opt {
+    value: String,
+    label: String,
+    selected: bool,
+}
+
+/// Options from values, marking the one equal to `selected` (case-insensitively), with a
+/// leading "any" option labelled `any` when given.
+fn options(
+    values: impl IntoIterator<Item = String>,
+    selected: &str,
+    any: Option<&str>,
+) -> Vec<Opt> {
+    let mut out: Vec<Opt> = any
+        .map(|label| Opt {
+            value: String::new(),
+            label: label.to_string(),
+            selected: selected.is_empty(),
+        })
+        .into_iter()
+        .collect();
+    out.extend(values.into_iter().map(|v| Opt {
+        selected: v.eq_ignore_ascii_case(selected),
+        label: v.clone(),
+        value: v,
+    }));
+    out
+}
+
+/// A duration in words: `45 min`, `2 h`, `1 h 30 min`, `90 s`.
+fn duration(seconds: i64) -> String {
+    if seconds % 60 != 0 {
+        return format!("{seconds} s");
+    }
+    let (h, m) = (seconds / 3600, seconds % 3600 / 60);
+    match (h, m) {
+        (0, m) => format!("{m} min"),
+        (h, 0) => format!("{h} h"),
+        (h, m) => format!("{h} h {m} min"),
+    }
+}
+
+/// An instant in the site's time zone.
+fn local(state: &AppState, t: time::OffsetDateTime) -> String {
+    domain::format_local(to_jiff(t), &state.site.time_zone)
+}
+
+/// Parses a duration typed as whole minutes (`90`) or hours and minutes (`1:30`) into
+/// seconds; the error names `field` and says what was typed.
+fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, AppError> {
+    let t = typed.trim();
+    let bad = || {
+        AppError::invalid(
+            field,
+            format!(
+                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t:?}"
+            ),
+        )
+    };
+    let minutes = match t.split_once(':') {
+        Some((h, m)) => {
+            let h: i64 = h.trim().parse().map_err(|_| bad())?;
+            let m: i64 = m.trim().parse().map_err(|_| bad())?;
+            if h < 0 || !(0..60).contains(&m) {
+                return Err(bad());
+            }
+            h.checked_mul(60).and_then(|h| h.checked_add(m))
+        }
+        None => t.parse::<i64>().ok(),
+    }
+    .ok_or_else(bad)?;
+    if minutes < 0 {
+        return Err(bad());
+    }
+    minutes.checked_mul(60).ok_or_else(bad)
+}
+
+/// Parses the environment textarea: one `NAME=value` per line, blank lines ignored.
+fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
+    let mut env = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            return Err(AppError::invalid(
+                "env",
+                format!("line {}: write NAME=value (got {:?})", n + 1, line.trim()),
+            ));
+        };
+        let name = name.trim().to_string();
+        if env.insert(name.clone(), value.to_string()).is_some() {
+            return Err(AppError::invalid(
+                "env",
+                format!("line {}: {name} is given twice", n + 1),
+            ));
+        }
+    }
+    Ok(env)
+}
+
+/// The submit form's fields, kept as typed so an error re-renders them unchanged.
+#[derive(serde::Deserialize, Default, Clone)]
+struct RunForm {
+    #[serde(default)]
+    project: String,
+    #[serde(default)]
+    cluster: String,
+    #[serde(default)]
+    gpu_model: String,
+    #[serde(default)]
+    gpus: String,
+    /// Minutes or h:mm.
+    #[serde(default)]
+    min_runtime: String,
+    /// Minutes or h:mm.
+    #[serde(default)]
+    time_limit: String,
+    #[serde(default)]
+    priority: String,
+    /// Present (`on`) when the checkbox is ticked.
+    #[serde(default)]
+    resumable: Option<String>,
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    workdir: String,
+    /// One `NAME=value` per line.
+    #[serde(default)]
+    env: String,
+    /// `preview` or `submit`.
+    #[serde(default)]
+    action: String,
+}
+
+impl RunForm {
+    /// The form a new submission starts from.
+    fn defaults() -> Self {
+        Self {
+            gpus: "1".into(),
+            min_runtime: "0".into(),
+            time_limit: "60".into(),
+            priority: "0".into(),
+            ..Self::default()
+        }
+    }
+
+    /// Parses the typed fields into a submission; errors name the form's field.
+    fn parse(&self) -> Result<NewRun, AppError> {
+        let gpus = self.gpus.trim().parse::<i64>().map_err(|_| {
+            AppError::invalid(
+                "gpus",
+                format!(
+                    "the GPU count must be a whole number (got {:?})",
+                    self.gpus.trim()
+                ),
+            )
+        })?;
+        let min_runtime_s = parse_minutes(&self.min_runtime, "min_runtime", "minimum runtime")?;
+        let time_limit_s = parse_minutes(&self.time_limit, "time_limit", "time limit")?;
+        let priority = match self.priority.trim() {
+            "" => 0,
+            p => p.parse::<i32>().map_err(|_| {
+                AppError::invalid(
+                    "priority",
+                    format!("the priority must be a whole number from -1000 to 1000 (got {p:?})"),
+                )
+            })?,
+        };
+        let workdir = Some(self.workdir.trim().to_string()).filter(|w| !w.is_empty());
+        Ok(NewRun {
+            project: self.project.clone(),
+            cluster: self.cluster.clone(),
+            gpu_model: self.gpu_model.clone(),
+            gpus,
+            min_runtime_s,
+            time_limit_s,
+            priority,
+            resumable: self.resumable.is_some(),
+            command: self.command.clone(),
+            workdir,
+            env: parse_env(&self.env)?,
+        })
+    }
+}
+
+/// Which form field an error from [`runs::check`] belongs to (the domain names durations in
+/// seconds; the form takes minutes).
+fn form_field(e: &AppError) -> Option<&'static str> {
+    match e {
+        AppError::Invalid { field, .. } => field.map(|f| match f {
+            "min_runtime_s" => "min_runtime",
+            "time_limit_s" => "time_limit",
+            other => other,
+        }),
+        AppError::Refused {
+            code: "larger_than_cluster",
+            ..
+        } => Some("gpus"),
+        AppError::Forbidden(_) => Some("project"),
+        AppError::NotFound(m) if m.starts_with("no project") => Some("project"),
+        AppError::NotFound(m) if m.starts_with("no cluster") => Some("cluster"),
+        AppError::NotFound(m) if m.starts_with("no GPU model") => Some("gpu_model"),
+        _ => None,
+    }
+}
+
+/// Errors a form shows on the page rather than as an error page.
+fn shown_on_form(e: &AppError) -> bool {
+    matches!(
+        e,
+        AppError::Invalid { .. }
+            | AppError::Refused { .. }
+            | AppError::NotFound(_)
+            | AppError::Forbidden(_)
+            | AppError::Conflict(_)
+    )
+}
+
+#[derive(askama::Template)]
+#[template(path = "runs/form.html")]
+struct FormPage {
+    layout: Layout,
+    form: RunForm,
+    projects: Vec<Opt>,
+    clusters: Vec<Opt>,
+    models: Vec<Opt>,
+    /// The preview in words, after "Preview cost".
+    preview: Option<String>,
+    /// Whether the previewed run needs a lead's approval.
+    needs_approval: bool,
+    /// An error with no field of its own.
+    error: Option<String>,
+    /// An error next to this field.
+    field_error: Option<(&'static str, String)>,
+    max_min_runtime: String,
+}
+
+impl FormPage {
+    /// The error message of `field`, if it is the one at fault.
+    fn err(&self, field: &str) -> Option<&str> {
+        self.field_error
+            .as_ref()
+            .filter(|(f, _)| *f == field)
+            .map(|(_, m)| m.as_str())
+    }
+}
+
+/// Whether `me` may submit runs somewhere: a member of a project, a lead or an admin.
+pub fn can_submit(me: &Account) -> bool {
+    !me.projects.is_empty() || me.lead_nodes().next().is_some() || me.is_admin()
+}
+
+async fn form_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    mut form: RunForm,
+    preview: Option<(String, bool)>,
+    error: Option<AppError>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let projects: Vec<String> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project && (me.projects.contains(&n.id) || me.leads(n.id, &tree.parents)))
+        .map(|n| n.name.clone())
+        .collect();
+    let inv = inventory::clusters(&state.pool).await?;
+    let mut models: Vec<String> = inv
+        .iter()
+        .flat_map(|c| c.gpus.iter().map(|(m, _)| m.clone()))
+        .collect();
+    models.sort();
+    models.dedup();
+    // A fresh form starts on the first of each list; a typed value is kept as typed.
+    if form.project.is_empty() {
+        form.project = projects.first().cloned().unwrap_or_default();
+    }
+    if form.cluster.is_empty() {
+        form.cluster = inv.first().map(|c| c.name.clone()).unwrap_or_default();
+    }
+    if form.gpu_model.is_empty() {
+        form.gpu_model = inv
+            .iter()
+            .find(|c| c.name == form.cluster)
+            .and_then(|c| c.gpus.first())
+            .map(|(m, _)| m.clone())
+            .or_else(|| models.first().cloned())
+            .unwrap_or_default();
+    }
+    let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
+    let (error, field_error) = match error {
+        None => (None, None),
+        Some(e) => match form_field(&e) {
+            Some(f) => (None, Some((f, e.public_message()))),
+            None => (Some(e.public_message()), None),
+        },
+    };
+    let (preview, needs_approval) = match preview {
+        Some((text, approval)) => (Some(text), approval),
+        None => (None, false),
+    };
+    render_status(
+        status,
+        &FormPage {
+            layout: Layout::for_user(session, me, "/runs/new").await?,
+            projects: options(projects, &form.project, None),
+            clusters: options(inv.iter().map(|c| c.name.clone()), &form.cluster, None),
+            models: options(models, &form.gpu_model, None),
+            form,
+            preview,
+            needs_approval,
+            error,
+            field_error,
+            max_min_runtime: duration(state.site.max_min_runtime_s),
+        },
+    )
+}
+
+async fn new_run(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(prefill): Query<BTreeMap<String, String>>,
+) -> Result<Response, AppError> {
+    let mut form = RunForm::defaults();
+    if let Some(p) = prefill.get("project") {
+        form.project = p.clone();
+    }
+    form_page(&state, &session, &me, form, None, None).await
+}
+
+async fn post_run(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    axum::Form(form): axum::Form<RunForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let checked = match form.parse() {
+        Ok(run) => runs::check(&state.pool, &state.site, &me, &tree.parents, run).await,
+        Err(e) => Err(e),
+    };
+    let checked = match checked {
+        Ok(c) => c,
+        Err(e) if shown_on_form(&e) => {
+            return form_page(&state, &session, &me, form, None, Some(e)).await;
+        }
+        Err(e) => return Err(e),
+    };
+    let preview = checked.preview.describe(&state.site.currency);
+    if form.action != "submit" {
+        let approval = checked.preview.needs_approval;
+        return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
+    }
+    let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
+    let notice = if run_state == "waiting_approval" {
+        format!("Run {id} submitted; it waits for a lead's approval.")
+    } else {
+        format!("Run {id} submitted and queued: {preview}.")
+    };
+    flash(&session, notice).await?;
+    Ok(Redirect::to(&format!("/runs/{id}")).into_response())
+}
+
+/// A run in a table, formatted.
+struct RowView {
+    id: i64,
+    project: String,
+    cluster: String,
+    gpu_model: String,
+    gpus: i32,
+    /// In words (`waiting approval`).
+    state: String,
+    /// For a CSS class (`waiting_approval`).
+    state_class: String,
+    submitted_by: String,
+    submitted_at: String,
+    min_runtime: String,
+    protected_gpu_hours: String,
+    command: String,
+    /// For queued runs: why it waits and when it may start.
+    waiting: Option<String>,
+}
+
+/// Why a queued run waits, in words, with its estimated start.
+fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
+    if r.state != "queued" {
+        return None;
+    }
+    let reason = r
+        .wait_reason
+        .clone()
+        .unwrap_or_else(|| "waiting for the scheduler's next pass".into());
+    Some(match r.estimated_start {
+        Some(t) => format!("{reason}; estimated start {}", local(state, t)),
+        None => format!("{reason}; no estimated start yet"),
+    })
+}
+
+fn row_view(state: &AppState, r: &RunRow) -> RowView {
+    RowView {
+        id: r.id,
+        project: r.project.clone(),
+        cluster: r.cluster.clone(),
+        gpu_model: r.gpu_model.clone(),
+        gpus: r.gpus,
+        state: r.state.replace('_', " "),
+        state_class: r.state.clone(),
+        submitted_by: r.submitted_by.clone(),
+        submitted_at: local(state, r.submitted_at),
+        min_runtime: if r.min_runtime_s == 0 {
+            "0 (free, preemptible)".into()
+        } else {
+            duration(r.min_runtime_s)
+        },
+        protected_gpu_hours: domain::format_milli_gpu_hours(
+            i64::from(r.gpus) * r.min_runtime_s * 1000 / 3600,
+        ),
+        command: r.command.clone(),
+        waiting: waiting_words(state, r),
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "runs/list.html")]
+struct ListPage {
+    layout: Layout,
+    rows: Vec<RowView>,
+    error: Option<String>,
+    scopes: Vec<Opt>,
+    states: Vec<Opt>,
+    projects: Vec<Opt>,
+    clusters: Vec<Opt>,
+    time_zone: String,
+    can_submit: bool,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(mut filter): Query<Filter>,
+) -> Result<Response, AppError> {
+    // An empty select means "any".
+    for f in [
+        &mut filter.scope,
+        &mut filter.state,
+        &mut filter.project,
+        &mut filter.cluster,
+    ] {
+        if f.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            *f = None;
+        }
+    }
+    let tree = state.tree().await?;
+    let (rows, error, status) = match runs::list(&state.pool, &me, &tree.parents, &filter).await {
+        Ok(rows) => (rows, None, StatusCode::OK),
+        Err(e) if shown_on_form(&e) => (Vec::new(), Some(e.public_message()), e.status()),
+        Err(e) => return Err(e),
+    };
+    let projects: Vec<String> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project && me.may_view(n.id, &tree.parents))
+        .map(|n| n.name.clone())
+        .collect();
+    let inv = inventory::clusters(&state.pool).await?;
+    let scope = filter.scope.as_deref().unwrap_or("all");
+    let scopes = [
+        ("all", "all I may see"),
+        ("mine", "submitted by me"),
+        ("projects", "my projects"),
+    ]
+    .into_iter()
+    .map(|(v, l)| Opt {
+        value: v.into(),
+        label: l.into(),
+        selected: v == scope,
+    })
+    .collect();
+    let states = options(
+        std::iter::once("active".to_string()).chain(runs::STATES.iter().map(|s| s.to_string())),
+        filter.state.as_deref().unwrap_or(""),
+        Some("any"),
+    );
+    render_status(
+        status,
+        &ListPage {
+            layout: Layout::for_user(&session, &me, "/runs").await?,
+            rows: rows.iter().map(|r| row_view(&state, r)).collect(),
+            error,
+            scopes,
+            states,
+            projects: options(
+                projects,
+                filter.project.as_deref().unwrap_or(""),
+                Some("any"),
+            ),
+            clusters: options(
+                inv.iter().map(|c| c.name.clone()),
+                filter.cluster.as_deref().unwrap_or(""),
+                Some("any"),
+            ),
+            time_zone: state.site.time_zone_name.clone(),
+            can_submit: can_submit(&me),
+        },
+    )
+}
+
+/// One timeline entry, formatted.
+struct EventView {
+    at: String,
+    kind: String,
+    message: String,
+    for_run: Option<i64>,
+    attempt: i32,
+    /// A preemption or loss, highlighted.
+    preemption: bool,
+}
+
+/// One placement, formatted.
+struct PlacementView {
+    attempt: i32,
+    node: String,
+    gpus: String,
+    process: String,
+    exit_code: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "runs/detail.html")]
+struct DetailPage {
+    layout: Layout,
+    run: RowView,
+    priority: i32,
+    resumable: bool,
+    time_limit: String,
+    started_at: Option<String>,
+    ended_at: Option<String>,
+    attempt: i32,
+    exit_code: Option<i32>,
+    decision_reason: Option<String>,
+    /// The approval or denial, as the timeline records it.
+    decision: Option<String>,
+    workdir: Option<String>,
+    env: Vec<String>,
+    events: Vec<EventView>,
+    placements: Vec<PlacementView>,
+    preemptions: usize,
+    can_cancel: bool,
+    can_decide: bool,
+    error: Option<String>,
+    /// The typed decision reason, kept after an error.
+    reason: String,
+    time_zone: String,
+}
+
+async fn detail_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    error: Option<AppError>,
+    reason: String,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let d = runs::detail(&state.pool, me, &tree.parents, id).await?;
+    let events: Vec<EventView> = d
+        .events
+        .iter()
+        .map(|e| EventView {
+            at: local(state, e.at),
+            preemption: matches!(e.kind.as_str(), "preempted" | "lost"),
+            kind: e.kind.replace('_', " "),
+            message: e.message.clone(),
+            for_run: e.for_run,
+            attempt: e.attempt,
+        })
+        .collect();
+    let decision = d
+        .events
+        .iter()
+        .rev()
+        .find(|e| matches!(e.kind.as_str(), "approved" | "denied"))
+        .map(|e| e.message.clone());
+    let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
+    render_status(
+        status,
+        &DetailPage {
+            layout: Layout::for_user(session, me, "/runs").await?,
+            run: row_view(state, &d.run),
+            priority: d.run.priority,
+            resumable: d.run.resumable,
+            time_limit: duration(d.run.time_limit_s),
+            started_at: d.run.started_at.map(|t| local(state, t)),
+            ended_at: d.run.ended_at.map(|t| local(state, t)),
+            attempt: d.run.attempt,
+            exit_code: d.run.exit_code,
+            decision_reason: d.run.decision_reason.clone().filter(|r| !r.is_empty()),
+            decision,
+            workdir: d.workdir.clone(),
+            env: d.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            preemptions: events.iter().filter(|e| e.preemption).count(),
+            events,
+            placements: d
+                .placements
+                .iter()
+                .map(|p| PlacementView {
+                    attempt: p.attempt,
+                    node: p.node.clone(),
+                    gpus: p
+                        .gpus
+                        .iter()
+                        .map(i32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    process: p.process.clone(),
+                    exit_code: p.exit_code.map_or(String::new(), |c| c.to_string()),
+                })
+                .collect(),
+            can_cancel: d.can_cancel,
+            can_decide: d.can_decide,
+            error: error.map(|e| e.public_message()),
+            reason,
+            time_zone: state.site.time_zone_name.clone(),
+        },
+    )
+}
+
+async fn detail(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    detail_page(&state, &session, &me, id, None, String::new()).await
+}
+
+/// The hidden fields of the cancel, approve and deny forms.
+#[derive(serde::Deserialize, Default)]
+struct ActionForm {
+    /// Why (approve and deny).
+    #[serde(default)]
+    reason: String,
+    /// `approvals` when sent from the inbox; the run page otherwise.
+    #[serde(default)]
+    from: String,
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    match runs::cancel(&state.pool, &state.site, &me, &tree.parents, id).await {
+        Ok(()) => {
+            let now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+                .bind(id)
+                .fetch_one(&state.pool)
+                .await?;
+            let notice = if now == "cancelled" {
+                format!("Run {id} cancelled.")
+            } else {
+                format!("Cancel of run {id} requested; its processes are being stopped.")
+            };
+            flash(&session, notice).await?;
+            Ok(Redirect::to(&format!("/runs/{id}")).into_response())
+        }
+        Err(e @ (AppError::Invalid { .. } | AppError::Refused { .. })) => {
+            detail_page(&state, &session, &me, id, Some(e), String::new()).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn decide(
+    state: AppState,
+    session: Session,
+    me: Account,
+    id: i64,
+    approve: bool,
+    form: ActionForm,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let from_inbox = form.from == "approvals";
+    match runs::decide(
+        &state.pool,
+        &state.site,
+        &me,
+        &tree.parents,
+        id,
+        approve,
+        &form.reason,
+    )
+    .await
+    {
+        Ok(()) => {
+            let verb = if approve { "approved" } else { "denied" };
+            flash(&session, format!("Run {id} {verb}.")).await?;
+            let back = if from_inbox {
+                "/approvals".to_string()
+            } else {
+                format!("/runs/{id}")
+            };
+            Ok(Redirect::to(&back).into_response())
+        }
+        Err(e @ (AppError::Invalid { .. } | AppError::Refused { .. })) => {
+            if from_inbox {
+                approvals_page(&state, &session, &me, Some((id, e, form.reason))).await
+            } else {
+                detail_page(&state, &session, &me, id, Some(e), form.reason).await
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    axum::Form(form): axum::Form<ActionForm>,
+) -> Result<Response, AppError> {
+    decide(state, session, me, id, true, form).await
+}
+
+async fn deny(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    axum::Form(form): axum::Form<ActionForm>,
+) -> Result<Response, AppError> {
+    decide(state, session, me, id, false, form).await
+}
+
+/// A run in the inbox, with the error of a decision that failed on it.
+struct InboxRow {
+    run: RowView,
+    error: Option<String>,
+    reason: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "runs/approvals.html")]
+struct ApprovalsPage {
+    layout: Layout,
+    rows: Vec<InboxRow>,
+    /// A failed decision on a run that is no longer in the inbox.
+    error: Option<String>,
+    is_lead: bool,
+}
+
+/// Whether `me` leads something (and so may have an approvals inbox): leads and admins.
+pub fn is_lead(me: &Account) -> bool {
+    me.is_admin() || me.lead_nodes().next().is_some()
+}
+
+async fn approvals_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    failed: Option<(i64, AppError, String)>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let rows = runs::approvals(&state.pool, me, &tree.parents).await?;
+    let status = failed
+        .as_ref()
+        .map_or(StatusCode::OK, |(_, e, _)| e.status());
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let (error, reason) = match &failed {
+                Some((id, e, reason)) if *id == r.id => (Some(e.public_message()), reason.clone()),
+                _ => (None, String::new()),
+            };
+            InboxRow {
+                run: row_view(state, r),
+                error,
+                reason,
+            }
+        })
+        .collect::<Vec<_>>();
+    // A failure on a run no longer in the inbox still shows (at the top).
+    let error = failed
+        .filter(|(id, _, _)| !rows.iter().any(|r: &InboxRow| r.run.id == *id))
+        .map(|(id, e, _)| format!("run {id}: {}", e.public_message()));
+    render_status(
+        status,
+        &ApprovalsPage {
+            layout: Layout::for_user(session, me, "/approvals").await?,
+            rows,
+            error,
+            is_lead: is_lead(me),
+        },
+    )
+}
+
+async fn approvals(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    approvals_page(&state, &session, &me, None).await
+}
+
+/// What the home page shows about runs.
+pub struct HomeRuns {
+    /// Recent preemptions of the user's runs: (run id, when, message).
+    pub notices: Vec<(i64, String, String)>,
+    /// The user's active runs.
+    pub active: Vec<(i64, String, String, String)>,
+    /// Runs waiting for the user's approval (`None` when the user leads nothing).
+    pub waiting_approval: Option<usize>,
+    /// Whether to show the researcher's sections.
+    pub researcher: bool,
+}
+
+impl HomeRuns {
+    /// "3 runs waiting for your approval" for leads; `None` for others.
+    pub fn approvals_label(&self) -> Option<String> {
+        self.waiting_approval.map(|n| match n {
+            0 => "No runs wait for your approval.".to_string(),
+            1 => "1 run waiting for your approval".to_string(),
+            n => format!("{n} runs waiting for your approval"),
+        })
+    }
+}
+
+/// The run sections of the home page: preemption notices and active runs for researchers
+/// (runs, project, state and why it waits as plain text), the approvals count for leads.
+///
+/// # Errors
+/// Database errors.
+pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppError> {
+    let tree = state.tree().await?;
+    let researcher = me.has(Role::Researcher) || !me.projects.is_empty();
+    let (notices, active) = if researcher {
+        let notices = runs::preemption_notices(&state.pool, me)
+            .await?
+            .into_iter()
+            .map(|(id, at, message)| (id, local(state, at), message))
+            .collect();
+        let filter = Filter {
+            scope: Some("mine".into()),
+            state: Some("active".into()),
+            limit: Some(50),
+            ..Filter::default()
+        };
+        let active = runs::list(&state.pool, me, &tree.parents, &filter)
+            .await?
+            .iter()
+            .map(|r| {
+                let what = format!(
+                    "{} × {} on {} for {}",
+                    r.gpus, r.gpu_model, r.cluster, r.project
+                );
+                let state_words = match waiting_words(state, r) {
+                    Some(w) => format!("queued: {w}"),
+                    None => r.state.replace('_', " "),
+                };
+                (r.id, what, state_words, r.command.clone())
+            })
+            .collect();
+        (notices, active)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let waiting_approval = if is_lead(me) {
+        Some(runs::approvals(&state.pool, me, &tree.parents).await?.len())
+    } else {
+        None
+    };
+    Ok(HomeRuns {
+        notices,
+        active,
+        waiting_approval,
+        researcher,
+    })
+}
+
+/// Run and approval routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/runs", get(list))
+        .route("/runs/new", get(new_run).post(post_run))
+        .route("/runs/{id}", get(detail))
+        .route("/runs/{id}/cancel", post(cancel))
+        .route("/runs/{id}/approve", post(approve))
+        .route("/runs/{id}/deny", post(deny))
+        .route("/approvals", get(approvals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minutes_and_hours_parse_to_seconds() {
+        assert_eq!(parse_minutes("90", "f", "x").unwrap(), 5400);
+        assert_eq!(parse_minutes(" 1:30 ", "f", "x").unwrap(), 5400);
+        assert_eq!(parse_minutes("0", "f", "x").unwrap(), 0);
+        assert_eq!(parse_minutes("0:05", "f", "x").unwrap(), 300);
+        for bad in ["", "1:60", "-5", "1.5", "a:b", "1:-1"] {
+            assert!(parse_minutes(bad, "f", "x").is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn environment_lines_parse_and_errors_name_the_line() {
+        let env = parse_env("A=1\r\n\nB = x=y\n").unwrap();
+        assert_eq!(env.get("A").map(String::as_str), Some("1"));
+        assert_eq!(env.get("B").map(String::as_str), Some(" x=y"));
+        let err = parse_env("A=1\nnot a pair").unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(parse_env("A=1\nA=2").is_err());
+    }
+
+    #[test]
+    fn durations_read_as_words() {
+        assert_eq!(duration(2700), "45 min");
+        assert_eq!(duration(7200), "2 h");
+        assert_eq!(duration(5400), "1 h 30 min");
+        assert_eq!(duration(90), "90 s");
+    }
+}

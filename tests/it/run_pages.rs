@@ -1,0 +1,412 @@
+//! The run pages through a logged-in browser-like client on the demo organisation: submit
+//! with a cost preview, form errors that keep the input, the run page, cancel, the lead's
+//! approvals inbox, and who may see what. The in-process app runs no scheduler loop and no
+//! agent is registered, so submitted runs stay queued.
+
+use axum::http::StatusCode;
+use tranche::demo::DemoUser;
+
+use crate::support::{Client, TestApp, demo_password};
+
+/// A fresh demo organisation and a client signed in as its user with `role`.
+async fn signed_in(role: &str) -> (TestApp, Vec<DemoUser>, Client) {
+    let (app, users) = TestApp::with_demo().await;
+    let client = login(&app, &users, role).await;
+    (app, users, client)
+}
+
+async fn login(app: &TestApp, users: &[DemoUser], role: &str) -> Client {
+    let (name, pw) = demo_password(users, role);
+    let mut c = app.client();
+    c.login(&name, &pw).await;
+    c
+}
+
+/// A submission of the demo researcher's first project on the H100 cluster.
+fn run_form<'a>(gpus: &'a str, min_runtime: &'a str, command: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("project", "fm-pretrain-7b"),
+        ("cluster", "h100-east"),
+        ("gpu_model", "H100"),
+        ("gpus", gpus),
+        ("min_runtime", min_runtime),
+        ("time_limit", "8:00"),
+        ("priority", "0"),
+        ("resumable", "on"),
+        ("command", command),
+        ("workdir", "/home/r/train"),
+        ("env", "SEED=7\nWANDB_MODE=offline"),
+    ]
+}
+
+fn with_action<'a>(
+    mut fields: Vec<(&'a str, &'a str)>,
+    action: &'a str,
+) -> Vec<(&'a str, &'a str)> {
+    fields.push(("action", action));
+    fields
+}
+
+async fn run_count(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Submits through the form; returns the new run's id from the redirect.
+async fn submit(c: &mut Client, gpus: &str, min_runtime: &str, command: &str) -> i64 {
+    let (status, body, location) = c
+        .post(
+            "/runs/new",
+            &with_action(run_form(gpus, min_runtime, command), "submit"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    location
+        .as_deref()
+        .and_then(|l| l.strip_prefix("/runs/"))
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("redirect to the run page, got {location:?}"))
+}
+
+#[tokio::test]
+async fn anonymous_visitors_go_to_the_login_page() {
+    let (app, _) = TestApp::with_demo().await;
+    let mut c = app.client();
+    for path in ["/runs", "/runs/new", "/runs/1", "/approvals"] {
+        let (status, _, location) = c.get(path).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{path}");
+        assert!(
+            location.as_deref().unwrap_or("").starts_with("/login"),
+            "{path}: {location:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn researcher_previews_then_submits_and_lands_on_the_run_page() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let (status, body, _) = c.get("/runs/new").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("fm-pretrain-7b") && body.contains("h100-east"));
+    assert!(body.contains(r#"value="preview""#), "a preview button");
+    // The nav offers the run pages; a researcher has no approvals inbox.
+    assert!(body.contains(r#"href="/runs""#) && body.contains(r#"href="/runs/new""#));
+    assert!(!body.contains(r#"href="/approvals""#));
+
+    // 2 H100 x 1 h protected at weight 1 x 2.50 = 5.00 USD.
+    let (status, body, _) = c
+        .post(
+            "/runs/new",
+            &with_action(run_form("2", "60", "python train.py"), "preview"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("Cost preview"), "{body}");
+    assert!(body.contains("2.0 protected GPU-hours, 5.00 USD"), "{body}");
+    assert!(!body.contains("needs approval"));
+    // The form keeps what was typed, and nothing is submitted yet.
+    assert!(body.contains("python train.py") && body.contains("WANDB_MODE=offline"));
+    assert_eq!(run_count(&app).await, 0);
+
+    // Minimum runtime 0: free and preemptible.
+    let (status, body, _) = c
+        .post(
+            "/runs/new",
+            &with_action(run_form("2", "0", "python train.py"), "preview"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("free, preemptible"), "{body}");
+
+    let id = submit(&mut c, "2", "1:00", "python train.py").await;
+    let (status, body, _) = c.get(&format!("/runs/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains(&format!("Run {id} submitted")),
+        "flash: {body}"
+    );
+    assert!(body.contains("queued"), "{body}");
+    assert!(body.contains("Why it waits"), "{body}");
+    assert!(
+        body.contains("submitted by demo-researcher"),
+        "timeline: {body}"
+    );
+    assert!(body.contains("SEED=7") && body.contains("/home/r/train"));
+    assert!(body.contains(&format!("action=\"/runs/{id}/cancel\"")));
+    let stored: (i32, i64, i64, bool, serde_json::Value) = sqlx::query_as(
+        "SELECT gpus, min_runtime_s, time_limit_s, resumable, env FROM runs WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        stored,
+        (
+            2,
+            3600,
+            8 * 3600,
+            true,
+            serde_json::json!({"SEED": "7", "WANDB_MODE": "offline"})
+        )
+    );
+
+    // The list shows it with its wait, and filters.
+    let (status, body, _) = c.get("/runs?scope=mine&state=active").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(&format!("href=\"/runs/{id}\"")), "{body}");
+    assert!(body.contains("no estimated start yet") || body.contains("estimated start"));
+    let (_, body, _) = c.get("/runs?state=succeeded").await;
+    assert!(!body.contains(&format!("href=\"/runs/{id}\"")));
+    let (status, body, _) = c.get("/runs?state=sleeping").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("unknown state"), "{body}");
+
+    // Home: the active run is listed.
+    let (_, body, _) = c.get("/").await;
+    assert!(body.contains("Your active runs"));
+    assert!(body.contains(&format!("href=\"/runs/{id}\"")), "{body}");
+}
+
+#[tokio::test]
+async fn a_bad_field_rerenders_with_its_message_and_the_typed_input() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let command = "torchrun --nproc 8 train.py --lr 3e-4";
+    let cases = [
+        (run_form("two", "60", command), "whole number"),
+        (run_form("2", "1:75", command), "hours and minutes"),
+        (run_form("2", "9:00", command), "site maximum"),
+        (run_form("2000000", "60", command), "from 1 to 100000"),
+        (run_form("4000", "60", command), "could never start"),
+    ];
+    for (fields, message) in cases {
+        for action in ["preview", "submit"] {
+            let (status, body, _) = c
+                .post("/runs/new", &with_action(fields.clone(), action))
+                .await;
+            assert!(
+                status == StatusCode::UNPROCESSABLE_ENTITY || status == StatusCode::CONFLICT,
+                "{message}: {status}"
+            );
+            assert!(body.contains(message), "{message}: {body}");
+            assert!(body.contains(command), "the command is kept: {body}");
+            assert!(body.contains(r#"aria-invalid="true""#), "{body}");
+            assert!(body.contains("WANDB_MODE=offline"));
+        }
+    }
+    // A malformed environment line names the line.
+    let mut fields = with_action(run_form("1", "0", command), "submit");
+    fields.retain(|(k, _)| *k != "env");
+    fields.push(("env", "A=1\njust words"));
+    let (status, body, _) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("line 2"), "{body}");
+    // An empty command.
+    let (status, body, _) = c
+        .post(
+            "/runs/new",
+            &with_action(run_form("1", "0", "  "), "submit"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("the command must be"), "{body}");
+    assert_eq!(run_count(&app).await, 0);
+}
+
+#[tokio::test]
+async fn submitting_to_a_project_of_others_is_forbidden_and_inserts_nothing() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let mut fields = with_action(run_form("1", "30", "echo hi"), "submit");
+    fields[0] = ("project", "ar-weather");
+    let (status, body, _) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body.contains("not a member of project ar-weather"),
+        "{body}"
+    );
+    assert!(body.contains("echo hi"));
+    fields[0] = ("project", "no-such-project");
+    let (status, _, _) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(run_count(&app).await, 0);
+}
+
+#[tokio::test]
+async fn a_large_run_waits_for_the_lead_who_denies_it_with_a_reason() {
+    let (app, users, mut researcher) = signed_in("researcher").await;
+    // 16 GPUs x 5 h = 80 protected GPU-hours, above the self-service limit of 64.
+    let (status, body, _) = researcher
+        .post(
+            "/runs/new",
+            &with_action(run_form("16", "5:00", "python big.py"), "preview"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("needs approval"), "{body}");
+    assert!(body.contains("a lead must approve it"), "{body}");
+    let id = submit(&mut researcher, "16", "300", "python big.py").await;
+    let (_, body, _) = researcher.get(&format!("/runs/{id}")).await;
+    assert!(body.contains("waiting approval"), "{body}");
+    assert!(body.contains("waits for a lead"), "{body}");
+    // The researcher may not decide it.
+    assert!(!body.contains(&format!("/runs/{id}/deny")));
+    let (status, _, _) = researcher
+        .post(&format!("/runs/{id}/approve"), &[("reason", "")])
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let mut lead = login(&app, &users, "lead").await;
+    let (_, body, _) = lead.get("/").await;
+    assert!(body.contains("1 run waiting for your approval"), "{body}");
+    let (status, body, _) = lead.get("/approvals").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(&format!("Run {id}")), "{body}");
+    assert!(body.contains("fm-pretrain-7b") && body.contains("demo-researcher"));
+    assert!(
+        body.contains("80.0 GPU-hours") && body.contains("5 h"),
+        "{body}"
+    );
+    assert!(body.contains("python big.py"));
+
+    // Denied without a reason: the inbox shows why, and the run still waits.
+    let deny = format!("/runs/{id}/deny");
+    let (status, body, _) = lead
+        .post(&deny, &[("reason", "  "), ("from", "approvals")])
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("say why the run is denied"), "{body}");
+    assert!(body.contains(&format!("Run {id}")));
+    let (status, _, location) = lead
+        .post(
+            &deny,
+            &[("reason", "too big for this week"), ("from", "approvals")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location.as_deref(), Some("/approvals"));
+    let (_, body, _) = lead.get("/approvals").await;
+    assert!(body.contains(&format!("Run {id} denied.")), "{body}");
+    assert!(body.contains("No runs wait for your approval"), "{body}");
+
+    let (status, body, _) = researcher.get(&format!("/runs/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("denied"), "{body}");
+    assert!(body.contains("too big for this week"), "{body}");
+    assert!(!body.contains(&format!("/runs/{id}/cancel")));
+    // Deciding twice is refused with the state.
+    let (status, body, _) = lead
+        .post(&format!("/runs/{id}/approve"), &[("reason", "")])
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(body.contains("not waiting for approval"), "{body}");
+}
+
+#[tokio::test]
+async fn the_lead_approves_from_the_run_page() {
+    let (app, users, mut researcher) = signed_in("researcher").await;
+    let id = submit(&mut researcher, "16", "300", "python big.py").await;
+    let mut lead = login(&app, &users, "lead").await;
+    let (_, body, _) = lead.get(&format!("/runs/{id}")).await;
+    assert!(
+        body.contains(&format!("action=\"/runs/{id}/approve\"")),
+        "{body}"
+    );
+    let (status, _, location) = lead
+        .post(&format!("/runs/{id}/approve"), &[("reason", "deadline")])
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location, Some(format!("/runs/{id}")));
+    let (_, body, _) = researcher.get(&format!("/runs/{id}")).await;
+    assert!(body.contains("queued"), "{body}");
+    assert!(body.contains("approved by demo-lead: deadline"), "{body}");
+}
+
+#[tokio::test]
+async fn another_researcher_cannot_see_or_cancel_the_run() {
+    let (app, _, mut owner) = signed_in("researcher").await;
+    let id = submit(&mut owner, "1", "30", "echo secret").await;
+    let (uid, pw) = tranche::db::users::create(&app.pool, None, "other", "researcher", None)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO project_members (project_id, user_id) SELECT id, $1 FROM tree_nodes WHERE name = 'ar-weather'",
+    )
+    .bind(uid)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let mut other = app.client();
+    other.login("other", &pw).await;
+    let (status, body, _) = other.get(&format!("/runs/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!body.contains("echo secret"));
+    let (status, _, _) = other.post(&format!("/runs/{id}/cancel"), &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, body, _) = other.get("/runs").await;
+    assert!(!body.contains(&format!("href=\"/runs/{id}\"")), "{body}");
+    // A path that is not a number is a 404 page too.
+    let (status, _, _) = other.get("/runs/abc").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "queued");
+}
+
+#[tokio::test]
+async fn the_submitter_cancels_from_the_run_page() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let id = submit(&mut c, "1", "0", "sleep 1000").await;
+    let cancel = format!("/runs/{id}/cancel");
+    let (status, _, location) = c.post(&cancel, &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location, Some(format!("/runs/{id}")));
+    let (_, body, _) = c.get(&format!("/runs/{id}")).await;
+    assert!(body.contains(&format!("Run {id} cancelled.")), "{body}");
+    assert!(body.contains("cancelled by demo-researcher"), "{body}");
+    assert!(!body.contains(&format!("action=\"{cancel}\"")));
+    // Cancelling again: the page says it already ended.
+    let (status, body, _) = c.post(&cancel, &[]).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(body.contains("already ended"), "{body}");
+    let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "cancelled");
+}
+
+#[tokio::test]
+async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let victim = submit(&mut c, "1", "0", "python sweep.py").await;
+    let other = submit(&mut c, "1", "30", "python main.py").await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    tranche::runs::event(
+        &mut conn,
+        victim,
+        "preempted",
+        "preempted: its GPUs went to an allocated run",
+        Some(other),
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    let (_, body, _) = c.get("/").await;
+    assert!(body.contains("Preemption notices"), "{body}");
+    assert!(body.contains("its GPUs went to an allocated run"));
+    assert!(body.contains(&format!("href=\"/runs/{victim}\"")));
+    let (_, body, _) = c.get(&format!("/runs/{victim}")).await;
+    assert!(body.contains(r#"class="preempted""#), "{body}");
+    assert!(
+        body.contains(&format!(
+            "made room for <a href=\"/runs/{other}\">run {other}</a>"
+        )),
+        "{body}"
+    );
+}
