@@ -314,3 +314,161 @@ async fn lead_buys_a_contract_from_the_calendar_and_finance_exports_the_csv() {
     assert_eq!(&row[5], "288.00");
     c.close().await.unwrap();
 }
+
+/// The text of the run page's state tag after loading `url`.
+async fn run_state(c: &Client, url: &str) -> String {
+    c.goto(url).await.unwrap();
+    text_of(c, "h1 .state").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn researcher_submits_a_run_watches_it_run_and_cancels_it() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    let agent_token = tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    let dir = crate::live::scratch("browser");
+    let _agent = crate::live::agent(&base, &agent_token, "web", 1, &dir);
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+    let (name, pw) = demo_password(&users, "researcher");
+    sign_in(&c, &base, &name, &pw).await;
+
+    c.goto(&format!("{base}/runs/new")).await.unwrap();
+    for (select, value) in [
+        ("project", "fm-pretrain-7b"),
+        ("cluster", "local"),
+        ("gpu_model", "H100"),
+    ] {
+        c.find(Locator::Css(&format!("select[name={select}]")))
+            .await
+            .unwrap()
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+    set_value(&c, "input[name=gpus]", "2").await;
+    set_value(&c, "input[name=min_runtime]", "30").await;
+    set_value(&c, "input[name=time_limit]", "60").await;
+    let marker = dir.join("visible");
+    set_value(
+        &c,
+        "textarea[name=command]",
+        &format!(
+            "echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {}; sleep 600",
+            marker.display()
+        ),
+    )
+    .await;
+    click(&c, "button[value=preview]").await;
+    // 2 GPUs x 30 min = 1 GPU-hour at weight 1.0 x 2.50.
+    let preview = text_of(&c, "#preview").await;
+    assert!(
+        preview.contains("1.0 protected GPU-hours, 2.50 USD"),
+        "{preview}"
+    );
+    click(&c, "button.confirm").await;
+    let notice = text_of(&c, ".notice").await;
+    assert!(notice.contains("ubmitted"), "{notice}");
+    let url = c.current_url().await.unwrap().to_string();
+    let run: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+
+    // The agent runs it: the page shows it running on its node's GPUs.
+    crate::live::until(
+        Duration::from_secs(60),
+        "the run page to say running",
+        || async { run_state(&c, &url).await == "running" },
+    )
+    .await;
+    let placement = text_of(&c, "table:last-of-type tbody tr").await;
+    assert!(
+        placement.contains("web") && placement.contains("0, 1"),
+        "{placement}"
+    );
+    crate::live::until(Duration::from_secs(30), "the command's file", || async {
+        marker.exists()
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap().trim(),
+        format!("0,1 {run}")
+    );
+
+    // Cancel from the page: SIGTERM through the agent, then cancelled.
+    click(&c, "form[action$='/cancel'] button").await;
+    crate::live::until(
+        Duration::from_secs(60),
+        "the run page to say cancelled",
+        || async { run_state(&c, &url).await == "cancelled" },
+    )
+    .await;
+    let timeline = text_of(&c, "table.timeline").await;
+    for word in ["submitted", "started", "cancel", "cancelled"] {
+        assert!(timeline.contains(word), "{word} in {timeline}");
+    }
+    c.close().await.unwrap();
+    crate::live::clean_up(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lead_approves_a_protected_run_from_the_inbox() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    let project = app.node_id("fm-pretrain-7b").await;
+    sqlx::query("UPDATE projects SET self_service_gpu_hours = 1 WHERE node_id = $1")
+        .bind(project)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let researcher = app.token_for("demo-researcher").await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&researcher),
+            Some(json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+                        "gpus": 8, "min_runtime_s": 3600, "time_limit_s": 7200, "command": "train"})),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 201, "{answer}");
+    assert_eq!(answer["state"], "waiting_approval");
+    let run = answer["id"].as_i64().unwrap();
+
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+    let (lead, lead_pw) = demo_password(&users, "lead");
+    sign_in(&c, &base, &lead, &lead_pw).await;
+    // Home tells the lead a run waits, and links to the inbox.
+    let home = text_of(&c, "main").await;
+    assert!(home.contains("1 run waiting for your approval"), "{home}");
+    c.goto(&format!("{base}/approvals")).await.unwrap();
+    let entry = text_of(&c, &format!("#run-{run}")).await;
+    assert!(
+        entry.contains("fm-pretrain-7b") && entry.contains("train"),
+        "{entry}"
+    );
+    set_value(
+        &c,
+        &format!("#run-{run} form[action$='/approve'] input[name=reason]"),
+        "paper deadline",
+    )
+    .await;
+    click(&c, &format!("#run-{run} form[action$='/approve'] button")).await;
+    let notice = text_of(&c, ".notice").await;
+    assert!(notice.contains(&run.to_string()), "{notice}");
+    let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "queued");
+    // The run page shows the decision to everyone who may see it.
+    c.goto(&format!("{base}/runs/{run}")).await.unwrap();
+    let page = text_of(&c, "main").await;
+    assert!(
+        page.contains("approved by demo-lead: paper deadline"),
+        "{page}"
+    );
+    c.close().await.unwrap();
+}

@@ -40,7 +40,7 @@ async fn live(site: Site) -> (TestApp, String, String, String, String) {
 }
 
 /// A scratch directory for the commands' files.
-fn scratch(label: &str) -> PathBuf {
+pub fn scratch(label: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "tranche-live-{label}-{}-{}",
         std::process::id(),
@@ -51,7 +51,7 @@ fn scratch(label: &str) -> PathBuf {
 }
 
 /// Starts `tranche agent --nodes N --gpus 8xH100` as a real process.
-fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
+pub fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tranche"))
         .args([
             "agent", "--server", base, "--gpus", "8xH100", "--name", name,
@@ -76,7 +76,7 @@ fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
 }
 
 /// Polls `check` every 50 ms until it holds; panics with `what` after `limit`.
-async fn until<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub async fn until<F, Fut>(limit: Duration, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -138,7 +138,7 @@ fn recording_command(dir: &Path) -> String {
 
 /// Kills the process groups of every recorded run process still alive (those an agent that
 /// was killed left behind) and removes the directory.
-fn clean_up(dir: &Path) {
+pub fn clean_up(dir: &Path) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.filter_map(Result::ok) {
             let name = e.file_name().to_string_lossy().to_string();
