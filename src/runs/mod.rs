@@ -262,10 +262,12 @@ pub async fn check(
     .fetch_optional(pool)
     .await?;
     let Some((cluster_id, model_id, weight, price, installed)) = pool_row else {
-        if crate::db::inventory::cluster_id(pool, &run.cluster)
-            .await?
-            .is_none()
-        {
+        let cluster_known: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE lower(name) = lower($1))")
+                .bind(&run.cluster)
+                .fetch_one(pool)
+                .await?;
+        if !cluster_known {
             return Err(AppError::NotFound(format!(
                 "no cluster named {:?}",
                 run.cluster
@@ -413,21 +415,19 @@ pub async fn submit(
 struct Owner {
     project_id: i64,
     submitted_by: i64,
-    state: String,
 }
 
 async fn owner(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<Owner, AppError> {
-    let row: Option<(i64, i64, String)> =
-        sqlx::query_as("SELECT project_id, submitted_by, state FROM runs WHERE id = $1")
+    let row: Option<(i64, i64)> =
+        sqlx::query_as("SELECT project_id, submitted_by FROM runs WHERE id = $1")
             .bind(id)
             .fetch_optional(db)
             .await?;
-    let (project_id, submitted_by, state) =
+    let (project_id, submitted_by) =
         row.ok_or_else(|| AppError::NotFound(format!("no run {id}")))?;
     Ok(Owner {
         project_id,
         submitted_by,
-        state,
     })
 }
 
@@ -534,21 +534,21 @@ pub async fn decide(
             "only a lead of the run's project (or a node above it) may approve or deny it".into(),
         ));
     }
-    let row: (String, i64, i64, i32, i64, i32, i64) = sqlx::query_as(
-        "SELECT r.state, r.gpus::BIGINT, r.min_runtime_s, m.billing_weight_milli, m.price_per_gpu_hour_minor, 0, r.project_id \
+    let row: (String, i64, i64, i32, i64) = sqlx::query_as(
+        "SELECT r.state, r.gpus::BIGINT, r.min_runtime_s, m.billing_weight_milli, m.price_per_gpu_hour_minor \
          FROM runs r JOIN gpu_models m ON m.id = r.gpu_model_id WHERE r.id = $1 FOR UPDATE OF r",
     )
     .bind(id)
     .fetch_one(&mut *tx)
     .await?;
-    let (state, gpus, min_runtime, weight, price, _, project) = row;
+    let (state, gpus, min_runtime, weight, price) = row;
+    let project = o.project_id;
     if state != "waiting_approval" {
         return Err(AppError::Refused {
             code: "not_waiting_approval",
             message: format!("run {id} is not waiting for approval (it is {state})"),
         });
     }
-    let _ = o.state;
     if approve {
         let cost = domain::contract_price(gpus, min_runtime, i64::from(weight), price);
         let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
@@ -655,8 +655,8 @@ const ROW_SELECT: &str = "SELECT r.id, t.name AS project, r.project_id, c.name A
 /// Which runs a list shows.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct Filter {
-    /// `mine` (submitted by me), `projects` (my projects'), `all` (everything I may see;
-    /// the default).
+    /// `mine` (submitted by me), `projects` (of projects I am a member of or lead), `all`
+    /// (everything I may see; the default).
     #[serde(default)]
     pub scope: Option<String>,
     /// Only this state (`active` = queued, starting, running or stopping).
@@ -730,6 +730,22 @@ pub async fn list(
         ));
     }
     let visible = visible_projects(actor, parents);
+    // "My projects": the ones the actor is a member of or leads.
+    let mine: Vec<i64> = match &visible {
+        Some(ids) => ids.clone(),
+        None => {
+            let mut ids: Vec<i64> = parents
+                .0
+                .keys()
+                .copied()
+                .filter(|&n| {
+                    actor.lead_nodes().any(|l| parents.is_ancestor_or_self(l, n))
+                })
+                .collect();
+            ids.extend(actor.projects.iter().copied());
+            ids
+        }
+    };
     let limit = filter.limit.unwrap_or(200).clamp(1, 1000);
     let sql = format!(
         "{ROW_SELECT} WHERE ($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.submitted_by = $2) \
@@ -744,7 +760,7 @@ pub async fn list(
         .bind(visible)
         .bind(actor.id)
         .bind(scope)
-        .bind(&actor.projects)
+        .bind(&mine)
         .bind(state)
         .bind(filter.project.as_deref().filter(|s| !s.is_empty()))
         .bind(filter.cluster.as_deref().filter(|s| !s.is_empty()))
@@ -754,7 +770,8 @@ pub async fn list(
     Ok(rows)
 }
 
-/// Runs waiting for approval that `actor` may decide, oldest first.
+/// Runs waiting for approval that `actor` may decide (a lead's subtree, everything for
+/// admins), oldest first, at most 1,000.
 ///
 /// # Errors
 /// Database errors.
@@ -763,12 +780,22 @@ pub async fn approvals(
     actor: &Account,
     parents: &Parents,
 ) -> Result<Vec<RunRow>, AppError> {
-    let sql = format!("{ROW_SELECT} WHERE r.state = 'waiting_approval' ORDER BY r.id");
-    let rows = sqlx::query_as::<_, RunRow>(&sql).fetch_all(pool).await?;
-    Ok(rows
-        .into_iter()
-        .filter(|r| actor.leads(r.project_id, parents))
-        .collect())
+    let led: Option<Vec<i64>> = (!actor.is_admin()).then(|| {
+        parents
+            .0
+            .keys()
+            .copied()
+            .filter(|&n| actor.leads(n, parents))
+            .collect()
+    });
+    let sql = format!(
+        "{ROW_SELECT} WHERE r.state = 'waiting_approval' AND ($1::BIGINT[] IS NULL OR r.project_id = ANY($1)) \
+         ORDER BY r.id LIMIT 1000"
+    );
+    Ok(sqlx::query_as::<_, RunRow>(&sql)
+        .bind(led)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// One entry of a run's timeline.
