@@ -31,6 +31,9 @@ pub const ORPHAN_GRACE: Duration = Duration::from_secs(30);
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Long-poll time asked of the server on each sync.
 pub const WAIT_S: u64 = 10;
+
+/// How long the agent gathers further exits after one before reporting them together.
+pub const EXIT_BATCH: Duration = Duration::from_millis(50);
 /// Least time between two syncs when the previous answer changed nothing locally (the server
 /// answers at once while, say, an assignment waits for a GPU still held by a stopping process).
 const MIN_SYNC_INTERVAL: Duration = Duration::from_secs(1);
@@ -1096,8 +1099,12 @@ impl Agent {
                     None
                 }
             };
-            // A local exit while waiting: report it at once (the request is idempotent).
-            let Some(result) = result else { continue };
+            // A local exit while waiting: report it soon (the request is idempotent), after a
+            // short pause that gathers the exits that follow it into the same sync.
+            let Some(result) = result else {
+                not_before = Some(Instant::now() + EXIT_BATCH);
+                continue;
+            };
             match result {
                 Ok(answer) => {
                     backoff = Backoff::new();

@@ -15,8 +15,8 @@ use crate::db::audit;
 use crate::error::AppError;
 use crate::state::AppState;
 
-use super::service::{finish_attempt, finish_if_exited, lose_node};
-use super::{event, wake};
+use super::service::{lose_node, serialize_with_passes};
+use super::wake;
 
 /// Creates an agent token for the cluster named `cluster` and returns it (the only time it
 /// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored).
@@ -157,10 +157,11 @@ pub async fn register(
     rand::thread_rng().fill_bytes(&mut session);
     let session = hex::encode(session);
     let mut tx = pool.begin().await?;
+    serialize_with_passes(&mut tx).await?;
     let mut out = Vec::new();
     for (name, gpus, model) in specs {
         let row: Option<(i64, i64, i64, i32)> = sqlx::query_as(
-            "SELECT id, cluster_id, gpu_model_id, gpu_count FROM nodes WHERE lower(name) = lower($1) FOR UPDATE",
+            "SELECT id, cluster_id, gpu_model_id, gpu_count FROM nodes WHERE lower(name) = lower($1) FOR NO KEY UPDATE",
         )
         .bind(&name)
         .fetch_optional(&mut *tx)
@@ -375,8 +376,9 @@ fn fingerprint(assignments: &[Assignment], stops: &[Stop]) -> u64 {
     h.finish()
 }
 
-/// Handles one sync: checks the session, records heartbeats and process reports (a run
-/// reported running, or an exit that ends its attempt), then answers with the desired state of
+/// Handles one sync: checks the session, records heartbeats and process reports (a process
+/// confirmed running, or exited with its status; the next pass turns them into run states),
+/// then answers with the desired state of
 /// the session's nodes, waiting up to `wait_s` for a change when it equals the last answer
 /// this replica gave the session.
 ///
@@ -395,9 +397,19 @@ pub async fn sync(
         return Err(AppError::invalid("nodes", "report 1 to 1024 nodes"));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
+    // Stopping runs whose process the agent never started: nothing to wait for.
+    let never_started: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt, p.node_id FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         WHERE p.node_id = ANY($1) AND p.proc_state = 'assigned' AND (r.state = 'stopping' OR p.attempt <> r.attempt)",
+    )
+    .bind(&node_ids)
+    .fetch_all(pool)
+    .await?;
+    // A sync writes only heartbeats and process states; the pass turns them into run states
+    // (it is the one writer of those, so syncs never wait on it or deadlock with it).
     let mut tx = pool.begin().await?;
     let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
-        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2 ORDER BY id FOR UPDATE",
+        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2 ORDER BY id FOR NO KEY UPDATE",
     )
     .bind(&node_ids)
     .bind(cluster)
@@ -467,18 +479,26 @@ pub async fn sync(
             running.insert((r.run, r.attempt, r.node));
         }
     }
-    for n in &body.nodes {
-        let util: Vec<Option<i16>> = n.utilization.iter().map(|u| u.map(|v| v as i16)).collect();
-        sqlx::query("UPDATE nodes SET agent_seen_at = now(), gpu_utilization = $2 WHERE id = $1")
-            .bind(n.node)
-            .bind(if util.is_empty() { None } else { Some(util) })
-            .execute(&mut *tx)
-            .await?;
-    }
+    // One statement for every node's heartbeat (utilization as JSON arrays, NULL when empty).
+    let util_json: Vec<Option<String>> = body
+        .nodes
+        .iter()
+        .map(|n| (!n.utilization.is_empty()).then(|| serde_json::json!(n.utilization).to_string()))
+        .collect();
+    sqlx::query(
+        "UPDATE nodes SET agent_seen_at = now(), \
+                gpu_utilization = CASE WHEN u.util IS NULL THEN NULL \
+                    ELSE ARRAY(SELECT (x #>> '{}')::SMALLINT FROM jsonb_array_elements(u.util::JSONB) AS x) END \
+         FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(id, util) WHERE nodes.id = u.id",
+    )
+    .bind(&node_ids)
+    .bind(&util_json)
+    .execute(&mut *tx)
+    .await?;
     let mut changed = false;
     for r in &body.runs {
-        if r.state == "running" {
-            let confirmed = sqlx::query(
+        let updated = if r.state == "running" {
+            sqlx::query(
                 "UPDATE run_placements SET proc_state = 'running' WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state = 'assigned'",
             )
             .bind(r.run)
@@ -486,23 +506,9 @@ pub async fn sync(
             .bind(r.node)
             .execute(&mut *tx)
             .await?
-            .rows_affected();
-            if confirmed > 0 {
-                let started = sqlx::query(
-                    "UPDATE runs SET state = 'running' WHERE id = $1 AND attempt = $2 AND state = 'starting'",
-                )
-                .bind(r.run)
-                .bind(r.attempt)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if started > 0 {
-                    event(&mut tx, r.run, "running", "its process is running", None).await?;
-                }
-            }
         } else {
             let code = r.exit_code.or(r.signal.map(|s| 128 + s));
-            let ended = sqlx::query(
+            sqlx::query(
                 "UPDATE run_placements SET proc_state = 'exited', exit_code = $4 WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state <> 'exited'",
             )
             .bind(r.run)
@@ -511,32 +517,19 @@ pub async fn sync(
             .bind(code)
             .execute(&mut *tx)
             .await?
-            .rows_affected();
-            if ended > 0 {
-                finish_attempt(&mut tx, pool, site, r.run).await?;
-                changed = true;
-            }
-        }
+        };
+        changed |= updated.rows_affected() > 0;
     }
-    // Stopping runs whose process the agent never started: nothing to wait for.
-    let never_started: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT p.run_id, p.attempt, p.node_id FROM run_placements p JOIN runs r ON r.id = p.run_id \
-         WHERE p.node_id = ANY($1) AND p.proc_state = 'assigned' AND (r.state = 'stopping' OR p.attempt <> r.attempt)",
-    )
-    .bind(&node_ids)
-    .fetch_all(&mut *tx)
-    .await?;
     for (run, attempt, node) in never_started {
         if running.contains(&(run, attempt, node)) {
             continue;
         }
-        sqlx::query("UPDATE run_placements SET proc_state = 'exited' WHERE run_id = $1 AND attempt = $2 AND node_id = $3")
+        sqlx::query("UPDATE run_placements SET proc_state = 'exited' WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state = 'assigned'")
             .bind(run)
             .bind(attempt)
             .bind(node)
             .execute(&mut *tx)
             .await?;
-        finish_if_exited(&mut tx, run).await?;
         changed = true;
     }
     if changed {

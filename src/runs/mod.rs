@@ -262,11 +262,12 @@ pub async fn check(
     .fetch_optional(pool)
     .await?;
     let Some((cluster_id, model_id, weight, price, installed)) = pool_row else {
-        let cluster_known: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clusters WHERE lower(name) = lower($1))")
-                .bind(&run.cluster)
-                .fetch_one(pool)
-                .await?;
+        let cluster_known: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM clusters WHERE lower(name) = lower($1))",
+        )
+        .bind(&run.cluster)
+        .fetch_one(pool)
+        .await?;
         if !cluster_known {
             return Err(AppError::NotFound(format!(
                 "no cluster named {:?}",
@@ -450,6 +451,7 @@ pub async fn cancel(
     id: i64,
 ) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
+    service::serialize_with_passes(&mut tx).await?;
     let o = owner(&mut *tx, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
         return Err(AppError::NotFound(format!("no run {id}")));
@@ -739,7 +741,9 @@ pub async fn list(
                 .keys()
                 .copied()
                 .filter(|&n| {
-                    actor.lead_nodes().any(|l| parents.is_ancestor_or_self(l, n))
+                    actor
+                        .lead_nodes()
+                        .any(|l| parents.is_ancestor_or_self(l, n))
                 })
                 .collect();
             ids.extend(actor.projects.iter().copied());

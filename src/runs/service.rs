@@ -31,6 +31,26 @@ const LEADER_LOCK: i64 = 0x7472_616e_6368_6501;
 /// while a lost leader's connection is being noticed.
 const PASS_LOCK: i64 = 0x7472_616e_6368_6502;
 
+/// Serialises the caller's transaction with scheduling passes (and with other callers): taken
+/// by every write that stops runs or settles their charges outside a pass (agent exit reports,
+/// cancels, agent registration), so passes and those writes never lock runs and ledger
+/// accounts in opposite orders.
+///
+/// # Errors
+/// Database errors.
+pub async fn serialize_with_passes(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(PASS_LOCK)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How often the loop rewrites waiting reasons while passes follow each other closely.
+pub const REASONS_EVERY: Duration = Duration::from_secs(2);
+/// Shortest time between two passes woken by events: a burst of submissions is batched.
+pub const MIN_PASS_GAP: Duration = Duration::from_millis(100);
+
 /// What a pass did.
 #[derive(Debug, Clone, Default)]
 pub struct PassReport {
@@ -621,14 +641,18 @@ fn wait_message(
 /// # Errors
 /// Database errors; an invalid snapshot (a bug) as an internal error.
 pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
+    pass_with(state, true).await
+}
+
+/// A pass that writes waiting runs' reasons only when `write_reasons` (the loop writes them at
+/// most every [`REASONS_EVERY`] under load: positions in line change with every pass, and
+/// rewriting thousands of rows each time would slow the passes that start runs).
+async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, AppError> {
     let pool = &state.pool;
     let site = &state.site;
     let mut report = PassReport::default();
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(PASS_LOCK)
-        .execute(&mut *tx)
-        .await?;
+    serialize_with_passes(&mut tx).await?;
     // One clock for the whole pass: the transaction's `now()`, which also stamps its starts
     // and events. Instants the core compares are whole seconds: start times are rounded up
     // and `now` down, so protection is never cut short by rounding.
@@ -654,6 +678,36 @@ pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
         lose_node(&mut tx, pool, site, *node, &why).await?;
     }
     report.nodes_lost = lost.len();
+
+    // What agents reported since the last pass: attempts whose processes all exited end, a
+    // gang member that failed stops the rest, confirmed starts become running.
+    let reaped: Vec<i64> = sqlx::query_scalar(
+        "SELECT r.id FROM runs r WHERE r.state IN ('starting', 'running', 'stopping') AND ( \
+            NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited') \
+            OR (r.state <> 'stopping' AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
+                AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0))) ORDER BY r.id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for run in &reaped {
+        finish_attempt(&mut tx, pool, site, *run).await?;
+    }
+    let confirmed: Vec<i64> = sqlx::query_scalar(
+        "UPDATE runs r SET state = 'running' WHERE r.state = 'starting' \
+         AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'assigned') \
+         RETURNING r.id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if !confirmed.is_empty() {
+        sqlx::query(
+            "INSERT INTO run_events (run_id, kind, message, attempt) \
+             SELECT r.id, 'running', 'its processes are running', r.attempt FROM runs r WHERE r.id = ANY($1)",
+        )
+        .bind(&confirmed)
+        .execute(&mut *tx)
+        .await?;
+    }
 
     let expired: Vec<i64> = sqlx::query_scalar(
         "SELECT id FROM runs WHERE state IN ('starting', 'running') \
@@ -803,7 +857,7 @@ pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
         estimates.push(w.estimated_start.filter(|&t| t > now_s));
     }
     report.waiting = ids.len();
-    if !ids.is_empty() {
+    if write_reasons && !ids.is_empty() {
         sqlx::query(
             "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e) \
              FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[]) AS u(id, w, e) \
@@ -873,8 +927,15 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
     let mut listener = PgListener::connect_with(&state.pool).await?;
     listener.listen(WAKE_CHANNEL).await?;
     let tick = Duration::from_secs(state.site.tick_s as u64);
+    let mut reasons_written = std::time::Instant::now() - REASONS_EVERY;
     loop {
-        match pass(state).await {
+        let began = std::time::Instant::now();
+        let write_reasons = began.duration_since(reasons_written) >= REASONS_EVERY;
+        let result = pass_with(state, write_reasons).await;
+        if write_reasons && result.is_ok() {
+            reasons_written = began;
+        }
+        match result {
             Ok(r) if r.started + r.preempted + r.timed_out + r.nodes_lost > 0 => {
                 tracing::info!(
                     started = r.started,
@@ -888,11 +949,19 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "scheduling pass failed; nothing was applied"),
         }
-        // Sleep until woken or the tick; then take every wake-up already queued, so a burst of
-        // submissions costs one pass.
+        // Sleep until woken or the tick (sooner when reasons are due to be written); then take
+        // every wake-up already queued, so a burst of submissions costs one pass.
+        let wait = if write_reasons {
+            tick
+        } else {
+            REASONS_EVERY.min(tick)
+        };
         tokio::select! {
-            n = listener.recv() => { n?; }
-            () = tokio::time::sleep(tick) => {
+            n = listener.recv() => {
+                n?;
+                tokio::time::sleep(MIN_PASS_GAP.saturating_sub(began.elapsed())).await;
+            }
+            () = tokio::time::sleep(wait) => {
                 // The lock connection must still be alive, or another replica may lead now.
                 sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
             }

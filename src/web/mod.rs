@@ -191,6 +191,20 @@ async fn not_found() -> AppError {
     AppError::NotFound("there is no such page".into())
 }
 
+/// Runs each request's handler in its own task, so a client that disconnects (an agent
+/// dropping a long poll, a closed browser tab) cannot cancel it halfway through a
+/// transaction: a future dropped inside sqlx's `begin()` can return a connection to the pool
+/// with a transaction still open (sqlx issue 4385), and later writes on it would be lost.
+async fn run_to_completion(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match tokio::spawn(next.run(req)).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!(error = %e, "request handler panicked");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
 /// Builds the whole application: pages, API, health check, static files, with sessions stored
 /// in PostgreSQL, CSRF protection and request tracing.
 pub fn app(state: AppState) -> Router {
@@ -233,6 +247,7 @@ pub fn app(state: AppState) -> Router {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
         ))
+        .layer(axum::middleware::from_fn(run_to_completion))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -447,6 +447,9 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     ]);
     let (status, _) = sync(&o.app, &o.agent, &session, &nodes, running).await;
     assert_eq!(status, StatusCode::OK);
+    // The agent's reports become run states at the next pass.
+    assert_eq!(state_of(&o.app, a).await, "starting");
+    pass(&o.app).await;
     assert_eq!(state_of(&o.app, a).await, "running");
     let exits = json!([
         {"run": a, "attempt": 1, "node": node_of(a), "state": "exited", "exit_code": 0},
@@ -454,19 +457,21 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     ]);
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, exits.clone()).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
     assert_eq!(state_of(&o.app, a).await, "succeeded");
     assert_eq!(state_of(&o.app, b).await, "failed");
     // Reports are idempotent: the same exits again change nothing.
     let (status, _) = sync(&o.app, &o.agent, &session, &nodes, exits).await;
     assert_eq!(status, StatusCode::OK);
+    pass(&o.app).await;
     assert_eq!(state_of(&o.app, b).await, "failed");
-    let holds: i64 = sqlx::query_scalar("SELECT count(*) FROM gpu_holds")
+    let holds: i64 = sqlx::query_scalar("SELECT count(*) FROM gpu_holds WHERE run_id <> $1")
+        .bind(c)
         .fetch_one(&o.app.pool)
         .await
         .unwrap();
     assert_eq!(holds, 0, "finished runs hold no GPUs");
-    // The freed node takes the third run.
-    pass(&o.app).await;
+    // The freed node took the third run in that pass.
     assert_eq!(state_of(&o.app, c).await, "starting");
     // Allocated time was charged to the ledger, and it balances.
     assert!(
@@ -550,6 +555,7 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    pass(&o.app).await;
     assert_eq!(state_of(&o.app, victim).await, "queued");
     let (_, run) = o
         .app
@@ -771,5 +777,6 @@ async fn cancel_stops_a_running_run_through_its_agent() {
     .await;
     assert_eq!(answer["stops"][0]["run"], queued_only);
     sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
+    pass(&o.app).await;
     assert_eq!(state_of(&o.app, queued_only).await, "cancelled");
 }
