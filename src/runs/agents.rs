@@ -376,6 +376,13 @@ fn fingerprint(assignments: &[Assignment], stops: &[Stop]) -> u64 {
     h.finish()
 }
 
+fn stale_session() -> AppError {
+    AppError::Refused {
+        code: "stale_session",
+        message: "this agent session is no longer current for its nodes (another agent registered them, or they were marked lost); register again".into(),
+    }
+}
+
 /// Handles one sync: checks the session, records heartbeats and process reports (a process
 /// confirmed running, or exited with its status; the next pass turns them into run states),
 /// then answers with the desired state of
@@ -397,23 +404,12 @@ pub async fn sync(
         return Err(AppError::invalid("nodes", "report 1 to 1024 nodes"));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
-    // Stopping runs whose process the agent never started: nothing to wait for.
-    let never_started: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT p.run_id, p.attempt, p.node_id FROM run_placements p JOIN runs r ON r.id = p.run_id \
-         WHERE p.node_id = ANY($1) AND p.proc_state = 'assigned' AND (r.state = 'stopping' OR p.attempt <> r.attempt)",
-    )
-    .bind(&node_ids)
-    .fetch_all(pool)
-    .await?;
-    // A sync writes only heartbeats and process states; the pass turns them into run states
-    // (it is the one writer of those, so syncs never wait on it or deadlock with it).
-    let mut tx = pool.begin().await?;
     let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
-        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2 ORDER BY id FOR NO KEY UPDATE",
+        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2",
     )
     .bind(&node_ids)
     .bind(cluster)
-    .fetch_all(&mut *tx)
+    .fetch_all(pool)
     .await?;
     let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
     if rows.len() != node_ids.iter().collect::<HashSet<_>>().len()
@@ -421,10 +417,7 @@ pub async fn sync(
             .iter()
             .any(|(_, s, _)| s.as_deref() != Some(body.session.as_str()))
     {
-        return Err(AppError::Refused {
-            code: "stale_session",
-            message: "this agent session is no longer current for its nodes (another agent registered them, or they were marked lost); register again".into(),
-        });
+        return Err(stale_session());
     }
     for n in &body.nodes {
         let count = gpu_count[&n.node];
@@ -443,8 +436,9 @@ pub async fn sync(
             ));
         }
     }
-    // Every report must be about a process this node was given.
-    let mut running = HashSet::new();
+    // Every report must be about a process this session's nodes were given.
+    let (mut runs, mut attempts, mut nodes, mut exited, mut codes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in &body.runs {
         if !gpu_count.contains_key(&r.node) {
             return Err(AppError::Refused {
@@ -458,28 +452,32 @@ pub async fn sync(
                 "a reported run is running or exited",
             ));
         }
-        let placed: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM run_placements WHERE run_id = $1 AND attempt = $2 AND node_id = $3)",
-        )
-        .bind(r.run)
-        .bind(r.attempt)
-        .bind(r.node)
-        .fetch_one(&mut *tx)
-        .await?;
-        if !placed {
-            return Err(AppError::Refused {
-                code: "not_assigned",
-                message: format!(
-                    "run {} attempt {} was never assigned to node {}",
-                    r.run, r.attempt, r.node
-                ),
-            });
-        }
-        if r.state == "running" {
-            running.insert((r.run, r.attempt, r.node));
-        }
+        runs.push(r.run);
+        attempts.push(r.attempt);
+        nodes.push(r.node);
+        exited.push(r.state == "exited");
+        codes.push(r.exit_code.or(r.signal.map(|s| 128 + s)));
     }
-    // One statement for every node's heartbeat (utilization as JSON arrays, NULL when empty).
+    let unknown: Option<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT u.r, u.a, u.n FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[]) AS u(r, a, n) \
+         WHERE NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n) LIMIT 1",
+    )
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&nodes)
+    .fetch_optional(pool)
+    .await?;
+    if let Some((run, attempt, node)) = unknown {
+        return Err(AppError::Refused {
+            code: "not_assigned",
+            message: format!("run {run} attempt {attempt} was never assigned to node {node}"),
+        });
+    }
+
+    // A sync writes only heartbeats and process states, each in one statement; the pass turns
+    // them into run states (it is the one writer of those, so syncs never wait on it).
+    let mut tx = pool.begin().await?;
+    // The heartbeat: written at most once a second per node, so frequent syncs stay reads.
     let util_json: Vec<Option<String>> = body
         .nodes
         .iter()
@@ -489,50 +487,46 @@ pub async fn sync(
         "UPDATE nodes SET agent_seen_at = now(), \
                 gpu_utilization = CASE WHEN u.util IS NULL THEN NULL \
                     ELSE ARRAY(SELECT (x #>> '{}')::SMALLINT FROM jsonb_array_elements(u.util::JSONB) AS x) END \
-         FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(id, util) WHERE nodes.id = u.id",
+         FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(id, util) \
+         WHERE nodes.id = u.id AND nodes.agent_session = $3 AND nodes.agent_seen_at < now() - interval '1 second'",
     )
     .bind(&node_ids)
     .bind(&util_json)
+    .bind(&body.session)
     .execute(&mut *tx)
     .await?;
-    let mut changed = false;
-    for r in &body.runs {
-        let updated = if r.state == "running" {
-            sqlx::query(
-                "UPDATE run_placements SET proc_state = 'running' WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state = 'assigned'",
-            )
-            .bind(r.run)
-            .bind(r.attempt)
-            .bind(r.node)
-            .execute(&mut *tx)
-            .await?
-        } else {
-            let code = r.exit_code.or(r.signal.map(|s| 128 + s));
-            sqlx::query(
-                "UPDATE run_placements SET proc_state = 'exited', exit_code = $4 WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state <> 'exited'",
-            )
-            .bind(r.run)
-            .bind(r.attempt)
-            .bind(r.node)
-            .bind(code)
-            .execute(&mut *tx)
-            .await?
-        };
-        changed |= updated.rows_affected() > 0;
-    }
-    for (run, attempt, node) in never_started {
-        if running.contains(&(run, attempt, node)) {
-            continue;
-        }
-        sqlx::query("UPDATE run_placements SET proc_state = 'exited' WHERE run_id = $1 AND attempt = $2 AND node_id = $3 AND proc_state = 'assigned'")
-            .bind(run)
-            .bind(attempt)
-            .bind(node)
-            .execute(&mut *tx)
-            .await?;
-        changed = true;
-    }
-    if changed {
+    let changed = sqlx::query(
+        "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
+                exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \
+         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[]) AS u(r, a, n, x, c) \
+         WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
+         AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",
+    )
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&nodes)
+    .bind(&exited)
+    .bind(&codes)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    // Processes of stopping (or superseded) attempts that this agent never started and does
+    // not report: nothing to wait for.
+    let never_started = sqlx::query(
+        "UPDATE run_placements p SET proc_state = 'exited' FROM runs r \
+         WHERE r.id = p.run_id AND p.node_id = ANY($1) AND p.proc_state = 'assigned' \
+         AND (r.state = 'stopping' OR p.attempt <> r.attempt) \
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
+                         WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id)",
+    )
+    .bind(&node_ids)
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&nodes)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed + never_started > 0 {
         wake(&mut tx).await?;
     }
     tx.commit().await?;
