@@ -473,7 +473,10 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         .arg("--log-dir")
         .arg(&logs)
         .env("TRANCHE_AGENT_TOKEN", &agent_token)
-        .env("RUST_LOG", "warn")
+        .env(
+            "RUST_LOG",
+            std::env::var("TRANCHE_BENCH_AGENT_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .kill_on_drop(true)
         .spawn()
         .context("cannot start the agent")?;

@@ -22,6 +22,30 @@ pub struct AppState {
     /// The last desired-state fingerprint answered to each agent session on this replica, so a
     /// sync with nothing new waits (long poll) instead of answering at once.
     pub agent_answers: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+    /// One lock per agent session on this replica: an agent's syncs write one after another
+    /// (an agent that re-sends while an earlier sync still runs must not make them queue on
+    /// database row locks, each holding a pooled connection).
+    pub agent_locks: Arc<AgentLocks>,
+}
+
+/// Per-session async locks for agent syncs.
+#[derive(Default)]
+pub struct AgentLocks(
+    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+);
+
+impl AgentLocks {
+    /// The lock of `session`, created on first use (unused ones are dropped past 10,000).
+    pub fn of(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() > 10_000 {
+            map.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        map.entry(session.to_string()).or_default().clone()
+    }
 }
 
 impl AppState {
@@ -33,6 +57,7 @@ impl AppState {
             tree_cache: Arc::default(),
             assignments: Arc::new(tokio::sync::watch::Sender::new(0)),
             agent_answers: Arc::default(),
+            agent_locks: Arc::default(),
         }
     }
 

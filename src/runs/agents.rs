@@ -404,6 +404,8 @@ pub async fn sync(
         return Err(AppError::invalid("nodes", "report 1 to 1024 nodes"));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
+    let session_lock = state.agent_locks.of(&body.session);
+    let writing = session_lock.lock().await;
     let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
         "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2",
     )
@@ -530,6 +532,7 @@ pub async fn sync(
         wake(&mut tx).await?;
     }
     tx.commit().await?;
+    drop(writing);
 
     let deadline = Instant::now()
         + Duration::from_secs(

@@ -64,6 +64,10 @@ pub struct PassReport {
     pub nodes_lost: usize,
     /// Runs still waiting.
     pub waiting: usize,
+    /// Runs whose attempt ended (agents' exit reports turned into states).
+    pub ended: usize,
+    /// Milliseconds spent: ending attempts, loading the snapshot, the core, writing decisions.
+    pub timings_ms: [u64; 4],
 }
 
 /// Tells agents' long polls on every replica that assignments changed, at commit.
@@ -305,6 +309,97 @@ pub async fn finish_attempt(
     event(conn, run, to, &message, None).await?;
     wake(conn).await?;
     Ok(())
+}
+
+/// Id, project, cluster, model, GPUs, minimum runtime, charged s, elapsed s, any failure,
+/// largest exit status.
+type DoneRow = (i64, i64, i64, i64, i32, i64, i64, i64, bool, Option<i32>);
+
+/// Ends, in a few set-based statements, every starting or running attempt whose processes all
+/// exited: succeeded when every exit status is 0, else failed. Their time is charged with one
+/// ledger charge per project, cluster, model and kind (allocated or not). Returns how many
+/// ended.
+///
+/// # Errors
+/// Database errors.
+async fn end_exited_attempts(
+    conn: &mut PgConnection,
+    pool: &PgPool,
+    site: &Site,
+) -> Result<usize, AppError> {
+    // Run states change only in passes and in writes serialised with them, so no row lock.
+    let done: Vec<DoneRow> = sqlx::query_as(
+        "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
+                GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
+                bool_or(p.exit_code IS DISTINCT FROM 0), max(abs(p.exit_code)) \
+         FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
+         WHERE r.state IN ('starting', 'running') GROUP BY r.id \
+         HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    if done.is_empty() {
+        return Ok(0);
+    }
+    let mut charges: BTreeMap<(i64, i64, i64, bool), i64> = BTreeMap::new();
+    let (mut ids, mut states, mut codes, mut elapsed_s, mut messages) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code) in done {
+        let secs = (elapsed - charged).max(0) * i64::from(gpus);
+        if secs > 0 {
+            *charges
+                .entry((project, cluster, model, min_runtime > 0))
+                .or_default() += secs;
+        }
+        ids.push(id);
+        states.push(if failed { "failed" } else { "succeeded" });
+        codes.push(code);
+        elapsed_s.push(elapsed.max(charged));
+        messages.push(match code {
+            Some(c) if failed => format!("exited with status {c}"),
+            _ => "exited with status 0".to_string(),
+        });
+    }
+    let now = jiff::Timestamp::now();
+    for ((project, cluster, model, allocated), secs) in charges {
+        ledger::charge_usage(
+            pool,
+            conn,
+            site,
+            now,
+            project,
+            (cluster, model),
+            secs,
+            allocated,
+            None,
+        )
+        .await?;
+    }
+    sqlx::query(
+        "UPDATE runs SET state = u.s, ended_at = now(), exit_code = u.c, charged_s = u.e \
+         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[]) AS u(id, s, c, e) WHERE runs.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&states)
+    .bind(&codes)
+    .bind(&elapsed_s)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM gpu_holds WHERE run_id = ANY($1)")
+        .bind(&ids)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO run_events (run_id, kind, message, attempt) \
+         SELECT u.id, u.s, u.m, r.attempt FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS u(id, s, m) \
+         JOIN runs r ON r.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&states)
+    .bind(&messages)
+    .execute(&mut *conn)
+    .await?;
+    Ok(ids.len())
 }
 
 /// Handles a node whose agent is gone (silent past the timeout, or replaced by a new agent):
@@ -679,19 +774,24 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     }
     report.nodes_lost = lost.len();
 
-    // What agents reported since the last pass: attempts whose processes all exited end, a
-    // gang member that failed stops the rest, confirmed starts become running.
+    // What agents reported since the last pass. Attempts whose processes all exited by
+    // themselves end together (the common case, in a few statements); stopping runs whose
+    // processes all left, and gangs with a failed member still running, one by one.
+    let clock = std::time::Instant::now();
+    let ended = end_exited_attempts(&mut tx, pool, site).await?;
     let reaped: Vec<i64> = sqlx::query_scalar(
-        "SELECT r.id FROM runs r WHERE r.state IN ('starting', 'running', 'stopping') AND ( \
-            NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited') \
-            OR (r.state <> 'stopping' AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
-                AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0))) ORDER BY r.id",
+        "SELECT r.id FROM runs r WHERE (r.state = 'stopping' AND \
+            NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited')) \
+            OR (r.state IN ('starting', 'running') AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
+                AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0)) ORDER BY r.id",
     )
     .fetch_all(&mut *tx)
     .await?;
     for run in &reaped {
         finish_attempt(&mut tx, pool, site, *run).await?;
     }
+    report.ended = ended + reaped.len();
+    report.timings_ms[0] = clock.elapsed().as_millis() as u64;
     let confirmed: Vec<i64> = sqlx::query_scalar(
         "UPDATE runs r SET state = 'running' WHERE r.state = 'starting' \
          AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'assigned') \
@@ -738,10 +838,15 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         settle(pool, &mut tx, site, run).await?;
     }
 
+    let clock = std::time::Instant::now();
     let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now).await?;
+    report.timings_ms[1] = clock.elapsed().as_millis() as u64;
+    let clock = std::time::Instant::now();
     snap.validate()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid snapshot: {e}")))?;
     let outcome = scheduler::schedule(&snap, now_s);
+    report.timings_ms[2] = clock.elapsed().as_millis() as u64;
+    let clock = std::time::Instant::now();
 
     let mut starts: Vec<i64> = Vec::new();
     let mut contracts: Vec<Option<i64>> = Vec::new();
@@ -871,6 +976,7 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         .await?;
     }
     tx.commit().await?;
+    report.timings_ms[3] = clock.elapsed().as_millis() as u64;
     Ok(report)
 }
 
@@ -936,8 +1042,11 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
             reasons_written = began;
         }
         match result {
-            Ok(r) if r.started + r.preempted + r.timed_out + r.nodes_lost > 0 => {
+            Ok(r) if r.started + r.preempted + r.timed_out + r.nodes_lost + r.ended > 0 => {
                 tracing::info!(
+                    elapsed_ms = began.elapsed().as_millis() as u64,
+                    timings_ms = ?r.timings_ms,
+                    ended = r.ended,
                     started = r.started,
                     preempted = r.preempted,
                     timed_out = r.timed_out,

@@ -499,7 +499,7 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     // Its estimated start is the end of the victim's minimum runtime.
     let (reason, estimate, protected_until): (String, Option<i64>, i64) = sqlx::query_as(
         "SELECT w.wait_reason, extract(epoch FROM w.estimated_start)::BIGINT, \
-                extract(epoch FROM v.started_at)::BIGINT + v.min_runtime_s \
+                ceil(extract(epoch FROM v.started_at))::BIGINT + v.min_runtime_s \
          FROM runs w, runs v WHERE w.id = $1 AND v.id = $2",
     )
     .bind(preemptor)
