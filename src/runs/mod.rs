@@ -373,11 +373,26 @@ pub async fn submit(
         "queued"
     };
     let run = &checked.run;
-    let mut tx = pool.begin().await?;
+    let message = if checked.preview.needs_approval {
+        format!(
+            "submitted by {}; waits for a lead's approval ({} protected GPU-hours, self-service limit {})",
+            actor.name,
+            domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
+            checked.preview.self_service_gpu_hours
+        )
+    } else {
+        format!("submitted by {}", actor.name)
+    };
+    // One statement (atomic on its own): the run, its first timeline entry, and for a queued
+    // run the scheduler's wake-up at commit.
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                           priority, resumable, command, workdir, env, state, queued_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END) RETURNING id",
+        "WITH r AS ( \
+            INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                              priority, resumable, command, workdir, env, state, queued_at) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END) \
+            RETURNING id), \
+         e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
+         SELECT r.id FROM r, LATERAL (SELECT CASE WHEN $13 = 'queued' THEN pg_notify($15, '') END) AS n",
     )
     .bind(checked.project_id)
     .bind(checked.cluster_id)
@@ -392,23 +407,10 @@ pub async fn submit(
     .bind(&run.workdir)
     .bind(sqlx::types::Json(&run.env))
     .bind(state)
-    .fetch_one(&mut *tx)
+    .bind(&message)
+    .bind(WAKE_CHANNEL)
+    .fetch_one(pool)
     .await?;
-    let message = if checked.preview.needs_approval {
-        format!(
-            "submitted by {}; waits for a lead's approval ({} protected GPU-hours, self-service limit {})",
-            actor.name,
-            domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
-            checked.preview.self_service_gpu_hours
-        )
-    } else {
-        format!("submitted by {}", actor.name)
-    };
-    event(&mut tx, id, "submitted", &message, None).await?;
-    if state == "queued" {
-        wake(&mut tx).await?;
-    }
-    tx.commit().await?;
     Ok((id, state))
 }
 
