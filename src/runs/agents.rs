@@ -479,7 +479,8 @@ pub async fn sync(
     // A sync writes only heartbeats and process states, each in one statement; the pass turns
     // them into run states (it is the one writer of those, so syncs never wait on it).
     let mut tx = pool.begin().await?;
-    // The heartbeat: written at most once a second per node, so frequent syncs stay reads.
+    // The heartbeat: written when utilization changed, else at most once a second per node,
+    // so frequent syncs stay reads.
     let util_json: Vec<Option<String>> = body
         .nodes
         .iter()
@@ -490,7 +491,10 @@ pub async fn sync(
                 gpu_utilization = CASE WHEN u.util IS NULL THEN NULL \
                     ELSE ARRAY(SELECT (x #>> '{}')::SMALLINT FROM jsonb_array_elements(u.util::JSONB) AS x) END \
          FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(id, util) \
-         WHERE nodes.id = u.id AND nodes.agent_session = $3 AND nodes.agent_seen_at < now() - interval '1 second'",
+         WHERE nodes.id = u.id AND nodes.agent_session = $3 AND (nodes.agent_seen_at < now() - interval '1 second' \
+               OR nodes.gpu_utilization IS DISTINCT FROM \
+                  CASE WHEN u.util IS NULL THEN NULL \
+                       ELSE ARRAY(SELECT (x #>> '{}')::SMALLINT FROM jsonb_array_elements(u.util::JSONB) AS x) END)",
     )
     .bind(&node_ids)
     .bind(&util_json)

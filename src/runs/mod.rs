@@ -834,6 +834,9 @@ pub struct Placement {
     pub process: String,
     /// Exit status once exited.
     pub exit_code: Option<i32>,
+    /// While the attempt runs: the latest utilization its agent reported for each of its
+    /// GPUs, percent (`None` where unknown).
+    pub utilization: Option<Vec<Option<i16>>>,
 }
 
 /// Everything the run page shows.
@@ -886,8 +889,11 @@ pub async fn detail(
     .fetch_all(pool)
     .await?;
     let placements = sqlx::query_as::<_, Placement>(
-        "SELECT p.attempt, n.name AS node, p.gpu_indices AS gpus, p.proc_state AS process, p.exit_code \
-         FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1 ORDER BY p.attempt, n.name",
+        "SELECT p.attempt, n.name AS node, p.gpu_indices AS gpus, p.proc_state AS process, p.exit_code, \
+                CASE WHEN r.state IN ('starting', 'running') AND p.attempt = r.attempt AND n.gpu_utilization IS NOT NULL \
+                     THEN ARRAY(SELECT n.gpu_utilization[i + 1] FROM unnest(p.gpu_indices) AS i) END AS utilization \
+         FROM run_placements p JOIN nodes n ON n.id = p.node_id JOIN runs r ON r.id = p.run_id \
+         WHERE p.run_id = $1 ORDER BY p.attempt, n.name",
     )
     .bind(id)
     .fetch_all(pool)

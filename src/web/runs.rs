@@ -551,6 +551,8 @@ struct PlacementView {
     gpus: String,
     process: String,
     exit_code: String,
+    /// "37%, 0%, ?" while the attempt runs and its agent reports utilization.
+    utilization: String,
 }
 
 #[derive(askama::Template)]
@@ -642,6 +644,12 @@ async fn detail_page(
                         .join(", "),
                     process: p.process.clone(),
                     exit_code: p.exit_code.map_or(String::new(), |c| c.to_string()),
+                    utilization: p.utilization.as_ref().map_or(String::new(), |u| {
+                        u.iter()
+                            .map(|v| v.map_or("?".to_string(), |v| format!("{v}%")))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }),
                 })
                 .collect(),
             can_cancel: d.can_cancel,

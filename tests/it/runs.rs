@@ -441,6 +441,40 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
 
     // Confirmed running, then a and b exit 0 and 3.
     let node_of = |run: i64| given.iter().find(|g| g.0 == run).unwrap().1;
+    // Utilization reported for a's node shows on a's page, for a's GPUs only.
+    let gpus_a = &given.iter().find(|g| g.0 == a).unwrap().2;
+    let util: Vec<Value> = (0..8)
+        .map(|i| if i == 7 { Value::Null } else { json!(i * 10) })
+        .collect();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/sync",
+            Some(&o.agent),
+            Some(json!({"session": session, "wait_s": 0, "runs": [],
+                        "nodes": [{"node": node_of(a), "utilization": util}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (_, page) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{a}"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    let expected: Vec<Value> = gpus_a
+        .iter()
+        .map(|&g| if g == 7 { Value::Null } else { json!(g * 10) })
+        .collect();
+    assert_eq!(
+        page["placements"][0]["utilization"],
+        json!(expected),
+        "{page}"
+    );
     let running = json!([
         {"run": a, "attempt": 1, "node": node_of(a), "state": "running"},
         {"run": b, "attempt": 1, "node": node_of(b), "state": "running"}
