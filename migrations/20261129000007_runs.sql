@@ -76,7 +76,8 @@ CREATE INDEX gpu_holds_run ON gpu_holds (run_id);
 CREATE TABLE run_events (
     id        BIGSERIAL PRIMARY KEY,
     run_id    BIGINT NOT NULL REFERENCES runs (id),
-    at        TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- When it was written (not the transaction's start: a pass may wait for its lock).
+    at        TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     -- submitted, waiting_approval, approved, denied, queued, started, running, preempted,
     -- requeued, succeeded, failed, cancel_requested, cancelled, lost, time_limit, unallocated.
     kind      TEXT NOT NULL,

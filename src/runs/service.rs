@@ -748,10 +748,11 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     let mut report = PassReport::default();
     let mut tx = pool.begin().await?;
     serialize_with_passes(&mut tx).await?;
-    // One clock for the whole pass: the transaction's `now()`, which also stamps its starts
-    // and events. Instants the core compares are whole seconds: start times are rounded up
-    // and `now` down, so protection is never cut short by rounding.
-    let now_db: time::OffsetDateTime = sqlx::query_scalar("SELECT now()")
+    // One clock for the pass, read once the lock is held: the core's `now`, and the stamp of
+    // its starts. Instants the core compares are whole seconds: start times are rounded up
+    // and `now` down, so protection is never cut short by rounding. (Timeline entries carry
+    // the time they are written, which is never earlier.)
+    let now_db: time::OffsetDateTime = sqlx::query_scalar("SELECT clock_timestamp()")
         .fetch_one(&mut *tx)
         .await?;
     let now = ledger::to_jiff(now_db);
@@ -906,12 +907,13 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     report.started = starts.len();
     if !starts.is_empty() {
         sqlx::query(
-            "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = now(), contract_id = u.c, \
+            "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = $3, contract_id = u.c, \
                     charged_s = 0, wait_reason = NULL, estimated_start = NULL, stop_kind = NULL, kill_at = NULL, exit_code = NULL \
              FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) WHERE runs.id = u.id AND runs.state = 'queued'",
         )
         .bind(&starts)
         .bind(&contracts)
+        .bind(now_db)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -933,8 +935,8 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO run_events (run_id, kind, message, attempt) \
-             SELECT u.r, 'started', u.m, runs.attempt FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(r, m) JOIN runs ON runs.id = u.r",
+            "INSERT INTO run_events (run_id, kind, message, attempt, at) \
+             SELECT u.r, 'started', u.m, runs.attempt, runs.started_at FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(r, m) JOIN runs ON runs.id = u.r",
         )
         .bind(&starts)
         .bind(&messages)
