@@ -584,6 +584,7 @@ struct Supervised {
     gpus: Vec<u32>,
     stopping: Option<Duration>,
     stop_tx: mpsc::UnboundedSender<Duration>,
+    pid: i32,
 }
 
 /// Owns the agent's child processes: one task per child waits on it, and carries out stops.
@@ -626,11 +627,28 @@ impl Supervisor {
         let key = a.key();
         anyhow::ensure!(!self.procs.contains_key(&key), "{key} is already running");
         let log_path = self.log_path(key, node_name);
-        let child = spawn_child(a, &log_path)?;
+        let child = match spawn_child(a, &log_path) {
+            Ok(child) => child,
+            Err(e) => {
+                // The run's log is where its owner looks: say why it never started.
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log_path)
+                {
+                    use std::io::Write;
+                    let _ = writeln!(f, "tranche agent: {e:#}");
+                }
+                return Err(e);
+            }
+        };
         let pid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .context("the child has no pid")?;
+        // Recorded so that an agent started after this one was killed can stop what it left.
+        let _ = std::fs::create_dir_all(self.pids_dir());
+        let _ = std::fs::write(self.pids_dir().join(pid.to_string()), key.to_string());
         let (stop_tx, stop_rx) = mpsc::unbounded_channel();
         tokio::spawn(supervise(
             child,
@@ -645,6 +663,7 @@ impl Supervisor {
                 gpus: a.gpus.clone(),
                 stopping: None,
                 stop_tx,
+                pid,
             },
         );
         Ok(log_path)
@@ -703,15 +722,56 @@ impl Supervisor {
             .recv()
             .await
             .expect("the supervisor keeps a sender");
-        self.procs.remove(&exit.key);
+        self.forget(exit.key);
         exit
     }
 
     /// An exit that already happened, if any, without waiting.
     pub fn try_exit(&mut self) -> Option<Exit> {
         let exit = self.exits_rx.try_recv().ok()?;
-        self.procs.remove(&exit.key);
+        self.forget(exit.key);
         Some(exit)
+    }
+
+    fn forget(&mut self, key: RunKey) {
+        if let Some(p) = self.procs.remove(&key) {
+            let _ = std::fs::remove_file(self.pids_dir().join(p.pid.to_string()));
+        }
+    }
+
+    fn pids_dir(&self) -> PathBuf {
+        self.log_dir.join("pids")
+    }
+
+    /// Kills the process groups that an earlier agent with this log directory recorded and
+    /// did not see end (it was killed): their runs were requeued by the server, and their
+    /// GPUs must be free before anything new starts. Returns how many groups were killed.
+    pub fn kill_leftovers(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.pids_dir()) else {
+            return 0;
+        };
+        let mut killed = 0;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if let Some(pid) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse::<i32>().ok())
+            {
+                // Only a process that still carries a Tranche run id is ours (pids are reused).
+                let ours = std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|v| v.starts_with(b"TRANCHE_RUN_ID="))
+                });
+                if ours {
+                    tracing::warn!(pid, run = %std::fs::read_to_string(&path).unwrap_or_default(), "killing a process an earlier agent left running");
+                    signal_group(Pid::from_raw(pid), Signal::SIGKILL);
+                    killed += 1;
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        killed
     }
 }
 
@@ -1004,6 +1064,7 @@ impl Agent {
     }
 
     async fn serve(&mut self) -> anyhow::Result<()> {
+        self.sup.kill_leftovers();
         loop {
             self.register().await?;
             match self.sync_loop().await? {
@@ -1121,6 +1182,12 @@ impl Agent {
                 Err(e @ ApiError::Status { status: 404, .. }) => {
                     tracing::warn!(error = %e, "session unknown: registering again");
                     return Ok(SessionEnd::Reregister);
+                }
+                Err(e @ ApiError::Status { status: 409, .. }) if matches!(&e, ApiError::Status { code, .. } if code == "session_replaced") =>
+                {
+                    anyhow::bail!(
+                        "another agent registered these nodes since ({e}); two agents must not serve one node, so this one stops"
+                    )
                 }
                 Err(e @ ApiError::Status { status: 409, .. }) if matches!(&e, ApiError::Status { code, .. } if code == "stale_session") =>
                 {

@@ -19,9 +19,6 @@ pub struct AppState {
     /// Bumped whenever run assignments may have changed (relayed from `NOTIFY tranche_assign`
     /// by [`crate::runs::service::spawn`]); agents' long polls wait on it.
     pub assignments: Arc<tokio::sync::watch::Sender<u64>>,
-    /// The last desired-state fingerprint answered to each agent session on this replica, so a
-    /// sync with nothing new waits (long poll) instead of answering at once.
-    pub agent_answers: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
     /// One lock per agent session on this replica: an agent's syncs write one after another
     /// (an agent that re-sends while an earlier sync still runs must not make them queue on
     /// database row locks, each holding a pooled connection).
@@ -56,7 +53,6 @@ impl AppState {
             site: Arc::new(site),
             tree_cache: Arc::default(),
             assignments: Arc::new(tokio::sync::watch::Sender::new(0)),
-            agent_answers: Arc::default(),
             agent_locks: Arc::default(),
         }
     }

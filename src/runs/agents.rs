@@ -3,7 +3,6 @@
 //! for assignments.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use rand::RngCore;
@@ -364,33 +363,24 @@ async fn desired(
     Ok((assignments, stops))
 }
 
-fn fingerprint(assignments: &[Assignment], stops: &[Stop]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for a in assignments {
-        (a.run, a.attempt, a.node).hash(&mut h);
-    }
-    0u8.hash(&mut h);
-    for s in stops {
-        (s.run, s.attempt, s.node).hash(&mut h);
-    }
-    h.finish()
-}
-
 fn stale_session() -> AppError {
     AppError::Refused {
         code: "stale_session",
-        message: "this agent session is no longer current for its nodes (another agent registered them, or they were marked lost); register again".into(),
+        message:
+            "this agent session ended (its nodes were marked lost, or are unknown); register again"
+                .into(),
     }
 }
 
 /// Handles one sync: checks the session, records heartbeats and process reports (a process
 /// confirmed running, or exited with its status; the next pass turns them into run states),
 /// then answers with the desired state of
-/// the session's nodes, waiting up to `wait_s` for a change when it equals the last answer
-/// this replica gave the session.
+/// the session's nodes, at once when there is something the agent has not done yet, else
+/// after up to `wait_s` seconds or the next change of assignments.
 ///
 /// # Errors
-/// 409 `stale_session` when another agent registered one of the nodes (or it was lost);
+/// 409 `session_replaced` when another agent registered one of the nodes since (this agent
+/// should stop), 409 `stale_session` when a node was marked lost (register again);
 /// 409 `not_assigned` for a report about a run this node never held; 422 for bad figures.
 /// Nothing is changed when an error is returned.
 pub async fn sync(
@@ -414,11 +404,19 @@ pub async fn sync(
     .fetch_all(pool)
     .await?;
     let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
-    if rows.len() != node_ids.iter().collect::<HashSet<_>>().len()
-        || rows
-            .iter()
-            .any(|(_, s, _)| s.as_deref() != Some(body.session.as_str()))
+    if rows.len() != node_ids.iter().collect::<HashSet<_>>().len() {
+        return Err(stale_session());
+    }
+    if rows
+        .iter()
+        .any(|(_, s, _)| s.as_deref().is_some_and(|s| s != body.session))
     {
+        return Err(AppError::Refused {
+            code: "session_replaced",
+            message: "another agent registered one of these nodes since; two agents must not serve one node, so this one should stop".into(),
+        });
+    }
+    if rows.iter().any(|(_, s, _)| s.is_none()) {
         return Err(stale_session());
     }
     for n in &body.nodes {
@@ -545,28 +543,31 @@ pub async fn sync(
                 .min((site.agent_timeout_s / 2).max(1) as u64),
         );
     let mut rx = state.assignments.subscribe();
+    let running: HashSet<(i64, i32, i64)> = body
+        .runs
+        .iter()
+        .filter(|r| r.state == "running")
+        .map(|r| (r.run, r.attempt, r.node))
+        .collect();
     loop {
         let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
-        let print = fingerprint(&assignments, &stops);
-        let fresh = {
-            let mut last = state
-                .agent_answers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if last.len() > 100_000 {
-                last.clear();
-            }
-            last.insert(body.session.clone(), print) != Some(print)
-        };
+        // Answer at once when the agent has something to do that it has not shown it did: a
+        // process to start, or one to stop that it reports running. (An agent that cannot act
+        // yet, say while a GPU is in a grace period, paces itself.)
+        let news = assignments
+            .iter()
+            .any(|a| !running.contains(&(a.run, a.attempt, a.node)))
+            || stops
+                .iter()
+                .any(|s| running.contains(&(s.run, s.attempt, s.node)));
         let now = Instant::now();
-        if fresh || now >= deadline {
+        if news || now >= deadline {
             return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
         }
         if tokio::time::timeout(deadline - now, rx.changed())
             .await
             .is_err()
         {
-            let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
             return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
         }
     }

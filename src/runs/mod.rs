@@ -90,7 +90,8 @@ pub struct Preview {
     pub needs_approval: bool,
     /// The project's self-service limit, GPU-hours.
     pub self_service_gpu_hours: i64,
-    /// The project's balance in the current period, minor units.
+    /// The project's balance in the current period less what its running allocated runs
+    /// hold, minor units.
     pub balance_minor: i64,
 }
 
@@ -174,7 +175,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         let dir = dir.trim();
         if dir.is_empty() {
             run.workdir = None;
-        } else if dir.len() > 4096 || dir.contains('\0') || !dir.starts_with('/') {
+        } else if dir.len() > 4096 || dir.chars().any(char::is_control) || !dir.starts_with('/') {
             return Err(AppError::invalid(
                 "workdir",
                 "the working directory must be an absolute path",
@@ -289,7 +290,7 @@ pub async fn check(
         });
     }
     let cost = domain::contract_price(run.gpus, run.min_runtime_s, i64::from(weight), price);
-    let balance = ledger::balance(pool, project_id, jiff::Timestamp::now(), site).await?;
+    let balance = available_balance(pool, site, project_id).await?;
     let protected_milli = run.gpus * run.min_runtime_s * 1000 / 3600;
     let preview = Preview {
         protected_milli_gpu_hours: protected_milli,
@@ -319,6 +320,32 @@ pub async fn check(
         run,
         preview,
     })
+}
+
+/// A project's balance in the current period less what its running allocated runs hold: the
+/// part of their minimum-runtime cost not charged yet (minor units, never below zero).
+///
+/// # Errors
+/// Database errors.
+pub async fn available_balance(
+    pool: &PgPool,
+    site: &Site,
+    project: i64,
+) -> Result<Money, AppError> {
+    let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
+    let held: Vec<(i32, i64, i32, i64)> = sqlx::query_as(
+        "SELECT r.gpus, r.min_runtime_s - r.charged_s, m.billing_weight_milli, m.price_per_gpu_hour_minor \
+         FROM runs r JOIN gpu_models m ON m.id = r.gpu_model_id \
+         WHERE r.project_id = $1 AND r.state IN ('starting', 'running') AND r.min_runtime_s > r.charged_s",
+    )
+    .bind(project)
+    .fetch_all(pool)
+    .await?;
+    let held: i64 = held
+        .into_iter()
+        .map(|(gpus, secs, w, p)| domain::contract_price(i64::from(gpus), secs, i64::from(w), p).0)
+        .sum();
+    Ok(Money((balance.0 - held).max(0)))
 }
 
 /// Appends a timeline entry.
@@ -555,7 +582,7 @@ pub async fn decide(
     }
     if approve {
         let cost = domain::contract_price(gpus, min_runtime, i64::from(weight), price);
-        let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
+        let balance = available_balance(pool, site, project).await?;
         if cost.0 > balance.0 {
             return Err(AppError::Refused {
                 code: "budget_exceeded",

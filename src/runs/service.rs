@@ -492,14 +492,14 @@ async fn load_snapshot(
     .await?;
     // GPUs of each pool on nodes without a live agent, for the waiting reasons.
     let mut offline: HashMap<(i64, i64), u32> = HashMap::new();
-    for (id, cluster, model, gpus, state, online, name) in nodes {
+    for (id, cluster, model, gpus, admin_state, online, name) in nodes {
         names.nodes.insert(id, name);
-        let state = match (state.as_str(), online) {
+        let state = match (admin_state.as_str(), online) {
             ("down", _) | (_, false) => NodeState::Down,
             ("draining", _) => NodeState::Draining,
             _ => NodeState::Up,
         };
-        if !online {
+        if !online && admin_state != "down" {
             *offline.entry((cluster, model)).or_default() += gpus as u32;
         }
         snap.nodes.push(Node {
@@ -669,11 +669,11 @@ struct RunningRow {
     gpu_indices: Vec<i32>,
 }
 
-/// The preemption reason in words, with names.
-fn preempt_message(reason: &PreemptReason, names: &Names, for_run: Option<RunId>) -> String {
-    let base = match reason {
+/// The preemption reason in words, with names (the run it made room for is shown apart).
+fn preempt_message(reason: &PreemptReason, names: &Names) -> String {
+    match reason {
         PreemptReason::FairShare { for_project } => format!(
-            "preempted past its minimum runtime: project {} is further below its fair share",
+            "past its minimum runtime, and project {} is further below its fair share",
             names
                 .projects
                 .get(&for_project.0)
@@ -681,18 +681,14 @@ fn preempt_message(reason: &PreemptReason, names: &Names, for_run: Option<RunId>
                 .unwrap_or_else(|| for_project.to_string())
         ),
         PreemptReason::NodeDraining { node } => format!(
-            "preempted: node {} is draining for repair",
+            "node {} is draining for repair",
             names.nodes.get(&node.0).cloned().unwrap_or_default()
         ),
         PreemptReason::NodeDown { node } => format!(
-            "preempted: node {} is down",
+            "node {} is down",
             names.nodes.get(&node.0).cloned().unwrap_or_default()
         ),
-        other => format!("preempted: {}", other.describe()),
-    };
-    match for_run {
-        Some(r) => format!("{base}; made room for run {r}"),
-        None => base,
+        other => other.describe(),
     }
 }
 
@@ -865,7 +861,7 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
                 reason,
                 for_run,
             } => {
-                let message = preempt_message(reason, &names, *for_run);
+                let message = preempt_message(reason, &names);
                 event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
                 begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
                 report.preempted += 1;

@@ -429,8 +429,36 @@ async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
         r.is_some_and(|r| r.contains("no live agent"))
     })
     .await;
-    // A new agent on the node takes the requeued run again, as attempt 2.
+    // The killed agent's children outlived it, holding their GPUs.
+    let orphans: Vec<i32> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            ids.iter()
+                .any(|id| name.starts_with(&format!("run-{id}-1-")))
+                .then(|| name.rsplit('-').next().unwrap().parse().unwrap())
+        })
+        .collect();
+    assert_eq!(orphans.len(), 2);
+    assert!(
+        orphans
+            .iter()
+            .all(|p| Path::new(&format!("/proc/{p}")).exists())
+    );
+    // A new agent on the node (same log directory) stops them first, then takes the requeued
+    // run again, as attempt 2.
     let _second = agent(&base, &agent_token, "loss", 1, &dir);
+    until(
+        Duration::from_secs(30),
+        "the orphans to be killed",
+        || async {
+            orphans
+                .iter()
+                .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+        },
+    )
+    .await;
     wait_state(&app, ids[0], "succeeded").await;
     assert_eq!(records(&dir, ids[0], 2).len(), 1);
     clean_up(&dir);

@@ -751,7 +751,7 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     let (_, _) = register(&o.app, &o.agent, &["g-1"]).await;
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
     assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(answer["error"]["code"], "stale_session");
+    assert_eq!(answer["error"]["code"], "session_replaced");
     assert_eq!(state_of(&o.app, run).await, "queued");
     // A revoked token is refused from the next call.
     agents::revoke_tokens(&o.app.pool, "local").await.unwrap();
@@ -813,4 +813,47 @@ async fn cancel_stops_a_running_run_through_its_agent() {
     sync(&o.app, &o.agent, &session, &nodes, json!([{"run": queued_only, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}])).await;
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, queued_only).await, "cancelled");
+}
+
+#[tokio::test]
+async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["h-1", "h-2"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    // A money cap of 25.00 leaves a balance of 25.00.
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": null, "money_cap_minor": 2500, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // 8 GPUs x 1 h x 2.50 = 20.00: accepted, and held once it starts.
+    let first = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, first).await, "starting");
+    // 4 GPUs x 1 h = 10.00 > 25.00 - 20.00 held.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 4, 3600, false)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "budget_exceeded");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("5.00 USD left"),
+        "{answer}"
+    );
+    // 2 GPUs x 1 h = 5.00 still fits.
+    submit(&o, run_body("fm-pretrain-7b", 2, 3600, false)).await;
 }
