@@ -207,7 +207,7 @@ impl WaitReason {
                 project_rank,
                 projects,
             } => format!(
-                "project over its fair share ({} of {projects} projects in line), {} in line in its project",
+                "projects further below their fair share come first (its project is {} of {projects} in line), {} in line in its project",
                 ordinal(*project_rank),
                 ordinal(*position_in_project)
             ),

@@ -80,6 +80,10 @@ fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, A
             ),
         )
     };
+    // Digits and at most one colon: no signs ("-0:30" is not half an hour).
+    if !t.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+        return Err(bad());
+    }
     let minutes = match t.split_once(':') {
         Some((h, m)) => {
             let h: i64 = h.trim().parse().map_err(|_| bad())?;
@@ -938,7 +942,9 @@ mod tests {
         assert_eq!(parse_minutes(" 1:30 ", "f", "x").unwrap(), 5400);
         assert_eq!(parse_minutes("0", "f", "x").unwrap(), 0);
         assert_eq!(parse_minutes("0:05", "f", "x").unwrap(), 300);
-        for bad in ["", "1:60", "-5", "1.5", "a:b", "1:-1"] {
+        for bad in [
+            "", "1:60", "-5", "1.5", "a:b", "1:-1", "-0:30", "+5", "1:2:3",
+        ] {
             assert!(parse_minutes(bad, "f", "x").is_err(), "{bad:?}");
         }
     }

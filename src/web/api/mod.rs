@@ -62,6 +62,20 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     }
 }
 
+/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(Self(v)),
+            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
+        }
+    }
+}
+
 type ApiResult = Result<Response, ApiError>;
 
 fn ok(value: Value) -> ApiResult {
@@ -645,7 +659,7 @@ struct PoolFilter {
 async fn get_contracts(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
-    axum::extract::Query(f): axum::extract::Query<PoolFilter>,
+    ApiQuery(f): ApiQuery<PoolFilter>,
 ) -> ApiResult {
     let list = crate::ledger::contracts::visible(
         &state.pool,
@@ -673,7 +687,7 @@ async fn cancel_contract(
 async fn get_capacity(
     State(state): State<AppState>,
     ApiUser(_me): ApiUser,
-    axum::extract::Query(f): axum::extract::Query<PoolFilter>,
+    ApiQuery(f): ApiQuery<PoolFilter>,
 ) -> ApiResult {
     let (Some(cluster), Some(model)) = (f.cluster.as_deref(), f.gpu_model.as_deref()) else {
         return Err(AppError::Invalid {
@@ -702,7 +716,7 @@ async fn get_capacity(
 async fn get_spend(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
-    axum::extract::Query(q): axum::extract::Query<crate::web::reports::ReportQuery>,
+    ApiQuery(q): ApiQuery<crate::web::reports::ReportQuery>,
 ) -> ApiResult {
     let (filter, label) = crate::web::reports::resolve_filter(&state, &me, &q).await?;
     crate::web::reports::open_current_budgets(&state, &filter, jiff::Timestamp::now()).await?;
@@ -725,7 +739,7 @@ struct LedgerQuery {
 async fn get_ledger(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
-    axum::extract::Query(q): axum::extract::Query<LedgerQuery>,
+    ApiQuery(q): ApiQuery<LedgerQuery>,
 ) -> ApiResult {
     let project: i64 =
         sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND is_project")

@@ -1,10 +1,10 @@
 //! Runs, approvals and the node agent protocol in the JSON API.
 
-use axum::extract::{FromRequestParts, Query, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde_json::json;
 
-use super::{ApiJson, ApiPath, ApiResult, created, ok};
+use super::{ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
 use crate::auth::{ApiUser, bearer};
 use crate::error::{ApiError, AppError};
 use crate::runs::{self, Filter, NewRun, agents};
@@ -60,7 +60,7 @@ pub(super) async fn preview_run(
 pub(super) async fn get_runs(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
-    Query(filter): Query<Filter>,
+    ApiQuery(filter): ApiQuery<Filter>,
 ) -> ApiResult {
     let tree = state.tree().await?;
     let rows = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
