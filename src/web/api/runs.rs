@@ -84,6 +84,11 @@ pub(super) async fn cancel_run(
 ) -> ApiResult {
     let tree = state.tree().await?;
     runs::cancel(&state.pool, &state.site, &me, &tree.parents, id).await?;
+    state_answer(&state, id).await
+}
+
+/// `{"id", "state"}` of a run after a change.
+async fn state_answer(state: &AppState, id: i64) -> ApiResult {
     let state_now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
         .bind(id)
         .fetch_one(&state.pool)
@@ -118,11 +123,7 @@ async fn decide(
         reason,
     )
     .await?;
-    let state_now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
-        .bind(id)
-        .fetch_one(&state.pool)
-        .await?;
-    ok(json!({"id": id, "state": state_now}))
+    state_answer(&state, id).await
 }
 
 pub(super) async fn approve_run(
