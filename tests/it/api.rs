@@ -290,3 +290,51 @@ async fn healthz_answers_when_the_database_does() {
     let (status, _, _) = app.send(req).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+#[tokio::test]
+async fn a_partial_budget_update_keeps_the_other_settings() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let project = app.node_id("fm-rlhf").await;
+    let path = format!("/api/v1/projects/{project}/budget");
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &path,
+            Some(&lead),
+            Some(serde_json::json!({"period_budget_minor": 5_000_000, "money_cap_minor": 6_000_000, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // Only the self-service limit: the budget and the cap stay.
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &path,
+            Some(&lead),
+            Some(serde_json::json!({"self_service_gpu_hours": 32})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let settings = tranche::db::tree::project(&app.pool, project)
+        .await
+        .unwrap();
+    assert_eq!(settings.period_budget_minor, Some(5_000_000));
+    assert_eq!(settings.money_cap_minor, Some(6_000_000));
+    assert_eq!(settings.self_service_gpu_hours, 32);
+    // An explicit null clears the cap.
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            Some(&lead),
+            Some(serde_json::json!({"money_cap_minor": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let settings = tranche::db::tree::project(&app.pool, project)
+        .await
+        .unwrap();
+    assert_eq!(settings.money_cap_minor, None);
+    assert_eq!(settings.period_budget_minor, Some(5_000_000));
+}

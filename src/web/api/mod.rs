@@ -323,18 +323,53 @@ async fn put_budget(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
-    ApiJson(body): ApiJson<BudgetUpdate>,
+    ApiJson(body): ApiJson<BudgetBody>,
 ) -> ApiResult {
+    // Omitted fields keep their value; `null` clears the override or the cap.
+    let current = tree_db::project(&state.pool, id).await?;
+    let update = BudgetUpdate {
+        period_budget_minor: body
+            .period_budget_minor
+            .unwrap_or(current.period_budget_minor),
+        money_cap_minor: body.money_cap_minor.unwrap_or(current.money_cap_minor),
+        self_service_gpu_hours: body
+            .self_service_gpu_hours
+            .unwrap_or(current.self_service_gpu_hours),
+        alert_thresholds: body.alert_thresholds,
+    };
     tree_db::update_project(
         &state.pool,
         &me,
         id,
-        &body,
+        &update,
         &*state.tree().await?,
         (&state.site, jiff::Timestamp::now()),
     )
     .await?;
     ok(json!({"ok": true}))
+}
+
+/// `PUT /projects/{id}/budget`: each field optional; for the two amounts, absent keeps the
+/// value and `null` clears it.
+#[derive(serde::Deserialize)]
+struct BudgetBody {
+    #[serde(default, deserialize_with = "present")]
+    period_budget_minor: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "present")]
+    money_cap_minor: Option<Option<i64>>,
+    #[serde(default)]
+    self_service_gpu_hours: Option<i32>,
+    #[serde(default)]
+    alert_thresholds: Option<Vec<i32>>,
+}
+
+/// A field that is present, possibly `null`: `Some(None)`; an absent one stays `None`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 #[derive(serde::Deserialize)]
