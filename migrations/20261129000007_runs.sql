@@ -47,6 +47,8 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_active ON runs (cluster_id, state) WHERE state IN ('queued', 'starting', 'running', 'stopping');
 CREATE INDEX runs_project ON runs (project_id, id);
+-- What a project's running runs hold of its budget is read at every submission.
+CREATE INDEX runs_running_project ON runs (project_id) WHERE state IN ('starting', 'running');
 CREATE INDEX runs_submitter ON runs (submitted_by, id);
 CREATE INDEX runs_approval ON runs (project_id) WHERE state = 'waiting_approval';
 

@@ -511,39 +511,26 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
     let seen: Arc<Mutex<HashMap<i64, Instant>>> = Arc::default();
     let watching = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let watcher = tokio::spawn({
-        let (pool, accepted, seen, watching) = (
-            pool.clone(),
-            accepted.clone(),
-            seen.clone(),
-            watching.clone(),
-        );
+        let (pool, seen, watching) = (pool.clone(), seen.clone(), watching.clone());
         async move {
+            // Start decisions are timeline entries written by passes, which run one at a
+            // time, so their ids grow in commit order: reading past the last one seen is enough.
+            let mut last = 0i64;
             while watching.load(std::sync::atomic::Ordering::Relaxed) {
-                let pending: Vec<i64> = {
-                    let accepted = accepted
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let seen = seen
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    accepted
-                        .keys()
-                        .filter(|id| !seen.contains_key(id))
-                        .copied()
-                        .collect()
-                };
-                let ids: Vec<i64> =
-                    sqlx::query_scalar("SELECT id FROM runs WHERE attempt > 0 AND id = ANY($1)")
-                        .bind(&pending)
-                        .fetch_all(&pool)
-                        .await?;
+                let rows: Vec<(i64, i64)> = sqlx::query_as(
+                    "SELECT id, run_id FROM run_events WHERE kind = 'started' AND id > $1 ORDER BY id",
+                )
+                .bind(last)
+                .fetch_all(&pool)
+                .await?;
                 let now = Instant::now();
                 {
                     let mut map = seen
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    for id in ids {
-                        map.entry(id).or_insert(now);
+                    for (id, run) in rows {
+                        last = id;
+                        map.entry(run).or_insert(now);
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
