@@ -719,21 +719,32 @@ pub const STATES: &[&str] = &[
     "lost",
 ];
 
-/// The project ids `actor` may see runs of (`None` = all).
-fn visible_projects(actor: &Account, parents: &Parents) -> Option<Vec<i64>> {
-    if actor.sees_everything() {
-        return None;
-    }
-    let mut ids: Vec<i64> = parents
+/// The tree nodes under the nodes `actor` leads (their lead grants, admin or not).
+fn led(actor: &Account, parents: &Parents) -> Vec<i64> {
+    parents
         .0
         .keys()
         .copied()
-        .filter(|&n| actor.leads(n, parents))
-        .collect();
+        .filter(|&n| {
+            actor
+                .lead_nodes()
+                .any(|l| parents.is_ancestor_or_self(l, n))
+        })
+        .collect()
+}
+
+/// The projects `actor` leads or is a member of.
+fn own_projects(actor: &Account, parents: &Parents) -> Vec<i64> {
+    let mut ids = led(actor, parents);
     ids.extend(actor.projects.iter().copied());
     ids.sort_unstable();
     ids.dedup();
-    Some(ids)
+    ids
+}
+
+/// The project ids `actor` may see runs of (`None` = all).
+fn visible_projects(actor: &Account, parents: &Parents) -> Option<Vec<i64>> {
+    (!actor.sees_everything()).then(|| own_projects(actor, parents))
 }
 
 /// Runs `actor` may see, filtered, newest first.
@@ -762,23 +773,7 @@ pub async fn list(
     }
     let visible = visible_projects(actor, parents);
     // "My projects": the ones the actor is a member of or leads.
-    let mine: Vec<i64> = match &visible {
-        Some(ids) => ids.clone(),
-        None => {
-            let mut ids: Vec<i64> = parents
-                .0
-                .keys()
-                .copied()
-                .filter(|&n| {
-                    actor
-                        .lead_nodes()
-                        .any(|l| parents.is_ancestor_or_self(l, n))
-                })
-                .collect();
-            ids.extend(actor.projects.iter().copied());
-            ids
-        }
-    };
+    let mine = own_projects(actor, parents);
     let limit = filter.limit.unwrap_or(200).clamp(1, 1000);
     let sql = format!(
         "{ROW_SELECT} WHERE ($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.submitted_by = $2) \
@@ -813,14 +808,7 @@ pub async fn approvals(
     actor: &Account,
     parents: &Parents,
 ) -> Result<Vec<RunRow>, AppError> {
-    let led: Option<Vec<i64>> = (!actor.is_admin()).then(|| {
-        parents
-            .0
-            .keys()
-            .copied()
-            .filter(|&n| actor.leads(n, parents))
-            .collect()
-    });
+    let led: Option<Vec<i64>> = (!actor.is_admin()).then(|| led(actor, parents));
     let sql = format!(
         "{ROW_SELECT} WHERE r.state = 'waiting_approval' AND ($1::BIGINT[] IS NULL OR r.project_id = ANY($1)) \
          ORDER BY r.id LIMIT 1000"

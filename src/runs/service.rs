@@ -254,63 +254,6 @@ pub async fn finish_if_exited(conn: &mut PgConnection, run: i64) -> Result<(), A
     Ok(())
 }
 
-/// Ends the attempt of a starting or running run whose processes all exited by themselves:
-/// succeeded (all exit codes 0) or failed. A gang member failing while others run stops them.
-///
-/// # Errors
-/// Database errors.
-pub async fn finish_attempt(
-    conn: &mut PgConnection,
-    pool: &PgPool,
-    site: &Site,
-    run: i64,
-) -> Result<(), AppError> {
-    let row: Option<(String, i64, i64, Option<i32>)> = sqlx::query_as(
-        "SELECT r.state, \
-                (SELECT count(*) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
-                (SELECT count(*) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0), \
-                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
-         FROM runs r WHERE r.id = $1 FOR UPDATE",
-    )
-    .bind(run)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((state, alive, failed, code)) = row else {
-        return Ok(());
-    };
-    if state == "stopping" {
-        return finish_if_exited(conn, run).await;
-    }
-    if state != "starting" && state != "running" {
-        return Ok(());
-    }
-    if alive > 0 {
-        if failed > 0 {
-            begin_stop(conn, pool, site, run, "failed").await?;
-        }
-        return Ok(());
-    }
-    settle(pool, conn, site, run).await?;
-    let to = if failed == 0 { "succeeded" } else { "failed" };
-    sqlx::query("UPDATE runs SET state = $2, ended_at = now(), exit_code = $3 WHERE id = $1")
-        .bind(run)
-        .bind(to)
-        .bind(code)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("DELETE FROM gpu_holds WHERE run_id = $1")
-        .bind(run)
-        .execute(&mut *conn)
-        .await?;
-    let message = match code {
-        Some(c) if failed > 0 => format!("exited with status {c}"),
-        _ => "exited with status 0".to_string(),
-    };
-    event(conn, run, to, &message, None).await?;
-    wake(conn).await?;
-    Ok(())
-}
-
 /// Id, project, cluster, model, GPUs, minimum runtime, charged s, elapsed s, any failure,
 /// largest exit status.
 type DoneRow = (i64, i64, i64, i64, i32, i64, i64, i64, bool, Option<i32>);
@@ -772,20 +715,25 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     report.nodes_lost = lost.len();
 
     // What agents reported since the last pass. Attempts whose processes all exited by
-    // themselves end together (the common case, in a few statements); stopping runs whose
-    // processes all left, and gangs with a failed member still running, one by one.
+    // themselves end together (the common case, in a few statements); then, one by one,
+    // stopping runs whose processes all left end, and gangs with a failed member still
+    // running are stopped.
     let clock = std::time::Instant::now();
     let ended = end_exited_attempts(&mut tx, pool, site).await?;
-    let reaped: Vec<i64> = sqlx::query_scalar(
-        "SELECT r.id FROM runs r WHERE (r.state = 'stopping' AND \
+    let reaped: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT r.id, r.state FROM runs r WHERE (r.state = 'stopping' AND \
             NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited')) \
             OR (r.state IN ('starting', 'running') AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
                 AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0)) ORDER BY r.id",
     )
     .fetch_all(&mut *tx)
     .await?;
-    for run in &reaped {
-        finish_attempt(&mut tx, pool, site, *run).await?;
+    for (run, state) in &reaped {
+        if state == "stopping" {
+            finish_if_exited(&mut tx, *run).await?;
+        } else {
+            begin_stop(&mut tx, pool, site, *run, "failed").await?;
+        }
     }
     report.ended = ended + reaped.len();
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;

@@ -28,13 +28,21 @@ impl FromRequestParts<AppState> for AgentCluster {
     }
 }
 
+async fn check(
+    state: &AppState,
+    me: &crate::auth::Account,
+    body: NewRun,
+) -> Result<runs::Checked, AppError> {
+    let tree = state.tree().await?;
+    runs::check(&state.pool, &state.site, me, &tree.parents, body).await
+}
+
 pub(super) async fn post_run(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<NewRun>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
-    let checked = runs::check(&state.pool, &state.site, &me, &tree.parents, body).await?;
+    let checked = check(&state, &me, body).await?;
     let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
     created(json!({
         "id": id,
@@ -49,8 +57,7 @@ pub(super) async fn preview_run(
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<NewRun>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
-    let checked = runs::check(&state.pool, &state.site, &me, &tree.parents, body).await?;
+    let checked = check(&state, &me, body).await?;
     ok(json!({
         "preview": checked.preview,
         "cost": checked.preview.describe(&state.site.currency),
