@@ -14,13 +14,14 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::config::Secret;
@@ -43,6 +44,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Exit code reported for an assignment whose process could not be started (as `sh` does for
 /// a command not found).
 pub const SPAWN_FAILED_EXIT_CODE: i32 = 127;
+/// Processes spawned at once: a fork and exec keeps a thread waiting until the child has
+/// loaded, so a batch of assignments starts several at a time.
+pub const SPAWN_CONCURRENCY: usize = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Command line
@@ -584,7 +588,6 @@ struct Supervised {
     gpus: Vec<u32>,
     stopping: Option<Duration>,
     stop_tx: mpsc::UnboundedSender<Duration>,
-    pid: i32,
 }
 
 /// Owns the agent's child processes: one task per child waits on it, and carries out stops.
@@ -593,6 +596,7 @@ pub struct Supervisor {
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
+    spawning: Arc<Semaphore>,
 }
 
 impl Supervisor {
@@ -605,6 +609,7 @@ impl Supervisor {
             procs: HashMap::new(),
             exits_tx,
             exits_rx,
+            spawning: Arc::new(Semaphore::new(SPAWN_CONCURRENCY)),
         }
     }
 
@@ -618,42 +623,25 @@ impl Supervisor {
     }
 
     /// Starts `sh -c COMMAND` for the assignment in a new process group, output appended to
-    /// its log file. Must be called within a Tokio runtime.
+    /// its log file, and returns that file's path. The process is spawned in the background
+    /// (at most [`SPAWN_CONCURRENCY`] at a time, off the caller's thread), so a large batch of
+    /// assignments does not hold up the sync loop. Must be called within a Tokio runtime.
+    ///
+    /// A process that cannot be started (e.g. a missing workdir) is reported as an [`Exit`]
+    /// with [`SPAWN_FAILED_EXIT_CODE`], the reason written to its log file.
     ///
     /// # Errors
-    /// The log file cannot be opened or the process cannot be spawned (e.g. a missing
-    /// workdir); nothing is left running then.
+    /// The assignment is already running here.
     pub fn start(&mut self, a: &Assignment, node_name: &str) -> anyhow::Result<PathBuf> {
         let key = a.key();
         anyhow::ensure!(!self.procs.contains_key(&key), "{key} is already running");
         let log_path = self.log_path(key, node_name);
-        let child = match spawn_child(a, &log_path) {
-            Ok(child) => child,
-            Err(e) => {
-                // The run's log is where its owner looks: say why it never started.
-                if let Ok(mut f) = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log_path)
-                {
-                    use std::io::Write;
-                    let _ = writeln!(f, "tranche agent: {e:#}");
-                }
-                return Err(e);
-            }
-        };
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .context("the child has no pid")?;
-        // Recorded so that an agent started after this one was killed can stop what it left.
-        let _ = std::fs::create_dir_all(self.pids_dir());
-        let _ = std::fs::write(self.pids_dir().join(pid.to_string()), key.to_string());
         let (stop_tx, stop_rx) = mpsc::unbounded_channel();
-        tokio::spawn(supervise(
-            child,
-            Pid::from_raw(pid),
-            key,
+        tokio::spawn(launch(
+            a.clone(),
+            node_name.to_string(),
+            log_path.clone(),
+            self.spawning.clone(),
             stop_rx,
             self.exits_tx.clone(),
         ));
@@ -663,7 +651,6 @@ impl Supervisor {
                 gpus: a.gpus.clone(),
                 stopping: None,
                 stop_tx,
-                pid,
             },
         );
         Ok(log_path)
@@ -734,48 +721,120 @@ impl Supervisor {
     }
 
     fn forget(&mut self, key: RunKey) {
-        if let Some(p) = self.procs.remove(&key) {
-            let _ = std::fs::remove_file(self.pids_dir().join(p.pid.to_string()));
-        }
-    }
-
-    fn pids_dir(&self) -> PathBuf {
-        self.log_dir.join("pids")
-    }
-
-    /// Kills the process groups that an earlier agent with this log directory recorded and
-    /// did not see end (it was killed): their runs were requeued by the server, and their
-    /// GPUs must be free before anything new starts. Returns how many groups were killed.
-    pub fn kill_leftovers(&self) -> usize {
-        let Ok(entries) = std::fs::read_dir(self.pids_dir()) else {
-            return 0;
-        };
-        let mut killed = 0;
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if let Some(pid) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.parse::<i32>().ok())
-            {
-                // Only a process that still carries a Tranche run id is ours (pids are reused).
-                let ours = std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|v| v.starts_with(b"TRANCHE_RUN_ID="))
-                });
-                if ours {
-                    tracing::warn!(pid, run = %std::fs::read_to_string(&path).unwrap_or_default(), "killing a process an earlier agent left running");
-                    signal_group(Pid::from_raw(pid), Signal::SIGKILL);
-                    killed += 1;
-                }
-            }
-            let _ = std::fs::remove_file(&path);
-        }
-        killed
+        self.procs.remove(&key);
     }
 }
 
-fn spawn_child(a: &Assignment, log_path: &Path) -> anyhow::Result<tokio::process::Child> {
+/// Kills the process groups of runs on `nodes` that are not children of this process: what an
+/// earlier agent for these nodes left running when it was killed. Their runs were requeued or
+/// ended by the server, and their GPUs must be free before anything new starts. A group is
+/// recognised by its leader's environment (`TRANCHE_RUN_ID` and `TRANCHE_NODE` = one of
+/// `nodes`), which survives the agent. Returns how many groups were killed.
+pub fn kill_leftovers(nodes: &[String]) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = std::process::id();
+    let markers: Vec<Vec<u8>> = nodes
+        .iter()
+        .map(|n| format!("TRANCHE_NODE={n}").into_bytes())
+        .collect();
+    let mut killed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if u32::try_from(pid).is_ok_and(|p| p == me) || !is_group_leader(pid) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        let ours = vars.iter().any(|v| v.starts_with(b"TRANCHE_RUN_ID="))
+            && vars.iter().any(|v| markers.iter().any(|m| v == m));
+        if ours {
+            tracing::warn!(
+                pid,
+                "killing a run's process group that an earlier agent left running"
+            );
+            signal_group(Pid::from_raw(pid), Signal::SIGKILL);
+            killed += 1;
+        }
+    }
+    killed
+}
+
+/// Whether `pid` leads its own process group (field 5 of `/proc/PID/stat`, after the name in
+/// parentheses).
+fn is_group_leader(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|pgrp| pgrp.parse::<i32>().ok())
+            == Some(pid)
+    })
+}
+
+/// Spawns the assignment's process (off the async threads; the fork and exec wait for the
+/// child) and supervises it; a start failure is reported as an exit with
+/// [`SPAWN_FAILED_EXIT_CODE`] and explained in the run's log.
+async fn launch(
+    a: Assignment,
+    node_name: String,
+    log_path: PathBuf,
+    spawning: Arc<Semaphore>,
+    stops: mpsc::UnboundedReceiver<Duration>,
+    exits: mpsc::UnboundedSender<Exit>,
+) {
+    let key = a.key();
+    let spawned = {
+        let _permit = spawning.acquire_owned().await;
+        let log = log_path.clone();
+        tokio::task::spawn_blocking(move || spawn_child(&a, &node_name, &log))
+            .await
+            .map_err(anyhow::Error::from)
+            .and_then(|r| r)
+    };
+    let child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
+            // The run's log is where its owner looks: say why it never started.
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+            {
+                use std::io::Write;
+                let _ = writeln!(f, "tranche agent: {e:#}");
+            }
+            let _ = exits.send(Exit {
+                key,
+                outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
+            });
+            return;
+        }
+    };
+    let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        let _ = exits.send(Exit {
+            key,
+            outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
+        });
+        return;
+    };
+    supervise(child, Pid::from_raw(pgid), key, stops, exits).await;
+}
+
+fn spawn_child(
+    a: &Assignment,
+    node_name: &str,
+    log_path: &Path,
+) -> anyhow::Result<tokio::process::Child> {
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
@@ -794,6 +853,7 @@ fn spawn_child(a: &Assignment, log_path: &Path) -> anyhow::Result<tokio::process
         .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
         .env("TRANCHE_RUN_ID", a.run.to_string())
         .env("TRANCHE_ATTEMPT", a.attempt.to_string())
+        .env("TRANCHE_NODE", node_name)
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
@@ -1064,7 +1124,7 @@ impl Agent {
     }
 
     async fn serve(&mut self) -> anyhow::Result<()> {
-        self.sup.kill_leftovers();
+        kill_leftovers(&self.names);
         loop {
             self.register().await?;
             match self.sync_loop().await? {
@@ -1305,14 +1365,10 @@ impl Agent {
         match self.sup.start(a, &node) {
             Ok(log) => tracing::info!(
                 run = key.run, attempt = key.attempt, %node, gpus = ?a.gpus, log = %log.display(),
-                "started"
+                "starting"
             ),
             Err(e) => {
-                tracing::error!(run = key.run, attempt = key.attempt, %node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
-                self.pending.push(Exit {
-                    key,
-                    outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
-                });
+                tracing::warn!(run = key.run, attempt = key.attempt, %node, error = %e, "not started twice")
             }
         }
     }
@@ -1982,7 +2038,40 @@ mod tests {
         let dir = TempDir::new("nodir");
         let mut sup = Supervisor::new(dir.0.join("logs"));
         let a = job(9, &[0], "true".into(), &dir.0.join("missing"));
-        assert!(sup.start(&a, "n").is_err());
+        let log = sup.start(&a, "n").unwrap();
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.key, a.key());
+        assert_eq!(exit.outcome, Outcome::Code(SPAWN_FAILED_EXIT_CODE));
         assert!(sup.is_empty());
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(
+            text.starts_with("tranche agent: cannot start") && text.contains("missing"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn leftovers_of_these_nodes_are_killed_and_others_spared() {
+        use std::os::unix::process::CommandExt;
+        let spawn = |node: &str| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .env("TRANCHE_RUN_ID", "1")
+                .env("TRANCHE_NODE", node)
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        let mut ours = spawn("leftover-test-a");
+        let mut other = spawn("leftover-test-b");
+        assert_eq!(kill_leftovers(&["leftover-test-a".to_string()]), 1);
+        assert_eq!(ours.wait().unwrap().signal(), Some(9));
+        assert_eq!(
+            other.try_wait().unwrap(),
+            None,
+            "another node's run survives"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }

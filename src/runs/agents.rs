@@ -227,6 +227,7 @@ pub async fn register(
         .await?;
         out.push(serde_json::json!({"id": id, "name": name}));
     }
+    super::refresh_holds(&mut tx).await?;
     wake(&mut tx).await?;
     tx.commit().await?;
     tracing::info!(cluster, nodes = out.len(), "agent registered");

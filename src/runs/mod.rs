@@ -323,7 +323,8 @@ pub async fn check(
 }
 
 /// A project's balance in the current period less what its running allocated runs hold: the
-/// part of their minimum-runtime cost not charged yet (minor units, never below zero).
+/// part of their minimum-runtime cost not charged yet (minor units, never below zero), as of
+/// the last [`refresh_holds`].
 ///
 /// # Errors
 /// Database errors.
@@ -333,19 +334,42 @@ pub async fn available_balance(
     project: i64,
 ) -> Result<Money, AppError> {
     let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
-    let held: Vec<(i32, i64, i32, i64)> = sqlx::query_as(
-        "SELECT r.gpus, r.min_runtime_s - r.charged_s, m.billing_weight_milli, m.price_per_gpu_hour_minor \
-         FROM runs r JOIN gpu_models m ON m.id = r.gpu_model_id \
-         WHERE r.project_id = $1 AND r.state IN ('starting', 'running') AND r.min_runtime_s > r.charged_s",
+    let held: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT h.gpu_seconds, m.billing_weight_milli, m.price_per_gpu_hour_minor \
+         FROM project_holds h JOIN gpu_models m ON m.id = h.gpu_model_id WHERE h.project_id = $1",
     )
     .bind(project)
     .fetch_all(pool)
     .await?;
     let held: i64 = held
         .into_iter()
-        .map(|(gpus, secs, w, p)| domain::contract_price(i64::from(gpus), secs, i64::from(w), p).0)
+        .map(|(gpu_seconds, w, p)| domain::contract_price(1, gpu_seconds, i64::from(w), p).0)
         .sum();
     Ok(Money((balance.0 - held).max(0)))
+}
+
+/// Rewrites `project_holds` from the runs: per project and GPU model, the GPU-seconds of
+/// minimum runtime that starting and running runs have not been charged yet. Called by every
+/// writer that starts, charges or stops runs, inside its transaction (which holds the pass
+/// lock), so submissions read a current figure without summing running runs themselves.
+///
+/// # Errors
+/// Database errors.
+pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "WITH h AS ( \
+            SELECT project_id, gpu_model_id, sum(gpus::BIGINT * (min_runtime_s - charged_s))::BIGINT AS s \
+            FROM runs WHERE state IN ('starting', 'running') AND min_runtime_s > charged_s \
+            GROUP BY project_id, gpu_model_id), \
+         gone AS (DELETE FROM project_holds p WHERE NOT EXISTS \
+            (SELECT 1 FROM h WHERE h.project_id = p.project_id AND h.gpu_model_id = p.gpu_model_id)) \
+         INSERT INTO project_holds (project_id, gpu_model_id, gpu_seconds) SELECT project_id, gpu_model_id, s FROM h \
+         ON CONFLICT (project_id, gpu_model_id) DO UPDATE SET gpu_seconds = EXCLUDED.gpu_seconds \
+         WHERE project_holds.gpu_seconds <> EXCLUDED.gpu_seconds",
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Appends a timeline entry.
@@ -507,6 +531,7 @@ pub async fn cancel(
         "starting" | "running" => {
             service::begin_stop(&mut tx, pool, site, id, "cancelled").await?;
             event(&mut tx, id, "cancel_requested", &by, None).await?;
+            refresh_holds(&mut tx).await?;
         }
         "stopping" => {
             sqlx::query("UPDATE runs SET stop_kind = 'cancelled' WHERE id = $1")

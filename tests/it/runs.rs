@@ -863,4 +863,51 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     );
     // 2 GPUs x 1 h = 5.00 still fits.
     submit(&o, run_body("fm-pretrain-7b", 2, 3600, false)).await;
+    // Cancelling the first run releases its hold at once, before any pass: 4 GPUs fit now.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{first}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
+}
+
+#[tokio::test]
+async fn heartbeats_leave_the_tree_cache_current_and_inventory_changes_do_not() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["hb-1"]).await;
+    let version = || async {
+        sqlx::query_scalar::<_, i64>("SELECT version FROM change_counters WHERE name = 'tree'")
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap()
+    };
+    let before = version().await;
+    // Heartbeats with changing utilization, and a pass that reads the nodes.
+    for util in [10, 90] {
+        let (status, answer) = o
+            .app
+            .api(
+                "POST",
+                "/api/v1/agent/sync",
+                Some(&o.agent),
+                Some(json!({"session": session, "wait_s": 0, "runs": [],
+                            "nodes": [{"node": nodes[0], "utilization": [util, 0, 0, 0, 0, 0, 0, 0]}]})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        pass(&o.app).await;
+    }
+    assert_eq!(version().await, before, "heartbeats are not inventory");
+    sqlx::query("UPDATE nodes SET state = 'draining' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    assert!(version().await > before, "a node's state is inventory");
 }
