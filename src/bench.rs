@@ -447,10 +447,7 @@ pub async fn runs(args: &RunBenchArgs) -> anyhow::Result<()> {
 }
 
 async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::Result<()> {
-    let pool = PgPoolOptions::new()
-        .max_connections(40)
-        .connect_with(options)
-        .await?;
+    let pool = crate::db::pool_options(40).connect_with(options).await?;
     crate::db::migrate(&pool).await?;
     crate::demo::load(&pool).await?;
     let researcher: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
@@ -616,6 +613,17 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
     .await?;
     let _ = agent.start_kill();
     let _ = agent.wait().await;
+    // CPU time of the agent and the run processes it waited for (a killed agent's children
+    // still running are not counted), and of this process: the server and the clients.
+    let cpu = |who| {
+        nix::sys::resource::getrusage(who).map_or(0.0, |u| {
+            let t = |v: nix::sys::time::TimeVal| v.tv_sec() as f64 + v.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        })
+    };
+    let agent_cpu_s = cpu(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
+    let own_cpu_s = cpu(nix::sys::resource::UsageWho::RUSAGE_SELF);
+    let wall_total = started.elapsed();
     let _ = std::fs::remove_dir_all(&logs);
     let _ = stop_tx.send(());
     server.await??;
@@ -654,5 +662,14 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         }
     );
     println!("finished so far: {succeeded} succeeded, {failed} failed");
+    let ended = (succeeded + failed).max(1);
+    println!(
+        "CPU over {:.1} s of wall time on {} cores: agent and its run processes {:.1} s ({:.2} ms per finished run), this process (server, clients, setup) {:.1} s; PostgreSQL not counted",
+        wall_total.as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        agent_cpu_s,
+        agent_cpu_s * 1000.0 / ended as f64,
+        own_cpu_s,
+    );
     Ok(())
 }

@@ -23,6 +23,11 @@ pub struct AppState {
     /// (an agent that re-sends while an earlier sync still runs must not make them queue on
     /// database row locks, each holding a pooled connection).
     pub agent_locks: Arc<AgentLocks>,
+    /// Asks for a scheduling pass soon: submissions signal it after their commit, and
+    /// [`crate::runs::service::spawn`]'s relay sends one `NOTIFY tranche_wake` per 20 ms at
+    /// most for all of them (a NOTIFY in each submission's transaction would serialize their
+    /// commits on PostgreSQL's notification lock).
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 /// Per-session async locks for agent syncs.
@@ -54,6 +59,7 @@ impl AppState {
             tree_cache: Arc::default(),
             assignments: Arc::new(tokio::sync::watch::Sender::new(0)),
             agent_locks: Arc::default(),
+            wake: Arc::default(),
         }
     }
 

@@ -46,8 +46,7 @@ impl Database {
                 (embedded.connect_options(embedded::DATABASE), Some(embedded))
             }
         };
-        let pool = PgPoolOptions::new()
-            .max_connections(20)
+        let pool = pool_options(20)
             .connect_with(options)
             .await
             .context("cannot connect to PostgreSQL")?;
@@ -84,6 +83,17 @@ async fn create_database_if_missing(embedded: &embedded::Embedded) -> anyhow::Re
             .await?;
     }
     Ok(())
+}
+
+/// The connection pool settings of the server (and of `tranche bench`, which runs one):
+/// `max_connections` connections, not pinged before each use. A submission takes the pool
+/// several times, and sqlx's default ping costs a round trip each time; a connection that
+/// broke (PostgreSQL restarted) fails its next query instead, and is then dropped.
+#[must_use]
+pub fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .test_before_acquire(false)
 }
 
 /// Runs Tranche's migrations (embedded from `migrations/`) and the session store's.

@@ -18,6 +18,7 @@ use crate::config::Site;
 use crate::domain::{self, Money};
 use crate::error::AppError;
 use crate::ledger;
+use crate::state::AppState;
 
 /// The PostgreSQL channel that wakes the scheduling loop.
 pub const WAKE_CHANNEL: &str = "tranche_wake";
@@ -235,14 +236,35 @@ pub async fn check(
     mut run: NewRun,
 ) -> Result<Checked, AppError> {
     check_fields(&mut run, site)?;
-    let project: Option<(i64, String, i32)> = sqlx::query_as(
-        "SELECT t.id, t.name, p.self_service_gpu_hours FROM tree_nodes t JOIN projects p ON p.node_id = t.id \
-         WHERE lower(t.name) = lower($1) AND NOT t.archived",
-    )
-    .bind(&run.project)
-    .fetch_optional(pool)
-    .await?;
-    let Some((project_id, project_name, self_service)) = project else {
+    // The project, cluster and GPU model by name in one query (a submission is on the hot
+    // path); each is NULL when unknown.
+    type Names = (
+        Option<i64>,
+        Option<String>,
+        Option<i32>,
+        Option<i64>,
+        Option<i64>,
+        Option<i32>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, installed): Names =
+        sqlx::query_as(
+            "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
+                    (SELECT sum(n.gpu_count) FROM nodes n WHERE n.cluster_id = c.id AND n.gpu_model_id = m.id AND n.state <> 'down')::BIGINT \
+             FROM (SELECT 1) AS one \
+             LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
+             LEFT JOIN clusters c ON lower(c.name) = lower($2) \
+             LEFT JOIN gpu_models m ON lower(m.name) = lower($3)",
+        )
+        .bind(&run.project)
+        .bind(&run.cluster)
+        .bind(&run.gpu_model)
+        .fetch_one(pool)
+        .await?;
+    let (Some(project_id), Some(project_name), Some(self_service)) =
+        (project_id, project_name, self_service)
+    else {
         return Err(AppError::NotFound(format!(
             "no project named {:?}",
             run.project
@@ -253,33 +275,19 @@ pub async fn check(
             "you are not a member of project {project_name}"
         )));
     }
-    let pool_row: Option<(i64, i64, i32, i64, i64)> = sqlx::query_as(
-        "SELECT c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
-                COALESCE((SELECT sum(n.gpu_count) FROM nodes n WHERE n.cluster_id = c.id AND n.gpu_model_id = m.id AND n.state <> 'down'), 0)::BIGINT \
-         FROM clusters c, gpu_models m WHERE lower(c.name) = lower($1) AND lower(m.name) = lower($2)",
-    )
-    .bind(&run.cluster)
-    .bind(&run.gpu_model)
-    .fetch_optional(pool)
-    .await?;
-    let Some((cluster_id, model_id, weight, price, installed)) = pool_row else {
-        let cluster_known: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM clusters WHERE lower(name) = lower($1))",
-        )
-        .bind(&run.cluster)
-        .fetch_one(pool)
-        .await?;
-        if !cluster_known {
-            return Err(AppError::NotFound(format!(
-                "no cluster named {:?}",
-                run.cluster
-            )));
-        }
+    let Some(cluster_id) = cluster_id else {
+        return Err(AppError::NotFound(format!(
+            "no cluster named {:?}",
+            run.cluster
+        )));
+    };
+    let (Some(model_id), Some(weight), Some(price)) = (model_id, weight, price) else {
         return Err(AppError::NotFound(format!(
             "no GPU model named {:?}",
             run.gpu_model
         )));
     };
+    let installed = installed.unwrap_or(0);
     if run.gpus > installed {
         return Err(AppError::Refused {
             code: "larger_than_cluster",
@@ -333,19 +341,32 @@ pub async fn available_balance(
     site: &Site,
     project: i64,
 ) -> Result<Money, AppError> {
-    let balance = ledger::balance(pool, project, jiff::Timestamp::now(), site).await?;
-    let held: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT h.gpu_seconds, m.billing_weight_milli, m.price_per_gpu_hour_minor \
-         FROM project_holds h JOIN gpu_models m ON m.id = h.gpu_model_id WHERE h.project_id = $1",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
-    let held: i64 = held
-        .into_iter()
-        .map(|(gpu_seconds, w, p)| domain::contract_price(1, gpu_seconds, i64::from(w), p).0)
+    let now = jiff::Timestamp::now();
+    // The period's balance and the holds in one query; the account is granted first if the
+    // period has none yet.
+    let (balance, gpu_seconds, weights, prices): (Option<i64>, Vec<i64>, Vec<i32>, Vec<i64>) =
+        sqlx::query_as(
+            "SELECT (SELECT balance_minor FROM ledger_accounts \
+                     WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2), \
+                    COALESCE(array_agg(h.gpu_seconds), '{}'), COALESCE(array_agg(m.billing_weight_milli), '{}'), \
+                    COALESCE(array_agg(m.price_per_gpu_hour_minor), '{}') \
+             FROM project_holds h JOIN gpu_models m ON m.id = h.gpu_model_id WHERE h.project_id = $1",
+        )
+        .bind(project)
+        .bind(ledger::Period::containing(now, site).bounds().0)
+        .fetch_one(pool)
+        .await?;
+    let balance = match balance {
+        Some(b) => b,
+        None => ledger::balance(pool, project, now, site).await?.0,
+    };
+    let held: i64 = gpu_seconds
+        .iter()
+        .zip(&weights)
+        .zip(&prices)
+        .map(|((s, w), p)| domain::contract_price(1, *s, i64::from(*w), *p).0)
         .sum();
-    Ok(Money((balance.0 - held).max(0)))
+    Ok(Money((balance - held).max(0)))
 }
 
 /// Rewrites `project_holds` from the runs: per project and GPU model, the GPU-seconds of
@@ -414,7 +435,7 @@ pub async fn wake(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
 /// # Errors
 /// Database errors.
 pub async fn submit(
-    pool: &PgPool,
+    app: &AppState,
     actor: &Account,
     checked: &Checked,
 ) -> Result<(i64, &'static str), AppError> {
@@ -434,8 +455,8 @@ pub async fn submit(
     } else {
         format!("submitted by {}", actor.name)
     };
-    // One statement (atomic on its own): the run, its first timeline entry, and for a queued
-    // run the scheduler's wake-up at commit.
+    // One statement (atomic on its own): the run and its first timeline entry. A queued run
+    // then asks for a pass (after the commit, so the pass sees it).
     let id: i64 = sqlx::query_scalar(
         "WITH r AS ( \
             INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
@@ -443,7 +464,7 @@ pub async fn submit(
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END) \
             RETURNING id), \
          e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
-         SELECT r.id FROM r, LATERAL (SELECT CASE WHEN $13 = 'queued' THEN pg_notify($15, '') END) AS n",
+         SELECT r.id FROM r",
     )
     .bind(checked.project_id)
     .bind(checked.cluster_id)
@@ -459,9 +480,11 @@ pub async fn submit(
     .bind(sqlx::types::Json(&run.env))
     .bind(state)
     .bind(&message)
-    .bind(WAKE_CHANNEL)
-    .fetch_one(pool)
+    .fetch_one(&app.pool)
     .await?;
+    if state == "queued" {
+        app.wake.notify_one();
+    }
     Ok((id, state))
 }
 

@@ -934,6 +934,7 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
 /// runs passes only while it holds the leader lock; other replicas wait their turn.
 pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
     let relay = tokio::spawn(relay_assignments(state.clone()));
+    let wakes = tokio::spawn(relay_wakes(state.clone()));
     let leader = tokio::spawn(async move {
         loop {
             if let Err(e) = lead(&state).await {
@@ -942,7 +943,27 @@ pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     });
-    vec![relay, leader]
+    vec![relay, wakes, leader]
+}
+
+/// Least time between two wake-ups this replica sends for its submissions.
+pub const WAKE_COALESCE: Duration = Duration::from_millis(20);
+
+/// Turns this replica's [`AppState::wake`] signals into `NOTIFY tranche_wake`, at most one per
+/// [`WAKE_COALESCE`]: the first at once, those that come meanwhile together. (A lost one is
+/// covered by the loop's tick.)
+async fn relay_wakes(state: AppState) {
+    loop {
+        state.wake.notified().await;
+        if let Err(e) = sqlx::query("SELECT pg_notify($1, '')")
+            .bind(WAKE_CHANNEL)
+            .execute(&state.pool)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot wake the scheduler; its tick will");
+        }
+        tokio::time::sleep(WAKE_COALESCE).await;
+    }
 }
 
 /// Relays `NOTIFY tranche_assign` into this replica's watch channel, waking agents' long polls.

@@ -382,7 +382,7 @@ async fn post_run(
         let approval = checked.preview.needs_approval;
         return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
     }
-    let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
+    let (id, run_state) = runs::submit(&state, &me, &checked).await?;
     let notice = if run_state == "waiting_approval" {
         format!("Run {id} submitted; it waits for a lead's approval.")
     } else {

@@ -43,7 +43,7 @@ pub(super) async fn post_run(
     ApiJson(body): ApiJson<NewRun>,
 ) -> ApiResult {
     let checked = check(&state, &me, body).await?;
-    let (id, run_state) = runs::submit(&state.pool, &me, &checked).await?;
+    let (id, run_state) = runs::submit(&state, &me, &checked).await?;
     created(json!({
         "id": id,
         "state": run_state,
