@@ -662,14 +662,18 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         }
     );
     println!("finished so far: {succeeded} succeeded, {failed} failed");
-    let ended = (succeeded + failed).max(1);
+    let per_run = if succeeded + failed > 0 {
+        format!(
+            " ({:.2} ms per finished run)",
+            agent_cpu_s * 1000.0 / (succeeded + failed) as f64
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "CPU over {:.1} s of wall time on {} cores: agent and its run processes {:.1} s ({:.2} ms per finished run), this process (server, clients, setup) {:.1} s; PostgreSQL not counted",
+        "CPU over {:.1} s of wall time on {} cores: agent and its run processes {agent_cpu_s:.1} s{per_run}, this process (server, clients, setup) {own_cpu_s:.1} s; PostgreSQL not counted",
         wall_total.as_secs_f64(),
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-        agent_cpu_s,
-        agent_cpu_s * 1000.0 / ended as f64,
-        own_cpu_s,
     );
     Ok(())
 }

@@ -393,6 +393,22 @@ pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// A process exit status in words: the number, and what it usually means when it says more
+/// than "the command failed": 127 is a command not found (or one the agent could not start),
+/// and 128 + N is a process killed by signal N (as `sh` reports it).
+#[must_use]
+pub fn describe_exit(code: i32) -> String {
+    let signal = code
+        .checked_sub(128)
+        .filter(|n| (1..=64).contains(n))
+        .and_then(|n| nix::sys::signal::Signal::try_from(n).ok());
+    match (code, signal) {
+        (127, _) => "status 127 (command not found, or the agent could not start it: see the run's log on the node)".to_string(),
+        (_, Some(sig)) => format!("status {code} (killed by {sig})"),
+        _ => format!("status {code}"),
+    }
+}
+
 /// Appends a timeline entry.
 ///
 /// # Errors
@@ -537,10 +553,11 @@ pub async fn cancel(
             "only the run's submitter or a lead of its project may cancel it".into(),
         ));
     }
-    let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1 FOR UPDATE")
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let (state, stop_kind): (String, Option<String>) =
+        sqlx::query_as("SELECT state, stop_kind FROM runs WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
     let by = format!("cancelled by {}", actor.name);
     match state.as_str() {
         "waiting_approval" | "queued" => {
@@ -556,6 +573,8 @@ pub async fn cancel(
             event(&mut tx, id, "cancel_requested", &by, None).await?;
             refresh_holds(&mut tx).await?;
         }
+        // Cancelled already: asking again changes nothing and adds nothing to the timeline.
+        "stopping" if stop_kind.as_deref() == Some("cancelled") => {}
         "stopping" => {
             sqlx::query("UPDATE runs SET stop_kind = 'cancelled' WHERE id = $1")
                 .bind(id)
@@ -998,4 +1017,22 @@ pub async fn preemption_notices(
     .bind(actor.id)
     .fetch_all(pool)
     .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_exit;
+
+    #[test]
+    fn exit_statuses_name_their_signal_or_cause() {
+        assert_eq!(describe_exit(0), "status 0");
+        assert_eq!(describe_exit(3), "status 3");
+        assert_eq!(describe_exit(128 + 9), "status 137 (killed by SIGKILL)");
+        assert_eq!(describe_exit(128 + 15), "status 143 (killed by SIGTERM)");
+        assert!(describe_exit(127).contains("command not found"));
+        // Not a signal number: just the status.
+        assert_eq!(describe_exit(128), "status 128");
+        assert_eq!(describe_exit(255), "status 255");
+        assert_eq!(describe_exit(-1), "status -1");
+    }
 }

@@ -302,7 +302,7 @@ async fn end_exited_attempts(
         codes.push(code);
         elapsed_s.push(elapsed.max(charged));
         messages.push(match code {
-            Some(c) if failed => format!("exited with status {c}"),
+            Some(c) if failed => format!("exited with {}", super::describe_exit(c)),
             _ => "exited with status 0".to_string(),
         });
     }

@@ -570,7 +570,8 @@ struct DetailPage {
     started_at: Option<String>,
     ended_at: Option<String>,
     attempt: i32,
-    exit_code: Option<i32>,
+    /// The exit status in words ([`runs::describe_exit`]).
+    exit_code: Option<String>,
     decision_reason: Option<String>,
     /// The approval or denial, as the timeline records it.
     decision: Option<String>,
@@ -627,7 +628,7 @@ async fn detail_page(
             started_at: d.run.started_at.map(|t| local(state, t)),
             ended_at: d.run.ended_at.map(|t| local(state, t)),
             attempt: d.run.attempt,
-            exit_code: d.run.exit_code,
+            exit_code: d.run.exit_code.map(runs::describe_exit),
             decision_reason: d.run.decision_reason.clone().filter(|r| !r.is_empty()),
             decision,
             workdir: d.workdir.clone(),

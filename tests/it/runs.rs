@@ -808,6 +808,26 @@ async fn cancel_stops_a_running_run_through_its_agent() {
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["state"], "stopping");
+    // Asking again is answered the same and adds nothing to the timeline.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{queued_only}/cancel"),
+            Some(&o.lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["state"], "stopping");
+    let requests: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_events WHERE run_id = $1 AND kind = 'cancel_requested'",
+    )
+    .bind(queued_only)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(requests, 1);
     let (_, answer) = sync(
         &o.app,
         &o.agent,
