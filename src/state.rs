@@ -30,15 +30,20 @@ pub struct AppState {
     pub wake: Arc<tokio::sync::Notify>,
 }
 
-/// Per-session async locks for agent syncs.
+/// The `(run, attempt, node)` placements an agent session reported running and this replica
+/// recorded: reported running again, they need no check and no write (a placement never goes
+/// back to `assigned`), so a sync's statements only handle what changed.
+pub type ConfirmedRunning = std::collections::HashSet<(i64, i32, i64)>;
+
+/// Per-session async locks for agent syncs, each guarding the session's [`ConfirmedRunning`].
 #[derive(Default)]
 pub struct AgentLocks(
-    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<ConfirmedRunning>>>>,
 );
 
 impl AgentLocks {
     /// The lock of `session`, created on first use (unused ones are dropped past 10,000).
-    pub fn of(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub fn of(&self, session: &str) -> Arc<tokio::sync::Mutex<ConfirmedRunning>> {
         let mut map = self
             .0
             .lock()

@@ -396,7 +396,7 @@ pub async fn sync(
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
     let session_lock = state.agent_locks.of(&body.session);
-    let writing = session_lock.lock().await;
+    let mut confirmed = session_lock.lock().await;
     let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
         "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2",
     )
@@ -437,10 +437,19 @@ pub async fn sync(
             ));
         }
     }
-    // Every report must be about a process this session's nodes were given.
+    // Every report must be about a process this session's nodes were given. Running
+    // processes this replica already recorded for the session are left out: nothing to check
+    // or write for them.
     let (mut runs, mut attempts, mut nodes, mut exited, mut codes) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut reported_running = HashSet::new();
     for r in &body.runs {
+        if r.state == "running" {
+            reported_running.insert((r.run, r.attempt, r.node));
+            if confirmed.contains(&(r.run, r.attempt, r.node)) {
+                continue;
+            }
+        }
         if !gpu_count.contains_key(&r.node) {
             return Err(AppError::Refused {
                 code: "not_assigned",
@@ -535,7 +544,16 @@ pub async fn sync(
         wake(&mut tx).await?;
     }
     tx.commit().await?;
-    drop(writing);
+    confirmed.retain(|k| reported_running.contains(k));
+    confirmed.extend(
+        runs.iter()
+            .zip(&attempts)
+            .zip(&nodes)
+            .zip(&exited)
+            .filter(|(_, x)| !**x)
+            .map(|(((r, a), n), _)| (*r, *a, *n)),
+    );
+    drop(confirmed);
 
     let deadline = Instant::now()
         + Duration::from_secs(
