@@ -79,6 +79,14 @@ pub struct Account {
     pub session_epoch: i32,
 }
 
+/// The columns [`Account::from_row`] reads, from `users u`.
+const ACCOUNT_COLUMNS: &str = "u.id, u.name, \
+    coalesce(array(SELECT g.id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+    coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+    coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
+    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
+    u.session_epoch";
+
 /// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
 type AccountRow = (
     i64,
@@ -131,38 +139,75 @@ impl Account {
     /// Database errors.
     pub async fn load(pool: &PgPool, user_id: i64) -> Result<Option<Self>, sqlx::Error> {
         // One round trip: this runs on every request.
-        let row: Option<AccountRow> = sqlx::query_as(
-            "SELECT u.id, u.name, \
-                    coalesce(array(SELECT g.id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
-                    coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
-                    coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
-                    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
-                    u.session_epoch \
-             FROM users u WHERE u.id = $1 AND NOT u.disabled",
-        )
+        let row: Option<AccountRow> = sqlx::query_as(&format!(
+            "SELECT {ACCOUNT_COLUMNS} FROM users u WHERE u.id = $1 AND NOT u.disabled"
+        ))
         .bind(user_id)
         .fetch_optional(pool)
         .await?;
+        Ok(row.map(Self::from_row))
+    }
+
+    /// Loads the account of an API token's user by the token's SHA-256, in one query: `None`
+    /// for unknown or revoked tokens and disabled users. Also returns the token's id and
+    /// whether its `last_used_at` is over a minute old.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub(crate) async fn load_by_token(
+        pool: &PgPool,
+        token_sha256: &[u8],
+    ) -> Result<Option<(Self, i64, bool)>, sqlx::Error> {
+        #[expect(clippy::type_complexity, reason = "the token's id and age, then an AccountRow")]
+        let row: Option<(
+            i64,
+            bool,
+            i64,
+            String,
+            Vec<i64>,
+            Vec<String>,
+            Vec<Option<i64>>,
+            Vec<i64>,
+            i32,
+        )> =
+            sqlx::query_as(&format!(
+                "SELECT t.id, t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute', {ACCOUNT_COLUMNS} \
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                 WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled"
+            ))
+            .bind(token_sha256)
+            .fetch_optional(pool)
+            .await?;
         Ok(row.map(
-            |(id, name, grant_ids, roles, nodes, projects, session_epoch)| Self {
-                id,
-                name,
-                grants: grant_ids
-                    .into_iter()
-                    .zip(roles)
-                    .zip(nodes)
-                    .filter_map(|((id, role), node_id)| {
-                        Some(Grant {
-                            id,
-                            role: Role::parse(&role)?,
-                            node_id,
-                        })
-                    })
-                    .collect(),
-                projects,
-                session_epoch,
+            |(token, stale, id, name, grant_ids, roles, nodes, projects, epoch)| {
+                (
+                    Self::from_row((id, name, grant_ids, roles, nodes, projects, epoch)),
+                    token,
+                    stale,
+                )
             },
         ))
+    }
+
+    fn from_row((id, name, grant_ids, roles, nodes, projects, session_epoch): AccountRow) -> Self {
+        Self {
+            id,
+            name,
+            grants: grant_ids
+                .into_iter()
+                .zip(roles)
+                .zip(nodes)
+                .filter_map(|((id, role), node_id)| {
+                    Some(Grant {
+                        id,
+                        role: Role::parse(&role)?,
+                        node_id,
+                    })
+                })
+                .collect(),
+            projects,
+            session_epoch,
+        }
     }
 
     /// Whether the user holds `role` anywhere.
@@ -293,10 +338,7 @@ impl FromRequestParts<AppState> for ApiUser {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or(ApiError(AppError::Unauthorized))?;
-        let user_id = tokens::user_for_token(&state.pool, token)
-            .await?
-            .ok_or(ApiError(AppError::Unauthorized))?;
-        let account = Account::load(&state.pool, user_id)
+        let account = tokens::account_for_token(&state.pool, token)
             .await?
             .ok_or(ApiError(AppError::Unauthorized))?;
         Ok(Self(account))

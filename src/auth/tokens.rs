@@ -26,33 +26,29 @@ pub async fn create(
     Ok(token)
 }
 
-/// The user a token belongs to, recording its use to the minute; `None` for unknown,
-/// revoked or disabled users' tokens.
+/// The account a token belongs to (one query), recording the token's use to the minute;
+/// `None` for unknown or revoked tokens and disabled users.
 ///
 /// # Errors
 /// Database errors.
-pub async fn user_for_token(pool: &PgPool, token: &str) -> Result<Option<i64>, sqlx::Error> {
+pub async fn account_for_token(
+    pool: &PgPool,
+    token: &str,
+) -> Result<Option<super::Account>, sqlx::Error> {
     let hash = Sha256::digest(token.as_bytes());
-    // A read on every request; a write at most once a minute per token, so concurrent requests
-    // with one token do not queue on its row.
-    let row: Option<(i64, i64, bool)> = sqlx::query_as(
-        "SELECT t.id, t.user_id, t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' \
-         FROM api_tokens t JOIN users u ON u.id = t.user_id \
-         WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled",
-    )
-    .bind(hash.as_slice())
-    .fetch_optional(pool)
-    .await?;
-    let Some((id, user, stale)) = row else {
+    let Some((account, id, stale)) = super::Account::load_by_token(pool, hash.as_slice()).await?
+    else {
         return Ok(None);
     };
+    // A read on every request; a write at most once a minute per token, so concurrent
+    // requests with one token do not queue on its row.
     if stale {
         sqlx::query("UPDATE api_tokens SET last_used_at = now() WHERE id = $1")
             .bind(id)
             .execute(pool)
             .await?;
     }
-    Ok(Some(user))
+    Ok(Some(account))
 }
 
 /// Revokes one of the user's own tokens; false when there is no such active token.
