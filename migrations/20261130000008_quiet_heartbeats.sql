@@ -17,3 +17,9 @@ CREATE TABLE project_holds (
     gpu_seconds  BIGINT NOT NULL CHECK (gpu_seconds > 0),
     PRIMARY KEY (project_id, gpu_model_id)
 );
+
+-- A submission may carry a key chosen by its client (the API's Idempotency-Key header; the
+-- run form's one-time field): a repeat with the same key returns the first run instead of
+-- creating a second one (a double click, a client retrying after a timeout).
+ALTER TABLE runs ADD COLUMN idempotency_key TEXT CHECK (length(idempotency_key) BETWEEN 1 AND 255);
+CREATE UNIQUE INDEX runs_idempotency ON runs (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL;

@@ -445,8 +445,43 @@ pub async fn wake(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// The outcome of a submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    /// Run id.
+    pub id: i64,
+    /// Its state now: `queued` or `waiting_approval` when new.
+    pub state: String,
+    /// True when the key was used before: this is that earlier run, and nothing was created.
+    pub repeated: bool,
+}
+
+/// The run `actor` already submitted with `key` (an idempotency key), if any.
+///
+/// # Errors
+/// Database errors.
+pub async fn submitted_with_key(
+    pool: &PgPool,
+    actor: &Account,
+    key: &str,
+) -> Result<Option<Submitted>, AppError> {
+    let row: Option<(i64, String)> = sqlx::query_as(
+        "SELECT id, state FROM runs WHERE submitted_by = $1 AND idempotency_key = $2",
+    )
+    .bind(actor.id)
+    .bind(key)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(id, state)| Submitted {
+        id,
+        state,
+        repeated: true,
+    }))
+}
+
 /// Submits a checked run: it enters the queue, or the approvals inbox when it needs approval.
-/// Returns its id and state (`queued` or `waiting_approval`).
+/// With an idempotency `key` (1 to 255 characters, per submitter) that was used before, it
+/// creates nothing and returns the earlier run, `repeated`.
 ///
 /// # Errors
 /// Database errors.
@@ -454,7 +489,8 @@ pub async fn submit(
     app: &AppState,
     actor: &Account,
     checked: &Checked,
-) -> Result<(i64, &'static str), AppError> {
+    key: Option<&str>,
+) -> Result<Submitted, AppError> {
     let state = if checked.preview.needs_approval {
         "waiting_approval"
     } else {
@@ -471,13 +507,15 @@ pub async fn submit(
     } else {
         format!("submitted by {}", actor.name)
     };
-    // One statement (atomic on its own): the run and its first timeline entry. A queued run
-    // then asks for a pass (after the commit, so the pass sees it).
-    let id: i64 = sqlx::query_scalar(
+    // One statement (atomic on its own): the run and its first timeline entry; nothing when
+    // the submitter already used the key. A queued run then asks for a pass (after the
+    // commit, so the pass sees it).
+    let id: Option<i64> = sqlx::query_scalar(
         "WITH r AS ( \
             INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                              priority, resumable, command, workdir, env, state, queued_at) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END) \
+                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15) \
+            ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
             RETURNING id), \
          e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
          SELECT r.id FROM r",
@@ -496,12 +534,25 @@ pub async fn submit(
     .bind(sqlx::types::Json(&run.env))
     .bind(state)
     .bind(&message)
-    .fetch_one(&app.pool)
+    .bind(key)
+    .fetch_optional(&app.pool)
     .await?;
+    let Some(id) = id else {
+        // A concurrent repeat won the race for the key.
+        return submitted_with_key(&app.pool, actor, key.unwrap_or_default())
+            .await?
+            .ok_or_else(|| {
+                AppError::Internal(anyhow::anyhow!("a run key conflicted but no run has it"))
+            });
+    };
     if state == "queued" {
         app.wake.notify_one();
     }
-    Ok((id, state))
+    Ok(Submitted {
+        id,
+        state: state.to_string(),
+        repeated: false,
+    })
 }
 
 /// The facts of one run that permission checks need.

@@ -159,6 +159,10 @@ struct RunForm {
     /// `preview` or `submit`.
     #[serde(default)]
     action: String,
+    /// A random key made when the form is first shown, kept across previews: submitting it
+    /// twice (a double click, the back button) gives the first run again.
+    #[serde(default)]
+    once: String,
 }
 
 impl RunForm {
@@ -317,6 +321,12 @@ async fn form_page(
             .or_else(|| models.first().cloned())
             .unwrap_or_default();
     }
+    if form.once.is_empty() {
+        use rand::RngCore;
+        let mut bytes = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        form.once = hex::encode(bytes);
+    }
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
     let (error, field_error) = match error {
         None => (None, None),
@@ -365,6 +375,18 @@ async fn post_run(
     CurrentUser(me): CurrentUser,
     axum::Form(form): axum::Form<RunForm>,
 ) -> Result<Response, AppError> {
+    let key = Some(form.once.trim()).filter(|k| (1..=255).contains(&k.len()));
+    if form.action == "submit"
+        && let Some(key) = key
+        && let Some(earlier) = runs::submitted_with_key(&state.pool, &me, key).await?
+    {
+        flash(
+            &session,
+            format!("This form was already submitted: it is run {}.", earlier.id),
+        )
+        .await?;
+        return Ok(Redirect::to(&format!("/runs/{}", earlier.id)).into_response());
+    }
     let tree = state.tree().await?;
     let checked = match form.parse() {
         Ok(run) => runs::check(&state.pool, &state.site, &me, &tree.parents, run).await,
@@ -382,8 +404,11 @@ async fn post_run(
         let approval = checked.preview.needs_approval;
         return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
     }
-    let (id, run_state) = runs::submit(&state, &me, &checked).await?;
-    let notice = if run_state == "waiting_approval" {
+    let run = runs::submit(&state, &me, &checked, key).await?;
+    let (id, run_state) = (run.id, run.state);
+    let notice = if run.repeated {
+        format!("This form was already submitted: it is run {id}.")
+    } else if run_state == "waiting_approval" {
         format!("Run {id} submitted; it waits for a lead's approval.")
     } else {
         format!("Run {id} submitted and queued: {preview}.")

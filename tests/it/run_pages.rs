@@ -410,3 +410,32 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_form_submitted_twice_makes_one_run() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    // The form carries its one-time key, kept through a preview.
+    let (_, body, _) = c.get("/runs/new").await;
+    let once = body
+        .split(r#"name="once" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a one-time field")
+        .to_string();
+    assert_eq!(once.len(), 32, "{once}");
+    let mut fields = with_action(run_form("1", "30", "echo once"), "preview");
+    fields.push(("once", &once));
+    let (_, body, _) = c.post("/runs/new", &fields).await;
+    assert!(body.contains(&format!(r#"name="once" value="{once}""#)));
+    fields.retain(|(k, _)| *k != "action");
+    fields.push(("action", "submit"));
+    let (status, _, first) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    // The back button and Submit again: the same run, and a word about it.
+    let (status, _, again) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(again, first);
+    assert_eq!(run_count(&app).await, 1);
+    let (_, body, _) = c.get(first.as_deref().unwrap()).await;
+    assert!(body.contains("This form was already submitted"), "{body}");
+}

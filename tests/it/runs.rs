@@ -931,3 +931,39 @@ async fn heartbeats_leave_the_tree_cache_current_and_inventory_changes_do_not() 
         .unwrap();
     assert!(version().await > before, "a node's state is inventory");
 }
+
+/// POST /api/v1/runs with an `Idempotency-Key` header.
+async fn submit_with_key(o: &Org, key: &str, body: &Value) -> (StatusCode, Value) {
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/runs")
+        .header("authorization", format!("Bearer {}", o.researcher))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let (status, text, _) = o.app.send(req).await;
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+#[tokio::test]
+async fn a_retried_submission_with_its_idempotency_key_makes_one_run() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["idem-1"]).await;
+    let body = run_body("fm-pretrain-7b", 1, 0, true);
+    let (status, first) = submit_with_key(&o, "retry-1", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = submit_with_key(&o, "retry-1", &body).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["repeated"], true);
+    assert_eq!(count_runs(&o.app).await, 1);
+    // Another key is another run; a key of over 255 characters is refused.
+    let (status, other) = submit_with_key(&o, "retry-2", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{other}");
+    assert_ne!(other["id"], first["id"]);
+    let (status, answer) = submit_with_key(&o, &"k".repeat(256), &body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "Idempotency-Key");
+    assert_eq!(count_runs(&o.app).await, 2);
+}

@@ -81,7 +81,7 @@ pub fn document() -> Value {
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")},
             "/runs": {
                 "get": op("Runs the caller may see, newest first: ?scope=mine|projects|all&state=STATE|active&project=NAME&cluster=NAME&limit=N", None, "200"),
-                "post": op("Submit a run; the answer carries its id, its state (queued or waiting_approval) and the cost preview. 409 larger_than_cluster or budget_exceeded with the numbers", Some("NewRun"), "201")
+                "post": op("Submit a run; the answer carries its id, its state (queued or waiting_approval) and the cost preview. 409 larger_than_cluster or budget_exceeded with the numbers. An optional Idempotency-Key header (1 to 255 characters) makes retries safe: a repeat of a key the caller used before answers 200 with that run and \"repeated\": true, creating nothing", Some("NewRun"), "201")
             },
             "/runs/preview": {"post": op("Cost preview of a submission with the same checks, submitting nothing: protected GPU-hours and price, or free and preemptible; whether it needs approval", Some("NewRun"), "200")},
             "/runs/{id}": {"parameters": [id], "get": op("A run with its state, timeline of events (preemptions with their reason and the run they made room for), placements per attempt, and while queued the reason it waits in words and the estimated start", None, "200")},

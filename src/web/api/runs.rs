@@ -37,16 +37,44 @@ async fn check(
     runs::check(&state.pool, &state.site, me, &tree.parents, body).await
 }
 
+/// `POST /runs`. An `Idempotency-Key` header (1 to 255 characters) makes retries safe: a
+/// repeat of a key this user already submitted with answers 200 with that run and
+/// `"repeated": true`, creating nothing.
 pub(super) async fn post_run(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<NewRun>,
 ) -> ApiResult {
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .map(str::trim)
+                .filter(|k| (1..=255).contains(&k.len()))
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "Idempotency-Key",
+                        "the Idempotency-Key header is 1 to 255 visible ASCII characters",
+                    )
+                })?,
+        ),
+    };
+    let repeated = |r: runs::Submitted| ok(json!({"id": r.id, "state": r.state, "repeated": true}));
+    if let Some(key) = key
+        && let Some(earlier) = runs::submitted_with_key(&state.pool, &me, key).await?
+    {
+        return repeated(earlier);
+    }
     let checked = check(&state, &me, body).await?;
-    let (id, run_state) = runs::submit(&state, &me, &checked).await?;
+    let run = runs::submit(&state, &me, &checked, key).await?;
+    if run.repeated {
+        return repeated(run);
+    }
     created(json!({
-        "id": id,
-        "state": run_state,
+        "id": run.id,
+        "state": run.state,
         "preview": checked.preview,
         "cost": checked.preview.describe(&state.site.currency),
     }))
