@@ -48,10 +48,7 @@ pub async fn serialize_with_passes(conn: &mut PgConnection) -> Result<(), sqlx::
 
 /// How often the loop rewrites waiting reasons while passes follow each other closely.
 pub const REASONS_EVERY: Duration = Duration::from_secs(2);
-/// Shortest time between the starts of two passes woken by events: a burst of submissions is
-/// batched. A pass that took longer than half of it pushes the next one further, to twice its
-/// own duration, so passes never take more than half the time (submissions and agents share
-/// the database).
+/// Shortest time between two passes woken by events: a burst of submissions is batched.
 pub const MIN_PASS_GAP: Duration = Duration::from_millis(100);
 
 /// What a pass did.
@@ -1009,7 +1006,6 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         let began = std::time::Instant::now();
         let write_reasons = began.duration_since(reasons_written) >= REASONS_EVERY;
         let result = pass_with(state, write_reasons).await;
-        let gap = MIN_PASS_GAP.max(began.elapsed() * 2);
         if write_reasons && result.is_ok() {
             reasons_written = began;
         }
@@ -1040,7 +1036,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         tokio::select! {
             n = listener.recv() => {
                 n?;
-                tokio::time::sleep(gap.saturating_sub(began.elapsed())).await;
+                tokio::time::sleep(MIN_PASS_GAP.saturating_sub(began.elapsed())).await;
             }
             () = tokio::time::sleep(wait) => {
                 // The lock connection must still be alive, or another replica may lead now.
