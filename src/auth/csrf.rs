@@ -8,7 +8,6 @@ use axum::extract::Request;
 use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rand::RngCore;
 use subtle::ConstantTimeEq;
 use tower_sessions::Session;
 
@@ -30,9 +29,7 @@ pub async fn token(session: &Session) -> Result<String, AppError> {
     {
         return Ok(t);
     }
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    let t = hex::encode(bytes);
+    let t = super::random_hex(32);
     session
         .insert(SESSION_KEY, &t)
         .await

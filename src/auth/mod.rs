@@ -327,6 +327,16 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// `bytes` random bytes from the thread's CSPRNG, hex-encoded (so `2 * bytes` characters): the
+/// secret part of tokens, sessions and one-time form keys.
+#[must_use]
+pub fn random_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut buf = vec![0u8; bytes];
+    rand::thread_rng().fill_bytes(&mut buf);
+    hex::encode(buf)
+}
+
 /// Extractor for the API: the user of the `Authorization: Bearer TOKEN` header.
 pub struct ApiUser(pub Account);
 

@@ -1,7 +1,6 @@
 //! Per-user API tokens: `tr_` followed by 64 hex digits of randomness, shown once; only their
 //! SHA-256 is stored.
 
-use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
@@ -14,9 +13,7 @@ pub async fn create(
     user_id: i64,
     label: &str,
 ) -> Result<String, sqlx::Error> {
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    let token = format!("tr_{}", hex::encode(bytes));
+    let token = format!("tr_{}", super::random_hex(32));
     sqlx::query("INSERT INTO api_tokens (user_id, token_sha256, label) VALUES ($1, $2, $3)")
         .bind(user_id)
         .bind(Sha256::digest(token.as_bytes()).as_slice())

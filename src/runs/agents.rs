@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -26,9 +25,7 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
     let id = crate::db::inventory::cluster_id(pool, cluster)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    let token = format!("tra_{}", hex::encode(bytes));
+    let token = format!("tra_{}", crate::auth::random_hex(32));
     sqlx::query("INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2)")
         .bind(id)
         .bind(Sha256::digest(token.as_bytes()).as_slice())
@@ -152,9 +149,7 @@ pub async fn register(
     }
     let pool = &state.pool;
     let site = &state.site;
-    let mut session = [0u8; 16];
-    rand::thread_rng().fill_bytes(&mut session);
-    let session = hex::encode(session);
+    let session = crate::auth::random_hex(16);
     let mut tx = pool.begin().await?;
     serialize_with_passes(&mut tx).await?;
     let mut out = Vec::new();

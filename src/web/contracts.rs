@@ -360,12 +360,7 @@ async fn preview(
                 contractable: q.contractable,
             };
             // A one-time token ties the confirmation to this preview and its price.
-            let token = {
-                use rand::RngCore;
-                let mut bytes = [0u8; 16];
-                rand::thread_rng().fill_bytes(&mut bytes);
-                hex::encode(bytes)
-            };
+            let token = crate::auth::random_hex(16);
             session
                 .insert(QUOTE, (&token, q.price_minor))
                 .await

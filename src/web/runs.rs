@@ -322,10 +322,7 @@ async fn form_page(
             .unwrap_or_default();
     }
     if form.once.is_empty() {
-        use rand::RngCore;
-        let mut bytes = [0u8; 16];
-        rand::thread_rng().fill_bytes(&mut bytes);
-        form.once = hex::encode(bytes);
+        form.once = crate::auth::random_hex(16);
     }
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
     let (error, field_error) = match error {
