@@ -96,6 +96,61 @@ struct Pool {
     by_loss: Option<Vec<usize>>,
     /// Smallest need that failed a preemption search per project in this pass.
     failed_need: IdMap<ProjectId, i64>,
+    /// Allocated GPUs each project holds in the pool now (after this pass's moves so far).
+    held: IdMap<ProjectId, i64>,
+    /// Other projects whose allocated runs of this pool were considered earlier in the pass,
+    /// in that order (at most [`AHEAD_LISTED`]), and how many there were in all.
+    ahead_projects: Vec<ProjectId>,
+    ahead_count: usize,
+    ahead_seen: BTreeSet<ProjectId>,
+}
+
+/// How many projects ahead a fair-share waiting reason names.
+const AHEAD_LISTED: usize = 3;
+
+/// The entitlement test of a preemption (docs/design.md, "Entitlement first"): how much of what
+/// projects are owed now a move delivers. `phi(h, e) = min(h, e)` in milli-GPUs is what a
+/// project holding `h` GPUs receives of its entitlement `e`; a move's delta is the gain of the
+/// preemptor's project minus the losses of the victims' projects.
+fn phi(held_gpus: i64, entitled_milli: i64) -> i64 {
+    (held_gpus.saturating_mul(1000)).min(entitled_milli)
+}
+
+/// A preemption move being built: its victims and what they free and cost.
+struct Move {
+    /// Victims (run slot indices), in the order chosen.
+    chosen: Vec<usize>,
+    /// GPUs they free (on every node).
+    freed: i64,
+    /// Per victim project: allocated GPUs lost, in-flight usage lost (GPU-seconds).
+    lost: BTreeMap<ProjectId, (i64, i128)>,
+    /// Every allocated victim's project ranks strictly below the preemptor's after the move.
+    all_fs: bool,
+}
+
+impl Default for Move {
+    fn default() -> Move {
+        Move {
+            chosen: Vec::new(),
+            freed: 0,
+            lost: BTreeMap::new(),
+            all_fs: true,
+        }
+    }
+}
+
+impl Move {
+    /// Removes the `i`-th victim (the move stays allowed: losses only shrink).
+    fn drop_at(&mut self, i: usize, runs: &[RunSlot]) {
+        let ri = self.chosen.remove(i);
+        let s = &runs[ri];
+        self.freed -= i64::from(s.gpus);
+        if s.run.allocated()
+            && let Some(e) = self.lost.get_mut(&s.run.project)
+        {
+            e.0 -= i64::from(s.gpus);
+        }
+    }
 }
 
 struct RunSlot<'a> {
@@ -114,7 +169,8 @@ struct ProjectState {
     legacy_cap: u32,
     legacy_np: u32,
     waiting_seen: usize,
-    over_share: bool,
+    /// Effective share: product of the shares from the top of the tree, `0.0..=1.0`.
+    eff: f64,
 }
 
 struct Pass<'a> {
@@ -151,7 +207,26 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
     match snapshot.policy.kind {
         PolicyKind::Tranche => {
             let (alloc, unalloc): (Vec<_>, Vec<_>) = order.into_iter().partition(|w| w.allocated());
-            for w in alloc {
+            // Large gangs do not starve: a pool's first run in fair-share order whose project
+            // has no run that fits its entitlement starts now or holds the reservation.
+            let heads = pass.starving_heads(&alloc);
+            for &i in &heads {
+                pass.consider_tranche(alloc[i]);
+            }
+            // Entitlement first: runs that keep their project within its entitlement, then the
+            // rest, each in fair-share order.
+            let mut beyond = Vec::new();
+            for (i, w) in alloc.into_iter().enumerate() {
+                if heads.contains(&i) {
+                    continue;
+                }
+                if pass.within_entitlement(w) {
+                    pass.consider_tranche(w);
+                } else {
+                    beyond.push(w);
+                }
+            }
+            for w in beyond {
                 pass.consider_tranche(w);
             }
             for w in unalloc {
@@ -275,16 +350,9 @@ impl<'a> Pass<'a> {
             }
         }
         let fs = FairShare::new(snap, &in_flight);
-        // Over-share flags: usage fraction above effective share.
+        // Effective shares (entitlements are effective share x a pool's GPUs).
         let mut projects = IdMap::with_capacity_and_hasher(snap.projects.len(), Default::default());
         let tree: IdMap<_, _> = snap.tree.iter().map(|t| (t.id, t)).collect();
-        let total_usage: f64 = snap
-            .projects
-            .iter()
-            .map(|p| {
-                p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64
-            })
-            .sum();
         for p in &snap.projects {
             let mut eff = p.share.fraction();
             let mut cur = p.parent;
@@ -298,8 +366,6 @@ impl<'a> Pass<'a> {
                 eff *= t.share.fraction();
                 cur = t.parent;
             }
-            let u = p.usage_gpu_s.max(0) as f64 + in_flight.get(&p.id).copied().unwrap_or(0) as f64;
-            let over_share = total_usage > 0.0 && u / total_usage > eff;
             projects.insert(
                 p.id,
                 ProjectState {
@@ -309,7 +375,7 @@ impl<'a> Pass<'a> {
                     legacy_cap: p.legacy_cap,
                     legacy_np: 0,
                     waiting_seen: 0,
-                    over_share,
+                    eff,
                 },
             );
         }
@@ -374,6 +440,9 @@ impl<'a> Pass<'a> {
                 && entry.0 == r.project
             {
                 entry.2 -= i64::from(s.gpus);
+            }
+            if r.allocated() {
+                *self.pools[pool].held.entry(r.project).or_default() += i64::from(s.gpus);
             }
             if !r.allocated() {
                 self.pools[pool].unalloc_gpus += i64::from(s.gpus);
@@ -469,6 +538,25 @@ impl<'a> Pass<'a> {
         Some(out)
     }
 
+    /// Takes `gpus` GPUs of node `ni` (an up node with that many free), lowest indices first.
+    fn place_on(&mut self, ni: usize, gpus: u32) -> Option<Vec<(NodeId, Vec<u32>)>> {
+        let free = self.nodes[ni].free;
+        if self.nodes[ni].state != NodeState::Up || free.count_ones() < gpus {
+            return None;
+        }
+        let mut take = 0u64;
+        let mut taken = Vec::with_capacity(gpus as usize);
+        let mut bits = free;
+        while taken.len() < gpus as usize {
+            let g = bits.trailing_zeros();
+            bits &= bits - 1;
+            take |= 1u64 << g;
+            taken.push(g);
+        }
+        self.set_node_free(ni, free & !take);
+        Some(vec![(self.nodes[ni].id, taken)])
+    }
+
     fn preempt(&mut self, ri: usize, reason: PreemptReason, for_run: Option<RunId>) {
         if self.runs[ri].gone {
             return;
@@ -483,6 +571,9 @@ impl<'a> Pass<'a> {
                 let w = i128::from(self.snap.policy.in_flight_s.max(0));
                 self.fs
                     .add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
+                if let Some(h) = self.pools[pool].held.get_mut(&r.project) {
+                    *h -= i64::from(gpus);
+                }
             } else {
                 self.pools[pool].unalloc_gpus -= i64::from(gpus);
             }
@@ -516,7 +607,23 @@ impl<'a> Pass<'a> {
         contract: Option<ContractId>,
         non_preemptible: bool,
     ) -> bool {
-        let Some(placement) = self.place(pool, w.gpus) else {
+        self.start_on(w, pool, contract, non_preemptible, None)
+    }
+
+    /// Starts `w`: on node `on` when given (the node its victims freed), else best-fit.
+    fn start_on(
+        &mut self,
+        w: &WaitingRun,
+        pool: usize,
+        contract: Option<ContractId>,
+        non_preemptible: bool,
+        on: Option<usize>,
+    ) -> bool {
+        let placement = match on {
+            Some(ni) => self.place_on(ni, w.gpus),
+            None => self.place(pool, w.gpus),
+        };
+        let Some(placement) = placement else {
             return false;
         };
         if w.allocated() {
@@ -524,6 +631,7 @@ impl<'a> Pass<'a> {
             let fl = i128::from(self.snap.policy.in_flight_s.max(0));
             self.fs
                 .add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
+            *self.pools[pool].held.entry(w.project).or_default() += i64::from(w.gpus);
         }
         let cost = self.cost(w, pool);
         if let Some(ps) = self.projects.get_mut(&w.project) {
@@ -749,6 +857,125 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// A project's entitlement in a pool: its effective share x the pool's GPUs on nodes that
+    /// are not down, in milli-GPUs rounded down.
+    fn entitled_milli(&self, project: ProjectId, pool: usize) -> i64 {
+        let eff = self.projects.get(&project).map_or(0.0, |p| p.eff);
+        (eff * f64::from(self.pools[pool].installed) * 1000.0).floor() as i64
+    }
+
+    /// Allocated GPUs a project holds in a pool now.
+    fn held_in(&self, project: ProjectId, pool: usize) -> i64 {
+        self.pools[pool].held.get(&project).copied().unwrap_or(0)
+    }
+
+    /// Milli-GPUs of its entitlement a project gains by starting `gpus` more GPUs.
+    fn entitlement_gain(&self, project: ProjectId, pool: usize, gpus: i64) -> i64 {
+        let e = self.entitled_milli(project, pool);
+        let h = self.held_in(project, pool);
+        phi(h + gpus, e) - phi(h, e)
+    }
+
+    /// Milli-GPUs of its entitlement a project loses when `gpus` more of its GPUs go, after
+    /// `already` have gone in the same move.
+    fn entitlement_loss(&self, project: ProjectId, pool: usize, already: i64, gpus: i64) -> i64 {
+        let e = self.entitled_milli(project, pool);
+        let h = self.held_in(project, pool) - already;
+        phi(h, e) - phi((h - gpus).max(0), e)
+    }
+
+    /// Whether starting `w` keeps its project within its entitlement in `w`'s pool, or it can
+    /// run on its project's active capacity contract (bought capacity comes first too). An
+    /// unknown pool counts as within: the run is refused there anyway.
+    fn within_entitlement(&self, w: &WaitingRun) -> bool {
+        let Some(&pool) = self.pool_index.get(&(w.cluster, w.model)) else {
+            return true;
+        };
+        (self.held_in(w.project, pool) + i64::from(w.gpus)) * 1000
+            <= self.entitled_milli(w.project, pool)
+            || self.contract_for(w, pool).is_some()
+    }
+
+    /// Indices (into `alloc`, allocated waiting runs in fair-share order) of each pool's first
+    /// run when no waiting run of its project in that pool fits within the project's
+    /// entitlement: such a gang can only ever run beyond its entitlement, so it would wait for
+    /// ever behind other projects' runs that are within theirs unless it holds the reservation.
+    fn starving_heads(&self, alloc: &[&WaitingRun]) -> Vec<usize> {
+        let mut smallest: BTreeMap<(usize, ProjectId), u32> = BTreeMap::new();
+        for w in alloc {
+            if let Some(&pool) = self.pool_index.get(&(w.cluster, w.model)) {
+                let e = smallest.entry((pool, w.project)).or_insert(w.gpus);
+                *e = (*e).min(w.gpus);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        let mut heads = Vec::new();
+        for (i, w) in alloc.iter().enumerate() {
+            let Some(&pool) = self.pool_index.get(&(w.cluster, w.model)) else {
+                continue;
+            };
+            if !seen.insert(pool) {
+                continue;
+            }
+            let g = i64::from(smallest[&(pool, w.project)]);
+            let fits = (self.held_in(w.project, pool) + g) * 1000
+                <= self.entitled_milli(w.project, pool)
+                || self.contract_for(w, pool).is_some();
+            if !fits && self.pools[pool].installed >= w.gpus {
+                heads.push(i);
+            }
+        }
+        heads
+    }
+
+    /// Records that a project's allocated run of `pool` was served or blocked for GPUs: later
+    /// runs of other projects are behind it.
+    fn note_ahead(&mut self, pool: usize, project: ProjectId) {
+        let p = &mut self.pools[pool];
+        if p.ahead_seen.insert(project) {
+            p.ahead_count += 1;
+            if p.ahead_projects.len() < AHEAD_LISTED {
+                p.ahead_projects.push(project);
+            }
+        }
+    }
+
+    /// The projects ahead of `project` in `pool`, without itself.
+    fn ahead_of(&self, pool: usize, project: ProjectId) -> (Vec<ProjectId>, usize) {
+        let p = &self.pools[pool];
+        let own = p.ahead_seen.contains(&project);
+        let list: Vec<ProjectId> = p
+            .ahead_projects
+            .iter()
+            .copied()
+            .filter(|&x| x != project)
+            .collect();
+        (list, p.ahead_count - usize::from(own))
+    }
+
+    /// Earliest instant `gpus` GPUs of the pool are expected free from time limits alone.
+    fn expected_free(&self, pool: usize, gpus: u32) -> Option<i64> {
+        let p = &self.pools[pool];
+        let mut have = p.free - p.hold;
+        if have >= i64::from(gpus) {
+            return None;
+        }
+        let mut ends: Vec<(i64, i64)> = p
+            .running
+            .iter()
+            .filter(|&&ri| !self.runs[ri].gone)
+            .map(|&ri| (self.runs[ri].run.ends_by(), i64::from(self.runs[ri].gpus)))
+            .collect();
+        ends.sort_unstable();
+        for (t, g) in ends {
+            have += g;
+            if have >= i64::from(gpus) {
+                return Some(t.max(self.now + 1));
+            }
+        }
+        None
+    }
+
     /// Unused GPUs held for `contract` (0 for none).
     fn held_for(&self, contract: Option<ContractId>) -> i64 {
         contract
@@ -789,17 +1016,22 @@ impl<'a> Pass<'a> {
         let usable = self.usable(pool, w, self.held_for(contract));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
+            self.note_ahead(pool, w.project);
             return;
         }
         // Preemption, only while the pool has no reservation.
         let mut protected_until = None;
         if self.pools[pool].reservation.is_none() {
             match self.try_preempt(w, pool, contract) {
-                Ok(()) => return,
+                Ok(()) => {
+                    self.note_ahead(pool, w.project);
+                    return;
+                }
                 Err(p) => protected_until = p,
             }
         }
         self.explain_blocked(w, pool, position, protected_until);
+        self.note_ahead(pool, w.project);
     }
 
     fn explain_blocked(
@@ -816,23 +1048,14 @@ impl<'a> Pass<'a> {
         } else {
             false
         };
-        let over = self.projects.get(&w.project).is_some_and(|p| p.over_share);
+        let held = self.held_in(w.project, pool);
+        let entitled = self.entitled_milli(w.project, pool);
+        let (ahead, ahead_total) = self.ahead_of(pool, w.project);
         let p = &self.pools[pool];
+        let reserved_at = estimate.filter(|_| holder);
         let reason = if let Some(until) = protected_until {
             WaitReason::Protected { until }
-        } else if over {
-            WaitReason::FairShare {
-                position_in_project: position,
-                project_rank: self.fs.rank(w.project).saturating_add(1),
-                projects: self.fs.len(),
-            }
-        } else if holder {
-            WaitReason::Reserved {
-                gpus: w.gpus,
-                model: p.model_name.clone(),
-                at: estimate.unwrap_or(self.now),
-            }
-        } else if let Some(r) = &p.reservation
+        } else if let Some(r) = p.reservation.as_ref().filter(|_| !holder)
             && (p.free - p.hold).max(0) >= i64::from(w.gpus)
         {
             WaitReason::BehindReservation {
@@ -845,6 +1068,27 @@ impl<'a> Pass<'a> {
             }
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }
+        } else if ahead_total > 0 {
+            WaitReason::FairShare {
+                position_in_project: position,
+                ahead,
+                ahead_total,
+                reserved_at,
+            }
+        } else if (held + i64::from(w.gpus)) * 1000 > entitled {
+            WaitReason::OverShare {
+                held: held.max(0) as u32,
+                entitled_milli: entitled,
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                reserved_at,
+            }
+        } else if let Some(at) = reserved_at {
+            WaitReason::Reserved {
+                gpus: w.gpus,
+                model: p.model_name.clone(),
+                at,
+            }
         } else {
             WaitReason::Gpus {
                 gpus: w.gpus,
@@ -854,11 +1098,38 @@ impl<'a> Pass<'a> {
         self.wait(w, reason, estimate);
     }
 
-    /// Makes the reservation for the pool's first blocked run: returns its reserved start.
+    /// Whether the rules would let `w` preempt running run `ri` alone once it is past its
+    /// minimum runtime (used for estimates; the real move is checked in [`Self::try_preempt`]).
+    fn could_evict(&self, w: &WaitingRun, pool: usize, ri: usize) -> bool {
+        let s = &self.runs[ri];
+        let r = s.run;
+        if !r.allocated() {
+            return true;
+        }
+        if s.contract_protected || r.project == w.project {
+            return false;
+        }
+        let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
+        let loss = self.entitlement_loss(r.project, pool, 0, i64::from(s.gpus));
+        gain > loss || (gain == loss && self.fs.strictly_below(r.project, w.project))
+    }
+
+    /// Makes the reservation for the pool's first blocked run: returns its reserved start, which
+    /// is always after `now` (a start now would have happened in this pass).
+    ///
+    /// The instant is the earliest at which enough GPUs are free, counting three ways in turn
+    /// and taking the first that lies in the future: (1) unallocated runs now, runs the rules
+    /// would let it preempt at the end of their minimum runtime, all others at their time limit;
+    /// (2) unallocated runs now, every allocated run at its time limit; (3) every run at its time
+    /// limit. A reservation whose instant has come but that could not start this pass (its
+    /// victims were refused as a set) thus moves to the next instant that does not depend on
+    /// that preemption instead of saying "now" pass after pass.
     fn reserve(&mut self, w: &WaitingRun, pool: usize) -> Option<i64> {
         let need = i64::from(w.gpus);
         let avail = (self.pools[pool].free - self.pools[pool].hold).max(0);
-        let mut frees: Vec<(i64, i64)> = Vec::new();
+        // (free at by rule 1, free at by rule 2, free at by rule 3, GPUs)
+        let mut frees: Vec<[i64; 3]> = Vec::new();
+        let mut gpus: Vec<i64> = Vec::new();
         for &ri in &self.pools[pool].running {
             let s = &self.runs[ri];
             if s.gone || s.started_this_pass {
@@ -876,44 +1147,55 @@ impl<'a> Pass<'a> {
                 })
                 .map(|(_, g)| g.len() as i64)
                 .sum();
-            let end = r.ends_by();
-            let at = if !r.allocated() {
-                self.now
-            } else if self.snap.policy.kind == PolicyKind::Tranche
-                && !s.contract_protected
-                && r.project != w.project
-                && self.fs.strictly_below(r.project, w.project)
-            {
-                r.protected_until().max(self.now).min(end)
+            let end = r.ends_by().max(self.now);
+            let tranche = self.snap.policy.kind == PolicyKind::Tranche;
+            let (a, b) = if !r.allocated() {
+                (self.now, self.now)
+            } else if tranche && self.could_evict(w, pool, ri) {
+                (r.protected_until().max(self.now).min(end), end)
             } else {
-                end
+                (end, end)
             };
-            frees.push((at.max(self.now), up_gpus));
+            frees.push([a, b, end]);
+            gpus.push(up_gpus);
         }
-        frees.sort_unstable();
-        let mut have = avail;
-        let mut at = self.now;
-        if have < need {
-            let mut found = false;
-            for (t, g) in frees.iter().copied() {
-                have += g;
-                at = t;
-                if have >= need {
-                    found = true;
-                    break;
+        let mut chosen = None;
+        for rule in 0..3 {
+            let mut order: Vec<(i64, i64)> = frees
+                .iter()
+                .zip(&gpus)
+                .map(|(f, &g)| (f[rule], g))
+                .collect();
+            order.sort_unstable();
+            let mut have = avail;
+            let mut at = self.now;
+            let mut found = have >= need;
+            if !found {
+                for (t, g) in order.iter().copied() {
+                    have += g;
+                    at = t;
+                    if have >= need {
+                        found = true;
+                        break;
+                    }
                 }
             }
             if !found {
                 return None;
             }
+            if at > self.now {
+                // Everything freed by `at` counts.
+                let total = avail
+                    + order
+                        .iter()
+                        .filter(|(t, _)| *t <= at)
+                        .map(|(_, g)| g)
+                        .sum::<i64>();
+                chosen = Some((at, total));
+                break;
+            }
         }
-        // Everything freed by `at` counts.
-        let total_by_at = avail
-            + frees
-                .iter()
-                .filter(|(t, _)| *t <= at)
-                .map(|(_, g)| g)
-                .sum::<i64>();
+        let (at, total_by_at) = chosen?;
         self.pools[pool].reservation = Some(Reservation {
             run: w.id,
             at,
@@ -929,29 +1211,37 @@ impl<'a> Pass<'a> {
 
     /// Tries to start `w` by preempting. `Err(Some(t))` when only protected runs stand in the
     /// way (the first could go at `t`).
+    ///
+    /// A move (the victims and the start) is allowed when it raises what projects receive of
+    /// their entitlements ([`phi`]: the preemptor's gain exceeds the victims' losses), or leaves
+    /// it unchanged and every allocated victim's project ranks strictly below the preemptor's
+    /// after the move (fair share). Unallocated victims lose nothing. Victims are searched node by
+    /// node first (a gang that fits one node takes the node where the fewest entitlement GPUs,
+    /// then the fewest surplus GPUs, then the least work are lost), then across the pool.
     fn try_preempt(
         &mut self,
         w: &WaitingRun,
         pool: usize,
         contract: Option<ContractId>,
     ) -> Result<(), Option<i64>> {
-        let need = i64::from(w.gpus) - self.usable(pool, w, self.held_for(contract));
+        let usable = self.usable(pool, w, self.held_for(contract));
+        let need = i64::from(w.gpus) - usable;
         if need <= 0 {
             return Err(None);
         }
+        let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let rank = self.fs.rank(w.project).min(self.fs.len());
         let p = &self.pools[pool];
-        let bound_free = p.unalloc_gpus + p.preemptible_by_rank.get(rank + 1).copied().unwrap_or(0);
-        let bound_prot = p.protected_by_rank.get(rank + 1).copied().unwrap_or(0);
+        // Without an entitlement gain only projects ranked below can give GPUs (fair share).
+        let from = if gain > 0 { 0 } else { rank + 1 };
+        let bound_free = p.unalloc_gpus + p.preemptible_by_rank.get(from).copied().unwrap_or(0);
+        let bound_prot = p.protected_by_rank.get(from).copied().unwrap_or(0);
         if bound_free + bound_prot < need {
             return Err(None);
         }
         if p.failed_need.get(&w.project).is_some_and(|&f| need >= f) {
             return Err(None);
         }
-        let wm = i128::from(p.weight_milli);
-        let fl = i128::from(self.snap.policy.in_flight_s.max(0));
-        let per_gpu = fl * wm / 1000;
         if self.pools[pool].by_loss.is_none() {
             let mut v: Vec<usize> = self.pools[pool]
                 .running
@@ -970,90 +1260,200 @@ impl<'a> Pass<'a> {
             v.sort_unstable_by_key(|&ri| self.lost_key(ri));
             self.pools[pool].by_loss = Some(v);
         }
-        let cands: Vec<usize> = self.pools[pool]
-            .by_loss
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .copied()
-            .filter(|&ri| {
-                let s = &self.runs[ri];
-                !s.gone && (!s.run.allocated() || s.run.project != w.project)
-            })
-            .collect();
-        let gain = i128::from(w.gpus) * per_gpu;
-        let mut chosen: Vec<usize> = Vec::new();
-        let mut loss_by_project: BTreeMap<ProjectId, i128> = BTreeMap::new();
-        let mut freed = 0i64;
+        // Candidates past their minimum runtime, cheapest first: unallocated, then by the
+        // entitlement GPUs their own project would lose, then work lost.
         let mut protected: Vec<(i64, i64)> = Vec::new();
-        for ri in cands {
-            if freed >= need {
-                break;
-            }
+        let mut cands: Vec<((u8, i64, i128, RunId), usize)> = Vec::new();
+        for &ri in self.pools[pool].by_loss.as_deref().unwrap_or_default() {
             let s = &self.runs[ri];
-            let r = s.run;
-            let g = i64::from(s.gpus);
-            if r.allocated() {
-                let loss = loss_by_project.get(&r.project).copied().unwrap_or(0)
-                    + i128::from(s.gpus) * per_gpu;
-                if !self
-                    .fs
-                    .strictly_below_after(r.project, w.project, gain, loss)
-                {
-                    continue;
-                }
-                if r.protected_until() > self.now {
-                    protected.push((r.protected_until(), g));
-                    continue;
-                }
-                loss_by_project.insert(r.project, loss);
+            if s.gone || (s.run.allocated() && s.run.project == w.project) {
+                continue;
             }
-            chosen.push(ri);
-            freed += g;
+            if s.run.allocated() && s.run.protected_until() > self.now {
+                if self.could_evict(w, pool, ri) {
+                    protected.push((s.run.protected_until(), i64::from(s.gpus)));
+                }
+                continue;
+            }
+            let loss = if s.run.allocated() {
+                self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus))
+            } else {
+                0
+            };
+            let (class, lost, id) = self.lost_key(ri);
+            cands.push(((class, loss, lost, id), ri));
         }
-        if freed < need {
-            self.pools[pool].failed_need.insert(w.project, need);
-            if freed + protected.iter().map(|(_, g)| g).sum::<i64>() >= need {
-                protected.sort_unstable();
-                let mut have = freed;
-                for (t, g) in protected {
-                    have += g;
-                    if have >= need {
-                        return Err(Some(t));
+        cands.sort_unstable_by_key(|c| c.0);
+        let cands: Vec<usize> = cands.into_iter().map(|c| c.1).collect();
+
+        // Node by node, for a gang that fits one node.
+        let mut best: Option<((i64, i64, i128, usize), Move, usize)> = None;
+        if w.gpus <= self.pools[pool].node_max {
+            let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            for &ri in &cands {
+                for (n, _) in &self.runs[ri].run.placement {
+                    if let Some(&ni) = self.node_index.get(n) {
+                        let list = per_node.entry(ni).or_default();
+                        if list.last() != Some(&ri) {
+                            list.push(ri);
+                        }
                     }
                 }
             }
-            return Err(None);
-        }
-        // Minimal: drop victims (latest chosen first) that are not needed.
-        let mut i = chosen.len();
-        while i > 0 {
-            i -= 1;
-            let g = i64::from(self.runs[chosen[i]].gpus);
-            if freed - g >= need {
-                freed -= g;
-                chosen.remove(i);
+            for (ni, list) in per_node {
+                let node = &self.nodes[ni];
+                if node.state != NodeState::Up || node.gpus < w.gpus {
+                    continue;
+                }
+                let need_n = i64::from(w.gpus) - i64::from(node.free.count_ones());
+                let node_id = node.id;
+                let on_node = |s: &RunSlot| -> i64 {
+                    s.run
+                        .placement
+                        .iter()
+                        .filter(|(n, _)| *n == node_id)
+                        .map(|(_, g)| g.len() as i64)
+                        .sum()
+                };
+                let mut mv = Move::default();
+                let mut got = 0i64;
+                for &ri in &list {
+                    if got >= need_n {
+                        break;
+                    }
+                    if self.admit(w, pool, gain, ri, &mut mv) {
+                        got += on_node(&self.runs[ri]);
+                    }
+                }
+                if got < need_n || usable + mv.freed < i64::from(w.gpus) {
+                    continue;
+                }
+                let mut i = mv.chosen.len();
+                while i > 0 {
+                    i -= 1;
+                    let g = on_node(&self.runs[mv.chosen[i]]);
+                    if got - g >= need_n {
+                        got -= g;
+                        mv.drop_at(i, &self.runs);
+                    }
+                }
+                let loss = self.move_loss(pool, &mv);
+                let lost: i128 = mv.chosen.iter().map(|&ri| self.lost_key(ri).1).sum();
+                let cost = (loss, mv.freed - need_n, lost, ni);
+                if best.as_ref().is_none_or(|b| cost < b.0) {
+                    best = Some((cost, mv, ni));
+                }
             }
         }
-        let bound = need + i64::from(self.pools[pool].node_max);
-        if freed > bound {
-            self.pools[pool].failed_need.insert(w.project, need);
-            return Err(None);
+        // Across the pool.
+        let mut mv = Move::default();
+        for &ri in &cands {
+            if mv.freed >= need {
+                break;
+            }
+            self.admit(w, pool, gain, ri, &mut mv);
         }
-        for ri in chosen {
-            let reason = if self.runs[ri].run.allocated() {
+        let global_ok = mv.freed >= need;
+        if global_ok {
+            let mut i = mv.chosen.len();
+            while i > 0 {
+                i -= 1;
+                let g = i64::from(self.runs[mv.chosen[i]].gpus);
+                if mv.freed - g >= need {
+                    mv.drop_at(i, &self.runs);
+                }
+            }
+        }
+        let global_ok = global_ok && mv.freed <= need + i64::from(self.pools[pool].node_max);
+        let choice = match best {
+            Some((cost, nmv, ni)) if !global_ok || cost.0 <= self.move_loss(pool, &mv) => {
+                Some((nmv, Some(ni)))
+            }
+            _ if global_ok => Some((mv, None)),
+            _ => {
+                self.pools[pool].failed_need.insert(w.project, need);
+                let freed = mv.freed.min(need);
+                if freed + protected.iter().map(|(_, g)| g).sum::<i64>() >= need {
+                    protected.sort_unstable();
+                    let mut have = freed;
+                    for (t, g) in protected {
+                        have += g;
+                        if have >= need {
+                            return Err(Some(t));
+                        }
+                    }
+                }
+                None
+            }
+        };
+        let Some((mv, on)) = choice else {
+            return Err(None);
+        };
+        let delta = gain - self.move_loss(pool, &mv);
+        for &ri in &mv.chosen {
+            let reason = if !self.runs[ri].run.allocated() {
+                PreemptReason::Unallocated
+            } else if mv.all_fs || delta == 0 {
                 PreemptReason::FairShare {
                     for_project: w.project,
                 }
             } else {
-                PreemptReason::Unallocated
+                PreemptReason::Entitlement {
+                    for_project: w.project,
+                }
             };
             self.preempt(ri, reason, Some(w.id));
         }
-        if self.start(w, pool, contract, false) {
+        if self.start_on(w, pool, contract, false, on) {
             Ok(())
         } else {
             Err(None)
+        }
+    }
+
+    /// Entitlement GPUs (milli) the victims' projects lose in `mv`.
+    fn move_loss(&self, pool: usize, mv: &Move) -> i64 {
+        mv.lost
+            .iter()
+            .map(|(&p, &(g, _))| self.entitlement_loss(p, pool, 0, g))
+            .sum()
+    }
+
+    /// Adds victim `ri` to `mv` when the move stays allowed (see [`Self::try_preempt`]).
+    fn admit(&mut self, w: &WaitingRun, pool: usize, gain: i64, ri: usize, mv: &mut Move) -> bool {
+        let s = &self.runs[ri];
+        let g = i64::from(s.gpus);
+        if mv.chosen.contains(&ri) {
+            return false;
+        }
+        if !s.run.allocated() {
+            mv.chosen.push(ri);
+            mv.freed += g;
+            return true;
+        }
+        let project = s.run.project;
+        let (before, usage_before) = mv.lost.get(&project).copied().unwrap_or((0, 0));
+        let loss_now = self.move_loss(pool, mv) + self.entitlement_loss(project, pool, before, g);
+        let delta = gain - loss_now;
+        let per_gpu = i128::from(self.snap.policy.in_flight_s.max(0))
+            * i128::from(self.pools[pool].weight_milli)
+            / 1000;
+        let usage_lost = usage_before + i128::from(s.gpus) * per_gpu;
+        let fs_ok = mv.all_fs
+            && self.fs.strictly_below_after(
+                project,
+                w.project,
+                i128::from(w.gpus) * per_gpu,
+                usage_lost,
+            );
+        if delta > 0 || (delta == 0 && fs_ok) {
+            mv.all_fs = fs_ok;
+            mv.lost.insert(project, (before + g, usage_lost));
+            mv.chosen.push(ri);
+            mv.freed += g;
+            true
+        } else {
+            false
         }
     }
 
@@ -1080,17 +1480,23 @@ impl<'a> Pass<'a> {
             return;
         }
         let p = &self.pools[pool];
-        let reason = match &p.reservation {
-            Some(r) if p.free >= i64::from(w.gpus) => WaitReason::BehindReservation {
-                run: r.run,
-                at: r.at,
-            },
-            _ => WaitReason::Gpus {
-                gpus: w.gpus,
-                free: p.free.max(0) as u32,
-            },
+        let (reason, estimate) = match &p.reservation {
+            Some(r) if p.free >= i64::from(w.gpus) => (
+                WaitReason::BehindReservation {
+                    run: r.run,
+                    at: r.at,
+                },
+                None,
+            ),
+            _ => (
+                WaitReason::IdleGpus {
+                    gpus: w.gpus,
+                    free: p.free.max(0) as u32,
+                },
+                self.expected_free(pool, w.gpus),
+            ),
         };
-        self.wait(w, reason, None);
+        self.wait(w, reason, estimate);
     }
 
     /// Budget gate: records the wait and returns false when the balance cannot cover the

@@ -54,6 +54,14 @@ pub enum PreemptReason {
         /// The project served instead.
         for_project: ProjectId,
     },
+    /// An allocated run past its minimum runtime gives way to a run of a project below its
+    /// entitlement (effective share x the pool's GPUs), and the move raises what projects
+    /// receive of their entitlements: its own project keeps more of its entitlement than the
+    /// other gains.
+    Entitlement {
+        /// The project served instead.
+        for_project: ProjectId,
+    },
     /// Capacity contract's GPUs taken back.
     Contract {
         /// The contract.
@@ -83,6 +91,9 @@ impl PreemptReason {
             PreemptReason::FairShare { for_project } => format!(
                 "past its minimum runtime, and project {for_project} is further below its fair share"
             ),
+            PreemptReason::Entitlement { for_project } => format!(
+                "past its minimum runtime, and project {for_project} is below its entitlement (its share of the GPUs) while this run's project held more than its own"
+            ),
             PreemptReason::Contract { contract } => {
                 format!("its GPUs are promised to capacity contract {contract}")
             }
@@ -101,15 +112,39 @@ impl PreemptReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WaitReason {
-    /// Its project is served after others that are further below their fair share, and no
-    /// GPUs are free for it.
+    /// Other projects' runs of its pool come first (they are within their entitlement or
+    /// further below their fair share) and took or wait for the GPUs it could use.
     FairShare {
         /// Its place among its project's waiting runs in this pool (1 = next).
         position_in_project: usize,
-        /// Its project's rank (1 = served first).
-        project_rank: usize,
-        /// Number of projects.
-        projects: usize,
+        /// The first projects ahead of it in this pass, in order (at most three).
+        ahead: Vec<ProjectId>,
+        /// How many projects are ahead of it in all.
+        ahead_total: usize,
+        /// Its reserved start, when it is first in line for its pool's next free GPUs.
+        reserved_at: Option<i64>,
+    },
+    /// No project is ahead of it, but the GPUs it could use are held by runs of other projects
+    /// within their entitlements, and its own project holds (or would hold with it) more than
+    /// its entitlement: it waits for GPUs to free up.
+    OverShare {
+        /// Allocated GPUs its project holds in the pool.
+        held: u32,
+        /// Its project's entitlement in the pool, milli-GPUs.
+        entitled_milli: i64,
+        /// GPUs it needs.
+        gpus: u32,
+        /// GPU model name.
+        model: String,
+        /// Its reserved start, when it is first in line for its pool's next free GPUs.
+        reserved_at: Option<i64>,
+    },
+    /// An unallocated run waiting for idle GPUs (it never preempts).
+    IdleGpus {
+        /// GPUs it needs.
+        gpus: u32,
+        /// Idle GPUs of its model now.
+        free: u32,
     },
     /// It is next in its pool and GPUs are reserved for it.
     Reserved {
@@ -198,18 +233,70 @@ fn ordinal(n: usize) -> String {
     format!("{n}{suffix}")
 }
 
+/// Milli-GPUs as a number of GPUs with at most one decimal ("12", "0.8").
+pub fn format_milli(m: i64) -> String {
+    let tenths = m.max(0) / 100;
+    if tenths % 10 == 0 {
+        format!("{}", tenths / 10)
+    } else {
+        format!("{}.{}", tenths / 10, tenths % 10)
+    }
+}
+
+/// "; reserved start about T" when there is a reservation, else nothing.
+fn reserved_words(at: Option<i64>) -> String {
+    at.map_or_else(String::new, |t| {
+        format!("; reserved start about {}", format_instant(t))
+    })
+}
+
+/// The fair-share waiting reason for projects named `ahead` (the first few of `total`), with
+/// its reserved start when it has one.
+pub fn fair_share_words(
+    ahead: &[String],
+    total: usize,
+    position: usize,
+    reserved_at: Option<i64>,
+) -> String {
+    let more = total.saturating_sub(ahead.len());
+    let list = if more > 0 {
+        format!("{} and {more} more", ahead.join(", "))
+    } else {
+        ahead.join(", ")
+    };
+    format!(
+        "{list} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs; {} in line in its project{}",
+        ordinal(position),
+        reserved_words(reserved_at)
+    )
+}
+
 impl WaitReason {
     /// Plain words for a researcher.
     pub fn describe(&self) -> String {
         match self {
             WaitReason::FairShare {
                 position_in_project,
-                project_rank,
-                projects,
+                ahead,
+                ahead_total,
+                reserved_at,
+            } => {
+                let names: Vec<String> = ahead.iter().map(|p| format!("project {p}")).collect();
+                fair_share_words(&names, *ahead_total, *position_in_project, *reserved_at)
+            }
+            WaitReason::OverShare {
+                held,
+                entitled_milli,
+                gpus,
+                model,
+                reserved_at,
             } => format!(
-                "projects further below their fair share come first (its project is {} of {projects} in line), {} in line in its project",
-                ordinal(*project_rank),
-                ordinal(*position_in_project)
+                "its project holds {held} {model} GPUs and its fair share (entitlement) is {}; the other busy GPUs are within other projects' entitlements, so it waits for {gpus} to free up{}",
+                format_milli(*entitled_milli),
+                reserved_words(*reserved_at)
+            ),
+            WaitReason::IdleGpus { gpus, free } => format!(
+                "unallocated: waits for {gpus} idle GPUs of its model ({free} idle now); it never preempts"
             ),
             WaitReason::Reserved { gpus, model, at } => format!(
                 "waiting for {gpus} {model} GPUs; reserved start about {}",

@@ -230,6 +230,9 @@ pub fn render(report: &Report) -> String {
     rows.push(row("impact (owed vs received)", &|s| {
         format!("{:.3}", s.impact)
     }));
+    rows.push(row("  upper bound", &|s| {
+        format!("{:.3}", s.impact_upper_bound)
+    }));
     rows.push(row("wait p50 / p90", &|s| {
         format!("{} / {}", hms(s.wait_s.p50), hms(s.wait_s.p90))
     }));
@@ -238,8 +241,38 @@ pub fn render(report: &Report) -> String {
     }));
     rows.push(row("mean completion time", &|s| hms(s.jct_mean_s)));
     rows.push(row("preemptions", &|s| s.preemptions.to_string()));
+    rows.push(row("  per 1,000 GPU-hours", &|s| {
+        format!("{:.2}", s.preemptions_per_1000_gpu_hours)
+    }));
     rows.push(row("GPU-hours lost to preemption", &|s| {
         format!("{:.1}", s.preempted_gpu_hours)
+    }));
+    rows.push(row("runs that waited", &|s| s.estimates.waited.to_string()));
+    rows.push(row("  given an estimate", &|s| {
+        s.estimates.estimated.to_string()
+    }));
+    rows.push(row("  estimate error p50 / p90", &|s| {
+        format!(
+            "{} / {}",
+            hms(s.estimates.error_s.p50),
+            hms(s.estimates.error_s.p90)
+        )
+    }));
+    rows.push(row("  estimate later than start", &|s| {
+        format!("{:.1}%", 100.0 * s.estimates.late_share)
+    }));
+    rows.push(row("  with a reservation", &|s| {
+        s.estimates.reserved.to_string()
+    }));
+    rows.push(row("  reservation error p50 / p90", &|s| {
+        format!(
+            "{} / {}",
+            hms(s.estimates.reserved_error_s.p50),
+            hms(s.estimates.reserved_error_s.p90)
+        )
+    }));
+    rows.push(row("  reservation later than start", &|s| {
+        format!("{:.1}%", 100.0 * s.estimates.reserved_late_share)
     }));
     rows.push(row("scheduling passes", &|s| s.passes.to_string()));
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);

@@ -8,7 +8,7 @@
 
 use super::setup::{Plan, Site, is_small};
 use crate::scheduler::{
-    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitingRun, schedule,
+    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitReason, WaitingRun, schedule,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -61,6 +61,11 @@ pub struct Replay {
     pub passes: u64,
     /// Instant the replay ended.
     pub end: i64,
+    /// Per job: the first estimated start a pass gave it, and whether that estimate came with
+    /// a reservation ([`WaitReason::Reserved`]).
+    pub first_estimate: Vec<Option<(i64, bool)>>,
+    /// Allocated GPU-seconds of work lost to preemption (redone later), per project.
+    pub lost_by_project: BTreeMap<ProjectId, f64>,
 }
 
 /// Replays `plans` (sorted by submit) on `site` under `kind`, measuring inside
@@ -115,6 +120,8 @@ pub fn replay(
         lost_gpu_s: 0.0,
         passes: 0,
         end: window.0,
+        first_estimate: vec![None; n],
+        lost_by_project: BTreeMap::new(),
     };
     let mut next_arrival = 0usize;
     let mut now = plans.first().map_or(0, |p| p.submit);
@@ -236,6 +243,15 @@ pub fn replay(
         }
         let out = schedule(&snap, t);
         r.passes += 1;
+        for w in &out.waiting {
+            let j = w.run.0 as usize;
+            if let Some(e) = w.estimated_start
+                && r.first_estimate[j].is_none()
+            {
+                let reserved = matches!(w.reason, WaitReason::Reserved { .. });
+                r.first_estimate[j] = Some((e, reserved));
+            }
+        }
         let mut started_now = 0usize;
         for d in out.decisions {
             match d {
@@ -252,6 +268,10 @@ pub fn replay(
                     let elapsed = t - started_at[j];
                     let kept = elapsed / CHECKPOINT_S * CHECKPOINT_S;
                     r.lost_gpu_s += ((elapsed - kept) * g) as f64;
+                    if rr.allocated() {
+                        *r.lost_by_project.entry(plans[j].project).or_default() +=
+                            ((elapsed - kept) * g) as f64;
+                    }
                     r.preemptions += 1;
                     remaining[j] -= kept;
                     generation[j] += 1;
@@ -420,6 +440,14 @@ pub struct Summary {
     pub occupancy_unallocated: f64,
     /// sum over projects and hours of min(received, owed) / sum(owed).
     pub impact: f64,
+    /// An upper bound on `impact` for this replay: sum over projects of min(owed, the most it
+    /// could receive) / sum(owed), where the most a project could receive is the GPU-seconds of
+    /// its jobs' work plus the work it redid after preemptions (see [`impact_upper_bound`]).
+    pub impact_upper_bound: f64,
+    /// Preemptions per 1,000 GPU-hours of occupied (allocated + unallocated) GPU-time.
+    pub preemptions_per_1000_gpu_hours: f64,
+    /// How well the first estimated start of waiting runs foretold their real start.
+    pub estimates: Estimates,
     /// Queue wait of started jobs, s.
     pub wait_s: Quantiles,
     /// Queue wait of small jobs (1 GPU, under 15 minutes), s.
@@ -436,6 +464,76 @@ pub struct Summary {
     pub projects: Vec<ProjectLine>,
 }
 
+/// Accuracy of estimated starts: for runs that waited and were given an estimate, the error
+/// |first estimate - real first start|, and how many estimates were later than the real start.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Estimates {
+    /// Runs that waited (started later than submitted, or never started).
+    pub waited: u64,
+    /// Of them, runs that were given an estimate and started.
+    pub estimated: u64,
+    /// Error quantiles over those, s.
+    pub error_s: Quantiles,
+    /// Share of those whose estimate was later than the real start.
+    pub late_share: f64,
+    /// Runs whose first estimate came with a reservation and that started.
+    pub reserved: u64,
+    /// Error quantiles over those, s.
+    pub reserved_error_s: Quantiles,
+    /// Share of those whose estimate was later than the real start.
+    pub reserved_late_share: f64,
+}
+
+/// Error quantiles and late share of (estimate, real start) pairs.
+fn estimate_errors(pairs: &[(i64, i64)]) -> (Quantiles, f64) {
+    let mut e: Vec<f64> = pairs.iter().map(|(a, b)| (a - b).abs() as f64).collect();
+    e.sort_by(f64::total_cmp);
+    let late = pairs.iter().filter(|(a, b)| a > b).count();
+    (
+        Quantiles {
+            p50: quantile(&e, 0.5),
+            p90: quantile(&e, 0.9),
+        },
+        if pairs.is_empty() {
+            0.0
+        } else {
+            late as f64 / pairs.len() as f64
+        },
+    )
+}
+
+/// The impact upper bound of a replay.
+///
+/// Per project, sum over hours of min(received, owed) is at most min(sum of received, sum of
+/// owed); and received (allocated GPU-seconds delivered) is at most the GPU-seconds of the
+/// project's jobs (GPUs x duration) plus the work it redid after preemptions, whatever the
+/// policy. So sum over projects of min(owed, work + redone) / sum(owed) bounds impact from
+/// above. The cluster's capacity never binds hour by hour: owed is capped at the entitlement,
+/// and entitlements sum to at most the cluster.
+pub fn impact_upper_bound(
+    site: &Site,
+    plans: &[Plan],
+    rep: &Replay,
+    owed: &BTreeMap<ProjectId, (f64, f64)>,
+) -> f64 {
+    let mut work: BTreeMap<ProjectId, f64> = BTreeMap::new();
+    for (p, o) in plans.iter().zip(&rep.jobs) {
+        if !o.rejected && p.min_runtime > 0 {
+            *work.entry(p.project).or_default() += f64::from(p.gpus) * p.duration as f64;
+        }
+    }
+    let mut num = 0f64;
+    let mut den = 0f64;
+    for id in site.effective.keys() {
+        let o = owed.get(id).map_or(0.0, |o| o.0);
+        let w = work.get(id).copied().unwrap_or(0.0)
+            + rep.lost_by_project.get(id).copied().unwrap_or(0.0);
+        num += o.min(w);
+        den += o;
+    }
+    if den > 0.0 { num / den } else { 1.0 }
+}
+
 /// Job counts.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct JobCounts {
@@ -450,7 +548,7 @@ pub struct JobCounts {
 }
 
 /// p50 and p90.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Quantiles {
     /// Median.
     pub p50: f64,
@@ -482,10 +580,22 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
     let mut waits = Vec::new();
     let mut small = Vec::new();
     let mut jct = 0f64;
-    for (p, o) in plans.iter().zip(&rep.jobs) {
+    let mut est = Estimates::default();
+    let mut all_pairs = Vec::new();
+    let mut reserved_pairs = Vec::new();
+    for (j, (p, o)) in plans.iter().zip(&rep.jobs).enumerate() {
         if o.rejected {
             counts.rejected += 1;
             continue;
+        }
+        if o.first_start.is_none_or(|s| s > p.submit) {
+            est.waited += 1;
+            if let (Some(s), Some((e, reserved))) = (o.first_start, rep.first_estimate[j]) {
+                all_pairs.push((e, s));
+                if reserved {
+                    reserved_pairs.push((e, s));
+                }
+            }
         }
         match o.end {
             Some(e) => {
@@ -504,8 +614,14 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
     }
     waits.sort_by(f64::total_cmp);
     small.sort_by(f64::total_cmp);
+    est.estimated = all_pairs.len() as u64;
+    (est.error_s, est.late_share) = estimate_errors(&all_pairs);
+    est.reserved = reserved_pairs.len() as u64;
+    (est.reserved_error_s, est.reserved_late_share) = estimate_errors(&reserved_pairs);
     let available = f64::from(site.gpus) * (window.1 - window.0).max(1) as f64;
     let owed = owed(site, plans, rep, window);
+    let upper = impact_upper_bound(site, plans, rep, &owed);
+    let occupied_h = (rep.occupied_alloc_s + rep.occupied_unalloc_s) / 3600.0;
     let owed_sum: f64 = owed.values().map(|o| o.0).sum();
     let got: f64 = owed.values().map(|o| o.1).sum();
     let projects = site
@@ -529,6 +645,13 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
         occupancy: (rep.occupied_alloc_s + rep.occupied_unalloc_s) / available,
         occupancy_unallocated: rep.occupied_unalloc_s / available,
         impact: if owed_sum > 0.0 { got / owed_sum } else { 1.0 },
+        impact_upper_bound: upper,
+        preemptions_per_1000_gpu_hours: if occupied_h > 0.0 {
+            rep.preemptions as f64 * 1000.0 / occupied_h
+        } else {
+            0.0
+        },
+        estimates: est,
         wait_s: Quantiles {
             p50: quantile(&waits, 0.5),
             p90: quantile(&waits, 0.9),

@@ -7,10 +7,10 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A small deterministic generator driven by proptest's seed (xorshift64*).
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         let mut x = self.0.max(1);
         x ^= x >> 12;
         x ^= x << 25;
@@ -18,17 +18,17 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-    fn chance(&mut self, pct: u64) -> bool {
+    pub(super) fn chance(&mut self, pct: u64) -> bool {
         self.below(100) < pct
     }
 }
 
 /// Random cluster (1-2 models, up to 8 nodes of 1-8 GPUs), tree (up to 3 groups, up to 6
 /// projects with shares that sum to at most 100% per parent), usage, budgets, caps, contracts.
-fn random_world(rng: &mut Rng) -> Builder {
+pub(super) fn random_world(rng: &mut Rng) -> Builder {
     let mut b = Builder::new();
     let models = if rng.chance(30) {
         vec![ModelId(1), b.model("B200")]
@@ -80,7 +80,7 @@ fn random_world(rng: &mut Rng) -> Builder {
     b
 }
 
-fn random_run(b: &mut Builder, rng: &mut Rng, now: i64) -> RunId {
+pub(super) fn random_run(b: &mut Builder, rng: &mut Rng, now: i64) -> RunId {
     let models: Vec<ModelId> = b.snap.models.iter().map(|m| m.id).collect();
     let model = models[rng.below(models.len() as u64) as usize];
     let p = b.snap.projects[rng.below(b.snap.projects.len() as u64) as usize].id;
@@ -124,7 +124,7 @@ fn shuffled(snap: &Snapshot, rng: &mut Rng) -> Snapshot {
 }
 
 /// Checks one outcome against the snapshot it came from.
-fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
+pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
     let running: BTreeMap<RunId, &RunningRun> = snap.running.iter().map(|r| (r.id, r)).collect();
     let waiting: BTreeMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
     let nodes: BTreeMap<NodeId, &Node> = snap.nodes.iter().map(|n| (n.id, n)).collect();

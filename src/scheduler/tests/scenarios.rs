@@ -73,7 +73,7 @@ fn s02_a_run_that_can_never_fit_drives_nothing() {
         let out = schedule(&snap, T0 + 3 + k);
         total_preemptions += preemptions(&out).len();
         assert!(started(&out).is_empty());
-        assert!(matches!(reason_of(&out, w1), WaitReason::Gpus { .. }));
+        assert!(matches!(reason_of(&out, w1), WaitReason::IdleGpus { .. }));
         apply(&mut snap, &out, T0 + 3 + k);
     }
     assert_eq!(total_preemptions, 1);
@@ -169,7 +169,9 @@ fn s06_an_over_served_project_cannot_evict_an_under_served_one() {
     assert!(preemptions(&out).is_empty());
     for r in &new_pre {
         let reason = reason_of(&out, *r);
-        assert!(matches!(reason, WaitReason::FairShare { .. }), "{reason:?}");
+        // Nothing of mid waits: pre holds more than its entitlement and mid's GPUs are within
+        // mid's, which the reason says in words of shares.
+        assert!(matches!(reason, WaitReason::OverShare { .. }), "{reason:?}");
         assert!(reason.describe().contains("fair share"));
     }
     apply(&mut snap, &out, T0 + 10);

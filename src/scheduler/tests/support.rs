@@ -213,7 +213,7 @@ pub fn apply(snap: &mut Snapshot, out: &Outcome, now: i64) {
                     cluster: r.cluster,
                     model: r.model,
                     gpus: r.gpus(),
-                    submitted_at: r.started_at,
+                    submitted_at: now,
                     min_runtime_s: r.min_runtime_s,
                     time_limit_s: r.time_limit_s,
                     priority: r.priority,
