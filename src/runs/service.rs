@@ -663,7 +663,33 @@ fn wait_message(
             Money(*needs).display(currency),
             Money(*has).display(currency)
         ),
-        other => other.describe(),
+        WaitReason::FairShare {
+            position_in_project,
+            ahead,
+            ahead_total,
+            reserved_at,
+        } => {
+            let ahead: Vec<String> = ahead
+                .as_slice()
+                .iter()
+                .map(|p| {
+                    names
+                        .projects
+                        .get(&p.0)
+                        .cloned()
+                        .unwrap_or_else(|| format!("project {p}"))
+                })
+                .collect();
+            crate::scheduler::reason::fair_share_words(
+                &ahead,
+                *ahead_total,
+                *position_in_project,
+                *reserved_at,
+            )
+        }
+        other => other
+            .describe()
+            .replace("GPUs of this model", &format!("{model} GPUs")),
     }
 }
 

@@ -26,7 +26,7 @@ pub use admission::{
 };
 pub use fairshare::{FairShare, ShareKey};
 pub use pass::schedule;
-pub use reason::{Decision, Outcome, PreemptReason, WaitReason, Waiting};
+pub use reason::{Ahead, Decision, Outcome, PreemptReason, WaitReason, Waiting};
 pub use types::*;
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 //! most `Policy::backfill_depth` runs are examined.
 
 use super::fairshare::FairShare;
-use super::reason::{Decision, Outcome, PreemptReason, WaitReason, Waiting};
+use super::reason::{Ahead, Decision, Outcome, PreemptReason, WaitReason, Waiting};
 use super::types::IdMap;
 use super::types::{
     ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
@@ -98,15 +98,20 @@ struct Pool {
     failed_need: IdMap<ProjectId, i64>,
     /// Allocated GPUs each project holds in the pool now (after this pass's moves so far).
     held: IdMap<ProjectId, i64>,
+    /// Sum of `held`.
+    held_total: i64,
+    /// Each project's entitlement in the pool, milli-GPUs (see [`Pass::entitled_milli`]).
+    entitled: IdMap<ProjectId, i64>,
+    /// Time-limit ends of the pool's running runs with the GPUs freed by then (cumulative),
+    /// built on first use for unallocated runs' expected starts.
+    ends: Option<Vec<(i64, i64)>>,
     /// Other projects whose allocated runs of this pool were considered earlier in the pass,
-    /// in that order (at most [`AHEAD_LISTED`]), and how many there were in all.
-    ahead_projects: Vec<ProjectId>,
+    /// in that order (the first three), and how many there were in all.
+    ahead_projects: Ahead,
     ahead_count: usize,
-    ahead_seen: BTreeSet<ProjectId>,
+    /// Bit per project rank: seen ahead.
+    ahead_seen: Vec<u64>,
 }
-
-/// How many projects ahead a fair-share waiting reason names.
-const AHEAD_LISTED: usize = 3;
 
 /// The entitlement test of a preemption (docs/design.md, "Entitlement first"): how much of what
 /// projects are owed now a move delivers. `phi(h, e) = min(h, e)` in milli-GPUs is what a
@@ -117,6 +122,7 @@ fn phi(held_gpus: i64, entitled_milli: i64) -> i64 {
 }
 
 /// A preemption move being built: its victims and what they free and cost.
+#[derive(Default)]
 struct Move {
     /// Victims (run slot indices), in the order chosen.
     chosen: Vec<usize>,
@@ -124,19 +130,6 @@ struct Move {
     freed: i64,
     /// Per victim project: allocated GPUs lost, in-flight usage lost (GPU-seconds).
     lost: BTreeMap<ProjectId, (i64, i128)>,
-    /// Every allocated victim's project ranks strictly below the preemptor's after the move.
-    all_fs: bool,
-}
-
-impl Default for Move {
-    fn default() -> Move {
-        Move {
-            chosen: Vec::new(),
-            freed: 0,
-            lost: BTreeMap::new(),
-            all_fs: true,
-        }
-    }
 }
 
 impl Move {
@@ -189,6 +182,8 @@ struct Pass<'a> {
     waiting: Vec<Waiting>,
     /// One-entry cache of `pool_index` lookups.
     last_pool: Option<((ClusterId, ModelId), usize)>,
+    /// A reused buffer of run slot indices (preemption candidates).
+    scratch: Vec<usize>,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -401,6 +396,7 @@ impl<'a> Pass<'a> {
             decisions: Vec::new(),
             waiting: Vec::with_capacity(snap.waiting.len()),
             last_pool: None,
+            scratch: Vec::new(),
         };
         pass.index_pools();
         pass
@@ -443,6 +439,7 @@ impl<'a> Pass<'a> {
             }
             if r.allocated() {
                 *self.pools[pool].held.entry(r.project).or_default() += i64::from(s.gpus);
+                self.pools[pool].held_total += i64::from(s.gpus);
             }
             if !r.allocated() {
                 self.pools[pool].unalloc_gpus += i64::from(s.gpus);
@@ -464,6 +461,14 @@ impl<'a> Pass<'a> {
         }
         for &(_, pool, unused) in self.contracts.values() {
             self.pools[pool].hold += unused.max(0);
+        }
+        for pool in &mut self.pools {
+            let installed = f64::from(pool.installed);
+            pool.entitled = self
+                .projects
+                .iter()
+                .map(|(&id, p)| (id, (p.eff * installed * 1000.0).floor() as i64))
+                .collect();
         }
     }
 
@@ -573,6 +578,7 @@ impl<'a> Pass<'a> {
                     .add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
                 if let Some(h) = self.pools[pool].held.get_mut(&r.project) {
                     *h -= i64::from(gpus);
+                    self.pools[pool].held_total -= i64::from(gpus);
                 }
             } else {
                 self.pools[pool].unalloc_gpus -= i64::from(gpus);
@@ -632,6 +638,7 @@ impl<'a> Pass<'a> {
             self.fs
                 .add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
             *self.pools[pool].held.entry(w.project).or_default() += i64::from(w.gpus);
+            self.pools[pool].held_total += i64::from(w.gpus);
         }
         let cost = self.cost(w, pool);
         if let Some(ps) = self.projects.get_mut(&w.project) {
@@ -860,8 +867,11 @@ impl<'a> Pass<'a> {
     /// A project's entitlement in a pool: its effective share x the pool's GPUs on nodes that
     /// are not down, in milli-GPUs rounded down.
     fn entitled_milli(&self, project: ProjectId, pool: usize) -> i64 {
-        let eff = self.projects.get(&project).map_or(0.0, |p| p.eff);
-        (eff * f64::from(self.pools[pool].installed) * 1000.0).floor() as i64
+        self.pools[pool]
+            .entitled
+            .get(&project)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Allocated GPUs a project holds in a pool now.
@@ -901,22 +911,29 @@ impl<'a> Pass<'a> {
     /// entitlement: such a gang can only ever run beyond its entitlement, so it would wait for
     /// ever behind other projects' runs that are within theirs unless it holds the reservation.
     fn starving_heads(&self, alloc: &[&WaitingRun]) -> Vec<usize> {
-        let mut smallest: BTreeMap<(usize, ProjectId), u32> = BTreeMap::new();
-        for w in alloc {
+        let mut first: BTreeMap<usize, usize> = BTreeMap::new();
+        for (i, w) in alloc.iter().enumerate() {
+            if first.len() == self.pools.len() {
+                break;
+            }
             if let Some(&pool) = self.pool_index.get(&(w.cluster, w.model)) {
-                let e = smallest.entry((pool, w.project)).or_insert(w.gpus);
+                first.entry(pool).or_insert(i);
+            }
+        }
+        let mut smallest: BTreeMap<(usize, ProjectId), u32> = first
+            .iter()
+            .map(|(&pool, &i)| ((pool, alloc[i].project), u32::MAX))
+            .collect();
+        for w in alloc {
+            if let Some(&pool) = self.pool_index.get(&(w.cluster, w.model))
+                && let Some(e) = smallest.get_mut(&(pool, w.project))
+            {
                 *e = (*e).min(w.gpus);
             }
         }
-        let mut seen = BTreeSet::new();
         let mut heads = Vec::new();
-        for (i, w) in alloc.iter().enumerate() {
-            let Some(&pool) = self.pool_index.get(&(w.cluster, w.model)) else {
-                continue;
-            };
-            if !seen.insert(pool) {
-                continue;
-            }
+        for (&pool, &i) in &first {
+            let w = alloc[i];
             let g = i64::from(smallest[&(pool, w.project)]);
             let fits = (self.held_in(w.project, pool) + g) * 1000
                 <= self.entitled_milli(w.project, pool)
@@ -925,55 +942,72 @@ impl<'a> Pass<'a> {
                 heads.push(i);
             }
         }
+        heads.sort_unstable();
         heads
     }
 
     /// Records that a project's allocated run of `pool` was served or blocked for GPUs: later
     /// runs of other projects are behind it.
     fn note_ahead(&mut self, pool: usize, project: ProjectId) {
+        let r = self.fs.rank(project).min(self.fs.len());
         let p = &mut self.pools[pool];
-        if p.ahead_seen.insert(project) {
+        if p.ahead_seen.len() <= r / 64 {
+            p.ahead_seen.resize(r / 64 + 1, 0);
+        }
+        if p.ahead_seen[r / 64] & (1 << (r % 64)) == 0 {
+            p.ahead_seen[r / 64] |= 1 << (r % 64);
             p.ahead_count += 1;
-            if p.ahead_projects.len() < AHEAD_LISTED {
-                p.ahead_projects.push(project);
-            }
+            p.ahead_projects.push(project);
         }
     }
 
-    /// The projects ahead of `project` in `pool`, without itself.
-    fn ahead_of(&self, pool: usize, project: ProjectId) -> (Vec<ProjectId>, usize) {
+    /// The projects ahead of `project` in `pool`, without itself, and how many in all.
+    fn ahead_of(&self, pool: usize, project: ProjectId) -> (Ahead, usize) {
         let p = &self.pools[pool];
-        let own = p.ahead_seen.contains(&project);
-        let list: Vec<ProjectId> = p
-            .ahead_projects
-            .iter()
-            .copied()
-            .filter(|&x| x != project)
-            .collect();
+        if p.ahead_count == 0 {
+            return (Ahead::default(), 0);
+        }
+        let r = self.fs.rank(project).min(self.fs.len());
+        let own = p
+            .ahead_seen
+            .get(r / 64)
+            .is_some_and(|b| b & (1 << (r % 64)) != 0);
+        let mut list = Ahead::default();
+        for &x in p.ahead_projects.as_slice() {
+            if x != project {
+                list.push(x);
+            }
+        }
         (list, p.ahead_count - usize::from(own))
     }
 
     /// Earliest instant `gpus` GPUs of the pool are expected free from time limits alone.
-    fn expected_free(&self, pool: usize, gpus: u32) -> Option<i64> {
-        let p = &self.pools[pool];
-        let mut have = p.free - p.hold;
-        if have >= i64::from(gpus) {
+    /// The list is built once per pass (from the runs holding GPUs when it is first asked), so
+    /// it is an expectation, not a promise.
+    fn expected_free(&mut self, pool: usize, gpus: u32) -> Option<i64> {
+        let have = self.pools[pool].free - self.pools[pool].hold;
+        let short = i64::from(gpus) - have;
+        if short <= 0 {
             return None;
         }
-        let mut ends: Vec<(i64, i64)> = p
-            .running
-            .iter()
-            .filter(|&&ri| !self.runs[ri].gone)
-            .map(|&ri| (self.runs[ri].run.ends_by(), i64::from(self.runs[ri].gpus)))
-            .collect();
-        ends.sort_unstable();
-        for (t, g) in ends {
-            have += g;
-            if have >= i64::from(gpus) {
-                return Some(t.max(self.now + 1));
+        if self.pools[pool].ends.is_none() {
+            let mut ends: Vec<(i64, i64)> = self.pools[pool]
+                .running
+                .iter()
+                .filter(|&&ri| !self.runs[ri].gone)
+                .map(|&ri| (self.runs[ri].run.ends_by(), i64::from(self.runs[ri].gpus)))
+                .collect();
+            ends.sort_unstable();
+            let mut sum = 0;
+            for e in &mut ends {
+                sum += e.1;
+                e.1 = sum;
             }
+            self.pools[pool].ends = Some(ends);
         }
-        None
+        let ends = self.pools[pool].ends.as_deref().unwrap_or_default();
+        let i = ends.partition_point(|&(_, cum)| cum < short);
+        ends.get(i).map(|&(t, _)| t.max(self.now + 1))
     }
 
     /// Unused GPUs held for `contract` (0 for none).
@@ -1075,12 +1109,11 @@ impl<'a> Pass<'a> {
                 ahead_total,
                 reserved_at,
             }
-        } else if (held + i64::from(w.gpus)) * 1000 > entitled {
+        } else if (held + i64::from(w.gpus)) * 1000 > entitled && p.held_total > held {
             WaitReason::OverShare {
                 held: held.max(0) as u32,
                 entitled_milli: entitled,
                 gpus: w.gpus,
-                model: p.model_name.clone(),
                 reserved_at,
             }
         } else if let Some(at) = reserved_at {
@@ -1215,9 +1248,11 @@ impl<'a> Pass<'a> {
     /// A move (the victims and the start) is allowed when it raises what projects receive of
     /// their entitlements ([`phi`]: the preemptor's gain exceeds the victims' losses), or leaves
     /// it unchanged and every allocated victim's project ranks strictly below the preemptor's
-    /// after the move (fair share). Unallocated victims lose nothing. Victims are searched node by
-    /// node first (a gang that fits one node takes the node where the fewest entitlement GPUs,
-    /// then the fewest surplus GPUs, then the least work are lost), then across the pool.
+    /// after the move (fair share). Unallocated victims lose nothing. Victims are first searched
+    /// across the pool (unallocated runs, then runs whose projects keep their entitlements, then
+    /// the others, each least work lost first); when that fails or evicts more GPUs than the run
+    /// needs, a gang that fits one node also tries node by node (the node where the fewest
+    /// entitlement GPUs, then the fewest surplus GPUs, then the least work are lost).
     fn try_preempt(
         &mut self,
         w: &WaitingRun,
@@ -1242,6 +1277,18 @@ impl<'a> Pass<'a> {
         if p.failed_need.get(&w.project).is_some_and(|&f| need >= f) {
             return Err(None);
         }
+        // The victims' projects may lose less of their entitlements than the run gains: at most
+        // their GPUs beyond their entitlements plus the gain (rounded up) can go.
+        let surplus: i64 = p
+            .held
+            .iter()
+            .filter(|(proj, _)| **proj != w.project)
+            .map(|(proj, &h)| (h * 1000 - self.entitled_milli(*proj, pool)).max(0))
+            .sum();
+        if p.unalloc_gpus + (surplus + gain + 999) / 1000 < need {
+            self.pools[pool].failed_need.insert(w.project, need);
+            return Err(None);
+        }
         if self.pools[pool].by_loss.is_none() {
             let mut v: Vec<usize> = self.pools[pool]
                 .running
@@ -1260,37 +1307,61 @@ impl<'a> Pass<'a> {
             v.sort_unstable_by_key(|&ri| self.lost_key(ri));
             self.pools[pool].by_loss = Some(v);
         }
-        // Candidates past their minimum runtime, cheapest first: unallocated, then by the
-        // entitlement GPUs their own project would lose, then work lost.
-        let mut protected: Vec<(i64, i64)> = Vec::new();
-        let mut cands: Vec<((u8, i64, i128, RunId), usize)> = Vec::new();
-        for &ri in self.pools[pool].by_loss.as_deref().unwrap_or_default() {
-            let s = &self.runs[ri];
-            if s.gone || (s.run.allocated() && s.run.project == w.project) {
-                continue;
+        // Candidates past their minimum runtime, cheapest first: unallocated, then runs whose
+        // projects lose nothing of their entitlements, then the others, each by work lost.
+        // In `by_loss` order (unallocated first, least work lost), runs whose projects keep
+        // their entitlements first, then the others (a stable partition keeps the order).
+        let mut cands = std::mem::take(&mut self.scratch);
+        cands.clear();
+        let mut costly_from = 0usize;
+        for pass_costly in [false, true] {
+            if pass_costly {
+                costly_from = cands.len();
             }
-            if s.run.allocated() && s.run.protected_until() > self.now {
-                if self.could_evict(w, pool, ri) {
-                    protected.push((s.run.protected_until(), i64::from(s.gpus)));
+            for &ri in self.pools[pool].by_loss.as_deref().unwrap_or_default() {
+                let s = &self.runs[ri];
+                if s.gone
+                    || (s.run.allocated()
+                        && (s.run.project == w.project || s.run.protected_until() > self.now))
+                {
+                    continue;
                 }
-                continue;
+                let costly = s.run.allocated()
+                    && self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus)) > 0;
+                if costly == pass_costly {
+                    cands.push(ri);
+                }
             }
-            let loss = if s.run.allocated() {
-                self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus))
-            } else {
-                0
-            };
-            let (class, lost, id) = self.lost_key(ri);
-            cands.push(((class, loss, lost, id), ri));
         }
-        cands.sort_unstable_by_key(|c| c.0);
-        let cands: Vec<usize> = cands.into_iter().map(|c| c.1).collect();
+        // Without an entitlement gain a costly victim can never be admitted.
+        let usable_cands = if gain > 0 { cands.len() } else { costly_from };
 
+        // Across the pool.
+        let mut mv = Move::default();
+        for &ri in &cands[..usable_cands] {
+            if mv.freed >= need {
+                break;
+            }
+            self.admit(w, pool, gain, ri, &mut mv);
+        }
+        let global_ok = mv.freed >= need;
+        if global_ok {
+            let mut i = mv.chosen.len();
+            while i > 0 {
+                i -= 1;
+                let g = i64::from(self.runs[mv.chosen[i]].gpus);
+                if mv.freed - g >= need {
+                    mv.drop_at(i, &self.runs);
+                }
+            }
+        }
+        let global_ok = global_ok && mv.freed <= need + i64::from(self.pools[pool].node_max);
         // Node by node, for a gang that fits one node.
         let mut best: Option<((i64, i64, i128, usize), Move, usize)> = None;
-        if w.gpus <= self.pools[pool].node_max {
+        // Only when the pool-wide move would evict more than the run needs (or fails).
+        if w.gpus <= self.pools[pool].node_max && !(global_ok && mv.freed == need) {
             let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-            for &ri in &cands {
+            for &ri in &cands[..usable_cands] {
                 for (n, _) in &self.runs[ri].run.placement {
                     if let Some(&ni) = self.node_index.get(n) {
                         let list = per_node.entry(ni).or_default();
@@ -1315,56 +1386,36 @@ impl<'a> Pass<'a> {
                         .map(|(_, g)| g.len() as i64)
                         .sum()
                 };
-                let mut mv = Move::default();
+                let mut nmv = Move::default();
                 let mut got = 0i64;
                 for &ri in &list {
                     if got >= need_n {
                         break;
                     }
-                    if self.admit(w, pool, gain, ri, &mut mv) {
+                    if self.admit(w, pool, gain, ri, &mut nmv) {
                         got += on_node(&self.runs[ri]);
                     }
                 }
-                if got < need_n || usable + mv.freed < i64::from(w.gpus) {
+                if got < need_n || usable + nmv.freed < i64::from(w.gpus) {
                     continue;
                 }
-                let mut i = mv.chosen.len();
+                let mut i = nmv.chosen.len();
                 while i > 0 {
                     i -= 1;
-                    let g = on_node(&self.runs[mv.chosen[i]]);
+                    let g = on_node(&self.runs[nmv.chosen[i]]);
                     if got - g >= need_n {
                         got -= g;
-                        mv.drop_at(i, &self.runs);
+                        nmv.drop_at(i, &self.runs);
                     }
                 }
-                let loss = self.move_loss(pool, &mv);
-                let lost: i128 = mv.chosen.iter().map(|&ri| self.lost_key(ri).1).sum();
-                let cost = (loss, mv.freed - need_n, lost, ni);
+                let loss = self.move_loss(pool, &nmv);
+                let lost: i128 = nmv.chosen.iter().map(|&ri| self.lost_key(ri).1).sum();
+                let cost = (loss, nmv.freed - need_n, lost, ni);
                 if best.as_ref().is_none_or(|b| cost < b.0) {
-                    best = Some((cost, mv, ni));
+                    best = Some((cost, nmv, ni));
                 }
             }
         }
-        // Across the pool.
-        let mut mv = Move::default();
-        for &ri in &cands {
-            if mv.freed >= need {
-                break;
-            }
-            self.admit(w, pool, gain, ri, &mut mv);
-        }
-        let global_ok = mv.freed >= need;
-        if global_ok {
-            let mut i = mv.chosen.len();
-            while i > 0 {
-                i -= 1;
-                let g = i64::from(self.runs[mv.chosen[i]].gpus);
-                if mv.freed - g >= need {
-                    mv.drop_at(i, &self.runs);
-                }
-            }
-        }
-        let global_ok = global_ok && mv.freed <= need + i64::from(self.pools[pool].node_max);
         let choice = match best {
             Some((cost, nmv, ni)) if !global_ok || cost.0 <= self.move_loss(pool, &mv) => {
                 Some((nmv, Some(ni)))
@@ -1373,7 +1424,35 @@ impl<'a> Pass<'a> {
             _ => {
                 self.pools[pool].failed_need.insert(w.project, need);
                 let freed = mv.freed.min(need);
-                if freed + protected.iter().map(|(_, g)| g).sum::<i64>() >= need {
+                // Protected runs the rules would let it preempt later: (protection end, GPUs).
+                let protected_gpus: i64 = self.pools[pool]
+                    .running
+                    .iter()
+                    .map(|&ri| &self.runs[ri])
+                    .filter(|s| !s.gone && s.run.allocated() && s.run.protected_until() > self.now)
+                    .map(|s| i64::from(s.gpus))
+                    .sum();
+                if freed + protected_gpus >= need {
+                    let mut protected: Vec<(i64, i64)> = self.pools[pool]
+                        .by_loss
+                        .as_deref()
+                        .unwrap_or_default()
+                        .iter()
+                        .copied()
+                        .filter(|&ri| {
+                            let s = &self.runs[ri];
+                            !s.gone
+                                && s.run.allocated()
+                                && s.run.protected_until() > self.now
+                                && self.could_evict(w, pool, ri)
+                        })
+                        .map(|ri| {
+                            (
+                                self.runs[ri].run.protected_until(),
+                                i64::from(self.runs[ri].gpus),
+                            )
+                        })
+                        .collect();
                     protected.sort_unstable();
                     let mut have = freed;
                     for (t, g) in protected {
@@ -1386,14 +1465,16 @@ impl<'a> Pass<'a> {
                 None
             }
         };
+        self.scratch = cands;
         let Some((mv, on)) = choice else {
             return Err(None);
         };
         let delta = gain - self.move_loss(pool, &mv);
+        let fair_share = delta == 0 || self.move_fair_share(w, pool, &mv);
         for &ri in &mv.chosen {
             let reason = if !self.runs[ri].run.allocated() {
                 PreemptReason::Unallocated
-            } else if mv.all_fs || delta == 0 {
+            } else if fair_share {
                 PreemptReason::FairShare {
                     for_project: w.project,
                 }
@@ -1419,7 +1500,24 @@ impl<'a> Pass<'a> {
             .sum()
     }
 
-    /// Adds victim `ri` to `mv` when the move stays allowed (see [`Self::try_preempt`]).
+    /// In-flight usage (GPU-seconds) one GPU of the pool adds to the ranking.
+    fn per_gpu_usage(&self, pool: usize) -> i128 {
+        i128::from(self.snap.policy.in_flight_s.max(0)) * i128::from(self.pools[pool].weight_milli)
+            / 1000
+    }
+
+    /// Whether every allocated victim's project of `mv` ranks strictly below `w`'s project
+    /// after the move (fair share).
+    fn move_fair_share(&mut self, w: &WaitingRun, pool: usize, mv: &Move) -> bool {
+        let gain = i128::from(w.gpus) * self.per_gpu_usage(pool);
+        mv.lost
+            .iter()
+            .all(|(&p, &(_, usage))| self.fs.strictly_below_after(p, w.project, gain, usage))
+    }
+
+    /// Adds victim `ri` to `mv` when the move stays allowed (see [`Self::try_preempt`]): the
+    /// entitlement delta stays positive, or reaches zero with every victim's project strictly
+    /// below after the move (evaluated only then).
     fn admit(&mut self, w: &WaitingRun, pool: usize, gain: i64, ri: usize, mv: &mut Move) -> bool {
         let s = &self.runs[ri];
         let g = i64::from(s.gpus);
@@ -1433,28 +1531,24 @@ impl<'a> Pass<'a> {
         }
         let project = s.run.project;
         let (before, usage_before) = mv.lost.get(&project).copied().unwrap_or((0, 0));
-        let loss_now = self.move_loss(pool, mv) + self.entitlement_loss(project, pool, before, g);
-        let delta = gain - loss_now;
-        let per_gpu = i128::from(self.snap.policy.in_flight_s.max(0))
-            * i128::from(self.pools[pool].weight_milli)
-            / 1000;
-        let usage_lost = usage_before + i128::from(s.gpus) * per_gpu;
-        let fs_ok = mv.all_fs
-            && self.fs.strictly_below_after(
-                project,
-                w.project,
-                i128::from(w.gpus) * per_gpu,
-                usage_lost,
-            );
-        if delta > 0 || (delta == 0 && fs_ok) {
-            mv.all_fs = fs_ok;
-            mv.lost.insert(project, (before + g, usage_lost));
-            mv.chosen.push(ri);
-            mv.freed += g;
-            true
-        } else {
-            false
+        let delta =
+            gain - self.move_loss(pool, mv) - self.entitlement_loss(project, pool, before, g);
+        if delta < 0 {
+            return false;
         }
+        let usage_lost = usage_before + i128::from(s.gpus) * self.per_gpu_usage(pool);
+        mv.lost.insert(project, (before + g, usage_lost));
+        if delta == 0 && !self.move_fair_share(w, pool, mv) {
+            if before == 0 {
+                mv.lost.remove(&project);
+            } else {
+                mv.lost.insert(project, (before, usage_before));
+            }
+            return false;
+        }
+        mv.chosen.push(ri);
+        mv.freed += g;
+        true
     }
 
     fn consider_unallocated(&mut self, w: &'a WaitingRun) {

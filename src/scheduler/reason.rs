@@ -108,6 +108,32 @@ impl PreemptReason {
     }
 }
 
+/// Up to three projects, in order: those named in a fair-share waiting reason (a fixed array,
+/// so that a pass with thousands of waiting runs does not allocate one list each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ahead {
+    ids: [ProjectId; 3],
+    len: u8,
+}
+
+impl Ahead {
+    /// Appends `p` when there is room; returns whether it was added.
+    pub fn push(&mut self, p: ProjectId) -> bool {
+        if usize::from(self.len) < self.ids.len() {
+            self.ids[usize::from(self.len)] = p;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The projects, in order.
+    pub fn as_slice(&self) -> &[ProjectId] {
+        &self.ids[..usize::from(self.len)]
+    }
+}
+
 /// Why a run keeps waiting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -117,8 +143,8 @@ pub enum WaitReason {
     FairShare {
         /// Its place among its project's waiting runs in this pool (1 = next).
         position_in_project: usize,
-        /// The first projects ahead of it in this pass, in order (at most three).
-        ahead: Vec<ProjectId>,
+        /// The first projects ahead of it in this pass, in order.
+        ahead: Ahead,
         /// How many projects are ahead of it in all.
         ahead_total: usize,
         /// Its reserved start, when it is first in line for its pool's next free GPUs.
@@ -134,8 +160,6 @@ pub enum WaitReason {
         entitled_milli: i64,
         /// GPUs it needs.
         gpus: u32,
-        /// GPU model name.
-        model: String,
         /// Its reserved start, when it is first in line for its pool's next free GPUs.
         reserved_at: Option<i64>,
     },
@@ -272,6 +296,16 @@ pub fn fair_share_words(
 }
 
 impl WaitReason {
+    /// Its reserved start, when the pass reserved GPUs for it.
+    pub fn reserved_at(&self) -> Option<i64> {
+        match self {
+            WaitReason::Reserved { at, .. } => Some(*at),
+            WaitReason::FairShare { reserved_at, .. }
+            | WaitReason::OverShare { reserved_at, .. } => *reserved_at,
+            _ => None,
+        }
+    }
+
     /// Plain words for a researcher.
     pub fn describe(&self) -> String {
         match self {
@@ -281,17 +315,20 @@ impl WaitReason {
                 ahead_total,
                 reserved_at,
             } => {
-                let names: Vec<String> = ahead.iter().map(|p| format!("project {p}")).collect();
+                let names: Vec<String> = ahead
+                    .as_slice()
+                    .iter()
+                    .map(|p| format!("project {p}"))
+                    .collect();
                 fair_share_words(&names, *ahead_total, *position_in_project, *reserved_at)
             }
             WaitReason::OverShare {
                 held,
                 entitled_milli,
                 gpus,
-                model,
                 reserved_at,
             } => format!(
-                "its project holds {held} {model} GPUs and its fair share (entitlement) is {}; the other busy GPUs are within other projects' entitlements, so it waits for {gpus} to free up{}",
+                "its project holds {held} GPUs of this model and its fair share (entitlement) is {}; the other busy GPUs are within other projects' entitlements, so it waits for {gpus} to free up{}",
                 format_milli(*entitled_milli),
                 reserved_words(*reserved_at)
             ),

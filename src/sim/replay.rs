@@ -8,7 +8,7 @@
 
 use super::setup::{Plan, Site, is_small};
 use crate::scheduler::{
-    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitReason, WaitingRun, schedule,
+    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitingRun, schedule,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -62,7 +62,7 @@ pub struct Replay {
     /// Instant the replay ended.
     pub end: i64,
     /// Per job: the first estimated start a pass gave it, and whether that estimate came with
-    /// a reservation ([`WaitReason::Reserved`]).
+    /// a reservation ([`crate::scheduler::WaitReason::reserved_at`]).
     pub first_estimate: Vec<Option<(i64, bool)>>,
     /// Allocated GPU-seconds of work lost to preemption (redone later), per project.
     pub lost_by_project: BTreeMap<ProjectId, f64>,
@@ -248,7 +248,7 @@ pub fn replay(
             if let Some(e) = w.estimated_start
                 && r.first_estimate[j].is_none()
             {
-                let reserved = matches!(w.reason, WaitReason::Reserved { .. });
+                let reserved = w.reason.reserved_at().is_some();
                 r.first_estimate[j] = Some((e, reserved));
             }
         }

@@ -7,8 +7,12 @@
 //!   largest job. For Philly that is 78 nodes (624 GPUs; demand peaks at twice that); the VCs'
 //!   2,816 GPUs would leave the cluster 13 % busy and no policy would matter, while 75 % builds
 //!   queues of days under every policy (the full trace's published median queue is 189 s).
-//! - **Tree:** flat; one project per tenant; shares proportional to each tenant's GPU-hours in
-//!   the trace (basis points, rounded down, at least 0.01 %).
+//! - **Tree:** flat; one project per tenant; shares proportional to each tenant's GPU-hours of
+//!   work that is not best effort (basis points, rounded down, at least 0.01 %). A tenant whose
+//!   work is all best effort (OpenB `BE`) gets a share of 0: best-effort work is unallocated
+//!   under `tranche` (free, preemptible, never counted as received), so an entitlement for it
+//!   would be owed work that no allocated run of the tenant can ever receive. The tree is the
+//!   same for every policy, so owed is the same for all of them.
 //! - **Runs:** time limit = the job's real duration (a perfect estimate; `native` may say
 //!   otherwise); GPU model = the first pool's. Under `tranche`: minimum runtime = min(time limit,
 //!   1 h) (OpenB `BE` pods: 0, unallocated); priority within the project 1 for small jobs
@@ -147,14 +151,24 @@ pub fn parse_tree(spec: &str) -> anyhow::Result<Vec<TreeEntry>> {
 pub fn default_tree(jobs: &[Job]) -> Vec<TreeEntry> {
     let mut hours: BTreeMap<&str, f64> = BTreeMap::new();
     for j in jobs {
-        *hours.entry(j.tenant.as_str()).or_default() += j.duration as f64 * f64::from(j.gpus);
+        // Best-effort work is unallocated: it earns no share (module docs).
+        let h = if j.best_effort {
+            0.0
+        } else {
+            j.duration as f64 * f64::from(j.gpus)
+        };
+        *hours.entry(j.tenant.as_str()).or_default() += h;
     }
     let total: f64 = hours.values().sum::<f64>().max(1.0);
     let n = hours.len() as u32;
     hours
         .into_iter()
         .map(|(t, h)| {
-            let bp = ((h / total * 10_000.0).floor() as u32).clamp(1, 10_000);
+            let bp = if h > 0.0 {
+                ((h / total * 10_000.0).floor() as u32).clamp(1, 10_000)
+            } else {
+                0
+            };
             // Leave room for the 1 bp floor of the others.
             TreeEntry {
                 path: t.to_string(),
