@@ -63,7 +63,7 @@ pub struct Site {
     /// Outgoing mail for budget alerts, when `TRANCHE_SMTP_URL` and `TRANCHE_SMTP_FROM` are set.
     pub smtp: Option<Smtp>,
     /// Longest minimum runtime a run may ask for, seconds (`TRANCHE_MAX_MIN_RUNTIME_S`,
-    /// default 8 h, DESIGN.md section 2).
+    /// default 8 h, docs/design.md section 2).
     pub max_min_runtime_s: i64,
     /// Seconds between SIGTERM and SIGKILL when a run is stopped (`TRANCHE_GRACE_S`, default 30).
     pub grace_s: i64,

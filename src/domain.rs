@@ -248,7 +248,7 @@ impl EffectiveShare {
 
 /// The entitlement of one node on one cluster and GPU model over one budget period.
 ///
-/// Formula (DESIGN.md section 2): entitlement = effective share x installed GPUs x period
+/// Formula (docs/design.md section 2): entitlement = effective share x installed GPUs x period
 /// length; its money value = GPU-hours x billing weight x price per weighted GPU-hour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entitlement {

@@ -360,7 +360,7 @@ pub struct Charge {
 
 /// Records `gpu_seconds` of run time on a GPU model: allocated time is charged at billing
 /// weight x price while the project's balance lasts, and the rest (and all unallocated time)
-/// is recorded at zero price (DESIGN.md section 2: "time beyond the minimum runtime is charged
+/// is recorded at zero price (docs/design.md section 2: "time beyond the minimum runtime is charged
 /// while the balance lasts, after which the run goes on as unallocated"). Never takes a
 /// balance below zero. Runs inside the caller's transaction.
 ///

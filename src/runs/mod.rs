@@ -1,5 +1,5 @@
 //! Runs: submission with admission, cost preview and approval, cancel, approve and deny, and the
-//! queries behind the run pages and API (DESIGN.md sections 2 and 6).
+//! queries behind the run pages and API (docs/design.md sections 2 and 6).
 //!
 //! The scheduling loop that starts and preempts runs is [`service`]; node agents talk to
 //! [`agents`]. Every state change writes a [`run_events`] row (the run's timeline) and

@@ -1,4 +1,4 @@
-//! The scheduler service inside `tranche serve` (DESIGN.md section 7): exactly one loop active
+//! The scheduler service inside `tranche serve` (docs/design.md section 7): exactly one loop active
 //! across replicas, elected by a PostgreSQL advisory lock, woken by `NOTIFY tranche_wake`
 //! (submissions, approvals, cancels, agent reports) and a periodic tick. Each pass loads a
 //! [`Snapshot`] from the database, calls the pure core [`scheduler::schedule`], and applies

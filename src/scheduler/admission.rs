@@ -1,5 +1,5 @@
 //! Pure admission checks: runs at submission (can they ever fit?) and capacity contracts against
-//! the capacity plan (DESIGN.md section 2, "Capacity contract"; scenario S7).
+//! the capacity plan (docs/design.md section 2, "Capacity contract"; scenario S7).
 
 use super::types::{ClusterId, ModelId, NodeState, Snapshot, WaitingRun};
 use serde::{Deserialize, Serialize};

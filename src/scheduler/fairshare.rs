@@ -1,7 +1,7 @@
 //! Hierarchical fair share: the order in which projects are served.
 //!
 //! # Formula
-//! DESIGN.md section 3.1. Every tree node and project `i` has a share `s_i` of its parent and a
+//! docs/design.md section 3.1. Every tree node and project `i` has a share `s_i` of its parent and a
 //! usage `u_i`: the billing-weighted allocated GPU-seconds of its subtree in the fair-share
 //! window (supplied per project by the caller, summed up the tree), plus, for every allocated
 //! GPU its subtree holds right now, `Policy::in_flight_s` seconds (so that one pass sees the
@@ -298,7 +298,7 @@ impl FairShare {
     }
 
     /// Whether `low` would rank strictly below `high` after `high` gains `gain` and `low` loses
-    /// `loss` GPU-seconds of usage (the "after the move" test of DESIGN.md 3.2). Leaves the state
+    /// `loss` GPU-seconds of usage (the "after the move" test of docs/design.md section 3.2). Leaves the state
     /// unchanged.
     pub fn strictly_below_after(
         &mut self,

@@ -1,6 +1,6 @@
 //! One scheduling pass: [`schedule`].
 //!
-//! # Algorithm (DESIGN.md section 3)
+//! # Algorithm (docs/design.md section 3)
 //! 1. Runs on `down` nodes are preempted; runs on `draining` nodes are preempted once past their
 //!    minimum runtime. GPUs of such nodes take no new run.
 //! 2. Capacity contracts whose window (less `Policy::contract_lead_s`) holds `now` hold their
@@ -8,19 +8,22 @@
 //!    other projects that are not protected are preempted when the pool cannot otherwise hold
 //!    them; unallocated runs may borrow held GPUs and give them back when the owner needs them.
 //! 3. Projects are ranked by hierarchical fair share ([`super::fairshare`]). Allocated waiting
-//!    runs are taken in order (project rank, priority descending, submit time, id):
+//!    runs are taken in that order (project rank, priority descending, submit time, id), in
+//!    three groups: each pool's starving head (its first run when its project has no run that
+//!    fits its entitlement), then runs that keep their project within its entitlement (or run
+//!    on its contract), then the rest (entitlement first, docs/design.md section 3.2):
 //!    - a run whose minimum-runtime cost exceeds its project's balance waits (budget);
 //!    - a run that fits on free GPUs starts, packed best-fit (the node with the fewest free GPUs
 //!      that holds the gang, else whole nodes, fullest-free first);
-//!    - otherwise it may preempt, first unallocated runs, then allocated runs past their minimum
-//!      runtime, not on their own active contract, whose project ranks strictly below the run's
-//!      project after the move. Victims are taken least work lost first (GPUs x seconds run),
-//!      then by id; the set is then made minimal, and refused if it would evict more than the
-//!      run needs plus one node's GPUs. The freed GPUs go to the run in the same pass;
+//!    - otherwise it may preempt unallocated runs and other projects' allocated runs past their
+//!      minimum runtime, not on their own active contract, when the move raises
+//!      `Φ = Σ min(held, entitlement)` or keeps it and every victim's project ranks strictly
+//!      below after the move (`Pass::try_preempt`). The set is minimal and evicts at most the
+//!      run's need plus one node's GPUs; the freed GPUs go to the run in the same pass;
 //!    - otherwise the first such run of a pool gets a reservation: the earliest instant enough
-//!      GPUs free up (time limits, and minimum-runtime expiries of runs it could preempt). Later
-//!      runs of that pool start only if they end by then, or fit in the GPUs the reservation
-//!      does not need; they no longer preempt in that pool.
+//!      GPUs free up, never `now` (`Pass::reserve`). Later runs of that pool start only if
+//!      they end by then, or fit in the GPUs the reservation does not need; they no longer
+//!      preempt in that pool.
 //! 4. Unallocated waiting runs then fill idle GPUs in fair-share order, up to each project's
 //!    cap, respecting reservations. They never preempt.
 //!

@@ -294,7 +294,7 @@ impl Contract {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyKind {
-    /// The design (DESIGN.md section 3): hierarchical fair share, minimum runtimes,
+    /// The design (docs/design.md section 3): hierarchical fair share, minimum runtimes,
     /// preemption, reservation and backfill, contracts, budgets.
     #[default]
     Tranche,

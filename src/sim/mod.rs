@@ -4,7 +4,7 @@
 //! - [`trace`]: loaders (`philly`, `itp`, `openb`, `native`) and the rules each follows.
 //! - [`setup`]: the simulated cluster and tree (`--cluster`, `--tree`), defaults, and the
 //!   mapping of trace jobs to runs per policy.
-//! - [`replay`]: the event-jumping replay and the metrics of DESIGN.md section 5.
+//! - [`replay`]: the event-jumping replay and the metrics of docs/design.md section 5.
 //! - [`bench`]: `tranche bench schedule`.
 
 pub mod bench;

@@ -359,7 +359,7 @@ pub fn replay(
     r
 }
 
-/// Owed GPU-seconds per project (DESIGN.md section 5): hour by hour inside the window, the
+/// Owed GPU-seconds per project (docs/design.md section 5): hour by hour inside the window, the
 /// project's entitlement (effective share x cluster GPUs x 3600) capped at its real demand in
 /// that hour, the GPU-seconds its jobs were present (submitted, not yet completed) under this
 /// policy. Returns, per project, (owed, the part of it received in the same hours).

@@ -464,7 +464,7 @@ async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
     clean_up(&dir);
 }
 
-/// Checks DESIGN.md section 4 on the database: every running gang holds exactly its GPUs (and
+/// Checks docs/design.md section 4 on the database: every running gang holds exactly its GPUs (and
 /// the primary key of `gpu_holds` makes a GPU held twice impossible), ended and waiting runs
 /// hold none, each attempt was started once and placed on exactly its GPU count, no run was
 /// preempted inside its minimum runtime, and the ledger balances.

@@ -1,5 +1,5 @@
 //! Property tests over random clusters, trees and run streams across many passes
-//! (DESIGN.md section 4).
+//! (docs/design.md section 4).
 
 use super::support::*;
 use crate::scheduler::*;
@@ -148,7 +148,7 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
                         r.protected_until() <= now || !r.allocated(),
                         "protected run {run} preempted: {reason:?}"
                     );
-                    // Draining is an admin action (DESIGN.md section 4): it waits out the minimum
+                    // Draining is an admin action (docs/design.md section 4): it waits out the minimum
                     // runtime (asserted above) but not a contract's window.
                     if !matches!(reason, PreemptReason::NodeDraining { .. }) {
                         assert!(
