@@ -103,6 +103,14 @@ struct Pool {
     held: IdMap<ProjectId, i64>,
     /// Sum of `held`.
     held_total: i64,
+    /// Sum over projects of their milli-GPUs held beyond their entitlements.
+    surplus_total: i64,
+    /// Preemption candidates past their minimum runtime in `by_loss` order, those whose
+    /// projects kept their entitlements when it was built first, and where the others begin;
+    /// built on the pool's first search (entries gone since are skipped at use).
+    cands: Option<(Vec<usize>, usize)>,
+    /// Allocated runs inside their minimum runtime, earliest protection end first.
+    protected_by_time: Option<Vec<usize>>,
     /// Each project's entitlement in the pool, milli-GPUs (see [`Pass::entitled_milli`]).
     entitled: IdMap<ProjectId, i64>,
     /// Time-limit ends of the pool's running runs with the GPUs freed by then (cumulative),
@@ -133,6 +141,9 @@ struct Move {
     freed: i64,
     /// Per victim project: allocated GPUs lost, in-flight usage lost (GPU-seconds).
     lost: BTreeMap<ProjectId, (i64, i128)>,
+    /// Entitlement milli-GPUs the victims' projects lose, kept while victims are added (after
+    /// `drop_at` recompute it with `Pass::move_loss`).
+    loss: i64,
 }
 
 impl Move {
@@ -472,7 +483,24 @@ impl<'a> Pass<'a> {
                 .iter()
                 .map(|(&id, p)| (id, (p.eff * installed * 1000.0).floor() as i64))
                 .collect();
+            pool.surplus_total = pool
+                .held
+                .iter()
+                .map(|(id, &h)| (h * 1000 - pool.entitled.get(id).copied().unwrap_or(0)).max(0))
+                .sum();
         }
+    }
+
+    /// Changes the allocated GPUs `project` holds in `pool` by `delta`.
+    fn add_held(&mut self, pool: usize, project: ProjectId, delta: i64) {
+        let e = self.entitled_milli(project, pool);
+        let p = &mut self.pools[pool];
+        let h = p.held.entry(project).or_default();
+        let before = (*h * 1000 - e).max(0);
+        *h += delta;
+        let after = (*h * 1000 - e).max(0);
+        p.held_total += delta;
+        p.surplus_total += after - before;
     }
 
     // ----- GPU bookkeeping -------------------------------------------------------------------
@@ -579,10 +607,7 @@ impl<'a> Pass<'a> {
                 let w = i128::from(self.snap.policy.in_flight_s.max(0));
                 self.fs
                     .add_usage(r.project, -(i128::from(gpus) * w * wm / 1000));
-                if let Some(h) = self.pools[pool].held.get_mut(&r.project) {
-                    *h -= i64::from(gpus);
-                    self.pools[pool].held_total -= i64::from(gpus);
-                }
+                self.add_held(pool, r.project, -i64::from(gpus));
             } else {
                 self.pools[pool].unalloc_gpus -= i64::from(gpus);
             }
@@ -640,8 +665,7 @@ impl<'a> Pass<'a> {
             let fl = i128::from(self.snap.policy.in_flight_s.max(0));
             self.fs
                 .add_usage(w.project, i128::from(w.gpus) * fl * wm / 1000);
-            *self.pools[pool].held.entry(w.project).or_default() += i64::from(w.gpus);
-            self.pools[pool].held_total += i64::from(w.gpus);
+            self.add_held(pool, w.project, i64::from(w.gpus));
         }
         let cost = self.cost(w, pool);
         if let Some(ps) = self.projects.get_mut(&w.project) {
@@ -1282,12 +1306,9 @@ impl<'a> Pass<'a> {
         }
         // The victims' projects may lose less of their entitlements than the run gains: at most
         // their GPUs beyond their entitlements plus the gain (rounded up) can go.
-        let surplus: i64 = p
-            .held
-            .iter()
-            .filter(|(proj, _)| **proj != w.project)
-            .map(|(proj, &h)| (h * 1000 - self.entitled_milli(*proj, pool)).max(0))
-            .sum();
+        let own =
+            (self.held_in(w.project, pool) * 1000 - self.entitled_milli(w.project, pool)).max(0);
+        let surplus = p.surplus_total - own;
         if p.unalloc_gpus + (surplus + gain + 999) / 1000 < need {
             self.pools[pool].failed_need.insert(w.project, need);
             return Err(None);
@@ -1312,39 +1333,59 @@ impl<'a> Pass<'a> {
         }
         // Candidates past their minimum runtime, cheapest first: unallocated, then runs whose
         // projects lose nothing of their entitlements, then the others, each by work lost.
-        // In `by_loss` order (unallocated first, least work lost), runs whose projects keep
-        // their entitlements first, then the others (a stable partition keeps the order).
+        if self.pools[pool].cands.is_none() {
+            // Unallocated first, then runs whose projects keep their entitlements, then the
+            // others, each in `by_loss` order (least work lost first).
+            let mut v = Vec::new();
+            let mut costly_from = 0usize;
+            for pass_costly in [false, true] {
+                if pass_costly {
+                    costly_from = v.len();
+                }
+                for &ri in self.pools[pool].by_loss.as_deref().unwrap_or_default() {
+                    let s = &self.runs[ri];
+                    if s.gone || (s.run.allocated() && s.run.protected_until() > self.now) {
+                        continue;
+                    }
+                    let costly = s.run.allocated()
+                        && self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus)) > 0;
+                    if costly == pass_costly {
+                        v.push(ri);
+                    }
+                }
+            }
+            self.pools[pool].cands = Some((v, costly_from));
+        }
         let mut cands = std::mem::take(&mut self.scratch);
         cands.clear();
-        let mut costly_from = 0usize;
-        for pass_costly in [false, true] {
-            if pass_costly {
-                costly_from = cands.len();
-            }
-            for &ri in self.pools[pool].by_loss.as_deref().unwrap_or_default() {
-                let s = &self.runs[ri];
-                if s.gone
-                    || (s.run.allocated()
-                        && (s.run.project == w.project || s.run.protected_until() > self.now))
-                {
-                    continue;
-                }
-                let costly = s.run.allocated()
-                    && self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus)) > 0;
-                if costly == pass_costly {
-                    cands.push(ri);
-                }
-            }
-        }
+        let (all, costly_from) = self.pools[pool].cands.as_ref().expect("built above");
         // Without an entitlement gain a costly victim can never be admitted.
-        let usable_cands = if gain > 0 { cands.len() } else { costly_from };
+        let upto = if gain > 0 { all.len() } else { *costly_from };
+        cands.extend(all[..upto].iter().copied().filter(|&ri| {
+            let s = &self.runs[ri];
+            !s.gone && !(s.run.allocated() && s.run.project == w.project)
+        }));
+        let usable_cands = cands.len();
+        // Where the candidates that cost entitlement GPUs begin in `cands`.
+        let costly_at = cands.partition_point(|&ri| {
+            let s = &self.runs[ri];
+            !s.run.allocated()
+                || self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus)) == 0
+        });
+        let mut remaining: i64 = cands.iter().map(|&ri| i64::from(self.runs[ri].gpus)).sum();
 
         // Across the pool.
         let mut mv = Move::default();
-        for &ri in &cands[..usable_cands] {
-            if mv.freed >= need {
+        for (k, &ri) in cands[..usable_cands].iter().enumerate() {
+            // Stop when enough is freed, when the rest cannot free enough, or when no costly
+            // victim can be admitted any more.
+            if mv.freed >= need
+                || mv.freed + remaining < need
+                || (k >= costly_at && mv.loss >= gain)
+            {
                 break;
             }
+            remaining -= i64::from(self.runs[ri].gpus);
             self.admit(w, pool, gain, ri, &mut mv);
         }
         let global_ok = mv.freed >= need;
@@ -1361,8 +1402,9 @@ impl<'a> Pass<'a> {
         let global_ok = global_ok && mv.freed <= need + i64::from(self.pools[pool].node_max);
         // Node by node, for a gang that fits one node.
         let mut best: Option<((i64, i64, i128, usize), Move, usize)> = None;
-        // Only when the pool-wide move would evict more than the run needs (or fails).
-        if w.gpus <= self.pools[pool].node_max && !(global_ok && mv.freed == need) {
+        // Only when the pool-wide move evicts more than the run needs (when it fails, no
+        // subset of its candidates on one node can free enough either).
+        if w.gpus <= self.pools[pool].node_max && global_ok && mv.freed > need {
             let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
             for &ri in &cands[..usable_cands] {
                 for (n, _) in &self.runs[ri].run.placement {
@@ -1427,43 +1469,39 @@ impl<'a> Pass<'a> {
             _ => {
                 self.pools[pool].failed_need.insert(w.project, need);
                 let freed = mv.freed.min(need);
-                // Protected runs the rules would let it preempt later: (protection end, GPUs).
-                let protected_gpus: i64 = self.pools[pool]
-                    .running
-                    .iter()
-                    .map(|&ri| &self.runs[ri])
-                    .filter(|s| !s.gone && s.run.allocated() && s.run.protected_until() > self.now)
-                    .map(|s| i64::from(s.gpus))
-                    .sum();
-                if freed + protected_gpus >= need {
-                    let mut protected: Vec<(i64, i64)> = self.pools[pool]
-                        .by_loss
-                        .as_deref()
-                        .unwrap_or_default()
+                // Protected runs the rules would let it preempt later, earliest protection end
+                // first: the instant enough of them (with the free GPUs) would be free.
+                if self.pools[pool].protected_by_time.is_none() {
+                    let mut v: Vec<usize> = self.pools[pool]
+                        .running
                         .iter()
                         .copied()
                         .filter(|&ri| {
                             let s = &self.runs[ri];
-                            !s.gone
-                                && s.run.allocated()
-                                && s.run.protected_until() > self.now
-                                && self.could_evict(w, pool, ri)
-                        })
-                        .map(|ri| {
-                            (
-                                self.runs[ri].run.protected_until(),
-                                i64::from(self.runs[ri].gpus),
-                            )
+                            s.run.allocated() && s.run.protected_until() > self.now
                         })
                         .collect();
-                    protected.sort_unstable();
-                    let mut have = freed;
-                    for (t, g) in protected {
-                        have += g;
+                    v.sort_unstable_by_key(|&ri| (self.runs[ri].run.protected_until(), ri));
+                    self.pools[pool].protected_by_time = Some(v);
+                }
+                let list = self.pools[pool]
+                    .protected_by_time
+                    .take()
+                    .unwrap_or_default();
+                let mut have = freed;
+                let mut until = None;
+                for &ri in &list {
+                    if !self.runs[ri].gone && self.could_evict(w, pool, ri) {
+                        have += i64::from(self.runs[ri].gpus);
                         if have >= need {
-                            return Err(Some(t));
+                            until = Some(self.runs[ri].run.protected_until());
+                            break;
                         }
                     }
+                }
+                self.pools[pool].protected_by_time = Some(list);
+                if let Some(t) = until {
+                    return Err(Some(t));
                 }
                 None
             }
@@ -1534,8 +1572,8 @@ impl<'a> Pass<'a> {
         }
         let project = s.run.project;
         let (before, usage_before) = mv.lost.get(&project).copied().unwrap_or((0, 0));
-        let delta =
-            gain - self.move_loss(pool, mv) - self.entitlement_loss(project, pool, before, g);
+        let marginal = self.entitlement_loss(project, pool, before, g);
+        let delta = gain - mv.loss - marginal;
         if delta < 0 {
             return false;
         }
@@ -1549,6 +1587,7 @@ impl<'a> Pass<'a> {
             }
             return false;
         }
+        mv.loss += marginal;
         mv.chosen.push(ri);
         mv.freed += g;
         true
