@@ -345,6 +345,50 @@ pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
     Ok(name.to_string())
 }
 
+/// The most characters of a person's input that an error message quotes back.
+pub const QUOTE_CHARS: usize = 60;
+
+/// At most [`QUOTE_CHARS`] characters of `input`, with `…` when it was cut: for error messages
+/// that show what was typed (`got 12345…`), so a 200 kB field never comes back in full.
+pub fn excerpt(input: &str) -> String {
+    match input.char_indices().nth(QUOTE_CHARS) {
+        Some((at, _)) => format!("{}…", &input[..at]),
+        None => input.to_string(),
+    }
+}
+
+/// [`excerpt`] as a quoted string with control characters escaped (`"gpu\u{0}…"`), the form
+/// error messages use to name a value the person typed.
+pub fn quote(input: &str) -> String {
+    format!("{:?}", excerpt(input))
+}
+
+/// Where a text input breaks the text rule: the first control character and its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlChar {
+    /// The character (C0, DEL or C1).
+    pub character: char,
+    /// Its position in the text, counting characters from 1.
+    pub position: usize,
+}
+
+/// The text rule for every field of every form and JSON body: no control characters (the C0
+/// range U+0000 to U+001F, DEL, the C1 range U+0080 to U+009F), except tab, line feed and
+/// carriage return in a field that takes several lines (`multiline`, such as a run's
+/// command). PostgreSQL cannot store U+0000 in text at all; the others have no business in
+/// names and break logs, terminals and CSV files.
+///
+/// Returns the first offending character, `None` when the text is fine.
+pub fn control_char(text: &str, multiline: bool) -> Option<ControlChar> {
+    text.chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && !(multiline && matches!(c, '\t' | '\n' | '\r')))
+        .map(|(i, character)| ControlChar {
+            character,
+            position: i + 1,
+        })
+}
+
 /// Parses a whole number within `min..=max` for the field `what`.
 ///
 /// # Errors

@@ -2,7 +2,9 @@
 //! cancellation.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -328,7 +330,7 @@ async fn preview(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<ContractForm>,
+    Form(form): Form<ContractForm>,
 ) -> Result<Response, AppError> {
     let now = jiff::Timestamp::now();
     let result = match parse_form(&form, &state) {
@@ -382,7 +384,7 @@ async fn buy(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<ContractForm>,
+    Form(form): Form<ContractForm>,
 ) -> Result<Response, AppError> {
     // Consume the preview's token first: a second submission of the same form buys nothing.
     let quoted = session

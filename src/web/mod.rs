@@ -8,6 +8,7 @@ pub mod audit;
 pub mod charts;
 pub mod contracts;
 pub mod home;
+pub mod input;
 pub mod reports;
 pub mod runs;
 pub mod session;

@@ -2,7 +2,9 @@
 //! rows as CSV.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::Query;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;

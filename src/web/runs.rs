@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -370,7 +372,7 @@ async fn post_run(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<RunForm>,
+    Form(form): Form<RunForm>,
 ) -> Result<Response, AppError> {
     let key = Some(form.once.trim()).filter(|k| (1..=255).contains(&k.len()));
     if form.action == "submit"
@@ -783,7 +785,7 @@ async fn approve(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(form): axum::Form<ActionForm>,
+    Form(form): Form<ActionForm>,
 ) -> Result<Response, AppError> {
     decide(state, session, me, id, true, form).await
 }
@@ -793,7 +795,7 @@ async fn deny(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(form): axum::Form<ActionForm>,
+    Form(form): Form<ActionForm>,
 ) -> Result<Response, AppError> {
     decide(state, session, me, id, false, form).await
 }

@@ -5,6 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use axum::Router;
 use axum::extract::State;
+
+use crate::web::input::Form;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -235,7 +237,7 @@ async fn shares_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(fields): axum::Form<Vec<(String, String)>>,
+    Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let mut form = NodeForm::default();
     let mut changes = Vec::new();
@@ -288,7 +290,7 @@ async fn child_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<ChildForm>,
+    Form(f): Form<ChildForm>,
 ) -> Result<Response, AppError> {
     let kind = match f.kind.as_str() {
         "project" => Ok(NodeKind::Project),
@@ -335,7 +337,7 @@ async fn rename_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<RenameForm>,
+    Form(f): Form<RenameForm>,
 ) -> Result<Response, AppError> {
     match tree_db::rename_node(&state.pool, &me, id, &f.name).await {
         Ok(()) => {
@@ -376,7 +378,7 @@ async fn move_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MoveForm>,
+    Form(f): Form<MoveForm>,
 ) -> Result<Response, AppError> {
     let result = match f.parent.trim().parse::<i64>() {
         Ok(parent) => tree_db::move_node(&state.pool, &me, id, parent).await,
@@ -668,7 +670,7 @@ async fn budget_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<BudgetForm>,
+    Form(f): Form<BudgetForm>,
 ) -> Result<Response, AppError> {
     let parsed = (|| {
         Ok::<_, AppError>(BudgetUpdate {
@@ -771,7 +773,7 @@ async fn member_add(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MemberForm>,
+    Form(f): Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, true).await
 }
@@ -781,7 +783,7 @@ async fn member_remove(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MemberForm>,
+    Form(f): Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, false).await
 }

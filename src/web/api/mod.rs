@@ -23,22 +23,59 @@ mod openapi;
 mod runs;
 
 /// A JSON body whose rejections (malformed JSON, wrong types, missing fields) are JSON 4xx.
+/// Every string in it (object keys too) passes the text rule first
+/// ([`crate::web::input::check_json`]): a control character is 422 `invalid_text`.
 pub struct ApiJson<T>(pub T);
+
+/// Whether a `Content-Type` is JSON (`application/json`, `application/*+json`), as axum's.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || essence.starts_with("application/") && essence.ends_with("+json")
+}
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError(AppError::Malformed(
+                "Expected request with `Content-Type: application/json`".into(),
+            )));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError(AppError::TooLarge)
+                } else {
+                    ApiError(AppError::Malformed(rejection.body_text()))
+                }
+            })?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError(AppError::Malformed(format!(
+                "Failed to parse the request body as JSON: {e}"
+            )))
+        })?;
+        crate::web::input::check_json(&value)?;
+        match Json::<T>::from_bytes(&bytes) {
             Ok(Json(v)) => Ok(Self(v)),
             Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => {
                 Err(ApiError(AppError::Invalid {
                     field: None,
                     message: e.body_text(),
                 }))
-            }
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError(AppError::TooLarge))
             }
             Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
         }
@@ -62,17 +99,23 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     }
 }
 
-/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s.
+/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s;
+/// its fields pass the text rule first (422 `invalid_text`).
 pub struct ApiQuery<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(v)) => Ok(Self(v)),
-            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
-        }
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        crate::web::input::check_pairs(&crate::web::input::decode_pairs(query.as_bytes())?)?;
+        serde_urlencoded::from_str::<T>(query)
+            .map(Self)
+            .map_err(|e| {
+                ApiError(AppError::Malformed(format!(
+                    "Failed to deserialize query string: {e}"
+                )))
+            })
     }
 }
 

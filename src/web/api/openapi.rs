@@ -34,7 +34,7 @@ pub fn document() -> Value {
         "info": {
             "title": "Tranche API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, malformed_request, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
+            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, invalid_text (a text field holds a control character such as NUL; `field` names it, e.g. `env.PATH`), malformed_request, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
         },
         "servers": [{"url": "/api/v1"}],
         "paths": {
