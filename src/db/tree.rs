@@ -690,7 +690,8 @@ pub struct BudgetUpdate {
     pub money_cap_minor: Option<i64>,
     /// Self-service limit, GPU-hours (0..=100,000).
     pub self_service_gpu_hours: i32,
-    /// Budget alert thresholds in percent (1..=100, at most 10); `None` keeps the current ones.
+    /// Budget alert thresholds in percent (1..=100, at most 10, each once, any order); `None`
+    /// keeps the current ones.
     #[serde(default)]
     pub alert_thresholds: Option<Vec<i32>>,
 }
@@ -698,7 +699,7 @@ pub struct BudgetUpdate {
 /// Updates a project's budget settings (admins, and leads of a node strictly above it).
 ///
 /// # Errors
-/// Forbidden, NotFound, Invalid (negative amounts, limit out of range).
+/// Forbidden, NotFound, Invalid (negative amounts, limit out of range, a threshold given twice).
 pub async fn update_project(
     pool: &PgPool,
     actor: &Account,
@@ -753,7 +754,15 @@ pub async fn update_project(
         Some(t) => {
             let mut t = t.clone();
             t.sort_unstable();
-            t.dedup();
+            if let Some(pair) = t.windows(2).find(|w| w[0] == w[1]) {
+                return Err(AppError::invalid(
+                    "alert_thresholds",
+                    format!(
+                        "the alert threshold {}% is given twice; give each percentage once",
+                        pair[0]
+                    ),
+                ));
+            }
             if t.len() > 10 || t.iter().any(|p| !(1..=100).contains(p)) {
                 return Err(AppError::invalid(
                     "alert_thresholds",

@@ -1,6 +1,7 @@
 //! Findings of the security review, each a test on the demo organisation: control characters
 //! (NUL above all) in any text field are a 422 naming the field, never a 500; no bytes in any
-//! POST, PUT or PATCH body give a 5xx (a property test over every such route).
+//! POST, PUT or PATCH body give a 5xx (a property test over every such route); duplicate alert
+//! thresholds are refused.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -925,4 +926,59 @@ fn no_bytes_in_any_body_give_a_server_error() {
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+#[tokio::test]
+async fn duplicate_alert_thresholds_are_refused() {
+    let (app, users) = TestApp::with_demo().await;
+    let project = app.node_id("fm-pretrain-7b").await;
+    let before: Vec<i32> =
+        sqlx::query_scalar("SELECT alert_thresholds FROM projects WHERE node_id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let mut admin = login(&app, &users, "admin").await;
+    let (status, page) = post(
+        &mut admin,
+        &format!("/projects/{project}/budget"),
+        &[
+            ("period_budget", String::new()),
+            ("money_cap", String::new()),
+            ("self_service_gpu_hours", "10".into()),
+            ("alert_thresholds", "50, 50%".into()),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("50% is given twice"), "{page}");
+    assert!(page.contains("50, 50%"), "the input is kept");
+    let token = app.token_for("demo-admin").await;
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&token),
+            Some(json!({"alert_thresholds": [75, 50, 75]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "alert_thresholds");
+    let after: Vec<i32> =
+        sqlx::query_scalar("SELECT alert_thresholds FROM projects WHERE node_id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(after, before, "nothing changed");
+    // Distinct thresholds in any order are fine.
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&token),
+            Some(json!({"alert_thresholds": [90, 50]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
 }
