@@ -486,12 +486,13 @@ pub fn parse_instant(
     if t.is_empty() {
         return Err("enter a date and time, for example 2026-12-01 09:00".into());
     }
-    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+    if let Some(ts) = parse_rfc3339(t)? {
         return Ok(ts);
     }
     let civil: jiff::civil::DateTime = t.replace(' ', "T").parse().map_err(|_| {
         format!(
-            "{t:?} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset"
+            "{} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset",
+            quote(t)
         )
     })?;
     let ambiguous = tz.to_ambiguous_zoned(civil);
@@ -505,7 +506,35 @@ pub fn parse_instant(
     ambiguous
         .earlier()
         .map(|z| z.timestamp())
-        .map_err(|e| format!("cannot place {t:?} in {tz_name}: {e}"))
+        // The only failure left: the instant falls outside jiff's range (about the years
+        // -9999 to 9999), e.g. 9999-12-31 23:59 east of UTC.
+        .map_err(|_| out_of_range(t))
+}
+
+/// Our words for a date and time that reads well but names no instant we can represent
+/// (the library's own error text speaks of Unix seconds and parameters).
+fn out_of_range(input: &str) -> String {
+    format!(
+        "{}: the date is outside the supported range; enter a date from the year 1 to 9998",
+        quote(input)
+    )
+}
+
+/// Parses an instant in RFC 3339 with an offset (`2026-12-01T09:00:00+01:00`, `...Z`):
+/// `Ok(None)` when the text is not of that form (a local time, a typo).
+///
+/// # Errors
+/// The message to show when it is of that form but outside the supported range (such as
+/// `9999-12-31T23:59:00-05:00`).
+pub fn parse_rfc3339(input: &str) -> Result<Option<jiff::Timestamp>, String> {
+    let t = input.trim();
+    match t.parse::<jiff::Timestamp>() {
+        Ok(ts) => Ok(Some(ts)),
+        Err(_) => match jiff::fmt::temporal::Pieces::parse(t) {
+            Ok(p) if p.offset().is_some() && p.time().is_some() => Err(out_of_range(t)),
+            _ => Ok(None),
+        },
+    }
 }
 
 /// Formats an instant in `tz` with its UTC offset: `2026-10-25 01:30 +02:00`.

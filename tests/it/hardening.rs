@@ -1,7 +1,8 @@
 //! Findings of the security review, each a test on the demo organisation: control characters
 //! (NUL above all) in any text field are a 422 naming the field, never a 500; no bytes in any
 //! POST, PUT or PATCH body give a 5xx (a property test over every such route); duplicate alert
-//! thresholds are refused.
+//! thresholds are refused; a date outside the supported range gets our message, not a
+//! library's.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -981,4 +982,59 @@ async fn duplicate_alert_thresholds_are_refused() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+/// The texts of a page's error elements (`class="error..."`).
+fn error_texts(page: &str) -> Vec<String> {
+    page.match_indices("class=\"error")
+        .filter_map(|(at, _)| {
+            let rest = &page[at..];
+            let start = rest.find('>')? + 1;
+            let end = rest[start..].find("</")?;
+            Some(rest[start..start + end].to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_date_outside_the_supported_range_gets_our_message() {
+    let (app, users) = TestApp::with_demo().await;
+    let mut lead = login(&app, &users, "lead").await;
+    for (start, end) in [
+        ("9999-12-31 23:59", "9999-12-31 23:59"),
+        ("2031-01-01 09:00", "9999-12-31 23:59"),
+        ("-009999-01-01 00:00", "2031-01-01 09:00"),
+    ] {
+        let fields = with(&with(&contract_form(), "start", start), "end", end);
+        let (status, page) = post(&mut lead, "/contracts/preview", &fields).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{start}");
+        let errors = error_texts(&page).join(" ");
+        assert!(
+            errors.contains("outside the supported range"),
+            "{start} to {end}: {errors}"
+        );
+        assert!(
+            !errors.contains("parameter") && !errors.contains("unix"),
+            "no library text: {errors}"
+        );
+    }
+    // The API with a time zone, the same.
+    let token = app.token_for("demo-lead").await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/contracts/quote",
+            Some(&token),
+            Some(json!({"project": "fm-rlhf", "cluster": "b300-lab", "gpu_model": "B300", "gpus": 1,
+                        "start": "9999-12-31 23:59", "end": "9999-12-31 23:59", "time_zone": "Europe/Berlin"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("outside the supported range"),
+        "{answer}"
+    );
 }

@@ -658,12 +658,26 @@ impl ContractBody {
         let instant = |field: &'static str, text: &str| -> Result<jiff::Timestamp, AppError> {
             match &self.time_zone {
                 Some(name) => {
-                    let tz = jiff::tz::TimeZone::get(name).map_err(|_| AppError::invalid("time_zone", format!("{name:?} is not a known IANA time zone")))?;
-                    domain::parse_instant(text, &tz, name).map_err(|m| AppError::invalid(field, format!("{field}: {m}")))
+                    let tz = jiff::tz::TimeZone::get(name).map_err(|_| {
+                        AppError::invalid(
+                            "time_zone",
+                            format!("{} is not a known IANA time zone", domain::quote(name)),
+                        )
+                    })?;
+                    domain::parse_instant(text, &tz, name)
+                        .map_err(|m| AppError::invalid(field, format!("{field}: {m}")))
                 }
-                None => text.trim().parse::<jiff::Timestamp>().map_err(|_| {
-                    AppError::invalid(field, format!("{field}: {text:?} is not RFC 3339 with an offset; give an offset (2026-12-01T09:00:00+01:00) or a \"time_zone\" for wall-clock times"))
-                }),
+                None => match domain::parse_rfc3339(text) {
+                    Ok(Some(ts)) => Ok(ts),
+                    Ok(None) => Err(AppError::invalid(
+                        field,
+                        format!(
+                            "{field}: {} is not RFC 3339 with an offset; give an offset (2026-12-01T09:00:00+01:00) or a \"time_zone\" for wall-clock times",
+                            domain::quote(text)
+                        ),
+                    )),
+                    Err(m) => Err(AppError::invalid(field, format!("{field}: {m}"))),
+                },
             }
         };
         Ok(crate::ledger::contracts::Request {
