@@ -261,16 +261,10 @@ async fn csv_export(
         jiff::Timestamp::now(),
     )
     .await?;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(reports::CSV_HEADER)
-        .map_err(|e| AppError::Internal(e.into()))?;
-    for row in &rows {
-        w.write_record(row.csv_record(&state.site.currency))
-            .map_err(|e| AppError::Internal(e.into()))?;
-    }
-    let body = w
-        .into_inner()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("csv: {e}")))?;
+    let body = crate::export::csv(
+        &reports::CSV_HEADER,
+        rows.iter().map(|row| row.csv_record(&state.site.currency)),
+    )?;
     let name = format!("tranche-spend-{}.csv", r.period_label);
     Ok((
         [

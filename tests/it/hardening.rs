@@ -2,7 +2,7 @@
 //! (NUL above all) in any text field are a 422 naming the field, never a 500; no bytes in any
 //! POST, PUT or PATCH body give a 5xx (a property test over every such route); duplicate alert
 //! thresholds are refused; a date outside the supported range gets our message, not a
-//! library's.
+//! library's; CSV cells a spreadsheet would run as formulas are neutralised.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -1037,4 +1037,48 @@ async fn a_date_outside_the_supported_range_gets_our_message() {
             .contains("outside the supported range"),
         "{answer}"
     );
+}
+
+#[tokio::test]
+async fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
+    let (app, users) = TestApp::with_demo().await;
+    // Names that slipped past validation (older rows, direct database edits).
+    sqlx::query("UPDATE tree_nodes SET name = $1 WHERE name = 'fm-pretrain-7b'")
+        .bind("=HYPERLINK(\"http://evil.example\",\"x\")")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE tree_nodes SET name = '@SUM(A1)' WHERE name = 'fm-tokenizer'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE tree_nodes SET name = '-2+3' WHERE name = 'fm-long-context'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut finance = login(&app, &users, "finance").await;
+    let (status, text, _) = finance.get("/reports.csv").await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert!(!records.is_empty());
+    let nodes: Vec<&str> = records.iter().map(|r| &r[2]).collect();
+    assert!(
+        nodes.contains(&"'=HYPERLINK(\"http://evil.example\",\"x\")"),
+        "{nodes:?}"
+    );
+    assert!(nodes.contains(&"'@SUM(A1)"), "{nodes:?}");
+    assert!(nodes.contains(&"'-2+3"), "{nodes:?}");
+    for r in &records {
+        for (i, cell) in r.iter().enumerate() {
+            assert!(
+                !cell.starts_with(['=', '+', '@', '\t', '\r']),
+                "column {i} starts a formula: {cell:?}"
+            );
+            // Numbers stay numbers (never quoted), negative ones included.
+            if ![0, 2, 4, 16].contains(&i) && !cell.is_empty() {
+                assert!(cell.parse::<f64>().is_ok(), "column {i}: {cell:?}");
+            }
+        }
+    }
 }
