@@ -403,6 +403,10 @@ async fn post_run(
         let approval = checked.preview.needs_approval;
         return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
     }
+    let key = key.map(|key| runs::Key {
+        key,
+        fingerprint: None,
+    });
     let run = runs::submit(&state, &me, &checked, key).await?;
     let (id, run_state) = (run.id, run.state);
     let notice = if run.repeated {

@@ -2,7 +2,8 @@
 //! (NUL above all) in any text field are a 422 naming the field, never a 500; no bytes in any
 //! POST, PUT or PATCH body give a 5xx (a property test over every such route); duplicate alert
 //! thresholds are refused; a date outside the supported range gets our message, not a
-//! library's; CSV cells a spreadsheet would run as formulas are neutralised.
+//! library's; CSV cells a spreadsheet would run as formulas are neutralised; an
+//! Idempotency-Key repeated with another body is 422 `idempotency_mismatch`.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -1081,4 +1082,54 @@ async fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
             }
         }
     }
+}
+
+/// POST /api/v1/runs with an `Idempotency-Key` and a body given as text.
+async fn submit_with_key(app: &TestApp, token: &str, key: &str, body: &str) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method("POST")
+        .uri("/api/v1/runs")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, text, _) = app.send(req).await;
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+#[tokio::test]
+async fn a_repeated_idempotency_key_with_another_body_is_a_mismatch() {
+    let (app, _) = TestApp::with_demo().await;
+    let token = app.token_for("demo-researcher").await;
+    let body = run_json();
+    let (status, first) = submit_with_key(&app, &token, "k-1", &body.to_string()).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    // The same request again, keys in another order and spaced out: the first run.
+    let mut same = String::from("{ ");
+    let object = body.as_object().unwrap();
+    let keys: Vec<&String> = object.keys().rev().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            same.push_str(",\n  ");
+        }
+        same.push_str(&format!("{}: {}", json!(k), object[k.as_str()]));
+    }
+    same.push_str(" }");
+    let (status, again) = submit_with_key(&app, &token, "k-1", &same).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["repeated"], true);
+    // Another body under the same key: refused, nothing created.
+    let mut other = run_json();
+    other["gpus"] = json!(2);
+    let (status, answer) = submit_with_key(&app, &token, "k-1", &other.to_string()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["code"], "idempotency_mismatch", "{answer}");
+    assert_eq!(answer["error"]["field"], "Idempotency-Key", "{answer}");
+    assert_eq!(run_count(&app).await, 1);
+    // The OpenAPI document names the error.
+    let (status, doc) = app.api("GET", "/api/v1/openapi.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc.to_string().contains("idempotency_mismatch"));
 }
