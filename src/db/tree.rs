@@ -387,12 +387,16 @@ async fn name_free(
         Some(false) => Err(AppError::invalid(
             "name",
             format!(
-                "a node named {name:?} already exists; names are unique across the tree (ignoring case)"
+                "a node named {name} already exists; names are unique across the tree (ignoring case)",
+                name = crate::domain::quote(name)
             ),
         )),
         Some(true) => Err(AppError::invalid(
             "name",
-            format!("the name {name:?} belongs to an archived node; choose another name"),
+            format!(
+                "the name {name} belongs to an archived node; choose another name",
+                name = crate::domain::quote(name)
+            ),
         )),
         None => Ok(()),
     }
@@ -452,7 +456,10 @@ pub async fn create_node(
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!("{parent_name:?} is a project; projects have no children"),
+            format!(
+                "{parent_name} is a project; projects have no children",
+                parent_name = crate::domain::quote(&parent_name)
+            ),
         ));
     }
     name_free(&mut tx, &name, None).await?;
@@ -549,13 +556,19 @@ pub async fn move_node(
     if parents.is_ancestor_or_self(id, new_parent) {
         return Err(AppError::invalid(
             "parent",
-            format!("{name:?} cannot move under itself or its own subtree"),
+            format!(
+                "{name} cannot move under itself or its own subtree",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!("{parent_name:?} is a project; projects have no children"),
+            format!(
+                "{parent_name} is a project; projects have no children",
+                parent_name = crate::domain::quote(&parent_name)
+            ),
         ));
     }
     let share = Share::from_bp(share_bp as u16).unwrap_or(Share::FULL);
@@ -601,7 +614,10 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
     if live_children > 0 {
         return Err(AppError::invalid(
             "node",
-            format!("{name:?} still has {live_children} live children; archive or move them first"),
+            format!(
+                "{name} still has {live_children} live children; archive or move them first",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1")
@@ -895,7 +911,10 @@ pub async fn set_member(
         .ok_or_else(|| {
             AppError::invalid(
                 "user",
-                format!("there is no user named {:?}", user_name.trim()),
+                format!(
+                    "there is no user named {}",
+                    crate::domain::quote(user_name.trim())
+                ),
             )
         })?;
     let changed = if add {

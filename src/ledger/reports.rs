@@ -342,9 +342,12 @@ pub fn recent_periods(now: jiff::Timestamp, site: &Site, count: usize) -> Vec<Pe
 /// The message to show next to the field.
 pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
     let t = text.trim();
-    let date: jiff::civil::Date = format!("{t}-15")
-        .parse()
-        .map_err(|_| format!("{t:?} is not a period; use YYYY-MM, e.g. 2026-11"))?;
+    let date: jiff::civil::Date = format!("{t}-15").parse().map_err(|_| {
+        format!(
+            "{t} is not a period; use YYYY-MM, e.g. 2026-11",
+            t = crate::domain::quote(t)
+        )
+    })?;
     let mid = date
         .to_zoned(site.time_zone.clone())
         .map_err(|e| e.to_string())?

@@ -208,7 +208,10 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         if !ok_name {
             return Err(AppError::invalid(
                 "env",
-                format!("{k:?} is not an environment variable name (letters, digits, _)"),
+                format!(
+                    "{k} is not an environment variable name (letters, digits, _)",
+                    k = crate::domain::quote(k)
+                ),
             ));
         }
         if k == "CUDA_VISIBLE_DEVICES" || k.starts_with("TRANCHE_") {
@@ -278,8 +281,8 @@ pub async fn check(
         (project_id, project_name, self_service)
     else {
         return Err(AppError::NotFound(format!(
-            "no project named {:?}",
-            run.project
+            "no project named {}",
+            crate::domain::quote(&run.project)
         )));
     };
     if !may_submit(actor, project_id, parents) {
@@ -289,14 +292,14 @@ pub async fn check(
     }
     let Some(cluster_id) = cluster_id else {
         return Err(AppError::NotFound(format!(
-            "no cluster named {:?}",
-            run.cluster
+            "no cluster named {}",
+            crate::domain::quote(&run.cluster)
         )));
     };
     let (Some(model_id), Some(weight), Some(price)) = (model_id, weight, price) else {
         return Err(AppError::NotFound(format!(
-            "no GPU model named {:?}",
-            run.gpu_model
+            "no GPU model named {}",
+            crate::domain::quote(&run.gpu_model)
         )));
     };
     let installed = installed.unwrap_or(0);
@@ -953,7 +956,11 @@ pub async fn list(
     {
         return Err(AppError::invalid(
             "state",
-            format!("unknown state {s:?}; one of active, {}", STATES.join(", ")),
+            format!(
+                "unknown state {s}; one of active, {}",
+                STATES.join(", "),
+                s = crate::domain::quote(s)
+            ),
         ));
     }
     let visible = visible_projects(actor, parents);

@@ -100,7 +100,12 @@ async fn capacity(
     let cal = match selected.split_once('/') {
         Some((cluster, model)) => {
             // Both come from the inventory listed just above.
-            let missing = || AppError::NotFound(format!("no pool {selected:?}"));
+            let missing = || {
+                AppError::NotFound(format!(
+                    "no pool {selected}",
+                    selected = crate::domain::quote(&selected)
+                ))
+            };
             let cluster_id = inventory::cluster_id(&state.pool, cluster)
                 .await?
                 .ok_or_else(missing)?;
@@ -239,8 +244,8 @@ fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
         AppError::invalid(
             "gpus",
             format!(
-                "the GPU count must be a whole number (got {:?})",
-                f.gpus.trim()
+                "the GPU count must be a whole number (got {})",
+                crate::domain::quote(f.gpus.trim())
             ),
         )
     })?;

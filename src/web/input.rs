@@ -281,7 +281,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Form<T> {
             .map_err(|e| {
                 AppError::Invalid {
                     field: None,
-                    message: format!("the form could not be read: {e}"),
+                    message: domain::shorten_quoted(&format!("the form could not be read: {e}")),
                 }
                 .into_response()
             })
@@ -300,7 +300,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         check_pairs(&decode_pairs(query.as_bytes())?)?;
         serde_urlencoded::from_str::<T>(query)
             .map(Self)
-            .map_err(|e| AppError::Malformed(format!("the query string could not be read: {e}")))
+            .map_err(|e| {
+                AppError::Malformed(domain::shorten_quoted(&format!(
+                    "the query string could not be read: {e}"
+                )))
+            })
     }
 }
 

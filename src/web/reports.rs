@@ -70,7 +70,10 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
                 .ok_or_else(|| {
                     AppError::invalid(
                         "cluster",
-                        format!("there is no cluster named {:?}", q.cluster.trim()),
+                        format!(
+                            "there is no cluster named {}",
+                            crate::domain::quote(q.cluster.trim())
+                        ),
                     )
                 })?,
         )

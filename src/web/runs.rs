@@ -78,7 +78,8 @@ fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, A
         AppError::invalid(
             field,
             format!(
-                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t:?}"
+                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t}",
+                t = crate::domain::quote(t)
             ),
         )
     };
@@ -115,7 +116,11 @@ fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
         let Some((name, value)) = line.split_once('=') else {
             return Err(AppError::invalid(
                 "env",
-                format!("line {}: write NAME=value (got {:?})", n + 1, line.trim()),
+                format!(
+                    "line {}: write NAME=value (got {})",
+                    n + 1,
+                    crate::domain::quote(line.trim())
+                ),
             ));
         };
         let name = name.trim().to_string();
@@ -185,8 +190,8 @@ impl RunForm {
             AppError::invalid(
                 "gpus",
                 format!(
-                    "the GPU count must be a whole number (got {:?})",
-                    self.gpus.trim()
+                    "the GPU count must be a whole number (got {})",
+                    crate::domain::quote(self.gpus.trim())
                 ),
             )
         })?;
@@ -197,7 +202,10 @@ impl RunForm {
             p => p.parse::<i32>().map_err(|_| {
                 AppError::invalid(
                     "priority",
-                    format!("the priority must be a whole number from -1000 to 1000 (got {p:?})"),
+                    format!(
+                        "the priority must be a whole number from -1000 to 1000 (got {p})",
+                        p = crate::domain::quote(p)
+                    ),
                 )
             })?,
         };

@@ -249,7 +249,10 @@ async fn shares_post(
         let Ok(child) = child.parse::<i64>() else {
             return Err(AppError::invalid(
                 "share",
-                format!("{key:?} is not a share field"),
+                format!(
+                    "{key} is not a share field",
+                    key = crate::domain::quote(key)
+                ),
             ));
         };
         form.typed_shares.insert(child, value.clone());
@@ -297,7 +300,10 @@ async fn child_post(
         "group" | "" => Ok(NodeKind::Group),
         other => Err(AppError::invalid(
             "kind",
-            format!("a node is a group or a project, not {other:?}"),
+            format!(
+                "a node is a group or a project, not {other}",
+                other = crate::domain::quote(other)
+            ),
         )),
     };
     let result = match (kind, Share::parse_percent(&f.share)) {

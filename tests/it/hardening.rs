@@ -3,7 +3,8 @@
 //! POST, PUT or PATCH body give a 5xx (a property test over every such route); duplicate alert
 //! thresholds are refused; a date outside the supported range gets our message, not a
 //! library's; CSV cells a spreadsheet would run as formulas are neutralised; an
-//! Idempotency-Key repeated with another body is 422 `idempotency_mismatch`.
+//! Idempotency-Key repeated with another body is 422 `idempotency_mismatch`; error messages
+//! quote at most 60 characters of what was typed.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -1132,4 +1133,62 @@ async fn a_repeated_idempotency_key_with_another_body_is_a_mismatch() {
     let (status, doc) = app.api("GET", "/api/v1/openapi.json", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(doc.to_string().contains("idempotency_mismatch"));
+}
+
+#[tokio::test]
+async fn error_messages_quote_at_most_60_characters_of_the_input() {
+    let (app, users) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let long = "x".repeat(200_000);
+    let digits = "9".repeat(200_000);
+    // The API: a name that matches nothing, a number of 200,000 digits, a string where a
+    // number belongs.
+    for (field, value) in [
+        ("gpu_model", json!(long)),
+        ("project", json!(long)),
+        ("gpus", json!(long)),
+    ] {
+        let mut body = run_json();
+        body[field] = value;
+        let (status, answer) = app
+            .api("POST", "/api/v1/runs", Some(&researcher), Some(body))
+            .await;
+        assert!(status.is_client_error(), "{field}: {status}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.chars().count() < 300,
+            "{field}: a message of {} characters: {}",
+            message.len(),
+            message.chars().take(200).collect::<String>()
+        );
+    }
+    let mut c = login(&app, &users, "researcher").await;
+    for (field, value) in [("priority", &long), ("gpus", &digits), ("env", &long)] {
+        let fields = with(&run_form(), field, value);
+        let (status, page) = post(&mut c, "/runs/new", &fields).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}");
+        let errors = error_texts(&page);
+        assert!(!errors.is_empty(), "{field}: an error is shown");
+        for e in errors {
+            assert!(
+                e.chars().count() < 300,
+                "{field}: an error of {} characters",
+                e.len()
+            );
+        }
+        assert!(page.contains(value.as_str()), "{field}: the input is kept");
+    }
+    let mut lead = login(&app, &users, "lead").await;
+    for field in ["start", "gpus", "cluster"] {
+        let fields = with(&contract_form(), field, &long);
+        let (status, page) = post(&mut lead, "/contracts/preview", &fields).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}");
+        for e in error_texts(&page) {
+            assert!(
+                e.chars().count() < 300,
+                "{field}: an error of {} characters",
+                e.len()
+            );
+        }
+    }
 }

@@ -74,10 +74,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
             Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => {
                 Err(ApiError(AppError::Invalid {
                     field: None,
-                    message: e.body_text(),
+                    message: domain::shorten_quoted(&e.body_text()),
                 }))
             }
-            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
+            Err(rejection) => Err(ApiError(AppError::Malformed(domain::shorten_quoted(
+                &rejection.body_text(),
+            )))),
         }
     }
 }
@@ -93,7 +95,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
             Ok(axum::extract::Path(v)) => Ok(Self(v)),
             Err(rejection) => Err(ApiError(AppError::NotFound(format!(
                 "bad path: {}",
-                rejection.body_text()
+                domain::shorten_quoted(&rejection.body_text())
             )))),
         }
     }
@@ -112,9 +114,9 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
         serde_urlencoded::from_str::<T>(query)
             .map(Self)
             .map_err(|e| {
-                ApiError(AppError::Malformed(format!(
+                ApiError(AppError::Malformed(domain::shorten_quoted(&format!(
                     "Failed to deserialize query string: {e}"
-                )))
+                ))))
             })
     }
 }
@@ -790,10 +792,20 @@ async fn get_capacity(
     };
     let cluster_id = inventory::cluster_id(&state.pool, cluster)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no cluster named {cluster}",
+                cluster = crate::domain::quote(cluster)
+            ))
+        })?;
     let model_id = inventory::gpu_model_id(&state.pool, model)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no GPU model named {model:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no GPU model named {model}",
+                model = crate::domain::quote(model)
+            ))
+        })?;
     let cal = crate::ledger::contracts::calendar(
         &state.pool,
         &state.site,
@@ -839,7 +851,10 @@ async fn get_ledger(
             .fetch_optional(&state.pool)
             .await?
             .ok_or_else(|| {
-                AppError::NotFound(format!("no project named {:?}", q.project.trim()))
+                AppError::NotFound(format!(
+                    "no project named {}",
+                    crate::domain::quote(q.project.trim())
+                ))
             })?;
     let parents = Parents::load(&state.pool).await?;
     if !me.may_view(project, &parents) {
