@@ -4,7 +4,8 @@
 //! character or invalid UTF-8 into the application.
 //!
 //! Pages use [`Form`] and [`Query`] instead of axum's; the API's `ApiJson` and `ApiQuery`
-//! call [`check_json`] and [`check_pairs`]. A refused form is answered 422 with a page that
+//! call [`check_json`] and [`check_pairs`]; path parameters (`ApiPath`, `PagePath`) pass
+//! [`check_path`]. A refused form is answered 422 with a page that
 //! names the field and gives the person's input back in a form to correct and send again; the
 //! API answers `{"error": {"code": "invalid_text", "field": ...}}`.
 
@@ -111,6 +112,20 @@ pub fn check_json(value: &Value) -> Result<(), AppError> {
         }
     }
     walk(value, &mut String::new())
+}
+
+/// Checks the request's path parameters (`/members/{user}`) against the text rule; a path
+/// that is not UTF-8 is left to the `Path` extractor that follows (a 404).
+///
+/// # Errors
+/// 422 `invalid_text` for the first parameter at fault.
+pub async fn check_path<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<(), AppError> {
+    if let Ok(params) = axum::extract::RawPathParams::from_request_parts(parts, state).await {
+        for (name, value) in &params {
+            check_text(name, value)?;
+        }
+    }
+    Ok(())
 }
 
 /// Decodes `application/x-www-form-urlencoded` text (a body or a query string) into fields,

@@ -171,6 +171,19 @@ async fn a_nul_byte_in_any_reported_field_is_a_422_naming_the_field() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(answer["error"]["field"], "project", "{answer}");
+    // And path parameters.
+    let admin_token = app.token_for("demo-admin").await;
+    let project = app.node_id("fm-pretrain-7b").await;
+    let (status, answer) = app
+        .api(
+            "DELETE",
+            &format!("/api/v1/projects/{project}/members/demo%00"),
+            Some(&admin_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_text", "{answer}");
 
     // Members and users (the admin), contract previews (the lead).
     let mut admin = login(&app, &users, "admin").await;

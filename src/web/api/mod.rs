@@ -84,13 +84,15 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// Path parameters whose rejections are JSON 404s.
+/// Path parameters whose rejections are JSON 404s; a parameter with a control character is
+/// 422 `invalid_text`.
 pub struct ApiPath<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        crate::web::input::check_path(parts, state).await?;
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(Self(v)),
             Err(rejection) => Err(ApiError(AppError::NotFound(format!(
