@@ -14,16 +14,16 @@ pub enum ShareError {
     #[error("enter a share as a percentage, for example 25 or 12.5")]
     Empty,
     /// Not a decimal number.
-    #[error("{0:?} is not a number; enter a percentage such as 25 or 12.5")]
+    #[error("{} is not a number; enter a percentage such as 25 or 12.5", quote(.0))]
     NotANumber(String),
     /// Below zero.
-    #[error("a share cannot be negative (got {0})")]
+    #[error("a share cannot be negative (got {})", excerpt(.0))]
     Negative(String),
     /// Above 100%.
-    #[error("a share cannot exceed 100% (got {0})")]
+    #[error("a share cannot exceed 100% (got {})", excerpt(.0))]
     OverHundred(String),
     /// More than two decimals.
-    #[error("a share has at most two decimals (got {0})")]
+    #[error("a share has at most two decimals (got {})", excerpt(.0))]
     TooPrecise(String),
 }
 
@@ -134,7 +134,7 @@ impl Money {
         if s.starts_with('-') {
             return Err(format!(
                 "an amount cannot be negative (got {})",
-                input.trim()
+                excerpt(input.trim())
             ));
         }
         let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
@@ -143,19 +143,19 @@ impl Money {
             || !frac.chars().all(|c| c.is_ascii_digit())
         {
             return Err(format!(
-                "{:?} is not an amount; enter digits such as 1500.50",
-                input.trim()
+                "{} is not an amount; enter digits such as 1500.50",
+                quote(input.trim())
             ));
         }
         if frac.len() > 2 {
             return Err(format!(
                 "an amount has at most two decimals (got {})",
-                input.trim()
+                excerpt(input.trim())
             ));
         }
         let whole: i64 = whole
             .parse()
-            .map_err(|_| format!("{} is too large", input.trim()))?;
+            .map_err(|_| format!("{} is too large", excerpt(input.trim())))?;
         let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
         whole
             .checked_mul(100)
@@ -339,10 +339,93 @@ pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
         return Err(format!(
-            "{name:?} is not a valid {what} name: use letters, digits, '.', '_' or '-', starting with a letter or digit"
+            "{name} is not a valid {what} name: use letters, digits, '.', '_' or '-', starting with a letter or digit",
+            name = quote(name)
         ));
     }
     Ok(name.to_string())
+}
+
+/// The most characters of a person's input that an error message quotes back.
+pub const QUOTE_CHARS: usize = 60;
+
+/// At most [`QUOTE_CHARS`] characters of `input`, with `…` when it was cut: for error messages
+/// that show what was typed (`got 12345…`), so a 200 kB field never comes back in full.
+pub fn excerpt(input: &str) -> String {
+    match input.char_indices().nth(QUOTE_CHARS) {
+        Some((at, _)) => format!("{}…", &input[..at]),
+        None => input.to_string(),
+    }
+}
+
+/// [`excerpt`] as a quoted string with control characters escaped (`"gpu\u{0}…"`), the form
+/// error messages use to name a value the person typed.
+pub fn quote(input: &str) -> String {
+    format!("{:?}", excerpt(input))
+}
+
+/// Shortens a message written by a library (serde's "invalid type: string \"...\"",
+/// "unknown field `...`") that quotes the input: every `"..."` or `` `...` `` segment longer
+/// than [`QUOTE_CHARS`] characters is cut with `…`, and the whole message to 300 characters.
+pub fn shorten_quoted(message: &str) -> String {
+    let mut out = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '"' && c != '`' {
+            continue;
+        }
+        let mut inner = String::new();
+        let mut closed = false;
+        while let Some(d) = chars.next() {
+            if d == '\\' && c == '"' {
+                inner.push(d);
+                if let Some(e) = chars.next() {
+                    inner.push(e);
+                }
+                continue;
+            }
+            if d == c {
+                closed = true;
+                break;
+            }
+            inner.push(d);
+        }
+        out.push_str(&excerpt(&inner));
+        if closed {
+            out.push(c);
+        }
+    }
+    match out.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &out[..at]),
+        None => out,
+    }
+}
+
+/// Where a text input breaks the text rule: the first control character and its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlChar {
+    /// The character (C0, DEL or C1).
+    pub character: char,
+    /// Its position in the text, counting characters from 1.
+    pub position: usize,
+}
+
+/// The text rule for every field of every form and JSON body: no control characters (the C0
+/// range U+0000 to U+001F, DEL, the C1 range U+0080 to U+009F), except tab, line feed and
+/// carriage return in a field that takes several lines (`multiline`, such as a run's
+/// command). PostgreSQL cannot store U+0000 in text at all; the others have no business in
+/// names and break logs, terminals and CSV files.
+///
+/// Returns the first offending character, `None` when the text is fine.
+pub fn control_char(text: &str, multiline: bool) -> Option<ControlChar> {
+    text.chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && !(multiline && matches!(c, '\t' | '\n' | '\r')))
+        .map(|(i, character)| ControlChar {
+            character,
+            position: i + 1,
+        })
 }
 
 /// Parses a whole number within `min..=max` for the field `what`.
@@ -353,7 +436,7 @@ pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String
     let t = input.trim();
     let v: i64 = t
         .parse()
-        .map_err(|_| format!("{what} must be a whole number (got {t:?})"))?;
+        .map_err(|_| format!("{what} must be a whole number (got {t})", t = quote(t)))?;
     if v < min || v > max {
         return Err(format!("{what} must be between {min} and {max} (got {v})"));
     }
@@ -385,21 +468,28 @@ pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     let t = input.trim();
     let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
     if t.starts_with('-') {
-        return Err(format!("{what} must be positive (got {t})"));
+        return Err(format!("{what} must be positive (got {t})", t = excerpt(t)));
     }
     if whole.is_empty() && frac.is_empty()
         || !whole.chars().all(|c| c.is_ascii_digit())
         || !frac.chars().all(|c| c.is_ascii_digit())
     {
         return Err(format!(
-            "{what} must be a number such as 1 or 1.5 (got {t:?})"
+            "{what} must be a number such as 1 or 1.5 (got {t})",
+            t = quote(t)
         ));
     }
     if frac.len() > 3 {
-        return Err(format!("{what} has at most three decimals (got {t})"));
+        return Err(format!(
+            "{what} has at most three decimals (got {t})",
+            t = excerpt(t)
+        ));
     }
     if whole.trim_start_matches('0').len() > 3 {
-        return Err(format!("{what} must be at most 100 (got {t})"));
+        return Err(format!(
+            "{what} must be at most 100 (got {t})",
+            t = excerpt(t)
+        ));
     }
     let w: i64 = if whole.is_empty() {
         0
@@ -409,10 +499,13 @@ pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     let f: i64 = format!("{frac:0<3}").parse().unwrap_or(0);
     let v = w * 1000 + f;
     if v == 0 {
-        return Err(format!("{what} must be positive (got {t})"));
+        return Err(format!("{what} must be positive (got {t})", t = excerpt(t)));
     }
     if v > 100_000 {
-        return Err(format!("{what} must be at most 100 (got {t})"));
+        return Err(format!(
+            "{what} must be at most 100 (got {t})",
+            t = excerpt(t)
+        ));
     }
     Ok(v)
 }
@@ -442,12 +535,13 @@ pub fn parse_instant(
     if t.is_empty() {
         return Err("enter a date and time, for example 2026-12-01 09:00".into());
     }
-    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+    if let Some(ts) = parse_rfc3339(t)? {
         return Ok(ts);
     }
     let civil: jiff::civil::DateTime = t.replace(' ', "T").parse().map_err(|_| {
         format!(
-            "{t:?} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset"
+            "{} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset",
+            quote(t)
         )
     })?;
     let ambiguous = tz.to_ambiguous_zoned(civil);
@@ -461,7 +555,35 @@ pub fn parse_instant(
     ambiguous
         .earlier()
         .map(|z| z.timestamp())
-        .map_err(|e| format!("cannot place {t:?} in {tz_name}: {e}"))
+        // The only failure left: the instant falls outside jiff's range (about the years
+        // -9999 to 9999), e.g. 9999-12-31 23:59 east of UTC.
+        .map_err(|_| out_of_range(t))
+}
+
+/// Our words for a date and time that reads well but names no instant we can represent
+/// (the library's own error text speaks of Unix seconds and parameters).
+fn out_of_range(input: &str) -> String {
+    format!(
+        "{}: the date is outside the supported range; enter a date from the year 1 to 9998",
+        quote(input)
+    )
+}
+
+/// Parses an instant in RFC 3339 with an offset (`2026-12-01T09:00:00+01:00`, `...Z`):
+/// `Ok(None)` when the text is not of that form (a local time, a typo).
+///
+/// # Errors
+/// The message to show when it is of that form but outside the supported range (such as
+/// `9999-12-31T23:59:00-05:00`).
+pub fn parse_rfc3339(input: &str) -> Result<Option<jiff::Timestamp>, String> {
+    let t = input.trim();
+    match t.parse::<jiff::Timestamp>() {
+        Ok(ts) => Ok(Some(ts)),
+        Err(_) => match jiff::fmt::temporal::Pieces::parse(t) {
+            Ok(p) if p.offset().is_some() && p.time().is_some() => Err(out_of_range(t)),
+            _ => Ok(None),
+        },
+    }
 }
 
 /// Formats an instant in `tz` with its UTC offset: `2026-10-25 01:30 +02:00`.
@@ -510,6 +632,27 @@ pub fn format_hours(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_input_is_cut_at_60_characters() {
+        let long = "é".repeat(200_000);
+        assert_eq!(excerpt(&long).chars().count(), QUOTE_CHARS + 1);
+        assert!(excerpt(&long).ends_with('…'));
+        assert_eq!(quote("a\0b"), "\"a\\0b\"");
+        assert_eq!(excerpt("short"), "short");
+        let serde = format!("invalid type: string \"{long}\", expected i64 at line 1 column 9");
+        let short = shorten_quoted(&serde);
+        assert!(short.chars().count() < 150, "{short}");
+        assert!(
+            short.ends_with("expected i64 at line 1 column 9"),
+            "{short}"
+        );
+        let unknown = format!("unknown field `{long}`, expected one of `a`, `b`");
+        assert!(shorten_quoted(&unknown).ends_with("expected one of `a`, `b`"));
+        assert_eq!(shorten_quoted("a \"b\\\"c\" d"), "a \"b\\\"c\" d");
+        let parsed = Share::parse_percent(&"1".repeat(100_000)).unwrap_err();
+        assert!(parsed.to_string().len() < 200, "{parsed}");
+    }
 
     #[test]
     fn shares_parse_as_percentages() {

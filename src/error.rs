@@ -15,6 +15,26 @@ pub enum AppError {
         /// A message for a person.
         message: String,
     },
+    /// A text field with a control character (see [`crate::domain::control_char`]): 422
+    /// `invalid_text`, naming the field (`command`, `env.PATH`, `nodes[0].name`).
+    #[error("{message}")]
+    InvalidText {
+        /// The field at fault, as a path into the form or JSON body.
+        field: String,
+        /// A message for a person.
+        message: String,
+    },
+    /// A well-formed request that contradicts an earlier one, such as an `Idempotency-Key`
+    /// repeated with another body: 422 with its own stable `code` (`idempotency_mismatch`).
+    #[error("{message}")]
+    Unprocessable {
+        /// The stable code.
+        code: &'static str,
+        /// The field (or header) at fault.
+        field: Option<&'static str>,
+        /// A message for a person.
+        message: String,
+    },
     /// A request that cannot be read at all (malformed JSON, wrong content type): 400
     /// `malformed_request`.
     #[error("{0}")]
@@ -63,7 +83,9 @@ impl AppError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Invalid { .. } | Self::InvalidText { .. } | Self::Unprocessable { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Self::Malformed(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
@@ -78,10 +100,11 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid { .. } => "invalid_input",
+            Self::InvalidText { .. } => "invalid_text",
             Self::Malformed(_) => "malformed_request",
             Self::TooLarge => "payload_too_large",
             Self::NotFound(_) => "not_found",
-            Self::Refused { code, .. } => code,
+            Self::Refused { code, .. } | Self::Unprocessable { code, .. } => code,
             Self::Conflict(_) => "conflict",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden(_) => "forbidden",
@@ -181,6 +204,8 @@ impl IntoResponse for ApiError {
         self.0.log();
         let field = match &self.0 {
             AppError::Invalid { field, .. } => *field,
+            AppError::InvalidText { field, .. } => Some(field.as_str()),
+            AppError::Unprocessable { field, .. } => *field,
             _ => None,
         };
         let body = serde_json::json!({

@@ -170,7 +170,10 @@ pub async fn create_gpu_model(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!("a GPU model named {name:?} already exists"),
+            format!(
+                "a GPU model named {name} already exists",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     let id: i64 = sqlx::query_scalar(
@@ -266,7 +269,10 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!("a cluster named {name:?} already exists"),
+            format!(
+                "a cluster named {name} already exists",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     let id: i64 = sqlx::query_scalar("INSERT INTO clusters (name) VALUES ($1) RETURNING id")
@@ -316,7 +322,10 @@ pub async fn add_node(
     let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
         AppError::invalid(
             "gpu_model",
-            format!("there is no GPU model named {:?}", gpu_model.trim()),
+            format!(
+                "there is no GPU model named {}",
+                crate::domain::quote(gpu_model.trim())
+            ),
         )
     })?;
     let taken: bool = sqlx::query_scalar(
@@ -329,7 +338,10 @@ pub async fn add_node(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!("a node named {name:?} already exists (host names are unique across clusters)"),
+            format!(
+                "a node named {name} already exists (host names are unique across clusters)",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     let id: i64 = sqlx::query_scalar("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id")
@@ -371,7 +383,10 @@ pub async fn set_node_state(
     if !matches!(state, "up" | "draining" | "down") {
         return Err(AppError::invalid(
             "state",
-            format!("a node state is up, draining or down (got {state:?})"),
+            format!(
+                "a node state is up, draining or down (got {state})",
+                state = crate::domain::quote(state)
+            ),
         ));
     }
     let mut tx = pool.begin().await?;

@@ -387,12 +387,16 @@ async fn name_free(
         Some(false) => Err(AppError::invalid(
             "name",
             format!(
-                "a node named {name:?} already exists; names are unique across the tree (ignoring case)"
+                "a node named {name} already exists; names are unique across the tree (ignoring case)",
+                name = crate::domain::quote(name)
             ),
         )),
         Some(true) => Err(AppError::invalid(
             "name",
-            format!("the name {name:?} belongs to an archived node; choose another name"),
+            format!(
+                "the name {name} belongs to an archived node; choose another name",
+                name = crate::domain::quote(name)
+            ),
         )),
         None => Ok(()),
     }
@@ -452,7 +456,10 @@ pub async fn create_node(
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!("{parent_name:?} is a project; projects have no children"),
+            format!(
+                "{parent_name} is a project; projects have no children",
+                parent_name = crate::domain::quote(&parent_name)
+            ),
         ));
     }
     name_free(&mut tx, &name, None).await?;
@@ -549,13 +556,19 @@ pub async fn move_node(
     if parents.is_ancestor_or_self(id, new_parent) {
         return Err(AppError::invalid(
             "parent",
-            format!("{name:?} cannot move under itself or its own subtree"),
+            format!(
+                "{name} cannot move under itself or its own subtree",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!("{parent_name:?} is a project; projects have no children"),
+            format!(
+                "{parent_name} is a project; projects have no children",
+                parent_name = crate::domain::quote(&parent_name)
+            ),
         ));
     }
     let share = Share::from_bp(share_bp as u16).unwrap_or(Share::FULL);
@@ -601,7 +614,10 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
     if live_children > 0 {
         return Err(AppError::invalid(
             "node",
-            format!("{name:?} still has {live_children} live children; archive or move them first"),
+            format!(
+                "{name} still has {live_children} live children; archive or move them first",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1")
@@ -690,7 +706,8 @@ pub struct BudgetUpdate {
     pub money_cap_minor: Option<i64>,
     /// Self-service limit, GPU-hours (0..=100,000).
     pub self_service_gpu_hours: i32,
-    /// Budget alert thresholds in percent (1..=100, at most 10); `None` keeps the current ones.
+    /// Budget alert thresholds in percent (1..=100, at most 10, each once, any order); `None`
+    /// keeps the current ones.
     #[serde(default)]
     pub alert_thresholds: Option<Vec<i32>>,
 }
@@ -698,7 +715,7 @@ pub struct BudgetUpdate {
 /// Updates a project's budget settings (admins, and leads of a node strictly above it).
 ///
 /// # Errors
-/// Forbidden, NotFound, Invalid (negative amounts, limit out of range).
+/// Forbidden, NotFound, Invalid (negative amounts, limit out of range, a threshold given twice).
 pub async fn update_project(
     pool: &PgPool,
     actor: &Account,
@@ -753,7 +770,15 @@ pub async fn update_project(
         Some(t) => {
             let mut t = t.clone();
             t.sort_unstable();
-            t.dedup();
+            if let Some(pair) = t.windows(2).find(|w| w[0] == w[1]) {
+                return Err(AppError::invalid(
+                    "alert_thresholds",
+                    format!(
+                        "the alert threshold {}% is given twice; give each percentage once",
+                        pair[0]
+                    ),
+                ));
+            }
             if t.len() > 10 || t.iter().any(|p| !(1..=100).contains(p)) {
                 return Err(AppError::invalid(
                     "alert_thresholds",
@@ -886,7 +911,10 @@ pub async fn set_member(
         .ok_or_else(|| {
             AppError::invalid(
                 "user",
-                format!("there is no user named {:?}", user_name.trim()),
+                format!(
+                    "there is no user named {}",
+                    crate::domain::quote(user_name.trim())
+                ),
             )
         })?;
     let changed = if add {

@@ -73,7 +73,13 @@ async fn lead_node(
                 .fetch_optional(&mut *tx)
                 .await?
                 .ok_or_else(|| {
-                    AppError::invalid("node", format!("there is no tree node named {name:?}"))
+                    AppError::invalid(
+                        "node",
+                        format!(
+                            "there is no tree node named {name}",
+                            name = crate::domain::quote(name)
+                        ),
+                    )
                 })?,
         )),
         (Role::Lead, None) => Err(AppError::invalid(
@@ -104,8 +110,8 @@ pub async fn create(
         AppError::invalid(
             "role",
             format!(
-                "a role is admin, finance, lead or researcher (got {:?})",
-                role.trim()
+                "a role is admin, finance, lead or researcher (got {})",
+                crate::domain::quote(role.trim())
             ),
         )
     })?;
@@ -120,7 +126,10 @@ pub async fn create(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!("a user named {name:?} already exists"),
+            format!(
+                "a user named {name} already exists",
+                name = crate::domain::quote(&name)
+            ),
         ));
     }
     let node_id = lead_node(&mut tx, role, node).await?;
@@ -173,7 +182,7 @@ pub async fn set_password(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| {
-                AppError::NotFound(format!("there is no user named {:?}", name.trim()))
+                AppError::NotFound(format!("there is no user named {}", crate::domain::quote(name.trim())))
             })?;
     audit::record(
         &mut *tx,
@@ -207,8 +216,8 @@ pub async fn grant(
         AppError::invalid(
             "role",
             format!(
-                "a role is admin, finance, lead or researcher (got {:?})",
-                role.trim()
+                "a role is admin, finance, lead or researcher (got {})",
+                crate::domain::quote(role.trim())
             ),
         )
     })?;
@@ -369,7 +378,10 @@ pub async fn set_email(pool: &PgPool, user_id: i64, email: &str) -> Result<(), A
         if email.len() > 254 || email.parse::<lettre::Address>().is_err() || !email.contains('.') {
             return Err(AppError::invalid(
                 "email",
-                format!("{email:?} is not an e-mail address"),
+                format!(
+                    "{email} is not an e-mail address",
+                    email = crate::domain::quote(email)
+                ),
             ));
         }
         Some(email.to_string())

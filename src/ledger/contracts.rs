@@ -129,7 +129,10 @@ async fn resolve(
     .ok_or_else(|| {
         AppError::invalid(
             "project",
-            format!("there is no project named {:?}", req.project.trim()),
+            format!(
+                "there is no project named {}",
+                crate::domain::quote(req.project.trim())
+            ),
         )
     })?;
     let parents = crate::auth::Parents::load(&mut *conn).await?;
@@ -144,7 +147,10 @@ async fn resolve(
         .ok_or_else(|| {
             AppError::invalid(
                 "cluster",
-                format!("there is no cluster named {:?}", req.cluster.trim()),
+                format!(
+                    "there is no cluster named {}",
+                    crate::domain::quote(req.cluster.trim())
+                ),
             )
         })?;
     let (gpu_model_id, weight, price): (i64, i32, i64) = sqlx::query_as(
@@ -156,7 +162,10 @@ async fn resolve(
     .ok_or_else(|| {
         AppError::invalid(
             "gpu_model",
-            format!("there is no GPU model named {:?}", req.gpu_model.trim()),
+            format!(
+                "there is no GPU model named {}",
+                crate::domain::quote(req.gpu_model.trim())
+            ),
         )
     })?;
     let installed: i64 = sqlx::query_scalar("SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2")

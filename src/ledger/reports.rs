@@ -12,6 +12,7 @@ use crate::config::Site;
 use crate::db::tree as tree_db;
 use crate::domain::Money;
 use crate::error::AppError;
+use crate::export::Cell;
 use crate::ledger::{Period, to_time};
 
 /// What a report covers.
@@ -85,18 +86,22 @@ pub const CSV_HEADER: [&str; 17] = [
 ];
 
 impl Row {
-    /// The row as CSV fields (money as decimal amounts, GPU-hours with one decimal).
-    pub fn csv_record(&self, currency: &str) -> Vec<String> {
-        let money = |m: i64| Money(m).plain();
-        let hours =
-            |h: f64| crate::domain::format_milli_gpu_hours_plain((h * 1000.0).round() as i64);
-        let opt = |m: Option<i64>| m.map(money).unwrap_or_default();
+    /// The row as CSV cells (money as decimal amounts, GPU-hours with one decimal): the
+    /// period, names, GPU model and currency are text, the rest numbers.
+    pub fn csv_record(&self, currency: &str) -> Vec<Cell> {
+        let money = |m: i64| Cell::number(Money(m).plain());
+        let hours = |h: f64| {
+            Cell::number(crate::domain::format_milli_gpu_hours_plain(
+                (h * 1000.0).round() as i64,
+            ))
+        };
+        let opt = |m: Option<i64>| m.map_or_else(|| Cell::number(""), money);
         vec![
-            self.period.clone(),
-            self.node_id.to_string(),
-            self.node.clone(),
-            self.depth.to_string(),
-            self.gpu_model.clone(),
+            Cell::text(&self.period),
+            Cell::number(self.node_id),
+            Cell::text(&self.node),
+            Cell::number(self.depth),
+            Cell::text(&self.gpu_model),
             money(self.contract_minor),
             hours(self.contract_gpu_hours),
             money(self.run_minor),
@@ -108,7 +113,7 @@ impl Row {
             opt(self.budget_minor),
             opt(self.cap_minor),
             opt(self.forecast_minor),
-            currency.to_string(),
+            Cell::text(currency),
         ]
     }
 }
@@ -337,9 +342,12 @@ pub fn recent_periods(now: jiff::Timestamp, site: &Site, count: usize) -> Vec<Pe
 /// The message to show next to the field.
 pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
     let t = text.trim();
-    let date: jiff::civil::Date = format!("{t}-15")
-        .parse()
-        .map_err(|_| format!("{t:?} is not a period; use YYYY-MM, e.g. 2026-11"))?;
+    let date: jiff::civil::Date = format!("{t}-15").parse().map_err(|_| {
+        format!(
+            "{t} is not a period; use YYYY-MM, e.g. 2026-11",
+            t = crate::domain::quote(t)
+        )
+    })?;
     let mid = date
         .to_zoned(site.time_zone.clone())
         .map_err(|e| e.to_string())?

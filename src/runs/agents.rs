@@ -24,7 +24,12 @@ use super::wake;
 pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppError> {
     let id = crate::db::inventory::cluster_id(pool, cluster)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no cluster named {cluster}",
+                cluster = crate::domain::quote(cluster)
+            ))
+        })?;
     let token = format!("tra_{}", crate::auth::random_hex(32));
     sqlx::query("INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2)")
         .bind(id)
@@ -41,7 +46,12 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
 pub async fn revoke_tokens(pool: &PgPool, cluster: &str) -> Result<u64, AppError> {
     let id = crate::db::inventory::cluster_id(pool, cluster)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no cluster named {cluster}",
+                cluster = crate::domain::quote(cluster)
+            ))
+        })?;
     Ok(sqlx::query(
         "UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL",
     )
@@ -139,10 +149,9 @@ pub async fn register(
             AppError::invalid(
                 "gpu_model",
                 format!(
-                    "node {name}: GPU model {:?} matches none of the site's models ({}); an admin adds it first",
-                    n.gpu_model,
-                    models.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join(", ")
-                ),
+                    "node {name}: GPU model {} matches none of the site's models ({}); an admin adds it first",
+                    crate::domain::quote(&n.gpu_model),
+                    models.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join(", ")),
             )
         })?;
         specs.push((name, n.gpus, *model));

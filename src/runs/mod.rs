@@ -29,7 +29,7 @@ pub const ASSIGN_CHANNEL: &str = "tranche_assign";
 pub const MAX_TIME_LIMIT_S: i64 = 30 * 86_400;
 
 /// A run as submitted in the form or the API.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRun {
     /// Project name.
@@ -58,6 +58,18 @@ pub struct NewRun {
     /// Extra environment variables.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+impl NewRun {
+    /// The SHA-256 of the submission as read (its JSON with the fields in declaration order,
+    /// defaults filled in, the environment sorted), so the same request sent again with
+    /// other spacing or key order has the same fingerprint and any other request another.
+    /// Stored with an idempotency key to refuse the key's reuse for another request.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::Digest;
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        sha2::Sha256::digest(&json).into()
+    }
 }
 
 /// A submission checked against names, ranges, the cluster's inventory and the budget.
@@ -196,7 +208,10 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         if !ok_name {
             return Err(AppError::invalid(
                 "env",
-                format!("{k:?} is not an environment variable name (letters, digits, _)"),
+                format!(
+                    "{k} is not an environment variable name (letters, digits, _)",
+                    k = crate::domain::quote(k)
+                ),
             ));
         }
         if k == "CUDA_VISIBLE_DEVICES" || k.starts_with("TRANCHE_") {
@@ -266,8 +281,8 @@ pub async fn check(
         (project_id, project_name, self_service)
     else {
         return Err(AppError::NotFound(format!(
-            "no project named {:?}",
-            run.project
+            "no project named {}",
+            crate::domain::quote(&run.project)
         )));
     };
     if !may_submit(actor, project_id, parents) {
@@ -277,14 +292,14 @@ pub async fn check(
     }
     let Some(cluster_id) = cluster_id else {
         return Err(AppError::NotFound(format!(
-            "no cluster named {:?}",
-            run.cluster
+            "no cluster named {}",
+            crate::domain::quote(&run.cluster)
         )));
     };
     let (Some(model_id), Some(weight), Some(price)) = (model_id, weight, price) else {
         return Err(AppError::NotFound(format!(
-            "no GPU model named {:?}",
-            run.gpu_model
+            "no GPU model named {}",
+            crate::domain::quote(&run.gpu_model)
         )));
     };
     let installed = installed.unwrap_or(0);
@@ -479,17 +494,65 @@ pub async fn submitted_with_key(
     }))
 }
 
-/// Submits a checked run: it enters the queue, or the approvals inbox when it needs approval.
-/// With an idempotency `key` (1 to 255 characters, per submitter) that was used before, it
-/// creates nothing and returns the earlier run, `repeated`.
+/// The run `actor` already submitted with `key`, if any, when it was submitted with the same
+/// request (`fingerprint`, from [`NewRun::fingerprint`]; runs stored without one match any).
 ///
 /// # Errors
-/// Database errors.
+/// 422 `idempotency_mismatch` when the key was used for another request; database errors.
+pub async fn repeat_of(
+    pool: &PgPool,
+    actor: &Account,
+    key: &str,
+    fingerprint: &[u8; 32],
+) -> Result<Option<Submitted>, AppError> {
+    let row: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT id, state, idempotency_sha256 FROM runs WHERE submitted_by = $1 AND idempotency_key = $2",
+    )
+    .bind(actor.id)
+    .bind(key)
+    .fetch_optional(pool)
+    .await?;
+    match row {
+        None => Ok(None),
+        Some((id, _, Some(stored))) if stored.as_slice() != fingerprint.as_slice() => {
+            Err(AppError::Unprocessable {
+                code: "idempotency_mismatch",
+                field: Some("Idempotency-Key"),
+                message: format!(
+                    "this Idempotency-Key was already used for another request (run {id}); \
+                     send that request again, or use a new key for a new run"
+                ),
+            })
+        }
+        Some((id, state, _)) => Ok(Some(Submitted {
+            id,
+            state,
+            repeated: true,
+        })),
+    }
+}
+
+/// An idempotency key with the fingerprint of the request it comes with, when known.
+#[derive(Debug, Clone, Copy)]
+pub struct Key<'a> {
+    /// 1 to 255 characters, per submitter.
+    pub key: &'a str,
+    /// [`NewRun::fingerprint`] of the API request; `None` for the run form's one-time key.
+    pub fingerprint: Option<&'a [u8; 32]>,
+}
+
+/// Submits a checked run: it enters the queue, or the approvals inbox when it needs approval.
+/// With an idempotency `key` that was used before, it creates nothing and returns the
+/// earlier run, `repeated`.
+///
+/// # Errors
+/// 422 `idempotency_mismatch` when a concurrent submission took the key for another request
+/// (see [`repeat_of`]); database errors.
 pub async fn submit(
     app: &AppState,
     actor: &Account,
     checked: &Checked,
-    key: Option<&str>,
+    key: Option<Key<'_>>,
 ) -> Result<Submitted, AppError> {
     let state = if checked.preview.needs_approval {
         "waiting_approval"
@@ -513,8 +576,8 @@ pub async fn submit(
     let id: Option<i64> = sqlx::query_scalar(
         "WITH r AS ( \
             INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15) \
+                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15, $16) \
             ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
             RETURNING id), \
          e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
@@ -534,16 +597,23 @@ pub async fn submit(
     .bind(sqlx::types::Json(&run.env))
     .bind(state)
     .bind(&message)
-    .bind(key)
+    .bind(key.map(|k| k.key))
+    .bind(key.and_then(|k| k.fingerprint).map(|f| f.as_slice()))
     .fetch_optional(&app.pool)
     .await?;
     let Some(id) = id else {
         // A concurrent repeat won the race for the key.
-        return submitted_with_key(&app.pool, actor, key.unwrap_or_default())
-            .await?
-            .ok_or_else(|| {
-                AppError::Internal(anyhow::anyhow!("a run key conflicted but no run has it"))
-            });
+        let earlier = match key {
+            Some(Key {
+                key,
+                fingerprint: Some(f),
+            }) => repeat_of(&app.pool, actor, key, f).await?,
+            Some(Key { key, .. }) => submitted_with_key(&app.pool, actor, key).await?,
+            None => None,
+        };
+        return earlier.ok_or_else(|| {
+            AppError::Internal(anyhow::anyhow!("a run key conflicted but no run has it"))
+        });
     };
     if state == "queued" {
         app.wake.notify_one();
@@ -886,7 +956,11 @@ pub async fn list(
     {
         return Err(AppError::invalid(
             "state",
-            format!("unknown state {s:?}; one of active, {}", STATES.join(", ")),
+            format!(
+                "unknown state {s}; one of active, {}",
+                STATES.join(", "),
+                s = crate::domain::quote(s)
+            ),
         ));
     }
     let visible = visible_projects(actor, parents);

@@ -2,6 +2,8 @@
 
 use axum::Router;
 use axum::extract::State;
+
+use crate::web::input::Form;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -120,7 +122,7 @@ async fn create_token(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<TokenForm>,
+    Form(f): Form<TokenForm>,
 ) -> Result<Response, AppError> {
     if f.label.chars().count() > 100 {
         return page(
@@ -174,7 +176,7 @@ async fn change_password(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<PasswordForm>,
+    Form(f): Form<PasswordForm>,
 ) -> Result<Response, AppError> {
     let hash: Option<String> = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
         .bind(me.id)
@@ -218,7 +220,7 @@ async fn set_email(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<EmailForm>,
+    Form(f): Form<EmailForm>,
 ) -> Result<Response, AppError> {
     match crate::db::users::set_email(&state.pool, me.id, &f.email).await {
         Ok(()) => {

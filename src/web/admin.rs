@@ -2,6 +2,8 @@
 
 use axum::Router;
 use axum::extract::State;
+
+use crate::web::input::Form;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
@@ -117,7 +119,7 @@ async fn model_create(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<ModelForm>,
+    Form(f): Form<ModelForm>,
 ) -> Result<Response, AppError> {
     match inventory::create_gpu_model(&state.pool, &me, &f.name, &f.billing_weight, &f.price).await
     {
@@ -143,7 +145,7 @@ async fn model_update(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<ModelForm>,
+    Form(f): Form<ModelForm>,
 ) -> Result<Response, AppError> {
     match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
         Ok(()) => {
@@ -177,7 +179,7 @@ async fn cluster_create(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<NameForm>,
+    Form(f): Form<NameForm>,
 ) -> Result<Response, AppError> {
     match inventory::create_cluster(&state.pool, &me, &f.name).await {
         Ok(id) => {
@@ -274,7 +276,7 @@ async fn node_create(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<NodeForm>,
+    Form(f): Form<NodeForm>,
 ) -> Result<Response, AppError> {
     match inventory::add_node(&state.pool, &me, id, &f.name, &f.gpu_model, &f.gpu_count).await {
         Ok(_) => {
@@ -299,7 +301,7 @@ async fn node_state(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<StateForm>,
+    Form(f): Form<StateForm>,
 ) -> Result<Response, AppError> {
     let cluster_id: Option<i64> = sqlx::query_scalar("SELECT cluster_id FROM nodes WHERE id = $1")
         .bind(id)
@@ -395,7 +397,7 @@ async fn user_create(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(f): axum::Form<UserForm>,
+    Form(f): Form<UserForm>,
 ) -> Result<Response, AppError> {
     require_admin(&me)?;
     let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
@@ -424,7 +426,7 @@ async fn grant_create(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<UserForm>,
+    Form(f): Form<UserForm>,
 ) -> Result<Response, AppError> {
     require_admin(&me)?;
     let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());

@@ -2,7 +2,9 @@
 //! cancellation.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -98,7 +100,12 @@ async fn capacity(
     let cal = match selected.split_once('/') {
         Some((cluster, model)) => {
             // Both come from the inventory listed just above.
-            let missing = || AppError::NotFound(format!("no pool {selected:?}"));
+            let missing = || {
+                AppError::NotFound(format!(
+                    "no pool {selected}",
+                    selected = crate::domain::quote(&selected)
+                ))
+            };
             let cluster_id = inventory::cluster_id(&state.pool, cluster)
                 .await?
                 .ok_or_else(missing)?;
@@ -237,8 +244,8 @@ fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
         AppError::invalid(
             "gpus",
             format!(
-                "the GPU count must be a whole number (got {:?})",
-                f.gpus.trim()
+                "the GPU count must be a whole number (got {})",
+                crate::domain::quote(f.gpus.trim())
             ),
         )
     })?;
@@ -328,7 +335,7 @@ async fn preview(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<ContractForm>,
+    Form(form): Form<ContractForm>,
 ) -> Result<Response, AppError> {
     let now = jiff::Timestamp::now();
     let result = match parse_form(&form, &state) {
@@ -382,7 +389,7 @@ async fn buy(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<ContractForm>,
+    Form(form): Form<ContractForm>,
 ) -> Result<Response, AppError> {
     // Consume the preview's token first: a second submission of the same form buys nothing.
     let quoted = session

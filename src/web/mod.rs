@@ -8,6 +8,7 @@ pub mod audit;
 pub mod charts;
 pub mod contracts;
 pub mod home;
+pub mod input;
 pub mod reports;
 pub mod runs;
 pub mod session;
@@ -99,7 +100,8 @@ impl Layout {
     }
 }
 
-/// Path parameters for pages: an id that does not parse is a 404 page, like an unknown one.
+/// Path parameters for pages: an id that does not parse is a 404 page, like an unknown one; a
+/// parameter with a control character is a 422 page (see [`input::check_path`]).
 pub struct PagePath<T>(pub T);
 
 impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> axum::extract::FromRequestParts<S>
@@ -111,6 +113,7 @@ impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> axum::extract::FromR
         parts: &mut axum::http::request::Parts,
         state: &S,
     ) -> Result<Self, Self::Rejection> {
+        input::check_path(parts, state).await?;
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Path(v)| Self(v))

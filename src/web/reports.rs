@@ -2,7 +2,9 @@
 //! rows as CSV.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::Query;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -68,7 +70,10 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
                 .ok_or_else(|| {
                     AppError::invalid(
                         "cluster",
-                        format!("there is no cluster named {:?}", q.cluster.trim()),
+                        format!(
+                            "there is no cluster named {}",
+                            crate::domain::quote(q.cluster.trim())
+                        ),
                     )
                 })?,
         )
@@ -259,16 +264,10 @@ async fn csv_export(
         jiff::Timestamp::now(),
     )
     .await?;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(reports::CSV_HEADER)
-        .map_err(|e| AppError::Internal(e.into()))?;
-    for row in &rows {
-        w.write_record(row.csv_record(&state.site.currency))
-            .map_err(|e| AppError::Internal(e.into()))?;
-    }
-    let body = w
-        .into_inner()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("csv: {e}")))?;
+    let body = crate::export::csv(
+        &reports::CSV_HEADER,
+        rows.iter().map(|row| row.csv_record(&state.site.currency)),
+    )?;
     let name = format!("tranche-spend-{}.csv", r.period_label);
     Ok((
         [

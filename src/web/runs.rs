@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -76,7 +78,8 @@ fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, A
         AppError::invalid(
             field,
             format!(
-                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t:?}"
+                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t}",
+                t = crate::domain::quote(t)
             ),
         )
     };
@@ -113,7 +116,11 @@ fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
         let Some((name, value)) = line.split_once('=') else {
             return Err(AppError::invalid(
                 "env",
-                format!("line {}: write NAME=value (got {:?})", n + 1, line.trim()),
+                format!(
+                    "line {}: write NAME=value (got {})",
+                    n + 1,
+                    crate::domain::quote(line.trim())
+                ),
             ));
         };
         let name = name.trim().to_string();
@@ -183,8 +190,8 @@ impl RunForm {
             AppError::invalid(
                 "gpus",
                 format!(
-                    "the GPU count must be a whole number (got {:?})",
-                    self.gpus.trim()
+                    "the GPU count must be a whole number (got {})",
+                    crate::domain::quote(self.gpus.trim())
                 ),
             )
         })?;
@@ -195,7 +202,10 @@ impl RunForm {
             p => p.parse::<i32>().map_err(|_| {
                 AppError::invalid(
                     "priority",
-                    format!("the priority must be a whole number from -1000 to 1000 (got {p:?})"),
+                    format!(
+                        "the priority must be a whole number from -1000 to 1000 (got {p})",
+                        p = crate::domain::quote(p)
+                    ),
                 )
             })?,
         };
@@ -370,7 +380,7 @@ async fn post_run(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    axum::Form(form): axum::Form<RunForm>,
+    Form(form): Form<RunForm>,
 ) -> Result<Response, AppError> {
     let key = Some(form.once.trim()).filter(|k| (1..=255).contains(&k.len()));
     if form.action == "submit"
@@ -401,6 +411,10 @@ async fn post_run(
         let approval = checked.preview.needs_approval;
         return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
     }
+    let key = key.map(|key| runs::Key {
+        key,
+        fingerprint: None,
+    });
     let run = runs::submit(&state, &me, &checked, key).await?;
     let (id, run_state) = (run.id, run.state);
     let notice = if run.repeated {
@@ -783,7 +797,7 @@ async fn approve(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(form): axum::Form<ActionForm>,
+    Form(form): Form<ActionForm>,
 ) -> Result<Response, AppError> {
     decide(state, session, me, id, true, form).await
 }
@@ -793,7 +807,7 @@ async fn deny(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(form): axum::Form<ActionForm>,
+    Form(form): Form<ActionForm>,
 ) -> Result<Response, AppError> {
     decide(state, session, me, id, false, form).await
 }

@@ -1,7 +1,9 @@
 //! Signing in and out.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
+
+use crate::web::input::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -81,7 +83,7 @@ const LOCKOUT_MINUTES: i32 = 15;
 async fn login(
     State(state): State<AppState>,
     session: Session,
-    axum::Form(form): axum::Form<LoginForm>,
+    Form(form): Form<LoginForm>,
 ) -> Result<Response, AppError> {
     let stored: Option<(i64, Option<String>, i32, bool)> = sqlx::query_as(
         "SELECT id, password_hash, session_epoch, coalesce(locked_until > now(), false) FROM users WHERE name = $1 AND NOT disabled",

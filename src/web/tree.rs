@@ -5,6 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use axum::Router;
 use axum::extract::State;
+
+use crate::web::input::Form;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -235,7 +237,7 @@ async fn shares_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(fields): axum::Form<Vec<(String, String)>>,
+    Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let mut form = NodeForm::default();
     let mut changes = Vec::new();
@@ -247,7 +249,10 @@ async fn shares_post(
         let Ok(child) = child.parse::<i64>() else {
             return Err(AppError::invalid(
                 "share",
-                format!("{key:?} is not a share field"),
+                format!(
+                    "{key} is not a share field",
+                    key = crate::domain::quote(key)
+                ),
             ));
         };
         form.typed_shares.insert(child, value.clone());
@@ -288,14 +293,17 @@ async fn child_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<ChildForm>,
+    Form(f): Form<ChildForm>,
 ) -> Result<Response, AppError> {
     let kind = match f.kind.as_str() {
         "project" => Ok(NodeKind::Project),
         "group" | "" => Ok(NodeKind::Group),
         other => Err(AppError::invalid(
             "kind",
-            format!("a node is a group or a project, not {other:?}"),
+            format!(
+                "a node is a group or a project, not {other}",
+                other = crate::domain::quote(other)
+            ),
         )),
     };
     let result = match (kind, Share::parse_percent(&f.share)) {
@@ -335,7 +343,7 @@ async fn rename_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<RenameForm>,
+    Form(f): Form<RenameForm>,
 ) -> Result<Response, AppError> {
     match tree_db::rename_node(&state.pool, &me, id, &f.name).await {
         Ok(()) => {
@@ -376,7 +384,7 @@ async fn move_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MoveForm>,
+    Form(f): Form<MoveForm>,
 ) -> Result<Response, AppError> {
     let result = match f.parent.trim().parse::<i64>() {
         Ok(parent) => tree_db::move_node(&state.pool, &me, id, parent).await,
@@ -668,7 +676,7 @@ async fn budget_post(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<BudgetForm>,
+    Form(f): Form<BudgetForm>,
 ) -> Result<Response, AppError> {
     let parsed = (|| {
         Ok::<_, AppError>(BudgetUpdate {
@@ -771,7 +779,7 @@ async fn member_add(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MemberForm>,
+    Form(f): Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, true).await
 }
@@ -781,7 +789,7 @@ async fn member_remove(
     session: Session,
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
-    axum::Form(f): axum::Form<MemberForm>,
+    Form(f): Form<MemberForm>,
 ) -> Result<Response, AppError> {
     member_change(state, session, me, id, f.user, false).await
 }

@@ -7,6 +7,7 @@ mod audit;
 mod browser;
 mod contracts;
 mod embedded;
+mod hardening;
 mod live;
 mod mail;
 mod reports;

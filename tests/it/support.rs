@@ -382,6 +382,11 @@ impl Client {
         )
     }
 
+    /// The session cookie (`name=value`), once the app has set one.
+    pub fn cookie(&self) -> Option<&str> {
+        self.cookie.as_deref()
+    }
+
     /// The current CSRF token.
     pub fn csrf(&self) -> Option<String> {
         self.csrf.clone()

@@ -23,56 +23,103 @@ mod openapi;
 mod runs;
 
 /// A JSON body whose rejections (malformed JSON, wrong types, missing fields) are JSON 4xx.
+/// Every string in it (object keys too) passes the text rule first
+/// ([`crate::web::input::check_json`]): a control character is 422 `invalid_text`.
 pub struct ApiJson<T>(pub T);
+
+/// Whether a `Content-Type` is JSON (`application/json`, `application/*+json`), as axum's.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || essence.starts_with("application/") && essence.ends_with("+json")
+}
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError(AppError::Malformed(
+                "Expected request with `Content-Type: application/json`".into(),
+            )));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError(AppError::TooLarge)
+                } else {
+                    ApiError(AppError::Malformed(rejection.body_text()))
+                }
+            })?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError(AppError::Malformed(format!(
+                "Failed to parse the request body as JSON: {e}"
+            )))
+        })?;
+        crate::web::input::check_json(&value)?;
+        match Json::<T>::from_bytes(&bytes) {
             Ok(Json(v)) => Ok(Self(v)),
             Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => {
                 Err(ApiError(AppError::Invalid {
                     field: None,
-                    message: e.body_text(),
+                    message: domain::shorten_quoted(&e.body_text()),
                 }))
             }
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError(AppError::TooLarge))
-            }
-            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
+            Err(rejection) => Err(ApiError(AppError::Malformed(domain::shorten_quoted(
+                &rejection.body_text(),
+            )))),
         }
     }
 }
 
-/// Path parameters whose rejections are JSON 404s.
+/// Path parameters whose rejections are JSON 404s; a parameter with a control character is
+/// 422 `invalid_text`.
 pub struct ApiPath<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        crate::web::input::check_path(parts, state).await?;
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(Self(v)),
             Err(rejection) => Err(ApiError(AppError::NotFound(format!(
                 "bad path: {}",
-                rejection.body_text()
+                domain::shorten_quoted(&rejection.body_text())
             )))),
         }
     }
 }
 
-/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s.
+/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s;
+/// its fields pass the text rule first (422 `invalid_text`).
 pub struct ApiQuery<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(v)) => Ok(Self(v)),
-            Err(rejection) => Err(ApiError(AppError::Malformed(rejection.body_text()))),
-        }
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        crate::web::input::check_pairs(&crate::web::input::decode_pairs(query.as_bytes())?)?;
+        serde_urlencoded::from_str::<T>(query)
+            .map(Self)
+            .map_err(|e| {
+                ApiError(AppError::Malformed(domain::shorten_quoted(&format!(
+                    "Failed to deserialize query string: {e}"
+                ))))
+            })
     }
 }
 
@@ -615,12 +662,26 @@ impl ContractBody {
         let instant = |field: &'static str, text: &str| -> Result<jiff::Timestamp, AppError> {
             match &self.time_zone {
                 Some(name) => {
-                    let tz = jiff::tz::TimeZone::get(name).map_err(|_| AppError::invalid("time_zone", format!("{name:?} is not a known IANA time zone")))?;
-                    domain::parse_instant(text, &tz, name).map_err(|m| AppError::invalid(field, format!("{field}: {m}")))
+                    let tz = jiff::tz::TimeZone::get(name).map_err(|_| {
+                        AppError::invalid(
+                            "time_zone",
+                            format!("{} is not a known IANA time zone", domain::quote(name)),
+                        )
+                    })?;
+                    domain::parse_instant(text, &tz, name)
+                        .map_err(|m| AppError::invalid(field, format!("{field}: {m}")))
                 }
-                None => text.trim().parse::<jiff::Timestamp>().map_err(|_| {
-                    AppError::invalid(field, format!("{field}: {text:?} is not RFC 3339 with an offset; give an offset (2026-12-01T09:00:00+01:00) or a \"time_zone\" for wall-clock times"))
-                }),
+                None => match domain::parse_rfc3339(text) {
+                    Ok(Some(ts)) => Ok(ts),
+                    Ok(None) => Err(AppError::invalid(
+                        field,
+                        format!(
+                            "{field}: {} is not RFC 3339 with an offset; give an offset (2026-12-01T09:00:00+01:00) or a \"time_zone\" for wall-clock times",
+                            domain::quote(text)
+                        ),
+                    )),
+                    Err(m) => Err(AppError::invalid(field, format!("{field}: {m}"))),
+                },
             }
         };
         Ok(crate::ledger::contracts::Request {
@@ -733,10 +794,20 @@ async fn get_capacity(
     };
     let cluster_id = inventory::cluster_id(&state.pool, cluster)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no cluster named {cluster:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no cluster named {cluster}",
+                cluster = crate::domain::quote(cluster)
+            ))
+        })?;
     let model_id = inventory::gpu_model_id(&state.pool, model)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no GPU model named {model:?}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "no GPU model named {model}",
+                model = crate::domain::quote(model)
+            ))
+        })?;
     let cal = crate::ledger::contracts::calendar(
         &state.pool,
         &state.site,
@@ -782,7 +853,10 @@ async fn get_ledger(
             .fetch_optional(&state.pool)
             .await?
             .ok_or_else(|| {
-                AppError::NotFound(format!("no project named {:?}", q.project.trim()))
+                AppError::NotFound(format!(
+                    "no project named {}",
+                    crate::domain::quote(q.project.trim())
+                ))
             })?;
     let parents = Parents::load(&state.pool).await?;
     if !me.may_view(project, &parents) {

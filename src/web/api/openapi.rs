@@ -29,12 +29,22 @@ fn id_param(name: &str) -> Value {
 /// The document served at `GET /api/v1/openapi.json`.
 pub fn document() -> Value {
     let id = id_param("id");
+    let mut submit_run = op(
+        "Submit a run; the answer carries its id, its state (queued or waiting_approval) and the cost preview. 409 larger_than_cluster or budget_exceeded with the numbers. An optional Idempotency-Key header (1 to 255 characters) makes retries safe: a repeat of a key the caller used before, with the same body, answers 200 with that run and \"repeated\": true, creating nothing; the key repeated with another body is 422 idempotency_mismatch (field Idempotency-Key), creating nothing",
+        Some("NewRun"),
+        "201",
+    );
+    submit_run["parameters"] = json!([{
+        "name": "Idempotency-Key", "in": "header", "required": false,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+        "description": "A key chosen by the client for this submission; stored with a SHA-256 of the body, so a retry with the same body gets the first run and another body is refused with idempotency_mismatch"
+    }]);
     json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Tranche API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, malformed_request, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
+            "description": "Budgets of GPU time down a program tree. Authenticate with `Authorization: Bearer TOKEN` (create tokens on the API tokens page or with `tranche admin create-token`). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}` with codes invalid_input, invalid_text (a text field holds a control character such as NUL; `field` names it, e.g. `env.PATH`), idempotency_mismatch (an Idempotency-Key repeated with another body), malformed_request, not_found, conflict, unauthorized, forbidden, method_not_allowed, internal. Money is in integer minor units of the configured currency; shares are percentages of the parent with at most two decimals."
         },
         "servers": [{"url": "/api/v1"}],
         "paths": {
@@ -81,7 +91,7 @@ pub fn document() -> Value {
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", None, "200")},
             "/runs": {
                 "get": op("Runs the caller may see, newest first: ?scope=mine|projects|all&state=STATE|active&project=NAME&cluster=NAME&limit=N", None, "200"),
-                "post": op("Submit a run; the answer carries its id, its state (queued or waiting_approval) and the cost preview. 409 larger_than_cluster or budget_exceeded with the numbers. An optional Idempotency-Key header (1 to 255 characters) makes retries safe: a repeat of a key the caller used before answers 200 with that run and \"repeated\": true, creating nothing", Some("NewRun"), "201")
+                "post": submit_run
             },
             "/runs/preview": {"post": op("Cost preview of a submission with the same checks, submitting nothing: protected GPU-hours and price, or free and preemptible; whether it needs approval", Some("NewRun"), "200")},
             "/runs/{id}": {"parameters": [id], "get": op("A run with its state, timeline of events (preemptions with their reason and the run they made room for), placements per attempt, and while queued the reason it waits in words and the estimated start", None, "200")},
@@ -97,7 +107,7 @@ pub fn document() -> Value {
             "responses": {"Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                    "code": {"type": "string", "enum": ["invalid_input", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "not_cancellable", "larger_than_cluster", "not_waiting_approval", "inventory_mismatch", "stale_session", "not_assigned", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
+                    "code": {"type": "string", "enum": ["invalid_input", "invalid_text", "idempotency_mismatch", "malformed_request", "not_found", "conflict", "capacity_exceeded", "budget_exceeded", "price_changed", "not_cancellable", "larger_than_cluster", "not_waiting_approval", "inventory_mismatch", "stale_session", "not_assigned", "payload_too_large", "unauthorized", "forbidden", "csrf_failed", "method_not_allowed", "internal"]},
                     "message": {"type": "string"}, "field": {"type": ["string", "null"]}}}}},
                 "Share": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "string", "examples": ["12.5", "12.5%"]}]},
                 "SharesBody": {"type": "object", "required": ["shares"], "properties": {"shares": {"type": "array", "items": {"type": "object", "required": ["node", "share"], "properties": {"node": {"type": "integer"}, "share": {"$ref": "#/components/schemas/Share"}}}}}},

@@ -39,7 +39,8 @@ async fn check(
 
 /// `POST /runs`. An `Idempotency-Key` header (1 to 255 characters) makes retries safe: a
 /// repeat of a key this user already submitted with answers 200 with that run and
-/// `"repeated": true`, creating nothing.
+/// `"repeated": true`, creating nothing; the key repeated with another body is 422
+/// `idempotency_mismatch`.
 pub(super) async fn post_run(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
@@ -62,12 +63,17 @@ pub(super) async fn post_run(
         ),
     };
     let repeated = |r: runs::Submitted| ok(json!({"id": r.id, "state": r.state, "repeated": true}));
+    let fingerprint = body.fingerprint();
     if let Some(key) = key
-        && let Some(earlier) = runs::submitted_with_key(&state.pool, &me, key).await?
+        && let Some(earlier) = runs::repeat_of(&state.pool, &me, key, &fingerprint).await?
     {
         return repeated(earlier);
     }
     let checked = check(&state, &me, body).await?;
+    let key = key.map(|key| runs::Key {
+        key,
+        fingerprint: Some(&fingerprint),
+    });
     let run = runs::submit(&state, &me, &checked, key).await?;
     if run.repeated {
         return repeated(run);

@@ -1,0 +1,359 @@
+//! The input boundary: every form, query string and JSON body passes the text rule
+//! ([`crate::domain::control_char`]) here, before any handler sees it, so no field of any
+//! request can carry a NUL byte (which PostgreSQL refuses to store), another control
+//! character or invalid UTF-8 into the application.
+//!
+//! Pages use [`Form`] and [`Query`] instead of axum's; the API's `ApiJson` and `ApiQuery`
+//! call [`check_json`] and [`check_pairs`]; path parameters (`ApiPath`, `PagePath`) pass
+//! [`check_path`]. A refused form is answered 422 with a page that
+//! names the field and gives the person's input back in a form to correct and send again; the
+//! API answers `{"error": {"code": "invalid_text", "field": ...}}`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::domain;
+use crate::error::AppError;
+use crate::web::{Layout, render_status};
+
+/// Fields that take several lines (a run's command, its environment): tab, line feed and
+/// carriage return are allowed in them, in forms and in JSON bodies (where `env.NAME` is the
+/// value of one variable).
+pub const MULTILINE_FIELDS: [&str; 2] = ["command", "env"];
+
+/// Fields whose values are never shown back: the sign-in password and the password change
+/// form's three fields.
+const SECRET_FIELDS: [&str; 4] = ["password", "current", "new", "repeat"];
+
+fn secret(name: &str) -> bool {
+    SECRET_FIELDS.contains(&name)
+}
+
+/// Whether the field at `path` (`command`, `env.PATH`, `nodes[0].name`) takes several lines.
+fn multiline(path: &str) -> bool {
+    let top = path.split(['.', '[']).next().unwrap_or(path);
+    MULTILINE_FIELDS.contains(&top)
+}
+
+/// Checks one text value of the field at `path` against the text rule.
+///
+/// # Errors
+/// 422 `invalid_text` naming the field, the character and its position.
+pub fn check_text(path: &str, value: &str) -> Result<(), AppError> {
+    let lines = multiline(path);
+    match domain::control_char(value, lines) {
+        None => Ok(()),
+        Some(c) => Err(AppError::InvalidText {
+            field: domain::excerpt(path),
+            message: format!(
+                "{}: contains the control character U+{:04X} at character {}; remove it ({})",
+                domain::excerpt(path),
+                u32::from(c.character),
+                c.position,
+                if lines {
+                    "only printable text, tabs and line breaks are allowed here"
+                } else {
+                    "only printable text on one line is allowed here"
+                }
+            ),
+        }),
+    }
+}
+
+/// Checks decoded form or query fields: each name and value against the text rule.
+///
+/// # Errors
+/// 422 `invalid_text` for the first field at fault.
+pub fn check_pairs(pairs: &[(String, String)]) -> Result<(), AppError> {
+    for (name, value) in pairs {
+        check_text("field name", name)?;
+        check_text(name, value)?;
+    }
+    Ok(())
+}
+
+/// Checks every string of a JSON document (object keys too) against the text rule, naming
+/// the field by its path: `project`, `env.PATH`, `nodes[0].name`.
+///
+/// # Errors
+/// 422 `invalid_text` for the first string at fault.
+pub fn check_json(value: &Value) -> Result<(), AppError> {
+    fn walk(value: &Value, path: &mut String) -> Result<(), AppError> {
+        match value {
+            Value::String(s) => check_text(if path.is_empty() { "body" } else { path }, s),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    walk(item, path)?;
+                    path.truncate(len);
+                }
+                Ok(())
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    check_text(&format!("name of {path}"), key)?;
+                    walk(item, path)?;
+                    path.truncate(len);
+                }
+                Ok(())
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
+        }
+    }
+    walk(value, &mut String::new())
+}
+
+/// Checks the request's path parameters (`/members/{user}`) against the text rule; a path
+/// that is not UTF-8 is left to the `Path` extractor that follows (a 404).
+///
+/// # Errors
+/// 422 `invalid_text` for the first parameter at fault.
+pub async fn check_path<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<(), AppError> {
+    if let Ok(params) = axum::extract::RawPathParams::from_request_parts(parts, state).await {
+        for (name, value) in &params {
+            check_text(name, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Decodes `application/x-www-form-urlencoded` text (a body or a query string) into fields,
+/// refusing bytes that are not UTF-8 (axum's decoder would replace them silently).
+///
+/// # Errors
+/// 422 `invalid_text` naming the field whose name or value is not UTF-8.
+pub fn decode_pairs(input: &[u8]) -> Result<Vec<(String, String)>, AppError> {
+    fn decode(part: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(part.len());
+        let mut i = 0;
+        while i < part.len() {
+            let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+            match part[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < part.len() => match (hex(part[i + 1]), hex(part[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push(h * 16 + l);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                },
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        out
+    }
+    let mut pairs = Vec::new();
+    for piece in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
+        let (name, value) = match piece.iter().position(|b| *b == b'=') {
+            Some(at) => (&piece[..at], &piece[at + 1..]),
+            None => (piece, &[][..]),
+        };
+        let name = decode(name);
+        let name = String::from_utf8(name)
+            .map_err(|e| not_utf8(&String::from_utf8_lossy(e.as_bytes())))?;
+        let value = String::from_utf8(decode(value)).map_err(|_| not_utf8(&name))?;
+        pairs.push((name, value));
+    }
+    Ok(pairs)
+}
+
+fn not_utf8(field: &str) -> AppError {
+    let field = domain::excerpt(field);
+    AppError::InvalidText {
+        message: format!("{field}: is not valid UTF-8 text; send text only"),
+        field,
+    }
+}
+
+/// A field of the form given back on the page that refuses it.
+struct Field {
+    name: String,
+    /// The value as sent, control characters shown as symbols (U+0000 as `␀`).
+    value: String,
+    hidden: bool,
+    secret: bool,
+    multiline: bool,
+    invalid: bool,
+}
+
+/// Shows control characters as visible symbols: C0 as the Unicode control pictures
+/// (U+2400 to U+241F), DEL as `␡`, C1 as `�`.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| match u32::from(c) {
+            v @ 0..=0x1f if !matches!(c, '\t' | '\n' | '\r') => {
+                char::from_u32(0x2400 + v).unwrap_or('\u{fffd}')
+            }
+            0x7f => '\u{2421}',
+            0x80..=0x9f => '\u{fffd}',
+            _ => c,
+        })
+        .collect()
+}
+
+#[derive(askama::Template)]
+#[template(path = "input_error.html")]
+struct RefusedForm {
+    layout: Layout,
+    message: String,
+    action: String,
+    fields: Vec<Field>,
+}
+
+/// The 422 page for a form refused by the text rule: the message naming the field, and the
+/// person's input (secrets left out) in a form that sends it to the same address again.
+fn refused_form(error: AppError, action: &str, raw: &[u8]) -> Response {
+    let bad = match &error {
+        AppError::InvalidText { field, .. } => field.clone(),
+        _ => String::new(),
+    };
+    let pairs = serde_urlencoded::from_bytes::<Vec<(String, String)>>(raw).unwrap_or_default();
+    let csrf = pairs
+        .iter()
+        .find(|(k, _)| k == "csrf")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let fields = pairs
+        .into_iter()
+        .filter(|(k, _)| k != "csrf")
+        .map(|(name, value)| Field {
+            hidden: matches!(name.as_str(), "once" | "quote" | "next" | "action"),
+            secret: secret(&name),
+            multiline: multiline(&name),
+            invalid: domain::excerpt(&name) == bad,
+            value: if secret(&name) {
+                String::new()
+            } else {
+                visible(&value)
+            },
+            name: visible(&name),
+        })
+        .collect();
+    let page = RefusedForm {
+        layout: Layout {
+            user_name: None,
+            nav: Vec::new(),
+            active: "",
+            csrf,
+            notice: None,
+        },
+        message: error.public_message(),
+        action: action.to_string(),
+        fields,
+    };
+    render_status(StatusCode::UNPROCESSABLE_ENTITY, &page)
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A form body (`application/x-www-form-urlencoded`) for pages, read like axum's `Form` after
+/// every field passed the text rule. A refused form is answered 422 with the form given back
+/// (see the module documentation); a body that is not a form is a 400 page.
+pub struct Form<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Form<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let action = req.uri().path().to_string();
+        let is_form = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                ct.trim_start()
+                    .starts_with("application/x-www-form-urlencoded")
+            });
+        if !is_form {
+            return Err(AppError::Malformed(
+                "expected a form (Content-Type: application/x-www-form-urlencoded)".into(),
+            )
+            .into_response());
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                AppError::TooLarge.into_response()
+            } else {
+                AppError::Malformed(r.body_text()).into_response()
+            }
+        })?;
+        if let Err(e) = decode_pairs(&bytes).and_then(|pairs| check_pairs(&pairs)) {
+            return Err(refused_form(e, &action, &bytes));
+        }
+        serde_urlencoded::from_bytes::<T>(&bytes)
+            .map(Self)
+            .map_err(|e| {
+                AppError::Invalid {
+                    field: None,
+                    message: domain::shorten_quoted(&format!("the form could not be read: {e}")),
+                }
+                .into_response()
+            })
+    }
+}
+
+/// A query string for pages, read like axum's `Query` after every field passed the text
+/// rule; refusals are error pages (422 `invalid_text`, 400 for a query that does not fit).
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        check_pairs(&decode_pairs(query.as_bytes())?)?;
+        serde_urlencoded::from_str::<T>(query)
+            .map(Self)
+            .map_err(|e| {
+                AppError::Malformed(domain::shorten_quoted(&format!(
+                    "the query string could not be read: {e}"
+                )))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_decode_strictly() {
+        let pairs = decode_pairs(b"a=1+2&b=%41%00&c&d=%zz&e=%4").unwrap();
+        assert_eq!(
+            pairs,
+            [
+                ("a".into(), "1 2".into()),
+                ("b".into(), "A\0".into()),
+                ("c".into(), String::new()),
+                ("d".into(), "%zz".into()),
+                ("e".into(), "%4".into()),
+            ]
+        );
+        assert!(check_pairs(&pairs).is_err());
+        assert!(decode_pairs(b"name=%ff").is_err());
+        assert!(decode_pairs(b"%c3=1").is_err());
+    }
+
+    #[test]
+    fn multiline_fields_take_line_breaks_and_nothing_else() {
+        assert!(check_text("command", "a\r\n\tb").is_ok());
+        assert!(check_text("env.PATH", "a\nb").is_ok());
+        assert!(check_text("project", "a\nb").is_err());
+        assert!(check_text("command", "a\0b").is_err());
+        assert!(check_text("name", "caf\u{e9} \u{1f600}").is_ok());
+        let e = check_json(&serde_json::json!({"nodes": [{"name": "x\u{1b}"}]})).unwrap_err();
+        assert!(matches!(e, AppError::InvalidText { ref field, .. } if field == "nodes[0].name"));
+        assert_eq!(visible("a\0b\u{7f}"), "a\u{2400}b\u{2421}");
+    }
+}
