@@ -132,6 +132,10 @@ fn phi(held_gpus: i64, entitled_milli: i64) -> i64 {
     (held_gpus.saturating_mul(1000)).min(entitled_milli)
 }
 
+/// The cost of a node-by-node move: entitlement milli-GPUs lost, GPUs evicted beyond the need,
+/// work lost (GPU-seconds), node index (the tie-break).
+type NodeMoveCost = (i64, i64, i128, usize);
+
 /// A preemption move being built: its victims and what they free and cost.
 #[derive(Default)]
 struct Move {
@@ -1363,7 +1367,7 @@ impl<'a> Pass<'a> {
         let upto = if gain > 0 { all.len() } else { *costly_from };
         cands.extend(all[..upto].iter().copied().filter(|&ri| {
             let s = &self.runs[ri];
-            !s.gone && !(s.run.allocated() && s.run.project == w.project)
+            !(s.gone || s.run.allocated() && s.run.project == w.project)
         }));
         let usable_cands = cands.len();
         // Where the candidates that cost entitlement GPUs begin in `cands`.
@@ -1401,7 +1405,7 @@ impl<'a> Pass<'a> {
         }
         let global_ok = global_ok && mv.freed <= need + i64::from(self.pools[pool].node_max);
         // Node by node, for a gang that fits one node.
-        let mut best: Option<((i64, i64, i128, usize), Move, usize)> = None;
+        let mut best: Option<(NodeMoveCost, Move, usize)> = None;
         // Only when the pool-wide move evicts more than the run needs (when it fails, no
         // subset of its candidates on one node can free enough either).
         if w.gpus <= self.pools[pool].node_max && global_ok && mv.freed > need {
