@@ -615,14 +615,6 @@ struct RunningRow {
 /// The preemption reason in words, with names (the run it made room for is shown apart).
 fn preempt_message(reason: &PreemptReason, names: &Names) -> String {
     match reason {
-        PreemptReason::FairShare { for_project } => format!(
-            "past its minimum runtime, and project {} is further below its fair share",
-            names
-                .projects
-                .get(&for_project.0)
-                .cloned()
-                .unwrap_or_else(|| for_project.to_string())
-        ),
         PreemptReason::NodeDraining { node } => format!(
             "node {} is draining for repair",
             names.nodes.get(&node.0).cloned().unwrap_or_default()
@@ -631,7 +623,13 @@ fn preempt_message(reason: &PreemptReason, names: &Names) -> String {
             "node {} is down",
             names.nodes.get(&node.0).cloned().unwrap_or_default()
         ),
-        other => other.describe(),
+        other => other.describe_with(&|p| {
+            names
+                .projects
+                .get(&p.0)
+                .cloned()
+                .unwrap_or_else(|| p.to_string())
+        }),
     }
 }
 
@@ -663,32 +661,14 @@ fn wait_message(
             Money(*needs).display(currency),
             Money(*has).display(currency)
         ),
-        WaitReason::FairShare {
-            position_in_project,
-            ahead,
-            ahead_total,
-            reserved_at,
-        } => {
-            let ahead: Vec<String> = ahead
-                .as_slice()
-                .iter()
-                .map(|p| {
-                    names
-                        .projects
-                        .get(&p.0)
-                        .cloned()
-                        .unwrap_or_else(|| format!("project {p}"))
-                })
-                .collect();
-            crate::scheduler::reason::fair_share_words(
-                &ahead,
-                *ahead_total,
-                *position_in_project,
-                *reserved_at,
-            )
-        }
         other => other
-            .describe()
+            .describe_with(&|p| {
+                names
+                    .projects
+                    .get(&p.0)
+                    .cloned()
+                    .unwrap_or_else(|| format!("project {p}"))
+            })
             .replace("GPUs of this model", &format!("{model} GPUs")),
     }
 }

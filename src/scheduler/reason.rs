@@ -82,17 +82,24 @@ pub enum PreemptReason {
 }
 
 impl PreemptReason {
-    /// Plain words for the run's page.
+    /// Plain words for the run's page, projects named by id.
     pub fn describe(&self) -> String {
+        self.describe_with(&|p| p.to_string())
+    }
+
+    /// Plain words for the run's page, with `project` naming the project it made room for.
+    pub fn describe_with(&self, project: &dyn Fn(ProjectId) -> String) -> String {
         match self {
             PreemptReason::Unallocated => {
                 "unallocated (free) run: its GPUs went to an allocated run".to_string()
             }
             PreemptReason::FairShare { for_project } => format!(
-                "past its minimum runtime, and project {for_project} is further below its fair share"
+                "past its minimum runtime, and project {} is further below its fair share",
+                project(*for_project)
             ),
             PreemptReason::Entitlement { for_project } => format!(
-                "past its minimum runtime, and project {for_project} is below its entitlement (its share of the GPUs) while this run's project held more than its own"
+                "past its minimum runtime, and project {} is below its entitlement (its share of the GPUs) while this run's project held more than its own",
+                project(*for_project)
             ),
             PreemptReason::Contract { contract } => {
                 format!("its GPUs are promised to capacity contract {contract}")
@@ -276,7 +283,7 @@ fn reserved_words(at: Option<i64>) -> String {
 
 /// The fair-share waiting reason for projects named `ahead` (the first few of `total`), with
 /// its reserved start when it has one.
-pub fn fair_share_words(
+fn fair_share_words(
     ahead: &[String],
     total: usize,
     position: usize,
@@ -306,8 +313,13 @@ impl WaitReason {
         }
     }
 
-    /// Plain words for a researcher.
+    /// Plain words for a researcher, projects named by id.
     pub fn describe(&self) -> String {
+        self.describe_with(&|p| format!("project {p}"))
+    }
+
+    /// Plain words for a researcher, with `project` naming the projects it mentions.
+    pub fn describe_with(&self, project: &dyn Fn(ProjectId) -> String) -> String {
         match self {
             WaitReason::FairShare {
                 position_in_project,
@@ -315,11 +327,7 @@ impl WaitReason {
                 ahead_total,
                 reserved_at,
             } => {
-                let names: Vec<String> = ahead
-                    .as_slice()
-                    .iter()
-                    .map(|p| format!("project {p}"))
-                    .collect();
+                let names: Vec<String> = ahead.as_slice().iter().map(|&p| project(p)).collect();
                 fair_share_words(&names, *ahead_total, *position_in_project, *reserved_at)
             }
             WaitReason::OverShare {
