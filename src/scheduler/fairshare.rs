@@ -229,6 +229,11 @@ impl FairShare {
     }
 
     /// Rank of a project at the start of the pass (0 = served first); unknown projects last.
+    /// The project's dense index (`0..len()`, by id), if it is in the tree.
+    pub fn index(&self, project: ProjectId) -> Option<usize> {
+        self.project_index.get(&project).copied()
+    }
+
     pub fn rank(&self, project: ProjectId) -> usize {
         self.project_index
             .get(&project)
@@ -301,17 +306,27 @@ impl FairShare {
     /// `loss` GPU-seconds of usage (the "after the move" test of docs/design.md section 3.2). Leaves the state
     /// unchanged.
     pub fn strictly_below_after(
-        &mut self,
+        &self,
         low: ProjectId,
         high: ProjectId,
         gain: i128,
         loss: i128,
     ) -> bool {
-        self.add_usage(high, gain);
-        self.add_usage(low, -loss);
-        let r = self.strictly_below(low, high);
-        self.add_usage(low, loss);
-        self.add_usage(high, -gain);
-        r
+        // The deciding pair are distinct siblings, ancestors-or-self of `high` and `low`: the
+        // gain reaches only `h`'s usage and the loss only `l`'s (and common ancestors above).
+        match self.deciding_pair(high, low) {
+            Some((h, l)) => {
+                let kh = ShareKey {
+                    share: self.share[h],
+                    usage: self.usage[h] + gain,
+                };
+                let kl = ShareKey {
+                    share: self.share[l],
+                    usage: self.usage[l] - loss,
+                };
+                kh.compare(&kl) == Ordering::Greater
+            }
+            None => false,
+        }
     }
 }

@@ -105,10 +105,13 @@ struct Pool {
     held_total: i64,
     /// Sum over projects of their milli-GPUs held beyond their entitlements.
     surplus_total: i64,
+    /// Per project by [`FairShare::index`]: milli-GPUs held minus entitlement (negative when
+    /// below it); a run of `g` GPUs can go without entitlement loss iff `g * 1000 <= spare`.
+    spare: Vec<i64>,
     /// Preemption candidates past their minimum runtime in `by_loss` order, those whose
     /// projects kept their entitlements when it was built first, and where the others begin;
     /// built on the pool's first search (entries gone since are skipped at use).
-    cands: Option<(Vec<usize>, usize)>,
+    cands: Option<Cands>,
     /// Allocated runs inside their minimum runtime, earliest protection end first.
     protected_by_time: Option<Vec<usize>>,
     /// Each project's entitlement in the pool, milli-GPUs (see [`Pass::entitled_milli`]).
@@ -143,8 +146,9 @@ struct Move {
     chosen: Vec<usize>,
     /// GPUs they free (on every node).
     freed: i64,
-    /// Per victim project: allocated GPUs lost, in-flight usage lost (GPU-seconds).
-    lost: BTreeMap<ProjectId, (i64, i128)>,
+    /// Per victim project: allocated GPUs lost, in-flight usage lost (GPU-seconds); a handful
+    /// of entries, in the order first hit.
+    lost: Vec<(ProjectId, i64, i128)>,
     /// Entitlement milli-GPUs the victims' projects lose, kept while victims are added (after
     /// `drop_at` recompute it with `Pass::move_loss`).
     loss: i64,
@@ -157,11 +161,65 @@ impl Move {
         let s = &runs[ri];
         self.freed -= i64::from(s.gpus);
         if s.run.allocated()
-            && let Some(e) = self.lost.get_mut(&s.run.project)
+            && let Some(e) = self.lost.iter_mut().find(|e| e.0 == s.run.project)
         {
-            e.0 -= i64::from(s.gpus);
+            e.1 -= i64::from(s.gpus);
         }
     }
+
+    /// GPUs and usage `project` loses in the move so far.
+    fn lost_by(&self, project: ProjectId) -> (i64, i128) {
+        self.lost
+            .iter()
+            .find(|e| e.0 == project)
+            .map_or((0, 0), |e| (e.1, e.2))
+    }
+
+    /// Sets what `project` loses; `(0, 0)` removes its entry.
+    fn set_lost(&mut self, project: ProjectId, gpus: i64, usage: i128) {
+        match self.lost.iter().position(|e| e.0 == project) {
+            Some(i) if gpus == 0 && usage == 0 => {
+                self.lost.remove(i);
+            }
+            Some(i) => self.lost[i] = (project, gpus, usage),
+            None if gpus == 0 && usage == 0 => {}
+            None => self.lost.push((project, gpus, usage)),
+        }
+    }
+
+    /// Empties the move, keeping its buffers.
+    fn clear(&mut self) {
+        self.chosen.clear();
+        self.lost.clear();
+        self.freed = 0;
+        self.loss = 0;
+    }
+}
+
+/// A pool's preemption candidates for one pass (see [`Pass::try_preempt`]).
+struct Cands {
+    /// Run slot indices: unallocated, then runs whose projects kept their entitlements when
+    /// the list was built, then the others, each least work lost first. Entries gone since
+    /// are skipped at use.
+    list: Vec<usize>,
+    /// Where the others (costly victims) begin in `list`.
+    costly_from: usize,
+    /// Per entry of `list`: its project, whether allocated, GPUs, work lost if evicted now
+    /// (GPU-seconds), so that node-by-node bounds read one flat array.
+    meta: Vec<CandMeta>,
+    /// Up nodes in ascending index order, each with the positions in `list` of the candidates
+    /// holding GPUs on it (ascending) and how many GPUs each holds there.
+    by_node: Vec<(usize, Vec<(usize, i64)>)>,
+}
+
+/// What node-by-node bounds need of a candidate (see [`Cands::meta`]).
+struct CandMeta {
+    project: ProjectId,
+    /// [`FairShare::index`] of the project, if it is in the tree.
+    index: Option<usize>,
+    allocated: bool,
+    gpus: i64,
+    lost: i128,
 }
 
 struct RunSlot<'a> {
@@ -200,8 +258,12 @@ struct Pass<'a> {
     waiting: Vec<Waiting>,
     /// One-entry cache of `pool_index` lookups.
     last_pool: Option<((ClusterId, ModelId), usize)>,
-    /// A reused buffer of run slot indices (preemption candidates).
-    scratch: Vec<usize>,
+    /// Whether the snapshot lists its waiting runs in ascending id order (as the live service
+    /// and the simulator do): then sorts need no id tie-break and results are placed by index.
+    waiting_by_id: bool,
+    /// Per entry of `waiting`: the run's index in the snapshot's waiting list (when
+    /// `waiting_by_id`).
+    waiting_at: Vec<usize>,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -414,7 +476,8 @@ impl<'a> Pass<'a> {
             decisions: Vec::new(),
             waiting: Vec::with_capacity(snap.waiting.len()),
             last_pool: None,
-            scratch: Vec::new(),
+            waiting_by_id: snap.waiting.windows(2).all(|p| p[0].id < p[1].id),
+            waiting_at: Vec::new(),
         };
         pass.index_pools();
         pass
@@ -492,6 +555,13 @@ impl<'a> Pass<'a> {
                 .iter()
                 .map(|(id, &h)| (h * 1000 - pool.entitled.get(id).copied().unwrap_or(0)).max(0))
                 .sum();
+            pool.spare = vec![0; self.fs.len()];
+            for &id in self.projects.keys() {
+                if let Some(i) = self.fs.index(id) {
+                    let h = pool.held.get(&id).copied().unwrap_or(0);
+                    pool.spare[i] = h * 1000 - pool.entitled.get(&id).copied().unwrap_or(0);
+                }
+            }
         }
     }
 
@@ -505,6 +575,9 @@ impl<'a> Pass<'a> {
         let after = (*h * 1000 - e).max(0);
         p.held_total += delta;
         p.surplus_total += after - before;
+        if let Some(i) = self.fs.index(project) {
+            p.spare[i] += delta * 1000;
+        }
     }
 
     // ----- GPU bookkeeping -------------------------------------------------------------------
@@ -804,6 +877,37 @@ impl<'a> Pass<'a> {
     fn order_waiting(&mut self) -> Vec<&'a WaitingRun> {
         let fs = &self.fs;
         let kind = self.snap.policy.kind;
+        if kind == PolicyKind::Tranche && self.waiting_by_id {
+            // Ranks are dense per project: place runs by rank (a counting sort, keeping id
+            // order), then sort each project's runs by priority (highest first) and submission
+            // with a stable sort, so ids need no place in the key. An unknown project's rank
+            // (`usize::MAX`) comes first, as in the general key below.
+            let bucket = |w: &WaitingRun| match fs.rank(w.project) {
+                usize::MAX => 0,
+                r => r.min(fs.len()) + 1,
+            };
+            let mut starts = vec![0usize; fs.len() + 3];
+            for w in &self.snap.waiting {
+                starts[bucket(w) + 1] += 1;
+            }
+            for i in 1..starts.len() {
+                starts[i] += starts[i - 1];
+            }
+            let mut next = starts.clone();
+            let mut keyed: Vec<(u128, Option<&'a WaitingRun>)> =
+                vec![(0, None); self.snap.waiting.len()];
+            for w in &self.snap.waiting {
+                let b = bucket(w);
+                let priority = u128::from((i64::from(i32::MAX) - i64::from(w.priority)) as u32);
+                let submitted = u128::from((w.submitted_at as u64) ^ (1 << 63));
+                keyed[next[b]] = ((priority << 64) | submitted, Some(w));
+                next[b] += 1;
+            }
+            for b in starts.windows(2) {
+                keyed[b[0]..b[1]].sort_by_key(|(k, _)| *k);
+            }
+            return keyed.into_iter().filter_map(|(_, w)| w).collect();
+        }
         // Keys are computed once per run (not per comparison); ids make them unique.
         let mut keyed: Vec<(OrderKey, &'a WaitingRun)> = self
             .snap
@@ -828,6 +932,22 @@ impl<'a> Pass<'a> {
     }
 
     fn wait(&mut self, w: &WaitingRun, reason: WaitReason, estimated_start: Option<i64>) {
+        if self.waiting_by_id {
+            // `w` is an element of the snapshot's list: its index from its address.
+            let base = self.snap.waiting.as_ptr() as usize;
+            let size = std::mem::size_of::<WaitingRun>().max(1);
+            let at = (w as *const WaitingRun as usize).wrapping_sub(base) / size;
+            if self
+                .snap
+                .waiting
+                .get(at)
+                .is_some_and(|x| std::ptr::eq(x, w))
+            {
+                self.waiting_at.push(at);
+            } else {
+                self.waiting_by_id = false;
+            }
+        }
         self.waiting.push(Waiting {
             run: w.id,
             reason,
@@ -897,6 +1017,7 @@ impl<'a> Pass<'a> {
 
     /// A project's entitlement in a pool: its effective share x the pool's GPUs on nodes that
     /// are not down, in milli-GPUs rounded down.
+    #[inline]
     fn entitled_milli(&self, project: ProjectId, pool: usize) -> i64 {
         self.pools[pool]
             .entitled
@@ -906,6 +1027,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Allocated GPUs a project holds in a pool now.
+    #[inline]
     fn held_in(&self, project: ProjectId, pool: usize) -> i64 {
         self.pools[pool].held.get(&project).copied().unwrap_or(0)
     }
@@ -1358,39 +1480,60 @@ impl<'a> Pass<'a> {
                     }
                 }
             }
-            self.pools[pool].cands = Some((v, costly_from));
+            let mut by_node: BTreeMap<usize, Vec<(usize, i64)>> = BTreeMap::new();
+            for (pos, &ri) in v.iter().enumerate() {
+                for (n, g) in &self.runs[ri].run.placement {
+                    if let Some(&ni) = self.node_index.get(n) {
+                        let list = by_node.entry(ni).or_default();
+                        match list.last_mut() {
+                            Some(e) if e.0 == pos => e.1 += g.len() as i64,
+                            _ => list.push((pos, g.len() as i64)),
+                        }
+                    }
+                }
+            }
+            let meta = v
+                .iter()
+                .map(|&ri| {
+                    let s = &self.runs[ri];
+                    CandMeta {
+                        project: s.run.project,
+                        index: self.fs.index(s.run.project),
+                        allocated: s.run.allocated(),
+                        gpus: i64::from(s.gpus),
+                        lost: self.lost_key(ri).1,
+                    }
+                })
+                .collect();
+            let by_node = by_node
+                .into_iter()
+                .filter(|&(ni, _)| self.nodes[ni].state == NodeState::Up)
+                .collect();
+            self.pools[pool].cands = Some(Cands {
+                list: v,
+                costly_from,
+                meta,
+                by_node,
+            });
         }
-        let mut cands = std::mem::take(&mut self.scratch);
-        cands.clear();
-        let (all, costly_from) = self.pools[pool].cands.as_ref().expect("built above");
+        let cands = self.pools[pool].cands.take().expect("built above");
         // Without an entitlement gain a costly victim can never be admitted.
-        let upto = if gain > 0 { all.len() } else { *costly_from };
-        cands.extend(all[..upto].iter().copied().filter(|&ri| {
-            let s = &self.runs[ri];
-            !(s.gone || s.run.allocated() && s.run.project == w.project)
-        }));
-        let usable_cands = cands.len();
-        // Where the candidates that cost entitlement GPUs begin in `cands`.
-        let costly_at = cands.partition_point(|&ri| {
-            let s = &self.runs[ri];
-            !s.run.allocated()
-                || self.entitlement_loss(s.run.project, pool, 0, i64::from(s.gpus)) == 0
-        });
-        let mut remaining: i64 = cands.iter().map(|&ri| i64::from(self.runs[ri].gpus)).sum();
+        let upto = if gain > 0 {
+            cands.list.len()
+        } else {
+            cands.costly_from
+        };
 
         // Across the pool.
         let mut mv = Move::default();
-        for (k, &ri) in cands[..usable_cands].iter().enumerate() {
-            // Stop when enough is freed, when the rest cannot free enough, or when no costly
-            // victim can be admitted any more.
-            if mv.freed >= need
-                || mv.freed + remaining < need
-                || (k >= costly_at && mv.loss >= gain)
-            {
+        for (pos, &ri) in cands.list[..upto].iter().enumerate() {
+            // Stop when enough is freed, or when no costly victim can be admitted any more.
+            if mv.freed >= need || (pos >= cands.costly_from && mv.loss >= gain) {
                 break;
             }
-            remaining -= i64::from(self.runs[ri].gpus);
-            self.admit(w, pool, gain, ri, &mut mv);
+            if self.eligible(w, ri) {
+                self.admit(w, pool, gain, ri, &mut mv);
+            }
         }
         let global_ok = mv.freed >= need;
         if global_ok {
@@ -1409,40 +1552,56 @@ impl<'a> Pass<'a> {
         // Only when the pool-wide move evicts more than the run needs (when it fails, no
         // subset of its candidates on one node can free enough either).
         if w.gpus <= self.pools[pool].node_max && global_ok && mv.freed > need {
-            let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-            for &ri in &cands[..usable_cands] {
-                for (n, _) in &self.runs[ri].run.placement {
-                    if let Some(&ni) = self.node_index.get(n) {
-                        let list = per_node.entry(ni).or_default();
-                        if list.last() != Some(&ri) {
-                            list.push(ri);
-                        }
-                    }
-                }
-            }
-            for (ni, list) in per_node {
+            // A node's move is taken only when it loses no more entitlement than the
+            // pool-wide one; when that loses none, only victims losing none alone can serve.
+            let global_loss = self.move_loss(pool, &mv);
+            let mut nmv = Move::default();
+            // GPUs on the node of each of `nmv`'s victims, in its order.
+            let mut ons: Vec<i64> = Vec::new();
+            for (ni, positions) in &cands.by_node {
+                let ni = *ni;
                 let node = &self.nodes[ni];
-                if node.state != NodeState::Up || node.gpus < w.gpus {
+                let need_n = i64::from(w.gpus) - i64::from(node.free.count_ones());
+                if node.gpus < w.gpus || need_n <= 0 {
                     continue;
                 }
-                let need_n = i64::from(w.gpus) - i64::from(node.free.count_ones());
-                let node_id = node.id;
-                let on_node = |s: &RunSlot| -> i64 {
-                    s.run
-                        .placement
-                        .iter()
-                        .filter(|(n, _)| *n == node_id)
-                        .map(|(_, g)| g.len() as i64)
-                        .sum()
-                };
-                let mut nmv = Move::default();
+                // Cheap bounds first: the node's usable victims' GPUs must cover the need, and
+                // its cost is at least (0, 0, least work lost of one victim, ni); nodes come in
+                // ascending index order, so an equal bound cannot beat the best either.
+                let mut cap = 0i64;
+                let mut min_lost = i128::MAX;
+                for &(pos, on) in positions.iter().filter(|e| e.0 < upto) {
+                    let m = &cands.meta[pos];
+                    if !(self.runs[cands.list[pos]].gone || m.allocated && m.project == w.project)
+                        && (global_loss > 0
+                            || !m.allocated
+                            || match m.index {
+                                Some(i) => m.gpus * 1000 <= self.pools[pool].spare[i],
+                                None => self.entitlement_loss(m.project, pool, 0, m.gpus) == 0,
+                            })
+                    {
+                        cap += on;
+                        min_lost = min_lost.min(m.lost);
+                    }
+                }
+                if cap < need_n
+                    || best
+                        .as_ref()
+                        .is_some_and(|b| b.0.0 == 0 && b.0.1 == 0 && b.0.2 <= min_lost)
+                {
+                    continue;
+                }
+                nmv.clear();
+                ons.clear();
                 let mut got = 0i64;
-                for &ri in &list {
+                for &(pos, on) in positions.iter().filter(|e| e.0 < upto) {
                     if got >= need_n {
                         break;
                     }
-                    if self.admit(w, pool, gain, ri, &mut nmv) {
-                        got += on_node(&self.runs[ri]);
+                    let ri = cands.list[pos];
+                    if self.eligible(w, ri) && self.admit(w, pool, gain, ri, &mut nmv) {
+                        got += on;
+                        ons.push(on);
                     }
                 }
                 if got < need_n || usable + nmv.freed < i64::from(w.gpus) {
@@ -1451,24 +1610,22 @@ impl<'a> Pass<'a> {
                 let mut i = nmv.chosen.len();
                 while i > 0 {
                     i -= 1;
-                    let g = on_node(&self.runs[nmv.chosen[i]]);
-                    if got - g >= need_n {
-                        got -= g;
+                    if got - ons[i] >= need_n {
+                        got -= ons[i];
                         nmv.drop_at(i, &self.runs);
                     }
                 }
                 let loss = self.move_loss(pool, &nmv);
                 let lost: i128 = nmv.chosen.iter().map(|&ri| self.lost_key(ri).1).sum();
                 let cost = (loss, nmv.freed - need_n, lost, ni);
-                if best.as_ref().is_none_or(|b| cost < b.0) {
-                    best = Some((cost, nmv, ni));
+                if loss <= global_loss && best.as_ref().is_none_or(|b| cost < b.0) {
+                    best = Some((cost, std::mem::take(&mut nmv), ni));
                 }
             }
         }
+        self.pools[pool].cands = Some(cands);
         let choice = match best {
-            Some((cost, nmv, ni)) if !global_ok || cost.0 <= self.move_loss(pool, &mv) => {
-                Some((nmv, Some(ni)))
-            }
+            Some((_, nmv, ni)) => Some((nmv, Some(ni))),
             _ if global_ok => Some((mv, None)),
             _ => {
                 self.pools[pool].failed_need.insert(w.project, need);
@@ -1510,7 +1667,6 @@ impl<'a> Pass<'a> {
                 None
             }
         };
-        self.scratch = cands;
         let Some((mv, on)) = choice else {
             return Err(None);
         };
@@ -1541,8 +1697,15 @@ impl<'a> Pass<'a> {
     fn move_loss(&self, pool: usize, mv: &Move) -> i64 {
         mv.lost
             .iter()
-            .map(|(&p, &(g, _))| self.entitlement_loss(p, pool, 0, g))
+            .map(|&(p, g, _)| self.entitlement_loss(p, pool, 0, g))
             .sum()
+    }
+
+    /// Whether candidate `ri` may still be a victim for `w`: not gone, and not an allocated
+    /// run of `w`'s own project.
+    fn eligible(&self, w: &WaitingRun, ri: usize) -> bool {
+        let s = &self.runs[ri];
+        !(s.gone || s.run.allocated() && s.run.project == w.project)
     }
 
     /// In-flight usage (GPU-seconds) one GPU of the pool adds to the ranking.
@@ -1553,11 +1716,11 @@ impl<'a> Pass<'a> {
 
     /// Whether every allocated victim's project of `mv` ranks strictly below `w`'s project
     /// after the move (fair share).
-    fn move_fair_share(&mut self, w: &WaitingRun, pool: usize, mv: &Move) -> bool {
+    fn move_fair_share(&self, w: &WaitingRun, pool: usize, mv: &Move) -> bool {
         let gain = i128::from(w.gpus) * self.per_gpu_usage(pool);
         mv.lost
             .iter()
-            .all(|(&p, &(_, usage))| self.fs.strictly_below_after(p, w.project, gain, usage))
+            .all(|&(p, _, usage)| self.fs.strictly_below_after(p, w.project, gain, usage))
     }
 
     /// Adds victim `ri` to `mv` when the move stays allowed (see [`Self::try_preempt`]): the
@@ -1575,20 +1738,16 @@ impl<'a> Pass<'a> {
             return true;
         }
         let project = s.run.project;
-        let (before, usage_before) = mv.lost.get(&project).copied().unwrap_or((0, 0));
+        let (before, usage_before) = mv.lost_by(project);
         let marginal = self.entitlement_loss(project, pool, before, g);
         let delta = gain - mv.loss - marginal;
         if delta < 0 {
             return false;
         }
         let usage_lost = usage_before + i128::from(s.gpus) * self.per_gpu_usage(pool);
-        mv.lost.insert(project, (before + g, usage_lost));
+        mv.set_lost(project, before + g, usage_lost);
         if delta == 0 && !self.move_fair_share(w, pool, mv) {
-            if before == 0 {
-                mv.lost.remove(&project);
-            } else {
-                mv.lost.insert(project, (before, usage_before));
-            }
+            mv.set_lost(project, before, usage_before);
             return false;
         }
         mv.loss += marginal;
@@ -1750,7 +1909,17 @@ impl<'a> Pass<'a> {
     }
 
     fn finish(mut self) -> Outcome {
-        self.waiting.sort_unstable_by_key(|w| w.run);
+        if self.waiting_by_id {
+            // Snapshot order is id order: each result goes to its run's index.
+            let mut slots: Vec<Option<Waiting>> = Vec::new();
+            slots.resize_with(self.snap.waiting.len(), || None);
+            for (w, &at) in self.waiting.drain(..).zip(&self.waiting_at) {
+                slots[at] = Some(w);
+            }
+            self.waiting = slots.into_iter().flatten().collect();
+        } else {
+            self.waiting.sort_unstable_by_key(|w| w.run);
+        }
         let mut occupied: BTreeSet<NodeId> = BTreeSet::new();
         let any_draining = self.nodes.iter().any(|n| n.state == NodeState::Draining);
         for s in self.runs.iter().filter(|_| any_draining) {
