@@ -93,7 +93,7 @@ where
         .await?;
     admin.close().await?;
     if let Some(e) = embedded {
-        tokio::task::spawn_blocking(move || e.stop_if_started_here()).await??;
+        tokio::task::spawn_blocking(move || e.stop_if_owned()).await??;
     }
     result
 }

@@ -320,9 +320,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let database = open(&args.db).await?;
+    let database = Database::open_with(
+        &config::database_source(),
+        &args.db.data_dir,
+        db::embedded::Claim::TakeOver,
+    )
+    .await?;
     let result = serve_on(listener, &database, site).await;
-    // Whatever happened, stop the embedded PostgreSQL this process started.
+    // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)
 }
