@@ -176,6 +176,7 @@ fn records(dir: &Path, run: i64, attempt: i32) -> Vec<String> {
 async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
     let (app, base, researcher, lead, agent_token) = live(site()).await;
     let dir = scratch("e2e");
+    app.declare_agent_nodes("e2e", 2).await;
     let _agent = agent(&base, &agent_token, "e2e", 2, &dir);
     until(Duration::from_secs(30), "two agent nodes", || async {
         live_nodes(&app).await == 2
@@ -346,6 +347,7 @@ async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
 async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let (app, base, researcher, _lead, agent_token) = live(site()).await;
     let dir = scratch("grace");
+    app.declare_agent_nodes("grace", 1).await;
     let _agent = agent(&base, &agent_token, "grace", 1, &dir);
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
@@ -393,6 +395,7 @@ async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
 async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
     let (app, base, researcher, _lead, agent_token) = live(site()).await;
     let dir = scratch("loss");
+    app.declare_agent_nodes("loss", 1).await;
     let mut first = agent(&base, &agent_token, "loss", 1, &dir);
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
@@ -552,6 +555,7 @@ async fn killing_the_server_mid_pass_loses_no_run_and_starts_none_twice() {
         .await
         .unwrap();
     let dir = scratch("crash");
+    app.declare_agent_nodes("crash", 4).await;
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
