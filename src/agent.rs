@@ -802,15 +802,25 @@ impl ProcessRecords {
         self.dir.join(format!("node-{safe}.processes"))
     }
 
-    fn append(&self, node: &str, line: &str) {
+    /// Appends `line` to `node`'s file; `create` makes the directory and file when missing
+    /// (a start), else a missing file is left so (an end with no start left to close).
+    fn append(&self, node: &str, line: &str, create: bool) {
         use std::io::Write;
-        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+        let created = if create {
+            std::fs::create_dir_all(&self.dir)
+        } else {
+            Ok(())
+        };
+        let written = created.and_then(|()| {
             std::fs::OpenOptions::new()
-                .create(true)
+                .create(create)
                 .append(true)
                 .open(self.path(node))?
                 .write_all(line.as_bytes())
         });
+        if !create && matches!(&written, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            return;
+        }
         if let Err(e) = written {
             tracing::warn!(dir = %self.dir.display(), error = %e, "cannot record a process in the state directory");
         }
@@ -819,12 +829,12 @@ impl ProcessRecords {
     /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
     /// runs on `node` with `secret` in its environment.
     pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) {
-        self.append(node, &format!("start {pid} {started} {secret}\n"));
+        self.append(node, &format!("start {pid} {started} {secret}\n"), true);
     }
 
     /// Records that the process recorded by [`ProcessRecords::started`] ended.
     pub fn ended(&self, node: &str, pid: i32, started: u64) {
-        self.append(node, &format!("end {pid} {started}\n"));
+        self.append(node, &format!("end {pid} {started}\n"), false);
     }
 
     /// The recorded starts of `node` without a recorded end.

@@ -1,6 +1,6 @@
 //! Process identity on Linux, from `/proc`: a pid alone can be reused once its process ends,
 //! so a process is named by its pid and its start time, which together never repeat while
-//! the machine stays up (`docs/design.md`, "Process ownership").
+//! the machine stays up (docs/design.md section 10).
 
 /// The start time of process `pid`: field 22 of `/proc/PID/stat`, in clock ticks since boot.
 /// `None` when there is no such process (or `/proc` cannot be read).

@@ -38,7 +38,9 @@ pub struct Node {
     /// `up`, `draining` or `down`: the state an admin set.
     pub state: String,
     /// The agent serving it as it described itself (`HOST pid PID`); kept after the agent
-    /// stopped, `None` before any agent registered it.
+    /// stopped, `None` before any agent registered it. Shown to admins only (not serialized
+    /// into the API's cluster list).
+    #[serde(skip)]
     pub agent: Option<String>,
     /// The agent's last heartbeat (UTC); `None` before any agent registered the node.
     #[serde(with = "time::serde::rfc3339::option")]

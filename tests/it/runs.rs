@@ -1208,3 +1208,88 @@ async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
     register(&o.app, &o.agent, &["st-1", "st-2"]).await;
     assert_eq!(counted_local_gpus(&o.app).await, (16, 16));
 }
+
+/// Issue 11 item 3: the admin cluster page shows each node's real status, its agent and its
+/// last heartbeat; a lost node is not shown as up.
+#[tokio::test]
+async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
+    let (app, users) = TestApp::with_demo().await;
+    let agent = agents::create_token(&app.pool, "local").await.unwrap();
+    app.declare_nodes(&["pg-1", "pg-2"]).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(
+                json!({"nodes": [{"name": "pg-1", "gpus": 8, "gpu_model": "H100"}],
+                        "agent": "box-7 pid 4242"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let session = answer["session"].as_str().unwrap().to_string();
+    let local: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'local'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (name, pw) = crate::support::demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&name, &pw).await;
+    let row = |page: &str, node: &str| -> String {
+        let at = page
+            .find(&format!("<tr><td>{node}</td>"))
+            .unwrap_or_else(|| panic!("no row for {node}"));
+        page[at..].split("</tr>").next().unwrap().to_string()
+    };
+    let (status, page, _) = admin.get(&format!("/admin/clusters/{local}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let served = row(&page, "pg-1");
+    assert!(
+        served.contains(r#"<td class="node-status">up</td>"#),
+        "{served}"
+    );
+    assert!(served.contains("box-7 pid 4242"), "{served}");
+    assert!(served.contains("s ago"), "{served}");
+    let waiting = row(&page, "pg-2");
+    assert!(
+        waiting.contains(r#"<td class="node-status">awaiting agent</td>"#),
+        "{waiting}"
+    );
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/agent/stop",
+            Some(&agent),
+            Some(json!({ "session": session })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, page, _) = admin.get(&format!("/admin/clusters/{local}")).await;
+    let lost = row(&page, "pg-1");
+    assert!(
+        lost.contains(r#"<td class="node-status">lost</td>"#),
+        "{lost}"
+    );
+    assert!(
+        lost.contains("box-7 pid 4242"),
+        "the last agent stays shown: {lost}"
+    );
+    // A node an admin declares on the page.
+    let (status, _, _) = admin
+        .post(
+            &format!("/admin/clusters/{local}/nodes"),
+            &[("name", "pg-3"), ("gpu_model", "H100"), ("gpu_count", "8")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(json!({"nodes": [{"name": "pg-3", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
