@@ -762,11 +762,13 @@ impl Supervisor {
 pub const OWNER_ENV: &str = "TRANCHE_AGENT_PROCESS";
 
 /// The agent's record of the processes it starts, in its state directory: one file per node,
-/// `NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
+/// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
 /// (`end PID START_TIME`). A later agent for the same nodes and state directory reads it to
 /// stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only a process
 /// that is still the one recorded (same pid and start time, see [`crate::process`]), leads its
 /// own process group and carries the recorded secret in its environment ([`OWNER_ENV`]).
+/// A file grows by two short lines per process and starts afresh at each agent's first
+/// registration.
 #[derive(Debug)]
 pub struct ProcessRecords {
     dir: PathBuf,
@@ -845,17 +847,16 @@ impl ProcessRecords {
         let mut open: Vec<Recorded> = Vec::new();
         for line in text.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let parsed = |i: usize| fields.get(i).and_then(|f| f.parse().ok());
-            match (fields.first().copied(), parsed(1), parsed(2)) {
-                (Some("start"), Some(pid), Some(started)) if fields.len() == 4 => {
-                    open.push(Recorded {
-                        pid: pid as i32,
-                        started,
-                        secret: fields[3].to_string(),
-                    });
-                }
-                (Some("end"), Some(pid), Some(started)) => {
-                    open.retain(|r| !(i64::from(r.pid) == pid as i64 && r.started == started));
+            let pid = fields.get(1).and_then(|f| f.parse::<i32>().ok());
+            let started = fields.get(2).and_then(|f| f.parse::<u64>().ok());
+            match (fields.first().copied(), pid, started, fields.get(3)) {
+                (Some("start"), Some(pid), Some(started), Some(secret)) => open.push(Recorded {
+                    pid,
+                    started,
+                    secret: (*secret).to_string(),
+                }),
+                (Some("end"), Some(pid), Some(started), None) => {
+                    open.retain(|r| !(r.pid == pid && r.started == started));
                 }
                 _ => {}
             }
