@@ -139,13 +139,15 @@ async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> 
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
-/// The command of the test runs: records `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
+/// The command of the test runs: records the agent token it sees (`unset`: none) and
+/// `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
 /// and node process, then waits for SIGTERM (recording it) unless it is a later attempt, which
 /// finishes at once.
 fn recording_command(dir: &Path) -> String {
     let d = dir.display();
     format!(
-        "echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$; \
+        "echo \"${{TRANCHE_AGENT_TOKEN:-unset}}\" > {d}/token-$TRANCHE_RUN_ID-$$; \
+         echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$; \
          if [ \"$TRANCHE_ATTEMPT\" -ge 2 ]; then exit 0; fi; \
          trap 'echo term > {d}/term-$TRANCHE_RUN_ID-$$; exit 143' TERM; sleep 600 & wait"
     )
@@ -899,10 +901,14 @@ async fn a_stopped_agents_nodes_get_no_new_runs() {
     assert_eq!(live_nodes(&app).await, 0);
     assert_eq!(state_of(&app, resumable).await, "queued");
     assert_eq!(state_of(&app, fragile).await, "lost");
-    // Its processes were stopped.
+    // Its processes were stopped, and never saw the agent's token.
     for id in [resumable, fragile] {
         let pids = record_pids(&dir, id, 1);
         assert!(pids.iter().all(|p| !alive(*p)), "run {id} left running");
+        for pid in pids {
+            let seen = std::fs::read_to_string(dir.join(format!("token-{id}-{pid}"))).unwrap();
+            assert_eq!(seen.trim(), "unset");
+        }
     }
     // A new run waits: no live agent serves the node.
     let later = submit(true).await;

@@ -989,6 +989,13 @@ async fn a_retried_submission_with_its_idempotency_key_makes_one_run() {
     assert_eq!(count_runs(&o.app).await, 2);
 }
 
+async fn tree_version(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT version FROM change_counters WHERE name = 'tree'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
 /// GPUs of `local` H100 that count for entitlements (the tree's capacity) and for contracts
 /// (the calendar's installed GPUs).
 async fn counted_local_gpus(app: &TestApp) -> (i64, i64) {
@@ -1143,6 +1150,7 @@ async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, resumable).await, "starting");
     assert_eq!(state_of(&o.app, fragile).await, "starting");
+    let version_before = tree_version(&o.app).await;
     // Another session's stop changes nothing.
     let (status, answer) = o
         .app
@@ -1167,6 +1175,10 @@ async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["nodes"], 2);
+    assert!(
+        tree_version(&o.app).await > version_before,
+        "a lost node changes entitlements, so the cached tree moves"
+    );
     // At once, without waiting for the heartbeat timeout.
     assert_eq!(state_of(&o.app, resumable).await, "queued");
     assert_eq!(state_of(&o.app, fragile).await, "lost");
