@@ -76,6 +76,11 @@ pub struct AgentArgs {
     /// Directory for the processes' output, one file per run attempt and node.
     #[arg(long, default_value = "./tranche-agent-logs")]
     pub log_dir: PathBuf,
+    /// Directory where the agent records the processes it starts (pid and start time, per
+    /// node), so that a later agent for the same nodes can stop what this one left running,
+    /// and nothing else.
+    #[arg(long, default_value = "./tranche-agent-state")]
+    pub state_dir: PathBuf,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -131,7 +136,11 @@ pub fn node_names(host: &str, nodes: u32) -> Vec<String> {
     }
 }
 
-fn host_name(given: Option<&str>) -> anyhow::Result<String> {
+/// The node host name: `given` when set and not blank, else this machine's host name.
+///
+/// # Errors
+/// The host name cannot be read or is not UTF-8.
+pub fn host_name(given: Option<&str>) -> anyhow::Result<String> {
     if let Some(name) = given.map(str::trim).filter(|n| !n.is_empty()) {
         return Ok(name.to_string());
     }
@@ -288,6 +297,16 @@ impl std::fmt::Display for RunKey {
 pub struct RegisterRequest {
     /// The nodes this agent serves.
     pub nodes: Vec<RegisterNode>,
+    /// How the agent describes itself (`HOST pid PID`), shown on the admin cluster page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// Body of `POST /api/v1/agent/stop`, sent when the agent stops cleanly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopRequest {
+    /// Session from the register answer.
+    pub session: String,
 }
 
 /// One node in a [`RegisterRequest`].
@@ -596,6 +615,7 @@ struct Supervised {
 /// Owns the agent's child processes: one task per child waits on it, and carries out stops.
 pub struct Supervisor {
     log_dir: PathBuf,
+    records: Option<Arc<ProcessRecords>>,
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
@@ -606,9 +626,16 @@ impl Supervisor {
     /// A supervisor writing each process's output under `log_dir` (created on first start).
     #[must_use]
     pub fn new(log_dir: PathBuf) -> Self {
+        Self::with_records(log_dir, None)
+    }
+
+    /// As [`Supervisor::new`], recording each process's start and end in `records`.
+    #[must_use]
+    pub fn with_records(log_dir: PathBuf, records: Option<Arc<ProcessRecords>>) -> Self {
         let (exits_tx, exits_rx) = mpsc::unbounded_channel();
         Supervisor {
             log_dir,
+            records,
             procs: HashMap::new(),
             exits_tx,
             exits_rx,
@@ -645,6 +672,7 @@ impl Supervisor {
             node_name.to_string(),
             log_path.clone(),
             self.spawning.clone(),
+            self.records.clone(),
             stop_rx,
             self.exits_tx.clone(),
         ));
@@ -728,77 +756,181 @@ impl Supervisor {
     }
 }
 
-/// Kills the process groups of runs on `nodes` that are not children of this process: what an
-/// earlier agent for these nodes left running when it was killed. Their runs were requeued or
-/// ended by the server, and their GPUs must be free before anything new starts. A group is
-/// recognised by its leader's environment (`TRANCHE_RUN_ID` and `TRANCHE_NODE` = one of
-/// `nodes`), which survives the agent. Returns how many groups were killed.
-pub fn kill_leftovers(nodes: &[String]) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let me = std::process::id();
-    let markers: Vec<Vec<u8>> = nodes
-        .iter()
-        .map(|n| format!("TRANCHE_NODE={n}").into_bytes())
-        .collect();
-    let mut killed = 0;
-    for entry in entries.filter_map(Result::ok) {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if u32::try_from(pid).is_ok_and(|p| p == me) || !is_group_leader(pid) {
-            continue;
-        }
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
-        let ours = vars.iter().any(|v| v.starts_with(b"TRANCHE_RUN_ID="))
-            && vars.iter().any(|v| markers.iter().any(|m| v == m));
-        if ours {
-            tracing::warn!(
-                pid,
-                "killing a run's process group that an earlier agent left running"
-            );
-            signal_group(Pid::from_raw(pid), Signal::SIGKILL);
-            killed += 1;
-        }
-    }
-    killed
+/// The environment variable that carries a process's ownership secret: a random value the
+/// agent records next to the process's pid and start time, and checks before it signals a
+/// process it did not start in its own life.
+pub const OWNER_ENV: &str = "TRANCHE_AGENT_PROCESS";
+
+/// The agent's record of the processes it starts, in its state directory: one file per node,
+/// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
+/// (`end PID START_TIME`). A later agent for the same nodes and state directory reads it to
+/// stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only a process
+/// that is still the one recorded (same pid and start time, see [`crate::process`]), leads its
+/// own process group and carries the recorded secret in its environment ([`OWNER_ENV`]).
+/// A file grows by two short lines per process and starts afresh at each agent's first
+/// registration.
+#[derive(Debug)]
+pub struct ProcessRecords {
+    dir: PathBuf,
 }
 
-/// Whether `pid` leads its own process group (field 5 of `/proc/PID/stat`, after the name in
-/// parentheses).
-fn is_group_leader(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-            .and_then(|pgrp| pgrp.parse::<i32>().ok())
-            == Some(pid)
-    })
+/// One recorded start that has no recorded end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Recorded {
+    pid: i32,
+    started: u64,
+    secret: String,
+}
+
+impl ProcessRecords {
+    /// Records kept under `dir` (created on first write).
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        ProcessRecords { dir }
+    }
+
+    /// The file of `node`: its name with any character outside `A-Za-z0-9._-` replaced.
+    fn path(&self, node: &str) -> PathBuf {
+        let safe: String = node
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join(format!("node-{safe}.processes"))
+    }
+
+    /// Appends `line` to `node`'s file; `create` makes the directory and file when missing
+    /// (a start), else a missing file is left so (an end with no start left to close).
+    fn append(&self, node: &str, line: &str, create: bool) {
+        use std::io::Write;
+        let created = if create {
+            std::fs::create_dir_all(&self.dir)
+        } else {
+            Ok(())
+        };
+        let written = created.and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(create)
+                .append(true)
+                .open(self.path(node))?
+                .write_all(line.as_bytes())
+        });
+        if !create && matches!(&written, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            return;
+        }
+        if let Err(e) = written {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "cannot record a process in the state directory");
+        }
+    }
+
+    /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
+    /// runs on `node` with `secret` in its environment.
+    pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) {
+        self.append(node, &format!("start {pid} {started} {secret}\n"), true);
+    }
+
+    /// Records that the process recorded by [`ProcessRecords::started`] ended.
+    pub fn ended(&self, node: &str, pid: i32, started: u64) {
+        self.append(node, &format!("end {pid} {started}\n"), false);
+    }
+
+    /// The recorded starts of `node` without a recorded end.
+    fn open_starts(&self, node: &str) -> Vec<Recorded> {
+        let Ok(text) = std::fs::read_to_string(self.path(node)) else {
+            return Vec::new();
+        };
+        let mut open: Vec<Recorded> = Vec::new();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let pid = fields.get(1).and_then(|f| f.parse::<i32>().ok());
+            let started = fields.get(2).and_then(|f| f.parse::<u64>().ok());
+            match (fields.first().copied(), pid, started, fields.get(3)) {
+                (Some("start"), Some(pid), Some(started), Some(secret)) => open.push(Recorded {
+                    pid,
+                    started,
+                    secret: (*secret).to_string(),
+                }),
+                (Some("end"), Some(pid), Some(started), None) => {
+                    open.retain(|r| !(r.pid == pid && r.started == started));
+                }
+                _ => {}
+            }
+        }
+        open
+    }
+
+    /// Kills the process groups an earlier agent recorded for `nodes` and left running (it
+    /// was killed, or lost its session): their runs were requeued or ended by the server, and
+    /// their GPUs must be free before anything new starts. Only processes proven to be the
+    /// recorded ones are signalled; then the records of `nodes` start afresh. Call only once
+    /// the server accepted the registration of `nodes`, and before anything starts on them.
+    /// Returns how many groups were killed.
+    pub fn kill_leftovers(&self, nodes: &[String]) -> usize {
+        let mut killed = 0;
+        for node in nodes {
+            for r in self.open_starts(node) {
+                if !proven(&r) {
+                    continue;
+                }
+                tracing::warn!(
+                    pid = r.pid,
+                    %node,
+                    "killing a run's process group that an earlier agent of this node left running"
+                );
+                signal_group(Pid::from_raw(r.pid), Signal::SIGKILL);
+                killed += 1;
+            }
+            let path = self.path(node);
+            if path.exists()
+                && let Err(e) = std::fs::write(&path, "")
+            {
+                tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
+            }
+        }
+        killed
+    }
+}
+
+/// Whether the live process `r.pid` is the recorded one: same start time, leader of its own
+/// group, and the recorded secret in its environment.
+fn proven(r: &Recorded) -> bool {
+    if !crate::process::is_alive(r.pid, r.started) || crate::process::group_of(r.pid) != Some(r.pid)
+    {
+        return false;
+    }
+    let Ok(env) = std::fs::read(format!("/proc/{}/environ", r.pid)) else {
+        return false;
+    };
+    let marker = format!("{OWNER_ENV}={}", r.secret).into_bytes();
+    env.split(|b| *b == 0).any(|v| v == marker.as_slice())
 }
 
 /// Spawns the assignment's process (off the async threads; the fork and exec wait for the
 /// child) and supervises it; a start failure is reported as an exit with
 /// [`SPAWN_FAILED_EXIT_CODE`] and explained in the run's log.
+#[allow(clippy::too_many_arguments)]
 async fn launch(
     a: Assignment,
     node_name: String,
     log_path: PathBuf,
     spawning: Arc<Semaphore>,
+    records: Option<Arc<ProcessRecords>>,
     stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
 ) {
     let key = a.key();
+    let secret = crate::auth::random_hex(16);
     let spawned = {
         let _permit = spawning.acquire_owned().await;
         let log = log_path.clone();
-        tokio::task::spawn_blocking(move || spawn_child(&a, &node_name, &log))
+        let node_name = node_name.clone();
+        let secret = secret.clone();
+        tokio::task::spawn_blocking(move || spawn_child(&a, &node_name, &log, &secret))
             .await
             .map_err(anyhow::Error::from)
             .and_then(|r| r)
@@ -830,13 +962,26 @@ async fn launch(
         });
         return;
     };
-    supervise(child, Pid::from_raw(pgid), key, stops, exits).await;
+    // Recorded before anything can signal it; a child that already ended has no start time
+    // and nothing to record.
+    let recorded = records.as_ref().and_then(|r| {
+        let started = crate::process::start_time(pgid)?;
+        r.started(&node_name, pgid, started, &secret);
+        Some((r.clone(), started))
+    });
+    supervise(child, Pid::from_raw(pgid), key, stops, exits, move || {
+        if let Some((r, started)) = recorded {
+            r.ended(&node_name, pgid, started);
+        }
+    })
+    .await;
 }
 
 fn spawn_child(
     a: &Assignment,
     node_name: &str,
     log_path: &Path,
+    secret: &str,
 ) -> anyhow::Result<tokio::process::Child> {
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
@@ -857,6 +1002,9 @@ fn spawn_child(
         .env("TRANCHE_RUN_ID", a.run.to_string())
         .env("TRANCHE_ATTEMPT", a.attempt.to_string())
         .env("TRANCHE_NODE", node_name)
+        .env(OWNER_ENV, secret)
+        // The agent's own token is not the run's business.
+        .env_remove("TRANCHE_AGENT_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
@@ -891,6 +1039,7 @@ async fn supervise(
     key: RunKey,
     mut stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
+    ended: impl FnOnce(),
 ) {
     let mut kill_at: Option<Instant> = None;
     let mut terminated = false;
@@ -913,6 +1062,7 @@ async fn supervise(
         }
     };
     signal_group(pgid, Signal::SIGKILL);
+    ended();
     let outcome = match status {
         Ok(status) => Outcome::from(status),
         Err(e) => {
@@ -1059,6 +1209,11 @@ struct Agent {
     api: Api,
     gpus: Gpus,
     names: Vec<String>,
+    /// `HOST pid PID`, sent at registration.
+    label: String,
+    records: Arc<ProcessRecords>,
+    /// Whether the leftovers of earlier agents were cleaned up (after the first registration).
+    cleaned_up: bool,
     sup: Supervisor,
     /// Every (run, attempt, node) ever started (or refused) in this process's life.
     started: HashSet<RunKey>,
@@ -1114,11 +1269,16 @@ async fn shutdown_signal() {
 impl Agent {
     async fn new(args: &AgentArgs) -> anyhow::Result<Self> {
         let host = host_name(args.name.as_deref())?;
+        let machine = host_name(None).unwrap_or_else(|_| host.clone());
+        let records = Arc::new(ProcessRecords::new(args.state_dir.clone()));
         Ok(Agent {
             api: Api::new(&args.server, args.token.clone())?,
             gpus: Gpus::detect(&args.gpus).await?,
             names: node_names(&host, args.nodes),
-            sup: Supervisor::new(args.log_dir.clone()),
+            label: format!("{machine} pid {}", std::process::id()),
+            records: records.clone(),
+            cleaned_up: false,
+            sup: Supervisor::with_records(args.log_dir.clone(), Some(records)),
             started: HashSet::new(),
             pending: Vec::new(),
             node_names: HashMap::new(),
@@ -1127,9 +1287,14 @@ impl Agent {
     }
 
     async fn serve(&mut self) -> anyhow::Result<()> {
-        kill_leftovers(&self.names);
         loop {
             self.register().await?;
+            // Only now that the server accepted these nodes as this agent's, and before
+            // anything starts on them: stop what an earlier agent of theirs left running.
+            if !self.cleaned_up {
+                self.cleaned_up = true;
+                self.records.kill_leftovers(&self.names);
+            }
             match self.sync_loop().await? {
                 SessionEnd::Reregister => self.session = None,
             }
@@ -1148,6 +1313,7 @@ impl Agent {
                     gpu_model: self.gpus.model.clone(),
                 })
                 .collect(),
+            agent: Some(self.label.clone()),
         };
         let mut backoff = Backoff::new();
         let answer: RegisterAnswer = loop {
@@ -1161,6 +1327,13 @@ impl Agent {
                     anyhow::bail!(
                         "the server refused the agent token (401): it is unknown or revoked"
                     )
+                }
+                Err(e @ ApiError::Status { status: 409, .. }) if matches!(&e, ApiError::Status { code, .. } if code == "node_in_use") =>
+                {
+                    // Another agent serves these nodes; wait for its session to end.
+                    let pause = backoff.next();
+                    tracing::warn!(error = %e, retry_in_s = pause.as_secs(), "register refused: the nodes are in use");
+                    tokio::time::sleep(pause).await;
                 }
                 Err(e) if !e.is_transient() => {
                     anyhow::bail!("the server refused the registration: {e}")
@@ -1376,8 +1549,52 @@ impl Agent {
         }
     }
 
-    /// Stops the children (short grace), waits for them, and reports their exits once.
+    /// A clean stop: reports the exits not acknowledged yet, tells the server the session
+    /// ends (it loses the nodes at once, so nothing new is placed there and the runs are
+    /// requeued or end as lost), then stops the children with a short grace and waits for
+    /// them.
     async fn shutdown(&mut self) {
+        self.drain_exits();
+        if let Some(session) = self.session.take() {
+            if !self.pending.is_empty() {
+                self.session = Some(Session {
+                    id: session.id.clone(),
+                    wait_s: 0,
+                });
+                match self.sync_request().await {
+                    Ok(mut request) => {
+                        request.wait_s = 0;
+                        let sent = self
+                            .api
+                            .post::<_, SyncAnswer>(
+                                "/api/v1/agent/sync",
+                                &request,
+                                Duration::from_secs(3),
+                            )
+                            .await;
+                        if let Err(e) = sent {
+                            tracing::warn!(error = %e, "could not report the last exits");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not report the last exits"),
+                }
+                self.session = None;
+            }
+            let stop = StopRequest {
+                session: session.id,
+            };
+            match self
+                .api
+                .post::<_, serde_json::Value>("/api/v1/agent/stop", &stop, Duration::from_secs(5))
+                .await
+            {
+                Ok(_) => tracing::info!("told the server: this agent's nodes are lost"),
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "could not tell the server this agent stops; it marks the nodes lost after its heartbeat timeout"
+                ),
+            }
+        }
         self.sup.stop_all(SHUTDOWN_GRACE);
         let deadline = Instant::now() + SHUTDOWN_GRACE + Duration::from_secs(5);
         while !self.sup.is_empty() {
@@ -1391,22 +1608,6 @@ impl Agent {
                     break;
                 }
             }
-        }
-        if self.pending.is_empty() || self.session.is_none() {
-            return;
-        }
-        match self.sync_request().await {
-            Ok(mut request) => {
-                request.wait_s = 0;
-                let sent = self
-                    .api
-                    .post::<_, SyncAnswer>("/api/v1/agent/sync", &request, Duration::from_secs(3))
-                    .await;
-                if let Err(e) = sent {
-                    tracing::warn!(error = %e, "could not report the last exits");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not report the last exits"),
         }
     }
 }
@@ -2003,6 +2204,7 @@ mod tests {
             nodes: 1,
             name: Some("box".into()),
             log_dir: dir.0.join("logs"),
+            state_dir: dir.0.join("state"),
         };
         let mut agent = Agent::new(&args).await.unwrap();
         let result = tokio::time::timeout(GUARD, agent.serve())
@@ -2054,27 +2256,55 @@ mod tests {
     }
 
     #[test]
-    fn leftovers_of_these_nodes_are_killed_and_others_spared() {
+    fn only_recorded_and_proven_leftovers_are_killed() {
         use std::os::unix::process::CommandExt;
-        let spawn = |node: &str| {
-            std::process::Command::new("sleep")
+        let dir = TempDir::new("records");
+        let records = ProcessRecords::new(dir.0.join("state"));
+        let spawn = |secret: &str| {
+            let child = std::process::Command::new("sleep")
                 .arg("30")
                 .env("TRANCHE_RUN_ID", "1")
-                .env("TRANCHE_NODE", node)
+                .env("TRANCHE_NODE", "n1")
+                .env(OWNER_ENV, secret)
                 .process_group(0)
                 .spawn()
-                .unwrap()
+                .unwrap();
+            let pid = i32::try_from(child.id()).unwrap();
+            let started = crate::process::start_time(pid).unwrap();
+            (child, pid, started)
         };
-        let mut ours = spawn("leftover-test-a");
-        let mut other = spawn("leftover-test-b");
-        assert_eq!(kill_leftovers(&["leftover-test-a".to_string()]), 1);
+        let (mut ours, pid, started) = spawn("s-ours");
+        records.started("n1", pid, started, "s-ours");
+        // Recorded with another secret, another start time, ended, or not recorded at all:
+        // none is proven to be the recorded process.
+        let (mut other_secret, pid2, started2) = spawn("s-two");
+        records.started("n1", pid2, started2, "s-not-this");
+        let (mut other_start, pid3, started3) = spawn("s-three");
+        records.started("n1", pid3, started3 + 1, "s-three");
+        let (mut ended, pid4, started4) = spawn("s-four");
+        records.started("n1", pid4, started4, "s-four");
+        records.ended("n1", pid4, started4);
+        let (mut unrecorded, ..) = spawn("s-five");
+        // Another node's records are not read.
+        let (mut other_node, pid6, started6) = spawn("s-six");
+        records.started("n2", pid6, started6, "s-six");
+
+        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 1);
         assert_eq!(ours.wait().unwrap().signal(), Some(9));
-        assert_eq!(
-            other.try_wait().unwrap(),
-            None,
-            "another node's run survives"
-        );
-        other.kill().unwrap();
-        other.wait().unwrap();
+        for c in [
+            &mut other_secret,
+            &mut other_start,
+            &mut ended,
+            &mut unrecorded,
+            &mut other_node,
+        ] {
+            assert_eq!(c.try_wait().unwrap(), None, "spared");
+        }
+        // The records start afresh: nothing is killed twice.
+        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 0);
+        for mut c in [other_secret, other_start, ended, unrecorded, other_node] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
     }
 }

@@ -93,7 +93,7 @@ where
         .await?;
     admin.close().await?;
     if let Some(e) = embedded {
-        tokio::task::spawn_blocking(move || e.stop_if_started_here()).await??;
+        tokio::task::spawn_blocking(move || e.stop_if_owned()).await??;
     }
     result
 }
@@ -454,6 +454,8 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         .fetch_one(&pool)
         .await?;
     let token = crate::auth::tokens::create(&pool, researcher, "bench").await?;
+    let bench_nodes = crate::agent::node_names("bench", args.nodes as u32);
+    crate::db::inventory::declare_nodes(&pool, None, "local", &bench_nodes, "H100", "8").await?;
     let agent_token = crate::runs::agents::create_token(&pool, "local").await?;
     let state = AppState::new(pool.clone(), Site::from_env()?);
     crate::ledger::roll_over(&pool, jiff::Timestamp::now(), &state.site).await?;

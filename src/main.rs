@@ -93,6 +93,24 @@ enum AdminCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Declare nodes of a cluster: only declared nodes can be served by an agent, with exactly
+    /// the declared GPUs. Takes the flags of the `tranche agent` that will serve them.
+    DeclareNodes {
+        /// Cluster name.
+        #[arg(long)]
+        cluster: String,
+        /// GPUs per node, `COUNTxMODEL`, e.g. `8xH100`.
+        #[arg(long)]
+        gpus: tranche::agent::GpuSpec,
+        /// Number of nodes, named `HOST-1..HOST-N` (just `HOST` when 1), as the agent names them.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        nodes: u32,
+        /// Node host name (default: this machine's host name).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Revoke every agent token of a cluster; its agents are refused from their next call.
     RevokeAgentTokens {
         /// Cluster name.
@@ -151,18 +169,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => {
             let database = open(&args).await?;
             let result = match tranche::demo::load(&database.pool).await {
-                Ok(Some(users)) => tranche::runs::agents::create_token(&database.pool, "local")
+                Ok(Some(users)) => demo_agent_setup(&database.pool)
                     .await
-                    .map(|token| Some((users, token)))
-                    .map_err(user_error),
+                    .map(|(names, token)| Some((users, names, token))),
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             };
             database.close().await?;
             match result? {
-                Some((users, token)) => {
+                Some((users, names, token)) => {
                     println!(
-                        "Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300), and local (no nodes: start `tranche agent` with the token below)."
+                        "Loaded the demo organisation: 3 programs, 15 teams, 40 projects; clusters h100-east (1,024 H100), b200-west (256 B200), b300-lab (88 B300), and local ({}, 8 H100 each, declared for `tranche agent --gpus 8xH100 --nodes 2` on this machine with the token below).",
+                        names.join(" and ")
                     );
                     for u in users {
                         println!("user: {} password: {} role: {}", u.name, u.password, u.role);
@@ -294,6 +312,37 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             })
             .await
         }
+        AdminCommand::DeclareNodes {
+            cluster,
+            gpus,
+            nodes,
+            name,
+            db,
+        } => {
+            let tranche::agent::GpuSpec::Declared { count, model } = gpus else {
+                anyhow::bail!("--gpus must name the GPUs, e.g. 8xH100 (`auto` is for the agent)");
+            };
+            let host = tranche::agent::host_name(name.as_deref())?;
+            let names = tranche::agent::node_names(&host, nodes);
+            with_db(&db, |pool| async move {
+                db::inventory::declare_nodes(
+                    &pool,
+                    None,
+                    &cluster,
+                    &names,
+                    &model,
+                    &count.to_string(),
+                )
+                .await
+                .map_err(user_error)?;
+                Ok(format!(
+                    "declared in cluster {}: {} ({count} x {model} each)",
+                    cluster.trim(),
+                    names.join(", ")
+                ))
+            })
+            .await
+        }
         AdminCommand::RevokeAgentTokens { cluster, db } => {
             with_db(&db, |pool| async move {
                 let n = tranche::runs::agents::revoke_tokens(&pool, &cluster)
@@ -304,6 +353,21 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             .await
         }
     }
+}
+
+/// The demo's `local` cluster: declares the two nodes the README's
+/// `tranche agent --gpus 8xH100 --nodes 2` serves on this machine (`HOST-1`, `HOST-2`) and
+/// creates an agent token; returns the node names and the token.
+async fn demo_agent_setup(pool: &sqlx::PgPool) -> anyhow::Result<(Vec<String>, String)> {
+    let host = tranche::agent::host_name(None)?;
+    let names = tranche::agent::node_names(&host, 2);
+    db::inventory::declare_nodes(pool, None, "local", &names, "H100", "8")
+        .await
+        .map_err(user_error)?;
+    let token = tranche::runs::agents::create_token(pool, "local")
+        .await
+        .map_err(user_error)?;
+    Ok((names, token))
 }
 
 /// Turns a user-facing error into a plain message for the terminal.
@@ -320,9 +384,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let database = open(&args.db).await?;
+    let database = Database::open_with(
+        &config::database_source(),
+        &args.db.data_dir,
+        db::embedded::Claim::TakeOver,
+    )
+    .await?;
     let result = serve_on(listener, &database, site).await;
-    // Whatever happened, stop the embedded PostgreSQL this process started.
+    // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)
 }

@@ -3,6 +3,12 @@
 //!
 //! `tranche serve` starts it and stops it on shutdown; other subcommands join it while it runs
 //! and otherwise start it for their own duration.
+//!
+//! Ownership: the process that must stop the server is named in `DATA_DIR/postgres.owner`
+//! (pid, start time, and whether it is a `serve`). A `serve` that finds the server running
+//! without a live `serve` owner (its owner was killed with SIGKILL, or a short command started
+//! it) takes it over, so the server never outlives the last `serve` unowned. A process stops
+//! the server only while the file still names it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,8 +30,61 @@ pub struct Embedded {
     socket_dir: PathBuf,
     log_file: PathBuf,
     as_postgres_user: bool,
-    /// True when this process started the server and so must stop it.
-    started_here: bool,
+    owner_file: PathBuf,
+    /// True when this process owns the server (started it, or took it over) and so must stop
+    /// it, unless another process took it over since.
+    owned: bool,
+}
+
+/// Who owns a running server: a line `PID START_TIME KIND` of `postgres.owner`.
+#[derive(Debug, PartialEq, Eq)]
+struct Owner {
+    pid: i32,
+    started: u64,
+    serve: bool,
+}
+
+impl Owner {
+    fn me(serve: bool) -> Self {
+        let (pid, started) = crate::process::me();
+        Owner {
+            pid,
+            started,
+            serve,
+        }
+    }
+
+    fn read(path: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut fields = text.split_whitespace();
+        Some(Owner {
+            pid: fields.next()?.parse().ok()?,
+            started: fields.next()?.parse().ok()?,
+            serve: fields.next()? == "serve",
+        })
+    }
+
+    fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let tmp = path.with_extension("owner.tmp");
+        let kind = if self.serve { "serve" } else { "command" };
+        std::fs::write(&tmp, format!("{} {} {kind}\n", self.pid, self.started))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+
+    fn is_alive(&self) -> bool {
+        crate::process::is_alive(self.pid, self.started)
+    }
+}
+
+/// How [`Embedded::open`] treats a server that is already running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Join it; stop only a server this process started.
+    Join,
+    /// As `tranche serve`: take over a running server that no live `serve` owns, and stop it
+    /// on exit.
+    TakeOver,
 }
 
 impl Embedded {
@@ -35,6 +94,14 @@ impl Embedded {
     /// No PostgreSQL binaries found (the message says how to install them or set
     /// `DATABASE_URL`), or `initdb`/`pg_ctl` failing (the message includes their log).
     pub fn ensure_running(data_dir: &Path) -> anyhow::Result<Self> {
+        Self::open(data_dir, Claim::Join)
+    }
+
+    /// As [`Embedded::ensure_running`], treating a running server as `claim` says.
+    ///
+    /// # Errors
+    /// As [`Embedded::ensure_running`]; the owner file cannot be written.
+    pub fn open(data_dir: &Path, claim: Claim) -> anyhow::Result<Self> {
         let bindir = find_bindir()?;
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
@@ -54,7 +121,8 @@ impl Embedded {
             log_file: data_dir.join("postgres.log"),
             socket_dir,
             as_postgres_user,
-            started_here: false,
+            owner_file: data_dir.join("postgres.owner"),
+            owned: false,
         };
         if as_postgres_user {
             this.make_reachable(&data_dir)?;
@@ -64,9 +132,22 @@ impl Embedded {
         if !this.pgdata.join("PG_VERSION").exists() {
             this.init()?;
         }
+        let serve = claim == Claim::TakeOver;
         if !this.is_running()? {
             this.start()?;
-            this.started_here = true;
+            Owner::me(serve).write(&this.owner_file)?;
+            this.owned = true;
+        } else if serve {
+            let owner = Owner::read(&this.owner_file);
+            if owner.as_ref().is_none_or(|o| !o.serve || !o.is_alive()) {
+                tracing::info!(
+                    pgdata = %this.pgdata.display(),
+                    previous_owner = ?owner.map(|o| o.pid),
+                    "taking over the running embedded PostgreSQL; it stops when this serve stops"
+                );
+                Owner::me(true).write(&this.owner_file)?;
+                this.owned = true;
+            }
         }
         Ok(this)
     }
@@ -89,9 +170,10 @@ impl Embedded {
         )
     }
 
-    /// Whether this process started the server (and so should stop it when done).
-    pub fn started_here(&self) -> bool {
-        self.started_here
+    /// Whether this process owns the server (started or took it over), and so stops it when
+    /// done unless another process took it over since.
+    pub fn owned(&self) -> bool {
+        self.owned
     }
 
     fn command(&self, program: &str) -> Command {
@@ -221,13 +303,21 @@ impl Embedded {
         Ok(())
     }
 
-    /// Stops the server with `pg_ctl stop -m fast` if this process started it.
+    /// Stops the server with `pg_ctl stop -m fast` if this process owns it (and no `serve`
+    /// took it over since), and removes the owner file.
     ///
     /// # Errors
     /// `pg_ctl` failing.
-    pub fn stop_if_started_here(&self) -> anyhow::Result<()> {
-        if !self.started_here {
+    pub fn stop_if_owned(&self) -> anyhow::Result<()> {
+        if !self.owned {
             return Ok(());
+        }
+        let me = Owner::me(false);
+        match Owner::read(&self.owner_file) {
+            Some(o) if o.pid == me.pid && o.started == me.started => {}
+            // A `serve` took it over: it stops the server.
+            Some(_) => return Ok(()),
+            None => {}
         }
         let out = self
             .command("pg_ctl")
@@ -242,6 +332,7 @@ impl Embedded {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+        let _ = std::fs::remove_file(&self.owner_file);
         Ok(())
     }
 }

@@ -35,9 +35,26 @@ pub struct Node {
     pub gpu_model: String,
     /// GPUs on the node.
     pub gpu_count: i32,
-    /// `up`, `draining` or `down`.
+    /// `up`, `draining` or `down`: the state an admin set.
     pub state: String,
+    /// The agent serving it as it described itself (`HOST pid PID`); kept after the agent
+    /// stopped, `None` before any agent registered it. Shown to admins only (not serialized
+    /// into the API's cluster list).
+    #[serde(skip)]
+    pub agent: Option<String>,
+    /// The agent's last heartbeat (UTC); `None` before any agent registered the node.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_heartbeat: Option<time::OffsetDateTime>,
+    /// What the node really is: `down` (set by an admin), `up` or `draining` with a live
+    /// agent, `lost` (its agent stopped or fell silent), or `awaiting agent` (declared, never
+    /// served yet).
+    pub status: String,
 }
+
+/// SQL condition (over `nodes n`) for a node that counts towards entitlements and
+/// contractable capacity: every node but a lost one (an agent served it and is gone).
+pub const COUNTS_TOWARDS_CAPACITY: &str =
+    "NOT (n.agent_session IS NULL AND n.agent_seen_at IS NOT NULL)";
 
 /// A cluster with its nodes and GPU totals per model.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -97,8 +114,11 @@ pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
         .fetch_all(pool)
         .await?;
     let nodes: Vec<Node> = sqlx::query_as(
-        "SELECT n.id, n.cluster_id, n.name, m.name AS gpu_model, n.gpu_count, n.state FROM nodes n \
-         JOIN gpu_models m ON m.id = n.gpu_model_id ORDER BY n.cluster_id, length(n.name), n.name",
+        "SELECT n.id, n.cluster_id, n.name, m.name AS gpu_model, n.gpu_count, n.state, \
+                n.agent_label AS agent, n.agent_seen_at AS last_heartbeat, \
+                CASE WHEN n.state = 'down' THEN 'down' WHEN n.agent_session IS NOT NULL THEN n.state \
+                     WHEN n.agent_seen_at IS NULL THEN 'awaiting agent' ELSE 'lost' END AS status \
+         FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id ORDER BY n.cluster_id, length(n.name), n.name",
     )
     .fetch_all(pool)
     .await?;
@@ -296,7 +316,8 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
     Ok(id)
 }
 
-/// Adds a node to a cluster.
+/// Adds a node to a cluster (declares it: only declared nodes can be served by an agent, with
+/// exactly this GPU model and count).
 ///
 /// # Errors
 /// Forbidden, NotFound (cluster), Invalid (name, unknown GPU model, GPU count outside 1..=64,
@@ -310,15 +331,84 @@ pub async fn add_node(
     gpu_count: &str,
 ) -> Result<i64, AppError> {
     require_admin(actor)?;
-    let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
-    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
-        .map_err(|m| AppError::invalid("gpu_count", m))?;
     let mut tx = pool.begin().await?;
     let cluster: String = sqlx::query_scalar("SELECT name FROM clusters WHERE id = $1")
         .bind(cluster_id)
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("no cluster with id {cluster_id}")))?;
+    let id = insert_node(
+        &mut tx,
+        Some(actor.id),
+        (cluster_id, &cluster),
+        name,
+        gpu_model,
+        gpu_count,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Declares nodes `names` in the cluster named `cluster`, each with `gpu_count` GPUs of
+/// `gpu_model`, all or none (one transaction): what `tranche admin declare-nodes` and
+/// `tranche demo` do. `actor` is the admin, `None` for the command line. Returns the new
+/// nodes' ids in the order of `names`.
+///
+/// # Errors
+/// Forbidden (the actor is no admin), NotFound (cluster), Invalid (no names, a bad name, an
+/// unknown GPU model, a GPU count outside 1..=64, a name that exists).
+pub async fn declare_nodes(
+    pool: &PgPool,
+    actor: Option<&Account>,
+    cluster: &str,
+    names: &[String],
+    gpu_model: &str,
+    gpu_count: &str,
+) -> Result<Vec<i64>, AppError> {
+    if let Some(actor) = actor {
+        require_admin(actor)?;
+    }
+    if names.is_empty() || names.len() > 1024 {
+        return Err(AppError::invalid("name", "declare 1 to 1024 nodes"));
+    }
+    let mut tx = pool.begin().await?;
+    let cluster_id = cluster_id(&mut *tx, cluster).await?.ok_or_else(|| {
+        AppError::NotFound(format!(
+            "no cluster named {}",
+            crate::domain::quote(cluster.trim())
+        ))
+    })?;
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        ids.push(
+            insert_node(
+                &mut tx,
+                actor.map(|a| a.id),
+                (cluster_id, cluster.trim()),
+                name,
+                gpu_model,
+                gpu_count,
+            )
+            .await?,
+        );
+    }
+    tx.commit().await?;
+    Ok(ids)
+}
+
+/// Inserts one declared node and audits it (`node.add`), inside the caller's transaction.
+async fn insert_node(
+    tx: &mut sqlx::PgConnection,
+    actor: Option<i64>,
+    (cluster_id, cluster): (i64, &str),
+    name: &str,
+    gpu_model: &str,
+    gpu_count: &str,
+) -> Result<i64, AppError> {
+    let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
+    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
+        .map_err(|m| AppError::invalid("gpu_count", m))?;
     let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
         AppError::invalid(
             "gpu_model",
@@ -328,13 +418,11 @@ pub async fn add_node(
             ),
         )
     })?;
-    let taken: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($2) AND $1::bigint IS NOT NULL)",
-    )
-    .bind(cluster_id)
-    .bind(&name)
-    .fetch_one(&mut *tx)
-    .await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($1))")
+            .bind(&name)
+            .fetch_one(&mut *tx)
+            .await?;
     if taken {
         return Err(AppError::invalid(
             "name",
@@ -354,7 +442,7 @@ pub async fn add_node(
     audit::record(
         &mut *tx,
         Change {
-            actor: Some(actor.id),
+            actor,
             action: "node.add",
             entity: "cluster_node",
             entity_id: Some(id),
@@ -364,7 +452,6 @@ pub async fn add_node(
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(id)
 }
 

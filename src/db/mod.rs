@@ -31,6 +31,19 @@ impl Database {
     /// # Errors
     /// Unreachable server, missing PostgreSQL binaries, or a failed migration.
     pub async fn open(source: &DatabaseSource, data_dir: &Path) -> anyhow::Result<Self> {
+        Self::open_with(source, data_dir, embedded::Claim::Join).await
+    }
+
+    /// As [`Database::open`], treating an embedded server that already runs as `claim` says
+    /// (`tranche serve` takes over one that no live `serve` owns).
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub async fn open_with(
+        source: &DatabaseSource,
+        data_dir: &Path,
+        claim: embedded::Claim,
+    ) -> anyhow::Result<Self> {
         let (options, embedded) = match source {
             DatabaseSource::Url(url) => (
                 PgConnectOptions::from_str(url.expose())
@@ -40,7 +53,7 @@ impl Database {
             DatabaseSource::Embedded => {
                 let dir = data_dir.to_path_buf();
                 let embedded =
-                    tokio::task::spawn_blocking(move || embedded::Embedded::ensure_running(&dir))
+                    tokio::task::spawn_blocking(move || embedded::Embedded::open(&dir, claim))
                         .await??;
                 create_database_if_missing(&embedded).await?;
                 (embedded.connect_options(embedded::DATABASE), Some(embedded))
@@ -54,14 +67,14 @@ impl Database {
         Ok(Self { pool, embedded })
     }
 
-    /// Closes the pool and stops the embedded server if this process started it.
+    /// Closes the pool and stops the embedded server if this process owns it.
     ///
     /// # Errors
     /// `pg_ctl stop` failing.
     pub async fn close(self) -> anyhow::Result<()> {
         self.pool.close().await;
         if let Some(embedded) = self.embedded {
-            tokio::task::spawn_blocking(move || embedded.stop_if_started_here()).await??;
+            tokio::task::spawn_blocking(move || embedded.stop_if_owned()).await??;
         }
         Ok(())
     }

@@ -19,7 +19,8 @@ pub struct Capacity {
     pub cluster: String,
     /// GPU model name.
     pub gpu_model: String,
-    /// Installed GPUs (all nodes whatever their state).
+    /// Installed GPUs: every node whatever its admin state, but lost ones (an agent served
+    /// it and is gone).
     pub gpus: i64,
     /// Billing weight in thousandths.
     pub billing_weight_milli: i64,
@@ -95,16 +96,19 @@ struct NodeRow {
     archived: bool,
 }
 
-/// Loads installed capacity per cluster and GPU model.
+/// Loads installed capacity per cluster and GPU model: the GPUs of every node but lost ones
+/// ([`crate::db::inventory::COUNTS_TOWARDS_CAPACITY`]).
 ///
 /// # Errors
 /// Database errors.
 pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sqlx::Error> {
-    let rows: Vec<(String, String, i64, i32, i64)> = sqlx::query_as(
+    let rows: Vec<(String, String, i64, i32, i64)> = sqlx::query_as(&format!(
         "SELECT c.name, m.name, sum(n.gpu_count)::bigint, m.billing_weight_milli, m.price_per_gpu_hour_minor \
          FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN gpu_models m ON m.id = n.gpu_model_id \
+         WHERE {counts} \
          GROUP BY c.name, m.name, m.billing_weight_milli, m.price_per_gpu_hour_minor ORDER BY c.name, m.name",
-    )
+        counts = crate::db::inventory::COUNTS_TOWARDS_CAPACITY
+    ))
     .fetch_all(db)
     .await?;
     Ok(rows

@@ -168,7 +168,7 @@ async fn resolve(
             ),
         )
     })?;
-    let installed: i64 = sqlx::query_scalar("SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2")
+    let installed: i64 = sqlx::query_scalar(&installed_sql())
         .bind(cluster_id)
         .bind(gpu_model_id)
         .fetch_one(&mut *conn)
@@ -641,7 +641,7 @@ pub async fn calendar(
     model: i64,
     now: jiff::Timestamp,
 ) -> Result<Calendar, AppError> {
-    let installed: i64 = sqlx::query_scalar("SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2")
+    let installed: i64 = sqlx::query_scalar(&installed_sql())
         .bind(cluster)
         .bind(model)
         .fetch_one(pool)
@@ -671,6 +671,15 @@ pub async fn calendar(
         contractable: contractable(installed, site.contractable_percent),
         hours,
     })
+}
+
+/// The GPUs of a cluster's model that count for contracts (`$1` cluster, `$2` model): every
+/// node but lost ones ([`crate::db::inventory::COUNTS_TOWARDS_CAPACITY`]).
+fn installed_sql() -> String {
+    format!(
+        "SELECT coalesce(sum(n.gpu_count), 0)::bigint FROM nodes n WHERE n.cluster_id = $1 AND n.gpu_model_id = $2 AND {}",
+        crate::db::inventory::COUNTS_TOWARDS_CAPACITY
+    )
 }
 
 #[cfg(test)]

@@ -92,6 +92,10 @@ pub struct NodeSpec {
 pub struct Register {
     /// The nodes, 1..=1024.
     pub nodes: Vec<NodeSpec>,
+    /// How the agent describes itself (`HOST pid PID`), at most 200 characters; shown on the
+    /// admin cluster page.
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// Matches an agent's GPU model text to a site model: exact (case-insensitive), else the
@@ -111,13 +115,27 @@ fn match_model<'a>(text: &str, models: &'a [(i64, String)]) -> Option<&'a (i64, 
         .max_by_key(|(_, n)| n.len())
 }
 
-/// Registers an agent's nodes in the token's cluster and opens a new session for them. A node
-/// that existed keeps its id; the processes an earlier agent ran on it count as lost (the
+/// A node of a register that the inventory does not allow.
+struct Refusal {
+    node: Option<i64>,
+    name: String,
+    code: &'static str,
+    message: String,
+}
+
+/// Registers an agent's nodes and opens a new session for them. Only nodes an admin declared
+/// in the token's cluster can be served, each with exactly its declared GPU model and count,
+/// so a leaked agent token can neither add capacity nor receive the runs of a node that does
+/// not exist. A refusal is audited (`agent.refused`, one entry per node refused) and changes
+/// nothing else. A node whose previous session is still alive (a heartbeat within the
+/// timeout) is refused, so a second agent on the same names never takes over a live one's
+/// runs; once that session ended, the processes an earlier agent ran there count as lost (the
 /// runs are requeued or end as lost), so no attempt ever runs twice.
 ///
 /// # Errors
-/// 422 for bad names, counts or an unknown GPU model; 409 `inventory_mismatch` when a node
-/// exists with other GPUs; 409 `conflict` for a node name of another cluster.
+/// 422 for bad names or counts; 409 `undeclared_node` for a node not declared in this cluster,
+/// 409 `inventory_mismatch` for one declared with another GPU model or count, 409
+/// `node_in_use` for a node another live agent serves (retry once its session ended).
 pub async fn register(
     state: &AppState,
     cluster: i64,
@@ -126,6 +144,17 @@ pub async fn register(
     if body.nodes.is_empty() || body.nodes.len() > 1024 {
         return Err(AppError::invalid("nodes", "register 1 to 1024 nodes"));
     }
+    let label = body
+        .agent
+        .as_deref()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.chars()
+                .filter(|c| !c.is_control())
+                .take(200)
+                .collect::<String>()
+        });
     let models: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM gpu_models")
         .fetch_all(&state.pool)
         .await?;
@@ -145,88 +174,127 @@ pub async fn register(
                 format!("node {name}: a node has 1 to 64 GPUs"),
             ));
         }
-        let (model, _) = match_model(&n.gpu_model, &models).ok_or_else(|| {
-            AppError::invalid(
-                "gpu_model",
-                format!(
-                    "node {name}: GPU model {} matches none of the site's models ({}); an admin adds it first",
-                    crate::domain::quote(&n.gpu_model),
-                    models.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join(", ")),
-            )
-        })?;
-        specs.push((name, n.gpus, *model));
+        specs.push((name, n.gpus, n.gpu_model.trim().to_string()));
     }
     let pool = &state.pool;
     let site = &state.site;
+    // The declared inventory: (id, name, cluster, model id, model name, count).
+    let lower: Vec<String> = specs.iter().map(|(n, ..)| n.to_lowercase()).collect();
+    let declared: Vec<(i64, String, i64, i64, String, i32)> = sqlx::query_as(
+        "SELECT n.id, n.name, n.cluster_id, n.gpu_model_id, m.name, n.gpu_count FROM nodes n \
+         JOIN gpu_models m ON m.id = n.gpu_model_id WHERE lower(n.name) = ANY($1)",
+    )
+    .bind(&lower)
+    .fetch_all(pool)
+    .await?;
+    let mut refusals = Vec::new();
+    let mut ids = Vec::new();
+    for (name, gpus, model_text) in &specs {
+        let found = declared
+            .iter()
+            .find(|d| d.1.to_lowercase() == name.to_lowercase() && d.2 == cluster);
+        let Some((id, _, _, model_id, model_name, count)) = found else {
+            refusals.push(Refusal {
+                node: None,
+                name: name.clone(),
+                code: "undeclared_node",
+                message: format!(
+                    "node {name} is not declared in this agent token's cluster; an admin declares it first (cluster page, or `tranche admin declare-nodes`)"
+                ),
+            });
+            continue;
+        };
+        let reported = match_model(model_text, &models).map(|(m, _)| *m);
+        if reported != Some(*model_id) || gpus != count {
+            refusals.push(Refusal {
+                node: Some(*id),
+                name: name.clone(),
+                code: "inventory_mismatch",
+                message: format!(
+                    "node {name} is declared with {count} {model_name} GPUs, this agent reports {gpus} {}; fix the agent's --gpus, or an admin changes the node",
+                    crate::domain::quote(model_text)
+                ),
+            });
+            continue;
+        }
+        ids.push((*id, name.clone()));
+    }
+    if !refusals.is_empty() {
+        let mut tx = pool.begin().await?;
+        for r in &refusals {
+            audit::record(
+                &mut *tx,
+                audit::Change {
+                    actor: None,
+                    action: "agent.refused",
+                    entity: "cluster_node",
+                    entity_id: r.node,
+                    node_id: None,
+                    before: None,
+                    after: Some(serde_json::json!({"cluster_id": cluster, "node": r.name, "reason": r.code, "message": r.message, "agent": label})),
+                },
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        tracing::warn!(
+            cluster,
+            refused = refusals.len(),
+            first = %refusals[0].message,
+            "agent registration refused"
+        );
+        let shown: Vec<&str> = refusals
+            .iter()
+            .take(5)
+            .map(|r| r.message.as_str())
+            .collect();
+        let more = refusals.len().saturating_sub(shown.len());
+        let mut message = shown.join("; ");
+        if more > 0 {
+            message.push_str(&format!("; and {more} more"));
+        }
+        return Err(AppError::Refused {
+            code: refusals[0].code,
+            message,
+        });
+    }
     let session = crate::auth::random_hex(16);
     let mut tx = pool.begin().await?;
     serialize_with_passes(&mut tx).await?;
     let mut out = Vec::new();
-    for (name, gpus, model) in specs {
-        let row: Option<(i64, i64, i64, i32)> = sqlx::query_as(
-            "SELECT id, cluster_id, gpu_model_id, gpu_count FROM nodes WHERE lower(name) = lower($1) FOR NO KEY UPDATE",
+    for (id, name) in ids {
+        let live: bool = sqlx::query_scalar(
+            "SELECT agent_session IS NOT NULL AND agent_seen_at >= now() - make_interval(secs => $2) \
+             FROM nodes WHERE id = $1 FOR NO KEY UPDATE",
         )
-        .bind(&name)
-        .fetch_optional(&mut *tx)
+        .bind(id)
+        .bind(site.agent_timeout_s as f64)
+        .fetch_one(&mut *tx)
         .await?;
-        let id = match row {
-            Some((_, c, ..)) if c != cluster => {
-                return Err(AppError::Conflict(format!(
-                    "node {name} belongs to another cluster"
-                )));
-            }
-            Some((_, _, m, g)) if m != model || g != gpus => {
-                return Err(AppError::Refused {
-                    code: "inventory_mismatch",
-                    message: format!(
-                        "node {name} is registered with {g} GPUs of another model or count; an admin must change it first"
-                    ),
-                });
-            }
-            Some((id, ..)) => {
-                lose_node(
-                    &mut tx,
-                    pool,
-                    site,
-                    id,
-                    &format!(
-                        "node {name}: its agent restarted, so the run's processes there are gone"
-                    ),
-                )
-                .await?;
-                id
-            }
-            None => {
-                let id: i64 = sqlx::query_scalar(
-                    "INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id",
-                )
-                .bind(cluster)
-                .bind(&name)
-                .bind(model)
-                .bind(gpus)
-                .fetch_one(&mut *tx)
-                .await?;
-                audit::record(
-                    &mut *tx,
-                    audit::Change {
-                        actor: None,
-                        action: "register",
-                        entity: "node",
-                        entity_id: Some(id),
-                        node_id: None,
-                        before: None,
-                        after: Some(serde_json::json!({"name": name, "gpus": gpus, "cluster_id": cluster, "by": "agent"})),
-                    },
-                )
-                .await?;
-                id
-            }
-        };
+        if live {
+            return Err(AppError::Refused {
+                code: "node_in_use",
+                message: format!(
+                    "node {name} is served by another agent that is alive (a heartbeat within {} s); two agents must not serve one node: stop it, or wait until it has been silent for {} s",
+                    site.agent_timeout_s, site.agent_timeout_s
+                ),
+            });
+        }
+        lose_node(
+            &mut tx,
+            pool,
+            site,
+            id,
+            &format!("node {name}: its agent restarted, so the run's processes there are gone"),
+        )
+        .await?;
         sqlx::query(
-            "UPDATE nodes SET agent_session = $2, agent_seen_at = now(), gpu_utilization = NULL WHERE id = $1",
+            "UPDATE nodes SET agent_session = $2, agent_seen_at = now(), gpu_utilization = NULL, \
+                    agent_label = $3, agent_registered_at = now() WHERE id = $1",
         )
         .bind(id)
         .bind(&session)
+        .bind(&label)
         .execute(&mut *tx)
         .await?;
         out.push(serde_json::json!({"id": id, "name": name}));
@@ -241,6 +309,58 @@ pub async fn register(
         "heartbeat_s": (site.agent_timeout_s / 3).max(1),
         "timeout_s": site.agent_timeout_s,
     }))
+}
+
+/// `POST /api/v1/agent/stop` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stop {
+    /// Session from registration.
+    pub session: String,
+}
+
+/// Ends an agent's session when the agent stops cleanly (SIGTERM, Ctrl-C): its nodes are lost
+/// at once instead of after the heartbeat timeout, so nothing new is placed there, and their
+/// runs are handled as for any lost node (resumable ones requeued, others ended as lost;
+/// a stopping run ends). Returns `{"nodes": N}`, the nodes released; 0 for a session that
+/// already ended.
+///
+/// # Errors
+/// Database errors.
+pub async fn stop(
+    state: &AppState,
+    cluster: i64,
+    body: Stop,
+) -> Result<serde_json::Value, AppError> {
+    let pool = &state.pool;
+    let mut tx = pool.begin().await?;
+    serialize_with_passes(&mut tx).await?;
+    let nodes: Vec<(i64, String)> = sqlx::query_as(
+        "UPDATE nodes SET agent_session = NULL WHERE cluster_id = $1 AND agent_session = $2 RETURNING id, name",
+    )
+    .bind(cluster)
+    .bind(&body.session)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (id, name) in &nodes {
+        lose_node(
+            &mut tx,
+            pool,
+            &state.site,
+            *id,
+            &format!("node {name}: its agent stopped, so the run's processes there are gone"),
+        )
+        .await?;
+    }
+    super::refresh_holds(&mut tx).await?;
+    wake(&mut tx).await?;
+    tx.commit().await?;
+    tracing::info!(
+        cluster,
+        nodes = nodes.len(),
+        "agent stopped; its nodes are lost"
+    );
+    Ok(serde_json::json!({"nodes": nodes.len()}))
 }
 
 /// One node's heartbeat figures.
@@ -304,7 +424,7 @@ pub struct Assignment {
 
 /// A process the agent should stop.
 #[derive(Debug, Serialize, PartialEq, Eq, Hash)]
-pub struct Stop {
+pub struct StopOrder {
     run: i64,
     attempt: i32,
     node: i64,
@@ -329,7 +449,7 @@ async fn desired(
     pool: &PgPool,
     nodes: &[i64],
     default_grace: i64,
-) -> Result<(Vec<Assignment>, Vec<Stop>), sqlx::Error> {
+) -> Result<(Vec<Assignment>, Vec<StopOrder>), sqlx::Error> {
     let rows: Vec<DesiredRow> = sqlx::query_as(
         "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
                 GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT \
@@ -353,7 +473,7 @@ async fn desired(
                 env: env.0,
             });
         } else {
-            stops.push(Stop {
+            stops.push(StopOrder {
                 run,
                 attempt,
                 node,

@@ -208,6 +208,8 @@ async fn cluster_create(
 struct ClusterPage {
     layout: Layout,
     cluster: inventory::Cluster,
+    /// Each node with its last heartbeat as shown (`—` for none).
+    rows: Vec<(inventory::Node, String)>,
     models: Vec<inventory::GpuModel>,
     error: Option<String>,
     form_name: String,
@@ -234,11 +236,31 @@ async fn cluster_page(
     } else {
         axum::http::StatusCode::OK
     };
+    let now = jiff::Timestamp::now();
+    let rows = cluster
+        .nodes
+        .iter()
+        .map(|n| match n.last_heartbeat {
+            Some(at) => {
+                let at = crate::ledger::to_jiff(at);
+                let ago = (now.as_second() - at.as_second()).max(0);
+                format!(
+                    "{} ({})",
+                    crate::domain::format_local(at, &state.site.time_zone),
+                    ago_text(ago)
+                )
+            }
+            None => "—".into(),
+        })
+        .zip(&cluster.nodes)
+        .map(|(h, n)| (n.clone(), h))
+        .collect();
     render_status(
         status,
         &ClusterPage {
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
             cluster,
+            rows,
             models: inventory::gpu_models(&state.pool).await?,
             error,
             form_name: form.name,
@@ -250,6 +272,16 @@ async fn cluster_page(
             },
         },
     )
+}
+
+/// `45 s ago`, `12 min ago`, `3 h ago`, `2 days ago`.
+fn ago_text(seconds: i64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 7200 => format!("{} min ago", s / 60),
+        s if s < 172_800 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    }
 }
 
 async fn cluster_get(

@@ -443,6 +443,7 @@ async fn every_role_against_the_run_routes() {
         let agent = tranche::runs::agents::create_token(&app.pool, "local")
             .await
             .unwrap();
+        app.declare_nodes(&["acl-1"]).await;
         let (status, _) = app
             .api(
                 "POST",

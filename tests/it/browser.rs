@@ -348,6 +348,7 @@ async fn researcher_submits_a_run_watches_it_run_and_cancels_it() {
     let agent_token = tranche::runs::agents::create_token(&app.pool, "local")
         .await
         .unwrap();
+    app.declare_agent_nodes("web", 1).await;
     let dir = crate::live::scratch("browser");
     let _agent = crate::live::agent(&base, &agent_token, "web", 1, &dir);
     let driver = start_driver().await;

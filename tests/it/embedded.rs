@@ -52,3 +52,121 @@ async fn embedded_cluster_keeps_its_data_across_restarts() {
     db.close().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The postmaster's pid from `postmaster.pid`, when the file exists.
+fn postmaster_pid(dir: &std::path::Path) -> Option<i32> {
+    std::fs::read_to_string(dir.join("postgres/postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether any live process is a PostgreSQL server of this data directory: its command
+/// line names the directory and it is not a zombie.
+fn postgres_processes(pgdata: &std::path::Path) -> Vec<i32> {
+    let needle = pgdata.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            cmdline.contains("postgres") && cmdline.contains(&needle) && !zombie
+        })
+        .collect()
+}
+
+fn start_serve(dir: &std::path::Path, port: u16) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::options()
+                .create(true)
+                .append(true)
+                .open(dir.with_extension("log"))
+                .unwrap(),
+        )
+        .spawn()
+        .expect("start tranche serve")
+}
+
+async fn wait_healthy(port: u16) {
+    let http = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let ok = http
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ok {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve never became healthy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 11 item 8: after `kill -9` of `serve`, the next `serve` takes the orphaned
+/// PostgreSQL over and stops it on Ctrl-C; no PostgreSQL process is left for the data dir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
+    let dir = std::env::temp_dir().join(format!("tranche-orphan-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut first = start_serve(&dir, port);
+    wait_healthy(port).await;
+    let postmaster = postmaster_pid(&dir).expect("the first serve started PostgreSQL");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(
+        std::path::Path::new(&format!("/proc/{postmaster}")).exists(),
+        "SIGKILL leaves the server running (nothing can stop it then)"
+    );
+
+    let second = start_serve(&dir, port);
+    wait_healthy(port).await;
+    assert_eq!(
+        postmaster_pid(&dir),
+        Some(postmaster),
+        "joined, not restarted"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(second.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        let mut second = second;
+        second.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "serve exits cleanly on SIGINT: {status}");
+    let left = postgres_processes(&dir.join("postgres"));
+    assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
+    assert!(!dir.join("postgres/postmaster.pid").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("log"));
+}

@@ -52,10 +52,25 @@ pub fn scratch(label: &str) -> PathBuf {
 
 /// Starts `tranche agent --nodes N --gpus 8xH100` as a real process.
 pub fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tranche"))
-        .args([
-            "agent", "--server", base, "--gpus", "8xH100", "--name", name,
-        ])
+    agent_with(base, token, Some(name), nodes, dir, "agent.log")
+}
+
+/// Starts `tranche agent` in `dir` (so its default state directory is `dir`'s), named `name`
+/// or by default (this machine's host name), its output appended to `dir/LOG`.
+pub fn agent_with(
+    base: &str,
+    token: &str,
+    name: Option<&str>,
+    nodes: u32,
+    dir: &Path,
+    log: &str,
+) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tranche"));
+    command.args(["agent", "--server", base, "--gpus", "8xH100"]);
+    if let Some(name) = name {
+        command.args(["--name", name]);
+    }
+    command
         .args(["--nodes", &nodes.to_string()])
         .arg("--log-dir")
         .arg(dir.join("logs"))
@@ -67,7 +82,7 @@ pub fn agent(base: &str, token: &str, name: &str, nodes: u32, dir: &Path) -> Chi
             std::fs::File::options()
                 .create(true)
                 .append(true)
-                .open(dir.join("agent.log"))
+                .open(dir.join(log))
                 .expect("agent log"),
         )
         .kill_on_drop(true)
@@ -124,13 +139,15 @@ async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> 
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
-/// The command of the test runs: records `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
+/// The command of the test runs: records the agent token it sees (`unset`: none) and
+/// `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
 /// and node process, then waits for SIGTERM (recording it) unless it is a later attempt, which
 /// finishes at once.
 fn recording_command(dir: &Path) -> String {
     let d = dir.display();
     format!(
-        "echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$; \
+        "echo \"${{TRANCHE_AGENT_TOKEN:-unset}}\" > {d}/token-$TRANCHE_RUN_ID-$$; \
+         echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/run-$TRANCHE_RUN_ID-$TRANCHE_ATTEMPT-$$; \
          if [ \"$TRANCHE_ATTEMPT\" -ge 2 ]; then exit 0; fi; \
          trap 'echo term > {d}/term-$TRANCHE_RUN_ID-$$; exit 143' TERM; sleep 600 & wait"
     )
@@ -176,6 +193,7 @@ fn records(dir: &Path, run: i64, attempt: i32) -> Vec<String> {
 async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
     let (app, base, researcher, lead, agent_token) = live(site()).await;
     let dir = scratch("e2e");
+    app.declare_agent_nodes("e2e", 2).await;
     let _agent = agent(&base, &agent_token, "e2e", 2, &dir);
     until(Duration::from_secs(30), "two agent nodes", || async {
         live_nodes(&app).await == 2
@@ -346,6 +364,7 @@ async fn researcher_runs_real_work_and_an_under_served_project_preempts() {
 async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let (app, base, researcher, _lead, agent_token) = live(site()).await;
     let dir = scratch("grace");
+    app.declare_agent_nodes("grace", 1).await;
     let _agent = agent(&base, &agent_token, "grace", 1, &dir);
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
@@ -393,6 +412,7 @@ async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
 async fn killing_an_agent_requeues_resumable_runs_and_loses_the_others() {
     let (app, base, researcher, _lead, agent_token) = live(site()).await;
     let dir = scratch("loss");
+    app.declare_agent_nodes("loss", 1).await;
     let mut first = agent(&base, &agent_token, "loss", 1, &dir);
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
@@ -552,6 +572,7 @@ async fn killing_the_server_mid_pass_loses_no_run_and_starts_none_twice() {
         .await
         .unwrap();
     let dir = scratch("crash");
+    app.declare_agent_nodes("crash", 4).await;
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -656,5 +677,259 @@ async fn killing_the_server_mid_pass_loses_no_run_and_starts_none_twice() {
             "run {run} attempt {attempt} started {lines} times on {nodes} nodes"
         );
     }
+    clean_up(&dir);
+}
+
+/// The pids of the processes (group leaders) that recorded attempt `attempt` of `run`.
+fn record_pids(dir: &Path, run: i64, attempt: i32) -> Vec<i32> {
+    let prefix = format!("run-{run}-{attempt}-");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_prefix(&prefix)?.parse().ok()
+        })
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    tranche::process::start_time(pid).is_some()
+}
+
+fn log_has(dir: &Path, log: &str, text: &str) -> bool {
+    std::fs::read_to_string(dir.join(log)).is_ok_and(|l| l.contains(text))
+}
+
+async fn exits_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    tokio::time::timeout(limit, child.wait())
+        .await
+        .expect("the agent did not exit")
+        .unwrap()
+}
+
+/// A 16-GPU run protected for an hour on the two nodes of the agent `dir` runs; returns its
+/// id and its two processes' pids.
+async fn protected_gang(
+    app: &TestApp,
+    base: &str,
+    researcher: &str,
+    dir: &Path,
+) -> (i64, Vec<i32>) {
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 16,
+               "min_runtime_s": 3600, "time_limit_s": 7200, "resumable": true,
+               "command": recording_command(dir)}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    wait_state(app, run, "running").await;
+    until(Duration::from_secs(30), "both gang processes", || async {
+        record_pids(dir, run, 1).len() == 2
+    })
+    .await;
+    let pids = record_pids(dir, run, 1);
+    assert!(pids.iter().all(|p| alive(*p)));
+    (run, pids)
+}
+
+/// Issue 11 item 1: an agent that cannot register (no server, or a bogus token) signals
+/// nothing, though it serves the same names from the same directories as a live agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_that_cannot_register_kills_nothing() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("bogus");
+    app.declare_agent_nodes("bogus", 2).await;
+    let _first = agent(&base, &agent_token, "bogus", 2, &dir);
+    until(Duration::from_secs(30), "two agent nodes", || async {
+        live_nodes(&app).await == 2
+    })
+    .await;
+    let (run, pids) = protected_gang(&app, &base, &researcher, &dir).await;
+
+    // No server at all: it retries, and signals nothing meanwhile.
+    let mut nowhere = agent_with(
+        "http://127.0.0.1:9",
+        "bogus-token",
+        Some("bogus"),
+        2,
+        &dir,
+        "nowhere.log",
+    );
+    until(Duration::from_secs(30), "a failed register", || async {
+        log_has(&dir, "nowhere.log", "register failed")
+    })
+    .await;
+    // A bogus token: refused, it stops.
+    let mut bogus = agent_with(&base, "bogus-token", Some("bogus"), 2, &dir, "bogus.log");
+    let status = exits_within(&mut bogus, Duration::from_secs(30)).await;
+    assert!(!status.success());
+    assert!(log_has(&dir, "bogus.log", "401"));
+    nowhere.kill().await.unwrap();
+
+    assert!(
+        pids.iter().all(|p| alive(*p)),
+        "the live agent's processes survive"
+    );
+    assert!(!log_has(&dir, "nowhere.log", "killing"));
+    assert!(!log_has(&dir, "bogus.log", "killing"));
+    assert_eq!(state_of(&app, run).await, "running");
+    let events: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_events WHERE run_id = $1 AND kind IN ('lost', 'failed', 'preempted')",
+    )
+    .bind(run)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(events, 0);
+    clean_up(&dir);
+}
+
+/// Issue 11 item 1: two agents on one host with the default names (the host name) and the
+/// same directories: the second waits while the first serves the nodes, and neither it nor
+/// an agent refused for an undeclared name touches the first one's run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_agents_with_default_names_never_touch_each_others_runs() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("default");
+    let host = tranche::agent::host_name(None).unwrap();
+    app.declare_agent_nodes(&host, 2).await;
+    let _first = agent_with(&base, &agent_token, None, 2, &dir, "first.log");
+    until(Duration::from_secs(30), "two agent nodes", || async {
+        live_nodes(&app).await == 2
+    })
+    .await;
+    let (run, pids) = protected_gang(&app, &base, &researcher, &dir).await;
+    let sessions = || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT agent_session FROM nodes WHERE agent_seen_at IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+    };
+    let before = sessions().await;
+
+    // The same default names: refused while the first agent is alive; it keeps waiting.
+    let _second = agent_with(&base, &agent_token, None, 2, &dir, "second.log");
+    until(
+        Duration::from_secs(30),
+        "the second agent refused",
+        || async { log_has(&dir, "second.log", "node_in_use") },
+    )
+    .await;
+    // One default node, named after the host alone, which nobody declared: refused, it stops.
+    let mut third = agent_with(&base, &agent_token, None, 1, &dir, "third.log");
+    let status = exits_within(&mut third, Duration::from_secs(30)).await;
+    assert!(!status.success());
+    assert!(log_has(&dir, "third.log", "undeclared_node"));
+
+    assert!(
+        pids.iter().all(|p| alive(*p)),
+        "the first agent's processes survive"
+    );
+    assert_eq!(
+        sessions().await,
+        before,
+        "the first agent still serves its nodes"
+    );
+    assert_eq!(state_of(&app, run).await, "running");
+    assert!(!log_has(&dir, "second.log", "killing"));
+    clean_up(&dir);
+}
+
+/// Issue 11 item 2: an agent stopped with SIGTERM tells the server, which loses its node at
+/// once (long before the heartbeat timeout): the resumable run is requeued, the other lost,
+/// and a new run is not placed there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_agents_nodes_get_no_new_runs() {
+    let (app, base, researcher, _lead, agent_token) = live(Site {
+        agent_timeout_s: 120,
+        ..site()
+    })
+    .await;
+    let dir = scratch("stop");
+    app.declare_agent_nodes("stop", 1).await;
+    let mut first = agent(&base, &agent_token, "stop", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let submit = |resumable: bool| {
+        let http = http.clone();
+        let base = base.clone();
+        let researcher = researcher.clone();
+        let command = recording_command(&dir);
+        async move {
+            let (status, answer) = post(
+                &http,
+                format!("{base}/api/v1/runs"),
+                &researcher,
+                json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 4,
+                       "min_runtime_s": 60, "time_limit_s": 3600, "resumable": resumable,
+                       "command": command}),
+            )
+            .await;
+            assert_eq!(status, 201, "{answer}");
+            answer["id"].as_i64().unwrap()
+        }
+    };
+    let resumable = submit(true).await;
+    let fragile = submit(false).await;
+    for id in [resumable, fragile] {
+        wait_state(&app, id, "running").await;
+    }
+    until(Duration::from_secs(30), "both processes", || async {
+        records(&dir, resumable, 1).len() == 1 && records(&dir, fragile, 1).len() == 1
+    })
+    .await;
+    let stopped_at = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = exits_within(&mut first, Duration::from_secs(30)).await;
+    assert!(status.success(), "a clean stop: {status}");
+    // Decided by the agent's stop, not the 120 s timeout.
+    assert!(stopped_at.elapsed() < Duration::from_secs(60));
+    assert_eq!(live_nodes(&app).await, 0);
+    assert_eq!(state_of(&app, resumable).await, "queued");
+    assert_eq!(state_of(&app, fragile).await, "lost");
+    // Its processes were stopped, and never saw the agent's token.
+    for id in [resumable, fragile] {
+        let pids = record_pids(&dir, id, 1);
+        assert!(pids.iter().all(|p| !alive(*p)), "run {id} left running");
+        for pid in pids {
+            let seen = std::fs::read_to_string(dir.join(format!("token-{id}-{pid}"))).unwrap();
+            assert_eq!(seen.trim(), "unset");
+        }
+    }
+    // A new run waits: no live agent serves the node.
+    let later = submit(true).await;
+    until(Duration::from_secs(30), "a waiting reason", || async {
+        let r: Option<String> = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+            .bind(later)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        r.is_some_and(|r| r.contains("no live agent"))
+    })
+    .await;
+    for id in [resumable, later] {
+        assert_eq!(state_of(&app, id).await, "queued");
+    }
+    let placements: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM run_placements WHERE run_id = ANY($1)")
+            .bind(vec![resumable, later])
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(placements, 1, "only the requeued run's first attempt");
     clean_up(&dir);
 }

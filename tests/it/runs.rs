@@ -31,8 +31,10 @@ pub async fn org() -> Org {
     }
 }
 
-/// Registers nodes of 8 H100 each; returns the session and node ids.
+/// Declares (where needed) and registers nodes of 8 H100 each; returns the session and node
+/// ids.
 pub async fn register(app: &TestApp, agent: &str, names: &[&str]) -> (String, Vec<i64>) {
+    app.declare_nodes(names).await;
     let nodes: Vec<Value> = names
         .iter()
         .map(|n| json!({"name": n, "gpus": 8, "gpu_model": "NVIDIA H100 80GB HBM3"}))
@@ -696,7 +698,8 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
             ),
         )
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "undeclared_node");
     let (session, nodes) = register(&o.app, &o.agent, &["g-1"]).await;
     // Same node with another GPU count.
     let (status, answer) = o
@@ -753,8 +756,26 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    // A second agent registering the node ends the first one's session; the run it had is
-    // requeued rather than started twice.
+    // A second agent cannot take the node over while the first one is alive.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&o.agent),
+            Some(json!({"nodes": [{"name": "g-1", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "node_in_use");
+    assert_eq!(state_of(&o.app, run).await, "starting", "nothing changed");
+    // Once the first has been silent past the timeout, a second agent registering the node
+    // ends the first one's session; the run it had is requeued rather than started twice.
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
     let (_, _) = register(&o.app, &o.agent, &["g-1"]).await;
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -966,4 +987,321 @@ async fn a_retried_submission_with_its_idempotency_key_makes_one_run() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(answer["error"]["field"], "Idempotency-Key");
     assert_eq!(count_runs(&o.app).await, 2);
+}
+
+async fn tree_version(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT version FROM change_counters WHERE name = 'tree'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// GPUs of `local` H100 that count for entitlements (the tree's capacity) and for contracts
+/// (the calendar's installed GPUs).
+async fn counted_local_gpus(app: &TestApp) -> (i64, i64) {
+    let tree = tranche::db::tree::capacity(&app.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.cluster == "local" && c.gpu_model == "H100")
+        .map_or(0, |c| c.gpus);
+    let (cluster, model): (i64, i64) = sqlx::query_as(
+        "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = 'local' AND m.name = 'H100'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let calendar = tranche::ledger::contracts::calendar(
+        &app.pool,
+        &app.state.site,
+        cluster,
+        model,
+        jiff::Timestamp::now(),
+    )
+    .await
+    .unwrap();
+    (tree, calendar.installed)
+}
+
+/// Issue 11 item 3: an agent token serves only nodes an admin declared in its cluster, with
+/// the declared GPUs; anything else is refused, audited and changes nothing.
+#[tokio::test]
+async fn a_leaked_agent_token_cannot_add_nodes_or_serve_them_with_other_gpus() {
+    let o = org().await;
+    o.app.declare_nodes(&["d-1"]).await;
+    let nodes_before: i64 = sqlx::query_scalar("SELECT count(*) FROM nodes")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let register_raw = |nodes: Value| {
+        let app = &o.app;
+        let agent = o.agent.clone();
+        async move {
+            app.api(
+                "POST",
+                "/api/v1/agent/register",
+                Some(&agent),
+                Some(json!({ "nodes": nodes, "agent": "attacker pid 1" })),
+            )
+            .await
+        }
+    };
+    // Undeclared names, even of a site model: refused, not added.
+    let (status, answer) = register_raw(json!([
+        {"name": "fake-1", "gpus": 8, "gpu_model": "B200"},
+        {"name": "fake-2", "gpus": 8, "gpu_model": "H100"}
+    ]))
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "undeclared_node");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("fake-1") && message.contains("fake-2") && message.contains("declare"),
+        "{message}"
+    );
+    // Another cluster's node is not this token's either.
+    let (status, answer) =
+        register_raw(json!([{"name": "h100-east-001", "gpus": 8, "gpu_model": "H100"}])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "undeclared_node");
+    // The declared node with another model or count, or with a declared node alongside an
+    // undeclared one: refused as a whole.
+    for nodes in [
+        json!([{"name": "d-1", "gpus": 8, "gpu_model": "NVIDIA B200"}]),
+        json!([{"name": "d-1", "gpus": 16, "gpu_model": "H100"}]),
+        json!([{"name": "d-1", "gpus": 8, "gpu_model": "NVIDIA A100-SXM4-80GB"}]),
+    ] {
+        let (status, answer) = register_raw(nodes).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+        assert_eq!(answer["error"]["code"], "inventory_mismatch");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("declared with 8 H100"), "{message}");
+    }
+    let (status, _) = register_raw(json!([
+        {"name": "d-1", "gpus": 8, "gpu_model": "H100"},
+        {"name": "fake-3", "gpus": 8, "gpu_model": "H100"}
+    ]))
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let nodes_after: i64 = sqlx::query_scalar("SELECT count(*) FROM nodes")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(nodes_after, nodes_before, "no node added");
+    let sessions: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM nodes WHERE agent_session IS NOT NULL")
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(sessions, 0, "no node served");
+    // Every refused node is in the audit log: 2 + 1 + 3 + 1.
+    assert_eq!(o.app.audit_count("agent.refused").await, 7);
+    let after: Value = sqlx::query_scalar(
+        "SELECT after FROM audit_log WHERE action = 'agent.refused' ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(after["node"], "fake-1");
+    assert_eq!(after["reason"], "undeclared_node");
+    assert_eq!(after["agent"], "attacker pid 1");
+    // Capacity is the declared node's 8 GPUs, so a 16-GPU run cannot be submitted.
+    assert_eq!(counted_local_gpus(&o.app).await, (8, 8));
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 16, 60, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "larger_than_cluster");
+    // A run for the cluster goes to no one: the refused agent has no session, and a made-up
+    // one receives nothing.
+    let run = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "queued");
+    let d1: i64 = sqlx::query_scalar("SELECT id FROM nodes WHERE name = 'd-1'")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, answer) = sync(&o.app, &o.agent, "made-up", &[d1], json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "stale_session");
+    // The declared node with its declared GPUs (nvidia-smi's model name) is served.
+    let (_, ids) = register(&o.app, &o.agent, &["d-1"]).await;
+    assert_eq!(ids, vec![d1]);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+}
+
+/// Issue 11 items 2 and 3: an agent that stops cleanly ends its session; its node is lost at
+/// once (runs requeued or lost, nothing new placed), shown as lost, and no longer counts
+/// towards entitlements or contractable capacity.
+#[tokio::test]
+async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["st-1", "st-2"]).await;
+    assert_eq!(counted_local_gpus(&o.app).await, (16, 16));
+    let resumable = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    let fragile = submit(&o, run_body("fm-pretrain-7b", 8, 60, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, resumable).await, "starting");
+    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    let version_before = tree_version(&o.app).await;
+    // Another session's stop changes nothing.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/stop",
+            Some(&o.agent),
+            Some(json!({"session": "not-this-one"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["nodes"], 0);
+    assert_eq!(state_of(&o.app, resumable).await, "starting");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/stop",
+            Some(&o.agent),
+            Some(json!({ "session": session })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["nodes"], 2);
+    assert!(
+        tree_version(&o.app).await > version_before,
+        "a lost node changes entitlements, so the cached tree moves"
+    );
+    // At once, without waiting for the heartbeat timeout.
+    assert_eq!(state_of(&o.app, resumable).await, "queued");
+    assert_eq!(state_of(&o.app, fragile).await, "lost");
+    let lost_message: String =
+        sqlx::query_scalar("SELECT message FROM run_events WHERE run_id = $1 AND kind = 'lost'")
+            .bind(fragile)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert!(lost_message.contains("agent stopped"), "{lost_message}");
+    // Nothing new is placed there.
+    let later = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, resumable).await, "queued");
+    assert_eq!(state_of(&o.app, later).await, "queued");
+    let placed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_placements WHERE node_id = ANY($1) AND proc_state <> 'exited'",
+    )
+    .bind(&nodes)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(placed, 0);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "stale_session");
+    // Lost nodes are shown as lost, and count neither for entitlements nor for contracts.
+    let local = tranche::db::inventory::clusters(&o.app.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "local")
+        .unwrap();
+    let statuses: Vec<&str> = local.nodes.iter().map(|n| n.status.as_str()).collect();
+    assert_eq!(statuses, vec!["lost", "lost"]);
+    assert!(local.nodes.iter().all(|n| n.last_heartbeat.is_some()));
+    assert_eq!(counted_local_gpus(&o.app).await, (0, 0));
+    // An agent coming back brings them back.
+    register(&o.app, &o.agent, &["st-1", "st-2"]).await;
+    assert_eq!(counted_local_gpus(&o.app).await, (16, 16));
+}
+
+/// Issue 11 item 3: the admin cluster page shows each node's real status, its agent and its
+/// last heartbeat; a lost node is not shown as up.
+#[tokio::test]
+async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
+    let (app, users) = TestApp::with_demo().await;
+    let agent = agents::create_token(&app.pool, "local").await.unwrap();
+    app.declare_nodes(&["pg-1", "pg-2"]).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(
+                json!({"nodes": [{"name": "pg-1", "gpus": 8, "gpu_model": "H100"}],
+                        "agent": "box-7 pid 4242"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let session = answer["session"].as_str().unwrap().to_string();
+    let local: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'local'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (name, pw) = crate::support::demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&name, &pw).await;
+    let row = |page: &str, node: &str| -> String {
+        let at = page
+            .find(&format!("<tr><td>{node}</td>"))
+            .unwrap_or_else(|| panic!("no row for {node}"));
+        page[at..].split("</tr>").next().unwrap().to_string()
+    };
+    let (status, page, _) = admin.get(&format!("/admin/clusters/{local}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let served = row(&page, "pg-1");
+    assert!(
+        served.contains(r#"<td class="node-status">up</td>"#),
+        "{served}"
+    );
+    assert!(served.contains("box-7 pid 4242"), "{served}");
+    assert!(served.contains("s ago"), "{served}");
+    let waiting = row(&page, "pg-2");
+    assert!(
+        waiting.contains(r#"<td class="node-status">awaiting agent</td>"#),
+        "{waiting}"
+    );
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/agent/stop",
+            Some(&agent),
+            Some(json!({ "session": session })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, page, _) = admin.get(&format!("/admin/clusters/{local}")).await;
+    let lost = row(&page, "pg-1");
+    assert!(
+        lost.contains(r#"<td class="node-status">lost</td>"#),
+        "{lost}"
+    );
+    assert!(
+        lost.contains("box-7 pid 4242"),
+        "the last agent stays shown: {lost}"
+    );
+    // A node an admin declares on the page.
+    let (status, _, _) = admin
+        .post(
+            &format!("/admin/clusters/{local}/nodes"),
+            &[("name", "pg-3"), ("gpu_model", "H100"), ("gpu_count", "8")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(json!({"nodes": [{"name": "pg-3", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
 }

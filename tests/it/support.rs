@@ -256,6 +256,35 @@ impl TestApp {
             .0
     }
 
+    /// Declares, in the `local` cluster, those of `names` that are not nodes yet, each with 8
+    /// H100: what an admin does before an agent may serve them.
+    pub async fn declare_nodes(&self, names: &[&str]) {
+        let mut missing = Vec::new();
+        for name in names {
+            let exists: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE name = $1)")
+                    .bind(name)
+                    .fetch_one(&self.pool)
+                    .await
+                    .unwrap();
+            if !exists {
+                missing.push((*name).to_string());
+            }
+        }
+        if !missing.is_empty() {
+            tranche::db::inventory::declare_nodes(&self.pool, None, "local", &missing, "H100", "8")
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Declares the nodes `tranche agent --name NAME --nodes N --gpus 8xH100` serves.
+    pub async fn declare_agent_nodes(&self, name: &str, nodes: u32) {
+        let names = tranche::agent::node_names(name, nodes);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        self.declare_nodes(&names).await;
+    }
+
     /// Number of audit entries with `action`.
     pub async fn audit_count(&self, action: &str) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")

@@ -950,6 +950,7 @@ pub fn router() -> Router<AppState> {
         .route("/approvals", get(runs::get_approvals))
         .route("/agent/register", post(runs::agent_register))
         .route("/agent/sync", post(runs::agent_sync))
+        .route("/agent/stop", post(runs::agent_stop))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

@@ -99,7 +99,8 @@ pub fn document() -> Value {
             "/runs/{id}/approve": {"parameters": [id], "post": op("Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"}; 409 not_waiting_approval", None, "200")},
             "/runs/{id}/deny": {"parameters": [id], "post": op("Deny a run waiting for approval with a reason the researcher sees", Some("Decision"), "200")},
             "/approvals": {"get": op("Runs waiting for approval that the caller may decide", None, "200")},
-            "/agent/register": {"post": op("Node agent (agent token of a cluster): register nodes and open a session (see docs/agent-protocol.md); 409 inventory_mismatch", Some("AgentRegister"), "200")},
+            "/agent/register": {"post": op("Node agent (agent token of a cluster): register declared nodes and open a session (see docs/agent-protocol.md); 409 undeclared_node, inventory_mismatch or node_in_use", Some("AgentRegister"), "200")},
+            "/agent/stop": {"post": op("Node agent stopping cleanly: end its session; its nodes are lost at once and their runs requeued or lost", Some("AgentStop"), "200")},
             "/agent/sync": {"post": op("Node agent: heartbeat, process reports and long poll for assignments and stops; 409 stale_session or not_assigned", Some("AgentSync"), "200")}
         },
         "components": {
@@ -138,7 +139,8 @@ pub fn document() -> Value {
                     "workdir": {"type": ["string", "null"], "description": "absolute path on the node"},
                     "env": {"type": "object", "additionalProperties": {"type": "string"}}}},
                 "Decision": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string", "maxLength": 2000}}},
-                "AgentRegister": {"type": "object", "required": ["nodes"], "properties": {"nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gpus", "gpu_model"], "properties": {"name": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1, "maximum": 64}, "gpu_model": {"type": "string"}}}}}},
+                "AgentRegister": {"type": "object", "required": ["nodes"], "properties": {"nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gpus", "gpu_model"], "properties": {"name": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1, "maximum": 64}, "gpu_model": {"type": "string"}}}}, "agent": {"type": "string", "maxLength": 200}}},
+                "AgentStop": {"type": "object", "required": ["session"], "properties": {"session": {"type": "string"}}},
                 "AgentSync": {"type": "object", "required": ["session", "nodes"], "properties": {
                     "session": {"type": "string"}, "wait_s": {"type": "integer", "minimum": 0, "maximum": 30},
                     "nodes": {"type": "array", "items": {"type": "object", "required": ["node"], "properties": {"node": {"type": "integer"}, "utilization": {"type": "array", "items": {"type": ["integer", "null"], "minimum": 0, "maximum": 100}}}}},

@@ -210,6 +210,14 @@ pub(super) async fn agent_register(
     ok(agents::register(&state, cluster, body).await?)
 }
 
+pub(super) async fn agent_stop(
+    State(state): State<AppState>,
+    AgentCluster(cluster): AgentCluster,
+    ApiJson(body): ApiJson<agents::Stop>,
+) -> ApiResult {
+    ok(agents::stop(&state, cluster, body).await?)
+}
+
 pub(super) async fn agent_sync(
     State(state): State<AppState>,
     AgentCluster(cluster): AgentCluster,
