@@ -320,8 +320,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // The key for sealed run secrets, before the database: a bad key starts nothing.
+    let key = tranche::auth::secrets::SecretKey::load(&args.db.data_dir)?;
     let database = open(&args.db).await?;
-    let result = serve_on(listener, &database, site).await;
+    let result = serve_on(listener, &database, site, key).await;
     // Whatever happened, stop the embedded PostgreSQL this process started.
     let closed = database.close().await;
     result.and(closed)
@@ -331,6 +333,7 @@ async fn serve_on(
     listener: tokio::net::TcpListener,
     database: &Database,
     site: Site,
+    key: tranche::auth::secrets::SecretKey,
 ) -> anyhow::Result<()> {
     if let Some(password) = db::users::first_run(&database.pool)
         .await
@@ -341,7 +344,14 @@ async fn serve_on(
             "This password is shown once. Change it on the Account page or with `tranche admin set-password --name admin`."
         );
     }
-    let state = AppState::new(database.pool.clone(), site);
+    let sealed = tranche::runs::seal_plain_secrets(&database.pool, &key).await?;
+    if sealed > 0 {
+        tracing::info!(
+            runs = sealed,
+            "sealed secret-looking environment values older runs kept in clear"
+        );
+    }
+    let state = AppState::new(database.pool.clone(), site).with_secret_key(key);
     let rollover = tokio::spawn(roll_over_every_minute(state.clone()));
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);

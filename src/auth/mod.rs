@@ -2,6 +2,7 @@
 
 pub mod csrf;
 pub mod password;
+pub mod secrets;
 pub mod tokens;
 
 use std::collections::HashMap;

@@ -322,17 +322,20 @@ type DesiredRow = (
     Option<String>,
     sqlx::types::Json<BTreeMap<String, String>>,
     Option<i64>,
+    Option<Vec<u8>>,
 );
 
-/// The desired processes of `nodes`: assignments and stops.
+/// The desired processes of `nodes`: assignments (with their secret environment opened with
+/// `key`: this answer is the only place it leaves the server) and stops.
 async fn desired(
     pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
     nodes: &[i64],
     default_grace: i64,
 ) -> Result<(Vec<Assignment>, Vec<Stop>), sqlx::Error> {
     let rows: Vec<DesiredRow> = sqlx::query_as(
         "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
-                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
          WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
     )
@@ -341,8 +344,16 @@ async fn desired(
     .await?;
     let mut assignments = Vec::new();
     let mut stops = Vec::new();
-    for (run, attempt, node, gpus, state, current, command, workdir, env, grace) in rows {
+    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
         if (state == "starting" || state == "running") && attempt == current {
+            let mut env = env.0;
+            match super::open_secret_env(key, sealed.as_deref()) {
+                Ok(secret) => env.extend(secret),
+                // The values are never logged; the run starts without them.
+                Err(e) => {
+                    tracing::error!(run, error = %e, "cannot open the run's secret environment")
+                }
+            }
             assignments.push(Assignment {
                 run,
                 attempt,
@@ -350,7 +361,7 @@ async fn desired(
                 gpus,
                 command,
                 workdir,
-                env: env.0,
+                env,
             });
         } else {
             stops.push(Stop {
@@ -573,7 +584,8 @@ pub async fn sync(
         .map(|r| (r.run, r.attempt, r.node))
         .collect();
     loop {
-        let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
+        let (assignments, stops) =
+            desired(pool, &state.secret_key, &node_ids, site.grace_s).await?;
         // Answer at once when the agent has something to do that it has not shown it did: a
         // process to start, or one to stop that it reports running. (An agent that cannot act
         // yet, say while a GPU is in a grace period, paces itself.)
