@@ -3,6 +3,7 @@
 pub mod csrf;
 pub mod password;
 pub mod secrets;
+pub mod throttle;
 pub mod tokens;
 
 use std::collections::HashMap;
