@@ -280,7 +280,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                     .fetch_optional(&pool)
                     .await?
                     .with_context(|| format!("there is no user named {:?}", user.trim()))?;
-                let token = tranche::auth::tokens::create(&pool, id, &label).await?;
+                let token = tranche::auth::tokens::create(&pool, None, id, &label).await?;
                 Ok(format!("token: {token}"))
             })
             .await

@@ -17,7 +17,8 @@ use super::service::{lose_node, serialize_with_passes};
 use super::wake;
 
 /// Creates an agent token for the cluster named `cluster` and returns it (the only time it
-/// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored).
+/// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored), audited as
+/// `agent_token.create` by the system (the command line).
 ///
 /// # Errors
 /// NotFound for an unknown cluster; database errors.
@@ -31,15 +32,22 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
             ))
         })?;
     let token = format!("tra_{}", crate::auth::random_hex(32));
-    sqlx::query("INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2)")
-        .bind(id)
-        .bind(Sha256::digest(token.as_bytes()).as_slice())
-        .execute(pool)
-        .await?;
+    // The token and its audit entry in one statement.
+    sqlx::query(
+        "WITH t AS (INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2) RETURNING id) \
+         INSERT INTO audit_log (action, entity, entity_id, after) \
+         SELECT 'agent_token.create', 'agent_token', t.id, jsonb_build_object('cluster', c.name) \
+         FROM t, clusters c WHERE c.id = $1",
+    )
+    .bind(id)
+    .bind(Sha256::digest(token.as_bytes()).as_slice())
+    .execute(pool)
+    .await?;
     Ok(token)
 }
 
-/// Revokes every agent token of a cluster; returns how many were active.
+/// Revokes every agent token of a cluster (each audited as `agent_token.revoke`); returns how
+/// many were active.
 ///
 /// # Errors
 /// NotFound for an unknown cluster; database errors.
@@ -52,8 +60,13 @@ pub async fn revoke_tokens(pool: &PgPool, cluster: &str) -> Result<u64, AppError
                 cluster = crate::domain::quote(cluster)
             ))
         })?;
+    // The revocations and one audit entry per token in one statement.
     Ok(sqlx::query(
-        "UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL",
+        "WITH t AS (UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL RETURNING id) \
+         INSERT INTO audit_log (action, entity, entity_id, before, after) \
+         SELECT 'agent_token.revoke', 'agent_token', t.id, jsonb_build_object('cluster', c.name, 'revoked', false), \
+                jsonb_build_object('cluster', c.name, 'revoked', true) \
+         FROM t, clusters c WHERE c.id = $1",
     )
     .bind(id)
     .execute(pool)

@@ -908,6 +908,7 @@ pub async fn decide(
         };
         event(&mut tx, id, "approved", &message, None).await?;
         wake(&mut tx).await?;
+        decision_audit(&mut tx, actor, id, project, "run.approve", "queued", reason).await?;
     } else {
         sqlx::query("UPDATE runs SET state = 'denied', ended_at = now(), decided_by = $2, decided_at = now(), decision_reason = $3 WHERE id = $1")
             .bind(id)
@@ -923,9 +924,35 @@ pub async fn decide(
             None,
         )
         .await?;
+        decision_audit(&mut tx, actor, id, project, "run.deny", "denied", reason).await?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// Records an approval or denial (`action`: `run.approve` or `run.deny`) in the audit log.
+async fn decision_audit(
+    conn: &mut PgConnection,
+    actor: &Account,
+    run: i64,
+    project: i64,
+    action: &str,
+    state: &str,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    crate::db::audit::record(
+        conn,
+        crate::db::audit::Change {
+            actor: Some(actor.id),
+            action,
+            entity: "run",
+            entity_id: Some(run),
+            node_id: Some(project),
+            before: Some(serde_json::json!({"state": "waiting_approval"})),
+            after: Some(serde_json::json!({"state": state, "reason": reason})),
+        },
+    )
+    .await
 }
 
 /// One run in a list, with what its row shows.

@@ -226,7 +226,7 @@ impl TestApp {
             .fetch_one(&self.pool)
             .await
             .unwrap();
-        tranche::auth::tokens::create(&self.pool, id, "test")
+        tranche::auth::tokens::create(&self.pool, None, id, "test")
             .await
             .unwrap()
     }
