@@ -620,7 +620,11 @@ struct DetailPage {
     env: Vec<String>,
     events: Vec<EventView>,
     placements: Vec<PlacementView>,
+    /// Attempts stopped by a real preemption (GPUs given to another run).
     preemptions: usize,
+    /// Attempts stopped because their node was lost (an agent stopped, restarted or fell
+    /// silent): not preemptions, shown apart.
+    losses: usize,
     can_cancel: bool,
     can_decide: bool,
     error: Option<String>,
@@ -674,7 +678,8 @@ async fn detail_page(
             decision,
             workdir: d.workdir.clone(),
             env: d.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            preemptions: events.iter().filter(|e| e.preemption).count(),
+            preemptions: stopped_attempts(&d.events, "preempted"),
+            losses: stopped_attempts(&d.events, "lost"),
             events,
             placements: d
                 .placements
@@ -705,6 +710,17 @@ async fn detail_page(
             time_zone: state.site.time_zone_name.clone(),
         },
     )
+}
+
+/// How many attempts have a timeline entry of `kind` (`preempted` or `lost`): a run that is
+/// not resumable has two `lost` entries for one loss (the stop and the end).
+fn stopped_attempts(events: &[runs::Event], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.attempt)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
 }
 
 async fn detail(
