@@ -341,7 +341,7 @@ async fn wait_over(app: &TestApp, client: &str) {
 #[tokio::test]
 async fn an_attacker_slows_only_their_own_address_and_cannot_lock_the_user_out() {
     let (app, pw) = TestApp::with_admin().await;
-    let mut attacker = app.client().from_address("203.0.113.9");
+    let mut attacker = app.client().connecting_from("203.0.113.9");
     attacker.get("/login").await;
     // Ten wrong passwords in a row, as fast as the server answers.
     let mut statuses = Vec::new();
@@ -360,7 +360,7 @@ async fn an_attacker_slows_only_their_own_address_and_cannot_lock_the_user_out()
     assert!(body.contains("try again in 2 s"), "{body}");
     assert_eq!(attacker.last_headers()["retry-after"], "2");
     // The real admin, from another address, signs in at once.
-    let mut admin = app.client().from_address("198.51.100.7");
+    let mut admin = app.client().connecting_from("198.51.100.7");
     admin.login("admin", &pw).await;
     let (status, _, _) = admin.get("/account/tokens").await;
     assert_eq!(status, StatusCode::OK);
@@ -397,8 +397,8 @@ async fn an_attacker_slows_only_their_own_address_and_cannot_lock_the_user_out()
 #[tokio::test]
 async fn unknown_and_known_accounts_get_the_same_answers() {
     let (app, _) = TestApp::with_admin().await;
-    let mut known = app.client().from_address("192.0.2.1");
-    let mut unknown = app.client().from_address("192.0.2.2");
+    let mut known = app.client().connecting_from("192.0.2.1");
+    let mut unknown = app.client().connecting_from("192.0.2.2");
     known.get("/login").await;
     unknown.get("/login").await;
     for attempt in 1..=12 {

@@ -311,7 +311,7 @@ pub struct Client {
 impl Client {
     /// The same client connecting from `ip` (port 40000), as `tranche::serve` reports a
     /// connection's peer address.
-    pub fn from_address(mut self, ip: &str) -> Self {
+    pub fn connecting_from(mut self, ip: &str) -> Self {
         self.peer = Some(std::net::SocketAddr::new(ip.parse().unwrap(), 40000));
         self
     }
