@@ -22,7 +22,13 @@ const FORMAT: u8 = 1;
 const AAD: &[u8] = b"tranche sealed value v1";
 
 /// The server's 32-byte secret key. `Debug` never shows it.
-pub struct SecretKey(LessSafeKey);
+pub struct SecretKey {
+    /// Seals and opens values.
+    aead: LessSafeKey,
+    /// HMAC-SHA256 key for fingerprints, derived from the secret key (so the key itself is
+    /// used by one algorithm only).
+    mac: ring::hmac::Key,
+}
 
 impl std::fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,7 +47,12 @@ impl SecretKey {
     fn from_bytes(bytes: &[u8; 32]) -> Self {
         // 32 bytes is the key length of ChaCha20-Poly1305, so this cannot fail.
         let key = UnboundKey::new(&CHACHA20_POLY1305, bytes).unwrap_or_else(|_| unreachable!());
-        Self(LessSafeKey::new(key))
+        let derive = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, bytes);
+        let mac_bytes = ring::hmac::sign(&derive, b"tranche fingerprint key v1");
+        Self {
+            aead: LessSafeKey::new(key),
+            mac: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, mac_bytes.as_ref()),
+        }
     }
 
     /// A fresh random key, kept only in memory (tests, benchmarks).
@@ -122,7 +133,7 @@ impl SecretKey {
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         let mut body = plain.to_vec();
         // Sealing fails only for inputs of about 256 GiB.
-        self.0
+        self.aead
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(AAD),
@@ -133,6 +144,16 @@ impl SecretKey {
         out.push(FORMAT);
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&body);
+        out
+    }
+
+    /// HMAC-SHA256 of `data` under a key derived from this one: a fingerprint of data that
+    /// may hold secrets, which nobody without the key can compute to confirm a guess.
+    #[must_use]
+    pub fn fingerprint(&self, data: &[u8]) -> [u8; 32] {
+        let tag = ring::hmac::sign(&self.mac, data);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(tag.as_ref());
         out
     }
 
@@ -149,7 +170,7 @@ impl SecretKey {
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Unsealable)?;
         let mut body = body.to_vec();
         let plain = self
-            .0
+            .aead
             .open_in_place(nonce, Aad::from(AAD), &mut body)
             .map_err(|_| Unsealable)?;
         Ok(plain.to_vec())
@@ -185,6 +206,13 @@ mod tests {
         assert!(SecretKey::from_hex("abc").is_err());
         assert!(SecretKey::from_hex(&"zz".repeat(32)).is_err());
         assert!(format!("{a:?}").contains("redacted"));
+        // Fingerprints depend on the key and the data.
+        assert_eq!(a.fingerprint(b"run"), b.fingerprint(b"run"));
+        assert_ne!(a.fingerprint(b"run"), a.fingerprint(b"run2"));
+        assert_ne!(
+            a.fingerprint(b"run"),
+            SecretKey::random().fingerprint(b"run")
+        );
     }
 
     #[test]

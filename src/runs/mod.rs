@@ -147,14 +147,16 @@ pub async fn seal_plain_secrets(
 }
 
 impl NewRun {
-    /// The SHA-256 of the submission as read (its JSON with the fields in declaration order,
-    /// defaults filled in, the environment sorted), so the same request sent again with
-    /// other spacing or key order has the same fingerprint and any other request another.
-    /// Stored with an idempotency key to refuse the key's reuse for another request.
-    pub fn fingerprint(&self) -> [u8; 32] {
-        use sha2::Digest;
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        sha2::Sha256::digest(&json).into()
+    /// The keyed hash ([`SecretKey::fingerprint`]) of the submission as read (its JSON with
+    /// the fields in declaration order, defaults filled in, the environment sorted), so the
+    /// same request sent again with other spacing or key order has the same fingerprint and
+    /// any other request another. Stored with an idempotency key to refuse the key's reuse for
+    /// another request; keyed because the request holds secret values, which a plain hash in
+    /// the database would let a reader guess and confirm.
+    ///
+    /// [`SecretKey::fingerprint`]: crate::auth::secrets::SecretKey::fingerprint
+    pub fn fingerprint(&self, key: &crate::auth::secrets::SecretKey) -> [u8; 32] {
+        key.fingerprint(&serde_json::to_vec(self).unwrap_or_default())
     }
 }
 
