@@ -29,7 +29,7 @@ pub const ASSIGN_CHANNEL: &str = "tranche_assign";
 pub const MAX_TIME_LIMIT_S: i64 = 30 * 86_400;
 
 /// A run as submitted in the form or the API.
-#[derive(Debug, Clone, Default, serde::Deserialize, Serialize)]
+#[derive(Clone, Default, serde::Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRun {
     /// Project name.
@@ -144,6 +144,35 @@ pub async fn seal_plain_secrets(
     }
     tx.commit().await?;
     Ok(changed)
+}
+
+/// Shows secret values (and values of secret-looking names in `env`) as [`MASK`], so a
+/// submission printed in a log or a panic message gives none away.
+impl std::fmt::Debug for NewRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let masked = |env: &BTreeMap<String, String>, all: bool| -> BTreeMap<String, String> {
+            env.iter()
+                .map(|(k, v)| {
+                    let shown = if all || looks_secret(k) { MASK } else { v };
+                    (k.clone(), shown.to_string())
+                })
+                .collect()
+        };
+        f.debug_struct("NewRun")
+            .field("project", &self.project)
+            .field("cluster", &self.cluster)
+            .field("gpu_model", &self.gpu_model)
+            .field("gpus", &self.gpus)
+            .field("min_runtime_s", &self.min_runtime_s)
+            .field("time_limit_s", &self.time_limit_s)
+            .field("priority", &self.priority)
+            .field("resumable", &self.resumable)
+            .field("command", &self.command)
+            .field("workdir", &self.workdir)
+            .field("env", &masked(&self.env, false))
+            .field("secret_env", &masked(&self.secret_env, true))
+            .finish()
+    }
 }
 
 impl NewRun {
@@ -1299,7 +1328,38 @@ pub async fn preemption_notices(
 
 #[cfg(test)]
 mod tests {
-    use super::describe_exit;
+    use super::{NewRun, describe_exit, looks_secret};
+
+    #[test]
+    fn secret_looking_names_and_secret_values_never_print() {
+        for name in [
+            "HF_TOKEN",
+            "aws_secret_access_key",
+            "API_KEY",
+            "DbPassword",
+            "token",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in ["SEED", "WANDB_MODE", "PATH", "PASS"] {
+            assert!(!looks_secret(name), "{name}");
+        }
+        let run = NewRun {
+            env: [
+                ("HF_TOKEN".into(), "hf_a1".into()),
+                ("SEED".into(), "7".into()),
+            ]
+            .into(),
+            secret_env: [("WANDB_API".into(), "w_b2".into())].into(),
+            ..NewRun::default()
+        };
+        let printed = format!("{run:?}");
+        assert!(
+            !printed.contains("hf_a1") && !printed.contains("w_b2"),
+            "{printed}"
+        );
+        assert!(printed.contains("\"SEED\": \"7\""), "{printed}");
+    }
 
     #[test]
     fn exit_statuses_name_their_signal_or_cause() {
