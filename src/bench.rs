@@ -171,7 +171,7 @@ async fn race(args: &ContractBenchArgs, options: PgConnectOptions) -> anyhow::Re
             .await?;
         tokens.push((
             format!("p{i}"),
-            crate::auth::tokens::create(&pool, user, "bench").await?,
+            crate::auth::tokens::create(&pool, None, user, "bench").await?,
         ));
     }
     let state = AppState::new(pool.clone(), site);
@@ -453,7 +453,7 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
     let researcher: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
         .fetch_one(&pool)
         .await?;
-    let token = crate::auth::tokens::create(&pool, researcher, "bench").await?;
+    let token = crate::auth::tokens::create(&pool, None, researcher, "bench").await?;
     let bench_nodes = crate::agent::node_names("bench", args.nodes as u32);
     crate::db::inventory::declare_nodes(&pool, None, "local", &bench_nodes, "H100", "8").await?;
     let agent_token = crate::runs::agents::create_token(&pool, "local").await?;

@@ -73,6 +73,10 @@ pub struct Site {
     /// Seconds between scheduling passes when nothing wakes the loop (`TRANCHE_TICK_S`,
     /// default 5).
     pub tick_s: i64,
+    /// Whether the client address for sign-in throttling is the last `X-Forwarded-For` entry
+    /// (`TRANCHE_TRUST_FORWARDED_FOR`, default false; set it to true only behind a reverse
+    /// proxy that appends it, else clients could choose their own address).
+    pub trust_forwarded_for: bool,
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -123,6 +127,15 @@ fn seconds_var(name: &str, default: i64) -> anyhow::Result<i64> {
     }
 }
 
+/// A boolean variable: unset, empty, `false` or `0` is false; `true` or `1` is true.
+fn bool_var(name: &str) -> anyhow::Result<bool> {
+    match std::env::var(name).as_deref() {
+        Err(_) | Ok("") | Ok("false") | Ok("0") => Ok(false),
+        Ok("true") | Ok("1") => Ok(true),
+        Ok(other) => anyhow::bail!("{name} must be true or false, got {other:?}"),
+    }
+}
+
 fn percent_var(name: &str, default: u8) -> anyhow::Result<u8> {
     match std::env::var(name) {
         Err(_) => Ok(default),
@@ -152,13 +165,8 @@ impl Site {
                 "TRANCHE_TIME_ZONE {time_zone_name:?} is not a known IANA time zone: {e}"
             )
         })?;
-        let secure_cookies = match std::env::var("TRANCHE_SECURE_COOKIES").as_deref() {
-            Err(_) | Ok("") | Ok("false") | Ok("0") => false,
-            Ok("true") | Ok("1") => true,
-            Ok(other) => {
-                anyhow::bail!("TRANCHE_SECURE_COOKIES must be true or false, got {other:?}")
-            }
-        };
+        let secure_cookies = bool_var("TRANCHE_SECURE_COOKIES")?;
+        let trust_forwarded_for = bool_var("TRANCHE_TRUST_FORWARDED_FOR")?;
         Ok(Self {
             currency,
             time_zone,
@@ -171,6 +179,7 @@ impl Site {
             grace_s: seconds_var("TRANCHE_GRACE_S", 30)?,
             agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
             tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
+            trust_forwarded_for,
         })
     }
 
@@ -189,6 +198,7 @@ impl Site {
             grace_s: 30,
             agent_timeout_s: 30,
             tick_s: 5,
+            trust_forwarded_for: false,
         }
     }
 }

@@ -48,7 +48,9 @@ pub async fn serve(
         }
     });
     let service = runs::service::spawn(state.clone());
-    let result = axum::serve(listener, web::app(state))
+    // The peer address is what sign-in throttling keys on (auth::throttle).
+    let app = web::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
     cleanup.abort();

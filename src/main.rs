@@ -298,7 +298,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                     .fetch_optional(&pool)
                     .await?
                     .with_context(|| format!("there is no user named {:?}", user.trim()))?;
-                let token = tranche::auth::tokens::create(&pool, id, &label).await?;
+                let token = tranche::auth::tokens::create(&pool, None, id, &label).await?;
                 Ok(format!("token: {token}"))
             })
             .await
@@ -384,13 +384,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // The key for sealed run secrets, before the database: a bad key starts nothing.
+    let key = tranche::auth::secrets::SecretKey::load(&args.db.data_dir)?;
     let database = Database::open_with(
         &config::database_source(),
         &args.db.data_dir,
         db::embedded::Claim::TakeOver,
     )
     .await?;
-    let result = serve_on(listener, &database, site).await;
+    let result = serve_on(listener, &database, site, key).await;
     // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)
@@ -400,6 +402,7 @@ async fn serve_on(
     listener: tokio::net::TcpListener,
     database: &Database,
     site: Site,
+    key: tranche::auth::secrets::SecretKey,
 ) -> anyhow::Result<()> {
     if let Some(password) = db::users::first_run(&database.pool)
         .await
@@ -410,7 +413,14 @@ async fn serve_on(
             "This password is shown once. Change it on the Account page or with `tranche admin set-password --name admin`."
         );
     }
-    let state = AppState::new(database.pool.clone(), site);
+    let sealed = tranche::runs::seal_plain_secrets(&database.pool, &key).await?;
+    if sealed > 0 {
+        tracing::info!(
+            runs = sealed,
+            "sealed secret-looking environment values older runs kept in clear"
+        );
+    }
+    let state = AppState::new(database.pool.clone(), site).with_secret_key(key);
     let rollover = tokio::spawn(roll_over_every_minute(state.clone()));
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);

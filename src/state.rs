@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use crate::auth::secrets::SecretKey;
 use crate::config::Site;
 use crate::db::tree::{self, TreeCache, TreeView};
 
@@ -28,6 +29,8 @@ pub struct AppState {
     /// most for all of them (a NOTIFY in each submission's transaction would serialize their
     /// commits on PostgreSQL's notification lock).
     pub wake: Arc<tokio::sync::Notify>,
+    /// Seals and opens run environment values marked secret ([`crate::auth::secrets`]).
+    pub secret_key: Arc<SecretKey>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -56,7 +59,9 @@ impl AgentLocks {
 }
 
 impl AppState {
-    /// State over `pool` with `site` settings and an empty tree cache.
+    /// State over `pool` with `site` settings, an empty tree cache and a random secret key
+    /// kept in memory only (`tranche serve` sets the server's own with
+    /// [`AppState::with_secret_key`]).
     pub fn new(pool: PgPool, site: Site) -> Self {
         Self {
             pool,
@@ -65,7 +70,15 @@ impl AppState {
             assignments: Arc::new(tokio::sync::watch::Sender::new(0)),
             agent_locks: Arc::default(),
             wake: Arc::default(),
+            secret_key: Arc::new(SecretKey::random()),
         }
+    }
+
+    /// The same state with `key` for sealed values.
+    #[must_use]
+    pub fn with_secret_key(mut self, key: SecretKey) -> Self {
+        self.secret_key = Arc::new(key);
+        self
     }
 
     /// The program tree for the current budget period (cached while unchanged).

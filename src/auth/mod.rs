@@ -2,6 +2,8 @@
 
 pub mod csrf;
 pub mod password;
+pub mod secrets;
+pub mod throttle;
 pub mod tokens;
 
 use std::collections::HashMap;

@@ -4,22 +4,30 @@
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
-/// Creates a token for `user_id` and returns it (the only time it exists in clear).
+/// Creates a token for `user_id` and returns it (the only time it exists in clear), with an
+/// `api_token.create` audit entry by `actor` (`None`: the command line) in the same statement.
 ///
 /// # Errors
 /// Database errors.
 pub async fn create(
     db: impl sqlx::PgExecutor<'_>,
+    actor: Option<i64>,
     user_id: i64,
     label: &str,
 ) -> Result<String, sqlx::Error> {
     let token = format!("tr_{}", super::random_hex(32));
-    sqlx::query("INSERT INTO api_tokens (user_id, token_sha256, label) VALUES ($1, $2, $3)")
-        .bind(user_id)
-        .bind(Sha256::digest(token.as_bytes()).as_slice())
-        .bind(label)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "WITH t AS (INSERT INTO api_tokens (user_id, token_sha256, label) VALUES ($1, $2, $3) RETURNING id) \
+         INSERT INTO audit_log (actor_id, action, entity, entity_id, after) \
+         SELECT $4, 'api_token.create', 'api_token', t.id, jsonb_build_object('user', u.name, 'label', $3::text) \
+         FROM t, users u WHERE u.id = $1",
+    )
+    .bind(user_id)
+    .bind(Sha256::digest(token.as_bytes()).as_slice())
+    .bind(label)
+    .bind(actor)
+    .execute(db)
+    .await?;
     Ok(token)
 }
 
@@ -48,12 +56,19 @@ pub async fn account_for_token(
     Ok(Some(account))
 }
 
-/// Revokes one of the user's own tokens; false when there is no such active token.
+/// Revokes one of the user's own tokens, with an `api_token.revoke` audit entry in the same
+/// statement; false when there is no such active token.
 ///
 /// # Errors
 /// Database errors.
 pub async fn revoke(pool: &PgPool, user_id: i64, token_id: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL")
+    let done = sqlx::query(
+        "WITH t AS (UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id, label) \
+         INSERT INTO audit_log (actor_id, action, entity, entity_id, before, after) \
+         SELECT $2, 'api_token.revoke', 'api_token', t.id, jsonb_build_object('user', u.name, 'label', t.label, 'revoked', false), \
+                jsonb_build_object('user', u.name, 'label', t.label, 'revoked', true) \
+         FROM t, users u WHERE u.id = $2",
+    )
         .bind(token_id)
         .bind(user_id)
         .execute(pool)

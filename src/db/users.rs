@@ -176,7 +176,7 @@ pub async fn set_password(
     let hash = password::hash(new_password)?;
     let mut tx = pool.begin().await?;
     let id: i64 =
-        sqlx::query_scalar("UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1, failed_logins = 0, locked_until = NULL WHERE name = $2 RETURNING id")
+        sqlx::query_scalar("UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1 WHERE name = $2 RETURNING id")
             .bind(&hash)
             .bind(name.trim())
             .fetch_optional(&mut *tx)

@@ -29,11 +29,13 @@ pub fn reaches(spent: i64, budget: i64, pct: i32) -> bool {
     i128::from(spent) * 100 >= i128::from(budget) * i128::from(pct)
 }
 
-/// Spend projected to the period's end at the rate so far (elapsed time at least one hour).
-pub fn forecast(spent: i64, period: Period, now: jiff::Timestamp) -> i64 {
+/// Spend projected to the period's end, minor units: one-off spend (contract purchases less
+/// refunds) counts once, as it is; only usage (runs charged by the second) is extrapolated at
+/// its rate so far, over an elapsed time of at least one hour.
+pub fn forecast(one_off: i64, usage: i64, period: Period, now: jiff::Timestamp) -> i64 {
     let len = (period.end.as_second() - period.start.as_second()).max(1);
     let elapsed = (now.as_second() - period.start.as_second()).clamp(3600, len);
-    (i128::from(spent) * i128::from(len) / i128::from(elapsed)) as i64
+    one_off.saturating_add((i128::from(usage) * i128::from(len) / i128::from(elapsed)) as i64)
 }
 
 /// Checks every project's spend in the period containing `now` against its thresholds, fires
@@ -73,10 +75,11 @@ async fn check_period(
     period: Period,
 ) -> Result<Vec<Fired>, AppError> {
     let (start, _) = period.bounds();
-    let rows: Vec<(i64, String, Vec<i32>, i64, i64)> = sqlx::query_as(
+    let rows: Vec<(i64, String, Vec<i32>, i64, i64, i64)> = sqlx::query_as(
         "SELECT p.node_id, t.name, p.alert_thresholds, \
                 coalesce(sum(CASE WHEN l.kind = 'grant' OR (l.kind = 'adjust' AND l.to_account = acct.id) THEN l.amount_minor WHEN l.kind = 'adjust' THEN -l.amount_minor ELSE 0 END), 0)::bigint, \
-                coalesce(sum(CASE l.kind WHEN 'contract' THEN l.amount_minor WHEN 'usage' THEN l.amount_minor WHEN 'refund' THEN -l.amount_minor ELSE 0 END), 0)::bigint \
+                coalesce(sum(CASE l.kind WHEN 'contract' THEN l.amount_minor WHEN 'usage' THEN l.amount_minor WHEN 'refund' THEN -l.amount_minor ELSE 0 END), 0)::bigint, \
+                coalesce(sum(CASE l.kind WHEN 'usage' THEN l.amount_minor ELSE 0 END), 0)::bigint \
          FROM projects p JOIN tree_nodes t ON t.id = p.node_id \
          JOIN ledger_accounts acct ON acct.project_id = p.node_id AND acct.kind = 'project_budget' AND acct.period_start = $1 \
          JOIN ledger_postings l ON l.project_id = p.node_id AND l.period_start = $1 \
@@ -91,12 +94,12 @@ async fn check_period(
         .strftime("%B %Y")
         .to_string();
     let mut fired = Vec::new();
-    for (project, name, thresholds, budget, spent) in rows {
+    for (project, name, thresholds, budget, spent, usage) in rows {
         // A future period has not started: its spend so far is its forecast.
         let projected = if now < period.start {
             spent
         } else {
-            forecast(spent, period, now)
+            forecast(spent - usage, usage, period, now)
         };
         for pct in thresholds {
             for (kind, amount) in [("actual", spent), ("forecast", projected)] {
@@ -274,15 +277,34 @@ mod tests {
             start: jiff::Timestamp::from_second(0).unwrap(),
             end: jiff::Timestamp::from_second(30 * 86_400).unwrap(),
         };
-        // 10 days into 30, 100 spent: 300 by the end.
+        // 10 days into 30, 100 used: 300 by the end.
         assert_eq!(
-            forecast(100, p, jiff::Timestamp::from_second(10 * 86_400).unwrap()),
+            forecast(
+                0,
+                100,
+                p,
+                jiff::Timestamp::from_second(10 * 86_400).unwrap()
+            ),
             300
         );
         // Less than an hour in: counted as one hour.
         assert_eq!(
-            forecast(1, p, jiff::Timestamp::from_second(60).unwrap()),
+            forecast(0, 1, p, jiff::Timestamp::from_second(60).unwrap()),
             720
+        );
+        // A purchase counts once, whenever it was made.
+        assert_eq!(
+            forecast(8000, 0, p, jiff::Timestamp::from_second(3 * 3600).unwrap()),
+            8000
+        );
+        assert_eq!(
+            forecast(
+                8000,
+                100,
+                p,
+                jiff::Timestamp::from_second(10 * 86_400).unwrap()
+            ),
+            8300
         );
     }
 }

@@ -211,8 +211,6 @@ pub async fn rows(
             _ => {}
         }
     }
-    let period_secs = (filter.period.end.as_second() - filter.period.start.as_second()).max(1);
-    let elapsed = (now.as_second() - filter.period.start.as_second()).clamp(3600, period_secs);
     let label = filter
         .period
         .start
@@ -306,10 +304,11 @@ pub async fn rows(
         } else {
             None
         };
+        // Contract purchases are one-off: counted once; only run usage is a rate.
         t.forecast_minor = Some(if now >= filter.period.end {
             t.spend_minor
         } else {
-            (i128::from(t.spend_minor) * i128::from(period_secs) / i128::from(elapsed)) as i64
+            crate::ledger::alerts::forecast(total.contract, total.run, filter.period, now)
         });
         out.push(t);
         for m in models {

@@ -17,7 +17,8 @@ use super::service::{lose_node, serialize_with_passes};
 use super::wake;
 
 /// Creates an agent token for the cluster named `cluster` and returns it (the only time it
-/// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored).
+/// exists in clear: `tra_` and 64 hex digits; only its SHA-256 is stored), audited as
+/// `agent_token.create` by the system (the command line).
 ///
 /// # Errors
 /// NotFound for an unknown cluster; database errors.
@@ -31,15 +32,22 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
             ))
         })?;
     let token = format!("tra_{}", crate::auth::random_hex(32));
-    sqlx::query("INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2)")
-        .bind(id)
-        .bind(Sha256::digest(token.as_bytes()).as_slice())
-        .execute(pool)
-        .await?;
+    // The token and its audit entry in one statement.
+    sqlx::query(
+        "WITH t AS (INSERT INTO agent_tokens (cluster_id, token_hash) VALUES ($1, $2) RETURNING id) \
+         INSERT INTO audit_log (action, entity, entity_id, after) \
+         SELECT 'agent_token.create', 'agent_token', t.id, jsonb_build_object('cluster', c.name) \
+         FROM t, clusters c WHERE c.id = $1",
+    )
+    .bind(id)
+    .bind(Sha256::digest(token.as_bytes()).as_slice())
+    .execute(pool)
+    .await?;
     Ok(token)
 }
 
-/// Revokes every agent token of a cluster; returns how many were active.
+/// Revokes every agent token of a cluster (each audited as `agent_token.revoke`); returns how
+/// many were active.
 ///
 /// # Errors
 /// NotFound for an unknown cluster; database errors.
@@ -52,8 +60,13 @@ pub async fn revoke_tokens(pool: &PgPool, cluster: &str) -> Result<u64, AppError
                 cluster = crate::domain::quote(cluster)
             ))
         })?;
+    // The revocations and one audit entry per token in one statement.
     Ok(sqlx::query(
-        "UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL",
+        "WITH t AS (UPDATE agent_tokens SET revoked_at = now() WHERE cluster_id = $1 AND revoked_at IS NULL RETURNING id) \
+         INSERT INTO audit_log (action, entity, entity_id, before, after) \
+         SELECT 'agent_token.revoke', 'agent_token', t.id, jsonb_build_object('cluster', c.name, 'revoked', false), \
+                jsonb_build_object('cluster', c.name, 'revoked', true) \
+         FROM t, clusters c WHERE c.id = $1",
     )
     .bind(id)
     .execute(pool)
@@ -442,17 +455,20 @@ type DesiredRow = (
     Option<String>,
     sqlx::types::Json<BTreeMap<String, String>>,
     Option<i64>,
+    Option<Vec<u8>>,
 );
 
-/// The desired processes of `nodes`: assignments and stops.
+/// The desired processes of `nodes`: assignments (with their secret environment opened with
+/// `key`: this answer is the only place it leaves the server) and stops.
 async fn desired(
     pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
     nodes: &[i64],
     default_grace: i64,
 ) -> Result<(Vec<Assignment>, Vec<StopOrder>), sqlx::Error> {
     let rows: Vec<DesiredRow> = sqlx::query_as(
         "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
-                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
          WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
     )
@@ -461,8 +477,16 @@ async fn desired(
     .await?;
     let mut assignments = Vec::new();
     let mut stops = Vec::new();
-    for (run, attempt, node, gpus, state, current, command, workdir, env, grace) in rows {
+    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
         if (state == "starting" || state == "running") && attempt == current {
+            let mut env = env.0;
+            match super::open_secret_env(key, sealed.as_deref()) {
+                Ok(secret) => env.extend(secret),
+                // The values are never logged; the run starts without them.
+                Err(e) => {
+                    tracing::error!(run, error = %e, "cannot open the run's secret environment")
+                }
+            }
             assignments.push(Assignment {
                 run,
                 attempt,
@@ -470,7 +494,7 @@ async fn desired(
                 gpus,
                 command,
                 workdir,
-                env: env.0,
+                env,
             });
         } else {
             stops.push(StopOrder {
@@ -693,7 +717,8 @@ pub async fn sync(
         .map(|r| (r.run, r.attempt, r.node))
         .collect();
     loop {
-        let (assignments, stops) = desired(pool, &node_ids, site.grace_s).await?;
+        let (assignments, stops) =
+            desired(pool, &state.secret_key, &node_ids, site.grace_s).await?;
         // Answer at once when the agent has something to do that it has not shown it did: a
         // process to start, or one to stop that it reports running. (An agent that cannot act
         // yet, say while a GPU is in a grace period, paces itself.)

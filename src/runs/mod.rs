@@ -29,7 +29,7 @@ pub const ASSIGN_CHANNEL: &str = "tranche_assign";
 pub const MAX_TIME_LIMIT_S: i64 = 30 * 86_400;
 
 /// A run as submitted in the form or the API.
-#[derive(Debug, Clone, Default, serde::Deserialize, Serialize)]
+#[derive(Clone, Default, serde::Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRun {
     /// Project name.
@@ -55,20 +55,137 @@ pub struct NewRun {
     /// Working directory on the node; `None` = the agent's.
     #[serde(default)]
     pub workdir: Option<String>,
-    /// Extra environment variables.
+    /// Extra environment variables. Those whose names look like secrets ([`looks_secret`])
+    /// are moved to `secret_env` when checked.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Extra environment variables marked secret: stored sealed, shown as [`MASK`], given
+    /// only to the agent that runs the attempt.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, String>,
+}
+
+/// What pages and the API show in place of a secret environment value.
+pub const MASK: &str = "••••";
+
+/// Whether an environment variable's name looks like it holds a secret: it contains
+/// `TOKEN`, `SECRET`, `KEY` or `PASSWORD` (any case), such as `HF_TOKEN` or `AWS_SECRET_ACCESS_KEY`.
+/// Such values are kept secret even when given in `env`.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "KEY", "PASSWORD"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
+
+/// Seals a run's secret environment for the `runs.secret_env` column; `None` when empty.
+pub fn seal_secret_env(
+    key: &crate::auth::secrets::SecretKey,
+    secret_env: &BTreeMap<String, String>,
+) -> Option<Vec<u8>> {
+    (!secret_env.is_empty()).then(|| key.seal(&serde_json::to_vec(secret_env).unwrap_or_default()))
+}
+
+/// Opens a run's sealed `runs.secret_env` (empty for `None`).
+///
+/// # Errors
+/// [`crate::auth::secrets::Unsealable`] when another key sealed it or it was altered.
+pub fn open_secret_env(
+    key: &crate::auth::secrets::SecretKey,
+    sealed: Option<&[u8]>,
+) -> Result<BTreeMap<String, String>, crate::auth::secrets::Unsealable> {
+    let Some(sealed) = sealed else {
+        return Ok(BTreeMap::new());
+    };
+    let plain = key.open(sealed)?;
+    serde_json::from_slice(&plain).map_err(|_| crate::auth::secrets::Unsealable)
+}
+
+/// Moves secret-looking values ([`looks_secret`]) that older runs keep in clear in `env` into
+/// their sealed `secret_env`, one transaction; returns how many runs changed. `tranche serve`
+/// calls it at start-up.
+///
+/// # Errors
+/// Database errors; a run whose sealed environment another key made.
+pub async fn seal_plain_secrets(
+    pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
+) -> anyhow::Result<u64> {
+    let mut tx = pool.begin().await?;
+    type Plain = (
+        i64,
+        sqlx::types::Json<BTreeMap<String, String>>,
+        Option<Vec<u8>>,
+    );
+    let rows: Vec<Plain> = sqlx::query_as(
+        "SELECT id, env, secret_env FROM runs \
+         WHERE EXISTS (SELECT 1 FROM jsonb_object_keys(env) k WHERE k ~* '(TOKEN|SECRET|KEY|PASSWORD)') \
+         ORDER BY id FOR UPDATE",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let changed = rows.len() as u64;
+    for (id, env, sealed) in rows {
+        let mut secret = open_secret_env(key, sealed.as_deref())
+            .map_err(|e| anyhow::anyhow!("run {id}: {e}"))?;
+        let (moved, kept): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            env.0.into_iter().partition(|(k, _)| looks_secret(k));
+        secret.extend(moved);
+        let names: Vec<&String> = secret.keys().collect();
+        sqlx::query(
+            "UPDATE runs SET env = $2, secret_env = $3, secret_env_names = $4 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(sqlx::types::Json(&kept))
+        .bind(seal_secret_env(key, &secret))
+        .bind(names)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
+/// Shows secret values (and values of secret-looking names in `env`) as [`MASK`], so a
+/// submission printed in a log or a panic message gives none away.
+impl std::fmt::Debug for NewRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let masked = |env: &BTreeMap<String, String>, all: bool| -> BTreeMap<String, String> {
+            env.iter()
+                .map(|(k, v)| {
+                    let shown = if all || looks_secret(k) { MASK } else { v };
+                    (k.clone(), shown.to_string())
+                })
+                .collect()
+        };
+        f.debug_struct("NewRun")
+            .field("project", &self.project)
+            .field("cluster", &self.cluster)
+            .field("gpu_model", &self.gpu_model)
+            .field("gpus", &self.gpus)
+            .field("min_runtime_s", &self.min_runtime_s)
+            .field("time_limit_s", &self.time_limit_s)
+            .field("priority", &self.priority)
+            .field("resumable", &self.resumable)
+            .field("command", &self.command)
+            .field("workdir", &self.workdir)
+            .field("env", &masked(&self.env, false))
+            .field("secret_env", &masked(&self.secret_env, true))
+            .finish()
+    }
 }
 
 impl NewRun {
-    /// The SHA-256 of the submission as read (its JSON with the fields in declaration order,
-    /// defaults filled in, the environment sorted), so the same request sent again with
-    /// other spacing or key order has the same fingerprint and any other request another.
-    /// Stored with an idempotency key to refuse the key's reuse for another request.
-    pub fn fingerprint(&self) -> [u8; 32] {
-        use sha2::Digest;
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        sha2::Sha256::digest(&json).into()
+    /// The keyed hash ([`SecretKey::fingerprint`]) of the submission as read (its JSON with
+    /// the fields in declaration order, defaults filled in, the environment sorted), so the
+    /// same request sent again with other spacing or key order has the same fingerprint and
+    /// any other request another. Stored with an idempotency key to refuse the key's reuse for
+    /// another request; keyed because the request holds secret values, which a plain hash in
+    /// the database would let a reader guess and confirm.
+    ///
+    /// [`SecretKey::fingerprint`]: crate::auth::secrets::SecretKey::fingerprint
+    pub fn fingerprint(&self, key: &crate::auth::secrets::SecretKey) -> [u8; 32] {
+        key.fingerprint(&serde_json::to_vec(self).unwrap_or_default())
     }
 }
 
@@ -197,17 +314,42 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
             run.workdir = Some(dir.to_string());
         }
     }
-    if run.env.len() > 64 {
+    // Secret-looking names given in clear become secret.
+    let (moved, kept): (BTreeMap<_, _>, BTreeMap<_, _>) = std::mem::take(&mut run.env)
+        .into_iter()
+        .partition(|(k, _)| looks_secret(k));
+    run.env = kept;
+    for (k, v) in moved {
+        if run.secret_env.contains_key(&k) {
+            return Err(AppError::invalid(
+                "env",
+                format!("{k} is given twice, in the environment and as a secret"),
+            ));
+        }
+        run.secret_env.insert(k, v);
+    }
+    if run.env.len() + run.secret_env.len() > 64 {
         return Err(AppError::invalid("env", "at most 64 environment variables"));
     }
-    for (k, v) in &run.env {
+    for (field, k, v) in run
+        .env
+        .iter()
+        .map(|(k, v)| ("env", k, v))
+        .chain(run.secret_env.iter().map(|(k, v)| ("secret_env", k, v)))
+    {
+        if field == "secret_env" && run.env.contains_key(k) {
+            return Err(AppError::invalid(
+                "env",
+                format!("{k} is given twice, in the environment and as a secret"),
+            ));
+        }
         let ok_name = !k.is_empty()
             && k.len() <= 128
             && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
             && !k.as_bytes()[0].is_ascii_digit();
         if !ok_name {
             return Err(AppError::invalid(
-                "env",
+                field,
                 format!(
                     "{k} is not an environment variable name (letters, digits, _)",
                     k = crate::domain::quote(k)
@@ -216,13 +358,13 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         }
         if k == "CUDA_VISIBLE_DEVICES" || k.starts_with("TRANCHE_") {
             return Err(AppError::invalid(
-                "env",
+                field,
                 format!("{k} is set by Tranche and cannot be given"),
             ));
         }
         if v.len() > 4096 || v.contains('\0') {
             return Err(AppError::invalid(
-                "env",
+                field,
                 format!("the value of {k} is too long or not text"),
             ));
         }
@@ -576,8 +718,9 @@ pub async fn submit(
     let id: Option<i64> = sqlx::query_scalar(
         "WITH r AS ( \
             INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15, $16) \
+                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256, \
+                              secret_env, secret_env_names) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15, $16, $17, $18) \
             ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
             RETURNING id), \
          e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
@@ -599,6 +742,8 @@ pub async fn submit(
     .bind(&message)
     .bind(key.map(|k| k.key))
     .bind(key.and_then(|k| k.fingerprint).map(|f| f.as_slice()))
+    .bind(seal_secret_env(&app.secret_key, &run.secret_env))
+    .bind(run.secret_env.keys().collect::<Vec<_>>())
     .fetch_optional(&app.pool)
     .await?;
     let Some(id) = id else {
@@ -794,6 +939,7 @@ pub async fn decide(
         };
         event(&mut tx, id, "approved", &message, None).await?;
         wake(&mut tx).await?;
+        decision_audit(&mut tx, actor, id, project, "run.approve", "queued", reason).await?;
     } else {
         sqlx::query("UPDATE runs SET state = 'denied', ended_at = now(), decided_by = $2, decided_at = now(), decision_reason = $3 WHERE id = $1")
             .bind(id)
@@ -809,9 +955,35 @@ pub async fn decide(
             None,
         )
         .await?;
+        decision_audit(&mut tx, actor, id, project, "run.deny", "denied", reason).await?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// Records an approval or denial (`action`: `run.approve` or `run.deny`) in the audit log.
+async fn decision_audit(
+    conn: &mut PgConnection,
+    actor: &Account,
+    run: i64,
+    project: i64,
+    action: &str,
+    state: &str,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    crate::db::audit::record(
+        conn,
+        crate::db::audit::Change {
+            actor: Some(actor.id),
+            action,
+            entity: "run",
+            entity_id: Some(run),
+            node_id: Some(project),
+            before: Some(serde_json::json!({"state": "waiting_approval"})),
+            after: Some(serde_json::json!({"state": state, "reason": reason})),
+        },
+    )
+    .await
 }
 
 /// One run in a list, with what its row shows.
@@ -1054,8 +1226,10 @@ pub struct Detail {
     pub run: RunRow,
     /// Working directory.
     pub workdir: Option<String>,
-    /// Extra environment.
+    /// Extra environment, secret values shown as [`MASK`].
     pub env: BTreeMap<String, String>,
+    /// The names of the environment variables kept secret (their values are never shown).
+    pub secret_env: Vec<String>,
     /// Timeline, oldest first.
     pub events: Vec<Event>,
     /// Placements of every attempt.
@@ -1084,11 +1258,18 @@ pub async fn detail(
         .bind(id)
         .fetch_one(pool)
         .await?;
-    let (workdir, env): (Option<String>, sqlx::types::Json<BTreeMap<String, String>>) =
-        sqlx::query_as("SELECT workdir, env FROM runs WHERE id = $1")
-            .bind(id)
-            .fetch_one(pool)
-            .await?;
+    let (workdir, env, secret_env): (
+        Option<String>,
+        sqlx::types::Json<BTreeMap<String, String>>,
+        Vec<String>,
+    ) = sqlx::query_as("SELECT workdir, env, secret_env_names FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
+    let mut env = env.0;
+    for name in &secret_env {
+        env.insert(name.clone(), MASK.to_string());
+    }
     let events = sqlx::query_as::<_, Event>(
         "SELECT at, kind, message, for_run, attempt FROM run_events WHERE run_id = $1 ORDER BY id",
     )
@@ -1118,7 +1299,8 @@ pub async fn detail(
     Ok(Detail {
         run,
         workdir,
-        env: env.0,
+        env,
+        secret_env,
         events,
         placements,
         can_cancel,
@@ -1146,7 +1328,38 @@ pub async fn preemption_notices(
 
 #[cfg(test)]
 mod tests {
-    use super::describe_exit;
+    use super::{NewRun, describe_exit, looks_secret};
+
+    #[test]
+    fn secret_looking_names_and_secret_values_never_print() {
+        for name in [
+            "HF_TOKEN",
+            "aws_secret_access_key",
+            "API_KEY",
+            "DbPassword",
+            "token",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in ["SEED", "WANDB_MODE", "PATH", "PASS"] {
+            assert!(!looks_secret(name), "{name}");
+        }
+        let run = NewRun {
+            env: [
+                ("HF_TOKEN".into(), "hf_a1".into()),
+                ("SEED".into(), "7".into()),
+            ]
+            .into(),
+            secret_env: [("WANDB_API".into(), "w_b2".into())].into(),
+            ..NewRun::default()
+        };
+        let printed = format!("{run:?}");
+        assert!(
+            !printed.contains("hf_a1") && !printed.contains("w_b2"),
+            "{printed}"
+        );
+        assert!(printed.contains("\"SEED\": \"7\""), "{printed}");
+    }
 
     #[test]
     fn exit_statuses_name_their_signal_or_cause() {

@@ -136,7 +136,7 @@ async fn create_token(
         )
         .await;
     }
-    let token = tokens::create(&state.pool, me.id, f.label.trim()).await?;
+    let token = tokens::create(&state.pool, Some(me.id), me.id, f.label.trim()).await?;
     // Shown once on the next page view (reloading it does not create another); only the
     // token's hash is stored in the database.
     session

@@ -13,13 +13,15 @@ use crate::state::AppState;
 use crate::web::{Layout, render};
 
 struct EntryRow {
+    /// In the site's time zone, like every other page.
     at: String,
     who: String,
     action: String,
     entity: String,
     entity_id: Option<i64>,
-    before: String,
-    after: String,
+    /// `field: value` lines.
+    before: Vec<String>,
+    after: Vec<String>,
 }
 
 #[derive(askama::Template)]
@@ -28,10 +30,41 @@ struct AuditPage {
     layout: Layout,
     everything: bool,
     entries: Vec<EntryRow>,
+    time_zone: String,
 }
 
-fn json_text(v: Option<serde_json::Value>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "—".into())
+/// A recorded value in words: strings as they are, `yes`/`no`, `none` for null, lists joined
+/// with commas, objects as `field: value` separated by semicolons.
+fn value_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "none".into(),
+        Value::Bool(true) => "yes".into(),
+        Value::Bool(false) => "no".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) if s.is_empty() => "(empty)".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "none".into(),
+        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(", "),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| format!("{}: {}", k.replace('_', " "), value_text(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// A before or after state as `field: value` lines (one line for a value that is not an
+/// object); none for a missing state.
+fn state_lines(v: Option<&serde_json::Value>) -> Vec<String> {
+    match v {
+        None => vec![],
+        Some(serde_json::Value::Object(fields)) => fields
+            .iter()
+            .map(|(k, v)| format!("{}: {}", k.replace('_', " "), value_text(v)))
+            .collect(),
+        Some(other) => vec![value_text(other)],
+    }
 }
 
 async fn audit_page(
@@ -49,26 +82,47 @@ async fn audit_page(
         .await?
         .into_iter()
         .map(|e| EntryRow {
-            at: e
-                .at
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default(),
+            at: crate::domain::format_local(crate::ledger::to_jiff(e.at), &state.site.time_zone),
             who: e.actor.unwrap_or_else(|| "system".into()),
             action: e.action,
             entity: e.entity,
             entity_id: e.entity_id,
-            before: json_text(e.before),
-            after: json_text(e.after),
+            before: state_lines(e.before.as_ref()),
+            after: state_lines(e.after.as_ref()),
         })
         .collect();
     render(&AuditPage {
         layout: Layout::for_user(&session, &me, "/audit").await?,
         everything: me.sees_everything(),
         entries,
+        time_zone: state.site.time_zone_name.clone(),
     })
 }
 
 /// `GET /audit`.
 pub fn router() -> Router<AppState> {
     Router::new().route("/audit", get(audit_page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn states_read_as_fields_and_values() {
+        let v = json!({"label": "ci", "revoked": false, "alert_thresholds": [50, 75], "cap_minor": null, "nested": {"a_b": 1}});
+        assert_eq!(
+            state_lines(Some(&v)),
+            [
+                "alert thresholds: 50, 75",
+                "cap minor: none",
+                "label: ci",
+                "nested: a b: 1",
+                "revoked: no",
+            ]
+        );
+        assert_eq!(state_lines(Some(&json!(3))), ["3"]);
+        assert!(state_lines(None).is_empty());
+    }
 }

@@ -21,14 +21,14 @@ use crate::domain;
 use crate::error::AppError;
 use crate::web::{Layout, render_status};
 
-/// Fields that take several lines (a run's command, its environment): tab, line feed and
-/// carriage return are allowed in them, in forms and in JSON bodies (where `env.NAME` is the
-/// value of one variable).
-pub const MULTILINE_FIELDS: [&str; 2] = ["command", "env"];
+/// Fields that take several lines (a run's command, its environment and secret environment):
+/// tab, line feed and carriage return are allowed in them, in forms and in JSON bodies (where
+/// `env.NAME` is the value of one variable).
+pub const MULTILINE_FIELDS: [&str; 3] = ["command", "env", "secret_env"];
 
-/// Fields whose values are never shown back: the sign-in password and the password change
-/// form's three fields.
-const SECRET_FIELDS: [&str; 4] = ["password", "current", "new", "repeat"];
+/// Fields whose values are never shown back: the sign-in password, the password change
+/// form's three fields and a run's secret environment.
+const SECRET_FIELDS: [&str; 5] = ["password", "current", "new", "repeat", "secret_env"];
 
 fn secret(name: &str) -> bool {
     SECRET_FIELDS.contains(&name)

@@ -105,8 +105,9 @@ fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, A
     minutes.checked_mul(60).ok_or_else(bad)
 }
 
-/// Parses the environment textarea: one `NAME=value` per line, blank lines ignored.
-fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
+/// Parses an environment textarea (`field`: `env` or `secret_env`): one `NAME=value` per
+/// line, blank lines ignored.
+fn parse_env(text: &str, field: &'static str) -> Result<BTreeMap<String, String>, AppError> {
     let mut env = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -115,7 +116,7 @@ fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
         }
         let Some((name, value)) = line.split_once('=') else {
             return Err(AppError::invalid(
-                "env",
+                field,
                 format!(
                     "line {}: write NAME=value (got {})",
                     n + 1,
@@ -126,7 +127,7 @@ fn parse_env(text: &str) -> Result<BTreeMap<String, String>, AppError> {
         let name = name.trim().to_string();
         if env.insert(name.clone(), value.to_string()).is_some() {
             return Err(AppError::invalid(
-                "env",
+                field,
                 format!("line {}: {name} is given twice", n + 1),
             ));
         }
@@ -163,6 +164,9 @@ struct RunForm {
     /// One `NAME=value` per line.
     #[serde(default)]
     env: String,
+    /// One `NAME=value` per line, kept secret.
+    #[serde(default)]
+    secret_env: String,
     /// `preview` or `submit`.
     #[serde(default)]
     action: String,
@@ -221,7 +225,8 @@ impl RunForm {
             resumable: self.resumable.is_some(),
             command: self.command.clone(),
             workdir,
-            env: parse_env(&self.env)?,
+            env: parse_env(&self.env, "env")?,
+            secret_env: parse_env(&self.secret_env, "secret_env")?,
         })
     }
 }
@@ -615,7 +620,11 @@ struct DetailPage {
     env: Vec<String>,
     events: Vec<EventView>,
     placements: Vec<PlacementView>,
+    /// Attempts stopped by a real preemption (GPUs given to another run).
     preemptions: usize,
+    /// Attempts stopped because their node was lost (an agent stopped, restarted or fell
+    /// silent): not preemptions, shown apart.
+    losses: usize,
     can_cancel: bool,
     can_decide: bool,
     error: Option<String>,
@@ -669,7 +678,8 @@ async fn detail_page(
             decision,
             workdir: d.workdir.clone(),
             env: d.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            preemptions: events.iter().filter(|e| e.preemption).count(),
+            preemptions: stopped_attempts(&d.events, "preempted"),
+            losses: stopped_attempts(&d.events, "lost"),
             events,
             placements: d
                 .placements
@@ -700,6 +710,17 @@ async fn detail_page(
             time_zone: state.site.time_zone_name.clone(),
         },
     )
+}
+
+/// How many attempts have a timeline entry of `kind` (`preempted` or `lost`): a run that is
+/// not resumable has two `lost` entries for one loss (the stop and the end).
+fn stopped_attempts(events: &[runs::Event], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.attempt)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
 }
 
 async fn detail(
@@ -988,12 +1009,12 @@ mod tests {
 
     #[test]
     fn environment_lines_parse_and_errors_name_the_line() {
-        let env = parse_env("A=1\r\n\nB = x=y\n").unwrap();
+        let env = parse_env("A=1\r\n\nB = x=y\n", "env").unwrap();
         assert_eq!(env.get("A").map(String::as_str), Some("1"));
         assert_eq!(env.get("B").map(String::as_str), Some(" x=y"));
-        let err = parse_env("A=1\nnot a pair").unwrap_err().to_string();
+        let err = parse_env("A=1\nnot a pair", "env").unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
-        assert!(parse_env("A=1\nA=2").is_err());
+        assert!(parse_env("A=1\nA=2", "env").is_err());
     }
 
     #[test]

@@ -4,11 +4,12 @@ use axum::Router;
 use axum::extract::State;
 
 use crate::web::input::{Form, Query};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
 
+use crate::auth::throttle::{self, ClientAddress, Try};
 use crate::auth::{SESSION_EPOCH, SESSION_USER, csrf, password};
 use crate::error::AppError;
 use crate::state::AppState;
@@ -75,28 +76,13 @@ async fn login_page(session: Session, Query(q): Query<LoginQuery>) -> Result<Res
     })
 }
 
-/// Consecutive failed sign-ins after which an account is locked for [`LOCKOUT_MINUTES`].
-const MAX_FAILURES: i32 = 10;
-/// How long a locked account refuses sign-ins.
-const LOCKOUT_MINUTES: i32 = 15;
-
 async fn login(
     State(state): State<AppState>,
     session: Session,
+    ClientAddress(client): ClientAddress,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, AppError> {
-    let stored: Option<(i64, Option<String>, i32, bool)> = sqlx::query_as(
-        "SELECT id, password_hash, session_epoch, coalesce(locked_until > now(), false) FROM users WHERE name = $1 AND NOT disabled",
-    )
-    .bind(form.name.trim())
-    .fetch_optional(&state.pool)
-    .await?;
-    let (user, hash) = match stored {
-        Some((id, hash, epoch, locked)) => (Some((id, epoch, locked)), hash),
-        None => (None, None),
-    };
-    // Verify even for unknown or locked users, so timing tells nothing.
-    let ok = password::verify(form.password.clone(), hash).await;
+    let name = form.name.trim();
     let refuse = |message: &str| LoginPage {
         layout: Layout {
             user_name: None,
@@ -109,20 +95,35 @@ async fn login(
         name: form.name.clone(),
         next: form.next.clone(),
     };
+    // Throttled by address and name together, before the name is looked up: the answer is
+    // the same whether or not such a user exists.
+    if let Try::Wait(seconds) = throttle::begin(&state.pool, &client, name).await? {
+        tracing::info!(user = name, %client, wait_s = seconds, "sign-in delayed: too many failures");
+        let mut page = refuse(&format!(
+            "too many failed sign-ins for this name from your address: try again in {seconds} s"
+        ));
+        page.layout = login_layout(&session).await?;
+        let mut response = render_status(StatusCode::TOO_MANY_REQUESTS, &page)?;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+        return Ok(response);
+    }
+    let stored: Option<(i64, Option<String>, i32)> = sqlx::query_as(
+        "SELECT id, password_hash, session_epoch FROM users WHERE name = $1 AND NOT disabled",
+    )
+    .bind(name)
+    .fetch_optional(&state.pool)
+    .await?;
+    let (user, hash) = match stored {
+        Some((id, hash, epoch)) => (Some((id, epoch)), hash),
+        None => (None, None),
+    };
+    // Verify even for unknown users (against a dummy hash), so timing tells nothing.
+    let ok = password::verify(form.password.clone(), hash).await;
     match user {
-        Some((_, _, true)) => {
-            tracing::info!(user = form.name.trim(), "sign-in refused: account locked");
-            let mut page = refuse(&format!(
-                "too many failed sign-ins: this account is locked for {LOCKOUT_MINUTES} minutes"
-            ));
-            page.layout = login_layout(&session).await?;
-            render_status(StatusCode::TOO_MANY_REQUESTS, &page)
-        }
-        Some((id, epoch, false)) if ok => {
-            sqlx::query("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = $1")
-                .bind(id)
-                .execute(&state.pool)
-                .await?;
+        Some((id, epoch)) if ok => {
+            throttle::succeeded(&state.pool, &client, name).await?;
             // A fresh session id on every sign-in (no fixation), and a fresh CSRF token.
             session
                 .cycle_id()
@@ -137,22 +138,11 @@ async fn login(
                 .await
                 .map_err(|e| AppError::Internal(e.into()))?;
             csrf::rotate(&session).await?;
-            tracing::info!(user = form.name.trim(), "signed in");
+            tracing::info!(user = name, "signed in");
             Ok(Redirect::to(safe_next(&form.next)).into_response())
         }
         _ => {
-            if let Some((id, _, _)) = user {
-                sqlx::query(
-                    "UPDATE users SET failed_logins = CASE WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END, \
-                     locked_until = CASE WHEN failed_logins + 1 >= $2 THEN now() + make_interval(mins => $3) ELSE locked_until END WHERE id = $1",
-                )
-                .bind(id)
-                .bind(MAX_FAILURES)
-                .bind(LOCKOUT_MINUTES)
-                .execute(&state.pool)
-                .await?;
-            }
-            tracing::info!(user = form.name.trim(), "sign-in refused");
+            tracing::info!(user = name, %client, "sign-in refused");
             let mut page = refuse("wrong user name or password");
             page.layout = login_layout(&session).await?;
             render_status(StatusCode::UNAUTHORIZED, &page)

@@ -327,35 +327,114 @@ async fn wrong_current_password_changes_nothing() {
     again.login("admin", &pw).await;
 }
 
+/// Moves the pair's delay into the past, as if its wait were over.
+async fn wait_over(app: &TestApp, client: &str) {
+    sqlx::query(
+        "UPDATE sign_in_throttle SET blocked_until = now() - interval '1 second' WHERE client = $1",
+    )
+    .bind(client)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
-async fn repeated_failures_lock_the_account_for_a_while() {
+async fn an_attacker_slows_only_their_own_address_and_cannot_lock_the_user_out() {
     let (app, pw) = TestApp::with_admin().await;
-    let mut c = app.client();
-    c.get("/login").await;
+    let mut attacker = app.client().connecting_from("203.0.113.9");
+    attacker.get("/login").await;
+    // Ten wrong passwords in a row, as fast as the server answers.
+    let mut statuses = Vec::new();
     for _ in 0..10 {
-        let (status, _, _) = c
+        let (status, _, _) = attacker
+            .post("/login", &[("name", "admin"), ("password", "guess-guess")])
+            .await;
+        statuses.push(status.as_u16());
+    }
+    // Three free tries, the fourth sets a 2 s delay: the rest wait it out unchecked.
+    assert_eq!(statuses, [401, 401, 401, 401, 429, 429, 429, 429, 429, 429]);
+    let (status, body, _) = attacker
+        .post("/login", &[("name", "admin"), ("password", &pw)])
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(body.contains("try again in 2 s"), "{body}");
+    assert_eq!(attacker.last_headers()["retry-after"], "2");
+    // The real admin, from another address, signs in at once.
+    let mut admin = app.client().connecting_from("198.51.100.7");
+    admin.login("admin", &pw).await;
+    let (status, _, _) = admin.get("/account/tokens").await;
+    assert_eq!(status, StatusCode::OK);
+    // Each further failure doubles the attacker's wait: 4 s, 8 s, 16 s.
+    for expected in [4, 8, 16] {
+        wait_over(&app, "203.0.113.9").await;
+        let (status, _, _) = attacker
             .post("/login", &[("name", "admin"), ("password", "guess-guess")])
             .await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, body, _) = attacker
+            .post("/login", &[("name", "admin"), ("password", "guess-guess")])
+            .await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(
+            body.contains(&format!("try again in {expected} s")),
+            "{body}"
+        );
     }
-    let (status, body, _) = c
-        .post("/login", &[("name", "admin"), ("password", &pw)])
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::TOO_MANY_REQUESTS,
-        "even the right password waits out the lock"
-    );
-    assert!(body.contains("locked for 15 minutes"));
-    // Once the lock has passed, the right password works again.
-    sqlx::query("UPDATE users SET locked_until = now() - interval '1 second' WHERE name = 'admin'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let (status, _, _) = c
+    // Once the wait is over, the right password works from there too and clears the count.
+    wait_over(&app, "203.0.113.9").await;
+    let (status, _, _) = attacker
         .post("/login", &[("name", "admin"), ("password", &pw)])
         .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sign_in_throttle WHERE client = '203.0.113.9'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[tokio::test]
+async fn unknown_and_known_accounts_get_the_same_answers() {
+    let (app, _) = TestApp::with_admin().await;
+    let mut known = app.client().connecting_from("192.0.2.1");
+    let mut unknown = app.client().connecting_from("192.0.2.2");
+    known.get("/login").await;
+    unknown.get("/login").await;
+    for attempt in 1..=12 {
+        let (known_status, known_body, _) = known
+            .post("/login", &[("name", "admin"), ("password", "guess-guess")])
+            .await;
+        let (unknown_status, unknown_body, _) = unknown
+            .post(
+                "/login",
+                &[("name", "nobody-here"), ("password", "guess-guess")],
+            )
+            .await;
+        assert_eq!(known_status, unknown_status, "attempt {attempt}");
+        assert_eq!(
+            known.last_headers().get("retry-after"),
+            unknown.last_headers().get("retry-after"),
+            "attempt {attempt}"
+        );
+        // The pages differ only in the name typed (and their CSRF tokens).
+        let strip = |body: &str, name: &str| {
+            body.replace(name, "NAME")
+                .split("name=\"csrf\" value=\"")
+                .map(|part| {
+                    part.split_once('"')
+                        .map_or(part, |(_, rest)| rest)
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+                .join("")
+        };
+        assert_eq!(
+            strip(&known_body, "admin"),
+            strip(&unknown_body, "nobody-here"),
+            "attempt {attempt}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -299,3 +299,194 @@ async fn leads_see_only_their_subtrees_entries() {
         .collect();
     assert_eq!(actions.iter().filter(|a| **a == "share.update").count(), 2);
 }
+
+#[tokio::test]
+async fn tokens_and_approval_decisions_are_audited_and_shown_like_every_page() {
+    let (app, users) = TestApp::with_demo().await;
+    let (name, pw) = crate::support::demo_password(&users, "researcher");
+    let mut researcher = app.client();
+    researcher.login(&name, &pw).await;
+    // An API token made on the account page, then revoked through the API with itself.
+    let (status, body, _) = researcher
+        .post("/account/tokens", &[("label", "laptop")])
+        .await;
+    assert_eq!(status, axum::http::StatusCode::SEE_OTHER, "{body}");
+    let (_, page, _) = researcher.get("/account/tokens").await;
+    let token = page
+        .split("tr_")
+        .nth(1)
+        .map(|rest| format!("tr_{}", &rest[..64]))
+        .expect("the new token is shown once");
+    let (_, listed) = app.api("GET", "/api/v1/tokens", Some(&token), None).await;
+    let id = listed["tokens"][0]["id"].as_i64().unwrap();
+    let (status, _) = app
+        .api(
+            "DELETE",
+            &format!("/api/v1/tokens/{id}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(status.is_success());
+    // A cluster's agent token, made and revoked from the command line's functions.
+    tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    assert_eq!(
+        tranche::runs::agents::revoke_tokens(&app.pool, "local")
+            .await
+            .unwrap(),
+        1
+    );
+    // Two runs above the self-service limit: the lead approves one and denies the other.
+    let project = app.node_id("fm-pretrain-7b").await;
+    sqlx::query("UPDATE projects SET self_service_gpu_hours = 1 WHERE node_id = $1")
+        .bind(project)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let researcher_token = app.token_for("demo-researcher").await;
+    let lead = app.token_for("demo-lead").await;
+    let mut waiting = Vec::new();
+    for _ in 0..2 {
+        let (status, answer) = app
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&researcher_token),
+                Some(
+                    json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+                    "gpus": 8, "min_runtime_s": 3600, "time_limit_s": 7200, "command": "true"}),
+                ),
+            )
+            .await;
+        assert_eq!(answer["state"], "waiting_approval", "{status} {answer}");
+        waiting.push(answer["id"].as_i64().unwrap());
+    }
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{}/approve", waiting[0]),
+            Some(&lead),
+            Some(json!({"reason": "paper deadline"})),
+        )
+        .await;
+    assert!(status.is_success(), "{answer}");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{}/deny", waiting[1]),
+            Some(&lead),
+            Some(json!({"reason": "not this month"})),
+        )
+        .await;
+    assert!(status.is_success(), "{answer}");
+
+    let expected = [
+        (
+            "api_token.create",
+            Some("demo-researcher"),
+            None,
+            serde_json::Value::Null,
+            json!({"user": "demo-researcher", "label": "laptop"}),
+        ),
+        (
+            "api_token.revoke",
+            Some("demo-researcher"),
+            Some(id),
+            json!({"user": "demo-researcher", "label": "laptop", "revoked": false}),
+            json!({"user": "demo-researcher", "label": "laptop", "revoked": true}),
+        ),
+        (
+            "agent_token.create",
+            None,
+            None,
+            serde_json::Value::Null,
+            json!({"cluster": "local"}),
+        ),
+        (
+            "agent_token.revoke",
+            None,
+            None,
+            json!({"cluster": "local", "revoked": false}),
+            json!({"cluster": "local", "revoked": true}),
+        ),
+        (
+            "run.approve",
+            Some("demo-lead"),
+            Some(waiting[0]),
+            json!({"state": "waiting_approval"}),
+            json!({"state": "queued", "reason": "paper deadline"}),
+        ),
+        (
+            "run.deny",
+            Some("demo-lead"),
+            Some(waiting[1]),
+            json!({"state": "waiting_approval"}),
+            json!({"state": "denied", "reason": "not this month"}),
+        ),
+    ];
+    for (action, actor, entity_id, before, after) in expected {
+        type Row = (
+            Option<String>,
+            Option<i64>,
+            Option<serde_json::Value>,
+            Option<serde_json::Value>,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT u.name, a.entity_id, a.before, a.after FROM audit_log a \
+             LEFT JOIN users u ON u.id = a.actor_id WHERE a.action = $1",
+        )
+        .bind(action)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        let found = rows.iter().any(|(who, entity, b, a)| {
+            who.as_deref() == actor
+                && (entity_id.is_none() || *entity == entity_id)
+                && b.clone().unwrap_or_default() == before
+                && a.clone().unwrap_or_default() == after
+        });
+        assert!(found, "no {action} entry by {actor:?}; have {rows:?}");
+    }
+    // No token in the log.
+    let text: String = sqlx::query_scalar(
+        "SELECT string_agg(coalesce(before::text, '') || coalesce(after::text, ''), ' ') FROM audit_log",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(!text.contains("tr_") && !text.contains("tra_"), "{text}");
+
+    // The page: times in the site's zone like every other page, states as fields and values.
+    let (name, pw) = crate::support::demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&name, &pw).await;
+    let (_, body, _) = admin.get("/audit").await;
+    let at: time::OffsetDateTime =
+        sqlx::query_scalar("SELECT at FROM audit_log WHERE action = 'run.deny'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let shown = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} +00:00",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute()
+    );
+    assert!(body.contains(&shown), "{shown} not in {body}");
+    let raw = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    assert!(!body.contains(&raw), "raw time {raw} shown");
+    assert!(body.contains("When (UTC)"));
+    assert!(body.contains("reason: not this month"), "{body}");
+    assert!(body.contains("state: waiting_approval"), "{body}");
+    assert!(body.contains("label: laptop"), "{body}");
+    assert!(body.contains("revoked: yes"), "{body}");
+    for json_mark in ["{&#34;", "{&quot;", "{\""] {
+        assert!(!body.contains(json_mark), "raw JSON on the page: {body}");
+    }
+}

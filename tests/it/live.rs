@@ -16,7 +16,7 @@ use crate::support::TestApp;
 
 /// Settings that keep live tests short: a 2 s grace period, agents lost after 3 s of silence,
 /// a pass at least every second.
-fn site() -> Site {
+pub fn site() -> Site {
     Site {
         grace_s: 2,
         agent_timeout_s: 3,
@@ -27,7 +27,7 @@ fn site() -> Site {
 
 /// The demo organisation on `site`, served on a real port: (app, base URL, researcher token,
 /// lead token, agent token).
-async fn live(site: Site) -> (TestApp, String, String, String, String) {
+pub async fn live(site: Site) -> (TestApp, String, String, String, String) {
     let app = TestApp::with_site(site).await;
     tranche::demo::load(&app.pool).await.unwrap().unwrap();
     let base = app.serve().await;
@@ -120,7 +120,7 @@ async fn wait_state(app: &TestApp, run: i64, state: &str) {
     .await;
 }
 
-async fn live_nodes(app: &TestApp) -> i64 {
+pub async fn live_nodes(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM nodes WHERE agent_session IS NOT NULL")
         .fetch_one(&app.pool)
         .await

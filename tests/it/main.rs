@@ -13,5 +13,6 @@ mod mail;
 mod reports;
 mod run_pages;
 mod runs;
+mod secrets;
 mod support;
 mod tree;

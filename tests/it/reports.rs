@@ -214,3 +214,95 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
     assert!(page.contains("<svg"), "the page has its charts");
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_contract_purchase_counts_once_in_the_forecast_and_only_usage_is_a_rate() {
+    let app = TestApp::new().await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let p = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    let site = app.state.site.clone();
+    // The period of tomorrow's window, seen 3 hours after it began.
+    let period = ledger::Period::containing(tomorrow_at(8), &site);
+    let now = period
+        .start
+        .checked_add(jiff::SignedDuration::from_hours(3))
+        .unwrap();
+    // A one-off purchase: 4 H100 x 10 h x 2.00 = 80.00.
+    let req = contracts::Request {
+        project: "p".into(),
+        cluster: "c".into(),
+        gpu_model: "H100".into(),
+        gpus: 4,
+        start: tomorrow_at(8),
+        end: tomorrow_at(18),
+        expected_price_minor: None,
+    };
+    contracts::buy(&app.pool, &site, &admin, &req, now)
+        .await
+        .unwrap();
+    // And usage: one allocated GPU-hour in the first 3 hours, 2.00.
+    let h100: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = 'H100'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &site,
+        period
+            .start
+            .checked_add(jiff::SignedDuration::from_hours(2))
+            .unwrap(),
+        p,
+        (cluster, h100),
+        3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let filter = tranche::ledger::reports::Filter {
+        period,
+        node: p,
+        cluster: None,
+    };
+    let rows = tranche::ledger::reports::rows(&app.pool, &site, &admin, &filter, now)
+        .await
+        .unwrap();
+    let all = rows.iter().find(|r| r.gpu_model == "all").unwrap();
+    assert_eq!(all.spend_minor, 8000 + 200);
+    // 80.00 once, plus 2.00 per 3 hours over the whole period.
+    let hours = (period.end.as_second() - period.start.as_second()) / 3600;
+    assert_eq!(all.forecast_minor, Some(8000 + 200 * hours / 3));
+    // The budget is the project's entitlement: 8 GPUs x the period x 2.00; the forecast is
+    // far below half of it, so no forecast alert fires (the old rate said over 100%).
+    let budget = 8 * hours * 200;
+    assert_eq!(all.budget_minor, Some(budget));
+    assert!((8000 + 200 * hours / 3) * 2 < budget);
+    let fired = tranche::ledger::alerts::check(&app.pool, &site, now)
+        .await
+        .unwrap();
+    assert!(fired.is_empty(), "{fired:?}");
+}

@@ -1305,3 +1305,27 @@ async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
         .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_lost_node_is_shown_as_a_loss_not_as_a_preemption() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["l-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // Its agent goes silent (stopped, restarting): the node is lost and the run requeued.
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour'")
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    assert_eq!(state_of(&o.app, run).await, "queued");
+    tranche::db::users::set_password(&o.app.pool, None, "demo-researcher", "researcher-pw-1")
+        .await
+        .unwrap();
+    let mut c = o.app.client();
+    c.login("demo-researcher", "researcher-pw-1").await;
+    let (_, body, _) = c.get(&format!("/runs/{run}")).await;
+    assert!(!body.contains("Preempted"), "{body}");
+    assert!(body.contains("Its node was lost 1 time "), "{body}");
+}

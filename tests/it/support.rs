@@ -183,6 +183,8 @@ impl TestApp {
             router: self.router.clone(),
             cookie: None,
             csrf: None,
+            peer: None,
+            last_headers: axum::http::HeaderMap::new(),
         }
     }
 
@@ -224,7 +226,7 @@ impl TestApp {
             .fetch_one(&self.pool)
             .await
             .unwrap();
-        tranche::auth::tokens::create(&self.pool, id, "test")
+        tranche::auth::tokens::create(&self.pool, None, id, "test")
             .await
             .unwrap()
     }
@@ -330,9 +332,27 @@ pub struct Client {
     router: Router,
     cookie: Option<String>,
     csrf: Option<String>,
+    /// The client address the app sees (as a real connection's peer address would be).
+    peer: Option<std::net::SocketAddr>,
+    last_headers: axum::http::HeaderMap,
 }
 
 impl Client {
+    /// The same client connecting from `ip` (port 40000), as `tranche::serve` reports a
+    /// connection's peer address.
+    pub fn connecting_from(mut self, ip: &str) -> Self {
+        self.peer = Some(std::net::SocketAddr::new(ip.parse().unwrap(), 40000));
+        self
+    }
+
+    fn with_peer(&self, mut req: Request<Body>) -> Request<Body> {
+        if let Some(peer) = self.peer {
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+        }
+        req
+    }
+
     fn remember(&mut self, headers: &axum::http::HeaderMap, body: &str) {
         if let Some(c) = headers
             .get(header::SET_COOKIE)
@@ -353,7 +373,8 @@ impl Client {
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
         }
-        let (status, body, headers) = send(&self.router, req.body(Body::empty()).unwrap()).await;
+        let req = self.with_peer(req.body(Body::empty()).unwrap());
+        let (status, body, headers) = send(&self.router, req).await;
         self.remember(&headers, &body);
         (
             status,
@@ -400,7 +421,9 @@ impl Client {
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
         }
-        let (status, body, headers) = send(&self.router, req.body(Body::from(body)).unwrap()).await;
+        let req = self.with_peer(req.body(Body::from(body)).unwrap());
+        let (status, body, headers) = send(&self.router, req).await;
+        self.last_headers = headers.clone();
         self.remember(&headers, &body);
         (
             status,
@@ -409,6 +432,11 @@ impl Client {
                 .get(header::LOCATION)
                 .map(|l| l.to_str().unwrap().to_string()),
         )
+    }
+
+    /// The headers of the last POST's answer.
+    pub fn last_headers(&self) -> &axum::http::HeaderMap {
+        &self.last_headers
     }
 
     /// The session cookie (`name=value`), once the app has set one.

@@ -94,7 +94,7 @@ pub fn document() -> Value {
                 "post": submit_run
             },
             "/runs/preview": {"post": op("Cost preview of a submission with the same checks, submitting nothing: protected GPU-hours and price, or free and preemptible; whether it needs approval", Some("NewRun"), "200")},
-            "/runs/{id}": {"parameters": [id], "get": op("A run with its state, timeline of events (preemptions with their reason and the run they made room for), placements per attempt, and while queued the reason it waits in words and the estimated start", None, "200")},
+            "/runs/{id}": {"parameters": [id], "get": op("A run with its state, timeline of events (preemptions with their reason and the run they made room for), placements per attempt, its environment (secret values as ••••, their names in secret_env), and while queued the reason it waits in words and the estimated start", None, "200")},
             "/runs/{id}/cancel": {"parameters": [id], "post": op("Cancel a run (its submitter, a lead of its project, admins): at once while waiting, through its agent (SIGTERM, grace period) while running; 409 not_cancellable once ended", None, "200")},
             "/runs/{id}/approve": {"parameters": [id], "post": op("Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"}; 409 not_waiting_approval", None, "200")},
             "/runs/{id}/deny": {"parameters": [id], "post": op("Deny a run waiting for approval with a reason the researcher sees", Some("Decision"), "200")},
@@ -137,7 +137,8 @@ pub fn document() -> Value {
                     "resumable": {"type": "boolean", "default": false, "description": "requeued after a preemption (true) or ends as preempted"},
                     "command": {"type": "string", "maxLength": 8192, "description": "run with sh -c; CUDA_VISIBLE_DEVICES and TRANCHE_RUN_ID are set"},
                     "workdir": {"type": ["string", "null"], "description": "absolute path on the node"},
-                    "env": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "variables whose names contain TOKEN, SECRET, KEY or PASSWORD (any case) are kept secret like secret_env"},
+                    "secret_env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "variables kept secret: stored sealed, shown as •••• (run details list their names in secret_env), given only to the agent that runs the attempt"}}},
                 "Decision": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string", "maxLength": 2000}}},
                 "AgentRegister": {"type": "object", "required": ["nodes"], "properties": {"nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gpus", "gpu_model"], "properties": {"name": {"type": "string"}, "gpus": {"type": "integer", "minimum": 1, "maximum": 64}, "gpu_model": {"type": "string"}}}}, "agent": {"type": "string", "maxLength": 200}}},
                 "AgentStop": {"type": "object", "required": ["session"], "properties": {"session": {"type": "string"}}},

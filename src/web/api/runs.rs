@@ -63,7 +63,7 @@ pub(super) async fn post_run(
         ),
     };
     let repeated = |r: runs::Submitted| ok(json!({"id": r.id, "state": r.state, "repeated": true}));
-    let fingerprint = body.fingerprint();
+    let fingerprint = body.fingerprint(&state.secret_key);
     if let Some(key) = key
         && let Some(earlier) = runs::repeat_of(&state.pool, &me, key, &fingerprint).await?
     {
