@@ -33,6 +33,7 @@ async fn secret_environment_values_are_masked_sealed_and_reach_only_the_executor
     let finance = app.token_for("demo-finance").await;
     let dir = scratch("secrets");
     let out = dir.join("out");
+    app.declare_agent_nodes("secrets", 1).await;
     let _agent = agent(&base, &agent_token, "secrets", 1, &dir);
     until(Duration::from_secs(30), "the agent's node", || async {
         live_nodes(&app).await == 1
