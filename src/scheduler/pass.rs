@@ -204,15 +204,17 @@ struct Cands {
     list: Vec<usize>,
     /// Where the others (costly victims) begin in `list`.
     costly_from: usize,
-    /// Per entry of `list`: its project, whether allocated, GPUs, work lost if evicted now
-    /// (GPU-seconds), so that node-by-node bounds read one flat array.
-    meta: Vec<CandMeta>,
-    /// Up nodes in ascending index order, each with the positions in `list` of the candidates
-    /// holding GPUs on it (ascending) and how many GPUs each holds there.
-    by_node: Vec<(usize, Vec<(usize, i64)>)>,
+    /// Built on the pool's first node-by-node search: per entry of `list` its project,
+    /// whether allocated, GPUs and work lost if evicted now (GPU-seconds), so that bounds read
+    /// one flat array; and the up nodes in ascending index order, each with the positions in
+    /// `list` of the candidates holding GPUs on it (ascending) and how many GPUs each holds
+    /// there.
+    by_node: Option<ByNode>,
 }
 
-/// What node-by-node bounds need of a candidate (see [`Cands::meta`]).
+type ByNode = (Vec<CandMeta>, Vec<(usize, Vec<(usize, i64)>)>);
+
+/// What node-by-node bounds need of a candidate (see [`Cands::by_node`]).
 struct CandMeta {
     project: ProjectId,
     /// [`FairShare::index`] of the project, if it is in the tree.
@@ -1206,9 +1208,11 @@ impl<'a> Pass<'a> {
             self.note_ahead(pool, w.project);
             return;
         }
-        // Preemption, only while the pool has no reservation.
+        // Preemption, while the pool has no reservation or when the run ends by the reserved
+        // instant: it then gives back every GPU it takes (its victims' too) before the
+        // reserved run needs them, so the reservation keeps its time.
         let mut protected_until = None;
-        if self.pools[pool].reservation.is_none() {
+        if self.ends_by_reservation(pool, w) {
             match self.try_preempt(w, pool, contract) {
                 Ok(()) => {
                     self.note_ahead(pool, w.project);
@@ -1480,43 +1484,13 @@ impl<'a> Pass<'a> {
                     }
                 }
             }
-            let mut by_node: BTreeMap<usize, Vec<(usize, i64)>> = BTreeMap::new();
-            for (pos, &ri) in v.iter().enumerate() {
-                for (n, g) in &self.runs[ri].run.placement {
-                    if let Some(&ni) = self.node_index.get(n) {
-                        let list = by_node.entry(ni).or_default();
-                        match list.last_mut() {
-                            Some(e) if e.0 == pos => e.1 += g.len() as i64,
-                            _ => list.push((pos, g.len() as i64)),
-                        }
-                    }
-                }
-            }
-            let meta = v
-                .iter()
-                .map(|&ri| {
-                    let s = &self.runs[ri];
-                    CandMeta {
-                        project: s.run.project,
-                        index: self.fs.index(s.run.project),
-                        allocated: s.run.allocated(),
-                        gpus: i64::from(s.gpus),
-                        lost: self.lost_key(ri).1,
-                    }
-                })
-                .collect();
-            let by_node = by_node
-                .into_iter()
-                .filter(|&(ni, _)| self.nodes[ni].state == NodeState::Up)
-                .collect();
             self.pools[pool].cands = Some(Cands {
                 list: v,
                 costly_from,
-                meta,
-                by_node,
+                by_node: None,
             });
         }
-        let cands = self.pools[pool].cands.take().expect("built above");
+        let mut cands = self.pools[pool].cands.take().expect("built above");
         // Without an entitlement gain a costly victim can never be admitted.
         let upto = if gain > 0 {
             cands.list.len()
@@ -1558,7 +1532,11 @@ impl<'a> Pass<'a> {
             let mut nmv = Move::default();
             // GPUs on the node of each of `nmv`'s victims, in its order.
             let mut ons: Vec<i64> = Vec::new();
-            for (ni, positions) in &cands.by_node {
+            if cands.by_node.is_none() {
+                cands.by_node = Some(self.by_node(&cands.list));
+            }
+            let (meta, nodes) = cands.by_node.as_ref().expect("built above");
+            for (ni, positions) in nodes {
                 let ni = *ni;
                 let node = &self.nodes[ni];
                 let need_n = i64::from(w.gpus) - i64::from(node.free.count_ones());
@@ -1571,7 +1549,7 @@ impl<'a> Pass<'a> {
                 let mut cap = 0i64;
                 let mut min_lost = i128::MAX;
                 for &(pos, on) in positions.iter().filter(|e| e.0 < upto) {
-                    let m = &cands.meta[pos];
+                    let m = &meta[pos];
                     if !(self.runs[cands.list[pos]].gone || m.allocated && m.project == w.project)
                         && (global_loss > 0
                             || !m.allocated
@@ -1670,6 +1648,17 @@ impl<'a> Pass<'a> {
         let Some((mv, on)) = choice else {
             return Err(None);
         };
+        // Behind a reservation (the run ends before it) a move may leave no evicted GPU idle:
+        // runs considered earlier in the pass, which may not backfill, could not use them.
+        if self.pools[pool].reservation.is_some() {
+            let needed = match on {
+                Some(ni) => i64::from(w.gpus) - i64::from(self.nodes[ni].free.count_ones()),
+                None => need,
+            };
+            if mv.freed > needed {
+                return Err(None);
+            }
+        }
         let delta = gain - self.move_loss(pool, &mv);
         let fair_share = delta == 0 || self.move_fair_share(w, pool, &mv);
         for &ri in &mv.chosen {
@@ -1691,6 +1680,40 @@ impl<'a> Pass<'a> {
         } else {
             Err(None)
         }
+    }
+
+    /// The node-by-node index of a pool's candidates (see [`Cands::by_node`]).
+    fn by_node(&self, list: &[usize]) -> ByNode {
+        let mut by_node: BTreeMap<usize, Vec<(usize, i64)>> = BTreeMap::new();
+        for (pos, &ri) in list.iter().enumerate() {
+            for (n, g) in &self.runs[ri].run.placement {
+                if let Some(&ni) = self.node_index.get(n) {
+                    let list = by_node.entry(ni).or_default();
+                    match list.last_mut() {
+                        Some(e) if e.0 == pos => e.1 += g.len() as i64,
+                        _ => list.push((pos, g.len() as i64)),
+                    }
+                }
+            }
+        }
+        let meta = list
+            .iter()
+            .map(|&ri| {
+                let s = &self.runs[ri];
+                CandMeta {
+                    project: s.run.project,
+                    index: self.fs.index(s.run.project),
+                    allocated: s.run.allocated(),
+                    gpus: i64::from(s.gpus),
+                    lost: self.lost_key(ri).1,
+                }
+            })
+            .collect();
+        let by_node = by_node
+            .into_iter()
+            .filter(|&(ni, _)| self.nodes[ni].state == NodeState::Up)
+            .collect();
+        (meta, by_node)
     }
 
     /// Entitlement GPUs (milli) the victims' projects lose in `mv`.

@@ -439,3 +439,56 @@ fn s12_minimum_runtime_is_honoured() {
     );
     assert_eq!(started(&out), vec![under_run]);
 }
+
+/// Behind a reservation a run may still preempt when it ends before the reserved instant: it
+/// gives its GPUs back in time, so the reserved gang keeps its start (docs/design.md section
+/// 3.2). A run that would outlast the reservation may not.
+#[test]
+fn a_run_that_ends_before_the_reservation_may_preempt_behind_it() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let hog = b.project(None, "10", 16 * 2 * H);
+    let gang = b.project(None, "45", 0);
+    let debug = b.project(None, "45", 0);
+    // Eight runs past their minimum runtime and eight protected until T0 + 50 min.
+    let past: Vec<RunId> = (0..8)
+        .map(|_| b.running(hog, 1, T0 - 2 * H, H, 4 * H))
+        .collect();
+    for _ in 0..8 {
+        b.running(hog, 1, T0 - 10 * M, H, 4 * H);
+    }
+    let gang_run = b.waiting(gang, 16, T0 - M, H, 4 * H);
+    let baseline = schedule(&b.snap, T0);
+    assert!(preemptions(&baseline).is_empty());
+    let reserved = baseline
+        .waiting
+        .iter()
+        .find(|w| w.run == gang_run)
+        .and_then(|w| w.estimated_start)
+        .expect("the gang holds the reservation");
+    assert_eq!(reserved, T0 + 50 * M);
+
+    let mut short = b.clone();
+    let quick = short.waiting(debug, 1, T0, 10 * M, 10 * M);
+    let out = schedule(&short.snap, T0);
+    let moves = preemptions(&out);
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert!(past.contains(&moves[0].0), "{moves:?}");
+    assert_eq!(
+        (moves[0].1.clone(), moves[0].2),
+        (PreemptReason::FairShare { for_project: debug }, Some(quick))
+    );
+    assert_eq!(started(&out), vec![quick]);
+    let still = out
+        .waiting
+        .iter()
+        .find(|w| w.run == gang_run)
+        .and_then(|w| w.estimated_start);
+    assert_eq!(still, Some(reserved));
+
+    let mut long = b.clone();
+    let slow = long.waiting(debug, 1, T0, 10 * M, 2 * H);
+    let out = schedule(&long.snap, T0);
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
+    assert!(!started(&out).contains(&slow));
+}

@@ -8,6 +8,7 @@ pub const M: i64 = 60;
 /// 2026-10-01 00:00:00 UTC.
 pub const T0: i64 = 1_790_812_800;
 
+#[derive(Clone)]
 pub struct Builder {
     pub snap: Snapshot,
     pub next: i64,
