@@ -22,8 +22,8 @@
 //!      run's need plus one node's GPUs; the freed GPUs go to the run in the same pass;
 //!    - otherwise the first such run of a pool gets a reservation: the earliest instant enough
 //!      GPUs free up, never `now` (`Pass::reserve`). Later runs of that pool start only if
-//!      they end by then, or fit in the GPUs the reservation does not need; they no longer
-//!      preempt in that pool.
+//!      they end by then, or fit in the GPUs the reservation does not need; only those that
+//!      end by then may still preempt, with a move that leaves no evicted GPU idle.
 //! 4. Unallocated waiting runs then fill idle GPUs in fair-share order, up to each project's
 //!    cap, respecting reservations. They never preempt.
 //!
