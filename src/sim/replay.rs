@@ -253,6 +253,7 @@ pub fn replay(
             }
         }
         let mut started_now = 0usize;
+        let mut requeued = false;
         for d in out.decisions {
             match d {
                 Decision::Preempt { run, .. } => {
@@ -276,6 +277,7 @@ pub fn replay(
                     remaining[j] -= kept;
                     generation[j] += 1;
                     state[j] = State::Waiting;
+                    requeued = true;
                     pos[j] = snap.waiting.len();
                     let p = &plans[j];
                     snap.waiting.push(WaitingRun {
@@ -332,8 +334,13 @@ pub fn replay(
                 Decision::Reserve { .. } => {}
             }
         }
-        if started_now > 0 {
-            // Keep the waiting list in arrival order (the pass sorts it; sorted input is cheap).
+        if started_now > 0 || requeued {
+            // Keep the waiting list in id order, as the live service lists it: the pass then
+            // orders it by counting sort and places its results by index. Requeued runs were
+            // appended; a stable sort merges that sorted tail in linear time.
+            if requeued {
+                snap.waiting.sort_by_key(|w| w.id);
+            }
             snap.waiting
                 .retain(|w| state[w.id.0 as usize] == State::Waiting);
             for (i, w) in snap.waiting.iter().enumerate() {
