@@ -206,13 +206,27 @@ struct Cands {
     costly_from: usize,
     /// Built on the pool's first node-by-node search: per entry of `list` its project,
     /// whether allocated, GPUs and work lost if evicted now (GPU-seconds), so that bounds read
-    /// one flat array; and the up nodes in ascending index order, each with the positions in
-    /// `list` of the candidates holding GPUs on it (ascending) and how many GPUs each holds
-    /// there.
+    /// one flat array; and the up nodes holding candidates, by ascending (least work lost of
+    /// one candidate, index), each with its candidates and bounds ([`NodeCands`]).
     by_node: Option<ByNode>,
 }
 
-type ByNode = (Vec<CandMeta>, Vec<(usize, Vec<(usize, i64)>)>);
+type ByNode = (Vec<CandMeta>, Vec<NodeCands>);
+
+/// One up node of [`Cands::by_node`]: the candidates holding GPUs on it and static bounds.
+struct NodeCands {
+    /// Dense node index.
+    ni: usize,
+    /// Positions in [`Cands::list`] of the candidates holding GPUs on it (ascending), and how
+    /// many GPUs each holds there.
+    positions: Vec<(usize, i64)>,
+    /// GPUs on the node of all candidates, and of those before [`Cands::costly_from`]: upper
+    /// bounds of what a move on it can free.
+    cap_all: i64,
+    cap_cheap: i64,
+    /// Least work lost (GPU-seconds) of one candidate on it: a lower bound of a move's.
+    min_lost: i128,
+}
 
 /// What node-by-node bounds need of a candidate (see [`Cands::by_node`]).
 struct CandMeta {
@@ -479,7 +493,7 @@ impl<'a> Pass<'a> {
             waiting: Vec::with_capacity(snap.waiting.len()),
             last_pool: None,
             waiting_by_id: snap.waiting.windows(2).all(|p| p[0].id < p[1].id),
-            waiting_at: Vec::new(),
+            waiting_at: Vec::with_capacity(snap.waiting.len()),
         };
         pass.index_pools();
         pass
@@ -1533,16 +1547,30 @@ impl<'a> Pass<'a> {
             // GPUs on the node of each of `nmv`'s victims, in its order.
             let mut ons: Vec<i64> = Vec::new();
             if cands.by_node.is_none() {
-                cands.by_node = Some(self.by_node(&cands.list));
+                cands.by_node = Some(self.by_node(&cands.list, cands.costly_from));
             }
             let (meta, nodes) = cands.by_node.as_ref().expect("built above");
-            for (ni, positions) in nodes {
-                let ni = *ni;
+            let cheap_only = upto < cands.list.len();
+            for nc in nodes {
+                let ni = nc.ni;
+                // Nodes come by ascending (least work lost of one victim, index): once the
+                // best move loses nothing, evicts nothing extra and loses no more work than
+                // this node's bound (at a lower index on a tie), no later node can beat it.
+                if best
+                    .as_ref()
+                    .is_some_and(|b| b.0.0 == 0 && b.0.1 == 0 && (b.0.2, b.0.3) < (nc.min_lost, ni))
+                {
+                    break;
+                }
                 let node = &self.nodes[ni];
                 let need_n = i64::from(w.gpus) - i64::from(node.free.count_ones());
-                if node.gpus < w.gpus || need_n <= 0 {
+                if node.gpus < w.gpus
+                    || need_n <= 0
+                    || (if cheap_only { nc.cap_cheap } else { nc.cap_all }) < need_n
+                {
                     continue;
                 }
+                let positions = &nc.positions;
                 // Cheap bounds first: the node's usable victims' GPUs must cover the need, and
                 // its cost is at least (0, 0, least work lost of one victim, ni); nodes come in
                 // ascending index order, so an equal bound cannot beat the best either.
@@ -1563,9 +1591,9 @@ impl<'a> Pass<'a> {
                     }
                 }
                 if cap < need_n
-                    || best
-                        .as_ref()
-                        .is_some_and(|b| b.0.0 == 0 && b.0.1 == 0 && b.0.2 <= min_lost)
+                    || best.as_ref().is_some_and(|b| {
+                        b.0.0 == 0 && b.0.1 == 0 && (b.0.2, b.0.3) < (min_lost, ni)
+                    })
                 {
                     continue;
                 }
@@ -1683,7 +1711,7 @@ impl<'a> Pass<'a> {
     }
 
     /// The node-by-node index of a pool's candidates (see [`Cands::by_node`]).
-    fn by_node(&self, list: &[usize]) -> ByNode {
+    fn by_node(&self, list: &[usize], costly_from: usize) -> ByNode {
         let mut by_node: BTreeMap<usize, Vec<(usize, i64)>> = BTreeMap::new();
         for (pos, &ri) in list.iter().enumerate() {
             for (n, g) in &self.runs[ri].run.placement {
@@ -1696,7 +1724,7 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        let meta = list
+        let meta: Vec<CandMeta> = list
             .iter()
             .map(|&ri| {
                 let s = &self.runs[ri];
@@ -1709,11 +1737,32 @@ impl<'a> Pass<'a> {
                 }
             })
             .collect();
-        let by_node = by_node
+        let mut nodes: Vec<NodeCands> = by_node
             .into_iter()
             .filter(|&(ni, _)| self.nodes[ni].state == NodeState::Up)
+            .map(|(ni, positions)| {
+                let cap_all = positions.iter().map(|e| e.1).sum();
+                let cap_cheap = positions
+                    .iter()
+                    .filter(|e| e.0 < costly_from)
+                    .map(|e| e.1)
+                    .sum();
+                let min_lost = positions
+                    .iter()
+                    .map(|e| meta[e.0].lost)
+                    .min()
+                    .unwrap_or(i128::MAX);
+                NodeCands {
+                    ni,
+                    positions,
+                    cap_all,
+                    cap_cheap,
+                    min_lost,
+                }
+            })
             .collect();
-        (meta, by_node)
+        nodes.sort_unstable_by_key(|n| (n.min_lost, n.ni));
+        (meta, nodes)
     }
 
     /// Entitlement GPUs (milli) the victims' projects lose in `mv`.
@@ -1933,13 +1982,25 @@ impl<'a> Pass<'a> {
 
     fn finish(mut self) -> Outcome {
         if self.waiting_by_id {
-            // Snapshot order is id order: each result goes to its run's index.
-            let mut slots: Vec<Option<Waiting>> = Vec::new();
-            slots.resize_with(self.snap.waiting.len(), || None);
-            for (w, &at) in self.waiting.drain(..).zip(&self.waiting_at) {
-                slots[at] = Some(w);
+            // Snapshot order is id order: each result goes to the rank of its run's index among
+            // the runs still waiting, by an in-place permutation (no second list of results).
+            let mut rank = vec![u32::MAX; self.snap.waiting.len()];
+            for &at in &self.waiting_at {
+                rank[at] = 0;
             }
-            self.waiting = slots.into_iter().flatten().collect();
+            let mut next = 0u32;
+            for r in rank.iter_mut().filter(|r| **r == 0) {
+                *r = next;
+                next += 1;
+            }
+            let mut to: Vec<u32> = self.waiting_at.iter().map(|&at| rank[at]).collect();
+            for i in 0..to.len() {
+                while to[i] as usize != i {
+                    let j = to[i] as usize;
+                    self.waiting.swap(i, j);
+                    to.swap(i, j);
+                }
+            }
         } else {
             self.waiting.sort_unstable_by_key(|w| w.run);
         }
