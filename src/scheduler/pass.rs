@@ -1988,10 +1988,8 @@ impl<'a> Pass<'a> {
             for &at in &self.waiting_at {
                 rank[at] = 0;
             }
-            let mut next = 0u32;
-            for r in rank.iter_mut().filter(|r| **r == 0) {
-                *r = next;
-                next += 1;
+            for (next, r) in rank.iter_mut().filter(|r| **r == 0).enumerate() {
+                *r = next as u32;
             }
             let mut to: Vec<u32> = self.waiting_at.iter().map(|&at| rank[at]).collect();
             for i in 0..to.len() {
