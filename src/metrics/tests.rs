@@ -1,0 +1,1 @@
+//! Tests of the definitions against hand-computed values.
