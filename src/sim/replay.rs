@@ -50,6 +50,8 @@ pub struct Replay {
     pub jobs: Vec<JobOutcome>,
     /// Every stretch an attempt held its GPUs (the history [`crate::metrics::compute`] reads).
     pub segments: Vec<Segment>,
+    /// The job (index in the plans) of each segment.
+    pub segment_jobs: Vec<usize>,
     /// Instants of preemptions.
     pub preempted_at: Vec<i64>,
     /// Preemptions.
@@ -110,6 +112,7 @@ pub fn replay(
         kind,
         jobs: Vec::new(),
         segments: Vec::new(),
+        segment_jobs: Vec::new(),
         preempted_at: Vec::new(),
         preemptions: 0,
         lost_gpu_s: 0.0,
@@ -281,6 +284,7 @@ pub fn replay(
                         alloc[pi] += g;
                     }
                     open[j] = r.segments.len();
+                    r.segment_jobs.push(j);
                     r.segments.push(Segment {
                         project: w.project.0,
                         gpus: plans[j].gpus,
