@@ -335,6 +335,57 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry).map_err(|e| {
             crate::error::AppError::Internal(anyhow::anyhow!("encoding metrics: {e}"))
         })?;
-        Ok(out)
+        Ok(to_text_format(&out))
+    }
+}
+
+/// Turns the crate's OpenMetrics text into the Prometheus text format 0.0.4 that every
+/// scraper and `promtool check metrics` read: a counter family's `# HELP` and `# TYPE` carry
+/// its sample name (`x_total`), and the OpenMetrics-only `# UNIT` and `# EOF` lines go (the
+/// unit is already the name's suffix). Samples are the same in both formats.
+pub fn to_text_format(open_metrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = open_metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(open_metrics.len() + 64);
+    for line in open_metrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let meta = line
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        match meta {
+            Some((kind, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push_str(kind);
+                out.push_str(name);
+                if counters.contains(name) {
+                    out.push_str("_total");
+                }
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_named_by_their_samples_and_openmetrics_lines_go() {
+        let om = "# HELP tranche_x Things.\n# TYPE tranche_x counter\ntranche_x_total{a=\"1\"} 2\n# HELP tranche_d_seconds D.\n# TYPE tranche_d_seconds histogram\n# UNIT tranche_d_seconds seconds\ntranche_d_seconds_sum 1.0\n# EOF\n";
+        assert_eq!(
+            to_text_format(om),
+            "# HELP tranche_x_total Things.\n# TYPE tranche_x_total counter\ntranche_x_total{a=\"1\"} 2\n# HELP tranche_d_seconds D.\n# TYPE tranche_d_seconds histogram\ntranche_d_seconds_sum 1.0\n"
+        );
     }
 }
