@@ -742,25 +742,6 @@ pub async fn sync(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::match_model;
-
-    #[test]
-    fn models_match_by_name_or_word() {
-        let models = vec![
-            (1, "H100".to_string()),
-            (2, "B200".to_string()),
-            (3, "H100-NVL".to_string()),
-        ];
-        assert_eq!(match_model("h100", &models).unwrap().0, 1);
-        assert_eq!(match_model("NVIDIA H100 80GB HBM3", &models).unwrap().0, 1);
-        assert_eq!(match_model("NVIDIA B200", &models).unwrap().0, 2);
-        assert_eq!(match_model("h100-nvl", &models).unwrap().0, 3);
-        assert!(match_model("NVIDIA A100-SXM4-80GB", &models).is_none());
-    }
-}
-
 /// Adds a heartbeat's utilization readings to `run_utilization` (the utilization metric,
 /// docs/design.md section 5): for each running placement on a reporting node, the seconds
 /// since its previous counted report (at most `timeout_s`; the first report only starts the
@@ -802,4 +783,23 @@ async fn accumulate_utilization(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::match_model;
+
+    #[test]
+    fn models_match_by_name_or_word() {
+        let models = vec![
+            (1, "H100".to_string()),
+            (2, "B200".to_string()),
+            (3, "H100-NVL".to_string()),
+        ];
+        assert_eq!(match_model("h100", &models).unwrap().0, 1);
+        assert_eq!(match_model("NVIDIA H100 80GB HBM3", &models).unwrap().0, 1);
+        assert_eq!(match_model("NVIDIA B200", &models).unwrap().0, 2);
+        assert_eq!(match_model("h100-nvl", &models).unwrap().0, 3);
+        assert!(match_model("NVIDIA A100-SXM4-80GB", &models).is_none());
+    }
 }

@@ -68,7 +68,7 @@ async fn small_org(app: &TestApp) -> (i64, i64, i64, i64, i64) {
 }
 
 /// A run row and its events (kind, seconds after `t0`, attempt), as the service writes them.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 async fn scripted_run(
     app: &TestApp,
     ids: (i64, i64, i64, i64),
@@ -257,7 +257,7 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
     let head = rd.headers().unwrap().clone();
     let col = |name: &str| head.iter().position(|h| h == name).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
-    let pool_row = rows.iter().find(|r| &r[col("project")] == "").unwrap();
+    let pool_row = rows.iter().find(|r| r[col("project")].is_empty()).unwrap();
     let f = |r: &csv::StringRecord, c: &str| r[col(c)].parse::<f64>().unwrap();
     assert!(close(f(pool_row, "availability"), 0.75));
     assert!(close(f(pool_row, "impact"), impact));
@@ -664,10 +664,6 @@ async fn prometheus_scrapes_metrics_and_answers_a_query() {
         .unwrap();
     assert!(text.contains("tranche_http_requests_total{route=\"/api/v1/runs/{id}\",method=\"GET\",status=\"401\"} 1"), "{text}");
     assert!(!text.contains("12345"));
-    std::fs::write(
-        &text,
-    )
-    .unwrap();
     // promtool accepts the exposition.
     let mut check = std::process::Command::new("promtool")
         .args(["check", "metrics"])
