@@ -91,7 +91,7 @@ pub async fn load(
                 extract(epoch FROM coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END))::BIGINT, \
                 r.min_runtime_s \
          FROM runs r WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND r.submitted_at <= to_timestamp($4) \
-         AND coalesce(r.ended_at, r.decided_at, to_timestamp($5)) >= to_timestamp($3)",
+         AND coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END, to_timestamp($5)) >= to_timestamp($3)",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
