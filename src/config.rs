@@ -77,6 +77,9 @@ pub struct Site {
     /// (`TRANCHE_TRUST_FORWARDED_FOR`, default false; set it to true only behind a reverse
     /// proxy that appends it, else clients could choose their own address).
     pub trust_forwarded_for: bool,
+    /// The bearer token a Prometheus scrape of `/metrics` must present
+    /// (`TRANCHE_METRICS_TOKEN`); unset, `/metrics` is off (404).
+    pub metrics_token: Option<Secret>,
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -180,6 +183,15 @@ impl Site {
             agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
             tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
             trust_forwarded_for,
+            metrics_token: match std::env::var("TRANCHE_METRICS_TOKEN") {
+                Ok(t) if t.trim().len() >= 16 => Some(Secret::new(t.trim())),
+                Ok(t) if !t.trim().is_empty() => {
+                    anyhow::bail!(
+                        "TRANCHE_METRICS_TOKEN must be at least 16 characters (openssl rand -hex 32)"
+                    )
+                }
+                _ => None,
+            },
         })
     }
 
@@ -199,6 +211,7 @@ impl Site {
             agent_timeout_s: 30,
             tick_s: 5,
             trust_forwarded_for: false,
+            metrics_token: None,
         }
     }
 }

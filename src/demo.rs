@@ -309,3 +309,150 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<Option<Vec<DemoUser>>> {
     tx.commit().await?;
     Ok(Some(users))
 }
+
+/// Days of past runs [`load_history`] records.
+pub const HISTORY_DAYS: i64 = 30;
+
+/// What [`load_history`] recorded, per cluster: (cluster, recorded).
+pub type HistoryLoaded = Vec<(String, crate::metrics::record::Recorded)>;
+
+/// Records about [`HISTORY_DAYS`] days of past runs for the demo organisation's clusters
+/// (not `local`): jobs drawn by a fixed-seed generator (projects weighted by their effective
+/// share times a demand factor of 0.3 to 2, gangs of 1 to 64 GPUs, run times log-uniform
+/// between 5 minutes and 24 hours, arrivals spread evenly to about 80% of the GPU-time),
+/// replayed through the scheduling core ([`crate::sim::replay`], policy `tranche`) and written
+/// with [`crate::metrics::record`], ending a minute before now. Returns `None` when the
+/// history is already there or the demo organisation is not loaded.
+///
+/// # Errors
+/// Database errors (nothing is recorded then).
+pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>> {
+    use crate::scheduler::{PolicyKind, Share};
+    use crate::sim::{replay, setup, trace::Job};
+    use rand::{Rng, SeedableRng};
+
+    let mut lock = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(727275)")
+        .execute(&mut *lock)
+        .await?;
+    let (loaded, history): (bool, bool) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM site_flags WHERE name = 'demo_loaded'), \
+                EXISTS (SELECT 1 FROM site_flags WHERE name = 'demo_history')",
+    )
+    .fetch_one(&mut *lock)
+    .await?;
+    if !loaded || history {
+        return Ok(None);
+    }
+    let submitter: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
+        .fetch_one(&mut *lock)
+        .await?;
+    // The demo tree as the simulator's (paths of names), and the database id of each project.
+    let mut tree = Vec::new();
+    let mut ids: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for (program, pshare, teams) in PROGRAMS {
+        tree.push(setup::TreeEntry {
+            path: (*program).to_string(),
+            share: Share(u32::from(*pshare) * 100),
+        });
+        for (team, tshare, projects) in *teams {
+            tree.push(setup::TreeEntry {
+                path: format!("{program}/{team}"),
+                share: Share(u32::from(*tshare) * 100),
+            });
+            for (project, share) in *projects {
+                tree.push(setup::TreeEntry {
+                    path: format!("{program}/{team}/{project}"),
+                    share: Share(u32::from(*share) * 100),
+                });
+                let id: i64 =
+                    sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND is_project")
+                        .bind(*project)
+                        .fetch_one(&mut *lock)
+                        .await?;
+                ids.insert((*project).to_string(), id);
+            }
+        }
+    }
+    let span = HISTORY_DAYS * 86_400;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20_261_201);
+    let mut out = Vec::new();
+    for (cluster, model, nodes) in CLUSTERS {
+        let gpus = (*nodes * 8) as u32;
+        let pools = vec![setup::PoolSpec {
+            model: (*model).to_string(),
+            nodes: *nodes as u32,
+            gpus_per_node: 8,
+        }];
+        // Projects' weights: effective share times a demand factor.
+        let site0 = setup::build_site(&pools, &tree, &[])?;
+        let weights: Vec<(String, f64)> = site0
+            .names
+            .iter()
+            .map(|(id, name)| (name.clone(), site0.effective[id] * rng.gen_range(0.3..2.0)))
+            .collect();
+        let total_w: f64 = weights.iter().map(|w| w.1).sum();
+        let budget = 0.8 * f64::from(gpus) * span as f64;
+        let sizes = [1u32, 1, 1, 2, 4, 8, 8, 16, 32, 64];
+        let mut jobs = Vec::new();
+        let mut used = 0f64;
+        while used < budget {
+            let mut pick = rng.gen_range(0.0..total_w);
+            let mut tenant = weights[0].0.clone();
+            for (name, w) in &weights {
+                if pick < *w {
+                    tenant = name.clone();
+                    break;
+                }
+                pick -= w;
+            }
+            let g = sizes[rng.gen_range(0..sizes.len())].min(gpus / 4).max(1);
+            let duration = (300f64 * (288f64).powf(rng.gen_range(0.0..1.0))) as i64;
+            used += f64::from(g) * duration as f64;
+            jobs.push(Job {
+                line: jobs.len() as u64 + 2,
+                submit: rng.gen_range(0..span - duration.min(span / 2)),
+                duration,
+                gpus: g,
+                tenant,
+                min_runtime: None,
+                time_limit: None,
+                priority: None,
+                best_effort: false,
+            });
+        }
+        jobs.sort_by_key(|j| (j.submit, j.line));
+        let site = setup::build_site(&pools, &tree, &jobs)?;
+        let plans = setup::plan(&site, &jobs, PolicyKind::Tranche);
+        let rep = replay::replay(&site, &plans, PolicyKind::Tranche, (0, span), &|_| {});
+        let shift = jiff::Timestamp::now().as_second() - 60 - rep.end.max(span);
+        let (cid, mid): (i64, i64) = sqlx::query_as(
+            "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = $1 AND m.name = $2",
+        )
+        .bind(*cluster)
+        .bind(*model)
+        .fetch_one(&mut *lock)
+        .await?;
+        let target = crate::metrics::record::Target {
+            cluster: cid,
+            gpu_model: mid,
+            submitter,
+            projects: site
+                .names
+                .iter()
+                .map(|(id, name)| (*id, ids[name]))
+                .collect(),
+            shift_s: shift,
+            health: vec![(0, rep.end.max(span), gpus, gpus)],
+            command: "python train.py  # recorded demo history".into(),
+        };
+        let rec = crate::metrics::record::write(&mut lock, &target, &plans, &rep).await?;
+        out.push(((*cluster).to_string(), rec));
+    }
+    sqlx::query("INSERT INTO site_flags (name, value) VALUES ('demo_history', $1)")
+        .bind(format!("{HISTORY_DAYS} days"))
+        .execute(&mut *lock)
+        .await?;
+    lock.commit().await?;
+    Ok(Some(out))
+}

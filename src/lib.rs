@@ -18,6 +18,7 @@ pub mod error;
 pub mod export;
 pub mod ledger;
 pub mod mail;
+pub mod metrics;
 pub mod process;
 pub mod runs;
 pub mod scheduler;

@@ -175,6 +175,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             };
+            let history = match &result {
+                Ok(_) => tranche::demo::load_history(&database.pool).await,
+                Err(_) => Ok(None),
+            };
             database.close().await?;
             match result? {
                 Some((users, names, token)) => {
@@ -188,6 +192,21 @@ async fn run(command: Command) -> anyhow::Result<()> {
                     println!("agent-token: {token} cluster: local");
                 }
                 None => println!("The demo organisation is already loaded; nothing changed."),
+            }
+            match history? {
+                Some(loaded) => {
+                    for (cluster, r) in loaded {
+                        println!(
+                            "history: {} days of past runs on {cluster}: {} runs, {} attempts, {} preemptions, {:.0} GPU-hours (replayed through the scheduling core)",
+                            tranche::demo::HISTORY_DAYS,
+                            r.runs,
+                            r.attempts,
+                            r.preemptions,
+                            r.gpu_hours
+                        );
+                    }
+                }
+                None => println!("The demo history is already recorded; nothing changed."),
             }
             Ok(())
         }

@@ -31,6 +31,8 @@ pub struct AppState {
     pub wake: Arc<tokio::sync::Notify>,
     /// Seals and opens run environment values marked secret ([`crate::auth::secrets`]).
     pub secret_key: Arc<SecretKey>,
+    /// The Prometheus series of this process ([`crate::metrics::prom`]).
+    pub metrics: Arc<crate::metrics::prom::Metrics>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -71,6 +73,7 @@ impl AppState {
             agent_locks: Arc::default(),
             wake: Arc::default(),
             secret_key: Arc::new(SecretKey::random()),
+            metrics: Arc::default(),
         }
     }
 

@@ -657,6 +657,7 @@ pub async fn sync(
     .bind(&body.session)
     .execute(&mut *tx)
     .await?;
+    accumulate_utilization(&mut tx, &node_ids, &util_json, site.agent_timeout_s).await?;
     let changed = sqlx::query(
         "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
                 exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \
@@ -739,6 +740,49 @@ pub async fn sync(
             return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
         }
     }
+}
+
+/// Adds a heartbeat's utilization readings to `run_utilization` (the utilization metric,
+/// docs/design.md section 5): for each running placement on a reporting node, the seconds
+/// since its previous counted report (at most `timeout_s`; the first report only starts the
+/// clock) times the busy fraction of each of its GPUs, and times its GPUs with a reading, in
+/// the hour of the report. Counted at most once a second per placement.
+///
+/// # Errors
+/// Database errors.
+async fn accumulate_utilization(
+    conn: &mut sqlx::PgConnection,
+    node_ids: &[i64],
+    util_json: &[Option<String>],
+    timeout_s: i64,
+) -> Result<(), AppError> {
+    if util_json.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    sqlx::query(
+        "WITH u AS (SELECT id, util::JSONB AS util FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(id, util) WHERE util IS NOT NULL), \
+         o AS (SELECT q.run_id, q.attempt, q.node_id, q.gpu_indices, q.utilization_at AS prev, u.util \
+               FROM run_placements q JOIN u ON u.id = q.node_id \
+               WHERE q.proc_state = 'running' AND (q.utilization_at IS NULL OR q.utilization_at < now() - interval '1 second')), \
+         p AS (UPDATE run_placements p SET utilization_at = now() FROM o \
+               WHERE p.run_id = o.run_id AND p.attempt = o.attempt AND p.node_id = o.node_id \
+               RETURNING o.run_id, o.attempt, o.gpu_indices, o.util, \
+                         LEAST(coalesce(extract(epoch FROM now() - o.prev)::FLOAT8, 0), $3) AS dt), \
+         s AS (SELECT p.run_id, p.attempt, sum(p.dt * (p.util ->> g)::FLOAT8 / 100) AS busy, \
+                      sum(p.dt) FILTER (WHERE p.util ->> g IS NOT NULL) AS observed \
+               FROM p, unnest(p.gpu_indices) AS g WHERE p.dt > 0 GROUP BY p.run_id, p.attempt) \
+         INSERT INTO run_utilization (run_id, attempt, hour, busy_gpu_s, observed_gpu_s) \
+         SELECT run_id, attempt, date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', coalesce(busy, 0), observed \
+         FROM s WHERE observed > 0 \
+         ON CONFLICT (run_id, attempt, hour) DO UPDATE SET busy_gpu_s = run_utilization.busy_gpu_s + EXCLUDED.busy_gpu_s, \
+                observed_gpu_s = run_utilization.observed_gpu_s + EXCLUDED.observed_gpu_s",
+    )
+    .bind(node_ids)
+    .bind(util_json)
+    .bind(timeout_s as f64)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -808,6 +808,7 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     let mut place_runs: Vec<i64> = Vec::new();
     let mut place_nodes: Vec<i64> = Vec::new();
     let mut place_gpus: Vec<String> = Vec::new();
+    let by_id: HashMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
     for decision in &outcome.decisions {
         match decision {
             Decision::Preempt {
@@ -819,6 +820,12 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
                 event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
                 begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
                 report.preempted += 1;
+                if let Some(kind) = serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v["kind"].as_str().map(str::to_string))
+                {
+                    state.metrics.preempted(&kind);
+                }
             }
             Decision::Start {
                 run,
@@ -844,6 +851,11 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
                     place_gpus.push(format!("{{{}}}", list.join(",")));
                 }
                 starts.push(run.0);
+                if let Some(w) = by_id.get(run) {
+                    state
+                        .metrics
+                        .admission_wait(w.min_runtime_s, (now_s - w.submitted_at) as f64);
+                }
                 contracts.push(contract.map(|c| c.0));
                 let mut message = format!("started on {}", words.join("; "));
                 if let Some(c) = contract {
@@ -895,7 +907,6 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         notify_agents(&mut tx).await?;
     }
 
-    let by_id: HashMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
     let mut ids = Vec::with_capacity(outcome.waiting.len());
     let mut reasons = Vec::with_capacity(outcome.waiting.len());
     let mut estimates: Vec<Option<i64>> = Vec::with_capacity(outcome.waiting.len());
@@ -1008,10 +1019,21 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
     listener.listen(WAKE_CHANNEL).await?;
     let tick = Duration::from_secs(state.site.tick_s as u64);
     let mut reasons_written = std::time::Instant::now() - REASONS_EVERY;
+    let mut health_sampled = std::time::Instant::now();
     loop {
         let began = std::time::Instant::now();
         let write_reasons = began.duration_since(reasons_written) >= REASONS_EVERY;
         let result = pass_with(state, write_reasons).await;
+        state.metrics.pass_duration(began.elapsed().as_secs_f64());
+        let since = health_sampled.elapsed();
+        if since >= Duration::from_secs(crate::metrics::history::HEALTH_SAMPLE_S) {
+            health_sampled = std::time::Instant::now();
+            if let Err(e) =
+                crate::metrics::history::sample_health(&state.pool, since.as_secs_f64()).await
+            {
+                tracing::warn!(error = %e, "cannot record the GPUs' health for the metrics");
+            }
+        }
         if write_reasons && result.is_ok() {
             reasons_written = began;
         }

@@ -230,6 +230,10 @@ pub fn render(report: &Report) -> String {
     rows.push(row("impact (owed vs received)", &|s| {
         format!("{:.3}", s.impact)
     }));
+    rows.push(row("  projects served >= 95%", &|s| {
+        s.projects_served_share
+            .map_or_else(|| "-".into(), |x| format!("{:.1}%", 100.0 * x))
+    }));
     rows.push(row("  upper bound", &|s| {
         format!("{:.3}", s.impact_upper_bound)
     }));
@@ -239,6 +243,23 @@ pub fn render(report: &Report) -> String {
     rows.push(row("small-job wait p50 / p90", &|s| {
         format!("{} / {}", hms(s.small_wait_s.p50), hms(s.small_wait_s.p90))
     }));
+    for (name, pick) in [
+        (
+            "debug wait p50 / p90",
+            (|s: &Summary| s.class_waits.debug) as fn(&Summary) -> crate::metrics::Waits,
+        ),
+        ("protected wait p50 / p90", |s: &Summary| {
+            s.class_waits.protected
+        }),
+        ("unallocated wait p50 / p90", |s: &Summary| {
+            s.class_waits.unallocated
+        }),
+    ] {
+        rows.push(row(name, &|s| {
+            let w = pick(s);
+            format!("{} / {}", hms(w.p50_s), hms(w.p90_s))
+        }));
+    }
     rows.push(row("mean completion time", &|s| hms(s.jct_mean_s)));
     rows.push(row("preemptions", &|s| s.preemptions.to_string()));
     rows.push(row("  per 1,000 GPU-hours", &|s| {

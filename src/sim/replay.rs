@@ -7,6 +7,9 @@
 //! during `d` (exact for piecewise-constant allocation).
 
 use super::setup::{Plan, Site, is_small};
+use crate::metrics::{
+    ClassWaits, Figures, HealthSpan, History, ProjectShare, RunRecord, Segment, compute,
+};
 use crate::scheduler::{
     ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitingRun, schedule,
 };
@@ -45,14 +48,12 @@ pub struct Replay {
     pub kind: PolicyKind,
     /// Per job, in trace order.
     pub jobs: Vec<JobOutcome>,
-    /// Allocated GPU-seconds inside the measurement window.
-    pub occupied_alloc_s: f64,
-    /// Unallocated GPU-seconds inside the window.
-    pub occupied_unalloc_s: f64,
-    /// Allocated GPU-seconds per project inside the window.
-    pub received_s: BTreeMap<ProjectId, f64>,
-    /// Allocated GPU-seconds per project and hour of the window.
-    pub received_hourly: BTreeMap<ProjectId, Vec<f64>>,
+    /// Every stretch an attempt held its GPUs (the history [`crate::metrics::compute`] reads).
+    pub segments: Vec<Segment>,
+    /// The job (index in the plans) of each segment.
+    pub segment_jobs: Vec<usize>,
+    /// Instants of preemptions.
+    pub preempted_at: Vec<i64>,
     /// Preemptions.
     pub preemptions: u64,
     /// GPU-seconds of work lost to preemption.
@@ -105,17 +106,14 @@ pub fn replay(
     let mut protections: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut usage = vec![0f64; np];
     let mut alloc = vec![0i64; np];
-    let mut unalloc_total = 0i64;
-    let mut received = vec![0f64; np];
-    let hours = ((window.1 - window.0).max(1) as usize).div_ceil(3600);
-    let mut hourly = vec![vec![0f64; hours]; np];
+    // Index in r.segments of each running job's open segment.
+    let mut open = vec![usize::MAX; n];
     let mut r = Replay {
         kind,
         jobs: Vec::new(),
-        occupied_alloc_s: 0.0,
-        occupied_unalloc_s: 0.0,
-        received_s: BTreeMap::new(),
-        received_hourly: BTreeMap::new(),
+        segments: Vec::new(),
+        segment_jobs: Vec::new(),
+        preempted_at: Vec::new(),
         preemptions: 0,
         lost_gpu_s: 0.0,
         passes: 0,
@@ -148,33 +146,12 @@ pub fn replay(
         let Some(t) = [t_arr, t_end, t_prot].into_iter().flatten().min() else {
             break;
         };
-        // Advance the clock: usage decay and metrics.
+        // Advance the clock: usage decay.
         let d = (t - now) as f64;
         if d > 0.0 {
             let f = (-d / WINDOW_S).exp();
             for i in 0..np {
                 usage[i] = usage[i] * f + alloc[i] as f64 * WINDOW_S * (1.0 - f);
-            }
-            let lo = now.max(window.0);
-            let hi = t.min(window.1);
-            if hi > lo {
-                let dw = (hi - lo) as f64;
-                let total: i64 = alloc.iter().sum();
-                r.occupied_alloc_s += total as f64 * dw;
-                r.occupied_unalloc_s += unalloc_total as f64 * dw;
-                for i in 0..np {
-                    if alloc[i] == 0 {
-                        continue;
-                    }
-                    received[i] += alloc[i] as f64 * dw;
-                    let mut a = lo;
-                    while a < hi {
-                        let h = ((a - window.0) / 3600) as usize;
-                        let b = (window.0 + (h as i64 + 1) * 3600).min(hi);
-                        hourly[i][h.min(hours - 1)] += alloc[i] as f64 * (b - a) as f64;
-                        a = b;
-                    }
-                }
             }
             now = t;
         }
@@ -192,9 +169,9 @@ pub fn replay(
             let pi = proj_index[&plans[j].project];
             if run.allocated() {
                 alloc[pi] -= i64::from(plans[j].gpus);
-            } else {
-                unalloc_total -= i64::from(plans[j].gpus);
             }
+            r.segments[open[j]].end = t;
+            open[j] = usize::MAX;
             state[j] = State::Done;
             outcome[j].end = Some(t);
             generation[j] += 1;
@@ -263,9 +240,10 @@ pub fn replay(
                     let g = i64::from(plans[j].gpus);
                     if rr.allocated() {
                         alloc[pi] -= g;
-                    } else {
-                        unalloc_total -= g;
                     }
+                    r.segments[open[j]].end = t;
+                    open[j] = usize::MAX;
+                    r.preempted_at.push(t);
                     let elapsed = t - started_at[j];
                     let kept = elapsed / CHECKPOINT_S * CHECKPOINT_S;
                     r.lost_gpu_s += ((elapsed - kept) * g) as f64;
@@ -306,9 +284,16 @@ pub fn replay(
                     let g = i64::from(plans[j].gpus);
                     if w.allocated() {
                         alloc[pi] += g;
-                    } else {
-                        unalloc_total += g;
                     }
+                    open[j] = r.segments.len();
+                    r.segment_jobs.push(j);
+                    r.segments.push(Segment {
+                        project: w.project.0,
+                        gpus: plans[j].gpus,
+                        start: t,
+                        end: t,
+                        allocated: w.allocated(),
+                    });
                     state[j] = State::Running;
                     started_at[j] = t;
                     outcome[j].first_start.get_or_insert(t);
@@ -350,89 +335,59 @@ pub fn replay(
     }
     tick(next_arrival as u64);
     r.end = now;
-    r.received_s = snap
-        .projects
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id, received[i]))
-        .collect();
-    r.received_hourly = snap
-        .projects
-        .iter()
-        .zip(hourly)
-        .map(|(p, h)| (p.id, h))
-        .collect();
+    for &k in &open {
+        if k != usize::MAX {
+            r.segments[k].end = now;
+        }
+    }
     r.jobs = outcome;
     r
 }
 
-/// Owed GPU-seconds per project (docs/design.md section 5): hour by hour inside the window, the
-/// project's entitlement (effective share x cluster GPUs x 3600) capped at its real demand in
-/// that hour, the GPU-seconds its jobs were present (submitted, not yet completed) under this
-/// policy. Returns, per project, (owed, the part of it received in the same hours).
-pub fn owed(
-    site: &Site,
-    plans: &[Plan],
-    rep: &Replay,
-    window: (i64, i64),
-) -> BTreeMap<ProjectId, (f64, f64)> {
-    let mut events: BTreeMap<ProjectId, Vec<(i64, i64)>> = BTreeMap::new();
-    for (p, o) in plans.iter().zip(&rep.jobs) {
-        if o.rejected {
-            continue;
-        }
-        let end = o.end.unwrap_or(rep.end).max(p.submit);
-        let e = events.entry(p.project).or_default();
-        e.push((p.submit, i64::from(p.gpus)));
-        e.push((end, -i64::from(p.gpus)));
+/// The replay as a [`crate::metrics::History`] of the whole simulated cluster: every GPU
+/// healthy throughout the window, entitlements over all its GPUs, each job a run present from
+/// its submission to its end (or the replay's end), its attempts the segments, no agent reports.
+pub fn history(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) -> History {
+    History {
+        window,
+        end: rep.end,
+        capacity_gpus: f64::from(site.gpus),
+        health: vec![HealthSpan {
+            from: window.0,
+            to: window.1,
+            installed: site.gpus,
+            healthy: site.gpus,
+        }],
+        projects: site
+            .effective
+            .iter()
+            .map(|(id, eff)| ProjectShare {
+                id: id.0,
+                name: site.names.get(id).cloned().unwrap_or_default(),
+                effective_share: *eff,
+            })
+            .collect(),
+        runs: plans
+            .iter()
+            .zip(&rep.jobs)
+            .filter(|(_, o)| !o.rejected)
+            .map(|(p, o)| RunRecord {
+                project: p.project.0,
+                gpus: p.gpus,
+                submitted_at: p.submit,
+                queued_at: p.submit,
+                first_start: o.first_start,
+                ended_at: o.end,
+                min_runtime_s: p.min_runtime,
+            })
+            .collect(),
+        segments: rep.segments.clone(),
+        preemptions: rep.preempted_at.clone(),
+        utilization: None,
     }
-    let mut out = BTreeMap::new();
-    for (&proj, eff) in &site.effective {
-        let ent_per_s = eff * f64::from(site.gpus);
-        let mut ev = events.remove(&proj).unwrap_or_default();
-        ev.sort_unstable();
-        let mut total = 0f64;
-        let mut matched = 0f64;
-        let got = rep.received_hourly.get(&proj);
-        let mut h_index = 0usize;
-        let mut level = 0i64;
-        let mut i = 0;
-        let mut hour = window.0;
-        while hour < window.1 {
-            let hend = (hour + 3600).min(window.1);
-            let mut demand = 0f64;
-            let mut t = hour;
-            // Apply events before the hour.
-            while i < ev.len() && ev[i].0 <= t {
-                level += ev[i].1;
-                i += 1;
-            }
-            while i < ev.len() && ev[i].0 < hend {
-                demand += level as f64 * (ev[i].0 - t) as f64;
-                t = ev[i].0;
-                level += ev[i].1;
-                i += 1;
-            }
-            demand += level as f64 * (hend - t) as f64;
-            let owed_h = demand.min(ent_per_s * (hend - hour) as f64);
-            total += owed_h;
-            matched += owed_h.min(got.and_then(|g| g.get(h_index)).copied().unwrap_or(0.0));
-            h_index += 1;
-            hour = hend;
-        }
-        out.insert(proj, (total, matched));
-    }
-    out
 }
 
-/// Quantile (nearest rank) of a sorted slice; 0 when empty.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let k = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[k - 1]
-}
+pub use crate::metrics::quantile;
 
 /// Summary of one policy's replay, as printed and as `--json` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -447,11 +402,16 @@ pub struct Summary {
     pub occupancy_unallocated: f64,
     /// sum over projects and hours of min(received, owed) / sum(owed).
     pub impact: f64,
+    /// Share of projects owed something that received at least 95% of it.
+    pub projects_served_share: Option<f64>,
+    /// Queue waits by class (debug, protected, unallocated), as the live metrics give them.
+    pub class_waits: ClassWaits,
     /// An upper bound on `impact` for this replay: sum over projects of min(owed, the most it
     /// could receive) / sum(owed), where the most a project could receive is the GPU-seconds of
     /// its jobs' work plus the work it redid after preemptions (see [`impact_upper_bound`]).
     pub impact_upper_bound: f64,
-    /// Preemptions per 1,000 GPU-hours of occupied (allocated + unallocated) GPU-time.
+    /// Preemptions inside the window per 1,000 GPU-hours of occupied (allocated + unallocated)
+    /// GPU-time.
     pub preemptions_per_1000_gpu_hours: f64,
     /// How well the first estimated start of waiting runs foretold their real start.
     pub estimates: Estimates,
@@ -517,12 +477,12 @@ fn estimate_errors(pairs: &[(i64, i64)]) -> (Quantiles, f64) {
 /// policy. So sum over projects of min(owed, work + redone) / sum(owed) bounds impact from
 /// above. The cluster's capacity never binds hour by hour: owed is capped at the entitlement,
 /// and entitlements sum to at most the cluster.
-pub fn impact_upper_bound(
-    site: &Site,
-    plans: &[Plan],
-    rep: &Replay,
-    owed: &BTreeMap<ProjectId, (f64, f64)>,
-) -> f64 {
+pub fn impact_upper_bound(site: &Site, plans: &[Plan], rep: &Replay, fig: &Figures) -> f64 {
+    let owed: BTreeMap<i64, f64> = fig
+        .projects
+        .iter()
+        .map(|p| (p.id, p.owed_gpu_hours * 3600.0))
+        .collect();
     let mut work: BTreeMap<ProjectId, f64> = BTreeMap::new();
     for (p, o) in plans.iter().zip(&rep.jobs) {
         if !o.rejected && p.min_runtime > 0 {
@@ -532,7 +492,7 @@ pub fn impact_upper_bound(
     let mut num = 0f64;
     let mut den = 0f64;
     for id in site.effective.keys() {
-        let o = owed.get(id).map_or(0.0, |o| o.0);
+        let o = owed.get(&id.0).copied().unwrap_or(0.0);
         let w = work.get(id).copied().unwrap_or(0.0)
             + rep.lost_by_project.get(id).copied().unwrap_or(0.0);
         num += o.min(w);
@@ -584,7 +544,6 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
         waiting: 0,
         rejected: 0,
     };
-    let mut waits = Vec::new();
     let mut small = Vec::new();
     let mut jct = 0f64;
     let mut est = Estimates::default();
@@ -611,34 +570,29 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
             }
             None => counts.waiting += 1,
         }
-        if let Some(s) = o.first_start {
-            let w = (s - p.submit) as f64;
-            waits.push(w);
-            if is_small(p.gpus, p.duration) {
-                small.push(w);
-            }
+        if let Some(s) = o.first_start
+            && is_small(p.gpus, p.duration)
+        {
+            small.push((s - p.submit) as f64);
         }
     }
-    waits.sort_by(f64::total_cmp);
     small.sort_by(f64::total_cmp);
     est.estimated = all_pairs.len() as u64;
     (est.error_s, est.late_share) = estimate_errors(&all_pairs);
     est.reserved = reserved_pairs.len() as u64;
     (est.reserved_error_s, est.reserved_late_share) = estimate_errors(&reserved_pairs);
-    let available = f64::from(site.gpus) * (window.1 - window.0).max(1) as f64;
-    let owed = owed(site, plans, rep, window);
-    let upper = impact_upper_bound(site, plans, rep, &owed);
-    let occupied_h = (rep.occupied_alloc_s + rep.occupied_unalloc_s) / 3600.0;
-    let owed_sum: f64 = owed.values().map(|o| o.0).sum();
-    let got: f64 = owed.values().map(|o| o.1).sum();
+    let fig = compute(&history(site, plans, rep, window));
+    let upper = impact_upper_bound(site, plans, rep, &fig);
+    let by_id: BTreeMap<i64, &crate::metrics::ProjectFigures> =
+        fig.projects.iter().map(|p| (p.id, p)).collect();
     let projects = site
         .names
         .iter()
         .map(|(id, name)| ProjectLine {
             project: name.clone(),
             share: site.effective[id],
-            owed_gpu_hours: owed.get(id).map_or(0.0, |o| o.0) / 3600.0,
-            received_gpu_hours: rep.received_s.get(id).copied().unwrap_or(0.0) / 3600.0,
+            owed_gpu_hours: by_id.get(&id.0).map_or(0.0, |p| p.owed_gpu_hours),
+            received_gpu_hours: by_id.get(&id.0).map_or(0.0, |p| p.received_gpu_hours),
         })
         .collect();
     Summary {
@@ -649,19 +603,17 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
         }
         .to_string(),
         jobs: counts,
-        occupancy: (rep.occupied_alloc_s + rep.occupied_unalloc_s) / available,
-        occupancy_unallocated: rep.occupied_unalloc_s / available,
-        impact: if owed_sum > 0.0 { got / owed_sum } else { 1.0 },
+        occupancy: fig.occupancy.unwrap_or(0.0),
+        occupancy_unallocated: fig.occupancy_unallocated.unwrap_or(0.0),
+        impact: fig.impact,
+        projects_served_share: fig.projects_served_share,
         impact_upper_bound: upper,
-        preemptions_per_1000_gpu_hours: if occupied_h > 0.0 {
-            rep.preemptions as f64 * 1000.0 / occupied_h
-        } else {
-            0.0
-        },
+        preemptions_per_1000_gpu_hours: fig.preemptions_per_1000_gpu_hours,
+        class_waits: fig.waits,
         estimates: est,
         wait_s: Quantiles {
-            p50: quantile(&waits, 0.5),
-            p90: quantile(&waits, 0.9),
+            p50: fig.waits.all.p50_s,
+            p90: fig.waits.all.p90_s,
         },
         small_wait_s: Quantiles {
             p50: quantile(&small, 0.5),

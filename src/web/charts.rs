@@ -1,5 +1,6 @@
-//! Server-side SVG charts for the spend reports, drawn with `plotters` (SVG backend, no system
-//! fonts needed): stacked bars of contract and run spend.
+//! Server-side SVG charts, drawn with `plotters` (SVG backend, no system fonts needed): stacked
+//! bars of contract and run spend (spend reports), and two series per label, stacked or side by
+//! side (the metrics dashboard).
 
 use plotters::prelude::*;
 
@@ -83,6 +84,107 @@ fn draw(
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// How [`two_series`] draws its two values per label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrangement {
+    /// The second value on top of the first.
+    Stacked,
+    /// The two bars next to each other.
+    SideBySide,
+}
+
+/// Draws two values per label (`(label, first, second)`) as stacked or side-by-side bars,
+/// with a legend of `names` and the y axis described by `y_desc`. Returns the SVG document,
+/// or an empty string when drawing fails.
+pub fn two_series(
+    title: &str,
+    bars: &[(String, f64, f64)],
+    names: (&str, &str),
+    y_desc: &str,
+    arrangement: Arrangement,
+) -> String {
+    let mut svg = String::new();
+    if draw_two(&mut svg, title, bars, names, y_desc, arrangement).is_err() {
+        tracing::warn!(title, "chart drawing failed");
+        return String::new();
+    }
+    svg
+}
+
+fn draw_two(
+    svg: &mut String,
+    title: &str,
+    bars: &[(String, f64, f64)],
+    names: (&str, &str),
+    y_desc: &str,
+    arrangement: Arrangement,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, (640, 280)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let stacked = arrangement == Arrangement::Stacked;
+    let max = bars
+        .iter()
+        .map(|(_, a, b)| if stacked { a + b } else { a.max(*b) })
+        .fold(0.0_f64, f64::max)
+        .max(1.0)
+        * 1.15;
+    let n = bars.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5_f64..(n - 0.5), 0.0_f64..max)?;
+    let labels: Vec<String> = bars.iter().map(|(l, _, _)| l.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bars.len().max(1))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()?;
+    let first = |i: usize, a: f64| {
+        let x = i as f64;
+        let (l, r) = if stacked {
+            (x - 0.35, x + 0.35)
+        } else {
+            (x - 0.35, x)
+        };
+        Rectangle::new([(l, 0.0), (r, a)], CONTRACTS.filled())
+    };
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, a, _))| first(i, *a)))?
+        .label(names.0)
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], CONTRACTS.filled()));
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, a, b))| {
+            let x = i as f64;
+            if stacked {
+                Rectangle::new([(x - 0.35, *a), (x + 0.35, a + b)], RUNS.filled())
+            } else {
+                Rectangle::new([(x, 0.0), (x + 0.35, *b)], RUNS.filled())
+            }
+        }))?
+        .label(names.1)
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], RUNS.filled()));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
         .draw()?;
     root.present()?;
     Ok(())

@@ -9,6 +9,7 @@ pub mod charts;
 pub mod contracts;
 pub mod home;
 pub mod input;
+pub mod metrics;
 pub mod reports;
 pub mod runs;
 pub mod session;
@@ -68,6 +69,7 @@ impl Layout {
         ]);
         if account.sees_everything() || account.lead_nodes().next().is_some() {
             nav.push(("/reports", "Spend"));
+            nav.push(("/dashboard", "Metrics"));
             nav.push(("/audit", "Audit log"));
         }
         if account.is_admin() {
@@ -227,6 +229,7 @@ pub fn app(state: AppState) -> Router {
         .merge(account::router())
         .merge(contracts::router())
         .merge(reports::router())
+        .merge(metrics::router())
         .merge(runs::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
@@ -239,8 +242,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api::router())
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics::prometheus))
         .route("/static/style.css", get(stylesheet))
         .merge(pages)
+        .route_layer(axum::middleware::from_fn(metrics::tag_route))
         // No framing (clickjacking), no MIME sniffing, only our own scripts and styles (inline
         // styles carry the tree's indentation and the calendar's colours), no referrer leaks.
         .layer(SetResponseHeaderLayer::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
@@ -251,6 +256,10 @@ pub fn app(state: AppState) -> Router {
             HeaderValue::from_static("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
         ))
         .layer(axum::middleware::from_fn(run_to_completion))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count_requests,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -59,6 +59,14 @@ fn page_rows(i: &Ids) -> Vec<Row> {
             [303, 403, 403, 200, 200],
         ),
         ("/audit".into(), [303, 403, 200, 200, 200]),
+        ("/dashboard".into(), [303, 403, 200, 200, 200]),
+        (
+            "/dashboard?window=7d&cluster=b300-lab".into(),
+            [303, 403, 200, 200, 200],
+        ),
+        ("/dashboard.csv".into(), [303, 403, 200, 200, 200]),
+        // Prometheus' scrape: off without TRANCHE_METRICS_TOKEN, whoever is signed in.
+        ("/metrics".into(), [404, 404, 404, 404, 404]),
         ("/admin/inventory".into(), [303, 403, 403, 403, 200]),
         (
             format!("/admin/clusters/{}", i.cluster),
@@ -228,6 +236,18 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
         (
             "GET",
             "/api/v1/audit".into(),
+            None,
+            [401, 403, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/metrics".into(),
+            None,
+            [401, 403, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/metrics?window=period&cluster=b300-lab".into(),
             None,
             [401, 403, 200, 200, 200],
         ),

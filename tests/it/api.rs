@@ -268,6 +268,7 @@ async fn openapi_document_lists_the_endpoints() {
         "/approvals",
         "/agent/register",
         "/agent/sync",
+        "/metrics",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }

@@ -837,6 +837,15 @@ async fn get_spend(
     ok(json!({"period": label, "currency": state.site.currency, "rows": rows}))
 }
 
+async fn get_metrics(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiQuery(q): ApiQuery<crate::web::metrics::MetricsQuery>,
+) -> ApiResult {
+    let d = crate::web::metrics::dashboard(&state, &me, &q).await?;
+    ok(serde_json::to_value(d).map_err(|e| ApiError(AppError::Internal(e.into())))?)
+}
+
 #[derive(serde::Deserialize)]
 struct LedgerQuery {
     project: String,
@@ -936,6 +945,7 @@ pub fn router() -> Router<AppState> {
         .route("/contracts/{id}/cancel", post(cancel_contract))
         .route("/capacity", get(get_capacity))
         .route("/spend", get(get_spend))
+        .route("/metrics", get(get_metrics))
         .route("/notifications", get(get_notifications))
         .route("/alerts", get(get_alerts))
         .route("/notifications/read", post(read_notifications))

@@ -84,6 +84,7 @@ pub fn document() -> Value {
             "/contracts/{id}/cancel": {"parameters": [id], "post": op("Cancel a contract before its start for the site's refund percentage", None, "200")},
             "/capacity": {"get": op("Capacity calendar of ?cluster=NAME&gpu_model=NAME: installed, contractable and, per hour of the next 8 weeks, GPUs contracted", None, "200")},
             "/spend": {"get": op("Spend report rows (the CSV's rows) for ?period=YYYY-MM&node=ID&cluster=NAME (finance, admins, leads of the node)", None, "200")},
+            "/metrics": {"get": op("The metrics of docs/design.md section 5 per cluster and GPU model (finance and admins: every project; leads: project figures of their subtree): availability, occupancy (allocated, unallocated), impact and the share of projects served at least 95% of what they were owed, utilization, queue waits p50/p90 by class (debug, protected, unallocated), preemptions per 1,000 GPU-hours, and owed vs received per project. Query: ?cluster=NAME&window=24h|7d|30d|period&period=YYYY-MM, or ?from=RFC3339&to=RFC3339 (at most 400 days); 422 invalid_input names the field", None, "200")},
             "/ledger": {"get": op("A project's ledger entries and current balance: ?project=NAME", None, "200")},
             "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", None, "200")},
             "/alerts": {"get": op("Budget alerts that fired for projects the caller may see (threshold, actual or forecast, spend and budget)", None, "200")},

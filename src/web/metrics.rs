@@ -1,0 +1,612 @@
+//! The metrics dashboard (`/dashboard`, `/dashboard.csv`, `GET /api/v1/metrics`) and the
+//! Prometheus scrape (`/metrics`).
+//!
+//! The figures are [`crate::metrics::compute`] over the database history of each pool (a
+//! cluster's GPUs of one model) in a window: the last 24 hours, 7 days, 30 days, a budget
+//! period, or (API) any `from`..`to`. Finance and admins see every project; a lead sees the
+//! pool-wide availability, occupancy, utilization and preemption rate (aggregates that name no
+//! project) and, over the projects of their subtree only, impact, waits and the project table.
+//! Researchers are refused.
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_sessions::Session;
+
+use crate::auth::{Account, CurrentUser};
+use crate::error::AppError;
+use crate::export::Cell;
+use crate::metrics::{self, Figures, ProjectShare, history};
+use crate::state::AppState;
+use crate::web::input::Query;
+use crate::web::{Layout, charts, render};
+
+/// Longest window the API accepts, s (400 days).
+pub const MAX_WINDOW_S: i64 = 400 * 86_400;
+
+/// Query of the page, the CSV and the API.
+#[derive(serde::Deserialize, serde::Serialize, Default, Clone, Debug)]
+pub struct MetricsQuery {
+    /// Cluster name; empty means every cluster.
+    #[serde(default)]
+    pub cluster: String,
+    /// `24h` (default), `7d`, `30d` or `period`.
+    #[serde(default)]
+    pub window: String,
+    /// With `window=period`: the budget period `YYYY-MM` (default the current one).
+    #[serde(default)]
+    pub period: String,
+    /// Window start, RFC 3339 (with `to`, instead of `window`).
+    #[serde(default)]
+    pub from: String,
+    /// Window end (exclusive), RFC 3339; default now.
+    #[serde(default)]
+    pub to: String,
+}
+
+/// The figures of one pool.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PoolFigures {
+    /// Cluster name.
+    pub cluster: String,
+    /// GPU model name.
+    pub gpu_model: String,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// A resolved request: the window and the figures of each pool.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Dashboard {
+    /// Window start, RFC 3339.
+    pub from: String,
+    /// Window end (exclusive), RFC 3339.
+    pub to: String,
+    /// `24h`, `7d`, `30d`, `period` or `custom`.
+    pub window: String,
+    /// Whether project figures cover every project (finance, admins) or the caller's subtree.
+    pub scope: &'static str,
+    /// Per pool.
+    pub pools: Vec<PoolFigures>,
+    /// Where drains for repair will be counted (emptied by themselves vs needing an admin to
+    /// stop a protected run); `null` until node drains are recorded.
+    pub drains: Option<serde_json::Value>,
+}
+
+fn parse_instant(field: &'static str, text: &str) -> Result<jiff::Timestamp, AppError> {
+    text.trim().parse::<jiff::Timestamp>().map_err(|_| {
+        AppError::invalid(
+            field,
+            format!(
+                "{} is not an instant with an offset, such as 2026-12-01T00:00:00Z",
+                crate::domain::quote(text.trim())
+            ),
+        )
+    })
+}
+
+/// The window `[from, to)` and its name for a query.
+///
+/// # Errors
+/// Invalid window, period or instants (422 with the field).
+pub fn resolve_window(
+    q: &MetricsQuery,
+    site: &crate::config::Site,
+    now: jiff::Timestamp,
+) -> Result<(i64, i64, String), AppError> {
+    let now_s = now.as_second();
+    if !q.from.trim().is_empty() || !q.to.trim().is_empty() {
+        if q.from.trim().is_empty() {
+            return Err(AppError::invalid("from", "give from with to"));
+        }
+        let from = parse_instant("from", &q.from)?.as_second();
+        let to = if q.to.trim().is_empty() {
+            now_s
+        } else {
+            parse_instant("to", &q.to)?.as_second()
+        };
+        if to <= from {
+            return Err(AppError::invalid("to", "to must be after from"));
+        }
+        if to - from > MAX_WINDOW_S {
+            return Err(AppError::invalid(
+                "from",
+                "a window is at most 400 days long",
+            ));
+        }
+        return Ok((from, to, "custom".into()));
+    }
+    let w = q.window.trim();
+    let span = match w {
+        "" | "24h" => 86_400,
+        "7d" => 7 * 86_400,
+        "30d" => 30 * 86_400,
+        "period" => {
+            let p = if q.period.trim().is_empty() {
+                crate::ledger::Period::containing(now, site)
+            } else {
+                crate::ledger::reports::parse_report_period(&q.period, site, now)
+                    .map_err(|m| AppError::invalid("period", m))?
+            };
+            let (a, b) = (p.start.as_second(), p.end.as_second().min(now_s));
+            if b <= a {
+                return Err(AppError::invalid(
+                    "period",
+                    "that budget period has not begun",
+                ));
+            }
+            return Ok((a, b, "period".into()));
+        }
+        other => {
+            return Err(AppError::invalid(
+                "window",
+                format!(
+                    "{} is not a window; choose 24h, 7d, 30d or period",
+                    crate::domain::quote(other)
+                ),
+            ));
+        }
+    };
+    Ok((
+        now_s - span,
+        now_s,
+        if w.is_empty() { "24h" } else { w }.into(),
+    ))
+}
+
+fn rfc3339(s: i64) -> String {
+    jiff::Timestamp::from_second(s)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// Computes the dashboard for `me`: checks the role, resolves the window and loads each pool.
+///
+/// # Errors
+/// Forbidden for researchers; Invalid query; database errors.
+pub async fn dashboard(
+    state: &AppState,
+    me: &Account,
+    q: &MetricsQuery,
+) -> Result<Dashboard, AppError> {
+    if !me.sees_everything() && me.lead_nodes().next().is_none() {
+        return Err(AppError::Forbidden(
+            "metrics are for finance, admins and leads".into(),
+        ));
+    }
+    let now = jiff::Timestamp::now();
+    let (from, to, window) = resolve_window(q, &state.site, now)?;
+    let cluster = q.cluster.trim();
+    if !cluster.is_empty()
+        && crate::db::inventory::cluster_id(&state.pool, cluster)
+            .await?
+            .is_none()
+    {
+        return Err(AppError::invalid(
+            "cluster",
+            format!(
+                "there is no cluster named {}",
+                crate::domain::quote(cluster)
+            ),
+        ));
+    }
+    let tree = state.tree().await?;
+    let everything = me.sees_everything();
+    let projects: Vec<ProjectShare> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project && (everything || me.leads(n.id, &tree.parents)))
+        .map(|n| ProjectShare {
+            id: n.id,
+            name: n.name.clone(),
+            effective_share: n.effective.numerator as f64 / n.effective.denominator as f64,
+        })
+        .collect();
+    let pools: Vec<(i64, String, i64, String)> = sqlx::query_as(
+        "SELECT DISTINCT c.id, c.name, m.id, m.name FROM nodes n JOIN clusters c ON c.id = n.cluster_id \
+         JOIN gpu_models m ON m.id = n.gpu_model_id WHERE ($1 = '' OR c.name = $1) ORDER BY c.name, m.name",
+    )
+    .bind(cluster)
+    .fetch_all(&state.pool)
+    .await?;
+    let mut out = Vec::with_capacity(pools.len());
+    for (cid, cname, mid, mname) in pools {
+        let capacity = tree
+            .capacity
+            .iter()
+            .find(|c| c.cluster == cname && c.gpu_model == mname)
+            .map_or(0.0, |c| c.gpus as f64);
+        let mut h = history::load(
+            &state.pool,
+            history::Scope {
+                cluster: cid,
+                gpu_model: mid,
+                from,
+                to,
+                now: now.as_second(),
+            },
+            projects.clone(),
+            capacity,
+        )
+        .await?;
+        if !everything {
+            let mine: std::collections::HashSet<i64> = projects.iter().map(|p| p.id).collect();
+            h.runs.retain(|r| mine.contains(&r.project));
+        }
+        out.push(PoolFigures {
+            cluster: cname,
+            gpu_model: mname,
+            figures: metrics::compute(&h),
+        });
+    }
+    Ok(Dashboard {
+        from: rfc3339(from),
+        to: rfc3339(to),
+        window,
+        scope: if everything { "all" } else { "subtree" },
+        pools: out,
+        drains: None,
+    })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+fn secs(s: f64) -> String {
+    let s = s.round() as i64;
+    if s < 120 {
+        format!("{s} s")
+    } else if s < 7200 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{:.1} h", s as f64 / 3600.0)
+    }
+}
+
+fn waits_cell(w: &metrics::Waits) -> String {
+    if w.runs == 0 {
+        "–".into()
+    } else {
+        format!("{} / {} ({})", secs(w.p50_s), secs(w.p90_s), w.runs)
+    }
+}
+
+struct PoolView {
+    cluster: String,
+    gpu_model: String,
+    cells: Vec<String>,
+}
+
+struct ProjectView {
+    cluster: String,
+    gpu_model: String,
+    name: String,
+    owed: String,
+    received: String,
+    impact: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "dashboard.html")]
+struct DashboardPage {
+    layout: Layout,
+    windows: Vec<(&'static str, &'static str)>,
+    window: String,
+    periods: Vec<String>,
+    period: String,
+    clusters: Vec<String>,
+    cluster: String,
+    query: String,
+    from: String,
+    to: String,
+    subtree: bool,
+    pools: Vec<PoolView>,
+    projects: Vec<ProjectView>,
+    pools_svg: String,
+    impact_svg: String,
+}
+
+fn h1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+async fn page(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Query(q): Query<MetricsQuery>,
+) -> Result<Response, AppError> {
+    let d = dashboard(&state, &me, &q).await?;
+    let mut pools = Vec::new();
+    let mut projects = Vec::new();
+    let mut pool_bars: Vec<(String, f64, f64)> = Vec::new();
+    let mut owed: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for p in &d.pools {
+        let f = &p.figures;
+        pools.push(PoolView {
+            cluster: p.cluster.clone(),
+            gpu_model: p.gpu_model.clone(),
+            cells: vec![
+                pct(f.availability),
+                pct(f.occupancy),
+                pct(f.occupancy_allocated),
+                pct(f.occupancy_unallocated),
+                format!("{:.3}", f.impact),
+                pct(f.projects_served_share),
+                pct(f.utilization),
+                waits_cell(&f.waits.debug),
+                waits_cell(&f.waits.protected),
+                waits_cell(&f.waits.unallocated),
+                format!(
+                    "{} ({:.2})",
+                    f.preemptions, f.preemptions_per_1000_gpu_hours
+                ),
+            ],
+        });
+        pool_bars.push((
+            format!("{} {}", p.cluster, p.gpu_model),
+            100.0 * f.occupancy_allocated.unwrap_or(0.0),
+            100.0 * f.occupancy_unallocated.unwrap_or(0.0),
+        ));
+        for pr in f
+            .projects
+            .iter()
+            .filter(|x| x.owed_gpu_hours > 0.0 || x.received_gpu_hours > 0.0)
+        {
+            let e = owed.entry(pr.name.clone()).or_default();
+            e.0 += pr.owed_gpu_hours;
+            e.1 += pr.received_of_owed_gpu_hours;
+            projects.push(ProjectView {
+                cluster: p.cluster.clone(),
+                gpu_model: p.gpu_model.clone(),
+                name: pr.name.clone(),
+                owed: h1(pr.owed_gpu_hours),
+                received: h1(pr.received_gpu_hours),
+                impact: pr.impact.map_or_else(|| "–".into(), |x| format!("{x:.3}")),
+            });
+        }
+    }
+    let mut top: Vec<(String, f64, f64)> = owed.into_iter().map(|(k, (a, b))| (k, a, b)).collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(12);
+    let now = jiff::Timestamp::now();
+    let query = serde_urlencoded::to_string(&q).unwrap_or_default();
+    render(&DashboardPage {
+        layout: Layout::for_user(&session, &me, "/dashboard").await?,
+        windows: vec![
+            ("24h", "last 24 hours"),
+            ("7d", "last 7 days"),
+            ("30d", "last 30 days"),
+            ("period", "a budget period"),
+        ],
+        window: d.window.clone(),
+        periods: crate::ledger::reports::recent_periods(now, &state.site, 12)
+            .iter()
+            .rev()
+            .map(|p| {
+                p.start
+                    .to_zoned(state.site.time_zone.clone())
+                    .strftime("%Y-%m")
+                    .to_string()
+            })
+            .collect(),
+        period: q.period.trim().to_string(),
+        clusters: crate::db::inventory::clusters(&state.pool)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect(),
+        cluster: q.cluster.trim().to_string(),
+        query,
+        from: d.from.clone(),
+        to: d.to.clone(),
+        subtree: d.scope == "subtree",
+        pools,
+        projects,
+        pools_svg: charts::two_series(
+            "Occupancy by pool",
+            &pool_bars,
+            ("allocated", "unallocated"),
+            "% of healthy GPU-time",
+            charts::Arrangement::Stacked,
+        ),
+        impact_svg: charts::two_series(
+            "Owed vs received (GPU-hours)",
+            &top,
+            ("owed", "received within owed"),
+            "GPU-hours",
+            charts::Arrangement::SideBySide,
+        ),
+    })
+}
+
+/// The CSV header of [`csv_rows`].
+pub const CSV_HEADER: [&str; 24] = [
+    "from",
+    "to",
+    "cluster",
+    "gpu_model",
+    "project",
+    "installed_gpu_hours",
+    "healthy_gpu_hours",
+    "availability",
+    "allocated_gpu_hours",
+    "unallocated_gpu_hours",
+    "occupancy",
+    "occupancy_allocated",
+    "occupancy_unallocated",
+    "owed_gpu_hours",
+    "received_gpu_hours",
+    "impact",
+    "projects_served_share",
+    "utilization",
+    "debug_wait_p50_s",
+    "debug_wait_p90_s",
+    "protected_wait_p50_s",
+    "protected_wait_p90_s",
+    "unallocated_wait_p50_s",
+    "unallocated_wait_p90_s",
+];
+
+/// One row per pool (project empty) and one per project of each pool (pool-only columns empty).
+pub fn csv_rows(d: &Dashboard) -> Vec<Vec<Cell>> {
+    let o = |v: Option<f64>| Cell::number(v.map_or_else(String::new, |x| format!("{x:.6}")));
+    let n = |v: f64| Cell::number(format!("{v:.6}"));
+    let e = || Cell::number("");
+    let mut rows = Vec::new();
+    for p in &d.pools {
+        let f = &p.figures;
+        let owed: f64 = f.projects.iter().map(|x| x.owed_gpu_hours).sum();
+        let received: f64 = f.projects.iter().map(|x| x.received_gpu_hours).sum();
+        rows.push(vec![
+            Cell::text(&d.from),
+            Cell::text(&d.to),
+            Cell::text(&p.cluster),
+            Cell::text(&p.gpu_model),
+            Cell::text(""),
+            n(f.installed_gpu_hours),
+            n(f.healthy_gpu_hours),
+            o(f.availability),
+            n(f.allocated_gpu_hours),
+            n(f.unallocated_gpu_hours),
+            o(f.occupancy),
+            o(f.occupancy_allocated),
+            o(f.occupancy_unallocated),
+            n(owed),
+            n(received),
+            n(f.impact),
+            o(f.projects_served_share),
+            o(f.utilization),
+            n(f.waits.debug.p50_s),
+            n(f.waits.debug.p90_s),
+            n(f.waits.protected.p50_s),
+            n(f.waits.protected.p90_s),
+            n(f.waits.unallocated.p50_s),
+            n(f.waits.unallocated.p90_s),
+        ]);
+        for pr in &f.projects {
+            let mut row = vec![
+                Cell::text(&d.from),
+                Cell::text(&d.to),
+                Cell::text(&p.cluster),
+                Cell::text(&p.gpu_model),
+                Cell::text(&pr.name),
+            ];
+            row.extend((0..8).map(|_| e()));
+            row.push(n(pr.owed_gpu_hours));
+            row.push(n(pr.received_gpu_hours));
+            row.push(o(pr.impact));
+            row.extend((0..8).map(|_| e()));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+async fn csv_export(
+    State(state): State<AppState>,
+    CurrentUser(me): CurrentUser,
+    Query(q): Query<MetricsQuery>,
+) -> Result<Response, AppError> {
+    let d = dashboard(&state, &me, &q).await?;
+    let body = crate::export::csv(&CSV_HEADER, csv_rows(&d))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"tranche-metrics.csv\"".to_string(),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// `GET /metrics`: the Prometheus exposition, for a scraper presenting
+/// `Authorization: Bearer TRANCHE_METRICS_TOKEN`. Off (404) while no token is configured;
+/// 401 with `WWW-Authenticate: Bearer` for a missing or wrong token.
+///
+/// # Errors
+/// Database errors while reading the gauges.
+pub async fn prometheus(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, AppError> {
+    let Some(token) = &state.site.metrics_token else {
+        return Err(AppError::NotFound("there is no such page".into()));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let good: bool =
+        subtle::ConstantTimeEq::ct_eq(given.as_bytes(), token.expose().as_bytes()).into();
+    if !good {
+        return Ok((
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "a bearer token is required to scrape /metrics\n",
+        )
+            .into_response());
+    }
+    let body = state.metrics.render(&state.pool, &state.site).await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// The matched route template of a request, carried on its response for [`count_requests`].
+#[derive(Clone)]
+struct RouteTemplate(String);
+
+/// Inner half of the request counter (a route layer: runs only for matched routes): copies the
+/// matched path template onto the response.
+pub async fn tag_route(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string());
+    let mut res = next.run(req).await;
+    if let Some(r) = route {
+        res.extensions_mut().insert(RouteTemplate(r));
+    }
+    res
+}
+
+/// Outer half of the request counter: counts every answered request by route template
+/// (`unmatched` for the fallbacks), method and status in `tranche_http_requests_total`.
+pub async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let method = req.method().as_str().to_string();
+    let res = next.run(req).await;
+    let route = res
+        .extensions()
+        .get::<RouteTemplate>()
+        .map_or("unmatched", |r| r.0.as_str());
+    let method = match method.as_str() {
+        "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method.as_str(),
+        _ => "other",
+    };
+    state
+        .metrics
+        .http_request(route, method, res.status().as_u16());
+    res
+}
+
+/// `GET /dashboard` and `GET /dashboard.csv`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/dashboard", get(page))
+        .route("/dashboard.csv", get(csv_export))
+}
