@@ -77,6 +77,12 @@ pub struct Site {
     /// (`TRANCHE_TRUST_FORWARDED_FOR`, default false; set it to true only behind a reverse
     /// proxy that appends it, else clients could choose their own address).
     pub trust_forwarded_for: bool,
+    /// A running run whose GPUs all report utilization under this percentage is idle
+    /// (`TRANCHE_IDLE_UTILIZATION_PERCENT`, default 5; docs/design.md section 5).
+    pub idle_utilization_percent: u8,
+    /// Seconds a run stays idle before it is flagged to its submitter and its project's leads
+    /// (`TRANCHE_IDLE_AFTER_S`, default 1800).
+    pub idle_after_s: i64,
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -180,6 +186,8 @@ impl Site {
             agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
             tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
             trust_forwarded_for,
+            idle_utilization_percent: percent_var("TRANCHE_IDLE_UTILIZATION_PERCENT", 5)?,
+            idle_after_s: seconds_var("TRANCHE_IDLE_AFTER_S", 1800)?,
         })
     }
 
@@ -199,6 +207,8 @@ impl Site {
             agent_timeout_s: 30,
             tick_s: 5,
             trust_forwarded_for: false,
+            idle_utilization_percent: 5,
+            idle_after_s: 1800,
         }
     }
 }
