@@ -10,6 +10,7 @@ mod embedded;
 mod hardening;
 mod live;
 mod mail;
+mod ops;
 mod reports;
 mod run_pages;
 mod runs;
