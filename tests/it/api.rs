@@ -268,6 +268,10 @@ async fn openapi_document_lists_the_endpoints() {
         "/approvals",
         "/agent/register",
         "/agent/sync",
+        "/cluster-nodes/{id}/drain",
+        "/cluster-nodes/{id}/return",
+        "/idle-flags",
+        "/idle-flags/{id}/stop",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }
