@@ -32,6 +32,7 @@ struct HomePage {
 }
 
 /// An open idle flag as the home and project pages show it.
+#[derive(Clone)]
 pub struct IdleView {
     /// Flag id.
     pub id: i64,

@@ -9,6 +9,7 @@ pub mod charts;
 pub mod contracts;
 pub mod home;
 pub mod input;
+pub mod project;
 pub mod reports;
 pub mod runs;
 pub mod session;

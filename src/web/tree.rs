@@ -471,6 +471,9 @@ struct ProjectPage {
     form_self_service: String,
     form_thresholds: String,
     thresholds: String,
+    /// Runs, fair-share standing, owed vs received, spend and idle flags.
+    now: crate::web::project::Standing,
+    idle_threshold: u8,
 }
 
 /// What a re-rendered project page keeps from a failed form.
@@ -501,6 +504,7 @@ async fn project_page(
         ));
     }
     let settings = tree_db::project(&state.pool, id).await?;
+    let now = crate::web::project::standing(state, &tree, node, me).await?;
     let cur = &state.site.currency;
     let budget = tree_db::effective_budget(&settings, node.money_total);
     let status = if form.member_error.is_some() || form.budget_error.is_some() {
@@ -598,6 +602,8 @@ async fn project_page(
                 .join(", ")
         },
         form_thresholds,
+        now,
+        idle_threshold: state.site.idle_utilization_percent,
     };
     render_status(status, &page)
 }

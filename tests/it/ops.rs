@@ -476,3 +476,158 @@ async fn drained_node_requeues_its_protected_run_when_protection_ends_and_report
     assert_eq!(app.audit_count("node.return").await, 1);
     clean_up(&dir);
 }
+
+/// Charges `hours` allocated H100 GPU-hours on `local` to `project` now, as the scheduler's
+/// settlement does; returns the amount charged.
+async fn charge(app: &TestApp, project: &str, hours: i64) -> i64 {
+    let id = app.node_id(project).await;
+    let (cluster, model): (i64, i64) = sqlx::query_as(
+        "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = 'local' AND m.name = 'H100'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    let c = tranche::ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &app.state.site,
+        jiff::Timestamp::now(),
+        id,
+        (cluster, model),
+        hours * 3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        c.charged_gpu_seconds,
+        hours * 3600,
+        "the budget pays for it"
+    );
+    c.charged_minor
+}
+
+#[tokio::test]
+async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
+    let (app, users) = TestApp::with_demo().await;
+    tranche::ledger::roll_over(&app.pool, jiff::Timestamp::now(), &app.state.site)
+        .await
+        .unwrap();
+    let researcher = app.token_for("demo-researcher").await;
+    let agent = tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    app.declare_nodes(&["page-node"]).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(json!({"nodes": [{"name": "page-node", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    // One run fits on the node, the second (8 GPUs) must wait for it.
+    let first = submit(&app, &researcher, run_body(4, 600, WAITS)).await;
+    let second = submit(&app, &researcher, run_body(8, 600, WAITS)).await;
+    tranche::runs::service::pass(&app.state).await.unwrap();
+    let reason: String = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+        .bind(second)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // Usage in the window: 10 GPU-hours for the project, 30 for one sibling.
+    let project = app.node_id("fm-pretrain-7b").await;
+    let parent: i64 = sqlx::query_scalar("SELECT parent_id FROM tree_nodes WHERE id = $1")
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let siblings: Vec<(i64, String, i32)> = sqlx::query_as(
+        "SELECT id, name, share_bp FROM tree_nodes WHERE parent_id = $1 AND NOT archived ORDER BY id",
+    )
+    .bind(parent)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(siblings.len() >= 2, "{siblings:?}");
+    let other = siblings.iter().find(|s| s.0 != project).unwrap().clone();
+    let is_project: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM projects WHERE node_id = $1)")
+            .bind(other.0)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(is_project, "the sibling is a project");
+    let spent = charge(&app, "fm-pretrain-7b", 10).await;
+    charge(&app, &other.1, 30).await;
+    // The rank by hand: idle siblings with a share first, then share / usage, greater first.
+    let share_of = |id: i64| f64::from(siblings.iter().find(|s| s.0 == id).unwrap().2);
+    let idle_ahead = siblings
+        .iter()
+        .filter(|s| s.0 != project && s.0 != other.0 && s.2 > 0)
+        .count();
+    let fm_first = share_of(project) / 10.0 > share_of(other.0) / 30.0;
+    let rank = idle_ahead + if fm_first { 1 } else { 2 };
+    // An idle flag on the running run.
+    sqlx::query("UPDATE runs SET state = 'running' WHERE id = $1")
+        .bind(first)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let flag: i64 = sqlx::query_scalar(
+        "INSERT INTO idle_flags (run_id, attempt, gpus, idle_since) VALUES ($1, 1, 4, now() - interval '30 minutes') RETURNING id",
+    )
+    .bind(first)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+
+    let mut lead = app.client();
+    let (name, pw) = demo_password(&users, "lead");
+    lead.login(&name, &pw).await;
+    let (status, html, _) = lead.get(&format!("/projects/{project}")).await;
+    assert_eq!(status.as_u16(), 200, "{html}");
+    assert!(html.contains(&format!("/runs/{first}")) && html.contains(&format!("/runs/{second}")));
+    assert!(
+        html.contains("Running (1)") && html.contains("Waiting (1)"),
+        "{html}"
+    );
+    assert!(
+        html.contains(&reason),
+        "the core's reason {reason:?} in {html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "Rank <strong>{rank} of {}</strong>",
+            siblings.len()
+        )),
+        "{html}"
+    );
+    assert!(html.contains("10 GPU-hours (billing-weighted"), "{html}");
+    assert!(
+        html.contains("received (allocated runs): <strong>10.0</strong>"),
+        "{html}"
+    );
+    assert!(html.contains("<svg") && html.contains("owed (entitlement to date)"));
+    let money = tranche::domain::Money(spent).display("USD");
+    assert!(
+        html.contains(&format!("<dt>Allocated runs</dt><dd>{money}</dd>")),
+        "{money} in {html}"
+    );
+    assert!(html.contains("Forecast to the period"));
+    // The idle flag with its stop form for the lead: 4 GPUs x 0.5 h.
+    assert!(html.contains(&format!("/idle-flags/{flag}/stop")), "{html}");
+    assert!(html.contains("idle-gpu-hours\">2"), "{html}");
+    // A member sees the page, and the flag, without the stop form.
+    let mut member = app.client();
+    let (name, pw) = demo_password(&users, "researcher");
+    member.login(&name, &pw).await;
+    let (status, html, _) = member.get(&format!("/projects/{project}")).await;
+    assert_eq!(status.as_u16(), 200);
+    assert!(html.contains(&format!("/runs/{first}")));
+    assert!(!html.contains(&format!("/idle-flags/{flag}/stop")));
+}
