@@ -301,6 +301,17 @@ async fn mail(
     Ok(())
 }
 
+/// Run, project, submitter, flag's attempt, flag cleared at, run state, run attempt.
+type FlagRunRow = (
+    i64,
+    i64,
+    i64,
+    i32,
+    Option<time::OffsetDateTime>,
+    String,
+    i32,
+);
+
 /// A lead (of the run's project or above, or an admin) stops a flagged run with a reason: the
 /// run is cancelled through its agent (SIGTERM, grace period), the flag clears as `stopped`,
 /// the timeline and the audit log (`run.idle_stop`) record who and why. Returns the run id.
@@ -319,7 +330,7 @@ pub async fn stop(
 ) -> Result<i64, AppError> {
     let mut tx = pool.begin().await?;
     super::service::serialize_with_passes(&mut tx).await?;
-    let row: Option<(i64, i64, i64, i32, Option<time::OffsetDateTime>, String, i32)> = sqlx::query_as(
+    let row: Option<FlagRunRow> = sqlx::query_as(
         "SELECT f.run_id, r.project_id, r.submitted_by, f.attempt, f.cleared_at, r.state, r.attempt \
          FROM idle_flags f JOIN runs r ON r.id = f.run_id WHERE f.id = $1 FOR UPDATE OF f, r",
     )

@@ -383,6 +383,9 @@ fn drain_text(drain: Option<&crate::db::drains::Drain>, tz: &jiff::tz::TimeZone)
     }
 }
 
+/// Run, project, GPU indices, state, end of its protection (allocated runs).
+type NodeRunRow = (i64, String, Vec<i32>, String, Option<time::OffsetDateTime>);
+
 /// A run holding GPUs on a node, as its page lists it.
 struct NodeRun {
     id: i64,
@@ -437,7 +440,7 @@ async fn node_page(
     let history = crate::db::drains::of_node(&state.pool, id).await?;
     let open = history.iter().find(|d| d.returned_at.is_none());
     let drain = drain_text(open, tz);
-    let runs: Vec<(i64, String, Vec<i32>, String, Option<time::OffsetDateTime>)> = sqlx::query_as(
+    let runs: Vec<NodeRunRow> = sqlx::query_as(
         "SELECT r.id, t.name, array_agg(h.gpu_index ORDER BY h.gpu_index), r.state, \
                 CASE WHEN r.min_runtime_s > 0 THEN r.started_at + make_interval(secs => r.min_runtime_s) END \
          FROM gpu_holds h JOIN runs r ON r.id = h.run_id JOIN tree_nodes t ON t.id = r.project_id \
