@@ -631,3 +631,74 @@ async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
     assert!(html.contains(&format!("/runs/{first}")));
     assert!(!html.contains(&format!("/idle-flags/{flag}/stop")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_flag_is_mailed_to_submitter_and_lead_with_an_address() {
+    let (port, inbox, arrived) = crate::mail::smtp_sink().await;
+    let site = Site {
+        smtp: Some(tranche::config::Smtp {
+            url: tranche::config::Secret::new(format!("smtp://127.0.0.1:{port}")),
+            from: "Tranche <tranche@example.org>".into(),
+        }),
+        idle_after_s: 600,
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site).await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let researcher = app.token_for("demo-researcher").await;
+    for (user, address) in [
+        ("demo-lead", "lead@example.org"),
+        ("demo-researcher", "researcher@example.org"),
+        ("demo-finance", "finance@example.org"),
+    ] {
+        let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+            .bind(user)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        tranche::db::users::set_email(&app.pool, id, address)
+            .await
+            .unwrap();
+    }
+    app.declare_nodes(&["mail-node"]).await;
+    let run = submit(&app, &researcher, run_body(2, 60, WAITS)).await;
+    // As the heartbeats would leave it: running, both GPUs idle for 15 minutes (past 10).
+    sqlx::query(
+        "UPDATE runs SET state = 'running', attempt = 1, started_at = now() - interval '20 minutes', \
+                idle_attempt = 1, idle_since = now() - interval '15 minutes' WHERE id = $1",
+    )
+    .bind(run)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let raised = tranche::runs::idle::check(&app.state).await.unwrap();
+    assert_eq!(raised.len(), 1);
+    // A second check raises nothing new.
+    assert!(
+        tranche::runs::idle::check(&app.state)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    // One message per address: the submitter's and the lead's, not finance's.
+    while inbox.lock().unwrap().len() < 2 {
+        tokio::time::timeout_at(deadline, arrived.notified())
+            .await
+            .expect("the e-mails did not arrive within 2 minutes");
+    }
+    let messages = inbox.lock().unwrap().clone();
+    let mut to: Vec<String> = messages.iter().flat_map(|(t, _)| t.clone()).collect();
+    to.sort();
+    assert_eq!(to, vec!["lead@example.org", "researcher@example.org"]);
+    let data = &messages[0].1;
+    assert!(
+        data.contains(&format!("Subject: Tranche: run {run} holds idle GPUs")),
+        "{data}"
+    );
+    // 2 GPUs x 15 minutes = 0.5 GPU-hours (the check ran within seconds of the setup).
+    assert!(
+        data.contains("0.5 GPU-hours") || data.contains("0.51 GPU-hours"),
+        "{data}"
+    );
+}
