@@ -31,6 +31,9 @@ pub struct AppState {
     pub wake: Arc<tokio::sync::Notify>,
     /// Seals and opens run environment values marked secret ([`crate::auth::secrets`]).
     pub secret_key: Arc<SecretKey>,
+    /// Project pages' standings, each reused for at most a second
+    /// ([`crate::web::project::StandingCache`]).
+    pub project_cache: Arc<crate::web::project::StandingCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -71,6 +74,7 @@ impl AppState {
             agent_locks: Arc::default(),
             wake: Arc::default(),
             secret_key: Arc::new(SecretKey::random()),
+            project_cache: Arc::default(),
         }
     }
 

@@ -159,6 +159,21 @@ pub async fn open_flags(
     ))
 }
 
+/// The open flags of one project's runs, longest idle first (for its page, whose viewers may
+/// all see them).
+///
+/// # Errors
+/// Database errors.
+pub async fn project_flags(pool: &PgPool, project: i64) -> Result<Vec<Flag>, sqlx::Error> {
+    let rows: Vec<Flag> = sqlx::query_as(&format!(
+        "{FLAG_SELECT} WHERE f.cleared_at IS NULL AND r.project_id = $1 ORDER BY f.idle_since, f.id LIMIT 500"
+    ))
+    .bind(project)
+    .fetch_all(pool)
+    .await?;
+    Ok(priced(rows))
+}
+
 /// The flags of one run, newest first (for its page).
 ///
 /// # Errors

@@ -54,6 +54,36 @@ pub struct IdleView {
     pub can_stop: bool,
 }
 
+/// The open idle flags of `project`, as shown to someone who may see the project (who may stop
+/// them is the caller's to set).
+///
+/// # Errors
+/// Database errors.
+pub async fn project_idle_views(state: &AppState, project: i64) -> Result<Vec<IdleView>, AppError> {
+    Ok(crate::runs::idle::project_flags(&state.pool, project)
+        .await?
+        .into_iter()
+        .map(|f| view(state, f, false))
+        .collect())
+}
+
+fn view(state: &AppState, f: crate::runs::idle::Flag, can_stop: bool) -> IdleView {
+    IdleView {
+        id: f.id,
+        run: f.run_id,
+        can_stop,
+        gpus: format!("{} × {}", f.gpus, f.gpu_model),
+        since: crate::domain::format_local(
+            crate::ledger::to_jiff(f.idle_since),
+            &state.site.time_zone,
+        ),
+        gpu_hours: f.gpu_hours(),
+        value: f.value(&state.site.currency),
+        project: f.project,
+        submitter: f.submitter,
+    }
+}
+
 /// The open idle flags `me` may see, as shown (of one project when given).
 ///
 /// # Errors
@@ -68,19 +98,9 @@ pub async fn idle_views(
         crate::runs::idle::open_flags(&state.pool, me, parents, project)
             .await?
             .into_iter()
-            .map(|f| IdleView {
-                id: f.id,
-                run: f.run_id,
-                can_stop: me.leads(f.project_id, parents),
-                gpus: format!("{} × {}", f.gpus, f.gpu_model),
-                since: crate::domain::format_local(
-                    crate::ledger::to_jiff(f.idle_since),
-                    &state.site.time_zone,
-                ),
-                gpu_hours: f.gpu_hours(),
-                value: f.value(&state.site.currency),
-                project: f.project,
-                submitter: f.submitter,
+            .map(|f| {
+                let can_stop = me.leads(f.project_id, parents);
+                view(state, f, can_stop)
             })
             .collect(),
     )

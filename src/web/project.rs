@@ -4,12 +4,14 @@
 //! siblings, owed versus received this period (an SVG chart and a table), spend this period
 //! with the forecast to the period's end, and its idle flags.
 //!
-//! One query per part, all by the project's indexes, so the page stays fast under load
-//! (README, Benchmarks).
+//! One query per part, all by the project's indexes, and a standing is reused for at most
+//! [`STANDING_TTL`] ([`StandingCache`]), so many viewers of one project cost one computation a
+//! second (README, Benchmarks).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::auth::Account;
 use crate::db::tree::{NodeView, TreeView};
 use crate::domain::{self, Money};
 use crate::error::AppError;
@@ -53,6 +55,38 @@ pub struct SiblingRow {
     pub me: bool,
 }
 
+/// How long a computed standing is shown again before it is computed anew.
+pub const STANDING_TTL: Duration = Duration::from_secs(1);
+
+/// Recently computed standings by project id: under load, the many viewers of a project share
+/// one computation per [`STANDING_TTL`] (the page is at most that old). Idle flags are kept
+/// without the viewer's right to stop them, which the page adds.
+#[derive(Default)]
+pub struct StandingCache(Mutex<HashMap<i64, (Instant, Arc<Standing>)>>);
+
+impl StandingCache {
+    fn get(&self, project: i64) -> Option<Arc<Standing>> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(&project)
+            .filter(|(at, _)| at.elapsed() < STANDING_TTL)
+            .map(|(_, s)| s.clone())
+    }
+
+    fn put(&self, project: i64, standing: Arc<Standing>) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() > 1000 {
+            map.retain(|_, (at, _)| at.elapsed() < STANDING_TTL);
+        }
+        map.insert(project, (Instant::now(), standing));
+    }
+}
+
 /// Everything the project page adds to the project's settings.
 pub struct Standing {
     /// Running (and stopping) runs.
@@ -77,8 +111,25 @@ pub struct Standing {
     pub chart: String,
     /// Spend this period: contracts (less refunds), runs, total, forecast to the period's end.
     pub spend: (String, String, String, String),
-    /// Open idle flags of the project's runs.
+    /// Open idle flags of the project's runs (`can_stop` false: the page sets it per viewer).
     pub idle: Vec<IdleView>,
+}
+
+/// The standing of `project`, computed at most [`STANDING_TTL`] ago.
+///
+/// # Errors
+/// Database errors.
+pub async fn cached_standing(
+    state: &AppState,
+    tree: &TreeView,
+    project: &NodeView,
+) -> Result<Arc<Standing>, AppError> {
+    if let Some(s) = state.project_cache.get(project.id) {
+        return Ok(s);
+    }
+    let s = Arc::new(standing(state, tree, project).await?);
+    state.project_cache.put(project.id, s.clone());
+    Ok(s)
 }
 
 type RunRow = (
@@ -94,7 +145,8 @@ type RunRow = (
     Option<time::OffsetDateTime>,
 );
 
-/// Gathers the project page's standing for `project` as `me` sees it.
+/// Gathers the project page's standing for `project` (for anyone who may see the project: all
+/// of it is the project's).
 ///
 /// # Errors
 /// Database errors.
@@ -102,7 +154,6 @@ pub async fn standing(
     state: &AppState,
     tree: &TreeView,
     project: &NodeView,
-    me: &Account,
 ) -> Result<Standing, AppError> {
     let pool = &state.pool;
     let site = &state.site;
@@ -318,6 +369,6 @@ pub async fn standing(
             Money(contracts + runs).display(cur),
             Money(forecast).display(cur),
         ),
-        idle: crate::web::home::idle_views(state, me, &tree.parents, Some(project.id)).await?,
+        idle: crate::web::home::project_idle_views(state, project.id).await?,
     })
 }
