@@ -582,10 +582,9 @@ async fn project_page(
             .await?
             .display(cur),
         later_balances: later_balances(state, id).await?,
-        contracts: crate::ledger::contracts::visible(&state.pool, me, None, None)
+        contracts: crate::ledger::contracts::of_project(&state.pool, id)
             .await?
             .into_iter()
-            .filter(|c| c.project_id == id)
             .map(|c| {
                 (
                     c.id,
