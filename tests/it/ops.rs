@@ -702,3 +702,75 @@ async fn idle_flag_is_mailed_to_submitter_and_lead_with_an_address() {
         "{data}"
     );
 }
+
+#[tokio::test]
+async fn admin_stopping_a_protected_run_on_a_draining_node_counts_as_needing_a_human() {
+    let (app, _) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let admin = app.token_for("demo-admin").await;
+    let agent = tranche::runs::agents::create_token(&app.pool, "local")
+        .await
+        .unwrap();
+    app.declare_nodes(&["human-node"]).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/agent/register",
+            Some(&agent),
+            Some(json!({"nodes": [{"name": "human-node", "gpus": 8, "gpu_model": "H100"}]})),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    let node = answer["nodes"][0]["id"].as_i64().unwrap();
+    // Protected for an hour, on the node.
+    let run = submit(&app, &researcher, run_body(8, 3600, WAITS)).await;
+    tranche::runs::service::pass(&app.state).await.unwrap();
+    assert_eq!(state_of(&app, run).await, "starting");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/cluster-nodes/{node}/drain"),
+            Some(&admin),
+            Some(json!({"reason": "firmware update"})),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    // The pass leaves the protected run alone.
+    tranche::runs::service::pass(&app.state).await.unwrap();
+    assert_eq!(state_of(&app, run).await, "starting");
+    let window = |app: &TestApp| {
+        let now = jiff::Timestamp::now();
+        let pool = app.pool.clone();
+        async move {
+            tranche::db::drains::counts(
+                &pool,
+                now - jiff::SignedDuration::from_hours(1),
+                now + jiff::SignedDuration::from_hours(1),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(window(&app).await.in_progress, 1);
+    // The admin cannot wait: they cancel the protected run.
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{run}/cancel"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    let counts = window(&app).await;
+    assert_eq!(
+        (
+            counts.drains,
+            counts.needed_human,
+            counts.emptied_by_themselves
+        ),
+        (1, 1, 0),
+        "{counts:?}"
+    );
+    assert_eq!(counts.needed_human_fraction(), Some(1.0));
+}
