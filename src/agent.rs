@@ -81,6 +81,13 @@ pub struct AgentArgs {
     /// and nothing else.
     #[arg(long, default_value = "./tranche-agent-state")]
     pub state_dir: PathBuf,
+    /// A file declaring the GPUs' utilization, read at every heartbeat (tests and demos of a
+    /// declared inventory; on a real node it overrides nvidia-smi). Lines `NODE VALUES`, `NODE`
+    /// a node name or `*` for every node, `VALUES` one percentage for all GPUs or one per GPU
+    /// separated by commas (`-` for unknown); later lines win; `#` starts a comment. See
+    /// [`parse_utilization_file`].
+    #[arg(long)]
+    pub utilization_file: Option<PathBuf>,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -193,12 +200,82 @@ pub fn parse_nvidia_smi(csv: &str) -> anyhow::Result<Vec<GpuReading>> {
     Ok(gpus)
 }
 
+/// One line of a utilization file: the node it is for (`None`: every node) and a reading per
+/// GPU (`None`: unknown).
+pub type DeclaredUtilization = (Option<String>, Vec<Option<u8>>);
+
+/// Parses a utilization file (`--utilization-file`) for nodes of `gpus` GPUs. Each non-blank
+/// line not starting with `#` is `NODE VALUES`: `NODE` is a node name or `*` (every node);
+/// `VALUES` is one percentage 0..=100 for all the node's GPUs, or exactly `gpus` comma-separated
+/// entries, each a percentage or `-` (unknown). Example:
+///
+/// ```text
+/// # every GPU idle, but the first two of gpu-1 busy
+/// *      3
+/// gpu-1  97,88,3,3,3,3,3,3
+/// ```
+///
+/// # Errors
+/// A line without both fields, a value that is not a percentage or `-`, a list of another
+/// length than `gpus`; the message names the line.
+pub fn parse_utilization_file(text: &str, gpus: u32) -> anyhow::Result<Vec<DeclaredUtilization>> {
+    let mut out = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| anyhow::anyhow!("utilization file line {}: {why}: {line:?}", no + 1);
+        let (node, values) = line
+            .split_once(char::is_whitespace)
+            .ok_or_else(|| bad("expected `NODE VALUES`"))?;
+        let value = |v: &str| -> anyhow::Result<Option<u8>> {
+            match v.trim() {
+                "-" => Ok(None),
+                v => match v.parse::<u8>() {
+                    Ok(p) if p <= 100 => Ok(Some(p)),
+                    _ => Err(bad("a value is a percentage 0 to 100 or `-`")),
+                },
+            }
+        };
+        let values: Vec<&str> = values.trim().split(',').collect();
+        let readings = if values.len() == 1 {
+            vec![value(values[0])?; gpus as usize]
+        } else if values.len() == gpus as usize {
+            values
+                .iter()
+                .map(|v| value(v))
+                .collect::<anyhow::Result<_>>()?
+        } else {
+            return Err(bad(&format!(
+                "give one value for all GPUs or one per GPU ({gpus})"
+            )));
+        };
+        out.push(((node != "*").then(|| node.to_string()), readings));
+    }
+    Ok(out)
+}
+
+/// The readings a parsed utilization file gives `node`: its last matching line, if any.
+pub fn declared_utilization_for(
+    lines: &[DeclaredUtilization],
+    node: &str,
+) -> Option<Vec<Option<u8>>> {
+    lines
+        .iter()
+        .rev()
+        .find(|(n, _)| n.as_deref().is_none_or(|n| n.eq_ignore_ascii_case(node)))
+        .map(|(_, r)| r.clone())
+}
+
 /// The GPUs of each node this agent serves.
 #[derive(Clone, Debug)]
 struct Gpus {
     count: u32,
     model: String,
     auto: bool,
+    /// `--utilization-file`.
+    file: Option<PathBuf>,
 }
 
 impl Gpus {
@@ -208,6 +285,7 @@ impl Gpus {
                 count: *count,
                 model: model.clone(),
                 auto: false,
+                file: None,
             }),
             GpuSpec::Auto => {
                 let readings = query_nvidia_smi().await.context(
@@ -221,7 +299,24 @@ impl Gpus {
                     count: u32::try_from(readings.len())?,
                     model,
                     auto: true,
+                    file: None,
                 })
+            }
+        }
+    }
+
+    /// The utilization file's lines, read now; `None` without a file or when it cannot be
+    /// read or parsed (warned).
+    fn declared(&self) -> Option<Vec<DeclaredUtilization>> {
+        let path = self.file.as_ref()?;
+        match std::fs::read_to_string(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| parse_utilization_file(&t, self.count))
+        {
+            Ok(lines) => Some(lines),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %format!("{e:#}"), "utilization file unusable; reporting unknown");
+                None
             }
         }
     }
@@ -1273,7 +1368,17 @@ impl Agent {
         let records = Arc::new(ProcessRecords::new(args.state_dir.clone()));
         Ok(Agent {
             api: Api::new(&args.server, args.token.clone())?,
-            gpus: Gpus::detect(&args.gpus).await?,
+            gpus: {
+                let mut gpus = Gpus::detect(&args.gpus).await?;
+                if let Some(path) = &args.utilization_file {
+                    let text = std::fs::read_to_string(path).with_context(|| {
+                        format!("cannot read the utilization file {}", path.display())
+                    })?;
+                    parse_utilization_file(&text, gpus.count)?;
+                    gpus.file = Some(path.clone());
+                }
+                gpus
+            },
             names: node_names(&host, args.nodes),
             label: format!("{machine} pid {}", std::process::id()),
             records: records.clone(),
@@ -1480,6 +1585,7 @@ impl Agent {
     async fn sync_request(&self) -> anyhow::Result<SyncRequest> {
         let session = self.session.as_ref().context("no session")?;
         let utilization = self.gpus.utilization().await;
+        let declared = self.gpus.declared();
         let mut node_ids: Vec<i64> = self.node_names.keys().copied().collect();
         node_ids.sort_unstable();
         let mut runs: Vec<RunReport> = self
@@ -1503,7 +1609,10 @@ impl Agent {
                 .into_iter()
                 .map(|node| NodeReport {
                     node,
-                    utilization: utilization.clone(),
+                    utilization: declared
+                        .as_deref()
+                        .and_then(|d| declared_utilization_for(d, &self.node_label(node)))
+                        .unwrap_or_else(|| utilization.clone()),
                 })
                 .collect(),
             runs,
@@ -1669,6 +1778,31 @@ mod tests {
         assert_eq!(host_name(Some(" box ")).unwrap(), "box");
         assert!(!host_name(None).unwrap().is_empty());
         assert!(!host_name(Some("  ")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn utilization_file_declares_each_nodes_gpus() {
+        let text = "# demo\n*  3\n\ngpu-1 97,88,-,3\n";
+        let lines = parse_utilization_file(text, 4).unwrap();
+        assert_eq!(
+            declared_utilization_for(&lines, "gpu-2"),
+            Some(vec![Some(3); 4])
+        );
+        assert_eq!(
+            declared_utilization_for(&lines, "GPU-1"),
+            Some(vec![Some(97), Some(88), None, Some(3)])
+        );
+        assert_eq!(declared_utilization_for(&[], "gpu-1"), None);
+        // Later lines win, also over a node's own line.
+        let lines = parse_utilization_file("gpu-1 50\n* 0", 2).unwrap();
+        assert_eq!(
+            declared_utilization_for(&lines, "gpu-1"),
+            Some(vec![Some(0); 2])
+        );
+        for bad in ["*", "* 101", "* 3,4,5", "gpu-1 a", "* -1", "* 3,,4,5"] {
+            let e = parse_utilization_file(bad, 4).unwrap_err().to_string();
+            assert!(e.contains("line 1"), "{bad:?}: {e}");
+        }
     }
 
     #[test]
@@ -2205,6 +2339,7 @@ mod tests {
             name: Some("box".into()),
             log_dir: dir.0.join("logs"),
             state_dir: dir.0.join("state"),
+            utilization_file: None,
         };
         let mut agent = Agent::new(&args).await.unwrap();
         let result = tokio::time::timeout(GUARD, agent.serve())

@@ -80,6 +80,12 @@ pub struct Site {
     /// The bearer token a Prometheus scrape of `/metrics` must present
     /// (`TRANCHE_METRICS_TOKEN`); unset, `/metrics` is off (404).
     pub metrics_token: Option<Secret>,
+    /// A running run whose GPUs all report utilization under this percentage is idle
+    /// (`TRANCHE_IDLE_UTILIZATION_PERCENT`, default 5; docs/design.md section 5).
+    pub idle_utilization_percent: u8,
+    /// Seconds a run stays idle before it is flagged to its submitter and its project's leads
+    /// (`TRANCHE_IDLE_AFTER_S`, default 1800).
+    pub idle_after_s: i64,
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -192,6 +198,8 @@ impl Site {
                 }
                 _ => None,
             },
+            idle_utilization_percent: percent_var("TRANCHE_IDLE_UTILIZATION_PERCENT", 5)?,
+            idle_after_s: seconds_var("TRANCHE_IDLE_AFTER_S", 1800)?,
         })
     }
 
@@ -212,6 +220,8 @@ impl Site {
             tick_s: 5,
             trust_forwarded_for: false,
             metrics_token: None,
+            idle_utilization_percent: 5,
+            idle_after_s: 1800,
         }
     }
 }

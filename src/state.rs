@@ -33,6 +33,9 @@ pub struct AppState {
     pub secret_key: Arc<SecretKey>,
     /// The Prometheus series of this process ([`crate::metrics::prom`]).
     pub metrics: Arc<crate::metrics::prom::Metrics>,
+    /// Project pages' standings, each reused for at most a second
+    /// ([`crate::web::project::StandingCache`]).
+    pub project_cache: Arc<crate::web::project::StandingCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -74,6 +77,7 @@ impl AppState {
             wake: Arc::default(),
             secret_key: Arc::new(SecretKey::random()),
             metrics: Arc::default(),
+            project_cache: Arc::default(),
         }
     }
 

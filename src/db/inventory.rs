@@ -455,15 +455,20 @@ async fn insert_node(
     Ok(id)
 }
 
-/// Sets a node's state: `up`, `draining` or `down`.
+/// Sets a node's state: `up`, `draining` or `down`. Moving a node to `draining` opens a drain
+/// for repair with `reason` (default "no reason given"); moving a draining node `down` while a
+/// protected run is still on it counts that drain as needing a human; moving it `up` returns
+/// it to service and closes its drain. Audited as `node.state` (and `node.drain` /
+/// `node.return` for drains), in the transaction of the change.
 ///
 /// # Errors
-/// Forbidden, NotFound, Invalid state.
+/// Forbidden, NotFound, Invalid state or reason (at most 1,000 characters).
 pub async fn set_node_state(
     pool: &PgPool,
     actor: &Account,
     node_id: i64,
     state: &str,
+    reason: Option<&str>,
 ) -> Result<(), AppError> {
     require_admin(actor)?;
     let state = state.trim();
@@ -476,13 +481,25 @@ pub async fn set_node_state(
             ),
         ));
     }
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    if reason.is_some_and(|r| r.chars().count() > 1000) {
+        return Err(AppError::invalid(
+            "reason",
+            "a drain reason is at most 1,000 characters",
+        ));
+    }
     let mut tx = pool.begin().await?;
+    // Drains and the passes that requeue their runs must not interleave.
+    crate::runs::service::serialize_with_passes(&mut tx).await?;
     let (name, before): (String, String) =
         sqlx::query_as("SELECT name, state FROM nodes WHERE id = $1 FOR UPDATE")
             .bind(node_id)
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| AppError::NotFound(format!("no node with id {node_id}")))?;
+    if before == "draining" && state == "down" {
+        crate::db::drains::note_forced_down(&mut tx, node_id).await?;
+    }
     sqlx::query("UPDATE nodes SET state = $1 WHERE id = $2")
         .bind(state)
         .bind(node_id)
@@ -501,6 +518,87 @@ pub async fn set_node_state(
         },
     )
     .await?;
+    if state == "draining" {
+        let opened: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO node_drains (node_id, reason, drained_by) SELECT $1, $2, $3 \
+             WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
+        )
+        .bind(node_id)
+        .bind(reason.unwrap_or("no reason given"))
+        .bind(actor.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(drain) = opened {
+            audit::record(
+                &mut *tx,
+                Change {
+                    actor: Some(actor.id),
+                    action: "node.drain",
+                    entity: "cluster_node",
+                    entity_id: Some(node_id),
+                    node_id: None,
+                    before: Some(json!({"name": name, "state": before})),
+                    after: Some(json!({"name": name, "state": "draining", "drain": drain, "reason": reason.unwrap_or("no reason given")})),
+                },
+            )
+            .await?;
+        }
+    } else if state == "up" {
+        let closed: Option<(i64, Option<time::OffsetDateTime>, bool)> = sqlx::query_as(
+            "UPDATE node_drains SET returned_at = now(), returned_by = $2 WHERE node_id = $1 AND returned_at IS NULL \
+             RETURNING id, emptied_at, needed_human",
+        )
+        .bind(node_id)
+        .bind(actor.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((drain, emptied, human)) = closed {
+            audit::record(
+                &mut *tx,
+                Change {
+                    actor: Some(actor.id),
+                    action: "node.return",
+                    entity: "cluster_node",
+                    entity_id: Some(node_id),
+                    node_id: None,
+                    before: Some(json!({"name": name, "state": before, "drain": drain, "emptied": emptied.is_some(), "needed_human": human})),
+                    after: Some(json!({"name": name, "state": "up"})),
+                },
+            )
+            .await?;
+        }
+    }
+    crate::runs::wake(&mut tx).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Drains a node for repair with a reason (docs/design.md section 3.7): it takes no new runs
+/// and its runs are requeued as each passes its minimum runtime. Draining a node that is
+/// already draining keeps its open drain.
+///
+/// # Errors
+/// Forbidden for non-admins, NotFound, 422 for a missing or over-long reason.
+pub async fn drain_node(
+    pool: &PgPool,
+    actor: &Account,
+    node_id: i64,
+    reason: &str,
+) -> Result<(), AppError> {
+    require_admin(actor)?;
+    if reason.trim().is_empty() {
+        return Err(AppError::invalid(
+            "reason",
+            "say why the node is drained (what is to be repaired)",
+        ));
+    }
+    set_node_state(pool, actor, node_id, "draining", Some(reason)).await
+}
+
+/// Returns a drained (or down) node to service: state `up`, its drain closed.
+///
+/// # Errors
+/// Forbidden for non-admins, NotFound.
+pub async fn return_node(pool: &PgPool, actor: &Account, node_id: i64) -> Result<(), AppError> {
+    set_node_state(pool, actor, node_id, "up", None).await
 }

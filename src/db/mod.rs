@@ -2,6 +2,7 @@
 //! and queries per aggregate.
 
 pub mod audit;
+pub mod drains;
 pub mod embedded;
 pub mod inventory;
 pub mod tree;

@@ -581,6 +581,20 @@ pub async fn cancel(
     Ok(contract)
 }
 
+/// The contracts of one project, newest window first (for its page: the caller checks that the
+/// viewer may see the project).
+///
+/// # Errors
+/// Database errors.
+pub async fn of_project(pool: &PgPool, project: i64) -> Result<Vec<Contract>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "{SELECT_CONTRACT} WHERE c.project_id = $1 ORDER BY c.starts_at DESC, c.id DESC"
+    ))
+    .bind(project)
+    .fetch_all(pool)
+    .await
+}
+
 /// Contracts visible to `actor` (admin and finance: all; leads: their subtree's projects;
 /// researchers: their projects), newest window first, optionally filtered by cluster and model.
 ///

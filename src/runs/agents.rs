@@ -658,6 +658,14 @@ pub async fn sync(
     .execute(&mut *tx)
     .await?;
     accumulate_utilization(&mut tx, &node_ids, &util_json, site.agent_timeout_s).await?;
+    // Idle (squatting) marks of the runs on these nodes (runs::idle).
+    if body
+        .nodes
+        .iter()
+        .any(|n| n.utilization.iter().any(Option::is_some))
+    {
+        super::idle::observe(&mut tx, &node_ids, site.idle_utilization_percent).await?;
+    }
     let changed = sqlx::query(
         "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
                 exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \

@@ -6,6 +6,7 @@
 //! notifies `tranche_wake` so the loop runs a pass at commit.
 
 pub mod agents;
+pub mod idle;
 pub mod service;
 
 use std::collections::BTreeMap;
@@ -835,6 +836,10 @@ pub async fn cancel(
             wake(&mut tx).await?;
         }
         "starting" | "running" => {
+            // An admin stopping a protected run on a draining node: that drain needed a human.
+            if actor.is_admin() {
+                crate::db::drains::note_protected_stop(&mut tx, id).await?;
+            }
             service::begin_stop(&mut tx, pool, site, id, "cancelled").await?;
             event(&mut tx, id, "cancel_requested", &by, None).await?;
             refresh_holds(&mut tx).await?;

@@ -938,6 +938,10 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         .execute(&mut *tx)
         .await?;
     }
+    if !outcome.drained_nodes.is_empty() {
+        let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
+        crate::db::drains::mark_emptied(&mut tx, &drained).await?;
+    }
     super::refresh_holds(&mut tx).await?;
     tx.commit().await?;
     report.timings_ms[3] = clock.elapsed().as_millis() as u64;
@@ -1053,6 +1057,10 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "scheduling pass failed; nothing was applied"),
+        }
+        // Idle (squatting) flags follow the pass: raised and cleared on the leader only.
+        if let Err(e) = super::idle::check(state).await {
+            tracing::warn!(error = %e, "idle flag check failed; the next pass retries");
         }
         // Sleep until woken or the tick (sooner when reasons are due to be written); then take
         // every wake-up already queued, so a burst of submissions costs one pass.

@@ -208,8 +208,8 @@ async fn cluster_create(
 struct ClusterPage {
     layout: Layout,
     cluster: inventory::Cluster,
-    /// Each node with its last heartbeat as shown (`—` for none).
-    rows: Vec<(inventory::Node, String)>,
+    /// Each node with its last heartbeat as shown (`—` for none) and its drain, in words.
+    rows: Vec<(inventory::Node, String, String)>,
     models: Vec<inventory::GpuModel>,
     error: Option<String>,
     form_name: String,
@@ -237,6 +237,7 @@ async fn cluster_page(
         axum::http::StatusCode::OK
     };
     let now = jiff::Timestamp::now();
+    let drains = crate::db::drains::open(&state.pool).await?;
     let rows = cluster
         .nodes
         .iter()
@@ -253,7 +254,10 @@ async fn cluster_page(
             None => "—".into(),
         })
         .zip(&cluster.nodes)
-        .map(|(h, n)| (n.clone(), h))
+        .map(|(h, n)| {
+            let drain = drain_text(drains.get(&n.id), &state.site.time_zone);
+            (n.clone(), h, drain)
+        })
         .collect();
     render_status(
         status,
@@ -339,7 +343,7 @@ async fn node_state(
         .bind(id)
         .fetch_optional(&state.pool)
         .await?;
-    match inventory::set_node_state(&state.pool, &me, id, &f.state).await {
+    match inventory::set_node_state(&state.pool, &me, id, &f.state, None).await {
         Ok(()) => {
             flash(&session, format!("Node is now {}.", f.state.trim())).await?;
             Ok(Redirect::to(&format!(
@@ -361,6 +365,191 @@ async fn node_state(
         }
         Err(e) => Err(e),
     }
+}
+
+/// A node's open drain in words: "empty, ready for repair since …" once nothing runs there,
+/// else "draining since …: waiting for its runs"; empty without a drain.
+fn drain_text(drain: Option<&crate::db::drains::Drain>, tz: &jiff::tz::TimeZone) -> String {
+    let Some(d) = drain else {
+        return String::new();
+    };
+    let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
+    match d.emptied_at {
+        Some(e) => format!("empty, ready for repair since {}", at(e)),
+        None => format!(
+            "draining since {}: its runs are requeued as each passes its minimum runtime",
+            at(d.drained_at)
+        ),
+    }
+}
+
+/// Run, project, GPU indices, state, end of its protection (allocated runs).
+type NodeRunRow = (i64, String, Vec<i32>, String, Option<time::OffsetDateTime>);
+
+/// A run holding GPUs on a node, as its page lists it.
+struct NodeRun {
+    id: i64,
+    project: String,
+    gpus: String,
+    state: String,
+    protected_until: String,
+}
+
+struct DrainRow {
+    reason: String,
+    by: String,
+    drained_at: String,
+    emptied_at: String,
+    needed_human: bool,
+    returned: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "admin/node.html")]
+struct NodePage {
+    layout: Layout,
+    node: inventory::Node,
+    cluster: (i64, String),
+    drain: String,
+    draining: bool,
+    runs: Vec<NodeRun>,
+    history: Vec<DrainRow>,
+    error: Option<String>,
+    form_reason: String,
+}
+
+async fn node_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    error: Option<String>,
+    form_reason: String,
+) -> Result<Response, AppError> {
+    require_admin(me)?;
+    let (cluster, node) = inventory::clusters(&state.pool)
+        .await?
+        .into_iter()
+        .find_map(|c| {
+            let n = c.nodes.iter().find(|n| n.id == id).cloned();
+            n.map(|n| ((c.id, c.name), n))
+        })
+        .ok_or_else(|| AppError::NotFound(format!("no node with id {id}")))?;
+    let tz = &state.site.time_zone;
+    let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
+    let history = crate::db::drains::of_node(&state.pool, id).await?;
+    let open = history.iter().find(|d| d.returned_at.is_none());
+    let drain = drain_text(open, tz);
+    let runs: Vec<NodeRunRow> = sqlx::query_as(
+        "SELECT r.id, t.name, array_agg(h.gpu_index ORDER BY h.gpu_index), r.state, \
+                CASE WHEN r.min_runtime_s > 0 THEN r.started_at + make_interval(secs => r.min_runtime_s) END \
+         FROM gpu_holds h JOIN runs r ON r.id = h.run_id JOIN tree_nodes t ON t.id = r.project_id \
+         WHERE h.node_id = $1 GROUP BY r.id, t.name ORDER BY r.id",
+    )
+    .bind(id)
+    .fetch_all(&state.pool)
+    .await?;
+    let now = time::OffsetDateTime::now_utc();
+    let status = if error.is_some() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        axum::http::StatusCode::OK
+    };
+    render_status(
+        status,
+        &NodePage {
+            layout: Layout::for_user(session, me, "/admin/inventory").await?,
+            draining: node.state == "draining",
+            node,
+            cluster,
+            drain,
+            runs: runs
+                .into_iter()
+                .map(|(rid, project, gpus, st, until)| NodeRun {
+                    id: rid,
+                    project,
+                    gpus: gpus
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    state: st,
+                    protected_until: match until {
+                        Some(u) if u > now => format!("protected until {}", at(u)),
+                        Some(_) => "past its minimum runtime".into(),
+                        None => "unallocated (never protected)".into(),
+                    },
+                })
+                .collect(),
+            history: history
+                .iter()
+                .map(|d| DrainRow {
+                    reason: d.reason.clone(),
+                    by: d.drained_by.clone().unwrap_or_else(|| "system".into()),
+                    drained_at: at(d.drained_at),
+                    emptied_at: d.emptied_at.map_or_else(|| "—".into(), at),
+                    needed_human: d.needed_human,
+                    returned: d.returned_at.map_or_else(
+                        || "not yet".into(),
+                        |r| {
+                            format!(
+                                "{} by {}",
+                                at(r),
+                                d.returned_by.as_deref().unwrap_or("system")
+                            )
+                        },
+                    ),
+                })
+                .collect(),
+            error,
+            form_reason,
+        },
+    )
+}
+
+async fn node_get(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    node_page(&state, &session, &me, id, None, String::new()).await
+}
+
+#[derive(serde::Deserialize, Default)]
+struct DrainForm {
+    #[serde(default)]
+    reason: String,
+}
+
+async fn node_drain(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(f): Form<DrainForm>,
+) -> Result<Response, AppError> {
+    match inventory::drain_node(&state.pool, &me, id, &f.reason).await {
+        Ok(()) => {
+            flash(&session, "Node is draining: it takes no new runs.").await?;
+            Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            node_page(&state, &session, &me, id, Some(message), f.reason).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn node_return(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    inventory::return_node(&state.pool, &me, id).await?;
+    flash(&session, "Node is back in service.").await?;
+    Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
 }
 
 #[derive(askama::Template)]
@@ -519,6 +708,9 @@ pub fn router() -> Router<AppState> {
         .route("/admin/clusters/{id}", get(cluster_get))
         .route("/admin/clusters/{id}/nodes", post(node_create))
         .route("/admin/nodes/{id}/state", post(node_state))
+        .route("/admin/nodes/{id}", get(node_get))
+        .route("/admin/nodes/{id}/drain", post(node_drain))
+        .route("/admin/nodes/{id}/return", post(node_return))
         .route("/admin/users", get(users_get).post(user_create))
         .route("/admin/users/{id}/grants", post(grant_create))
         .route(

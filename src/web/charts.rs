@@ -190,6 +190,88 @@ fn draw_two(
     Ok(())
 }
 
+/// One day of an owed-versus-received chart: label, owed to date, received to date (GPU-hours).
+pub type OwedPoint = (String, f64, f64);
+
+const OWED: RGBColor = RGBColor(120, 120, 120);
+
+/// Draws owed (entitlement to date) and received GPU-hours, cumulative per day of the period,
+/// as two lines with a legend. Returns the SVG document, or an empty string when drawing fails.
+pub fn owed_received(title: &str, points: &[OwedPoint]) -> String {
+    let mut svg = String::new();
+    if draw_owed(&mut svg, title, points).is_err() {
+        tracing::warn!(title, "chart drawing failed");
+        return String::new();
+    }
+    svg
+}
+
+fn draw_owed(
+    svg: &mut String,
+    title: &str,
+    points: &[OwedPoint],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, (640, 260)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let max = points
+        .iter()
+        .map(|(_, o, r)| o.max(*r))
+        .fold(0.0_f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    let n = points.len().max(2) as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0_f64..(n - 1.0), 0.0_f64..max)?;
+    let labels: Vec<String> = points.iter().map(|(l, _, _)| l.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(points.len().clamp(2, 8))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("GPU-hours")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()?;
+    chart
+        .draw_series(LineSeries::new(
+            points
+                .iter()
+                .enumerate()
+                .map(|(i, (_, o, _))| (i as f64, *o)),
+            OWED.stroke_width(2),
+        ))?
+        .label("owed (entitlement to date)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], OWED.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(
+            points
+                .iter()
+                .enumerate()
+                .map(|(i, (_, _, r))| (i as f64, *r)),
+            RUNS.stroke_width(2),
+        ))?
+        .label("received (allocated)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], RUNS.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +293,17 @@ mod tests {
                 && svg.contains("capacity contracts")
         );
         assert!(svg.matches("<rect").count() >= 4);
+    }
+
+    #[test]
+    fn owed_received_draws_two_labelled_lines() {
+        let svg = owed_received(
+            "fm: owed vs received",
+            &[("12-01".into(), 10.0, 4.0), ("12-02".into(), 20.0, 18.0)],
+        );
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("owed (entitlement to date)") && svg.contains("received (allocated)"));
+        assert!(svg.contains("12-01") && svg.contains("12-02"));
+        assert!(svg.matches("<polyline").count() >= 2, "{svg}");
     }
 }

@@ -10,6 +10,7 @@ pub mod contracts;
 pub mod home;
 pub mod input;
 pub mod metrics;
+pub mod project;
 pub mod reports;
 pub mod runs;
 pub mod session;

@@ -471,6 +471,12 @@ struct ProjectPage {
     form_self_service: String,
     form_thresholds: String,
     thresholds: String,
+    /// Runs, fair-share standing, owed vs received, spend and idle flags.
+    now: std::sync::Arc<crate::web::project::Standing>,
+    idle_threshold: u8,
+    /// The project's idle flags with the viewer's right to stop them.
+    idle: Vec<crate::web::home::IdleView>,
+    idle_error: Option<(i64, String, String)>,
 }
 
 /// What a re-rendered project page keeps from a failed form.
@@ -501,6 +507,17 @@ async fn project_page(
         ));
     }
     let settings = tree_db::project(&state.pool, id).await?;
+    let now = crate::web::project::cached_standing(state, &tree, node).await?;
+    let can_stop = me.leads(id, parents);
+    let idle = now
+        .idle
+        .iter()
+        .cloned()
+        .map(|mut f| {
+            f.can_stop = can_stop;
+            f
+        })
+        .collect();
     let cur = &state.site.currency;
     let budget = tree_db::effective_budget(&settings, node.money_total);
     let status = if form.member_error.is_some() || form.budget_error.is_some() {
@@ -565,10 +582,9 @@ async fn project_page(
             .await?
             .display(cur),
         later_balances: later_balances(state, id).await?,
-        contracts: crate::ledger::contracts::visible(&state.pool, me, None, None)
+        contracts: crate::ledger::contracts::of_project(&state.pool, id)
             .await?
             .into_iter()
-            .filter(|c| c.project_id == id)
             .map(|c| {
                 (
                     c.id,
@@ -598,6 +614,10 @@ async fn project_page(
                 .join(", ")
         },
         form_thresholds,
+        now,
+        idle_threshold: state.site.idle_utilization_percent,
+        idle,
+        idle_error: None,
     };
     render_status(status, &page)
 }

@@ -73,6 +73,10 @@ fn page_rows(i: &Ids) -> Vec<Row> {
             [303, 403, 403, 403, 200],
         ),
         ("/admin/users".into(), [303, 403, 403, 403, 200]),
+        (
+            format!("/admin/nodes/{}", i.node),
+            [303, 403, 403, 403, 200],
+        ),
         ("/account/tokens".into(), [303, 200, 200, 200, 200]),
         ("/runs".into(), [303, 200, 200, 200, 200]),
         ("/runs/new".into(), [303, 200, 200, 200, 200]),
@@ -174,6 +178,16 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         (
             format!("/admin/nodes/{}/state", i.node),
             f(&[("state", "draining".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/admin/nodes/{}/drain", i.node),
+            f(&[("reason", "fan replacement".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/admin/nodes/{}/return", i.node),
+            f(&[]),
             [303, 403, 403, 403, 303],
         ),
         (
@@ -320,6 +334,30 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             format!("/api/v1/cluster-nodes/{}/state", i.node),
             Some(json!({"state": "down"})),
             [401, 403, 403, 403, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/cluster-nodes/{}", i.node),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            format!("/api/v1/cluster-nodes/{}/drain", i.node),
+            Some(json!({"reason": "PSU swap"})),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            format!("/api/v1/cluster-nodes/{}/return", i.node),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "GET",
+            "/api/v1/idle-flags".into(),
+            None,
+            [401, 200, 200, 200, 200],
         ),
         (
             "POST",
@@ -495,6 +533,45 @@ async fn every_role_against_the_run_routes() {
             .unwrap();
         let protected = submit(&researcher, run("fm-pretrain-7b", 8, 8 * 3600)).await;
         let foreign = submit(&admin, run("ar-weather", 1, 0)).await;
+        // Two runs of the researcher held idle for an hour (set up as the heartbeats and the
+        // pass would): one flag for the API, one for the page.
+        let idle_flag = async |run: i64| -> i64 {
+            sqlx::query(
+                "UPDATE runs SET state = 'running', attempt = 1, started_at = now() WHERE id = $1",
+            )
+            .bind(run)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+            sqlx::query_scalar(
+                "INSERT INTO idle_flags (run_id, attempt, gpus, idle_since) VALUES ($1, 1, 1, now() - interval '1 hour') RETURNING id",
+            )
+            .bind(run)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+        };
+        let api_flag = idle_flag(submit(&researcher, run("fm-pretrain-7b", 1, 0)).await).await;
+        let page_flag = idle_flag(submit(&researcher, run("fm-pretrain-7b", 1, 0)).await).await;
+        let mut page = app.client();
+        if *role == "anonymous" {
+            page.get("/login").await;
+        } else {
+            let (name, pw) = demo_password(&users, role);
+            page.login(&name, &pw).await;
+        }
+        let (status, body, _) = page
+            .post(
+                &format!("/idle-flags/{page_flag}/stop"),
+                &[("reason", "idle all night")],
+            )
+            .await;
+        if status.as_u16() != [303, 403, 303, 403, 303][r] {
+            failures.push(format!(
+                "{role} POST /idle-flags/{page_flag}/stop: {status}: {}",
+                body.chars().take(300).collect::<String>()
+            ));
+        }
         let token = if *role == "anonymous" {
             None
         } else {
@@ -549,6 +626,18 @@ async fn every_role_against_the_run_routes() {
                 format!("/api/v1/runs/{foreign}/cancel"),
                 None,
                 [401, 404, 404, 403, 200],
+            ),
+            (
+                "GET",
+                "/api/v1/idle-flags".into(),
+                None,
+                [401, 200, 200, 200, 200],
+            ),
+            (
+                "POST",
+                format!("/api/v1/idle-flags/{api_flag}/stop"),
+                Some(json!({"reason": "idle all night"})),
+                [401, 403, 200, 403, 200],
             ),
             (
                 "POST",

@@ -269,6 +269,10 @@ async fn openapi_document_lists_the_endpoints() {
         "/agent/register",
         "/agent/sync",
         "/metrics",
+        "/cluster-nodes/{id}/drain",
+        "/cluster-nodes/{id}/return",
+        "/idle-flags",
+        "/idle-flags/{id}/stop",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }

@@ -12,10 +12,10 @@ use tranche::config::{Secret, Site, Smtp};
 use crate::support::{TestApp, tomorrow_at};
 
 /// Messages received: (recipients, data).
-type Inbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
+pub type Inbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
 
 /// The sink's port, its inbox, and a signal raised on every message received.
-async fn smtp_sink() -> (u16, Inbox, Arc<tokio::sync::Notify>) {
+pub async fn smtp_sink() -> (u16, Inbox, Arc<tokio::sync::Notify>) {
     let arrived = Arc::new(tokio::sync::Notify::new());
     let signal = arrived.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -11,6 +11,7 @@ mod hardening;
 mod live;
 mod mail;
 mod metrics;
+mod ops;
 mod reports;
 mod run_pages;
 mod runs;

@@ -1250,7 +1250,7 @@ async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
     admin.login(&name, &pw).await;
     let row = |page: &str, node: &str| -> String {
         let at = page
-            .find(&format!("<tr><td>{node}</td>"))
+            .find(&format!(">{node}</a></td>"))
             .unwrap_or_else(|| panic!("no row for {node}"));
         page[at..].split("</tr>").next().unwrap().to_string()
     };

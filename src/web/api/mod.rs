@@ -534,6 +534,57 @@ async fn post_cluster_node(
 #[derive(serde::Deserialize)]
 struct StateBody {
     state: String,
+    /// Why, when the state is `draining`.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrainBody {
+    reason: String,
+}
+
+/// `GET /api/v1/cluster-nodes/{id}` (admin): the node, its open drain and its drain history.
+async fn get_cluster_node(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    if !me.is_admin() {
+        return Err(AppError::Forbidden("only an admin may see a node's drains".into()).into());
+    }
+    let node = inventory::clusters(&state.pool)
+        .await?
+        .into_iter()
+        .flat_map(|c| c.nodes)
+        .find(|n| n.id == id)
+        .ok_or_else(|| AppError::NotFound(format!("no node with id {id}")))?;
+    let drains = crate::db::drains::of_node(&state.pool, id).await?;
+    let open = drains.iter().find(|d| d.returned_at.is_none()).cloned();
+    let empty = open.as_ref().is_some_and(|d| d.emptied_at.is_some());
+    ok(json!({"node": node, "drain": open, "empty_ready_for_repair": empty, "drains": drains}))
+}
+
+/// `POST /api/v1/cluster-nodes/{id}/drain` (admin): drain for repair with a reason.
+async fn post_drain(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<DrainBody>,
+) -> ApiResult {
+    inventory::drain_node(&state.pool, &me, id, &body.reason).await?;
+    get_cluster_node(State(state), ApiUser(me), ApiPath(id)).await
+}
+
+/// `POST /api/v1/cluster-nodes/{id}/return` (admin): back to service.
+async fn post_return(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    inventory::return_node(&state.pool, &me, id).await?;
+    get_cluster_node(State(state), ApiUser(me), ApiPath(id)).await
 }
 
 async fn put_node_state(
@@ -542,7 +593,7 @@ async fn put_node_state(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<StateBody>,
 ) -> ApiResult {
-    inventory::set_node_state(&state.pool, &me, id, &body.state).await?;
+    inventory::set_node_state(&state.pool, &me, id, &body.state, body.reason.as_deref()).await?;
     ok(json!({"ok": true}))
 }
 
@@ -920,6 +971,11 @@ pub fn router() -> Router<AppState> {
         .route("/clusters", get(clusters).post(post_cluster))
         .route("/clusters/{id}/nodes", post(post_cluster_node))
         .route("/cluster-nodes/{id}/state", put(put_node_state))
+        .route("/cluster-nodes/{id}", get(get_cluster_node))
+        .route("/cluster-nodes/{id}/drain", post(post_drain))
+        .route("/cluster-nodes/{id}/return", post(post_return))
+        .route("/idle-flags", get(runs::get_idle_flags))
+        .route("/idle-flags/{id}/stop", post(runs::stop_idle))
         .route("/gpu-models", get(gpu_models).post(post_model))
         .route("/gpu-models/{id}", axum::routing::patch(patch_model))
         .route("/nodes", post(post_node))

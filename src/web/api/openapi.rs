@@ -55,7 +55,12 @@ pub fn document() -> Value {
                 "post": op("Create a cluster (admin)", Some("NameBody"), "201")
             },
             "/clusters/{id}/nodes": {"parameters": [id], "post": op("Add a node to a cluster (admin)", Some("NodeBody"), "201")},
-            "/cluster-nodes/{id}/state": {"parameters": [id], "put": op("Set a node's state: up, draining or down (admin)", Some("StateBody"), "200")},
+            "/cluster-nodes/{id}/state": {"parameters": [id], "put": op("Set a node's state: up, draining (optional reason) or down (admin)", Some("StateBody"), "200")},
+            "/cluster-nodes/{id}": {"parameters": [id], "get": op("A node with its open drain (empty_ready_for_repair once nothing runs there) and its drain history (admin)", None, "200")},
+            "/cluster-nodes/{id}/drain": {"parameters": [id], "post": op("Drain a node for repair with a reason: no new runs; its runs are requeued as each passes its minimum runtime (admin)", Some("DrainBody"), "200")},
+            "/cluster-nodes/{id}/return": {"parameters": [id], "post": op("Return a drained or down node to service (admin)", None, "200")},
+            "/idle-flags": {"get": op("Open idle (squatting) flags the caller may see: runs whose GPUs all report utilization under the threshold for longer than the idle period, with idle seconds, GPU-seconds and value (minor units); ?project=ID filters", None, "200")},
+            "/idle-flags/{id}/stop": {"parameters": [id], "post": op("Stop an idle run with a reason (lead of its project or admin); 409 flag_cleared once it recovered or ended", Some("ReasonBody"), "200")},
             "/gpu-models": {
                 "get": op("GPU models with billing weights and prices", None, "200"),
                 "post": op("Create a GPU model (admin)", Some("ModelBody"), "201")
@@ -120,7 +125,9 @@ pub fn document() -> Value {
                 "MemberBody": {"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}},
                 "NameBody": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
                 "NodeBody": {"type": "object", "required": ["name", "gpu_model", "gpu_count"], "properties": {"name": {"type": "string"}, "gpu_model": {"type": "string"}, "gpu_count": {"type": "integer", "minimum": 1, "maximum": 64}}},
-                "StateBody": {"type": "object", "required": ["state"], "properties": {"state": {"enum": ["up", "draining", "down"]}}},
+                "StateBody": {"type": "object", "required": ["state"], "properties": {"state": {"enum": ["up", "draining", "down"]}, "reason": {"type": ["string", "null"], "maxLength": 1000, "description": "why, when draining"}}},
+                "ReasonBody": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}},
+                "DrainBody": {"type": "object", "required": ["reason"], "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 1000}}},
                 "ModelBody": {"type": "object", "required": ["billing_weight_milli", "price_per_gpu_hour_minor"], "properties": {"name": {"type": "string"}, "billing_weight_milli": {"type": "integer", "minimum": 1, "maximum": 100000}, "price_per_gpu_hour_minor": {"type": "integer", "minimum": 0}}},
                 "UserBody": {"type": "object", "required": ["name", "role"], "properties": {"name": {"type": "string"}, "role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"], "description": "the tree node a lead leads"}}},
                 "ContractBody": {"type": "object", "required": ["project", "cluster", "gpu_model", "gpus", "start", "end"], "properties": {

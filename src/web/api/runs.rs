@@ -225,3 +225,54 @@ pub(super) async fn agent_sync(
 ) -> ApiResult {
     ok(agents::sync(&state, cluster, body).await?)
 }
+
+/// `GET /api/v1/idle-flags[?project=ID]`: the open idle (squatting) flags the caller may see.
+pub(super) async fn get_idle_flags(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiQuery(q): ApiQuery<IdleQuery>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let flags = crate::runs::idle::open_flags(&state.pool, &me, &tree.parents, q.project).await?;
+    ok(json!({
+        "threshold_percent": state.site.idle_utilization_percent,
+        "idle_after_s": state.site.idle_after_s,
+        "currency": state.site.currency,
+        "flags": flags,
+    }))
+}
+
+/// Query of `GET /api/v1/idle-flags`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IdleQuery {
+    #[serde(default)]
+    project: Option<i64>,
+}
+
+/// Body of `POST /api/v1/idle-flags/{id}/stop`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IdleStop {
+    reason: String,
+}
+
+/// `POST /api/v1/idle-flags/{id}/stop`: a lead stops a flagged run with a reason.
+pub(super) async fn stop_idle(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<IdleStop>,
+) -> ApiResult {
+    let tree = state.tree().await?;
+    let run = crate::runs::idle::stop(
+        &state.pool,
+        &state.site,
+        &me,
+        &tree.parents,
+        id,
+        &body.reason,
+    )
+    .await?;
+    state_answer(&state, run).await
+}

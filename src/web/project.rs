@@ -1,0 +1,374 @@
+//! What the project page shows a lead and the project's members about how the project stands
+//! now (docs/operations.md, "Project page"): its runs (running, and waiting with the core's
+//! reason), its usage in the fair-share window against its share and its rank among its
+//! siblings, owed versus received this period (an SVG chart and a table), spend this period
+//! with the forecast to the period's end, and its idle flags.
+//!
+//! One query per part, all by the project's indexes, and a standing is reused for at most
+//! [`STANDING_TTL`] ([`StandingCache`]), so many viewers of one project cost one computation a
+//! second (README, Benchmarks).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::db::tree::{NodeView, TreeView};
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::scheduler::fairshare::ShareKey;
+use crate::state::AppState;
+use crate::web::home::IdleView;
+
+/// The fair-share window the scheduler uses, seconds (as `runs::service`'s usage query).
+pub const WINDOW_S: i64 = 7 * 86_400;
+
+/// A run of the project now.
+pub struct RunNow {
+    /// Run id.
+    pub id: i64,
+    /// Submitter's name.
+    pub submitter: String,
+    /// `4 × H100 on local`.
+    pub what: String,
+    /// State.
+    pub state: String,
+    /// For a running run: since when and its protection; for a waiting one: the core's
+    /// reason and estimated start.
+    pub detail: String,
+}
+
+/// A sibling (or the project itself) in the fair-share standing.
+pub struct SiblingRow {
+    /// Node id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Share of the parent, as shown.
+    pub share: String,
+    /// Billing-weighted allocated GPU-hours in the window.
+    pub usage: String,
+    /// Its part of the siblings' usage, percent.
+    pub usage_pct: String,
+    /// 1-based rank among the siblings (1 is served first).
+    pub rank: usize,
+    /// Whether this is the page's project.
+    pub me: bool,
+}
+
+/// How long a computed standing is shown again before it is computed anew.
+pub const STANDING_TTL: Duration = Duration::from_secs(1);
+
+/// Recently computed standings by project id: under load, the many viewers of a project share
+/// one computation per [`STANDING_TTL`] (the page is at most that old). Idle flags are kept
+/// without the viewer's right to stop them, which the page adds.
+#[derive(Default)]
+pub struct StandingCache(Mutex<HashMap<i64, (Instant, Arc<Standing>)>>);
+
+impl StandingCache {
+    fn get(&self, project: i64) -> Option<Arc<Standing>> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(&project)
+            .filter(|(at, _)| at.elapsed() < STANDING_TTL)
+            .map(|(_, s)| s.clone())
+    }
+
+    fn put(&self, project: i64, standing: Arc<Standing>) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() > 1000 {
+            map.retain(|_, (at, _)| at.elapsed() < STANDING_TTL);
+        }
+        map.insert(project, (Instant::now(), standing));
+    }
+}
+
+/// Everything the project page adds to the project's settings.
+pub struct Standing {
+    /// Running (and stopping) runs.
+    pub running: Vec<RunNow>,
+    /// Waiting runs (queued, waiting for approval), with their reasons.
+    pub waiting: Vec<RunNow>,
+    /// The project's rank among its siblings and how many there are.
+    pub rank: (usize, usize),
+    /// The siblings by rank.
+    pub siblings: Vec<SiblingRow>,
+    /// The project's usage in the window, billing-weighted GPU-hours.
+    pub usage: String,
+    /// Owed (entitlement to date) and received (allocated) GPU-hours this period, as shown.
+    pub owed: String,
+    /// Received this period.
+    pub received: String,
+    /// Received as a percentage of owed (`—` when nothing is owed yet).
+    pub received_pct: String,
+    /// Per day of the period so far: (day, owed to date, received to date), GPU-hours.
+    pub days: Vec<(String, String, String)>,
+    /// The chart of the same, inline SVG.
+    pub chart: String,
+    /// Spend this period: contracts (less refunds), runs, total, forecast to the period's end.
+    pub spend: (String, String, String, String),
+    /// Open idle flags of the project's runs (`can_stop` false: the page sets it per viewer).
+    pub idle: Vec<IdleView>,
+}
+
+/// The standing of `project`, computed at most [`STANDING_TTL`] ago.
+///
+/// # Errors
+/// Database errors.
+pub async fn cached_standing(
+    state: &AppState,
+    tree: &TreeView,
+    project: &NodeView,
+) -> Result<Arc<Standing>, AppError> {
+    if let Some(s) = state.project_cache.get(project.id) {
+        return Ok(s);
+    }
+    let s = Arc::new(standing(state, tree, project).await?);
+    state.project_cache.put(project.id, s.clone());
+    Ok(s)
+}
+
+type RunRow = (
+    i64,
+    String,
+    i32,
+    String,
+    String,
+    String,
+    Option<time::OffsetDateTime>,
+    i64,
+    Option<String>,
+    Option<time::OffsetDateTime>,
+);
+
+/// Gathers the project page's standing for `project` (for anyone who may see the project: all
+/// of it is the project's).
+///
+/// # Errors
+/// Database errors.
+pub async fn standing(
+    state: &AppState,
+    tree: &TreeView,
+    project: &NodeView,
+) -> Result<Standing, AppError> {
+    let pool = &state.pool;
+    let site = &state.site;
+    let tz = &site.time_zone;
+    let cur = &site.currency;
+    let now = jiff::Timestamp::now();
+    let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
+
+    // Runs now.
+    let rows: Vec<RunRow> = sqlx::query_as(
+        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.estimated_start \
+         FROM runs r JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id \
+         JOIN clusters c ON c.id = r.cluster_id \
+         WHERE r.project_id = $1 AND r.state IN ('waiting_approval', 'queued', 'starting', 'running', 'stopping') \
+         ORDER BY r.id LIMIT 500",
+    )
+    .bind(project.id)
+    .fetch_all(pool)
+    .await?;
+    let (mut running, mut waiting) = (Vec::new(), Vec::new());
+    for (id, submitter, gpus, model, cluster, st, started, min_rt, reason, estimate) in rows {
+        let what = format!("{gpus} × {model} on {cluster}");
+        if st == "queued" || st == "waiting_approval" {
+            let mut detail = match (st.as_str(), reason) {
+                ("waiting_approval", _) => "waits for a lead's approval".to_string(),
+                (_, Some(r)) => r,
+                (_, None) => "waiting for the next scheduling pass".to_string(),
+            };
+            if let Some(e) = estimate {
+                detail.push_str(&format!(" (estimated start {})", at(e)));
+            }
+            waiting.push(RunNow {
+                id,
+                submitter,
+                what,
+                state: st,
+                detail,
+            });
+        } else {
+            let detail = match started {
+                Some(s) => {
+                    let until = s + time::Duration::seconds(min_rt);
+                    let protection = if min_rt == 0 {
+                        "unallocated".to_string()
+                    } else if crate::ledger::to_jiff(until) > now {
+                        format!("protected until {}", at(until))
+                    } else {
+                        "past its minimum runtime".to_string()
+                    };
+                    format!("since {}; {protection}", at(s))
+                }
+                None => String::new(),
+            };
+            running.push(RunNow {
+                id,
+                submitter,
+                what,
+                state: st,
+                detail,
+            });
+        }
+    }
+
+    // Fair-share standing among the siblings: usage of each sibling's subtree in the window,
+    // ranked by the scheduling core's own key.
+    let parent = project.parent_id;
+    let siblings: Vec<&NodeView> = match parent {
+        Some(p) => tree.children(p).collect(),
+        None => vec![project],
+    };
+    let projects_under: Vec<(i64, i64)> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.is_project)
+        .filter_map(|n| {
+            siblings
+                .iter()
+                .find(|s| tree.parents.is_ancestor_or_self(s.id, n.id))
+                .map(|s| (n.id, s.id))
+        })
+        .collect();
+    let ids: Vec<i64> = projects_under.iter().map(|(p, _)| *p).collect();
+    let usage: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT lp.project_id, (sum(lp.gpu_seconds * m.billing_weight_milli) / 1000)::BIGINT \
+         FROM ledger_postings lp JOIN gpu_models m ON m.id = lp.gpu_model_id \
+         WHERE lp.kind = 'usage' AND lp.project_id = ANY($1) AND lp.at > now() - make_interval(secs => $2) \
+         GROUP BY lp.project_id",
+    )
+    .bind(&ids)
+    .bind(WINDOW_S as f64)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    let mut by_sibling: HashMap<i64, i64> = HashMap::new();
+    for (p, s) in &projects_under {
+        *by_sibling.entry(*s).or_default() += usage.get(p).copied().unwrap_or(0);
+    }
+    let total_usage: i64 = by_sibling.values().sum();
+    let mut ranked: Vec<(&NodeView, ShareKey)> = siblings
+        .iter()
+        .map(|s| {
+            (
+                *s,
+                ShareKey {
+                    share: u32::from(s.share.bp()),
+                    usage: i128::from(by_sibling.get(&s.id).copied().unwrap_or(0)),
+                },
+            )
+        })
+        .collect();
+    // Greater key first; ties to the lower id, as the core.
+    ranked.sort_by(|(a, ka), (b, kb)| kb.compare(ka).then(a.id.cmp(&b.id)));
+    let hours = |secs: i64| domain::format_hours(secs);
+    let sibling_rows: Vec<SiblingRow> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, (s, k))| SiblingRow {
+            id: s.id,
+            name: s.name.clone(),
+            share: s.share.to_string(),
+            usage: hours(k.usage as i64),
+            usage_pct: if total_usage > 0 {
+                format!("{:.1}", k.usage as f64 * 100.0 / total_usage as f64)
+            } else {
+                "0".into()
+            },
+            rank: i + 1,
+            me: s.id == project.id,
+        })
+        .collect();
+    let rank = (
+        sibling_rows.iter().find(|r| r.me).map_or(1, |r| r.rank),
+        sibling_rows.len(),
+    );
+
+    // Owed (entitlement to date) and received (allocated GPU-hours) this period, per day; and
+    // spend, in one pass over the project's postings of the period.
+    let period = crate::ledger::Period::containing(now, site);
+    let (start, _) = period.bounds();
+    let postings: Vec<(String, Option<i64>, i64, i64)> = sqlx::query_as(
+        "SELECT kind, CASE WHEN kind = 'usage' THEN floor(extract(epoch FROM at - $2) / 86400)::BIGINT END, \
+                sum(amount_minor)::BIGINT, coalesce(sum(gpu_seconds), 0)::BIGINT \
+         FROM ledger_postings WHERE project_id = $1 AND period_start = $2 \
+         AND kind IN ('usage', 'contract', 'refund') GROUP BY 1, 2",
+    )
+    .bind(project.id)
+    .bind(start)
+    .fetch_all(pool)
+    .await?;
+    let (mut contracts, mut runs) = (0_i64, 0_i64);
+    let mut received_by_day: HashMap<i64, i64> = HashMap::new();
+    for (kind, day, amount, secs) in postings {
+        match kind.as_str() {
+            "contract" => contracts += amount,
+            "refund" => contracts -= amount,
+            _ => {
+                runs += amount;
+                *received_by_day.entry(day.unwrap_or(0)).or_default() += secs;
+            }
+        }
+    }
+    let period_s = (period.end.as_second() - period.start.as_second()).max(1);
+    let elapsed = (now.as_second() - period.start.as_second()).clamp(0, period_s);
+    let entitled_milli: i64 = project.entitlements.iter().map(|e| e.milli_gpu_hours).sum();
+    let owed_at =
+        |secs: i64| -> f64 { entitled_milli as f64 / 1000.0 * secs as f64 / period_s as f64 };
+    let mut days = Vec::new();
+    let mut points = Vec::new();
+    let mut cumulative = 0_i64;
+    let day_count = (elapsed + 86_399) / 86_400;
+    for d in 0..day_count.max(1) {
+        cumulative += received_by_day.get(&d).copied().unwrap_or(0);
+        let end = ((d + 1) * 86_400).min(elapsed);
+        let label = (period.start + jiff::SignedDuration::from_hours(24 * d))
+            .to_zoned(tz.clone())
+            .strftime("%m-%d")
+            .to_string();
+        let owed = owed_at(end);
+        let received = cumulative as f64 / 3600.0;
+        days.push((
+            label.clone(),
+            format!("{owed:.1}"),
+            format!("{received:.1}"),
+        ));
+        points.push((label, owed, received));
+    }
+    let owed_now = owed_at(elapsed);
+    let received_now = cumulative as f64 / 3600.0;
+    let chart = crate::web::charts::owed_received(
+        &format!("{}: owed vs received this period (GPU-hours)", project.name),
+        &points,
+    );
+    let forecast = crate::ledger::alerts::forecast(contracts, runs, period, now);
+    Ok(Standing {
+        running,
+        waiting,
+        rank,
+        siblings: sibling_rows,
+        usage: hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
+        owed: format!("{owed_now:.1}"),
+        received: format!("{received_now:.1}"),
+        received_pct: if owed_now > 0.0 {
+            format!("{:.0}%", received_now * 100.0 / owed_now)
+        } else {
+            "—".into()
+        },
+        days,
+        chart,
+        spend: (
+            Money(contracts).display(cur),
+            Money(runs).display(cur),
+            Money(contracts + runs).display(cur),
+            Money(forecast).display(cur),
+        ),
+        idle: crate::web::home::project_idle_views(state, project.id).await?,
+    })
+}
