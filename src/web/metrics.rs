@@ -72,9 +72,9 @@ pub struct Dashboard {
     pub scope: &'static str,
     /// Per pool.
     pub pools: Vec<PoolFigures>,
-    /// Where drains for repair will be counted (emptied by themselves vs needing an admin to
-    /// stop a protected run); `null` until node drains are recorded.
-    pub drains: Option<serde_json::Value>,
+    /// Drains for repair begun in the window, on every cluster: emptied by themselves versus
+    /// needing an admin to stop a protected run ([`crate::db::drains::counts`]).
+    pub drains: crate::db::drains::DrainCounts,
 }
 
 fn parse_instant(field: &'static str, text: &str) -> Result<jiff::Timestamp, AppError> {
@@ -249,7 +249,12 @@ pub async fn dashboard(
         window,
         scope: if everything { "all" } else { "subtree" },
         pools: out,
-        drains: None,
+        drains: crate::db::drains::counts(
+            &state.pool,
+            jiff::Timestamp::from_second(from).map_err(|e| AppError::Internal(e.into()))?,
+            jiff::Timestamp::from_second(to).map_err(|e| AppError::Internal(e.into()))?,
+        )
+        .await?,
     })
 }
 
@@ -309,6 +314,21 @@ struct DashboardPage {
     projects: Vec<ProjectView>,
     pools_svg: String,
     impact_svg: String,
+    drains: String,
+}
+
+/// The drains sentence of the page.
+fn drains_text(c: &crate::db::drains::DrainCounts) -> String {
+    if c.drains == 0 {
+        return "No node was drained for repair in this window.".into();
+    }
+    let share = c.needed_human_fraction().map_or_else(String::new, |f| {
+        format!(" ({:.0}% of finished drains needed a human)", 100.0 * f)
+    });
+    format!(
+        "{} drains for repair began in this window: {} emptied by themselves, {} needed an admin to stop a protected run{}, {} still emptying.",
+        c.drains, c.emptied_by_themselves, c.needed_human, share, c.in_progress
+    )
 }
 
 fn h1(v: f64) -> String {
@@ -406,6 +426,7 @@ async fn page(
         from: d.from.clone(),
         to: d.to.clone(),
         subtree: d.scope == "subtree",
+        drains: drains_text(&d.drains),
         pools,
         projects,
         pools_svg: charts::two_series(

@@ -465,6 +465,13 @@ async fn drained_node_requeues_its_protected_run_when_protection_ends_and_report
             in_progress: 0
         }
     );
+    // The metrics page says so too.
+    let (status, html, _) = page.get("/dashboard?window=24h").await;
+    assert_eq!(status.as_u16(), 200);
+    assert!(
+        html.contains("1 drains for repair began in this window: 1 emptied by themselves, 0 needed an admin to stop a protected run (0% of finished drains needed a human), 0 still emptying."),
+        "{html}"
+    );
     // Back to service (the page's button): the waiting runs start there again.
     let (status, _, _) = page.post(&format!("/admin/nodes/{node}/return"), &[]).await;
     assert_eq!(status.as_u16(), 303);
