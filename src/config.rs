@@ -77,6 +77,75 @@ pub struct Site {
     /// (`TRANCHE_TRUST_FORWARDED_FOR`, default false; set it to true only behind a reverse
     /// proxy that appends it, else clients could choose their own address).
     pub trust_forwarded_for: bool,
+    /// How the Slurm bridge calls Slurm's tools (docs/slurm.md).
+    pub slurm: SlurmSettings,
+}
+
+/// The Slurm bridge's settings: `TRANCHE_SLURM_CONF` (the `slurm.conf` the tools read, passed
+/// as `SLURM_CONF`; unset: Slurm's default), `TRANCHE_SLURM_TIMEOUT_S` (seconds each call may
+/// take, default 10), `TRANCHE_SLURM_POLL_S` (seconds between rounds, default 2) and
+/// `TRANCHE_SLURM_USER` (the Unix user jobs run as, through `sbatch --uid`, which needs Tranche
+/// to run as root or as Slurm's `SlurmUser`; unset: the user `tranche serve` runs as).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlurmSettings {
+    /// The `slurm.conf` path given to every command as `SLURM_CONF`.
+    pub conf: Option<std::path::PathBuf>,
+    /// Longest time one command may take before it counts as no answer.
+    pub timeout: std::time::Duration,
+    /// Time between two rounds of the bridge while nothing wakes it.
+    pub poll: std::time::Duration,
+    /// The Unix user jobs run as, when not Tranche's own.
+    pub user: Option<String>,
+}
+
+impl Default for SlurmSettings {
+    fn default() -> Self {
+        Self {
+            conf: None,
+            timeout: std::time::Duration::from_secs(10),
+            poll: std::time::Duration::from_secs(2),
+            user: None,
+        }
+    }
+}
+
+impl SlurmSettings {
+    /// Reads the `TRANCHE_SLURM_*` variables.
+    ///
+    /// # Errors
+    /// A timeout or poll interval that is not a number of seconds from 1 to 600, or a user
+    /// name with characters a Unix name never has.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let text = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let secs = |name: &str, default: u64| -> anyhow::Result<std::time::Duration> {
+            match text(name) {
+                None => Ok(std::time::Duration::from_secs(default)),
+                Some(v) => match v.parse::<u64>() {
+                    Ok(s) if (1..=600).contains(&s) => Ok(std::time::Duration::from_secs(s)),
+                    _ => anyhow::bail!("{name} must be a number of seconds from 1 to 600, got {v:?}"),
+                },
+            }
+        };
+        let user = text("TRANCHE_SLURM_USER");
+        if let Some(u) = &user
+            && !u
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            anyhow::bail!("TRANCHE_SLURM_USER must be a Unix user name, got {u:?}");
+        }
+        Ok(Self {
+            conf: text("TRANCHE_SLURM_CONF").map(Into::into),
+            timeout: secs("TRANCHE_SLURM_TIMEOUT_S", 10)?,
+            poll: secs("TRANCHE_SLURM_POLL_S", 2)?,
+            user,
+        })
+    }
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -180,6 +249,7 @@ impl Site {
             agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
             tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
             trust_forwarded_for,
+            slurm: SlurmSettings::from_env()?,
         })
     }
 
@@ -199,6 +269,7 @@ impl Site {
             agent_timeout_s: 30,
             tick_s: 5,
             trust_forwarded_for: false,
+            slurm: SlurmSettings::default(),
         }
     }
 }
