@@ -21,7 +21,8 @@ use super::wake;
 /// `agent_token.create` by the system (the command line).
 ///
 /// # Errors
-/// NotFound for an unknown cluster; database errors.
+/// NotFound for an unknown cluster; Refused (`not_agent_cluster`) for a cluster another
+/// executor serves; database errors.
 pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppError> {
     let id = crate::db::inventory::cluster_id(pool, cluster)
         .await?
@@ -31,6 +32,19 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
                 cluster = crate::domain::quote(cluster)
             ))
         })?;
+    let executor: String = sqlx::query_scalar("SELECT executor FROM clusters WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
+    if executor != "agent" {
+        return Err(AppError::Refused {
+            code: "not_agent_cluster",
+            message: format!(
+                "cluster {} is served by {executor}, not by node agents",
+                crate::domain::quote(cluster)
+            ),
+        });
+    }
     let token = format!("tra_{}", crate::auth::random_hex(32));
     // The token and its audit entry in one statement.
     sqlx::query(

@@ -259,6 +259,8 @@ pub struct SlurmJob {
     pub reason: String,
     /// The owner's user name.
     pub user: String,
+    /// The job's comment (Tranche writes [`job_comment`]).
+    pub comment: String,
     /// Partition.
     pub partition: String,
     /// Exit status once ended, as a shell shows it (128 + signal for a signal).
@@ -303,6 +305,8 @@ struct SqueueJob {
     state_reason: String,
     #[serde(default)]
     user_name: String,
+    #[serde(default)]
+    comment: String,
     #[serde(default)]
     partition: String,
     #[serde(default)]
@@ -402,6 +406,7 @@ pub fn parse_squeue(json: &str) -> Result<Vec<SlurmJob>, String> {
                 state: j.job_state,
                 reason: j.state_reason,
                 user: j.user_name,
+                comment: j.comment,
                 partition: j.partition,
                 exit_code: if ended {
                     j.exit_code.map(shell_status)
@@ -431,6 +436,13 @@ pub fn parse_job_name(name: &str) -> Option<(i64, i32)> {
     Some((run.parse().ok()?, attempt.parse().ok()?))
 }
 
+/// The comment of Tranche's jobs: `tranche TAG run RUN attempt ATTEMPT`, where `TAG` names the
+/// Tranche installation and cluster, so that two installations sharing a Slurm cluster never
+/// take each other's jobs for their own.
+pub fn job_comment(tag: &str, run: i64, attempt: i32) -> String {
+    format!("tranche {tag} run {run} attempt {attempt}")
+}
+
 /// What to submit for one attempt of a run.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
@@ -438,6 +450,8 @@ pub struct JobSpec {
     pub run: i64,
     /// Attempt.
     pub attempt: i32,
+    /// The installation's tag for [`job_comment`].
+    pub tag: String,
     /// Partition.
     pub partition: String,
     /// Nodes the pass chose.
@@ -464,8 +478,8 @@ impl JobSpec {
             "--parsable".to_string(),
             format!("--job-name={}", job_name(self.run, self.attempt)),
             format!(
-                "--comment=tranche run {} attempt {}",
-                self.run, self.attempt
+                "--comment={}",
+                job_comment(&self.tag, self.run, self.attempt)
             ),
             format!("--partition={}", self.partition),
             format!("--nodelist={}", self.nodes.join(",")),
@@ -612,6 +626,7 @@ mod tests {
         let job = JobSpec {
             run: 7,
             attempt: 2,
+            tag: "t1".into(),
             partition: "gpu".into(),
             nodes: vec!["n1".into()],
             gpus_per_node: 3,
@@ -636,7 +651,7 @@ mod tests {
     fn squeue_json_gives_states_codes_and_gpu_indices() {
         let json = r#"{"jobs": [
           {"job_id": 2, "name": "tranche-2-1", "job_state": "RUNNING", "state_reason": "None",
-           "user_name": "root", "partition": "gpu", "exit_code": 0,
+           "user_name": "root", "partition": "gpu", "exit_code": 0, "comment": "tranche t1 run 2 attempt 1",
            "gres_detail": ["gpu:2(IDX:0-1)"], "tres_per_node": "gres:gpu:2",
            "job_resources": {"allocated_nodes": [{"nodename": "n1"}]}},
           {"job_id": 3, "name": "fail", "job_state": "FAILED", "state_reason": "NonZeroExitCode",
@@ -645,6 +660,7 @@ mod tests {
         let jobs = parse_squeue(json).unwrap();
         assert_eq!(jobs[0].gpus, BTreeMap::from([("n1".to_string(), vec![0, 1])]));
         assert_eq!(jobs[0].exit_code, None);
+        assert_eq!(jobs[0].comment, job_comment("t1", 2, 1));
         assert!(jobs[0].is_running() && jobs[0].is_active());
         assert_eq!(jobs[1].exit_code, Some(3));
         assert!(jobs[1].gpus.is_empty() && !jobs[1].is_active());

@@ -316,6 +316,8 @@ pub async fn add_cluster(
 pub struct Bridge {
     state: AppState,
     cluster: i64,
+    /// Names this installation and cluster in its jobs' comments (see [`cli::job_comment`]).
+    tag: String,
     partition: String,
     /// Pause before the next round after failures (0 while the controller answers).
     backoff: Duration,
@@ -335,10 +337,11 @@ struct KnownJob {
 
 impl Bridge {
     /// The executor of cluster `cluster` (a Slurm cluster) reading partition `partition`.
-    pub fn new(state: AppState, cluster: i64, partition: String) -> Self {
+    pub fn new(state: AppState, cluster: i64, partition: String, tag: String) -> Self {
         Self {
             state,
             cluster,
+            tag,
             partition,
             backoff: Duration::ZERO,
             not_before: None,
@@ -526,6 +529,7 @@ impl Bridge {
             let job = JobSpec {
                 run: first.run,
                 attempt: first.attempt,
+                tag: self.tag.clone(),
                 partition: self.partition.clone(),
                 nodes: counts.keys().map(|n| (*n).to_string()).collect(),
                 gpus_per_node: first.gpus.len() as u32,
@@ -717,9 +721,13 @@ impl Executor for Bridge {
             .unwrap_or_default();
         let jobs = cli::parse_squeue(&squeue).map_err(ExecutorError::Unreachable)?;
         let by_id: HashMap<i64, &SlurmJob> = jobs.iter().map(|j| (j.id, j)).collect();
+        // Jobs named and commented as this installation's, by run and attempt.
         let by_name: HashMap<(i64, i32), &SlurmJob> = jobs
             .iter()
             .filter_map(|j| cli::parse_job_name(&j.name).map(|k| (k, j)))
+            .filter(|((run, attempt), j)| {
+                j.partition == self.partition && j.comment == cli::job_comment(&self.tag, *run, *attempt)
+            })
             .collect();
         let known: Vec<KnownJob> = sqlx::query_as(
             "SELECT run_id, attempt, job_id, signalled_at, cancelled_at FROM slurm_jobs WHERE cluster_id = $1 \
@@ -734,7 +742,7 @@ impl Executor for Bridge {
         // Jobs of ours: those remembered, and those named like ours (a submission whose answer
         // was lost) in this partition.
         for (&(run, attempt), job) in &by_name {
-            if job.partition == self.partition && !known.contains_key(&(run, attempt)) {
+            if !known.contains_key(&(run, attempt)) {
                 let ordered = assignments.iter().any(|a| a.run == run && a.attempt == attempt)
                     || stops.iter().any(|s| s.run == run && s.attempt == attempt);
                 if ordered {
@@ -768,12 +776,7 @@ impl Executor for Bridge {
         .fetch_all(&pool)
         .await?
         .into_iter()
-        .chain(
-            by_name
-                .values()
-                .filter(|j| j.partition == self.partition)
-                .map(|j| j.id),
-        )
+        .chain(by_name.values().map(|j| j.id))
         .collect();
         {
             let mut tx = pool.begin().await?;
@@ -937,6 +940,13 @@ async fn mark(pool: &PgPool, k: &KnownJob, column: &str) -> Result<(), sqlx::Err
     Ok(())
 }
 
+/// The tag of cluster `cluster` of the installation whose database is `database`: 8 hex digits
+/// of their SHA-256.
+pub fn tag(database: &str, cluster: i64) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(format!("{database}/{cluster}").as_bytes())[..4])
+}
+
 /// Starts the Slurm bridges of this replica: while it holds the bridge lock, one [`Bridge`]
 /// per Slurm cluster runs a round every `TRANCHE_SLURM_POLL_S` and whenever a pass changed
 /// orders.
@@ -965,6 +975,9 @@ async fn drive(state: &AppState) -> Result<(), AppError> {
         tokio::time::sleep(poll).await;
     }
     let mut bridges: HashMap<i64, Bridge> = HashMap::new();
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&state.pool)
+        .await?;
     let mut rx = state.assignments.subscribe();
     loop {
         let clusters: Vec<(i64, String)> = sqlx::query_as(
@@ -976,7 +989,9 @@ async fn drive(state: &AppState) -> Result<(), AppError> {
         for (id, partition) in clusters {
             let bridge = bridges
                 .entry(id)
-                .or_insert_with(|| Bridge::new(state.clone(), id, partition.clone()));
+                .or_insert_with(|| {
+                    Bridge::new(state.clone(), id, partition.clone(), tag(&database, id))
+                });
             bridge.partition = partition;
             bridge.tick().await?;
         }
