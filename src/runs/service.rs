@@ -395,6 +395,10 @@ struct Names {
     /// Slurm nodes whose GPU indices the snapshot renumbers (jobs outside Tranche hold some of
     /// their GPUs): starts there take the lowest indices free in `gpu_holds` instead.
     renumbered: std::collections::HashSet<i64>,
+    /// Nodes Slurm serves: Slurm decides what becomes of jobs on a node it reports down (it
+    /// ends them NODE_FAIL when the node is lost, and a node is reported not responding for a
+    /// moment after the controller restarts), so the pass does not preempt them for it.
+    slurm_nodes: std::collections::HashSet<i64>,
 }
 
 /// Loads the snapshot the core schedules from, inside the pass's transaction.
@@ -439,9 +443,11 @@ async fn load_snapshot(
             name,
         })
         .collect();
-    let nodes: Vec<(i64, i64, i64, i32, String, bool, String, i32, i64)> = sqlx::query_as(
+    type NodeRow = (i64, i64, i64, i32, String, bool, String, i32, i64, bool);
+    let nodes: Vec<NodeRow> = sqlx::query_as(
         "SELECT n.id, n.cluster_id, n.gpu_model_id, n.gpu_count, n.state, n.agent_session IS NOT NULL, n.name, n.outside_gpus, \
-                (SELECT count(*) FROM gpu_holds h WHERE h.node_id = n.id) FROM nodes n ORDER BY n.id",
+                (SELECT count(*) FROM gpu_holds h WHERE h.node_id = n.id), c.executor = 'slurm' \
+         FROM nodes n JOIN clusters c ON c.id = n.cluster_id ORDER BY n.id",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -464,8 +470,11 @@ async fn load_snapshot(
     }
     // GPUs of each pool on nodes without a live agent, for the waiting reasons.
     let mut offline: HashMap<(i64, i64), u32> = HashMap::new();
-    for (id, cluster, model, gpus, admin_state, online, name, outside_gpus, held) in nodes {
+    for (id, cluster, model, gpus, admin_state, online, name, outside_gpus, held, slurm) in nodes {
         names.nodes.insert(id, name);
+        if slurm {
+            names.slurm_nodes.insert(id);
+        }
         let mut state = match (admin_state.as_str(), online) {
             ("down", _) | (_, false) => NodeState::Down,
             ("draining", _) => NodeState::Draining,
@@ -707,6 +716,10 @@ fn wait_message(
 ) -> String {
     let words = wait_words(reason, run, offline, names, currency);
     match (reason, names.outside.get(&run.cluster.0)) {
+        // A node that jobs outside Tranche fill counts as draining in the snapshot.
+        (WaitReason::NodesDraining { gpus }, Some(outside)) => format!(
+            "waiting for {gpus} GPUs: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, {outside}"
+        ),
         (
             WaitReason::Gpus { .. }
             | WaitReason::FairShare { .. }
@@ -903,6 +916,11 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
                 reason,
                 for_run,
             } => {
+                if let PreemptReason::NodeDown { node } = reason
+                    && names.slurm_nodes.contains(&node.0)
+                {
+                    continue;
+                }
                 let message = preempt_message(reason, &names);
                 event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
                 begin_stop(&mut tx, pool, site, run.0, "preempted").await?;

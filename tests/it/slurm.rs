@@ -12,8 +12,9 @@ use crate::slurm_cluster::SlurmCluster;
 use crate::support::TestApp;
 
 /// The demo organisation with a Slurm cluster `slurm` (partition `gpu`, nodes n1 and n2 of
-/// 8 H100), served on a real port: (app, base URL, researcher token, lead token).
-async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String) {
+/// 8 H100), served on a real port: (app, base URL, researcher token, lead token, the demo
+/// admin's password).
+async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String, String) {
     let site = Site {
         grace_s: 2,
         tick_s: 1,
@@ -26,7 +27,8 @@ async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String)
         ..Site::for_tests()
     };
     let app = TestApp::with_site(site).await;
-    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let users = tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let (_, admin_password) = crate::support::demo_password(&users, "admin");
     let change = tranche::executor::slurm::add_cluster(
         &app.pool,
         &app.state.site.slurm,
@@ -40,7 +42,7 @@ async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String)
     let base = app.serve().await;
     let researcher = app.token_for("demo-researcher").await;
     let lead = app.token_for("demo-lead").await;
-    (app, base, researcher, lead)
+    (app, base, researcher, lead, admin_password)
 }
 
 async fn post(base: &str, path: &str, token: &str, body: Value) -> (u16, Value) {
@@ -94,17 +96,27 @@ async fn wait_state(app: &TestApp, run: i64, state: &str) {
     .await;
 }
 
-/// Slurm jobs of run `run`: (job id, name, state, node list) from `squeue`.
-fn jobs_of(cluster: &SlurmCluster, run: i64) -> Vec<(i64, String, String, String)> {
-    cluster
-        .run("squeue", &["--states=all", "-h", "-o", "%i|%j|%T|%N"])
+/// The Slurm jobs of run `run` of this test's Tranche (job comments name the installation:
+/// earlier tests' runs had the same ids): (job id, name, state, node list), from `squeue`.
+async fn jobs_of(app: &TestApp, cluster: &SlurmCluster, run: i64) -> Vec<(i64, String, String, String)> {
+    let id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'slurm'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let tag = tranche::executor::slurm::tag(&app.database, id);
+    let mut jobs: Vec<(i64, String, String, String)> = cluster
+        .run("squeue", &["--states=all", "-h", "-o", "%i|%j|%T|%N|%k"])
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split('|').collect();
-            (f.len() == 4 && f[1].starts_with(&format!("tranche-{run}-")))
-                .then(|| (f[0].parse().unwrap(), f[1].into(), f[2].into(), f[3].into()))
+            (f.len() == 5
+                && f[1].starts_with(&format!("tranche-{run}-"))
+                && f[4].starts_with(&format!("tranche {tag} run {run} ")))
+            .then(|| (f[0].parse().unwrap(), f[1].into(), f[2].into(), f[3].into()))
         })
-        .collect()
+        .collect();
+    jobs.sort();
+    jobs
 }
 
 fn read(dir: &Path, name: &str) -> Option<String> {
@@ -129,7 +141,7 @@ async fn kinds(base: &str, token: &str, run: i64) -> (Vec<String>, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
     let (_lease, cluster) = SlurmCluster::lease().await;
-    let (app, base, researcher, _lead) = slurm_live(cluster).await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
     let dir = scratch("slurm-basic");
     let d = dir.display();
     let ok = submit(
@@ -170,7 +182,7 @@ async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    let jobs = jobs_of(cluster, ok);
+    let jobs = jobs_of(&app, cluster, ok).await;
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0].1, format!("tranche-{ok}-1"));
     assert_eq!(jobs[0].2, "COMPLETED");
@@ -196,7 +208,7 @@ async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
     let (k, detail) = kinds(&base, &researcher, failing).await;
     assert_eq!(k, ["submitted", "started", "failed"], "{detail}");
     assert_eq!(detail["exit_code"], 3, "{detail}");
-    assert_eq!(jobs_of(cluster, failing)[0].2, "FAILED");
+    assert_eq!(jobs_of(&app, cluster, failing).await[0].2, "FAILED");
     // The run over its time limit is stopped at it.
     let (k, detail) = kinds(&base, &researcher, slow).await;
     assert_eq!(
@@ -235,6 +247,278 @@ async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
         "charged {charged}, exited runs {exited}, the stopped run's span {}",
         span(slow).await
     );
+    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Charges `project` 100 GPU-hours of usage this week on the Slurm cluster: it is over-served.
+async fn over_serve(app: &TestApp, project: &str) {
+    let id = app.node_id(project).await;
+    let (cluster, model): (i64, i64) = sqlx::query_as(
+        "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = 'slurm' AND m.name = 'H100'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    tranche::ledger::charge_usage(
+        &app.pool,
+        &mut conn,
+        &app.state.site,
+        jiff::Timestamp::now(),
+        id,
+        (cluster, model),
+        100 * 3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+}
+
+/// The run's waiting reason once it contains `text` (within 30 s).
+async fn reason_containing(app: &TestApp, run: i64, text: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let reason: Option<String> = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        let reason = reason.unwrap_or_default();
+        if reason.contains(text) {
+            return reason;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run {run}'s reason never said {text:?}; it says {reason:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn event_at(app: &TestApp, run: i64, kind: &str) -> time::OffsetDateTime {
+    sqlx::query_scalar("SELECT min(at) FROM run_events WHERE run_id = $1 AND kind = $2")
+        .bind(run)
+        .bind(kind)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slurm_preemption_sends_sigterm_kills_after_the_grace_period_and_requeues_as_a_new_job() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
+    let dir = scratch("slurm-preempt");
+    let d = dir.display();
+    over_serve(&app, "fm-pretrain-70b").await;
+    // The over-served project's resumable gang takes both nodes. Its first attempt records
+    // SIGTERM and ignores it; a later attempt finishes at once.
+    let victim = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-70b",
+        16,
+        json!({"resumable": true, "command": format!(
+            "echo \"$CUDA_VISIBLE_DEVICES\" > {d}/victim-$TRANCHE_ATTEMPT; \
+             if [ \"$TRANCHE_ATTEMPT\" -ge 2 ]; then exit 0; fi; \
+             trap 'echo term >> {d}/term' TERM; while :; do sleep 1; done")}),
+    )
+    .await;
+    wait_state(&app, victim, "running").await;
+    until(Duration::from_secs(30), "the victim's command", || async {
+        read(&dir, "victim-1").is_some()
+    })
+    .await;
+    assert_eq!(read(&dir, "victim-1").unwrap(), "0,1,2,3,4,5,6,7");
+    let first = jobs_of(&app, cluster, victim).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].3, "n[1-2]");
+
+    // The under-served project's run preempts it past its minimum runtime.
+    let preemptor = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        8,
+        json!({"min_runtime_s": 1800, "time_limit_s": 1800,
+               "command": format!("echo \"$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID\" > {d}/preemptor")}),
+    )
+    .await;
+    until(Duration::from_secs(60), "the victim's SIGTERM", || async {
+        read(&dir, "term").is_some()
+    })
+    .await;
+    wait_state(&app, preemptor, "succeeded").await;
+    let line = read(&dir, "preemptor").unwrap();
+    assert_eq!(line, format!("0,1,2,3,4,5,6,7 {preemptor}"));
+    // Requeued, it runs again as a new Slurm job and finishes.
+    wait_state(&app, victim, "succeeded").await;
+    let jobs = jobs_of(&app, cluster, victim).await;
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    let names: Vec<&str> = jobs.iter().map(|j| j.1.as_str()).collect();
+    assert_eq!(names, [format!("tranche-{victim}-1"), format!("tranche-{victim}-2")]);
+    assert_ne!(jobs[0].0, jobs[1].0);
+    // The first ignored SIGTERM and was killed once the 2 s grace period was over.
+    assert_eq!(jobs[0].2, "CANCELLED");
+    let preempted = event_at(&app, victim, "preempted").await;
+    let requeued = event_at(&app, victim, "requeued").await;
+    assert!(
+        requeued - preempted >= time::Duration::seconds(2),
+        "requeued {requeued} only {} after the preemption",
+        requeued - preempted
+    );
+    let (k, detail) = kinds(&base, &researcher, victim).await;
+    assert_eq!(
+        k,
+        ["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        "{detail}"
+    );
+    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_outside_tranche_holds_its_gpus_and_names_itself_in_the_wait() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, admin_password) = slurm_live(cluster).await;
+    let outside: i64 = cluster
+        .run(
+            "sbatch",
+            &["--parsable", "--partition=gpu", "--nodelist=n1", "--gres=gpu:8",
+              "--job-name=someone-elses", "--output=/dev/null", "--wrap", "sleep 300"],
+        )
+        .trim()
+        .parse()
+        .unwrap();
+    until(Duration::from_secs(30), "Tranche to see the job outside it", || async {
+        sqlx::query_scalar::<_, i32>("SELECT outside_gpus FROM nodes WHERE name = 'n1'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+            == 8
+    })
+    .await;
+    let first = submit(&base, &researcher, "fm-pretrain-7b", 8, json!({"command": "sleep 300"})).await;
+    let second = submit(&base, &researcher, "fm-pretrain-7b", 8, json!({"command": "sleep 300"})).await;
+    wait_state(&app, first, "running").await;
+    let node: String = sqlx::query_scalar(
+        "SELECT n.name FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1",
+    )
+    .bind(first)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(node, "n2");
+    assert_eq!(jobs_of(&app, cluster, first).await[0].3, "n2");
+    let reason = reason_containing(&app, second, "outside Tranche").await;
+    assert!(
+        reason.contains(&format!("Slurm job {outside}")) && reason.contains("someone-elses") && reason.contains("n1"),
+        "{reason}"
+    );
+    assert_eq!(state_of(&app, second).await, "queued");
+    assert!(jobs_of(&app, cluster, second).await.is_empty());
+    // The admin's cluster page lists it as outside Tranche.
+    let mut admin = app.client();
+    admin.login("demo-admin", &admin_password).await;
+    let id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'slurm'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (_, page, _) = admin.get(&format!("/admin/clusters/{id}")).await;
+    assert!(page.contains("outside Tranche") && page.contains(&outside.to_string()), "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_cancelled_in_slurm_or_refused_by_it_end_with_slurms_words() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
+    let run = submit(&base, &researcher, "fm-pretrain-7b", 2, json!({"command": "sleep 300"})).await;
+    wait_state(&app, run, "running").await;
+    let job = jobs_of(&app, cluster, run).await[0].0;
+    cluster.run("scancel", &[&job.to_string()]);
+    wait_state(&app, run, "cancelled").await;
+    let (k, detail) = kinds(&base, &researcher, run).await;
+    assert_eq!(k, ["submitted", "started", "cancelled", "cancelled"], "{detail}");
+    assert!(
+        detail["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "cancelled"
+                && e["message"].as_str().unwrap().starts_with("cancelled outside Tranche")),
+        "{detail}"
+    );
+    // The test partition allows 60 minutes: Slurm refuses a 2-hour job, and the run fails with
+    // Slurm's message on its page.
+    let refused = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        1,
+        json!({"command": "true", "time_limit_s": 7200}),
+    )
+    .await;
+    wait_state(&app, refused, "failed").await;
+    let (_, detail) = kinds(&base, &researcher, refused).await;
+    let message = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["message"].as_str().unwrap().starts_with("Slurm refused the job"))
+        .unwrap_or_else(|| panic!("{detail}"))["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.to_lowercase().contains("time limit"), "{message}");
+    assert!(jobs_of(&app, cluster, refused).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_none_twice() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
+    let dir = scratch("slurm-restart");
+    let d = dir.display();
+    let command = format!("echo $SLURM_JOB_ID >> {d}/starts-$TRANCHE_RUN_ID; sleep 6");
+    let before = submit(&base, &researcher, "fm-pretrain-7b", 4, json!({"command": command})).await;
+    wait_state(&app, before, "running").await;
+    tokio::task::spawn_blocking(|| SlurmCluster::get().stop_controller())
+        .await
+        .unwrap();
+    until(Duration::from_secs(30), "Tranche to see the controller down", || async {
+        sqlx::query_scalar::<_, bool>(
+            "SELECT executor_down_since IS NOT NULL FROM clusters WHERE name = 'slurm'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    })
+    .await;
+    // Submitted while the controller is down: it waits, with the reason in words.
+    let during = submit(&base, &researcher, "fm-pretrain-7b", 4, json!({"command": command})).await;
+    let reason = reason_containing(&app, during, "does not answer since").await;
+    assert!(reason.contains("Slurm controller of cluster slurm"), "{reason}");
+    assert_eq!(state_of(&app, during).await, "queued");
+    // The running run keeps its state.
+    assert_eq!(state_of(&app, before).await, "running");
+    tokio::task::spawn_blocking(|| SlurmCluster::get().restart_controller())
+        .await
+        .unwrap();
+    wait_state(&app, before, "succeeded").await;
+    wait_state(&app, during, "succeeded").await;
+    for run in [before, during] {
+        assert_eq!(jobs_of(&app, cluster, run).await.len(), 1, "run {run}: {:?}", jobs_of(&app, cluster, run).await);
+        let starts = read(&dir, &format!("starts-{run}")).unwrap();
+        assert_eq!(starts.lines().count(), 1, "run {run} started {starts}");
+    }
+    let down: Option<time::OffsetDateTime> =
+        sqlx::query_scalar("SELECT executor_down_since FROM clusters WHERE name = 'slurm'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(down.is_none());
     assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }

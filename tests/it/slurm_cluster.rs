@@ -163,12 +163,13 @@ impl SlurmCluster {
              MinJobAge=300\n\
              KillWait=2\n\
              SchedulerType=sched/backfill\n\
+             EnforcePartLimits=ALL\n\
              SchedulerParameters=sched_interval=1\n\
              SlurmctldTimeout=10\n\
              SlurmdTimeout=30\n\
              NodeName=n1 NodeHostname={host} NodeAddr=127.0.0.1 Port={p1} CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN\n\
              NodeName=n2 NodeHostname={host} NodeAddr=127.0.0.1 Port={p2} CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN\n\
-             PartitionName=gpu Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP\n",
+             PartitionName=gpu Nodes=n1,n2 Default=YES MaxTime=60 State=UP\n",
             pid = std::process::id()
         );
         let conf_path = dir.join("slurm.conf");
@@ -192,8 +193,10 @@ impl SlurmCluster {
              while kill -0 $1 2>/dev/null; do sleep 1; done\n\
              timeout 10 scancel --full --partition=gpu --signal=KILL >/dev/null 2>&1\n\
              timeout 10 scancel --partition=gpu >/dev/null 2>&1\n\
-             kill $(cat {d}/ctl.pid) $N1 $N2 2>/dev/null\n\
+             CTL=$(cat {d}/ctl.pid)\n\
+             kill $CTL $N1 $N2 2>/dev/null\n\
              wait\n\
+             while kill -0 $CTL 2>/dev/null; do sleep 0.2; done\n\
              rm -rf {d}\n"
         );
         std::fs::write(dir.join("run.sh"), script).unwrap();
@@ -323,10 +326,22 @@ impl SlurmCluster {
         self.wait_ready(Duration::from_secs(60));
     }
 
-    /// Stops slurmctld (SIGKILL), as a crash would.
-    pub fn kill_controller(&self) {
+    /// Stops slurmctld (SIGTERM: it saves its state and exits, as in a restart or an
+    /// upgrade) and waits until it is gone. (A SIGKILL can lose the jobs submitted in the last
+    /// seconds: Slurm saves job state in the background; see docs/slurm.md.)
+    pub fn stop_controller(&self) {
         let pid = std::fs::read_to_string(self.dir.join("ctl.pid")).unwrap();
-        assert!(ok(Command::new("kill").args(["-9", pid.trim()])));
+        let pid = pid.trim().to_string();
+        assert!(ok(Command::new("kill").arg(&pid)));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Path::new(&format!("/proc/{pid}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ")
+        {
+            assert!(Instant::now() < deadline, "slurmctld does not stop");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Starts slurmctld again, keeping its state (jobs, reservations).

@@ -34,7 +34,8 @@ use cli::{CliError, JobSpec, SlurmJob};
 
 /// Advisory lock key held (session level) by the replica whose bridges drive Slurm.
 const BRIDGE_LOCK: i64 = 0x7472_616e_6368_6503;
-/// Longest pause between rounds while a controller does not answer.
+/// Longest pause between rounds while a controller does not answer: 30 s, or 10 polls when
+/// that is shorter.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The value of `nodes.agent_session` for nodes Slurm serves (they count as live while the
 /// partition lists them; their state follows Slurm's).
@@ -392,7 +393,7 @@ impl Bridge {
             Err(ExecutorError::Unreachable(why)) => {
                 self.backoff = (self.backoff * 2)
                     .max(self.settings().poll)
-                    .min(BACKOFF_MAX);
+                    .min(BACKOFF_MAX.min(self.settings().poll * 10));
                 self.not_before = Some(Instant::now() + self.backoff);
                 let mut tx = pool.begin().await?;
                 sqlx::query(
