@@ -522,3 +522,171 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
     assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn add_slurm_cluster_reads_the_partition_refuses_bad_input_and_refreshes_audited() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let app = TestApp::new().await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let settings = SlurmSettings {
+        conf: Some(cluster.conf.clone()),
+        ..SlurmSettings::default()
+    };
+    let add = |partition: &'static str, model: Option<&'static str>| {
+        let pool = app.pool.clone();
+        let settings = settings.clone();
+        async move {
+            tranche::executor::slurm::add_cluster(&pool, &settings, "slurm", partition, model).await
+        }
+    };
+    let clusters = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM clusters")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let before = clusters().await;
+    for (partition, model, words) in [
+        ("nope", Some("H100"), "Slurm has no partition \"nope\""),
+        ("cpu", Some("H100"), "no node of partition \"cpu\" has GPUs (gres gpu): n3"),
+        ("gpu", Some("Z9000"), "there is no GPU model named \"Z9000\""),
+        ("gpu", None, "Slurm names no GPU type on node n1; name the GPU model with --gpu-model"),
+        ("bad name!", Some("H100"), "partition"),
+    ] {
+        let e = add(partition, model).await.unwrap_err();
+        assert!(matches!(e, tranche::error::AppError::Invalid { .. }), "{e:?}");
+        assert!(e.to_string().contains(words), "{partition}: {e}");
+    }
+    // Nothing half-written.
+    assert_eq!(clusters().await, before);
+
+    let adds = app.audit_count("node.add").await;
+    let change = add("gpu", Some("H100")).await.unwrap();
+    assert!(change.created);
+    assert_eq!(app.audit_count("node.add").await, adds + 2);
+    assert_eq!(change.added, vec![("n1".to_string(), 8), ("n2".to_string(), 8)]);
+    let rows: Vec<(String, String, i32, String)> = sqlx::query_as(
+        "SELECT n.name, n.state, n.gpu_count, m.name FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id \
+         JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'slurm' AND c.executor = 'slurm' ORDER BY n.name",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            ("n1".into(), "up".into(), 8, "H100".into()),
+            ("n2".into(), "up".into(), 8, "H100".into())
+        ]
+    );
+    // Agents cannot serve a Slurm cluster.
+    let e = tranche::runs::agents::create_token(&app.pool, "slurm").await.unwrap_err();
+    assert!(e.to_string().contains("served by slurm"), "{e}");
+
+    // Running it again changes nothing; after the inventory drifted (a GPU count, a node that
+    // left the partition), it is refreshed and each change audited.
+    assert_eq!(
+        add("gpu", Some("H100")).await.unwrap(),
+        tranche::executor::slurm::InventoryChange::default()
+    );
+    sqlx::query("UPDATE nodes SET gpu_count = 4 WHERE name = 'n1'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) \
+         SELECT c.id, 'n9', m.id, 8 FROM clusters c, gpu_models m WHERE c.name = 'slurm' AND m.name = 'H100'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (updates, removes) = (app.audit_count("node.update").await, app.audit_count("node.remove").await);
+    let change = add("gpu", Some("H100")).await.unwrap();
+    assert!(!change.created);
+    assert_eq!(change.changed, vec!["n1".to_string()]);
+    assert_eq!(change.removed, vec!["n9".to_string()]);
+    assert_eq!(app.audit_count("node.update").await, updates + 1);
+    assert_eq!(app.audit_count("node.remove").await, removes + 1);
+    let n9: String = sqlx::query_scalar("SELECT state FROM nodes WHERE name = 'n9'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n9, "down");
+    let n1: i32 = sqlx::query_scalar("SELECT gpu_count FROM nodes WHERE name = 'n1'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n1, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_drained_in_slurm_drains_in_tranche_and_its_runs_move_after_their_minimum_runtime() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
+    let run = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        8,
+        json!({"resumable": true, "min_runtime_s": 2,
+               "command": "if [ \"$TRANCHE_ATTEMPT\" -ge 2 ]; then exit 0; fi; sleep 300"}),
+    )
+    .await;
+    wait_state(&app, run, "running").await;
+    let first: String = sqlx::query_scalar(
+        "SELECT n.name FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1 AND p.attempt = 1",
+    )
+    .bind(run)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    cluster.run(
+        "scontrol",
+        &["update", &format!("nodename={first}"), "state=drain", "reason=repair"],
+    );
+    until(Duration::from_secs(30), "the node draining in Tranche", || async {
+        sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE name = $1")
+            .bind(&first)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+            == "draining"
+    })
+    .await;
+    wait_state(&app, run, "succeeded").await;
+    let second: String = sqlx::query_scalar(
+        "SELECT n.name FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1 AND p.attempt = 2",
+    )
+    .bind(run)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_ne!(second, first);
+    let (k, detail) = kinds(&base, &researcher, run).await;
+    assert_eq!(
+        k,
+        ["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        "{detail}"
+    );
+    let preempted = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "preempted")
+        .unwrap();
+    assert_eq!(
+        preempted["message"],
+        format!("node {first} is draining for repair"),
+        "{detail}"
+    );
+    // The state Slurm gave is audited, by the system.
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'node.state' AND actor_id IS NULL \
+         AND after->>'name' = $1 AND after->>'state' = 'draining'",
+    )
+    .bind(&first)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+}

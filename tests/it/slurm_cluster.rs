@@ -1,7 +1,8 @@
 //! Test support: a real Slurm 22.05 cluster on this host (Debian's `slurmctld`, `slurmd`,
 //! `slurm-client` and `munge`, installed by `scripts/test` when missing): two nodes `n1` and
 //! `n2` with 8 GPUs each (character devices made with `mknod c 1 3`, as `gres.conf` needs),
-//! partition `gpu`, its own configuration, state, spool and log directories under a temporary
+//! partition `gpu` (and a partition `cpu` of one node `n3` without GPUs and without a
+//! `slurmd`, for bad input), its own configuration, state, spool and log directories under a temporary
 //! directory and its own ports. Started once per test process; a watchdog shell stops it (jobs
 //! cancelled, daemons killed, directory removed) when the test process exits, however it exits.
 //!
@@ -133,7 +134,7 @@ impl SlurmCluster {
                 dev.display()
             );
         }
-        let (ctl, p1, p2) = (free_port(), free_port(), free_port());
+        let (ctl, p1, p2, p3) = (free_port(), free_port(), free_port(), free_port());
         let host = host();
         let d = dir.display();
         let conf = format!(
@@ -169,7 +170,9 @@ impl SlurmCluster {
              SlurmdTimeout=30\n\
              NodeName=n1 NodeHostname={host} NodeAddr=127.0.0.1 Port={p1} CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN\n\
              NodeName=n2 NodeHostname={host} NodeAddr=127.0.0.1 Port={p2} CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN\n\
-             PartitionName=gpu Nodes=n1,n2 Default=YES MaxTime=60 State=UP\n",
+             NodeName=n3 NodeHostname={host} NodeAddr=127.0.0.1 Port={p3} CPUs=2 RealMemory=1000 State=UNKNOWN\n\
+             PartitionName=gpu Nodes=n1,n2 Default=YES MaxTime=60 State=UP\n\
+             PartitionName=cpu Nodes=n3 MaxTime=60 State=UP\n",
             pid = std::process::id()
         );
         let conf_path = dir.join("slurm.conf");

@@ -474,6 +474,19 @@ impl Bridge {
                 changed = true;
                 if state != old_state {
                     tracing::info!(node = %name, from = %old_state, to = %state, "Slurm node state followed");
+                    audit::record(
+                        &mut *conn,
+                        Change {
+                            actor: None,
+                            action: "node.state",
+                            entity: "cluster_node",
+                            entity_id: Some(*id),
+                            node_id: None,
+                            before: Some(json!({"name": name, "state": old_state})),
+                            after: Some(json!({"name": name, "state": state, "slurm": words})),
+                        },
+                    )
+                    .await?;
                 }
             }
             sqlx::query(
