@@ -127,7 +127,9 @@ impl SlurmSettings {
                 None => Ok(std::time::Duration::from_secs(default)),
                 Some(v) => match v.parse::<u64>() {
                     Ok(s) if (1..=600).contains(&s) => Ok(std::time::Duration::from_secs(s)),
-                    _ => anyhow::bail!("{name} must be a number of seconds from 1 to 600, got {v:?}"),
+                    _ => {
+                        anyhow::bail!("{name} must be a number of seconds from 1 to 600, got {v:?}")
+                    }
                 },
             }
         };

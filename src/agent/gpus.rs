@@ -118,4 +118,3 @@ pub(super) async fn query_nvidia_smi() -> anyhow::Result<Vec<GpuReading>> {
     );
     parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout))
 }
-

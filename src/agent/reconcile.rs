@@ -84,4 +84,3 @@ pub fn reconcile(answer: &SyncAnswer, local: &[LocalProcess], started: &HashSet<
     }
     plan
 }
-

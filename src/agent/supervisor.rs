@@ -521,4 +521,3 @@ pub(super) async fn supervise(
     };
     let _ = exits.send(Exit { key, outcome });
 }
-

@@ -206,4 +206,3 @@ impl StopOrder {
         Duration::try_from_secs_f64(self.grace_s).unwrap_or(Duration::ZERO)
     }
 }
-

@@ -162,7 +162,6 @@ pub async fn orders(
     Ok((assignments, stops))
 }
 
-
 /// What an executor knows about one process (agent) or job (Slurm) on one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessReport {
@@ -183,7 +182,10 @@ pub struct ProcessReport {
 ///
 /// # Errors
 /// Database errors.
-pub async fn record(conn: &mut PgConnection, reports: &[ProcessReport]) -> Result<u64, sqlx::Error> {
+pub async fn record(
+    conn: &mut PgConnection,
+    reports: &[ProcessReport],
+) -> Result<u64, sqlx::Error> {
     if reports.is_empty() {
         return Ok(0);
     }

@@ -38,7 +38,10 @@ async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String,
     )
     .await
     .unwrap();
-    assert_eq!(change.added, vec![("n1".to_string(), 8), ("n2".to_string(), 8)]);
+    assert_eq!(
+        change.added,
+        vec![("n1".to_string(), 8), ("n2".to_string(), 8)]
+    );
     let base = app.serve().await;
     let researcher = app.token_for("demo-researcher").await;
     let lead = app.token_for("demo-lead").await;
@@ -90,15 +93,21 @@ async fn state_of(app: &TestApp, run: i64) -> String {
 }
 
 async fn wait_state(app: &TestApp, run: i64, state: &str) {
-    until(Duration::from_secs(90), &format!("run {run} {state}"), || async {
-        state_of(app, run).await == state
-    })
+    until(
+        Duration::from_secs(90),
+        &format!("run {run} {state}"),
+        || async { state_of(app, run).await == state },
+    )
     .await;
 }
 
 /// The Slurm jobs of run `run` of this test's Tranche (job comments name the installation:
 /// earlier tests' runs had the same ids): (job id, name, state, node list), from `squeue`.
-async fn jobs_of(app: &TestApp, cluster: &SlurmCluster, run: i64) -> Vec<(i64, String, String, String)> {
+async fn jobs_of(
+    app: &TestApp,
+    cluster: &SlurmCluster,
+    run: i64,
+) -> Vec<(i64, String, String, String)> {
     let id: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'slurm'")
         .fetch_one(&app.pool)
         .await
@@ -190,7 +199,11 @@ async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
     let line = read(&dir, "ok").expect("the run's command wrote its file");
     let fields: Vec<&str> = line.split(' ').collect();
     assert_eq!(fields[0].split(',').count(), 3, "{line}");
-    assert_eq!(fields[1..], [ok.to_string().as_str(), "1", placed.as_str()], "{line}");
+    assert_eq!(
+        fields[1..],
+        [ok.to_string().as_str(), "1", placed.as_str()],
+        "{line}"
+    );
     assert_eq!(read(&dir, "env").unwrap(), "it's a \"test\"");
     // The run page shows the GPU indices Slurm gave (its CUDA_VISIBLE_DEVICES).
     let (k, detail) = kinds(&base, &researcher, ok).await;
@@ -247,7 +260,12 @@ async fn slurm_runs_succeed_fail_and_time_out_as_agent_exits_do() {
         "charged {charged}, exited runs {exited}, the stopped run's span {}",
         span(slow).await
     );
-    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    assert!(
+        tranche::ledger::problems(&app.pool)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -280,11 +298,12 @@ async fn over_serve(app: &TestApp, project: &str) {
 async fn reason_containing(app: &TestApp, run: i64, text: &str) -> String {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let reason: Option<String> = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
-            .bind(run)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+        let reason: Option<String> =
+            sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+                .bind(run)
+                .fetch_one(&app.pool)
+                .await
+                .unwrap();
         let reason = reason.unwrap_or_default();
         if reason.contains(text) {
             return reason;
@@ -358,7 +377,10 @@ async fn slurm_preemption_sends_sigterm_kills_after_the_grace_period_and_requeue
     let jobs = jobs_of(&app, cluster, victim).await;
     assert_eq!(jobs.len(), 2, "{jobs:?}");
     let names: Vec<&str> = jobs.iter().map(|j| j.1.as_str()).collect();
-    assert_eq!(names, [format!("tranche-{victim}-1"), format!("tranche-{victim}-2")]);
+    assert_eq!(
+        names,
+        [format!("tranche-{victim}-1"), format!("tranche-{victim}-2")]
+    );
     assert_ne!(jobs[0].0, jobs[1].0);
     // The first ignored SIGTERM and was killed once the 2 s grace period was over.
     assert_eq!(jobs[0].2, "CANCELLED");
@@ -372,10 +394,22 @@ async fn slurm_preemption_sends_sigterm_kills_after_the_grace_period_and_requeue
     let (k, detail) = kinds(&base, &researcher, victim).await;
     assert_eq!(
         k,
-        ["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        [
+            "submitted",
+            "started",
+            "preempted",
+            "requeued",
+            "started",
+            "succeeded"
+        ],
         "{detail}"
     );
-    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    assert!(
+        tranche::ledger::problems(&app.pool)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -386,22 +420,48 @@ async fn a_job_outside_tranche_holds_its_gpus_and_names_itself_in_the_wait() {
     let outside: i64 = cluster
         .run(
             "sbatch",
-            &["--parsable", "--partition=gpu", "--nodelist=n1", "--gres=gpu:8",
-              "--job-name=someone-elses", "--output=/dev/null", "--wrap", "sleep 300"],
+            &[
+                "--parsable",
+                "--partition=gpu",
+                "--nodelist=n1",
+                "--gres=gpu:8",
+                "--job-name=someone-elses",
+                "--output=/dev/null",
+                "--wrap",
+                "sleep 300",
+            ],
         )
         .trim()
         .parse()
         .unwrap();
-    until(Duration::from_secs(30), "Tranche to see the job outside it", || async {
-        sqlx::query_scalar::<_, i32>("SELECT outside_gpus FROM nodes WHERE name = 'n1'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap()
-            == 8
-    })
+    until(
+        Duration::from_secs(30),
+        "Tranche to see the job outside it",
+        || async {
+            sqlx::query_scalar::<_, i32>("SELECT outside_gpus FROM nodes WHERE name = 'n1'")
+                .fetch_one(&app.pool)
+                .await
+                .unwrap()
+                == 8
+        },
+    )
     .await;
-    let first = submit(&base, &researcher, "fm-pretrain-7b", 8, json!({"command": "sleep 300"})).await;
-    let second = submit(&base, &researcher, "fm-pretrain-7b", 8, json!({"command": "sleep 300"})).await;
+    let first = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        8,
+        json!({"command": "sleep 300"}),
+    )
+    .await;
+    let second = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        8,
+        json!({"command": "sleep 300"}),
+    )
+    .await;
     wait_state(&app, first, "running").await;
     let node: String = sqlx::query_scalar(
         "SELECT n.name FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1",
@@ -414,7 +474,9 @@ async fn a_job_outside_tranche_holds_its_gpus_and_names_itself_in_the_wait() {
     assert_eq!(jobs_of(&app, cluster, first).await[0].3, "n2");
     let reason = reason_containing(&app, second, "outside Tranche").await;
     assert!(
-        reason.contains(&format!("Slurm job {outside}")) && reason.contains("someone-elses") && reason.contains("n1"),
+        reason.contains(&format!("Slurm job {outside}"))
+            && reason.contains("someone-elses")
+            && reason.contains("n1"),
         "{reason}"
     );
     assert_eq!(state_of(&app, second).await, "queued");
@@ -427,27 +489,44 @@ async fn a_job_outside_tranche_holds_its_gpus_and_names_itself_in_the_wait() {
         .await
         .unwrap();
     let (_, page, _) = admin.get(&format!("/admin/clusters/{id}")).await;
-    assert!(page.contains("outside Tranche") && page.contains(&outside.to_string()), "{page}");
+    assert!(
+        page.contains("outside Tranche") && page.contains(&outside.to_string()),
+        "{page}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn jobs_cancelled_in_slurm_or_refused_by_it_end_with_slurms_words() {
     let (_lease, cluster) = SlurmCluster::lease().await;
     let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
-    let run = submit(&base, &researcher, "fm-pretrain-7b", 2, json!({"command": "sleep 300"})).await;
+    let run = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        2,
+        json!({"command": "sleep 300"}),
+    )
+    .await;
     wait_state(&app, run, "running").await;
     let job = jobs_of(&app, cluster, run).await[0].0;
     cluster.run("scancel", &[&job.to_string()]);
     wait_state(&app, run, "cancelled").await;
     let (k, detail) = kinds(&base, &researcher, run).await;
-    assert_eq!(k, ["submitted", "started", "cancelled", "cancelled"], "{detail}");
+    assert_eq!(
+        k,
+        ["submitted", "started", "cancelled", "cancelled"],
+        "{detail}"
+    );
     assert!(
         detail["events"]
             .as_array()
             .unwrap()
             .iter()
             .any(|e| e["kind"] == "cancelled"
-                && e["message"].as_str().unwrap().starts_with("cancelled outside Tranche")),
+                && e["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("cancelled outside Tranche")),
         "{detail}"
     );
     // The test partition allows 60 minutes: Slurm refuses a 2-hour job, and the run fails with
@@ -466,7 +545,12 @@ async fn jobs_cancelled_in_slurm_or_refused_by_it_end_with_slurms_words() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["message"].as_str().unwrap().starts_with("Slurm refused the job"))
+        .find(|e| {
+            e["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Slurm refused the job")
+        })
         .unwrap_or_else(|| panic!("{detail}"))["message"]
         .as_str()
         .unwrap()
@@ -482,24 +566,45 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
     let dir = scratch("slurm-restart");
     let d = dir.display();
     let command = format!("echo $SLURM_JOB_ID >> {d}/starts-$TRANCHE_RUN_ID; sleep 6");
-    let before = submit(&base, &researcher, "fm-pretrain-7b", 4, json!({"command": command})).await;
+    let before = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        4,
+        json!({"command": command}),
+    )
+    .await;
     wait_state(&app, before, "running").await;
     tokio::task::spawn_blocking(|| SlurmCluster::get().stop_controller())
         .await
         .unwrap();
-    until(Duration::from_secs(30), "Tranche to see the controller down", || async {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT executor_down_since IS NOT NULL FROM clusters WHERE name = 'slurm'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
-    })
+    until(
+        Duration::from_secs(30),
+        "Tranche to see the controller down",
+        || async {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT executor_down_since IS NOT NULL FROM clusters WHERE name = 'slurm'",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+        },
+    )
     .await;
     // Submitted while the controller is down: it waits, with the reason in words.
-    let during = submit(&base, &researcher, "fm-pretrain-7b", 4, json!({"command": command})).await;
+    let during = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        4,
+        json!({"command": command}),
+    )
+    .await;
     let reason = reason_containing(&app, during, "does not answer since").await;
-    assert!(reason.contains("Slurm controller of cluster slurm"), "{reason}");
+    assert!(
+        reason.contains("Slurm controller of cluster slurm"),
+        "{reason}"
+    );
     assert_eq!(state_of(&app, during).await, "queued");
     // The running run keeps its state.
     assert_eq!(state_of(&app, before).await, "running");
@@ -509,7 +614,12 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
     wait_state(&app, before, "succeeded").await;
     wait_state(&app, during, "succeeded").await;
     for run in [before, during] {
-        assert_eq!(jobs_of(&app, cluster, run).await.len(), 1, "run {run}: {:?}", jobs_of(&app, cluster, run).await);
+        assert_eq!(
+            jobs_of(&app, cluster, run).await.len(),
+            1,
+            "run {run}: {:?}",
+            jobs_of(&app, cluster, run).await
+        );
         let starts = read(&dir, &format!("starts-{run}")).unwrap();
         assert_eq!(starts.lines().count(), 1, "run {run} started {starts}");
     }
@@ -519,7 +629,12 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
             .await
             .unwrap();
     assert!(down.is_none());
-    assert!(tranche::ledger::problems(&app.pool).await.unwrap().is_empty());
+    assert!(
+        tranche::ledger::problems(&app.pool)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -548,13 +663,28 @@ async fn add_slurm_cluster_reads_the_partition_refuses_bad_input_and_refreshes_a
     let before = clusters().await;
     for (partition, model, words) in [
         ("nope", Some("H100"), "Slurm has no partition \"nope\""),
-        ("cpu", Some("H100"), "no node of partition \"cpu\" has GPUs (gres gpu): n3"),
-        ("gpu", Some("Z9000"), "there is no GPU model named \"Z9000\""),
-        ("gpu", None, "Slurm names no GPU type on node n1; name the GPU model with --gpu-model"),
+        (
+            "cpu",
+            Some("H100"),
+            "no node of partition \"cpu\" has GPUs (gres gpu): n3",
+        ),
+        (
+            "gpu",
+            Some("Z9000"),
+            "there is no GPU model named \"Z9000\"",
+        ),
+        (
+            "gpu",
+            None,
+            "Slurm names no GPU type on node n1; name the GPU model with --gpu-model",
+        ),
         ("bad name!", Some("H100"), "partition"),
     ] {
         let e = add(partition, model).await.unwrap_err();
-        assert!(matches!(e, tranche::error::AppError::Invalid { .. }), "{e:?}");
+        assert!(
+            matches!(e, tranche::error::AppError::Invalid { .. }),
+            "{e:?}"
+        );
         assert!(e.to_string().contains(words), "{partition}: {e}");
     }
     // Nothing half-written.
@@ -564,7 +694,10 @@ async fn add_slurm_cluster_reads_the_partition_refuses_bad_input_and_refreshes_a
     let change = add("gpu", Some("H100")).await.unwrap();
     assert!(change.created);
     assert_eq!(app.audit_count("node.add").await, adds + 2);
-    assert_eq!(change.added, vec![("n1".to_string(), 8), ("n2".to_string(), 8)]);
+    assert_eq!(
+        change.added,
+        vec![("n1".to_string(), 8), ("n2".to_string(), 8)]
+    );
     let rows: Vec<(String, String, i32, String)> = sqlx::query_as(
         "SELECT n.name, n.state, n.gpu_count, m.name FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id \
          JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'slurm' AND c.executor = 'slurm' ORDER BY n.name",
@@ -580,7 +713,9 @@ async fn add_slurm_cluster_reads_the_partition_refuses_bad_input_and_refreshes_a
         ]
     );
     // Agents cannot serve a Slurm cluster.
-    let e = tranche::runs::agents::create_token(&app.pool, "slurm").await.unwrap_err();
+    let e = tranche::runs::agents::create_token(&app.pool, "slurm")
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("served by slurm"), "{e}");
 
     // Running it again changes nothing; after the inventory drifted (a GPU count, a node that
@@ -600,7 +735,10 @@ async fn add_slurm_cluster_reads_the_partition_refuses_bad_input_and_refreshes_a
     .execute(&app.pool)
     .await
     .unwrap();
-    let (updates, removes) = (app.audit_count("node.update").await, app.audit_count("node.remove").await);
+    let (updates, removes) = (
+        app.audit_count("node.update").await,
+        app.audit_count("node.remove").await,
+    );
     let change = add("gpu", Some("H100")).await.unwrap();
     assert!(!change.created);
     assert_eq!(change.changed, vec!["n1".to_string()]);
@@ -642,16 +780,25 @@ async fn a_node_drained_in_slurm_drains_in_tranche_and_its_runs_move_after_their
     .unwrap();
     cluster.run(
         "scontrol",
-        &["update", &format!("nodename={first}"), "state=drain", "reason=repair"],
+        &[
+            "update",
+            &format!("nodename={first}"),
+            "state=drain",
+            "reason=repair",
+        ],
     );
-    until(Duration::from_secs(30), "the node draining in Tranche", || async {
-        sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE name = $1")
-            .bind(&first)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap()
-            == "draining"
-    })
+    until(
+        Duration::from_secs(30),
+        "the node draining in Tranche",
+        || async {
+            sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE name = $1")
+                .bind(&first)
+                .fetch_one(&app.pool)
+                .await
+                .unwrap()
+                == "draining"
+        },
+    )
     .await;
     wait_state(&app, run, "succeeded").await;
     let second: String = sqlx::query_scalar(
@@ -665,7 +812,14 @@ async fn a_node_drained_in_slurm_drains_in_tranche_and_its_runs_move_after_their
     let (k, detail) = kinds(&base, &researcher, run).await;
     assert_eq!(
         k,
-        ["submitted", "started", "preempted", "requeued", "started", "succeeded"],
+        [
+            "submitted",
+            "started",
+            "preempted",
+            "requeued",
+            "started",
+            "succeeded"
+        ],
         "{detail}"
     );
     let preempted = detail["events"]
@@ -689,4 +843,64 @@ async fn a_node_drained_in_slurm_drains_in_tranche_and_its_runs_move_after_their
     .await
     .unwrap();
     assert_eq!(audited, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_contract_on_the_slurm_cluster_is_a_slurm_reservation_until_cancelled() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, _researcher, lead, _admin) = slurm_live(cluster).await;
+    let start = crate::support::tomorrow_at(10);
+    let end = start
+        .checked_add(jiff::SignedDuration::from_hours(2))
+        .unwrap();
+    let (status, contract) = post(
+        &base,
+        "/api/v1/contracts",
+        &lead,
+        json!({"project": "fm-pretrain-7b", "cluster": "slurm", "gpu_model": "H100", "gpus": 4,
+               "start": start.to_string(), "end": end.to_string()}),
+    )
+    .await;
+    assert_eq!(status, 201, "{contract}");
+    let id = contract["id"].as_i64().unwrap();
+    let show = || cluster.run("scontrol", &["show", "reservation", "--oneliner"]);
+    let mine = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("ReservationName=tranche-contract-{id}-")))
+            .map(str::to_string)
+    };
+    until(
+        Duration::from_secs(30),
+        "the contract's reservation",
+        || async { mine(&show()).is_some() },
+    )
+    .await;
+    let line = mine(&show()).unwrap();
+    // For its window (the controller's local time is this host's), of one whole node: 4 GPUs
+    // of 8-GPU nodes.
+    let local = |t: jiff::Timestamp| {
+        t.to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%Y-%m-%dT%H:%M:%S")
+            .to_string()
+    };
+    assert!(
+        line.contains(&format!("StartTime={}", local(start))),
+        "{line}"
+    );
+    assert!(line.contains(&format!("EndTime={}", local(end))), "{line}");
+    assert!(line.contains("NodeCnt=1"), "{line}");
+    let (status, answer) = post(
+        &base,
+        &format!("/api/v1/contracts/{id}/cancel"),
+        &lead,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    until(
+        Duration::from_secs(30),
+        "the reservation deleted",
+        || async { mine(&show()).is_none() },
+    )
+    .await;
 }

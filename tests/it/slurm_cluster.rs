@@ -49,7 +49,11 @@ fn ok(cmd: &mut Command) -> bool {
 /// Starts munged (as the `munge` user, with `/run/munge` made) unless a credential can be made.
 fn ensure_munge() {
     let works = || {
-        let Ok(out) = Command::new("munge").arg("-n").stderr(Stdio::null()).output() else {
+        let Ok(out) = Command::new("munge")
+            .arg("-n")
+            .stderr(Stdio::null())
+            .output()
+        else {
             return false;
         };
         out.status.success()
@@ -68,9 +72,17 @@ fn ensure_munge() {
     if works() {
         return;
     }
-    for dir in ["/run/munge", "/var/log/munge", "/var/lib/munge", "/etc/munge"] {
+    for dir in [
+        "/run/munge",
+        "/var/log/munge",
+        "/var/lib/munge",
+        "/etc/munge",
+    ] {
         std::fs::create_dir_all(dir).unwrap();
-        assert!(ok(Command::new("chown").args(["munge:munge", dir])), "chown {dir}");
+        assert!(
+            ok(Command::new("chown").args(["munge:munge", dir])),
+            "chown {dir}"
+        );
     }
     assert!(
         ok(Command::new("runuser").args(["-u", "munge", "--", "/usr/sbin/munged"])),
@@ -110,7 +122,12 @@ impl SlurmCluster {
     }
 
     fn start() -> SlurmCluster {
-        for tool in ["/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/sbatch", "/usr/sbin/munged"] {
+        for tool in [
+            "/usr/sbin/slurmctld",
+            "/usr/sbin/slurmd",
+            "/usr/bin/sbatch",
+            "/usr/sbin/munged",
+        ] {
             assert!(
                 Path::new(tool).exists(),
                 "Slurm tests need {tool}: install Debian's slurmctld slurmd slurm-client munge (scripts/test does)"
@@ -369,8 +386,15 @@ impl SlurmCluster {
         std::fs::write(self.dir.join("ctl.pid"), child.id().to_string()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         while !self.succeeds("scontrol", &["ping"])
-            || !String::from_utf8_lossy(&self.command("scontrol").arg("ping").output().unwrap().stdout)
-                .contains("is UP")
+            || !String::from_utf8_lossy(
+                &self
+                    .command("scontrol")
+                    .arg("ping")
+                    .output()
+                    .unwrap()
+                    .stdout,
+            )
+            .contains("is UP")
         {
             assert!(Instant::now() < deadline, "slurmctld does not come back");
             std::thread::sleep(Duration::from_millis(200));

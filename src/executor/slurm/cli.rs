@@ -274,8 +274,17 @@ impl SlurmJob {
     pub fn is_active(&self) -> bool {
         matches!(
             self.state.as_str(),
-            "PENDING" | "CONFIGURING" | "RUNNING" | "COMPLETING" | "SUSPENDED" | "REQUEUED"
-                | "RESIZING" | "SIGNALING" | "STAGE_OUT" | "REQUEUE_HOLD" | "REQUEUE_FED"
+            "PENDING"
+                | "CONFIGURING"
+                | "RUNNING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "RESIZING"
+                | "SIGNALING"
+                | "STAGE_OUT"
+                | "REQUEUE_HOLD"
+                | "REQUEUE_FED"
         )
     }
 
@@ -389,7 +398,11 @@ pub fn parse_squeue(json: &str) -> Result<Vec<SlurmJob>, String> {
             );
             if !ended {
                 for (i, node) in nodes.iter().enumerate() {
-                    let mut idx = j.gres_detail.get(i).map(|d| gres_indices(d)).unwrap_or_default();
+                    let mut idx = j
+                        .gres_detail
+                        .get(i)
+                        .map(|d| gres_indices(d))
+                        .unwrap_or_default();
                     if idx.is_empty() {
                         // No detail: count GPUs from the per-node request.
                         let (n, _) = gres_gpus(&j.tres_per_node);
@@ -466,6 +479,8 @@ pub struct JobSpec {
     pub workdir: Option<String>,
     /// Environment (with `TRANCHE_RUN_ID` and `TRANCHE_ATTEMPT` added).
     pub env: BTreeMap<String, String>,
+    /// The reservation (of a capacity contract) that holds its nodes now, if any.
+    pub reservation: Option<String>,
 }
 
 impl JobSpec {
@@ -492,6 +507,9 @@ impl JobSpec {
         ];
         if let Some(dir) = &self.workdir {
             args.push(format!("--chdir={dir}"));
+        }
+        if let Some(r) = &self.reservation {
+            args.push(format!("--reservation={r}"));
         }
         if let Some(u) = user {
             args.push(format!("--uid={u}"));
@@ -547,7 +565,11 @@ pub async fn signal(settings: &SlurmSettings, job: i64, signal: &str) -> Result<
     call(
         settings,
         "scancel",
-        &[format!("--signal={signal}"), "--full".into(), job.to_string()],
+        &[
+            format!("--signal={signal}"),
+            "--full".into(),
+            job.to_string(),
+        ],
         None,
     )
     .await
@@ -564,6 +586,87 @@ pub async fn cancel(settings: &SlurmSettings, job: i64) -> Result<(), CliError> 
         .map(drop)
 }
 
+/// Expands a Slurm host list such as `n[1-3,7],gpu01` into names.
+pub fn expand_hostlist(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    let mut parts = Vec::new();
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&list[start..]);
+    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+        match (part.find('['), part.ends_with(']')) {
+            (Some(open), true) => {
+                let prefix = &part[..open];
+                for range in part[open + 1..part.len() - 1].split(',') {
+                    match range.split_once('-') {
+                        Some((a, b)) => {
+                            let width = a.len();
+                            if let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) {
+                                for n in a..=b {
+                                    out.push(format!("{prefix}{n:0width$}"));
+                                }
+                            }
+                        }
+                        None => out.push(format!("{prefix}{range}")),
+                    }
+                }
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
+/// A reservation, as `scontrol show reservation --oneliner` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// Its name.
+    pub name: String,
+    /// Its nodes.
+    pub nodes: Vec<String>,
+    /// Start and end, as Slurm writes them (`2026-12-02T10:00:00`, local time of the
+    /// controller).
+    pub start: String,
+    /// End.
+    pub end: String,
+}
+
+/// Reservations from `scontrol show reservation --oneliner` (`No reservations in the system`
+/// gives none).
+pub fn parse_reservations(text: &str) -> Vec<Reservation> {
+    text.lines()
+        .filter_map(|line| {
+            let field = |key: &str| {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(key))
+                    .map(str::to_string)
+            };
+            Some(Reservation {
+                name: field("ReservationName=")?,
+                nodes: expand_hostlist(&field("Nodes=").unwrap_or_default()),
+                start: field("StartTime=").unwrap_or_default(),
+                end: field("EndTime=").unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// The name of the reservation mirroring contract `contract`: `tranche-contract-ID-TAG`.
+pub fn reservation_name(tag: &str, contract: i64) -> String {
+    format!("tranche-contract-{contract}-{tag}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,12 +678,18 @@ mod tests {
             assert_eq!(NodeState::from_slurm(s, &none), NodeState::Up, "{s}");
         }
         assert_eq!(NodeState::from_slurm("drained", &none), NodeState::Draining);
-        assert_eq!(NodeState::from_slurm("draining", &none), NodeState::Draining);
+        assert_eq!(
+            NodeState::from_slurm("draining", &none),
+            NodeState::Draining
+        );
         assert_eq!(
             NodeState::from_slurm("idle", &["DRAIN".to_string()]),
             NodeState::Draining
         );
-        assert_eq!(NodeState::from_slurm("IDLE+DRAIN", &none), NodeState::Draining);
+        assert_eq!(
+            NodeState::from_slurm("IDLE+DRAIN", &none),
+            NodeState::Draining
+        );
         assert_eq!(NodeState::from_slurm("down", &none), NodeState::Down);
         assert_eq!(NodeState::from_slurm("idle*", &none), NodeState::Up);
         assert_eq!(
@@ -597,7 +706,10 @@ mod tests {
     #[test]
     fn gres_strings_give_gpu_counts_and_indices() {
         assert_eq!(gres_gpus("gpu:8"), (8, None));
-        assert_eq!(gres_gpus("gpu:h100:4(S:0-1),shard:2"), (4, Some("h100".into())));
+        assert_eq!(
+            gres_gpus("gpu:h100:4(S:0-1),shard:2"),
+            (4, Some("h100".into()))
+        );
         assert_eq!(gres_gpus("gres:gpu:3"), (3, None));
         assert_eq!(gres_gpus(""), (0, None));
         assert_eq!(gres_gpus("shard:4"), (0, None));
@@ -612,6 +724,23 @@ mod tests {
         assert_eq!(shell_status(3 << 8), 3);
         assert_eq!(shell_status(15), 143);
         assert_eq!(shell_status(9), 137);
+    }
+
+    #[test]
+    fn host_lists_and_reservations_parse() {
+        assert_eq!(
+            expand_hostlist("n[1-3,7],gpu01"),
+            ["n1", "n2", "n3", "n7", "gpu01"]
+        );
+        assert_eq!(expand_hostlist("g[08-10]"), ["g08", "g09", "g10"]);
+        assert_eq!(expand_hostlist(""), Vec::<String>::new());
+        let r = parse_reservations(
+            "ReservationName=tranche-contract-3-ab StartTime=2026-12-02T10:00:00 EndTime=2026-12-02T12:00:00 Duration=02:00:00 Nodes=n[1-2] NodeCnt=2\n",
+        );
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].nodes, ["n1", "n2"]);
+        assert_eq!(r[0].start, "2026-12-02T10:00:00");
+        assert!(parse_reservations("No reservations in the system").is_empty());
     }
 
     #[test]
@@ -634,10 +763,17 @@ mod tests {
             command: "echo 'hi' $X".into(),
             workdir: Some("/tmp".into()),
             env: BTreeMap::from([("X".to_string(), "it's; rm -rf /".to_string())]),
+            reservation: None,
         };
         let script = job.script();
-        assert!(script.contains("export X='it'\\''s; rm -rf /'\n"), "{script}");
-        assert!(script.ends_with("exec /bin/sh -c 'echo '\\''hi'\\'' $X'\n"), "{script}");
+        assert!(
+            script.contains("export X='it'\\''s; rm -rf /'\n"),
+            "{script}"
+        );
+        assert!(
+            script.ends_with("exec /bin/sh -c 'echo '\\''hi'\\'' $X'\n"),
+            "{script}"
+        );
         let args = job.args(None);
         assert!(args.contains(&"--gres=gpu:3".to_string()));
         assert!(args.contains(&"--nodelist=n1".to_string()));
@@ -658,7 +794,10 @@ mod tests {
            "user_name": "root", "partition": "gpu", "exit_code": 768, "gres_detail": [],
            "job_resources": {"allocated_nodes": [{"nodename": "n1"}]}}]}"#;
         let jobs = parse_squeue(json).unwrap();
-        assert_eq!(jobs[0].gpus, BTreeMap::from([("n1".to_string(), vec![0, 1])]));
+        assert_eq!(
+            jobs[0].gpus,
+            BTreeMap::from([("n1".to_string(), vec![0, 1])])
+        );
         assert_eq!(jobs[0].exit_code, None);
         assert_eq!(jobs[0].comment, job_comment("t1", 2, 1));
         assert!(jobs[0].is_running() && jobs[0].is_active());

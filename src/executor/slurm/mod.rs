@@ -26,7 +26,9 @@ use sqlx::{PgConnection, PgPool};
 use crate::config::SlurmSettings;
 use crate::db::audit::{self, Change};
 use crate::error::AppError;
-use crate::executor::{Assignment, Executor, ExecutorError, ExecutorKind, ProcessReport, StopOrder};
+use crate::executor::{
+    Assignment, Executor, ExecutorError, ExecutorKind, ProcessReport, StopOrder,
+};
 use crate::runs::{event, service, wake};
 use crate::state::AppState;
 
@@ -112,7 +114,8 @@ pub async fn add_cluster(
     partition: &str,
     gpu_model: Option<&str>,
 ) -> Result<InventoryChange, AppError> {
-    let name = crate::domain::ident(name, "cluster", 64).map_err(|m| AppError::invalid("name", m))?;
+    let name =
+        crate::domain::ident(name, "cluster", 64).map_err(|m| AppError::invalid("name", m))?;
     let partition = crate::domain::ident(partition, "partition", 128)
         .map_err(|m| AppError::invalid("partition", m))?;
     let answer = cli::call(settings, "sinfo", &["--json".into()], None)
@@ -147,7 +150,10 @@ pub async fn add_cluster(
     if let Some(n) = with.iter().find(|n| n.gpus > 64) {
         return Err(AppError::invalid(
             "partition",
-            format!("node {} has {} GPUs; Tranche takes 1 to 64 per node", n.name, n.gpus),
+            format!(
+                "node {} has {} GPUs; Tranche takes 1 to 64 per node",
+                n.name, n.gpus
+            ),
         ));
     }
     let models = crate::db::inventory::gpu_models(pool).await?;
@@ -177,11 +183,12 @@ pub async fn add_cluster(
             })
     };
     let mut tx = pool.begin().await?;
-    let existing: Option<(i64, String)> =
-        sqlx::query_as("SELECT id, executor FROM clusters WHERE lower(name) = lower($1) FOR UPDATE")
-            .bind(&name)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let existing: Option<(i64, String)> = sqlx::query_as(
+        "SELECT id, executor FROM clusters WHERE lower(name) = lower($1) FOR UPDATE",
+    )
+    .bind(&name)
+    .fetch_optional(&mut *tx)
+    .await?;
     let cluster = match existing {
         Some((_, executor)) if executor != "slurm" => {
             return Err(AppError::invalid(
@@ -249,8 +256,12 @@ pub async fn add_cluster(
                             entity: "cluster_node",
                             entity_id: Some(*id),
                             node_id: None,
-                            before: Some(json!({"name": n.name, "gpu_model": old_name, "gpu_count": gpus})),
-                            after: Some(json!({"name": n.name, "gpu_model": model, "gpu_count": n.gpus})),
+                            before: Some(
+                                json!({"name": n.name, "gpu_model": old_name, "gpu_count": gpus}),
+                            ),
+                            after: Some(
+                                json!({"name": n.name, "gpu_model": model, "gpu_count": n.gpus}),
+                            ),
                         },
                     )
                     .await?;
@@ -324,6 +335,8 @@ pub struct Bridge {
     backoff: Duration,
     /// No round before this instant (backoff).
     not_before: Option<Instant>,
+    /// This installation's reservations (contracts) as last seen.
+    reservations: Vec<cli::Reservation>,
 }
 
 /// A Slurm job Tranche submitted, as the database remembers it.
@@ -346,6 +359,7 @@ impl Bridge {
             partition,
             backoff: Duration::ZERO,
             not_before: None,
+            reservations: Vec::new(),
         }
     }
 
@@ -368,9 +382,13 @@ impl Bridge {
             .bind(self.cluster)
             .fetch_all(&pool)
             .await?;
-        let (assignments, stops) =
-            crate::executor::orders(&pool, &self.state.secret_key, &nodes, self.state.site.grace_s)
-                .await?;
+        let (assignments, stops) = crate::executor::orders(
+            &pool,
+            &self.state.secret_key,
+            &nodes,
+            self.state.site.grace_s,
+        )
+        .await?;
         match self.round(&assignments, &stops).await {
             Ok(()) => {
                 self.backoff = Duration::ZERO;
@@ -411,6 +429,116 @@ impl Bridge {
             Err(ExecutorError::Database(e)) => Err(e.into()),
             Err(ExecutorError::App(e)) => Err(e),
         }
+    }
+
+    /// The reservation of a contract that holds any of `nodes` now (Tranche's jobs run inside
+    /// it: Tranche is its user and decides who gets its GPUs).
+    fn reservation_now(&self, nodes: &[String]) -> Option<String> {
+        let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::system());
+        let now = now.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+        self.reservations
+            .iter()
+            .find(|r| r.start <= now && now < r.end && r.nodes.iter().any(|n| nodes.contains(n)))
+            .map(|r| r.name.clone())
+    }
+
+    /// Mirrors the cluster's capacity contracts as Slurm reservations: one per active
+    /// contract for its window, of as many whole nodes as its GPUs need (Slurm 22.05 reserves
+    /// whole nodes), for Tranche's user only; a cancelled or ended contract's reservation is
+    /// deleted.
+    async fn mirror_contracts(&mut self, pool: &PgPool) -> Result<(), ExecutorError> {
+        let settings = self.settings().clone();
+        let text = cli::call(
+            &settings,
+            "scontrol",
+            &["show".into(), "reservation".into(), "--oneliner".into()],
+            None,
+        )
+        .await
+        .map_err(|e| ExecutorError::Unreachable(e.to_string()))?;
+        let existing = cli::parse_reservations(&text);
+        let prefix = "tranche-contract-";
+        let contracts: Vec<(i64, i32, String, time::OffsetDateTime, time::OffsetDateTime, i32)> = sqlx::query_as(
+            "SELECT c.id, c.gpus, c.state, c.starts_at, c.ends_at, \
+                    COALESCE((SELECT max(n.gpu_count) FROM nodes n WHERE n.cluster_id = c.cluster_id AND n.gpu_model_id = c.gpu_model_id), 1) \
+             FROM contracts c WHERE c.cluster_id = $1 AND (c.slurm_reservation IS NOT NULL OR (c.state = 'active' AND c.ends_at > now())) ORDER BY c.id",
+        )
+        .bind(self.cluster)
+        .fetch_all(pool)
+        .await?;
+        let user = match &settings.user {
+            Some(u) => u.clone(),
+            None => nix::unistd::User::from_uid(nix::unistd::geteuid())
+                .ok()
+                .flatten()
+                .map_or_else(|| "root".to_string(), |u| u.name),
+        };
+        for (id, gpus, state, starts, ends, per_node) in contracts {
+            let name = cli::reservation_name(&self.tag, id);
+            let exists = existing.iter().any(|r| r.name == name);
+            let wanted = state == "active" && ends > time::OffsetDateTime::now_utc();
+            if wanted && !exists {
+                let local = |t: time::OffsetDateTime| {
+                    crate::ledger::to_jiff(t)
+                        .to_zoned(jiff::tz::TimeZone::system())
+                        .strftime("%Y-%m-%dT%H:%M:%S")
+                        .to_string()
+                };
+                let start = if starts <= time::OffsetDateTime::now_utc() {
+                    "now".to_string()
+                } else {
+                    local(starts)
+                };
+                let nodes = (gpus + per_node.max(1) - 1) / per_node.max(1);
+                let args: Vec<String> = vec![
+                    "create".into(),
+                    "reservation".into(),
+                    format!("ReservationName={name}"),
+                    format!("StartTime={start}"),
+                    format!("EndTime={}", local(ends)),
+                    format!("PartitionName={}", self.partition),
+                    format!("NodeCnt={nodes}"),
+                    format!("Users={user}"),
+                    "Flags=IGNORE_JOBS".into(),
+                ];
+                match cli::call(&settings, "scontrol", &args, None).await {
+                    Ok(_) => {
+                        sqlx::query("UPDATE contracts SET slurm_reservation = $2 WHERE id = $1")
+                            .bind(id)
+                            .bind(&name)
+                            .execute(pool)
+                            .await?;
+                        tracing::info!(contract = id, reservation = %name, nodes, "contract mirrored as a Slurm reservation");
+                    }
+                    Err(CliError::Unreachable(m)) => return Err(ExecutorError::Unreachable(m)),
+                    Err(CliError::Refused(m)) => {
+                        tracing::warn!(contract = id, message = %m, "Slurm refused the contract's reservation; retrying next round");
+                    }
+                }
+            } else if !wanted {
+                if exists {
+                    cli::call(
+                        &settings,
+                        "scontrol",
+                        &["delete".into(), format!("ReservationName={name}")],
+                        None,
+                    )
+                    .await
+                    .map(drop)
+                    .or_else(ignore_refusal)?;
+                    tracing::info!(contract = id, reservation = %name, "Slurm reservation deleted");
+                }
+                sqlx::query("UPDATE contracts SET slurm_reservation = NULL WHERE id = $1")
+                    .bind(id)
+                    .execute(pool)
+                    .await?;
+            }
+        }
+        self.reservations = existing
+            .into_iter()
+            .filter(|r| r.name.starts_with(prefix) && r.name.ends_with(&self.tag))
+            .collect();
+        Ok(())
     }
 
     /// Follows Slurm's nodes and the jobs outside Tranche into the inventory.
@@ -551,6 +679,8 @@ impl Bridge {
                 command: first.command.clone(),
                 workdir: first.workdir.clone(),
                 env,
+                reservation: self
+                    .reservation_now(&counts.keys().map(|n| (*n).to_string()).collect::<Vec<_>>()),
             };
             match cli::submit(self.settings(), &job).await {
                 Ok(id) => {
@@ -563,7 +693,12 @@ impl Bridge {
                     .bind(id)
                     .execute(pool)
                     .await?;
-                    tracing::info!(run = first.run, attempt = first.attempt, job = id, "submitted to Slurm");
+                    tracing::info!(
+                        run = first.run,
+                        attempt = first.attempt,
+                        job = id,
+                        "submitted to Slurm"
+                    );
                     return Ok(());
                 }
                 Err(CliError::Unreachable(m)) => return Err(ExecutorError::Unreachable(m)),
@@ -613,11 +748,18 @@ impl Bridge {
         if live {
             let site = &self.state.site;
             let stop = match job.state.as_str() {
-                "TIMEOUT" => Some(("time_limit", "time_limit", format!("Slurm job {} reached its time limit", job.id))),
+                "TIMEOUT" => Some((
+                    "time_limit",
+                    "time_limit",
+                    format!("Slurm job {} reached its time limit", job.id),
+                )),
                 "CANCELLED" => Some((
                     "cancelled",
                     "cancelled",
-                    format!("cancelled outside Tranche: Slurm job {} was cancelled in Slurm", job.id),
+                    format!(
+                        "cancelled outside Tranche: Slurm job {} was cancelled in Slurm",
+                        job.id
+                    ),
                 )),
                 "NODE_FAIL" | "BOOT_FAIL" => Some((
                     "lost",
@@ -642,8 +784,7 @@ impl Bridge {
             };
             if let Some((kind, stop_kind, message)) = stop {
                 event(&mut tx, run, kind, &message, None).await?;
-                service::begin_stop(&mut tx, pool, site, run, stop_kind)
-                    .await?;
+                service::begin_stop(&mut tx, pool, site, run, stop_kind).await?;
             }
         }
         let reports: Vec<ProcessReport> = group
@@ -688,8 +829,7 @@ impl Bridge {
                 None,
             )
             .await?;
-            service::begin_stop(&mut tx, pool, &self.state.site, run, "lost")
-                .await?;
+            service::begin_stop(&mut tx, pool, &self.state.site, run, "lost").await?;
         }
         let reports: Vec<ProcessReport> = group
             .iter()
@@ -740,7 +880,8 @@ impl Executor for Bridge {
             .iter()
             .filter_map(|j| cli::parse_job_name(&j.name).map(|k| (k, j)))
             .filter(|((run, attempt), j)| {
-                j.partition == self.partition && j.comment == cli::job_comment(&self.tag, *run, *attempt)
+                j.partition == self.partition
+                    && j.comment == cli::job_comment(&self.tag, *run, *attempt)
             })
             .collect();
         let known: Vec<KnownJob> = sqlx::query_as(
@@ -751,13 +892,17 @@ impl Executor for Bridge {
         .bind(self.cluster)
         .fetch_all(&pool)
         .await?;
-        let mut known: HashMap<(i64, i32), KnownJob> =
-            known.into_iter().map(|k| ((k.run_id, k.attempt), k)).collect();
+        let mut known: HashMap<(i64, i32), KnownJob> = known
+            .into_iter()
+            .map(|k| ((k.run_id, k.attempt), k))
+            .collect();
         // Jobs of ours: those remembered, and those named like ours (a submission whose answer
         // was lost) in this partition.
         for (&(run, attempt), job) in &by_name {
             if !known.contains_key(&(run, attempt)) {
-                let ordered = assignments.iter().any(|a| a.run == run && a.attempt == attempt)
+                let ordered = assignments
+                    .iter()
+                    .any(|a| a.run == run && a.attempt == attempt)
                     || stops.iter().any(|s| s.run == run && s.attempt == attempt);
                 if ordered {
                     sqlx::query(
@@ -769,7 +914,12 @@ impl Executor for Bridge {
                     .bind(job.id)
                     .execute(&pool)
                     .await?;
-                    tracing::info!(run, attempt, job = job.id, "adopted a Slurm job submitted earlier");
+                    tracing::info!(
+                        run,
+                        attempt,
+                        job = job.id,
+                        "adopted a Slurm job submitted earlier"
+                    );
                     known.insert(
                         (run, attempt),
                         KnownJob {
@@ -783,15 +933,15 @@ impl Executor for Bridge {
                 }
             }
         }
-        let ours: HashSet<i64> = sqlx::query_scalar(
-            "SELECT job_id FROM slurm_jobs WHERE cluster_id = $1",
-        )
-        .bind(self.cluster)
-        .fetch_all(&pool)
-        .await?
-        .into_iter()
-        .chain(by_name.values().map(|j| j.id))
-        .collect();
+        let ours: HashSet<i64> =
+            sqlx::query_scalar("SELECT job_id FROM slurm_jobs WHERE cluster_id = $1")
+                .bind(self.cluster)
+                .fetch_all(&pool)
+                .await?
+                .into_iter()
+                .chain(by_name.values().map(|j| j.id))
+                .collect();
+        self.mirror_contracts(&pool).await?;
         {
             let mut tx = pool.begin().await?;
             if self.follow_nodes(&mut tx, &nodes, &jobs, &ours).await? {
@@ -890,7 +1040,13 @@ impl Executor for Bridge {
                         .await
                         .or_else(ignore_refusal)?;
                     mark(&pool, k, "signalled_at").await?;
-                    tracing::info!(run, attempt, job = job.id, grace_s, "SIGTERM sent to the Slurm job");
+                    tracing::info!(
+                        run,
+                        attempt,
+                        job = job.id,
+                        grace_s,
+                        "SIGTERM sent to the Slurm job"
+                    );
                 }
             } else if k.cancelled_at.is_none() {
                 cli::signal(&settings, job.id, "KILL")
@@ -900,7 +1056,12 @@ impl Executor for Bridge {
                     .await
                     .or_else(ignore_refusal)?;
                 mark(&pool, k, "cancelled_at").await?;
-                tracing::info!(run, attempt, job = job.id, "Slurm job killed after its grace period");
+                tracing::info!(
+                    run,
+                    attempt,
+                    job = job.id,
+                    "Slurm job killed after its grace period"
+                );
             }
         }
         let mut tx = pool.begin().await?;
@@ -943,7 +1104,9 @@ fn ignore_refusal(e: CliError) -> Result<(), ExecutorError> {
 
 async fn mark(pool: &PgPool, k: &KnownJob, column: &str) -> Result<(), sqlx::Error> {
     let sql = match column {
-        "signalled_at" => "UPDATE slurm_jobs SET signalled_at = now() WHERE run_id = $1 AND attempt = $2",
+        "signalled_at" => {
+            "UPDATE slurm_jobs SET signalled_at = now() WHERE run_id = $1 AND attempt = $2"
+        }
         _ => "UPDATE slurm_jobs SET cancelled_at = now() WHERE run_id = $1 AND attempt = $2",
     };
     sqlx::query(sql)
@@ -1001,11 +1164,9 @@ async fn drive(state: &AppState) -> Result<(), AppError> {
         .await?;
         bridges.retain(|id, _| clusters.iter().any(|(c, _)| c == id));
         for (id, partition) in clusters {
-            let bridge = bridges
-                .entry(id)
-                .or_insert_with(|| {
-                    Bridge::new(state.clone(), id, partition.clone(), tag(&database, id))
-                });
+            let bridge = bridges.entry(id).or_insert_with(|| {
+                Bridge::new(state.clone(), id, partition.clone(), tag(&database, id))
+            });
             bridge.partition = partition;
             bridge.tick().await?;
         }
