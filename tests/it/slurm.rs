@@ -848,7 +848,7 @@ async fn a_node_drained_in_slurm_drains_in_tranche_and_its_runs_move_after_their
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_contract_on_the_slurm_cluster_is_a_slurm_reservation_until_cancelled() {
     let (_lease, cluster) = SlurmCluster::lease().await;
-    let (app, base, _researcher, lead, _admin) = slurm_live(cluster).await;
+    let (_app, base, _researcher, lead, _admin) = slurm_live(cluster).await;
     let start = crate::support::tomorrow_at(10);
     let end = start
         .checked_add(jiff::SignedDuration::from_hours(2))

@@ -22,6 +22,8 @@ pub struct SlurmCluster {
     pub conf: PathBuf,
     /// Its partition.
     pub partition: &'static str,
+    /// The watchdog shell and any slurmctld restarted by a test (reaped when the process ends).
+    children: std::sync::Mutex<Vec<std::process::Child>>,
 }
 
 /// Held while a test uses the cluster.
@@ -220,7 +222,7 @@ impl SlurmCluster {
              rm -rf {d}\n"
         );
         std::fs::write(dir.join("run.sh"), script).unwrap();
-        {
+        let watchdog = {
             use std::os::unix::process::CommandExt;
             Command::new("sh")
                 .arg(dir.join("run.sh"))
@@ -230,12 +232,13 @@ impl SlurmCluster {
                 .stderr(Stdio::null())
                 .process_group(0)
                 .spawn()
-                .expect("start the Slurm watchdog");
-        }
+                .expect("start the Slurm watchdog")
+        };
         let cluster = SlurmCluster {
             dir,
             conf: conf_path,
             partition: "gpu",
+            children: std::sync::Mutex::new(vec![watchdog]),
         };
         cluster.wait_ready(Duration::from_secs(60));
         cluster
@@ -384,6 +387,7 @@ impl SlurmCluster {
             .spawn()
             .expect("restart slurmctld");
         std::fs::write(self.dir.join("ctl.pid"), child.id().to_string()).unwrap();
+        self.children.lock().unwrap().push(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         while !self.succeeds("scontrol", &["ping"])
             || !String::from_utf8_lossy(

@@ -899,7 +899,7 @@ impl Executor for Bridge {
         // Jobs of ours: those remembered, and those named like ours (a submission whose answer
         // was lost) in this partition.
         for (&(run, attempt), job) in &by_name {
-            if !known.contains_key(&(run, attempt)) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = known.entry((run, attempt)) {
                 let ordered = assignments
                     .iter()
                     .any(|a| a.run == run && a.attempt == attempt)
@@ -920,16 +920,13 @@ impl Executor for Bridge {
                         job = job.id,
                         "adopted a Slurm job submitted earlier"
                     );
-                    known.insert(
-                        (run, attempt),
-                        KnownJob {
-                            run_id: run,
-                            attempt,
-                            job_id: job.id,
-                            signalled_at: None,
-                            cancelled_at: None,
-                        },
-                    );
+                    slot.insert(KnownJob {
+                        run_id: run,
+                        attempt,
+                        job_id: job.id,
+                        signalled_at: None,
+                        cancelled_at: None,
+                    });
                 }
             }
         }
