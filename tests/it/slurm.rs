@@ -904,3 +904,97 @@ async fn a_contract_on_the_slurm_cluster_is_a_slurm_reservation_until_cancelled(
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_submission_whose_answer_was_lost_is_adopted_not_submitted_again() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    // No server: the test drives the pass and the bridge itself.
+    let site = Site {
+        slurm: SlurmSettings {
+            conf: Some(cluster.conf.clone()),
+            ..SlurmSettings::default()
+        },
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site).await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    tranche::executor::slurm::add_cluster(
+        &app.pool,
+        &app.state.site.slurm,
+        "slurm",
+        "gpu",
+        Some("H100"),
+    )
+    .await
+    .unwrap();
+    let token = app.token_for("demo-researcher").await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(json!({"project": "fm-pretrain-7b", "cluster": "slurm", "gpu_model": "H100", "gpus": 2,
+                        "min_runtime_s": 1, "time_limit_s": 600, "resumable": false, "command": "sleep 300"})),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    tranche::runs::service::pass(&app.state).await.unwrap();
+    let (cluster_id, node): (i64, String) = sqlx::query_as(
+        "SELECT n.cluster_id, n.name FROM run_placements p JOIN nodes n ON n.id = p.node_id WHERE p.run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    // An sbatch that reached the controller but whose answer was lost: the job exists, the
+    // bridge never heard its id.
+    let tag = tranche::executor::slurm::tag(&app.database, cluster_id);
+    let lost: i64 = cluster
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                &format!("--job-name=tranche-{run}-1"),
+                &format!("--comment=tranche {tag} run {run} attempt 1"),
+                "--partition=gpu",
+                &format!("--nodelist={node}"),
+                "--gres=gpu:2",
+                "--output=/dev/null",
+                "--wrap",
+                "sleep 300",
+            ],
+        )
+        .trim()
+        .parse()
+        .unwrap();
+    let mut bridge =
+        tranche::executor::slurm::Bridge::new(app.state.clone(), cluster_id, "gpu".into(), tag);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        bridge.tick().await.unwrap();
+        let state: String =
+            sqlx::query_scalar("SELECT proc_state FROM run_placements WHERE run_id = $1")
+                .bind(run)
+                .fetch_one(&app.pool)
+                .await
+                .unwrap();
+        if state == "running" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the adopted job is not confirmed running: {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let jobs = jobs_of(&app, cluster, run).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0].0, lost);
+    let known: i64 = sqlx::query_scalar("SELECT job_id FROM slurm_jobs WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(known, lost);
+}
