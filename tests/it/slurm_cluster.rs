@@ -4,7 +4,9 @@
 //! partition `gpu` (and a partition `cpu` of one node `n3` without GPUs and without a
 //! `slurmd`, for bad input), its own configuration, state, spool and log directories under a temporary
 //! directory and its own ports. Started once per test process; a watchdog shell stops it (jobs
-//! cancelled, daemons killed, directory removed) when the test process exits, however it exits.
+//! cancelled, daemons stopped, then every process still carrying this cluster's `SLURM_CONF`
+//! killed: job steps left behind, daemons that did not stop; directory removed) when the test
+//! process exits, however it exits.
 //!
 //! Slurm tests share the cluster one at a time ([`SlurmCluster::lease`]): each starts from an
 //! empty queue, nodes resumed and no reservation.
@@ -217,8 +219,13 @@ impl SlurmCluster {
              timeout 10 scancel --partition=gpu >/dev/null 2>&1\n\
              CTL=$(cat {d}/ctl.pid)\n\
              kill $CTL $N1 $N2 2>/dev/null\n\
-             wait\n\
-             while kill -0 $CTL 2>/dev/null; do sleep 0.2; done\n\
+             i=0\n\
+             while [ $i -lt 50 ] && {{ kill -0 $CTL || kill -0 $N1 || kill -0 $N2; }} 2>/dev/null; do sleep 0.2; i=$((i+1)); done\n\
+             for p in /proc/[0-9]*; do\n\
+               pid=${{p#/proc/}}\n\
+               [ \"$pid\" = $$ ] && continue\n\
+               if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx \"SLURM_CONF={d}/slurm.conf\"; then kill -9 $pid 2>/dev/null; fi\n\
+             done\n\
              rm -rf {d}\n"
         );
         std::fs::write(dir.join("run.sh"), script).unwrap();

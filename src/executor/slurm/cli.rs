@@ -505,9 +505,14 @@ impl JobSpec {
             "--no-requeue".to_string(),
             "--export=ALL".to_string(),
         ];
-        if let Some(dir) = &self.workdir {
-            args.push(format!("--chdir={dir}"));
-        }
+        // Without a working directory the job runs in /tmp (not in whatever directory the
+        // server was started from, where Slurm would also write its output file).
+        let dir = self
+            .workdir
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .unwrap_or("/tmp");
+        args.push(format!("--chdir={dir}"));
         if let Some(r) = &self.reservation {
             args.push(format!("--reservation={r}"));
         }
@@ -780,6 +785,12 @@ mod tests {
         // 61 s round up to 2 minutes, plus one so Tranche's own stop comes first.
         assert!(args.contains(&"--time=3".to_string()));
         assert!(args.contains(&"--job-name=tranche-7-2".to_string()));
+        assert!(args.contains(&"--chdir=/tmp".to_string()));
+        let none = JobSpec {
+            workdir: None,
+            ..job.clone()
+        };
+        assert!(none.args(None).contains(&"--chdir=/tmp".to_string()));
         assert!(!is_env_name("A-B") && is_env_name("_A1") && !is_env_name("1A"));
     }
 
