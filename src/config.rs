@@ -86,6 +86,77 @@ pub struct Site {
     /// Seconds a run stays idle before it is flagged to its submitter and its project's leads
     /// (`TRANCHE_IDLE_AFTER_S`, default 1800).
     pub idle_after_s: i64,
+    /// How the Slurm bridge calls Slurm's tools (docs/slurm.md).
+    pub slurm: SlurmSettings,
+}
+
+/// The Slurm bridge's settings: `TRANCHE_SLURM_CONF` (the `slurm.conf` the tools read, passed
+/// as `SLURM_CONF`; unset: Slurm's default), `TRANCHE_SLURM_TIMEOUT_S` (seconds each call may
+/// take, default 10), `TRANCHE_SLURM_POLL_S` (seconds between rounds, default 2) and
+/// `TRANCHE_SLURM_USER` (the Unix user jobs run as, through `sbatch --uid`, which needs Tranche
+/// to run as root or as Slurm's `SlurmUser`; unset: the user `tranche serve` runs as).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlurmSettings {
+    /// The `slurm.conf` path given to every command as `SLURM_CONF`.
+    pub conf: Option<std::path::PathBuf>,
+    /// Longest time one command may take before it counts as no answer.
+    pub timeout: std::time::Duration,
+    /// Time between two rounds of the bridge while nothing wakes it.
+    pub poll: std::time::Duration,
+    /// The Unix user jobs run as, when not Tranche's own.
+    pub user: Option<String>,
+}
+
+impl Default for SlurmSettings {
+    fn default() -> Self {
+        Self {
+            conf: None,
+            timeout: std::time::Duration::from_secs(10),
+            poll: std::time::Duration::from_secs(2),
+            user: None,
+        }
+    }
+}
+
+impl SlurmSettings {
+    /// Reads the `TRANCHE_SLURM_*` variables.
+    ///
+    /// # Errors
+    /// A timeout or poll interval that is not a number of seconds from 1 to 600, or a user
+    /// name with characters a Unix name never has.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let text = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let secs = |name: &str, default: u64| -> anyhow::Result<std::time::Duration> {
+            match text(name) {
+                None => Ok(std::time::Duration::from_secs(default)),
+                Some(v) => match v.parse::<u64>() {
+                    Ok(s) if (1..=600).contains(&s) => Ok(std::time::Duration::from_secs(s)),
+                    _ => {
+                        anyhow::bail!("{name} must be a number of seconds from 1 to 600, got {v:?}")
+                    }
+                },
+            }
+        };
+        let user = text("TRANCHE_SLURM_USER");
+        if let Some(u) = &user
+            && !u
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            anyhow::bail!("TRANCHE_SLURM_USER must be a Unix user name, got {u:?}");
+        }
+        Ok(Self {
+            conf: text("TRANCHE_SLURM_CONF").map(Into::into),
+            timeout: secs("TRANCHE_SLURM_TIMEOUT_S", 10)?,
+            poll: secs("TRANCHE_SLURM_POLL_S", 2)?,
+            user,
+        })
+    }
 }
 
 /// An SMTP relay: `TRANCHE_SMTP_URL` such as `smtps://user:password@mail.example.org` or
@@ -200,6 +271,7 @@ impl Site {
             },
             idle_utilization_percent: percent_var("TRANCHE_IDLE_UTILIZATION_PERCENT", 5)?,
             idle_after_s: seconds_var("TRANCHE_IDLE_AFTER_S", 1800)?,
+            slurm: SlurmSettings::from_env()?,
         })
     }
 
@@ -222,6 +294,7 @@ impl Site {
             metrics_token: None,
             idle_utilization_percent: 5,
             idle_after_s: 1800,
+            slurm: SlurmSettings::default(),
         }
     }
 }

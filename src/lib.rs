@@ -15,6 +15,7 @@ pub mod db;
 pub mod demo;
 pub mod domain;
 pub mod error;
+pub mod executor;
 pub mod export;
 pub mod ledger;
 pub mod mail;

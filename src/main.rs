@@ -111,6 +111,22 @@ enum AdminCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Create a cluster served by Slurm, or refresh its inventory: reads the partition's nodes
+    /// and their GPUs (gres `gpu`) with `sinfo` (set `TRANCHE_SLURM_CONF` for a `slurm.conf`
+    /// other than Slurm's default).
+    AddSlurmCluster {
+        /// Cluster name in Tranche.
+        #[arg(long)]
+        name: String,
+        /// The Slurm partition whose nodes make the cluster.
+        #[arg(long)]
+        partition: String,
+        /// GPU model of its nodes (default: the model named like Slurm's GPU type, `gpu:TYPE:N`).
+        #[arg(long)]
+        gpu_model: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Revoke every agent token of a cluster; its agents are refused from their next call.
     RevokeAgentTokens {
         /// Cluster name.
@@ -359,6 +375,27 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                     cluster.trim(),
                     names.join(", ")
                 ))
+            })
+            .await
+        }
+        AdminCommand::AddSlurmCluster {
+            name,
+            partition,
+            gpu_model,
+            db,
+        } => {
+            let settings = tranche::config::SlurmSettings::from_env()?;
+            with_db(&db, |pool| async move {
+                let change = tranche::executor::slurm::add_cluster(
+                    &pool,
+                    &settings,
+                    &name,
+                    &partition,
+                    gpu_model.as_deref(),
+                )
+                .await
+                .map_err(user_error)?;
+                Ok(change.describe(name.trim()))
             })
             .await
         }

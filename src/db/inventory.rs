@@ -398,7 +398,10 @@ pub async fn declare_nodes(
 }
 
 /// Inserts one declared node and audits it (`node.add`), inside the caller's transaction.
-async fn insert_node(
+///
+/// # Errors
+/// Invalid (name, GPU count, unknown model, a name that exists); database errors.
+pub async fn insert_node(
     tx: &mut sqlx::PgConnection,
     actor: Option<i64>,
     (cluster_id, cluster): (i64, &str),

@@ -2,10 +2,10 @@
 //! node registration, and the sync call that is at once heartbeat, process report and long poll
 //! for assignments.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
@@ -21,7 +21,8 @@ use super::wake;
 /// `agent_token.create` by the system (the command line).
 ///
 /// # Errors
-/// NotFound for an unknown cluster; database errors.
+/// NotFound for an unknown cluster; Refused (`not_agent_cluster`) for a cluster another
+/// executor serves; database errors.
 pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppError> {
     let id = crate::db::inventory::cluster_id(pool, cluster)
         .await?
@@ -31,6 +32,19 @@ pub async fn create_token(pool: &PgPool, cluster: &str) -> Result<String, AppErr
                 cluster = crate::domain::quote(cluster)
             ))
         })?;
+    let executor: String = sqlx::query_scalar("SELECT executor FROM clusters WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
+    if executor != "agent" {
+        return Err(AppError::Refused {
+            code: "not_agent_cluster",
+            message: format!(
+                "cluster {} is served by {executor}, not by node agents",
+                crate::domain::quote(cluster)
+            ),
+        });
+    }
     let token = format!("tra_{}", crate::auth::random_hex(32));
     // The token and its audit entry in one statement.
     sqlx::query(
@@ -423,95 +437,6 @@ pub struct Sync {
     pub runs: Vec<RunReport>,
 }
 
-/// A process the agent should run.
-#[derive(Debug, Serialize, PartialEq, Eq, Hash)]
-pub struct Assignment {
-    run: i64,
-    attempt: i32,
-    node: i64,
-    gpus: Vec<i32>,
-    command: String,
-    workdir: Option<String>,
-    env: BTreeMap<String, String>,
-}
-
-/// A process the agent should stop.
-#[derive(Debug, Serialize, PartialEq, Eq, Hash)]
-pub struct StopOrder {
-    run: i64,
-    attempt: i32,
-    node: i64,
-    grace_s: i64,
-}
-
-type DesiredRow = (
-    i64,
-    i32,
-    i64,
-    Vec<i32>,
-    String,
-    i32,
-    String,
-    Option<String>,
-    sqlx::types::Json<BTreeMap<String, String>>,
-    Option<i64>,
-    Option<Vec<u8>>,
-);
-
-/// The desired processes of `nodes`: assignments (with their secret environment opened with
-/// `key`: this answer is the only place it leaves the server) and stops.
-async fn desired(
-    pool: &PgPool,
-    key: &crate::auth::secrets::SecretKey,
-    nodes: &[i64],
-    default_grace: i64,
-) -> Result<(Vec<Assignment>, Vec<StopOrder>), sqlx::Error> {
-    let rows: Vec<DesiredRow> = sqlx::query_as(
-        "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
-                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
-         FROM run_placements p JOIN runs r ON r.id = p.run_id \
-         WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
-    )
-    .bind(nodes)
-    .fetch_all(pool)
-    .await?;
-    let mut assignments = Vec::new();
-    let mut stops = Vec::new();
-    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
-        if (state == "starting" || state == "running") && attempt == current {
-            let mut env = env.0;
-            match super::open_secret_env(key, sealed.as_deref()) {
-                Ok(secret) => env.extend(secret),
-                // The values are never logged; the run starts without them.
-                Err(e) => {
-                    tracing::error!(run, error = %e, "cannot open the run's secret environment")
-                }
-            }
-            assignments.push(Assignment {
-                run,
-                attempt,
-                node,
-                gpus,
-                command,
-                workdir,
-                env,
-            });
-        } else {
-            stops.push(StopOrder {
-                run,
-                attempt,
-                node,
-                grace_s: if state == "stopping" && attempt == current {
-                    grace.unwrap_or(default_grace)
-                } else {
-                    0
-                },
-            });
-        }
-    }
-    Ok((assignments, stops))
-}
-
 fn stale_session() -> AppError {
     AppError::Refused {
         code: "stale_session",
@@ -666,21 +591,19 @@ pub async fn sync(
     {
         super::idle::observe(&mut tx, &node_ids, site.idle_utilization_percent).await?;
     }
-    let changed = sqlx::query(
-        "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
-                exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \
-         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[]) AS u(r, a, n, x, c) \
-         WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
-         AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",
-    )
-    .bind(&runs)
-    .bind(&attempts)
-    .bind(&nodes)
-    .bind(&exited)
-    .bind(&codes)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    let reports: Vec<crate::executor::ProcessReport> = runs
+        .iter()
+        .zip(&attempts)
+        .zip(&nodes)
+        .zip(exited.iter().zip(&codes))
+        .map(|(((r, a), n), (x, c))| crate::executor::ProcessReport {
+            run: *r,
+            attempt: *a,
+            node: *n,
+            exited: x.then_some(*c),
+        })
+        .collect();
+    let changed = crate::executor::record(&mut tx, &reports).await?;
     // Processes of stopping (or superseded) attempts that this agent never started and does
     // not report: nothing to wait for.
     let never_started = sqlx::query(
@@ -727,7 +650,7 @@ pub async fn sync(
         .collect();
     loop {
         let (assignments, stops) =
-            desired(pool, &state.secret_key, &node_ids, site.grace_s).await?;
+            crate::executor::orders(pool, &state.secret_key, &node_ids, site.grace_s).await?;
         // Answer at once when the agent has something to do that it has not shown it did: a
         // process to start, or one to stop that it reports running. (An agent that cannot act
         // yet, say while a GPU is in a grace period, paces itself.)

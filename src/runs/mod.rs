@@ -1221,6 +1221,9 @@ pub struct Placement {
     /// While the attempt runs: the latest utilization its agent reported for each of its
     /// GPUs, percent (`None` where unknown).
     pub utilization: Option<Vec<Option<i16>>>,
+    /// On a Slurm cluster: the attempt's Slurm job (`gpus` are then the indices Slurm gave
+    /// it, its `CUDA_VISIBLE_DEVICES`, once it runs).
+    pub slurm_job: Option<i64>,
 }
 
 /// Everything the run page shows.
@@ -1282,9 +1285,10 @@ pub async fn detail(
     .fetch_all(pool)
     .await?;
     let placements = sqlx::query_as::<_, Placement>(
-        "SELECT p.attempt, n.name AS node, p.gpu_indices AS gpus, p.proc_state AS process, p.exit_code, \
+        "SELECT p.attempt, n.name AS node, COALESCE(p.executor_gpus, p.gpu_indices) AS gpus, p.proc_state AS process, p.exit_code, \
                 CASE WHEN r.state IN ('starting', 'running') AND p.attempt = r.attempt AND n.gpu_utilization IS NOT NULL \
-                     THEN ARRAY(SELECT n.gpu_utilization[i + 1] FROM unnest(p.gpu_indices) AS i) END AS utilization \
+                     THEN ARRAY(SELECT n.gpu_utilization[i + 1] FROM unnest(p.gpu_indices) AS i) END AS utilization, \
+                (SELECT j.job_id FROM slurm_jobs j WHERE j.run_id = p.run_id AND j.attempt = p.attempt) AS slurm_job \
          FROM run_placements p JOIN nodes n ON n.id = p.node_id JOIN runs r ON r.id = p.run_id \
          WHERE p.run_id = $1 ORDER BY p.attempt, n.name",
     )

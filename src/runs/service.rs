@@ -390,6 +390,15 @@ struct Names {
     projects: HashMap<i64, String>,
     nodes: HashMap<i64, String>,
     models: HashMap<i64, String>,
+    /// Per Slurm cluster: the jobs outside Tranche that hold GPUs, in words.
+    outside: HashMap<i64, String>,
+    /// Slurm nodes whose GPU indices the snapshot renumbers (jobs outside Tranche hold some of
+    /// their GPUs): starts there take the lowest indices free in `gpu_holds` instead.
+    renumbered: std::collections::HashSet<i64>,
+    /// Nodes Slurm serves: Slurm decides what becomes of jobs on a node it reports down (it
+    /// ends them NODE_FAIL when the node is lost, and a node is reported not responding for a
+    /// moment after the controller restarts), so the pass does not preempt them for it.
+    slurm_nodes: std::collections::HashSet<i64>,
 }
 
 /// Loads the snapshot the core schedules from, inside the pass's transaction.
@@ -418,29 +427,73 @@ async fn load_snapshot(
             billing_weight_milli: i64::from(weight),
         });
     }
-    let clusters: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM clusters ORDER BY id")
-        .fetch_all(&mut *conn)
-        .await?;
+    let clusters: Vec<(i64, String, bool)> = sqlx::query_as(
+        "SELECT id, name, executor = 'slurm' AND executor_down_since IS NOT NULL FROM clusters ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    // Clusters whose executor does not answer: their waiting runs wait (their reason is written
+    // apart, see `executor_down_reasons`); their running runs keep their state.
+    let executor_down: std::collections::HashSet<i64> =
+        clusters.iter().filter(|c| c.2).map(|c| c.0).collect();
     snap.clusters = clusters
         .into_iter()
-        .map(|(id, name)| Cluster {
+        .map(|(id, name, _)| Cluster {
             id: ClusterId(id),
             name,
         })
         .collect();
-    let nodes: Vec<(i64, i64, i64, i32, String, bool, String)> = sqlx::query_as(
-        "SELECT id, cluster_id, gpu_model_id, gpu_count, state, agent_session IS NOT NULL, name FROM nodes ORDER BY id",
+    type NodeRow = (i64, i64, i64, i32, String, bool, String, i32, i64, bool);
+    let nodes: Vec<NodeRow> = sqlx::query_as(
+        "SELECT n.id, n.cluster_id, n.gpu_model_id, n.gpu_count, n.state, n.agent_session IS NOT NULL, n.name, n.outside_gpus, \
+                (SELECT count(*) FROM gpu_holds h WHERE h.node_id = n.id), c.executor = 'slurm' \
+         FROM nodes n JOIN clusters c ON c.id = n.cluster_id ORDER BY n.id",
     )
     .fetch_all(&mut *conn)
     .await?;
+    // Jobs outside Tranche on Slurm nodes, for the waiting reasons.
+    let outside: Vec<(i64, i64, String, String, String, i32)> = sqlx::query_as(
+        "SELECT o.cluster_id, o.job_id, o.name, o.user_name, n.name, o.gpus FROM slurm_outside_jobs o \
+         JOIN nodes n ON n.id = o.node_id ORDER BY o.cluster_id, o.job_id, n.name",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for (cluster, job, name, user, node, gpus) in outside {
+        let words = names.outside.entry(cluster).or_default();
+        if !words.is_empty() {
+            words.push_str(", ");
+        }
+        words.push_str(&format!(
+            "Slurm job {job} ({}, user {user}) holds {gpus} GPUs on {node}",
+            domain::quote(&name)
+        ));
+    }
     // GPUs of each pool on nodes without a live agent, for the waiting reasons.
     let mut offline: HashMap<(i64, i64), u32> = HashMap::new();
-    for (id, cluster, model, gpus, admin_state, online, name) in nodes {
+    for (id, cluster, model, gpus, admin_state, online, name, outside_gpus, held, slurm) in nodes {
         names.nodes.insert(id, name);
-        let state = match (admin_state.as_str(), online) {
+        if slurm {
+            names.slurm_nodes.insert(id);
+        }
+        let mut state = match (admin_state.as_str(), online) {
             ("down", _) | (_, false) => NodeState::Down,
             ("draining", _) => NodeState::Draining,
             _ => NodeState::Up,
+        };
+        // GPUs that Slurm jobs outside Tranche hold are not Tranche's to place: the node
+        // counts fewer (never fewer than Tranche's runs hold there), and one they fill takes
+        // no new runs.
+        let outside = outside_gpus.min(gpus - held as i32).max(0);
+        let gpus = if outside == 0 {
+            gpus
+        } else if outside >= gpus {
+            if state == NodeState::Up {
+                state = NodeState::Draining;
+            }
+            gpus
+        } else {
+            names.renumbered.insert(id);
+            gpus - outside
         };
         if !online && admin_state != "down" {
             *offline.entry((cluster, model)).or_default() += gpus as u32;
@@ -534,10 +587,29 @@ async fn load_snapshot(
             });
         }
     }
+    // On renumbered nodes, Tranche's runs hold indices 0.. in the order of their own.
+    let mut renumber: HashMap<(i64, i32), u32> = HashMap::new();
+    if !names.renumbered.is_empty() {
+        let mut held: BTreeMap<i64, Vec<i32>> = BTreeMap::new();
+        for r in &running {
+            for (n, g) in r.node_ids.iter().zip(&r.gpu_indices) {
+                if names.renumbered.contains(n) {
+                    held.entry(*n).or_default().push(*g);
+                }
+            }
+        }
+        for (n, mut gs) in held {
+            gs.sort_unstable();
+            for (i, g) in gs.into_iter().enumerate() {
+                renumber.insert((n, g), i as u32);
+            }
+        }
+    }
     for r in running {
         let mut placement: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
         for (n, g) in r.node_ids.iter().zip(&r.gpu_indices) {
-            placement.entry(*n).or_default().push(*g as u32);
+            let g = renumber.get(&(*n, *g)).copied().unwrap_or(*g as u32);
+            placement.entry(*n).or_default().push(g);
         }
         snap.running.push(RunningRun {
             id: RunId(r.id),
@@ -561,6 +633,7 @@ async fn load_snapshot(
     .await?;
     snap.waiting = waiting
         .into_iter()
+        .filter(|w| !executor_down.contains(&w.2))
         .map(
             |(id, project, cluster, model, gpus, queued, min_rt, limit, priority)| WaitingRun {
                 id: RunId(id),
@@ -641,6 +714,33 @@ fn wait_message(
     names: &Names,
     currency: &str,
 ) -> String {
+    let words = wait_words(reason, run, offline, names, currency);
+    match (reason, names.outside.get(&run.cluster.0)) {
+        // A node that jobs outside Tranche fill counts as draining in the snapshot.
+        (WaitReason::NodesDraining { gpus }, Some(outside)) => format!(
+            "waiting for {gpus} GPUs: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, {outside}"
+        ),
+        (
+            WaitReason::Gpus { .. }
+            | WaitReason::FairShare { .. }
+            | WaitReason::OverShare { .. }
+            | WaitReason::IdleGpus { .. }
+            | WaitReason::Reserved { .. }
+            | WaitReason::BehindReservation { .. },
+            Some(outside),
+        ) => format!("{words}; outside Tranche, {outside}"),
+        _ => words,
+    }
+}
+
+/// The waiting reason in words, before jobs outside Tranche are named.
+fn wait_words(
+    reason: &WaitReason,
+    run: &WaitingRun,
+    offline: &HashMap<(i64, i64), u32>,
+    names: &Names,
+    currency: &str,
+) -> String {
     let off = offline
         .get(&(run.cluster.0, run.model.0))
         .copied()
@@ -705,7 +805,8 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
 
     let lost: Vec<(i64, String)> = sqlx::query_as(
         "UPDATE nodes SET agent_session = NULL WHERE agent_session IS NOT NULL \
-         AND agent_seen_at < now() - make_interval(secs => $1) RETURNING id, name",
+         AND agent_seen_at < now() - make_interval(secs => $1) \
+         AND cluster_id IN (SELECT id FROM clusters WHERE executor = 'agent') RETURNING id, name",
     )
     .bind(site.agent_timeout_s as f64)
     .fetch_all(&mut *tx)
@@ -816,6 +917,11 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
                 reason,
                 for_run,
             } => {
+                if let PreemptReason::NodeDown { node } = reason
+                    && names.slurm_nodes.contains(&node.0)
+                {
+                    continue;
+                }
                 let message = preempt_message(reason, &names);
                 event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
                 begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
@@ -835,6 +941,12 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
             } => {
                 let mut words = Vec::new();
                 for (node, gpus) in placement {
+                    let gpus = if names.renumbered.contains(&node.0) {
+                        free_indices(&mut tx, node.0, gpus.len(), &hold_nodes, &hold_gpus).await?
+                    } else {
+                        gpus.clone()
+                    };
+                    let gpus = &gpus;
                     let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
                     words.push(format!(
                         "{} GPUs {}",
@@ -942,16 +1054,78 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
         let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
     }
+    if write_reasons {
+        executor_down_reasons(&mut tx, site).await?;
+    }
     super::refresh_holds(&mut tx).await?;
     tx.commit().await?;
     report.timings_ms[3] = clock.elapsed().as_millis() as u64;
     Ok(report)
 }
 
-/// Starts the scheduler service and the agents' wake-up relay on this replica. The service
-/// runs passes only while it holds the leader lock; other replicas wait their turn.
+/// The `count` lowest GPU indices of `node` that neither `gpu_holds` nor this pass's starts so
+/// far (`hold_nodes`, `hold_gpus`) hold: where a start on a renumbered Slurm node goes (Slurm
+/// chooses the devices; Tranche's indices only count GPUs there).
+async fn free_indices(
+    conn: &mut PgConnection,
+    node: i64,
+    count: usize,
+    hold_nodes: &[i64],
+    hold_gpus: &[i32],
+) -> Result<Vec<u32>, sqlx::Error> {
+    let held: Vec<i32> = sqlx::query_scalar("SELECT gpu_index FROM gpu_holds WHERE node_id = $1")
+        .bind(node)
+        .fetch_all(&mut *conn)
+        .await?;
+    let taken: std::collections::HashSet<i32> = held
+        .into_iter()
+        .chain(
+            hold_nodes
+                .iter()
+                .zip(hold_gpus)
+                .filter(|(n, _)| **n == node)
+                .map(|(_, g)| *g),
+        )
+        .collect();
+    Ok((0..64u32)
+        .filter(|g| !taken.contains(&(*g as i32)))
+        .take(count)
+        .collect())
+}
+
+/// Writes the waiting reason of queued runs on clusters whose executor does not answer.
+async fn executor_down_reasons(conn: &mut PgConnection, site: &Site) -> Result<(), sqlx::Error> {
+    let down: Vec<(i64, String, time::OffsetDateTime, Option<String>)> = sqlx::query_as(
+        "SELECT id, name, executor_down_since, executor_error FROM clusters \
+         WHERE executor = 'slurm' AND executor_down_since IS NOT NULL",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for (id, name, since, error) in down {
+        let since = ledger::to_jiff(since).to_zoned(site.time_zone.clone());
+        let reason = format!(
+            "the Slurm controller of cluster {name} does not answer since {} ({}); new starts wait, running runs keep their state",
+            since.strftime("%H:%M"),
+            error.unwrap_or_default()
+        );
+        sqlx::query(
+            "UPDATE runs SET wait_reason = $2, estimated_start = NULL WHERE cluster_id = $1 AND state = 'queued' \
+             AND wait_reason IS DISTINCT FROM $2",
+        )
+        .bind(id)
+        .bind(&reason)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Starts the scheduler service, the agents' wake-up relay and the Slurm bridges on this
+/// replica. The service runs passes only while it holds the leader lock (the bridges theirs);
+/// other replicas wait their turn.
 pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
     let relay = tokio::spawn(relay_assignments(state.clone()));
+    let slurm = crate::executor::slurm::spawn(state.clone());
     let wakes = tokio::spawn(relay_wakes(state.clone()));
     let leader = tokio::spawn(async move {
         loop {
@@ -961,7 +1135,7 @@ pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     });
-    vec![relay, wakes, leader]
+    vec![relay, wakes, leader, slurm]
 }
 
 /// Least time between two wake-ups this replica sends for its submissions.

@@ -215,6 +215,12 @@ struct ClusterPage {
     form_name: String,
     form_model: String,
     form_count: String,
+    /// `agent` or `slurm`, and for Slurm a line on its controller (partition, answering or
+    /// not since when).
+    executor: String,
+    executor_note: String,
+    /// Slurm jobs outside Tranche holding GPUs: job id, name, user, node, GPUs.
+    outside: Vec<(i64, String, String, String, i32)>,
 }
 
 async fn cluster_page(
@@ -259,9 +265,39 @@ async fn cluster_page(
             (n.clone(), h, drain)
         })
         .collect();
+    let (executor, partition, down_since, down_error): (
+        String,
+        Option<String>,
+        Option<time::OffsetDateTime>,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT executor, slurm_partition, executor_down_since, executor_error FROM clusters WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&state.pool)
+    .await?;
+    let executor_note = match (&partition, down_since) {
+        (None, _) => String::new(),
+        (Some(p), None) => format!("Slurm partition {p}: the controller answers."),
+        (Some(p), Some(at)) => format!(
+            "Slurm partition {p}: the controller does not answer since {} ({}); new starts wait.",
+            crate::domain::format_local(crate::ledger::to_jiff(at), &state.site.time_zone),
+            down_error.unwrap_or_default()
+        ),
+    };
+    let outside: Vec<(i64, String, String, String, i32)> = sqlx::query_as(
+        "SELECT o.job_id, o.name, o.user_name, n.name, o.gpus FROM slurm_outside_jobs o JOIN nodes n ON n.id = o.node_id \
+         WHERE o.cluster_id = $1 ORDER BY o.job_id, n.name",
+    )
+    .bind(id)
+    .fetch_all(&state.pool)
+    .await?;
     render_status(
         status,
         &ClusterPage {
+            executor,
+            executor_note,
+            outside,
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
             cluster,
             rows,

@@ -594,6 +594,8 @@ struct PlacementView {
     attempt: i32,
     node: String,
     gpus: String,
+    /// "Slurm job 42" on a Slurm cluster, else empty.
+    job: String,
     process: String,
     exit_code: String,
     /// "37%, 0%, ?" while the attempt runs and its agent reports utilization.
@@ -693,6 +695,9 @@ async fn detail_page(
                         .map(i32::to_string)
                         .collect::<Vec<_>>()
                         .join(", "),
+                    job: p
+                        .slurm_job
+                        .map_or(String::new(), |j| format!("Slurm job {j}")),
                     process: p.process.clone(),
                     exit_code: p.exit_code.map_or(String::new(), |c| c.to_string()),
                     utilization: p.utilization.as_ref().map_or(String::new(), |u| {

@@ -16,5 +16,7 @@ mod reports;
 mod run_pages;
 mod runs;
 mod secrets;
+mod slurm;
+mod slurm_cluster;
 mod support;
 mod tree;

@@ -1,0 +1,523 @@
+//! Process supervision: [`Supervisor`] starts `sh -c COMMAND` in its own process group, stops a
+//! group with SIGTERM then SIGKILL after a grace period, and reports each exit as an [`Exit`];
+//! [`ProcessRecords`] keep what it started across agent restarts.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Process supervision
+// ---------------------------------------------------------------------------------------------
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal (number) killed it.
+    Signal(i32),
+}
+
+impl From<std::process::ExitStatus> for Outcome {
+    fn from(status: std::process::ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Outcome::Code(code),
+            (None, Some(sig)) => Outcome::Signal(sig),
+            (None, None) => Outcome::Code(-1),
+        }
+    }
+}
+
+/// A process that ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// Its identity.
+    pub key: RunKey,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl Exit {
+    /// The `exited` report for a sync.
+    #[must_use]
+    pub fn report(&self) -> RunReport {
+        let (exit_code, signal) = match self.outcome {
+            Outcome::Code(c) => (Some(c), None),
+            Outcome::Signal(s) => (None, Some(s)),
+        };
+        RunReport {
+            run: self.key.run,
+            attempt: self.key.attempt,
+            node: self.key.node,
+            state: RunState::Exited,
+            exit_code,
+            signal,
+        }
+    }
+}
+
+pub(super) struct Supervised {
+    gpus: Vec<u32>,
+    stopping: Option<Duration>,
+    stop_tx: mpsc::UnboundedSender<Duration>,
+}
+
+/// Owns the agent's child processes: one task per child waits on it, and carries out stops.
+pub struct Supervisor {
+    log_dir: PathBuf,
+    records: Option<Arc<ProcessRecords>>,
+    procs: HashMap<RunKey, Supervised>,
+    exits_tx: mpsc::UnboundedSender<Exit>,
+    exits_rx: mpsc::UnboundedReceiver<Exit>,
+    spawning: Arc<Semaphore>,
+}
+
+impl Supervisor {
+    /// A supervisor writing each process's output under `log_dir` (created on first start).
+    #[must_use]
+    pub fn new(log_dir: PathBuf) -> Self {
+        Self::with_records(log_dir, None)
+    }
+
+    /// As [`Supervisor::new`], recording each process's start and end in `records`.
+    #[must_use]
+    pub fn with_records(log_dir: PathBuf, records: Option<Arc<ProcessRecords>>) -> Self {
+        let (exits_tx, exits_rx) = mpsc::unbounded_channel();
+        Supervisor {
+            log_dir,
+            records,
+            procs: HashMap::new(),
+            exits_tx,
+            exits_rx,
+            spawning: Arc::new(Semaphore::new(SPAWN_CONCURRENCY)),
+        }
+    }
+
+    /// The output file of a process: `LOGDIR/run-RUN-attempt-ATTEMPT-NODE.log`.
+    #[must_use]
+    pub fn log_path(&self, key: RunKey, node_name: &str) -> PathBuf {
+        self.log_dir.join(format!(
+            "run-{}-attempt-{}-{node_name}.log",
+            key.run, key.attempt
+        ))
+    }
+
+    /// Starts `sh -c COMMAND` for the assignment in a new process group, output appended to
+    /// its log file, and returns that file's path. The process is spawned in the background
+    /// (at most [`SPAWN_CONCURRENCY`] at a time, off the caller's thread). Must be called
+    /// within a Tokio runtime.
+    ///
+    /// A process that cannot be started (e.g. a missing workdir) is reported as an [`Exit`]
+    /// with [`SPAWN_FAILED_EXIT_CODE`], the reason written to its log file.
+    ///
+    /// # Errors
+    /// The assignment is already running here.
+    pub fn start(&mut self, a: &Assignment, node_name: &str) -> anyhow::Result<PathBuf> {
+        let key = a.key();
+        anyhow::ensure!(!self.procs.contains_key(&key), "{key} is already running");
+        let log_path = self.log_path(key, node_name);
+        let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        tokio::spawn(launch(
+            a.clone(),
+            node_name.to_string(),
+            log_path.clone(),
+            self.spawning.clone(),
+            self.records.clone(),
+            stop_rx,
+            self.exits_tx.clone(),
+        ));
+        self.procs.insert(
+            key,
+            Supervised {
+                gpus: a.gpus.clone(),
+                stopping: None,
+                stop_tx,
+            },
+        );
+        Ok(log_path)
+    }
+
+    /// Stops a process: SIGTERM to its group now, SIGKILL after `grace` if still alive. A
+    /// second call can only shorten the grace. Returns false for an unknown (or exited) key.
+    pub fn stop(&mut self, key: RunKey, grace: Duration) -> bool {
+        let Some(p) = self.procs.get_mut(&key) else {
+            return false;
+        };
+        if p.stopping.is_some_and(|current| current <= grace) {
+            return true;
+        }
+        p.stopping = Some(grace);
+        let _ = p.stop_tx.send(grace);
+        true
+    }
+
+    /// Stops every live process with `grace`.
+    pub fn stop_all(&mut self, grace: Duration) {
+        let keys: Vec<RunKey> = self.procs.keys().copied().collect();
+        for key in keys {
+            self.stop(key, grace);
+        }
+    }
+
+    /// The live processes, for [`reconcile`].
+    #[must_use]
+    pub fn local(&self) -> Vec<LocalProcess> {
+        let mut out: Vec<LocalProcess> = self
+            .procs
+            .iter()
+            .map(|(key, p)| LocalProcess {
+                key: *key,
+                gpus: p.gpus.clone(),
+                stopping: p.stopping,
+            })
+            .collect();
+        out.sort_by_key(|p| p.key);
+        out
+    }
+
+    /// Whether no process is alive.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+
+    /// Waits for the next exit and forgets that process. Cancel-safe. Never returns while no
+    /// process is alive.
+    pub async fn next_exit(&mut self) -> Exit {
+        // The supervisor holds a sender itself, so the channel never closes.
+        let exit = self
+            .exits_rx
+            .recv()
+            .await
+            .expect("the supervisor keeps a sender");
+        self.forget(exit.key);
+        exit
+    }
+
+    /// An exit that already happened, if any, without waiting.
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        let exit = self.exits_rx.try_recv().ok()?;
+        self.forget(exit.key);
+        Some(exit)
+    }
+
+    fn forget(&mut self, key: RunKey) {
+        self.procs.remove(&key);
+    }
+}
+
+/// The environment variable that carries a process's ownership secret: a random value the
+/// agent records next to the process's pid and start time, and checks before it signals a
+/// process it did not start in its own life.
+pub const OWNER_ENV: &str = "TRANCHE_AGENT_PROCESS";
+
+/// The agent's record of the processes it starts, in its state directory: one file per node,
+/// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
+/// (`end PID START_TIME`). A later agent for the same nodes and state directory reads it to
+/// stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only a process
+/// that is still the one recorded (same pid and start time, see [`crate::process`]), leads its
+/// own process group and carries the recorded secret in its environment ([`OWNER_ENV`]).
+/// A file grows by two short lines per process and starts afresh at each agent's first
+/// registration.
+#[derive(Debug)]
+pub struct ProcessRecords {
+    dir: PathBuf,
+}
+
+/// One recorded start that has no recorded end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Recorded {
+    pid: i32,
+    started: u64,
+    secret: String,
+}
+
+impl ProcessRecords {
+    /// Records kept under `dir` (created on first write).
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        ProcessRecords { dir }
+    }
+
+    /// The file of `node`: its name with any character outside `A-Za-z0-9._-` replaced.
+    fn path(&self, node: &str) -> PathBuf {
+        let safe: String = node
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join(format!("node-{safe}.processes"))
+    }
+
+    /// Appends `line` to `node`'s file; `create` makes the directory and file when missing
+    /// (a start), else a missing file is left so (an end with no start left to close).
+    fn append(&self, node: &str, line: &str, create: bool) {
+        use std::io::Write;
+        let created = if create {
+            std::fs::create_dir_all(&self.dir)
+        } else {
+            Ok(())
+        };
+        let written = created.and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(create)
+                .append(true)
+                .open(self.path(node))?
+                .write_all(line.as_bytes())
+        });
+        if !create && matches!(&written, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            return;
+        }
+        if let Err(e) = written {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "cannot record a process in the state directory");
+        }
+    }
+
+    /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
+    /// runs on `node` with `secret` in its environment.
+    pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) {
+        self.append(node, &format!("start {pid} {started} {secret}\n"), true);
+    }
+
+    /// Records that the process recorded by [`ProcessRecords::started`] ended.
+    pub fn ended(&self, node: &str, pid: i32, started: u64) {
+        self.append(node, &format!("end {pid} {started}\n"), false);
+    }
+
+    /// The recorded starts of `node` without a recorded end.
+    fn open_starts(&self, node: &str) -> Vec<Recorded> {
+        let Ok(text) = std::fs::read_to_string(self.path(node)) else {
+            return Vec::new();
+        };
+        let mut open: Vec<Recorded> = Vec::new();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let pid = fields.get(1).and_then(|f| f.parse::<i32>().ok());
+            let started = fields.get(2).and_then(|f| f.parse::<u64>().ok());
+            match (fields.first().copied(), pid, started, fields.get(3)) {
+                (Some("start"), Some(pid), Some(started), Some(secret)) => open.push(Recorded {
+                    pid,
+                    started,
+                    secret: (*secret).to_string(),
+                }),
+                (Some("end"), Some(pid), Some(started), None) => {
+                    open.retain(|r| !(r.pid == pid && r.started == started));
+                }
+                _ => {}
+            }
+        }
+        open
+    }
+
+    /// Kills the process groups an earlier agent recorded for `nodes` and left running (it
+    /// was killed, or lost its session): their runs were requeued or ended by the server, and
+    /// their GPUs must be free before anything new starts. Only processes proven to be the
+    /// recorded ones are signalled; then the records of `nodes` start afresh. Call only once
+    /// the server accepted the registration of `nodes`, and before anything starts on them.
+    /// Returns how many groups were killed.
+    pub fn kill_leftovers(&self, nodes: &[String]) -> usize {
+        let mut killed = 0;
+        for node in nodes {
+            for r in self.open_starts(node) {
+                if !proven(&r) {
+                    continue;
+                }
+                tracing::warn!(
+                    pid = r.pid,
+                    %node,
+                    "killing a run's process group that an earlier agent of this node left running"
+                );
+                signal_group(Pid::from_raw(r.pid), Signal::SIGKILL);
+                killed += 1;
+            }
+            let path = self.path(node);
+            if path.exists()
+                && let Err(e) = std::fs::write(&path, "")
+            {
+                tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
+            }
+        }
+        killed
+    }
+}
+
+/// Whether the live process `r.pid` is the recorded one: same start time, leader of its own
+/// group, and the recorded secret in its environment.
+pub(super) fn proven(r: &Recorded) -> bool {
+    if !crate::process::is_alive(r.pid, r.started) || crate::process::group_of(r.pid) != Some(r.pid)
+    {
+        return false;
+    }
+    let Ok(env) = std::fs::read(format!("/proc/{}/environ", r.pid)) else {
+        return false;
+    };
+    let marker = format!("{OWNER_ENV}={}", r.secret).into_bytes();
+    env.split(|b| *b == 0).any(|v| v == marker.as_slice())
+}
+
+/// Spawns the assignment's process (off the async threads; the fork and exec wait for the
+/// child) and supervises it; a start failure is reported as an exit with
+/// [`SPAWN_FAILED_EXIT_CODE`] and explained in the run's log.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn launch(
+    a: Assignment,
+    node_name: String,
+    log_path: PathBuf,
+    spawning: Arc<Semaphore>,
+    records: Option<Arc<ProcessRecords>>,
+    stops: mpsc::UnboundedReceiver<Duration>,
+    exits: mpsc::UnboundedSender<Exit>,
+) {
+    let key = a.key();
+    let secret = crate::auth::random_hex(16);
+    let spawned = {
+        let _permit = spawning.acquire_owned().await;
+        let log = log_path.clone();
+        let node_name = node_name.clone();
+        let secret = secret.clone();
+        tokio::task::spawn_blocking(move || spawn_child(&a, &node_name, &log, &secret))
+            .await
+            .map_err(anyhow::Error::from)
+            .and_then(|r| r)
+    };
+    let child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
+            // The run's log is where its owner looks: say why it never started.
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+            {
+                use std::io::Write;
+                let _ = writeln!(f, "tranche agent: {e:#}");
+            }
+            let _ = exits.send(Exit {
+                key,
+                outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
+            });
+            return;
+        }
+    };
+    let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        let _ = exits.send(Exit {
+            key,
+            outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
+        });
+        return;
+    };
+    // Recorded before anything can signal it; a child that already ended has no start time
+    // and nothing to record.
+    let recorded = records.as_ref().and_then(|r| {
+        let started = crate::process::start_time(pgid)?;
+        r.started(&node_name, pgid, started, &secret);
+        Some((r.clone(), started))
+    });
+    supervise(child, Pid::from_raw(pgid), key, stops, exits, move || {
+        if let Some((r, started)) = recorded {
+            r.ended(&node_name, pgid, started);
+        }
+    })
+    .await;
+}
+
+pub(super) fn spawn_child(
+    a: &Assignment,
+    node_name: &str,
+    log_path: &Path,
+    secret: &str,
+) -> anyhow::Result<tokio::process::Child> {
+    if let Some(dir) = log_path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .with_context(|| format!("cannot open {}", log_path.display()))?;
+    let err_log = log.try_clone()?;
+    let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(&a.command)
+        .envs(&a.env)
+        .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
+        .env("TRANCHE_RUN_ID", a.run.to_string())
+        .env("TRANCHE_ATTEMPT", a.attempt.to_string())
+        .env("TRANCHE_NODE", node_name)
+        .env(OWNER_ENV, secret)
+        // The agent's own token is not the run's business.
+        .env_remove("TRANCHE_AGENT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(err_log))
+        .process_group(0);
+    if let Some(dir) = a.workdir.as_deref().filter(|d| !d.is_empty()) {
+        cmd.current_dir(dir);
+    }
+    cmd.spawn()
+        .with_context(|| format!("cannot start {} (workdir {:?})", a.key(), a.workdir))
+}
+
+/// Sends `signal` to a process group; a group that is already gone is not an error.
+pub(super) fn signal_group(pgid: Pid, signal: Signal) {
+    match killpg(pgid, signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pgid = pgid.as_raw(), %signal, error = %e, "killpg failed"),
+    }
+}
+
+pub(super) async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits on one child, carrying out stop requests, then reports its exit. After the group
+/// leader ends, whatever it left in its group is killed so its GPUs are free.
+pub(super) async fn supervise(
+    mut child: tokio::process::Child,
+    pgid: Pid,
+    key: RunKey,
+    mut stops: mpsc::UnboundedReceiver<Duration>,
+    exits: mpsc::UnboundedSender<Exit>,
+    ended: impl FnOnce(),
+) {
+    let mut kill_at: Option<Instant> = None;
+    let mut terminated = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(grace) = stops.recv() => {
+                if !terminated {
+                    signal_group(pgid, Signal::SIGTERM);
+                    terminated = true;
+                }
+                let at = Instant::now() + grace;
+                kill_at = Some(kill_at.map_or(at, |old| old.min(at)));
+            }
+            () = sleep_until_opt(kill_at) => {
+                tracing::info!(run = key.run, attempt = key.attempt, node = key.node, "grace period over: SIGKILL");
+                signal_group(pgid, Signal::SIGKILL);
+                kill_at = None;
+            }
+        }
+    };
+    signal_group(pgid, Signal::SIGKILL);
+    ended();
+    let outcome = match status {
+        Ok(status) => Outcome::from(status),
+        Err(e) => {
+            tracing::warn!(%key, error = %e, "cannot wait on the process");
+            Outcome::Code(-1)
+        }
+    };
+    let _ = exits.send(Exit { key, outcome });
+}

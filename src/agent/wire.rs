@@ -1,0 +1,208 @@
+//! The wire types of the agent protocol (`docs/agent-protocol.md`).
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Wire types
+// ---------------------------------------------------------------------------------------------
+
+/// Identity of one process: a run's attempt on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunKey {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number of the run.
+    pub attempt: i64,
+    /// Node id (from the register answer).
+    pub node: i64,
+}
+
+impl std::fmt::Display for RunKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "run {} attempt {} node {}",
+            self.run, self.attempt, self.node
+        )
+    }
+}
+
+/// Body of `POST /api/v1/agent/register`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    /// The nodes this agent serves.
+    pub nodes: Vec<RegisterNode>,
+    /// How the agent describes itself (`HOST pid PID`), shown on the admin cluster page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// Body of `POST /api/v1/agent/stop`, sent when the agent stops cleanly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopRequest {
+    /// Session from the register answer.
+    pub session: String,
+}
+
+/// One node in a [`RegisterRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterNode {
+    /// Node name.
+    pub name: String,
+    /// GPU count.
+    pub gpus: u32,
+    /// GPU model name.
+    pub gpu_model: String,
+}
+
+/// Answer to a register.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisterAnswer {
+    /// Session id to send with each sync.
+    pub session: String,
+    /// The registered nodes and their ids.
+    pub nodes: Vec<RegisteredNode>,
+    /// Heartbeat period the server expects (informational: the long poll is shorter than
+    /// `timeout_s`).
+    #[serde(default)]
+    pub heartbeat_s: Option<u64>,
+    /// A node without a sync for this long is marked lost.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// A node id in a [`RegisterAnswer`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredNode {
+    /// Node id.
+    pub id: i64,
+    /// Node name.
+    pub name: String,
+}
+
+/// Body of `POST /api/v1/agent/sync`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    /// Session from the register answer.
+    pub session: String,
+    /// How long the server may hold the answer, in seconds.
+    pub wait_s: u64,
+    /// Per-node utilization.
+    pub nodes: Vec<NodeReport>,
+    /// Running processes and unacknowledged exits.
+    pub runs: Vec<RunReport>,
+}
+
+/// Utilization of one node in a [`SyncRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// Node id.
+    pub node: i64,
+    /// Percent per GPU index, `null` where unknown.
+    pub utilization: Vec<Option<u8>>,
+}
+
+/// State of one process in a [`SyncRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// `running` or `exited`.
+    pub state: RunState,
+    /// Exit code, for a process that exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Signal number, for a process killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// State in a [`RunReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Started and still alive.
+    Running,
+    /// Ended (exit code or signal given).
+    Exited,
+}
+
+/// Answer to a sync: the whole desired state of the agent's nodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncAnswer {
+    /// Processes that should run.
+    #[serde(default)]
+    pub assignments: Vec<Assignment>,
+    /// Processes to stop.
+    #[serde(default)]
+    pub stops: Vec<StopOrder>,
+}
+
+/// A process that should run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// GPU indices on the node.
+    #[serde(default)]
+    pub gpus: Vec<u32>,
+    /// Shell command (`sh -c`).
+    pub command: String,
+    /// Working directory (default: the agent's own).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Assignment {
+    /// The process identity.
+    #[must_use]
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            run: self.run,
+            attempt: self.attempt,
+            node: self.node,
+        }
+    }
+}
+
+/// A process to stop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopOrder {
+    /// Run id.
+    pub run: i64,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Node id.
+    pub node: i64,
+    /// Seconds between SIGTERM and SIGKILL.
+    pub grace_s: f64,
+}
+
+impl StopOrder {
+    /// The process identity.
+    #[must_use]
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            run: self.run,
+            attempt: self.attempt,
+            node: self.node,
+        }
+    }
+
+    /// The grace period (zero for a negative or invalid value).
+    #[must_use]
+    pub fn grace(&self) -> Duration {
+        Duration::try_from_secs_f64(self.grace_s).unwrap_or(Duration::ZERO)
+    }
+}

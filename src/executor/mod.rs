@@ -1,0 +1,248 @@
+//! The executor boundary (docs/design.md section 9, docs/slurm.md): how the scheduling pass's
+//! decisions reach whatever runs the work, and how what happened comes back.
+//!
+//! The pass writes its decisions to the database: a start is a placement (`run_placements`,
+//! `proc_state = 'assigned'`) on nodes and GPUs; a preemption, cancel or time-limit stop is a
+//! run in `stopping` with the instant its grace period ends. [`orders`] reads them back as
+//! [`Assignment`]s and [`StopOrder`]s for a set of nodes; an executor carries them out and
+//! returns [`ProcessReport`]s (running, or exited with a status), which [`record`] writes; the
+//! next pass turns them into run states and ledger charges, the same way for every executor.
+//!
+//! Executors ([`ExecutorKind`], the `clusters.executor` column):
+//! - `agent`: Tranche's node agent ([`crate::agent`]). The agent pulls its orders: the sync
+//!   call of the agent protocol ([`crate::runs::agents::sync`]) answers with [`orders`] and
+//!   records the agent's reports with [`record`].
+//! - `slurm`: a Slurm cluster's controller ([`slurm`]). The bridge inside `tranche serve` is an
+//!   [`Executor`]: each round it reads the orders of a Slurm cluster's nodes, submits and
+//!   cancels jobs with Slurm's command-line tools and reports the jobs' states.
+//!
+//! A new executor (Kubernetes, say) is a new module implementing [`Executor`].
+
+pub mod slurm;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde::Serialize;
+use sqlx::{PgConnection, PgPool};
+
+/// What serves a cluster's nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutorKind {
+    /// `tranche agent` on each node.
+    Agent,
+    /// A Slurm cluster's controller, through the bridge in `tranche serve`.
+    Slurm,
+}
+
+impl ExecutorKind {
+    /// The database and API spelling: `agent` or `slurm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::Agent => "agent",
+            ExecutorKind::Slurm => "slurm",
+        }
+    }
+}
+
+impl std::str::FromStr for ExecutorKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "agent" => Ok(ExecutorKind::Agent),
+            "slurm" => Ok(ExecutorKind::Slurm),
+            other => Err(format!("an executor is agent or slurm, not {other:?}")),
+        }
+    }
+}
+
+/// A process the agent should run.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash)]
+pub struct Assignment {
+    /// Run id.
+    pub run: i64,
+    /// Attempt (1 for the first start, one more for each requeue).
+    pub attempt: i32,
+    /// Node id.
+    pub node: i64,
+    /// Tranche's GPU indices on the node (on Slurm clusters only their number counts: Slurm
+    /// chooses the devices).
+    pub gpus: Vec<i32>,
+    /// The run's command, for `sh -c`.
+    pub command: String,
+    /// Working directory, if the run names one.
+    pub workdir: Option<String>,
+    /// Environment: the run's own, its secret values opened.
+    pub env: BTreeMap<String, String>,
+}
+
+/// A process the agent should stop.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash)]
+pub struct StopOrder {
+    /// Run id.
+    pub run: i64,
+    /// Attempt.
+    pub attempt: i32,
+    /// Node id.
+    pub node: i64,
+    /// Seconds left of the grace period: SIGTERM now, kill once it is 0.
+    pub grace_s: i64,
+}
+
+type DesiredRow = (
+    i64,
+    i32,
+    i64,
+    Vec<i32>,
+    String,
+    i32,
+    String,
+    Option<String>,
+    sqlx::types::Json<BTreeMap<String, String>>,
+    Option<i64>,
+    Option<Vec<u8>>,
+);
+
+/// The orders for `nodes` (the pass's decisions as they stand): assignments (with their secret environment opened with
+/// `key`: the executor is the only place they go) and stops.
+///
+/// # Errors
+/// Database errors.
+pub async fn orders(
+    pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
+    nodes: &[i64],
+    default_grace: i64,
+) -> Result<(Vec<Assignment>, Vec<StopOrder>), sqlx::Error> {
+    let rows: Vec<DesiredRow> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
+         FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
+    )
+    .bind(nodes)
+    .fetch_all(pool)
+    .await?;
+    let mut assignments = Vec::new();
+    let mut stops = Vec::new();
+    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
+        if (state == "starting" || state == "running") && attempt == current {
+            let mut env = env.0;
+            match crate::runs::open_secret_env(key, sealed.as_deref()) {
+                Ok(secret) => env.extend(secret),
+                // The values are never logged; the run starts without them.
+                Err(e) => {
+                    tracing::error!(run, error = %e, "cannot open the run's secret environment")
+                }
+            }
+            assignments.push(Assignment {
+                run,
+                attempt,
+                node,
+                gpus,
+                command,
+                workdir,
+                env,
+            });
+        } else {
+            stops.push(StopOrder {
+                run,
+                attempt,
+                node,
+                grace_s: if state == "stopping" && attempt == current {
+                    grace.unwrap_or(default_grace)
+                } else {
+                    0
+                },
+            });
+        }
+    }
+    Ok((assignments, stops))
+}
+
+/// What an executor knows about one process (agent) or job (Slurm) on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessReport {
+    /// Run id.
+    pub run: i64,
+    /// Attempt.
+    pub attempt: i32,
+    /// Node id.
+    pub node: i64,
+    /// `None` while it runs; once it ended, its exit status (128 + the signal for a signal,
+    /// as a shell shows it; `None` inside when unknown).
+    pub exited: Option<Option<i32>>,
+}
+
+/// Writes reports in one statement: an assigned placement becomes running or exited, a running
+/// one exited with its status. Returns how many placements changed (the caller wakes the pass
+/// when any did).
+///
+/// # Errors
+/// Database errors.
+pub async fn record(
+    conn: &mut PgConnection,
+    reports: &[ProcessReport],
+) -> Result<u64, sqlx::Error> {
+    if reports.is_empty() {
+        return Ok(0);
+    }
+    let runs: Vec<i64> = reports.iter().map(|r| r.run).collect();
+    let attempts: Vec<i32> = reports.iter().map(|r| r.attempt).collect();
+    let nodes: Vec<i64> = reports.iter().map(|r| r.node).collect();
+    let exited: Vec<bool> = reports.iter().map(|r| r.exited.is_some()).collect();
+    let codes: Vec<Option<i32>> = reports.iter().map(|r| r.exited.flatten()).collect();
+    Ok(sqlx::query(
+        "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
+                exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \
+         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[]) AS u(r, a, n, x, c) \
+         WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
+         AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",
+    )
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&nodes)
+    .bind(&exited)
+    .bind(&codes)
+    .execute(conn)
+    .await?
+    .rows_affected())
+}
+
+/// Why an executor could not act this round.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// It does not answer (a timeout, a refused connection): nothing is known of this round;
+    /// runs keep their state and new starts wait.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Applying what the executor reported failed (database errors inside the run service).
+    #[error(transparent)]
+    App(#[from] crate::error::AppError),
+}
+
+/// An executor that Tranche drives (push): each round it is given the orders of the nodes it
+/// serves and carries them out. (The agent protocol is the pull form of the same boundary:
+/// agents fetch [`orders`] and send reports for [`record`].)
+pub trait Executor {
+    /// Which kind it is.
+    fn kind(&self) -> ExecutorKind;
+
+    /// One round: follows the executor's view of its nodes into the inventory, starts what
+    /// the assignments ask that is not started yet (once: a start that may have reached the
+    /// executor is looked up before it is tried again), signals and then kills what the stop
+    /// orders ask, and records what it learns about every ordered process or job.
+    ///
+    /// # Errors
+    /// [`ExecutorError::Unreachable`] when the executor does not answer; database errors.
+    fn round(
+        &mut self,
+        assignments: &[Assignment],
+        stops: &[StopOrder],
+    ) -> impl Future<Output = Result<(), ExecutorError>> + Send;
+}
