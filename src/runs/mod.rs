@@ -1317,16 +1317,18 @@ pub async fn detail(
     })
 }
 
-/// Recent preemptions of runs `actor` submitted (for their home page): run id, when, why.
+/// Recent preemptions and node losses of runs `actor` submitted (for their home page), the
+/// last 7 days, newest first, at most 20: run id, when, why, and whether its node was lost
+/// (the agent fell silent or the node went away) rather than the run preempted.
 ///
 /// # Errors
 /// Database errors.
 pub async fn preemption_notices(
     pool: &PgPool,
     actor: &Account,
-) -> Result<Vec<(i64, time::OffsetDateTime, String)>, AppError> {
+) -> Result<Vec<(i64, time::OffsetDateTime, String, bool)>, AppError> {
     Ok(sqlx::query_as(
-        "SELECT e.run_id, e.at, e.message FROM run_events e JOIN runs r ON r.id = e.run_id \
+        "SELECT e.run_id, e.at, e.message, e.kind = 'lost' FROM run_events e JOIN runs r ON r.id = e.run_id \
          WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
          ORDER BY e.id DESC LIMIT 20",
     )

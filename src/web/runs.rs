@@ -910,8 +910,9 @@ async fn approvals(
 
 /// What the home page shows about runs.
 pub struct HomeRuns {
-    /// Recent preemptions of the user's runs: (run id, when, message).
-    pub notices: Vec<(i64, String, String)>,
+    /// Recent preemptions of the user's runs, then runs whose node was lost: (run id, when,
+    /// message) each.
+    pub notices: (Vec<(i64, String, String)>, Vec<(i64, String, String)>),
     /// The user's active runs.
     pub active: Vec<(i64, String, String, String)>,
     /// Runs waiting for the user's approval (`None` when the user leads nothing).
@@ -940,11 +941,16 @@ pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppEr
     let tree = state.tree().await?;
     let researcher = me.has(Role::Researcher) || !me.projects.is_empty();
     let (notices, active) = if researcher {
-        let notices = runs::preemption_notices(&state.pool, me)
+        let (losses, preemptions): (Vec<_>, Vec<_>) = runs::preemption_notices(&state.pool, me)
             .await?
             .into_iter()
-            .map(|(id, at, message)| (id, local(state, at), message))
-            .collect();
+            .partition(|n| n.3);
+        let words = |v: Vec<(i64, time::OffsetDateTime, String, bool)>| -> Vec<_> {
+            v.into_iter()
+                .map(|(id, at, message, _)| (id, local(state, at), message))
+                .collect()
+        };
+        let notices = (words(preemptions), words(losses));
         let filter = Filter {
             scope: Some("mine".into()),
             state: Some("active".into()),
@@ -968,7 +974,7 @@ pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppEr
             .collect();
         (notices, active)
     } else {
-        (Vec::new(), Vec::new())
+        ((Vec::new(), Vec::new()), Vec::new())
     };
     let waiting_approval = if is_lead(me) {
         Some(runs::approvals(&state.pool, me, &tree.parents).await?.len())

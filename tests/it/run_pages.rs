@@ -396,10 +396,33 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
     )
     .await
     .unwrap();
+    let fragile = submit(&mut c, "1", "30", "python eval.py").await;
+    tranche::runs::event(
+        &mut conn,
+        fragile,
+        "lost",
+        "lost: its node stopped answering",
+        None,
+    )
+    .await
+    .unwrap();
     drop(conn);
     let (_, body, _) = c.get("/").await;
     assert!(body.contains("Preemption notices"), "{body}");
     assert!(body.contains("its GPUs went to an allocated run"));
+    // A node loss is not called a preemption: it has its own list.
+    let (preemptions, losses) = body
+        .split_once("Runs whose node was lost")
+        .expect("a list of node losses");
+    assert!(
+        !preemptions.contains("its node stopped answering"),
+        "{body}"
+    );
+    assert!(losses.contains("its node stopped answering"), "{body}");
+    assert!(
+        losses.contains(&format!("href=\"/runs/{fragile}\"")),
+        "{body}"
+    );
     assert!(body.contains(&format!("href=\"/runs/{victim}\"")));
     let (_, body, _) = c.get(&format!("/runs/{victim}")).await;
     assert!(body.contains(r#"class="preempted""#), "{body}");
