@@ -908,11 +908,14 @@ async fn approvals(
     approvals_page(&state, &session, &me, None).await
 }
 
+/// One home-page notice: run id, when (local time), message.
+pub type Notice = (i64, String, String);
+
 /// What the home page shows about runs.
 pub struct HomeRuns {
     /// Recent preemptions of the user's runs, then runs whose node was lost: (run id, when,
     /// message) each.
-    pub notices: (Vec<(i64, String, String)>, Vec<(i64, String, String)>),
+    pub notices: (Vec<Notice>, Vec<Notice>),
     /// The user's active runs.
     pub active: Vec<(i64, String, String, String)>,
     /// Runs waiting for the user's approval (`None` when the user leads nothing).
