@@ -13,80 +13,17 @@ const RUNS: RGBColor = RGBColor(33, 150, 110);
 /// Draws stacked bars (contracts below, runs above) with a legend; amounts in major units of
 /// `currency`. Returns the SVG document, or an empty string when drawing fails.
 pub fn stacked_bars(title: &str, bars: &[Bar], currency: &str) -> String {
-    let mut svg = String::new();
-    if draw(&mut svg, title, bars, currency).is_err() {
-        tracing::warn!(title, "chart drawing failed");
-        return String::new();
-    }
-    svg
-}
-
-fn draw(
-    svg: &mut String,
-    title: &str,
-    bars: &[Bar],
-    currency: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::with_string(svg, (640, 280)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let max = bars
+    let major: Vec<(String, f64, f64)> = bars
         .iter()
-        .map(|(_, c, r)| (c + r) as f64 / 100.0)
-        .fold(0.0_f64, f64::max)
-        .max(1.0)
-        * 1.1;
-    let n = bars.len().max(1) as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(28)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5_f64..(n - 0.5), 0.0_f64..max)?;
-    let labels: Vec<String> = bars.iter().map(|(l, _, _)| l.clone()).collect();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(bars.len().max(1))
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc(currency)
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()?;
-    chart
-        .draw_series(bars.iter().enumerate().map(|(i, (_, c, _))| {
-            let x = i as f64;
-            Rectangle::new(
-                [(x - 0.35, 0.0), (x + 0.35, *c as f64 / 100.0)],
-                CONTRACTS.filled(),
-            )
-        }))?
-        .label("capacity contracts")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], CONTRACTS.filled()));
-    chart
-        .draw_series(bars.iter().enumerate().map(|(i, (_, c, r))| {
-            let x = i as f64;
-            let base = *c as f64 / 100.0;
-            Rectangle::new(
-                [(x - 0.35, base), (x + 0.35, base + *r as f64 / 100.0)],
-                RUNS.filled(),
-            )
-        }))?
-        .label("allocated runs")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], RUNS.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()?;
-    root.present()?;
-    Ok(())
+        .map(|(l, c, r)| (l.clone(), *c as f64 / 100.0, *r as f64 / 100.0))
+        .collect();
+    two_series(
+        title,
+        &major,
+        ("capacity contracts", "allocated runs"),
+        currency,
+        Arrangement::Stacked,
+    )
 }
 
 /// How [`two_series`] draws its two values per label.
