@@ -709,19 +709,9 @@ impl Bridge {
         let mut tx = pool.begin().await?;
         service::serialize_with_passes(&mut tx).await?;
         event(&mut tx, first.run, "failed", &message, None).await?;
-        let reports: Vec<ProcessReport> = group
-            .iter()
-            .map(|a| ProcessReport {
-                run: a.run,
-                attempt: a.attempt,
-                node: a.node,
-                exited: Some(Some(1)),
-            })
-            .collect();
-        crate::executor::record(&mut tx, &reports).await?;
-        wake(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        let procs: Vec<(i64, i32, i64)> =
+            group.iter().map(|a| (a.run, a.attempt, a.node)).collect();
+        exit_all(tx, &procs, Some(1)).await
     }
 
     /// An ended job of an attempt that should be running: its end state in our words, and a
@@ -787,19 +777,7 @@ impl Bridge {
                 service::begin_stop(&mut tx, pool, site, run, stop_kind).await?;
             }
         }
-        let reports: Vec<ProcessReport> = group
-            .iter()
-            .map(|&(run, attempt, node)| ProcessReport {
-                run,
-                attempt,
-                node,
-                exited: Some(code),
-            })
-            .collect();
-        crate::executor::record(&mut tx, &reports).await?;
-        wake(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        exit_all(tx, group, code).await
     }
 
     /// A job Slurm no longer knows (it forgot it, say its state was lost): the attempt is
@@ -831,20 +809,30 @@ impl Bridge {
             .await?;
             service::begin_stop(&mut tx, pool, &self.state.site, run, "lost").await?;
         }
-        let reports: Vec<ProcessReport> = group
-            .iter()
-            .map(|&(run, attempt, node)| ProcessReport {
-                run,
-                attempt,
-                node,
-                exited: Some(None),
-            })
-            .collect();
-        crate::executor::record(&mut tx, &reports).await?;
-        wake(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        exit_all(tx, group, None).await
     }
+}
+
+/// Records every process of `procs` (run, attempt, node) as exited with `code` (`None`:
+/// unknown), wakes the pass and commits `tx`.
+async fn exit_all(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    procs: &[(i64, i32, i64)],
+    code: Option<i32>,
+) -> Result<(), ExecutorError> {
+    let reports: Vec<ProcessReport> = procs
+        .iter()
+        .map(|&(run, attempt, node)| ProcessReport {
+            run,
+            attempt,
+            node,
+            exited: Some(code),
+        })
+        .collect();
+    crate::executor::record(&mut tx, &reports).await?;
+    wake(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 impl Executor for Bridge {
