@@ -297,7 +297,15 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
     let order = pass.order_waiting();
     match snapshot.policy.kind {
         PolicyKind::Tranche => {
-            let (alloc, unalloc): (Vec<_>, Vec<_>) = order.into_iter().partition(|w| w.allocated());
+            let mut alloc = Vec::with_capacity(order.len());
+            let mut unalloc = Vec::new();
+            for w in order {
+                if w.allocated() {
+                    alloc.push(w);
+                } else {
+                    unalloc.push(w);
+                }
+            }
             // Large gangs do not starve: a pool's first run in fair-share order whose project
             // has no run that fits its entitlement starts now or holds the reservation.
             let heads = pass.starving_heads(&alloc);
@@ -306,7 +314,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             }
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
-            let mut beyond = Vec::new();
+            let mut beyond = Vec::with_capacity(alloc.len());
             for (i, w) in alloc.into_iter().enumerate() {
                 if heads.contains(&i) {
                     continue;
@@ -922,7 +930,11 @@ impl<'a> Pass<'a> {
             for b in starts.windows(2) {
                 keyed[b[0]..b[1]].sort_by_key(|(k, _)| *k);
             }
-            return keyed.into_iter().filter_map(|(_, w)| w).collect();
+            // Every slot was filled once: `map` keeps the exact length, so one allocation.
+            return keyed
+                .into_iter()
+                .map(|(_, w)| w.expect("every slot is filled"))
+                .collect();
         }
         // Keys are computed once per run (not per comparison); ids make them unique.
         let mut keyed: Vec<(OrderKey, &'a WaitingRun)> = self
@@ -1458,20 +1470,17 @@ impl<'a> Pass<'a> {
             return Err(None);
         }
         if self.pools[pool].by_loss.is_none() {
-            let mut v: Vec<usize> = self.pools[pool]
-                .running
-                .iter()
-                .copied()
-                .filter(|&ri| {
-                    let s = &self.runs[ri];
-                    !s.contract_protected
-                        && s.run.placement.iter().all(|(n, _)| {
-                            self.node_index
-                                .get(n)
-                                .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
-                        })
-                })
-                .collect();
+            let running = &self.pools[pool].running;
+            let mut v: Vec<usize> = Vec::with_capacity(running.len());
+            v.extend(running.iter().copied().filter(|&ri| {
+                let s = &self.runs[ri];
+                !s.contract_protected
+                    && s.run.placement.iter().all(|(n, _)| {
+                        self.node_index
+                            .get(n)
+                            .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
+                    })
+            }));
             v.sort_unstable_by_key(|&ri| self.lost_key(ri));
             self.pools[pool].by_loss = Some(v);
         }
@@ -1480,7 +1489,7 @@ impl<'a> Pass<'a> {
         if self.pools[pool].cands.is_none() {
             // Unallocated first, then runs whose projects keep their entitlements, then the
             // others, each in `by_loss` order (least work lost first).
-            let mut v = Vec::new();
+            let mut v = Vec::with_capacity(self.pools[pool].by_loss.as_ref().map_or(0, Vec::len));
             let mut costly_from = 0usize;
             for pass_costly in [false, true] {
                 if pass_costly {
@@ -1639,15 +1648,12 @@ impl<'a> Pass<'a> {
                 // Protected runs the rules would let it preempt later, earliest protection end
                 // first: the instant enough of them (with the free GPUs) would be free.
                 if self.pools[pool].protected_by_time.is_none() {
-                    let mut v: Vec<usize> = self.pools[pool]
-                        .running
-                        .iter()
-                        .copied()
-                        .filter(|&ri| {
-                            let s = &self.runs[ri];
-                            s.run.allocated() && s.run.protected_until() > self.now
-                        })
-                        .collect();
+                    let running = &self.pools[pool].running;
+                    let mut v: Vec<usize> = Vec::with_capacity(running.len());
+                    v.extend(running.iter().copied().filter(|&ri| {
+                        let s = &self.runs[ri];
+                        s.run.allocated() && s.run.protected_until() > self.now
+                    }));
                     v.sort_unstable_by_key(|&ri| (self.runs[ri].run.protected_until(), ri));
                     self.pools[pool].protected_by_time = Some(v);
                 }
