@@ -637,7 +637,7 @@ async fn ai_use_case_from_registration_to_the_monthly_decision() {
         .to_zoned(app.state.site.time_zone.clone())
         .strftime("%Y-%m")
         .to_string();
-    c.find(Locator::Css("select[name=month]"))
+    c.find(Locator::Css("form.review select[name=month]"))
         .await
         .unwrap()
         .select_by_value(&month)
