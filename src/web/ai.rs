@@ -747,7 +747,11 @@ async fn add_rule(
         Err(e) => {
             let message = form_message(e)?;
             if spend::may_import(&me) {
-                spend_page(&state, &session, &me, SpendView::default(), Some(message)).await
+                let view = SpendView {
+                    rule: form,
+                    ..SpendView::default()
+                };
+                spend_page(&state, &session, &me, view, Some(message)).await
             } else {
                 detail_page(&state, &session, &me, id, Some(message), None, None).await
             }
@@ -761,6 +765,8 @@ struct SpendView {
     format: String,
     rate: String,
     preview: Option<(spend::Outcome, String)>,
+    /// The rule form as typed, when it was refused.
+    rule: RuleForm,
 }
 
 /// An import line for the page.
@@ -792,6 +798,7 @@ struct SpendPage {
     unassigned_total: String,
     rules: Vec<spend::Rule>,
     use_cases: Vec<(i64, String)>,
+    rule: RuleForm,
 }
 
 struct PreviewView {
@@ -906,6 +913,7 @@ async fn spend_page(
             unassigned_total: micro_to_money(total).display(cur),
             rules: spend::rules(&state.pool).await?,
             use_cases,
+            rule: view.rule,
         },
     )
 }
@@ -978,6 +986,7 @@ async fn preview(
         format: up.format.clone(),
         rate: up.rate.clone(),
         preview,
+        rule: RuleForm::default(),
     };
     let Some(format) = Format::parse(&up.format) else {
         return spend_page(
@@ -1446,4 +1455,21 @@ pub fn router() -> Router<AppState> {
         .route("/ai/{id}/hours", post(hours))
         .route("/ai/{id}/acknowledge", post(acknowledge))
         .route("/ai/{id}/stop-criterion", post(stop_criterion))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trend;
+
+    #[test]
+    fn trend_scales_the_month_so_far() {
+        let day = 86_400;
+        // 10 days into 30: 40 so far is 120 a month, against 100 last month.
+        assert_eq!(trend(40, 100, 10 * day, 30 * day), "up");
+        assert_eq!(trend(29, 100, 10 * day, 30 * day), "down");
+        assert_eq!(trend(35, 100, 10 * day, 30 * day), "flat");
+        // Less than a day in counts as a day.
+        assert_eq!(trend(3, 100, 3600, 30 * day), "flat");
+        assert_eq!(trend(0, 0, 10 * day, 30 * day), "flat");
+    }
 }
