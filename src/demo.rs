@@ -456,3 +456,276 @@ pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>
     lock.commit().await?;
     Ok(Some(out))
 }
+
+/// The AI use cases of the demo: the example table of docs/ai-use-cases.md's source, as
+/// (name, owner team, bag, allowed data, AI action, human review, monthly limit in major
+/// units, metric, stop rule, FOCUS tag value of its spend).
+type UseCaseRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    i64,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+const USE_CASES: &[UseCaseRow] = &[
+    (
+        "Support ticket triage",
+        "Support",
+        "critical",
+        "support e-mail and category history",
+        "summarise, classify and propose urgency",
+        "before replying to the customer",
+        300,
+        "time to first classification",
+        "more than 5% of urgent tickets misclassified in a month, or any data used beyond support e-mail",
+        "support",
+    ),
+    (
+        "Document RAG",
+        "Technical office",
+        "team",
+        "approved internal manuals",
+        "answer with sources",
+        "review by the area lead",
+        500,
+        "useful answers with the correct source",
+        "fewer than 60% useful answers with the correct source two months running",
+        "technical-office",
+    ),
+    (
+        "B2B leads",
+        "Sales",
+        "team",
+        "forms and the authorised CRM",
+        "prepare a fit sheet",
+        "sales decides the next step",
+        250,
+        "qualified leads accepted",
+        "fewer than 10 qualified leads accepted in a month",
+        "sales",
+    ),
+];
+
+/// A FOCUS 1.x file of the demo's outside AI spend, in `currency`, one line per service and
+/// day from the first day of the month before `today` to `today` (UTC days): Azure OpenAI
+/// for triage, Azure OpenAI and Azure AI Search for the document assistant, Amazon Bedrock
+/// for sales, and a weekly Azure AI Speech line no rule maps (it stays unassigned).
+pub fn demo_focus_file(today: jiff::civil::Date, currency: &str) -> String {
+    let first = today
+        .first_of_month()
+        .checked_sub(jiff::Span::new().months(1))
+        .unwrap_or(today);
+    let mut out = String::from(
+        "BilledCost,BillingCurrency,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeDescription,ServiceName,ProviderName,SubAccountId,Tags\n",
+    );
+    let mut day = first;
+    let mut n: i64 = 0;
+    while day <= today {
+        let next = day.tomorrow().unwrap_or(day);
+        let mut line = |cents: i64,
+                        desc: &str,
+                        service: &str,
+                        provider: &str,
+                        sub: &str,
+                        tags: &str| {
+            out.push_str(&format!(
+                "{}.{:02},{currency},{day}T00:00:00Z,{next}T00:00:00Z,Usage,{desc},{service},{provider},{sub},\"{tags}\"\n",
+                cents / 100,
+                cents % 100
+            ));
+        };
+        line(
+            800 + (n % 5) * 75,
+            "GPT-4o mini tokens",
+            "Azure OpenAI",
+            "Microsoft",
+            "sub-support-prod",
+            "{\"\"team\"\":\"\"support\"\"}",
+        );
+        line(
+            1000 + (n % 7) * 60,
+            "Embeddings and completions",
+            "Azure OpenAI",
+            "Microsoft",
+            "sub-techoffice",
+            "{\"\"team\"\":\"\"technical-office\"\"}",
+        );
+        line(
+            210,
+            "Vector search units",
+            "Azure AI Search",
+            "Microsoft",
+            "sub-techoffice",
+            "{\"\"team\"\":\"\"technical-office\"\"}",
+        );
+        line(
+            750 + (n % 4) * 125,
+            "Claude Haiku on Bedrock",
+            "Amazon Bedrock",
+            "AWS",
+            "acct-sales",
+            "{\"\"team\"\":\"\"sales\"\"}",
+        );
+        if n % 7 == 0 {
+            line(
+                999,
+                "Speech to text minutes",
+                "Azure AI Speech",
+                "Microsoft",
+                "sub-marketing",
+                "{}",
+            );
+        }
+        day = next;
+        n += 1;
+    }
+    out
+}
+
+/// What [`load_use_cases`] loaded: the use cases' names and the import's outcome.
+pub type UseCasesLoaded = (Vec<String>, crate::ai::spend::Outcome);
+
+/// Loads the demo's AI use cases (docs/ai-use-cases.md): a program `Operations` (0% of the
+/// GPUs) with the teams Support, Technical office and Sales, the three use cases of the
+/// example table owned by them with their monthly limits in the site's currency, a mapping
+/// rule per team tag, and [`demo_focus_file`] imported as demo-admin. Returns `None` when
+/// they are loaded already or the demo organisation is not.
+///
+/// # Errors
+/// Database errors; a load cut short is completed by the next one.
+pub async fn load_use_cases(
+    pool: &PgPool,
+    currency: &str,
+    today: jiff::civil::Date,
+) -> anyhow::Result<Option<UseCasesLoaded>> {
+    let loaded: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM site_flags WHERE name = 'demo_use_cases_loaded')",
+    )
+    .fetch_one(pool)
+    .await?;
+    let admin: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-admin'")
+        .fetch_optional(pool)
+        .await?;
+    let (Some(admin), false) = (admin, loaded) else {
+        return Ok(None);
+    };
+    let me = crate::auth::Account::load(pool, admin)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("demo-admin is disabled"))?;
+    // Each step is idempotent, and the flag is set last: a load cut short is completed by the
+    // next one.
+    let root: i64 = sqlx::query_scalar("SELECT id FROM tree_nodes WHERE parent_id IS NULL")
+        .fetch_one(pool)
+        .await?;
+    sqlx::query(
+        "INSERT INTO tree_nodes (parent_id, name, share_bp) VALUES ($1, 'Operations', 0) ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(root)
+    .execute(pool)
+    .await?;
+    let program: i64 = sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = 'Operations'")
+        .fetch_one(pool)
+        .await?;
+    for team in ["Support", "Technical office", "Sales"] {
+        sqlx::query("INSERT INTO tree_nodes (parent_id, name, share_bp) VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING")
+            .bind(program)
+            .bind(team)
+            .execute(pool)
+            .await?;
+    }
+    let tree =
+        crate::db::tree::load(pool, jiff::Timestamp::now(), &jiff::tz::TimeZone::UTC).await?;
+    let mut names = Vec::new();
+    for (name, team, bag, data, action, review, limit, metric, stop, tag) in USE_CASES {
+        let owner = tree
+            .nodes
+            .iter()
+            .find(|n| n.name == *team)
+            .map(|n| n.id)
+            .ok_or_else(|| anyhow::anyhow!("demo team {team} missing"))?;
+        let draft = crate::ai::Draft {
+            name: (*name).into(),
+            owner_node_id: owner,
+            bag: (*bag).into(),
+            allowed_data: (*data).into(),
+            ai_action: (*action).into(),
+            human_review: (*review).into(),
+            monthly_limit: crate::domain::Money(limit * 100),
+            metric: (*metric).into(),
+            stop_rule: (*stop).into(),
+            services: vec!["Azure OpenAI".into(), "Amazon Bedrock".into()],
+            project_ids: Vec::new(),
+            human_hourly_rate: crate::domain::Money(4_500),
+        };
+        let existing: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM ai_use_cases WHERE name = $1")
+                .bind(name)
+                .fetch_optional(pool)
+                .await?;
+        let id = match existing {
+            Some(id) => id,
+            None => crate::ai::create(pool, &me, &tree, draft)
+                .await
+                .map_err(|e| anyhow::anyhow!("demo use case {name}: {e}"))?,
+        };
+        crate::ai::set_status(pool, &me, &tree.parents, id, "active")
+            .await
+            .map_err(|e| anyhow::anyhow!("demo use case {name}: {e}"))?;
+        match crate::ai::spend::add_rule(
+            pool,
+            &me,
+            &tree.parents,
+            id,
+            "focus",
+            "",
+            &format!("team={tag}"),
+        )
+        .await
+        {
+            Ok(_)
+            | Err(crate::error::AppError::Refused {
+                code: "rule_exists",
+                ..
+            }) => {}
+            Err(e) => anyhow::bail!("demo rule for {name}: {e}"),
+        }
+        names.push((*name).to_string());
+    }
+    let file = demo_focus_file(today, currency);
+    let outcome = crate::ai::spend::import(
+        pool,
+        &me,
+        currency,
+        crate::ai::import::Format::Focus,
+        &format!("demo-focus-{today}.csv"),
+        file.as_bytes(),
+        None,
+        true,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("demo spend import: {e}"))?;
+    let mut tx = pool.begin().await?;
+    sqlx::query("INSERT INTO site_flags (name, value) VALUES ('demo_use_cases_loaded', 'true') ON CONFLICT DO NOTHING")
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: None,
+            action: "demo.load_use_cases",
+            entity: "site",
+            entity_id: None,
+            node_id: Some(program),
+            before: None,
+            after: Some(json!({"use_cases": names, "spend_lines": outcome.new_lines})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some((names, outcome)))
+}

@@ -8,6 +8,7 @@
 #![recursion_limit = "256"]
 
 pub mod agent;
+pub mod ai;
 pub mod auth;
 pub mod bench;
 pub mod config;

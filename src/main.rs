@@ -195,6 +195,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 Ok(_) => tranche::demo::load_history(&database.pool).await,
                 Err(_) => Ok(None),
             };
+            let use_cases = match &result {
+                Ok(_) => {
+                    let site = tranche::config::Site::from_env()?;
+                    let today = jiff::Timestamp::now()
+                        .to_zoned(site.time_zone.clone())
+                        .date();
+                    tranche::demo::load_use_cases(&database.pool, &site.currency, today).await
+                }
+                Err(_) => Ok(None),
+            };
             database.close().await?;
             match result? {
                 Some((users, names, token)) => {
@@ -223,6 +233,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
                     }
                 }
                 None => println!("The demo history is already recorded; nothing changed."),
+            }
+            match use_cases? {
+                Some((names, o)) => println!(
+                    "AI use cases: {} (owned by the teams of the program Operations), with {} lines of imported FOCUS spend from {} to {}.",
+                    names.join(", "),
+                    o.new_lines,
+                    o.covers.0,
+                    o.covers.1
+                ),
+                None => println!("The demo AI use cases are already loaded; nothing changed."),
             }
             Ok(())
         }

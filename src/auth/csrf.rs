@@ -85,14 +85,24 @@ pub async fn protect(session: Session, req: Request, next: Next) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, MAX_FORM).await else {
         return AppError::invalid("form", "the form is too large").into_response();
     };
-    let sent = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&bytes)
-        .ok()
-        .and_then(|fields| {
-            fields
-                .into_iter()
-                .find(|(k, _)| k == SESSION_KEY)
-                .map(|(_, v)| v)
-        });
+    let multipart = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|ct| ct.trim_start().starts_with("multipart/form-data"))
+        .map(str::to_string);
+    let sent = match multipart {
+        // A file upload: the token is a field of the multipart body.
+        Some(ct) => multipart_token(&ct, bytes.clone()).await,
+        None => serde_urlencoded::from_bytes::<Vec<(String, String)>>(&bytes)
+            .ok()
+            .and_then(|fields| {
+                fields
+                    .into_iter()
+                    .find(|(k, _)| k == SESSION_KEY)
+                    .map(|(_, v)| v)
+            }),
+    };
     let expected = match session.get::<String>(SESSION_KEY).await {
         Ok(v) => v,
         Err(e) => return AppError::Internal(e.into()).into_response(),
@@ -104,4 +114,22 @@ pub async fn protect(session: Session, req: Request, next: Next) -> Response {
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The `csrf` field of a `multipart/form-data` body, if it has one.
+async fn multipart_token(content_type: &str, bytes: axum::body::Bytes) -> Option<String> {
+    use axum::extract::FromRequest;
+    let req = axum::http::Request::builder()
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Body::from(bytes))
+        .ok()?;
+    let mut form = axum::extract::Multipart::from_request(req, &())
+        .await
+        .ok()?;
+    while let Ok(Some(field)) = form.next_field().await {
+        if field.name() == Some(SESSION_KEY) {
+            return field.text().await.ok();
+        }
+    }
+    None
 }

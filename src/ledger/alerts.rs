@@ -65,6 +65,130 @@ pub async fn check(
         };
         fired.extend(check_period(pool, site, now, period).await?);
     }
+    check_use_cases(pool, site, now).await?;
+    Ok(fired)
+}
+
+/// An alert of an AI use case's monthly limit that fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UseCaseFired {
+    /// Use case id.
+    pub use_case_id: i64,
+    /// Threshold in percent of the monthly limit.
+    pub threshold_pct: i32,
+    /// `actual` or `forecast`.
+    pub kind: &'static str,
+    /// Whether this alert raised "stop rule triggered" (critical-systems bag, limit crossed).
+    pub stop_rule: bool,
+}
+
+/// Checks every use case that is not stopped against its monthly limit for the period
+/// containing `now` and the one before (spend imported late still counts there): its
+/// thresholds fire once per period and kind, like a project's, to the leads of its owner
+/// team (and above) and finance; the forecast is the period's spend so far extrapolated to
+/// its end ([`forecast`], all of it as usage), for the current period only. A use case of the
+/// critical-systems bag whose actual spend reaches 100% raises "stop rule triggered" once per
+/// period ([`crate::ai::stop_rule_triggered`]). Idempotent.
+///
+/// # Errors
+/// Database errors.
+pub async fn check_use_cases(
+    pool: &PgPool,
+    site: &Site,
+    now: jiff::Timestamp,
+) -> Result<Vec<UseCaseFired>, AppError> {
+    let current = Period::containing(now, site);
+    let previous = Period::containing(current.start - jiff::SignedDuration::from_secs(1), site);
+    let cases: Vec<(i64, String, i64, String, i64, Vec<i32>)> = sqlx::query_as(
+        "SELECT id, name, owner_node_id, bag, monthly_limit_minor, alert_thresholds FROM ai_use_cases WHERE status <> 'stopped' ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut fired = Vec::new();
+    for period in [previous, current] {
+        let spend = crate::ai::spend::by_use_case(pool, period).await?;
+        let (start, _) = period.bounds();
+        let month = period
+            .start
+            .to_zoned(site.time_zone.clone())
+            .strftime("%B %Y")
+            .to_string();
+        for (id, name, owner, bag, limit, thresholds) in &cases {
+            let spent = spend.get(id).copied().unwrap_or_default().total().0;
+            let projected = if period == current {
+                forecast(0, spent, period, now)
+            } else {
+                spent
+            };
+            for pct in thresholds {
+                for (kind, amount) in [("actual", spent), ("forecast", projected)] {
+                    if !reaches(amount, *limit, *pct) || (kind == "forecast" && period != current) {
+                        continue;
+                    }
+                    let mut tx = pool.begin().await?;
+                    let new: Option<i64> = sqlx::query_scalar(
+                        "INSERT INTO ai_use_case_alerts (use_case_id, period_start, threshold_pct, kind, spent_minor, limit_minor) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
+                    )
+                    .bind(id)
+                    .bind(start)
+                    .bind(pct)
+                    .bind(kind)
+                    .bind(amount)
+                    .bind(limit)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if new.is_none() {
+                        continue;
+                    }
+                    let (amount_s, limit_s) = (
+                        Money(amount).display(&site.currency),
+                        Money(*limit).display(&site.currency),
+                    );
+                    let message = if kind == "actual" {
+                        format!(
+                            "AI use case {name} has spent {pct}% of its {month} limit: {amount_s} of {limit_s}"
+                        )
+                    } else {
+                        format!(
+                            "AI use case {name} is forecast to spend {pct}% of its {month} limit by the period's end: {amount_s} of {limit_s}"
+                        )
+                    };
+                    let link = format!("/ai/{id}");
+                    let mut recipients = notify(&mut tx, *owner, &message, &link).await?;
+                    let mut stop_rule = false;
+                    if bag == "critical" && kind == "actual" && reaches(amount, *limit, 100) {
+                        let reason = format!("spent {amount_s} of its {month} limit of {limit_s}");
+                        if let Some(more) =
+                            crate::ai::stop_rule_triggered(&mut tx, *id, *owner, period, &reason)
+                                .await?
+                        {
+                            recipients.extend(more);
+                            stop_rule = true;
+                        }
+                    }
+                    tx.commit().await?;
+                    recipients.sort_unstable();
+                    recipients.dedup();
+                    mail_later(
+                        pool,
+                        site,
+                        &recipients,
+                        format!("Tranche AI use case alert: {name} at {pct}% ({kind})"),
+                        format!("{message}.\n\nSee the use case: {link}\n"),
+                    )
+                    .await?;
+                    tracing::info!(use_case = %name, pct, kind, "use case limit alert");
+                    fired.push(UseCaseFired {
+                        use_case_id: *id,
+                        threshold_pct: *pct,
+                        kind,
+                        stop_rule,
+                    });
+                }
+            }
+        }
+    }
     Ok(fired)
 }
 
@@ -135,44 +259,17 @@ async fn check_period(
                         Money(budget).display(&site.currency)
                     )
                 };
-                // The project's leads (on its path to the root) and finance.
-                let recipients: Vec<i64> = sqlx::query_scalar(
-                    "INSERT INTO notifications (user_id, message, link) \
-                     SELECT DISTINCT g.user_id, $2, $3 FROM role_grants g \
-                     WHERE g.role = 'finance' \
-                        OR (g.role = 'lead' AND g.node_id IN ( \
-                            WITH RECURSIVE up(id, parent_id) AS ( \
-                                SELECT id, parent_id FROM tree_nodes WHERE id = $1 \
-                                UNION ALL SELECT t.id, t.parent_id FROM tree_nodes t JOIN up ON t.id = up.parent_id) \
-                            SELECT id FROM up)) \
-                     RETURNING user_id",
-                )
-                .bind(project)
-                .bind(&message)
-                .bind(format!("/projects/{project}"))
-                .fetch_all(&mut *tx)
-                .await?;
+                let recipients =
+                    notify(&mut tx, project, &message, &format!("/projects/{project}")).await?;
                 tx.commit().await?;
-                if let Some(smtp) = &site.smtp {
-                    let emails: Vec<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = ANY($1) AND email IS NOT NULL AND NOT disabled ORDER BY email")
-                        .bind(&recipients)
-                        .fetch_all(pool)
-                        .await?;
-                    if !emails.is_empty() {
-                        let (smtp, subject) = (
-                            smtp.clone(),
-                            format!("Tranche budget alert: {name} at {pct}% ({kind})"),
-                        );
-                        let body = format!("{message}.\n\nSee the project: /projects/{project}\n");
-                        // Mail is sent in the background: a slow relay never holds up a purchase.
-                        tokio::spawn(async move {
-                            if let Err(e) = crate::mail::send(&smtp, &emails, &subject, &body).await
-                            {
-                                tracing::warn!(error = %e, "budget alert e-mail failed");
-                            }
-                        });
-                    }
-                }
+                mail_later(
+                    pool,
+                    site,
+                    &recipients,
+                    format!("Tranche budget alert: {name} at {pct}% ({kind})"),
+                    format!("{message}.\n\nSee the project: /projects/{project}\n"),
+                )
+                .await?;
                 tracing::info!(project = %name, pct, kind, "budget alert");
                 fired.push(Fired {
                     project_id: project,
@@ -183,6 +280,65 @@ async fn check_period(
         }
     }
     Ok(fired)
+}
+
+/// Notifies finance and the leads of `node` and of every node above it, in the caller's
+/// transaction; returns the users notified.
+///
+/// # Errors
+/// Database errors.
+pub async fn notify(
+    tx: &mut sqlx::PgConnection,
+    node: i64,
+    message: &str,
+    link: &str,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO notifications (user_id, message, link) \
+         SELECT DISTINCT g.user_id, $2, $3 FROM role_grants g \
+         WHERE g.role = 'finance' \
+            OR (g.role = 'lead' AND g.node_id IN ( \
+                WITH RECURSIVE up(id, parent_id) AS ( \
+                    SELECT id, parent_id FROM tree_nodes WHERE id = $1 \
+                    UNION ALL SELECT t.id, t.parent_id FROM tree_nodes t JOIN up ON t.id = up.parent_id) \
+                SELECT id FROM up)) \
+         RETURNING user_id",
+    )
+    .bind(node)
+    .bind(message)
+    .bind(link)
+    .fetch_all(tx)
+    .await
+}
+
+/// E-mails `recipients` (those with an address) in the background when SMTP is configured: a
+/// slow relay never holds up the change that raised the alert.
+///
+/// # Errors
+/// Database errors reading the addresses.
+pub async fn mail_later(
+    pool: &PgPool,
+    site: &Site,
+    recipients: &[i64],
+    subject: String,
+    body: String,
+) -> Result<(), sqlx::Error> {
+    let Some(smtp) = &site.smtp else {
+        return Ok(());
+    };
+    let emails: Vec<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = ANY($1) AND email IS NOT NULL AND NOT disabled ORDER BY email")
+        .bind(recipients)
+        .fetch_all(pool)
+        .await?;
+    if !emails.is_empty() {
+        let smtp = smtp.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::mail::send(&smtp, &emails, &subject, &body).await {
+                tracing::warn!(error = %e, "budget alert e-mail failed");
+            }
+        });
+    }
+    Ok(())
 }
 
 /// A budget alert that fired.

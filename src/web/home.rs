@@ -29,6 +29,8 @@ struct HomePage {
     idle_threshold: u8,
     /// A refused stop: (flag id, message, the reason as typed).
     idle_error: Option<(i64, String, String)>,
+    /// AI use cases that need attention: (id, name, what).
+    ai_notes: Vec<(i64, String, String)>,
 }
 
 /// An open idle flag as the home and project pages show it.
@@ -171,6 +173,7 @@ async fn home_page(
     render_status(
         status,
         &HomePage {
+            ai_notes: crate::web::ai::home_notes(state, me).await?,
             idle,
             idle_threshold: state.site.idle_utilization_percent,
             idle_error,

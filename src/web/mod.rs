@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod ai;
 pub mod api;
 pub mod audit;
 pub mod charts;
@@ -67,6 +68,7 @@ impl Layout {
             ("/tree", "Program tree"),
             ("/capacity", "Capacity"),
             ("/contracts", "Contracts"),
+            ("/ai", "AI use cases"),
         ]);
         if account.sees_everything() || account.lead_nodes().next().is_some() {
             nav.push(("/reports", "Spend"));
@@ -232,6 +234,7 @@ pub fn app(state: AppState) -> Router {
         .merge(reports::router())
         .merge(metrics::router())
         .merge(runs::router())
+        .merge(ai::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
         .layer(sessions)

@@ -19,6 +19,35 @@ struct Ids {
     cluster: i64,
     node: i64,
     researcher: i64,
+    /// A use case of Pretraining with the demo researcher's first project linked.
+    use_case: i64,
+    /// A use case of Climate, outside the demo lead's subtree.
+    other_use_case: i64,
+    /// Last month as `YYYY-MM` (tests run in UTC).
+    last_month: String,
+}
+
+/// Registers two use cases straight in the database (setup, not under test here).
+async fn seed_use_case(app: &TestApp, name: &str, owner: &str, project: Option<i64>) -> i64 {
+    let owner = app.node_id(owner).await;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO ai_use_cases (name, owner_node_id, bag, allowed_data, ai_action, human_review, monthly_limit_minor, metric, stop_rule) \
+         VALUES ($1, $2, 'team', '', '', '', 10000, 'a metric', '') RETURNING id",
+    )
+    .bind(name)
+    .bind(owner)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    if let Some(p) = project {
+        sqlx::query("INSERT INTO ai_use_case_projects (use_case_id, project_id) VALUES ($1, $2)")
+            .bind(id)
+            .bind(p)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    }
+    id
 }
 
 async fn ids(app: &TestApp) -> Ids {
@@ -38,6 +67,22 @@ async fn ids(app: &TestApp) -> Ids {
         cluster: q("SELECT id FROM clusters WHERE name = 'b300-lab'").await,
         node: q("SELECT min(id) FROM nodes").await,
         researcher: q("SELECT id FROM users WHERE name = 'demo-researcher'").await,
+        use_case: seed_use_case(
+            app,
+            "Seeded triage",
+            "Pretraining",
+            Some(q("SELECT min(project_id) FROM project_members").await),
+        )
+        .await,
+        other_use_case: seed_use_case(app, "Seeded weather", "Climate", None).await,
+        last_month: jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .first_of_month()
+            .unwrap()
+            .yesterday()
+            .unwrap()
+            .strftime("%Y-%m")
+            .to_string(),
     }
 }
 
@@ -81,6 +126,23 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ("/runs".into(), [303, 200, 200, 200, 200]),
         ("/runs/new".into(), [303, 200, 200, 200, 200]),
         ("/approvals".into(), [303, 200, 200, 200, 200]),
+        ("/ai".into(), [303, 200, 200, 200, 200]),
+        ("/ai/new".into(), [303, 403, 200, 403, 200]),
+        ("/ai/spend".into(), [303, 403, 403, 200, 200]),
+        ("/ai/use-cases.csv".into(), [303, 200, 200, 200, 200]),
+        (format!("/ai/{}", i.use_case), [303, 200, 200, 200, 200]),
+        (
+            format!("/ai/{}", i.other_use_case),
+            [303, 403, 403, 200, 200],
+        ),
+        (
+            format!("/ai/{}/edit", i.use_case),
+            [303, 403, 200, 403, 200],
+        ),
+        (
+            format!("/ai/{}/edit", i.other_use_case),
+            [303, 403, 403, 403, 200],
+        ),
     ]
 }
 
@@ -208,6 +270,93 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
             "/account/tokens".into(),
             f(&[("label", "mine".into())]),
             [303, 303, 303, 303, 303],
+        ),
+        (
+            "/ai".into(),
+            f(&[
+                // Not Pretraining: the admin renames it earlier in this list.
+                ("name", "Form use case".into()),
+                ("owner", "Post-training".into()),
+                ("bag", "team".into()),
+                ("monthly_limit", "100".into()),
+                ("metric", "answers".into()),
+            ]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/ai/{}", i.use_case),
+            f(&[
+                ("name", "Seeded triage".into()),
+                ("owner", "Post-training".into()),
+                ("bag", "personal".into()),
+                ("monthly_limit", "200".into()),
+                ("metric", "answers".into()),
+            ]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/ai/{}/status", i.use_case),
+            f(&[("status", "pilot".into())]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/ai/{}/status", i.other_use_case),
+            f(&[("status", "pilot".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            "/ai/rules".into(),
+            f(&[
+                ("use_case", i.use_case.to_string()),
+                ("source", "any".into()),
+                ("service", "OpenAI API".into()),
+                ("scope", "".into()),
+            ]),
+            [303, 403, 303, 303, 303],
+        ),
+        (
+            format!("/ai/{}/review", i.use_case),
+            f(&[
+                ("month", i.last_month.clone()),
+                ("decision", "continue".into()),
+                ("metric_value", "42 answers".into()),
+                ("comment", "".into()),
+            ]),
+            [303, 403, 303, 403, 303],
+        ),
+        (
+            format!("/ai/{}/hours", i.use_case),
+            f(&[
+                ("month", i.last_month.clone()),
+                ("hours", "1.5".into()),
+                ("activity", "review".into()),
+                ("note", "".into()),
+            ]),
+            [303, 403, 303, 403, 303],
+        ),
+        // Nothing to acknowledge, and a team-bag use case has no stop rule Tranche raises:
+        // refused with the page's message once the role may act.
+        (
+            format!("/ai/{}/acknowledge", i.use_case),
+            f(&[("note", "done".into())]),
+            [303, 403, 422, 403, 422],
+        ),
+        (
+            format!("/ai/{}/stop-criterion", i.use_case),
+            f(&[("reason", "errors".into())]),
+            [303, 403, 422, 403, 422],
+        ),
+        // Not a file upload: refused as malformed once the role may import.
+        (
+            "/ai/spend/preview".into(),
+            f(&[]),
+            [303, 403, 403, 400, 400],
+        ),
+        // No preview to confirm: the spend page with the message.
+        (
+            "/ai/spend/import".into(),
+            f(&[("token", "none".into())]),
+            [303, 403, 403, 422, 422],
         ),
     ]
 }
@@ -370,6 +519,116 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             format!("/api/v1/users/{}/grants", i.researcher),
             Some(json!({"role": "lead", "node": "Climate"})),
             [401, 403, 403, 403, 201],
+        ),
+        (
+            "GET",
+            "/api/v1/use-cases".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/use-cases/{}", i.use_case),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/use-cases/{}", i.other_use_case),
+            None,
+            [401, 403, 403, 200, 200],
+        ),
+        (
+            "POST",
+            "/api/v1/use-cases".into(),
+            Some(
+                json!({"name": "API use case", "owner_node_id": i.pretraining, "bag": "team", "monthly_limit_minor": 100, "metric": "m"}),
+            ),
+            [401, 403, 201, 403, 201],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/use-cases/{}", i.use_case),
+            Some(
+                json!({"name": "Seeded triage", "owner_node_id": i.pretraining, "bag": "team", "monthly_limit_minor": 300, "metric": "m"}),
+            ),
+            [401, 403, 200, 403, 200],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/use-cases/{}/status", i.use_case),
+            Some(json!({"status": "active"})),
+            [401, 403, 200, 403, 200],
+        ),
+        (
+            "PUT",
+            format!("/api/v1/use-cases/{}/status", i.other_use_case),
+            Some(json!({"status": "active"})),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "GET",
+            format!("/api/v1/use-cases/{}/reviews", i.use_case),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "POST",
+            format!("/api/v1/use-cases/{}/reviews", i.use_case),
+            Some(
+                json!({"month": i.last_month, "decision": "expand", "new_limit_minor": 99_999, "metric_value": "40 answers"}),
+            ),
+            [401, 403, 201, 403, 201],
+        ),
+        (
+            "POST",
+            format!("/api/v1/use-cases/{}/hours", i.use_case),
+            Some(json!({"month": i.last_month, "hours": "0.25", "activity": "exceptions"})),
+            [401, 403, 201, 403, 201],
+        ),
+        (
+            "POST",
+            format!("/api/v1/use-cases/{}/acknowledge", i.use_case),
+            Some(json!({"note": "done"})),
+            [401, 403, 409, 403, 409],
+        ),
+        (
+            "POST",
+            format!("/api/v1/use-cases/{}/stop-criterion", i.use_case),
+            Some(json!({"reason": "errors"})),
+            [401, 403, 422, 403, 422],
+        ),
+        (
+            "GET",
+            "/api/v1/spend-imports".into(),
+            None,
+            [401, 403, 403, 200, 200],
+        ),
+        (
+            "POST",
+            "/api/v1/spend-imports?format=openai".into(),
+            Some(
+                json!({"data": [{"start_time": 1793491200, "end_time": 1793577600, "results": [{"amount": {"value": 1.5, "currency": "usd"}, "line_item": "x", "project_id": "p"}]}]}),
+            ),
+            [401, 403, 403, 201, 201],
+        ),
+        (
+            "GET",
+            "/api/v1/spend-rules".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "POST",
+            "/api/v1/spend-rules".into(),
+            Some(json!({"use_case_id": i.use_case, "service": "Anthropic API"})),
+            [401, 403, 201, 201, 201],
+        ),
+        (
+            "POST",
+            "/api/v1/spend-rules".into(),
+            Some(json!({"use_case_id": i.other_use_case, "service": "Azure OpenAI"})),
+            [401, 403, 403, 201, 201],
         ),
     ]
 }

@@ -273,6 +273,15 @@ async fn openapi_document_lists_the_endpoints() {
         "/cluster-nodes/{id}/return",
         "/idle-flags",
         "/idle-flags/{id}/stop",
+        "/use-cases",
+        "/use-cases/{id}",
+        "/use-cases/{id}/status",
+        "/use-cases/{id}/reviews",
+        "/use-cases/{id}/hours",
+        "/use-cases/{id}/acknowledge",
+        "/use-cases/{id}/stop-criterion",
+        "/spend-imports",
+        "/spend-rules",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }

@@ -493,3 +493,176 @@ async fn lead_approves_a_protected_run_from_the_inbox() {
     );
     c.close().await.unwrap();
 }
+
+/// The AI use-case register end to end: a lead registers a use case and maps spend to it,
+/// finance imports a FOCUS file (preview, then confirm) and sees the spend against the limit
+/// and the alert, and the lead records the monthly decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ai_use_case_from_registration_to_the_monthly_decision() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+    let (lead, lead_pw) = demo_password(&users, "lead");
+    let (finance, finance_pw) = demo_password(&users, "finance");
+
+    sign_in(&c, &base, &lead, &lead_pw).await;
+    c.goto(&format!("{base}/ai/new")).await.unwrap();
+    set_value(&c, "input[name=name]", "Support ticket triage").await;
+    c.find(Locator::Css("select[name=owner]"))
+        .await
+        .unwrap()
+        .select_by_value("Pretraining")
+        .await
+        .unwrap();
+    for (field, value) in [
+        ("allowed_data", "support e-mail and category history"),
+        ("ai_action", "summarise, classify and propose urgency"),
+        ("human_review", "before replying to the customer"),
+        ("monthly_limit", "300"),
+        ("metric", "time to first classification"),
+        ("services", "Azure OpenAI"),
+    ] {
+        set_value(&c, &format!("input[name={field}]"), value).await;
+    }
+    click(&c, "form.use-case-form button").await;
+    let notice = text_of(&c, ".notice").await;
+    assert_eq!(notice, "Registered the use case Support ticket triage.");
+    let id: i64 =
+        sqlx::query_scalar("SELECT id FROM ai_use_cases WHERE name = 'Support ticket triage'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    set_value(
+        &c,
+        "form[action='/ai/rules'] input[name=scope]",
+        "team=support",
+    )
+    .await;
+    click(&c, "form[action='/ai/rules'] button").await;
+    let notice = text_of(&c, ".notice").await;
+    assert!(
+        notice.starts_with("Spend now maps to Support ticket triage"),
+        "{notice}"
+    );
+    click(&c, "form.signout button").await;
+
+    // Finance imports this month's FOCUS export: 210.00 + 120.00 USD for support, 5.00 other.
+    sign_in(&c, &base, &finance, &finance_pw).await;
+    let period = tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site);
+    let day = period.start.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let next = day.tomorrow().unwrap();
+    let line = |cost: &str, tag: &str| {
+        format!(
+            "{cost},USD,{day}T00:00:00Z,{next}T00:00:00Z,Azure OpenAI,sub-1,\"{{\"\"team\"\":\"\"{tag}\"\"}}\"\n"
+        )
+    };
+    let file = format!(
+        "BilledCost,BillingCurrency,ChargePeriodStart,ChargePeriodEnd,ServiceName,SubAccountId,Tags\n{}{}{}",
+        line("210.00", "support"),
+        line("120.00", "support"),
+        line("5.00", "marketing")
+    );
+    let path = std::env::temp_dir().join(format!("tranche-focus-{}.csv", std::process::id()));
+    std::fs::write(&path, &file).unwrap();
+    c.goto(&format!("{base}/ai/spend")).await.unwrap();
+    c.find(Locator::Css("select[name=format]"))
+        .await
+        .unwrap()
+        .select_by_value("focus")
+        .await
+        .unwrap();
+    c.find(Locator::Css("input[name=file]"))
+        .await
+        .unwrap()
+        .send_keys(&path.display().to_string())
+        .await
+        .unwrap();
+    click(&c, "form.upload button").await;
+    let preview = text_of(&c, ".import-preview").await;
+    assert!(
+        preview.contains("3 new") && preview.contains("335.00 USD"),
+        "{preview}"
+    );
+    assert!(
+        preview.contains("Support ticket triage") && preview.contains("unassigned"),
+        "{preview}"
+    );
+    click(&c, ".import-preview button.confirm").await;
+    let notice = text_of(&c, ".notice").await;
+    assert_eq!(
+        notice,
+        "Imported 3 new line(s) (335.00 USD); 0 already imported."
+    );
+    let _ = std::fs::remove_file(&path);
+
+    // The register: 330.00 of 300.00, over the limit; the use case's page shows the alert.
+    c.goto(&format!("{base}/ai")).await.unwrap();
+    let row = text_of(&c, "table.use-cases tbody tr").await;
+    assert!(
+        row.contains("330.00 USD")
+            && row.contains("300.00 USD")
+            && row.contains("110%")
+            && row.contains("over the limit"),
+        "{row}"
+    );
+    c.goto(&format!("{base}/ai/{id}")).await.unwrap();
+    let alerts = text_of(&c, "ul.alerts").await;
+    assert!(
+        alerts.contains("100% of the monthly limit reached: 330.00 USD of 300.00 USD"),
+        "{alerts}"
+    );
+    assert_eq!(
+        text_of(&c, ".over-limit").await,
+        "Over the monthly limit: 330.00 USD spent of 300.00 USD in ".to_string()
+            + &period
+                .start
+                .to_zoned(app.state.site.time_zone.clone())
+                .strftime("%B %Y")
+                .to_string()
+            + "."
+    );
+    click(&c, "form.signout button").await;
+
+    // The owner records the decision: expand to 400.
+    sign_in(&c, &base, &lead, &lead_pw).await;
+    let home = text_of(&c, "section.ai-use-cases").await;
+    assert!(
+        home.contains("over its monthly limit: 330.00 USD of 300.00 USD"),
+        "{home}"
+    );
+    c.goto(&format!("{base}/ai/{id}")).await.unwrap();
+    let month = period
+        .start
+        .to_zoned(app.state.site.time_zone.clone())
+        .strftime("%Y-%m")
+        .to_string();
+    c.find(Locator::Css("form.review select[name=month]"))
+        .await
+        .unwrap()
+        .select_by_value(&month)
+        .await
+        .unwrap();
+    click(&c, "input[name=decision][value=expand]").await;
+    set_value(&c, "input[name=new_limit]", "400").await;
+    set_value(&c, "input[name=metric_value]", "4 minutes").await;
+    set_value(&c, "input[name=comment]", "worth more tickets").await;
+    click(&c, "form.review button").await;
+    let notice = text_of(&c, ".notice").await;
+    assert_eq!(notice, "Decision recorded: expand.");
+    let history = text_of(&c, "table.reviews tbody").await;
+    assert!(
+        history.contains("expand to 400.00 USD")
+            && history.contains("4 minutes")
+            && history.contains("330.00 USD of 300.00 USD"),
+        "{history}"
+    );
+    let limit: i64 =
+        sqlx::query_scalar("SELECT monthly_limit_minor FROM ai_use_cases WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(limit, 40_000);
+    c.close().await.unwrap();
+}

@@ -2,6 +2,7 @@
 
 mod access;
 mod accounts;
+mod ai;
 mod api;
 mod audit;
 mod browser;

@@ -287,6 +287,29 @@ impl TestApp {
         self.declare_nodes(&names).await;
     }
 
+    /// A raw API call: `body` sent as it is with `content_type`; the answer as JSON.
+    pub async fn api_raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (StatusCode, serde_json::Value) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::CONTENT_TYPE, content_type);
+        if let Some(t) = token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let (status, text, _) = self.send(req.body(Body::from(body)).unwrap()).await;
+        let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+            panic!("API answered non-JSON ({status}) for {method} {path}: {text}")
+        });
+        (status, json)
+    }
+
     /// Number of audit entries with `action`.
     pub async fn audit_count(&self, action: &str) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")
@@ -418,6 +441,61 @@ impl Client {
         if let Some(o) = origin {
             req = req.header(header::ORIGIN, o);
         }
+        if let Some(c) = &self.cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        let req = self.with_peer(req.body(Body::from(body)).unwrap());
+        let (status, body, headers) = send(&self.router, req).await;
+        self.last_headers = headers.clone();
+        self.remember(&headers, &body);
+        (
+            status,
+            body,
+            headers
+                .get(header::LOCATION)
+                .map(|l| l.to_str().unwrap().to_string()),
+        )
+    }
+
+    /// POST a `multipart/form-data` form: text `fields` (the CSRF token added unless given)
+    /// and one file field `file` named `file_name` with `content`, same-origin.
+    pub async fn post_multipart(
+        &mut self,
+        path: &str,
+        fields: &[(&str, &str)],
+        file_name: &str,
+        content: &[u8],
+    ) -> (StatusCode, String, Option<String>) {
+        let boundary = "----tranche-test-boundary-7d1f";
+        let mut body: Vec<u8> = Vec::new();
+        let text = |name: &str, value: &str, body: &mut Vec<u8>| {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        };
+        if !fields.iter().any(|(k, _)| *k == "csrf") {
+            let token = self.csrf.clone().unwrap_or_default();
+            text("csrf", &token, &mut body);
+        }
+        for (k, v) in fields {
+            text(k, v, &mut body);
+        }
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend_from_slice(content);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let mut req = Request::builder()
+            .method("POST")
+            .uri(path)
+            .header(header::HOST, "localhost")
+            .header(header::ORIGIN, "http://localhost")
+            .header(
+                header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            );
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
         }

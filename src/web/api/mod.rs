@@ -19,6 +19,7 @@ use crate::error::{ApiError, AppError};
 use crate::state::AppState;
 use crate::web::tree::visible_nodes;
 
+mod ai;
 mod openapi;
 mod runs;
 
@@ -1014,6 +1015,24 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/approve", post(runs::approve_run))
         .route("/runs/{id}/deny", post(runs::deny_run))
         .route("/approvals", get(runs::get_approvals))
+        .route("/use-cases", get(ai::get_use_cases).post(ai::post_use_case))
+        .route(
+            "/use-cases/{id}",
+            get(ai::get_use_case).put(ai::put_use_case),
+        )
+        .route("/use-cases/{id}/status", put(ai::put_status))
+        .route(
+            "/use-cases/{id}/reviews",
+            get(ai::get_reviews).post(ai::post_review),
+        )
+        .route("/use-cases/{id}/acknowledge", post(ai::post_acknowledge))
+        .route("/use-cases/{id}/hours", post(ai::post_hours))
+        .route(
+            "/use-cases/{id}/stop-criterion",
+            post(ai::post_stop_criterion),
+        )
+        .route("/spend-imports", get(ai::get_imports).post(ai::post_import))
+        .route("/spend-rules", get(ai::get_rules).post(ai::post_rule))
         .route("/agent/register", post(runs::agent_register))
         .route("/agent/sync", post(runs::agent_sync))
         .route("/agent/stop", post(runs::agent_stop))

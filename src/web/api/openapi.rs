@@ -39,7 +39,7 @@ pub fn document() -> Value {
         "schema": {"type": "string", "minLength": 1, "maxLength": 255},
         "description": "A key chosen by the client for this submission; stored with a SHA-256 of the body, so a retry with the same body gets the first run and another body is refused with idempotency_mismatch"
     }]);
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Tranche API",
@@ -157,5 +157,127 @@ pub fn document() -> Value {
                 "GrantBody": {"type": "object", "required": ["role"], "properties": {"role": {"enum": ["admin", "finance", "lead", "researcher"]}, "node": {"type": ["string", "null"]}}}
             }
         }
-    })
+    });
+    add_ai_use_cases(&mut doc);
+    doc
+}
+
+/// The AI use-case register's paths and schemas (docs/ai-use-cases.md).
+fn add_ai_use_cases(doc: &mut Value) {
+    let id = id_param("id");
+    let mut import = op(
+        "Import a cost export given as the body (finance, admins): ?format=openai|anthropic|github|focus, &rate= (site currency per unit of the file's; needed when the file's currency differs), &file_name=, &dry_run=true for the preview (200, writes nothing). 201 with the lines added per use case and unassigned; 200 with already_imported for a file imported before. 422 malformed_file (field file, nothing imported) or currency_mismatch (field rate)",
+        None,
+        "201",
+    );
+    import["requestBody"] = json!({"required": true, "content": {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}});
+    let paths = [
+        (
+            "/use-cases",
+            json!({
+                "get": op("The AI use cases the caller may see, with this month's spend (gpu_minor, imported_micro in millionths, total_minor, over_limit) and human cost", None, "200"),
+                "post": op("Register a use case (a lead of the owner node or above, admins); 422 name_taken", Some("UseCaseBody"), "201")
+            }),
+        ),
+        (
+            "/use-cases/{id}",
+            json!({"parameters": [id.clone()],
+                "get": op("One use case with its spend this month", None, "200"),
+                "put": op("Replace a use case's fields (its leads, admins)", Some("UseCaseBody"), "200")
+            }),
+        ),
+        (
+            "/use-cases/{id}/status",
+            json!({"parameters": [id.clone()], "put": op("Set the status: proposed, pilot, active or stopped (its leads, admins)", Some("UseCaseStatus"), "200")}),
+        ),
+        (
+            "/use-cases/{id}/reviews",
+            json!({"parameters": [id.clone()],
+                "get": op("The monthly decisions (newest first) and stop triggers", None, "200"),
+                "post": op("Record the monthly decision: continue, expand (new_limit_minor above the current limit, applied) or stop (status stopped)", Some("ReviewBody"), "201")
+            }),
+        ),
+        (
+            "/use-cases/{id}/hours",
+            json!({"parameters": [id.clone()], "post": op("Record hours of human work in a month (whole minutes), priced at the use case's hourly rate", Some("HoursBody"), "201")}),
+        ),
+        (
+            "/use-cases/{id}/acknowledge",
+            json!({"parameters": [id.clone()], "post": op("Acknowledge the open \"stop rule triggered\" with a note (its leads, admins); 409 nothing_to_acknowledge", Some("NoteBody"), "200")}),
+        ),
+        (
+            "/use-cases/{id}/stop-criterion",
+            json!({"parameters": [id], "post": op("Report the stop criterion met (critical-systems bag): raises \"stop rule triggered\"; 409 already_triggered", Some("ReasonBody"), "201")}),
+        ),
+        (
+            "/spend-imports",
+            json!({"get": op("Imports and unassigned lines (finance, admins)", None, "200"), "post": import}),
+        ),
+        (
+            "/spend-rules",
+            json!({
+                "get": op("Mapping rules of the use cases the caller may see", None, "200"),
+                "post": op("Add a mapping rule (finance, admins, the use case's leads); assigns the unassigned lines it matches; 409 rule_exists", Some("SpendRuleBody"), "201")
+            }),
+        ),
+    ];
+    for (path, item) in paths {
+        doc["paths"][path] = item;
+    }
+    let schemas = [
+        (
+            "UseCaseBody",
+            json!({"type": "object", "required": ["name", "owner_node_id", "bag", "monthly_limit_minor", "metric"], "properties": {
+            "name": {"type": "string", "maxLength": 120}, "owner_node_id": {"type": "integer"},
+            "bag": {"enum": ["personal", "team", "critical"]}, "monthly_limit_minor": {"type": "integer", "minimum": 0},
+            "allowed_data": {"type": "string"}, "ai_action": {"type": "string"}, "human_review": {"type": "string"},
+            "metric": {"type": "string", "minLength": 1}, "stop_rule": {"type": "string", "description": "required for the critical bag"},
+            "services": {"type": "array", "items": {"type": "string"}}, "project_ids": {"type": "array", "items": {"type": "integer"}},
+            "human_hourly_rate_minor": {"type": "integer", "minimum": 0}}}),
+        ),
+        (
+            "UseCaseStatus",
+            json!({"type": "object", "required": ["status"], "properties": {"status": {"enum": ["proposed", "pilot", "active", "stopped"]}}}),
+        ),
+        (
+            "ReviewBody",
+            json!({"type": "object", "required": ["month", "decision", "metric_value"], "properties": {
+            "month": {"type": "string", "examples": ["2026-11"]}, "decision": {"enum": ["continue", "expand", "stop"]},
+            "new_limit_minor": {"type": ["integer", "null"]}, "metric_value": {"type": "string", "maxLength": 500}, "comment": {"type": "string"}}}),
+        ),
+        (
+            "HoursBody",
+            json!({"type": "object", "required": ["month", "hours", "activity"], "properties": {
+            "month": {"type": "string"}, "hours": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+            "activity": {"enum": ["data", "review", "exceptions"]}, "note": {"type": "string", "maxLength": 500}}}),
+        ),
+        (
+            "NoteBody",
+            json!({"type": "object", "properties": {"note": {"type": "string", "maxLength": 2000}}}),
+        ),
+        (
+            "SpendRuleBody",
+            json!({"type": "object", "required": ["use_case_id"], "properties": {
+            "use_case_id": {"type": "integer"}, "source": {"enum": ["any", "openai", "anthropic", "github", "focus"], "default": "any"},
+            "service": {"type": "string"}, "scope": {"type": "string", "description": "project id, workspace id, cost centre, organization, sub-account or tag key=value"}}}),
+        ),
+    ];
+    for (name, schema) in schemas {
+        doc["components"]["schemas"][name] = schema;
+    }
+    if let Some(codes) = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
+        ["code"]["enum"]
+        .as_array_mut()
+    {
+        for code in [
+            "name_taken",
+            "malformed_file",
+            "currency_mismatch",
+            "rule_exists",
+            "nothing_to_acknowledge",
+            "already_triggered",
+        ] {
+            codes.push(json!(code));
+        }
+    }
 }

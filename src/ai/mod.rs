@@ -1,0 +1,1103 @@
+//! The AI use-case register (docs/ai-use-cases.md): every use of AI beyond the GPU cluster (a
+//! model API, an assistant licence, an automation) as a use case with an owner team (a tree
+//! node), the data it may use, what the AI does, where a person reviews it, a monthly limit,
+//! a metric, a stop rule, a bag and a status; optionally the GPU projects that belong to it.
+//!
+//! Who may do what: a lead manages the use cases owned by a node of their subtree (and links
+//! only projects of it); admin and finance see all; a researcher sees those owned by one of
+//! their projects or a node above one, and those linked to one of their projects. Every change
+//! is audited in the transaction that makes it.
+//!
+//! [`import`] reads outside cost exports, [`spend`] stores them and sums spend per use case.
+
+pub mod import;
+pub mod spend;
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::auth::{Account, Parents};
+use crate::db::audit::{self, Change};
+use crate::db::tree::TreeView;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+
+/// The three bags, with controls that grow in this order.
+pub const BAGS: [(&str, &str); 3] = [
+    ("personal", "Personal productivity"),
+    ("team", "Team processes"),
+    ("critical", "Critical systems"),
+];
+
+/// The statuses a use case goes through.
+pub const STATUSES: [&str; 4] = ["proposed", "pilot", "active", "stopped"];
+
+/// The longest free-text field, characters.
+pub const MAX_TEXT: usize = 2000;
+
+/// The label of a bag (`critical` → `Critical systems`); the code itself when unknown.
+pub fn bag_label(bag: &str) -> &str {
+    BAGS.iter()
+        .find(|(code, _)| *code == bag)
+        .map_or(bag, |(_, label)| label)
+}
+
+/// A use case as stored.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct UseCase {
+    /// Id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// Owner team: a tree node id.
+    pub owner_node_id: i64,
+    /// The owner node's name.
+    pub owner: String,
+    /// `personal`, `team` or `critical`.
+    pub bag: String,
+    /// `proposed`, `pilot`, `active` or `stopped`.
+    pub status: String,
+    /// The data it may use.
+    pub allowed_data: String,
+    /// What the AI does.
+    pub ai_action: String,
+    /// Where a person reviews it.
+    pub human_review: String,
+    /// Monthly limit, minor units of the site's currency.
+    pub monthly_limit_minor: i64,
+    /// The metric that shows whether it deserves to continue.
+    pub metric: String,
+    /// When it must stop.
+    pub stop_rule: String,
+    /// Outside services it may use.
+    pub services: Vec<String>,
+    /// Linked GPU projects (ids): their ledger spend counts towards it.
+    pub project_ids: Vec<i64>,
+    /// Linked GPU projects' names, aligned with `project_ids`.
+    pub projects: Vec<String>,
+    /// The price of an hour of human work on it, minor units.
+    pub human_hourly_rate_minor: i64,
+}
+
+const COLUMNS: &str = "u.id, u.name, u.owner_node_id, o.name AS owner, u.bag, u.status, u.allowed_data, \
+    u.ai_action, u.human_review, u.monthly_limit_minor, u.metric, u.stop_rule, u.services, u.human_hourly_rate_minor, \
+    coalesce(array(SELECT l.project_id FROM ai_use_case_projects l JOIN tree_nodes t ON t.id = l.project_id WHERE l.use_case_id = u.id ORDER BY t.name), '{}') AS project_ids, \
+    coalesce(array(SELECT t.name FROM ai_use_case_projects l JOIN tree_nodes t ON t.id = l.project_id WHERE l.use_case_id = u.id ORDER BY t.name), '{}') AS projects";
+
+/// What a person enters for a use case, checked by [`Draft::check`].
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    /// Name.
+    pub name: String,
+    /// Owner node id.
+    pub owner_node_id: i64,
+    /// Bag code.
+    pub bag: String,
+    /// Allowed data.
+    pub allowed_data: String,
+    /// AI action.
+    pub ai_action: String,
+    /// Human review.
+    pub human_review: String,
+    /// Monthly limit.
+    pub monthly_limit: Money,
+    /// Metric.
+    pub metric: String,
+    /// Stop rule.
+    pub stop_rule: String,
+    /// Services it may use.
+    pub services: Vec<String>,
+    /// Linked GPU project ids.
+    pub project_ids: Vec<i64>,
+    /// The price of an hour of human work on it.
+    pub human_hourly_rate: Money,
+}
+
+impl Draft {
+    /// Checks the draft against the tree and what `me` may manage, trimming its texts.
+    ///
+    /// # Errors
+    /// 422 naming the field for a bad value; 403 when `me` may not manage the owner node or a
+    /// linked project; 404 for an unknown owner node or project.
+    pub fn check(mut self, me: &Account, tree: &TreeView) -> Result<Self, AppError> {
+        self.name = self.name.trim().to_string();
+        if self.name.is_empty() || self.name.chars().count() > 120 {
+            return Err(AppError::invalid(
+                "name",
+                "name: give the use case a name of 1 to 120 characters",
+            ));
+        }
+        let Some(owner) = tree.node(self.owner_node_id) else {
+            return Err(AppError::invalid(
+                "owner",
+                "owner: choose the owner team from the program tree",
+            ));
+        };
+        if !me.leads(owner.id, &tree.parents) {
+            return Err(AppError::Forbidden(format!(
+                "you do not lead {}, so you cannot register use cases for it",
+                owner.name
+            )));
+        }
+        if !BAGS.iter().any(|(code, _)| *code == self.bag) {
+            return Err(AppError::invalid(
+                "bag",
+                "bag: choose personal, team or critical",
+            ));
+        }
+        for (field, text) in [
+            ("allowed_data", &mut self.allowed_data),
+            ("ai_action", &mut self.ai_action),
+            ("human_review", &mut self.human_review),
+            ("metric", &mut self.metric),
+            ("stop_rule", &mut self.stop_rule),
+        ] {
+            *text = text.trim().to_string();
+            if text.chars().count() > MAX_TEXT {
+                return Err(AppError::invalid(
+                    field,
+                    format!("{field}: at most {MAX_TEXT} characters"),
+                ));
+            }
+        }
+        if self.metric.is_empty() {
+            return Err(AppError::invalid(
+                "metric",
+                "metric: say what shows that the use case deserves to continue",
+            ));
+        }
+        if self.bag == "critical" && self.stop_rule.is_empty() {
+            return Err(AppError::invalid(
+                "stop_rule",
+                "stop_rule: a use case in the critical-systems bag needs a stop rule",
+            ));
+        }
+        let mut services: Vec<String> = self
+            .services
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        services.dedup();
+        if services.len() > 50 || services.iter().any(|s| s.chars().count() > 200) {
+            return Err(AppError::invalid(
+                "services",
+                "services: at most 50 services of up to 200 characters each",
+            ));
+        }
+        self.services = services;
+        self.project_ids.sort_unstable();
+        self.project_ids.dedup();
+        for p in &self.project_ids {
+            let Some(node) = tree.node(*p).filter(|n| n.is_project) else {
+                return Err(AppError::invalid(
+                    "projects",
+                    format!("projects: {p} is not a live GPU project"),
+                ));
+            };
+            if !me.leads(node.id, &tree.parents) {
+                return Err(AppError::Forbidden(format!(
+                    "you do not lead {}, so you cannot link it to a use case",
+                    node.name
+                )));
+            }
+        }
+        Ok(self)
+    }
+
+    fn audit_json(&self) -> serde_json::Value {
+        json!({
+            "name": self.name,
+            "owner_node_id": self.owner_node_id,
+            "bag": self.bag,
+            "allowed_data": self.allowed_data,
+            "ai_action": self.ai_action,
+            "human_review": self.human_review,
+            "monthly_limit_minor": self.monthly_limit.0,
+            "metric": self.metric,
+            "stop_rule": self.stop_rule,
+            "services": self.services,
+            "project_ids": self.project_ids,
+            "human_hourly_rate_minor": self.human_hourly_rate.0,
+        })
+    }
+}
+
+impl UseCase {
+    /// The use case as a draft, to edit it.
+    pub fn draft(&self) -> Draft {
+        Draft {
+            name: self.name.clone(),
+            owner_node_id: self.owner_node_id,
+            bag: self.bag.clone(),
+            allowed_data: self.allowed_data.clone(),
+            ai_action: self.ai_action.clone(),
+            human_review: self.human_review.clone(),
+            monthly_limit: Money(self.monthly_limit_minor),
+            metric: self.metric.clone(),
+            stop_rule: self.stop_rule.clone(),
+            services: self.services.clone(),
+            project_ids: self.project_ids.clone(),
+            human_hourly_rate: Money(self.human_hourly_rate_minor),
+        }
+    }
+
+    /// Whether `me` may change it: admin, or a lead of its owner node or a node above.
+    pub fn may_manage(&self, me: &Account, parents: &Parents) -> bool {
+        me.leads(self.owner_node_id, parents)
+    }
+
+    /// Whether `me` may see it: admin and finance; leads of its owner; researchers of a
+    /// project under its owner node or linked to it.
+    pub fn may_view(&self, me: &Account, parents: &Parents) -> bool {
+        me.sees_everything()
+            || self.may_manage(me, parents)
+            || me.projects.iter().any(|p| {
+                self.project_ids.contains(p) || parents.is_ancestor_or_self(self.owner_node_id, *p)
+            })
+    }
+}
+
+/// All use cases, by name (callers filter with [`UseCase::may_view`]).
+///
+/// # Errors
+/// Database errors.
+pub async fn all(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<UseCase>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM ai_use_cases u JOIN tree_nodes o ON o.id = u.owner_node_id ORDER BY u.name"
+    ))
+    .fetch_all(db)
+    .await
+}
+
+/// The use cases `me` may see, by name.
+///
+/// # Errors
+/// Database errors.
+pub async fn visible(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+) -> Result<Vec<UseCase>, sqlx::Error> {
+    Ok(all(pool)
+        .await?
+        .into_iter()
+        .filter(|u| u.may_view(me, parents))
+        .collect())
+}
+
+/// One use case by id, whoever asks.
+///
+/// # Errors
+/// 404 for an unknown id; database errors.
+pub async fn get(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<UseCase, AppError> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM ai_use_cases u JOIN tree_nodes o ON o.id = u.owner_node_id WHERE u.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| AppError::NotFound(format!("there is no use case {id}")))
+}
+
+/// One use case `me` may see.
+///
+/// # Errors
+/// 404 unknown, 403 not visible to `me`.
+pub async fn get_visible(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    id: i64,
+) -> Result<UseCase, AppError> {
+    let u = get(pool, id).await?;
+    if !u.may_view(me, parents) {
+        return Err(AppError::Forbidden(
+            "this use case belongs to a team you are not part of".into(),
+        ));
+    }
+    Ok(u)
+}
+
+async fn write_links(
+    tx: &mut sqlx::PgConnection,
+    id: i64,
+    projects: &[i64],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM ai_use_case_projects WHERE use_case_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO ai_use_case_projects (use_case_id, project_id) SELECT $1, unnest($2::bigint[])",
+    )
+    .bind(id)
+    .bind(projects)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+fn name_taken(e: sqlx::Error, name: &str) -> AppError {
+    match e.as_database_error().and_then(|d| d.constraint()) {
+        Some("ai_use_cases_name_key") => AppError::Unprocessable {
+            code: "name_taken",
+            field: Some("name"),
+            message: format!(
+                "name: a use case called {} already exists",
+                domain::quote(name)
+            ),
+        },
+        _ => e.into(),
+    }
+}
+
+/// Registers a use case (status `proposed`), audited as `use_case.create`. Returns its id.
+///
+/// # Errors
+/// As [`Draft::check`]; 422 `name_taken` for a name in use; database errors.
+pub async fn create(
+    pool: &PgPool,
+    me: &Account,
+    tree: &TreeView,
+    draft: Draft,
+) -> Result<i64, AppError> {
+    let d = draft.check(me, tree)?;
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO ai_use_cases (name, owner_node_id, bag, allowed_data, ai_action, human_review, \
+         monthly_limit_minor, metric, stop_rule, services, created_by, human_hourly_rate_minor) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+    )
+    .bind(&d.name)
+    .bind(d.owner_node_id)
+    .bind(&d.bag)
+    .bind(&d.allowed_data)
+    .bind(&d.ai_action)
+    .bind(&d.human_review)
+    .bind(d.monthly_limit.0)
+    .bind(&d.metric)
+    .bind(&d.stop_rule)
+    .bind(&d.services)
+    .bind(me.id)
+    .bind(d.human_hourly_rate.0)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| name_taken(e, &d.name))?;
+    write_links(&mut tx, id, &d.project_ids).await?;
+    let mut after = d.audit_json();
+    after["status"] = json!("proposed");
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.create",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(d.owner_node_id),
+            before: None,
+            after: Some(after),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Changes a use case's fields (not its status), audited as `use_case.update` with the state
+/// before and after. `me` must manage it where it is and where it goes.
+///
+/// # Errors
+/// 404 unknown; 403 not managed by `me`; as [`create`].
+pub async fn update(
+    pool: &PgPool,
+    me: &Account,
+    tree: &TreeView,
+    id: i64,
+    draft: Draft,
+) -> Result<(), AppError> {
+    let d = draft.check(me, tree)?;
+    let mut tx = pool.begin().await?;
+    sqlx::query_scalar::<_, i64>("SELECT id FROM ai_use_cases WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("there is no use case {id}")))?;
+    let before = get(&mut *tx, id).await?;
+    if !before.may_manage(me, &tree.parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot change its use cases",
+            before.owner
+        )));
+    }
+    sqlx::query(
+        "UPDATE ai_use_cases SET name = $2, owner_node_id = $3, bag = $4, allowed_data = $5, ai_action = $6, \
+         human_review = $7, monthly_limit_minor = $8, metric = $9, stop_rule = $10, services = $11, \
+         human_hourly_rate_minor = $12, updated_at = now() \
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(&d.name)
+    .bind(d.owner_node_id)
+    .bind(&d.bag)
+    .bind(&d.allowed_data)
+    .bind(&d.ai_action)
+    .bind(&d.human_review)
+    .bind(d.monthly_limit.0)
+    .bind(&d.metric)
+    .bind(&d.stop_rule)
+    .bind(&d.services)
+    .bind(d.human_hourly_rate.0)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| name_taken(e, &d.name))?;
+    write_links(&mut tx, id, &d.project_ids).await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.update",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(d.owner_node_id),
+            before: Some(before.draft().audit_json()),
+            after: Some(d.audit_json()),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Moves a use case to `status` (`proposed`, `pilot`, `active`, `stopped`), audited as
+/// `use_case.status`. Setting the status it already has changes nothing and records nothing.
+///
+/// # Errors
+/// 422 for an unknown status; 404 unknown use case; 403 not managed by `me`.
+pub async fn set_status(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    id: i64,
+    status: &str,
+) -> Result<UseCase, AppError> {
+    let status = status.trim();
+    if !STATUSES.contains(&status) {
+        return Err(AppError::invalid(
+            "status",
+            format!(
+                "status: {} is not one of proposed, pilot, active, stopped",
+                domain::quote(status)
+            ),
+        ));
+    }
+    let mut tx = pool.begin().await?;
+    let current: Option<String> =
+        sqlx::query_scalar("SELECT status FROM ai_use_cases WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(current) = current else {
+        return Err(AppError::NotFound(format!("there is no use case {id}")));
+    };
+    let u = get(&mut *tx, id).await?;
+    if !u.may_manage(me, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot change its use cases",
+            u.owner
+        )));
+    }
+    if current != status {
+        sqlx::query("UPDATE ai_use_cases SET status = $2, updated_at = now() WHERE id = $1")
+            .bind(id)
+            .bind(status)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(
+            &mut *tx,
+            Change {
+                actor: Some(me.id),
+                action: "use_case.status",
+                entity: "ai_use_case",
+                entity_id: Some(id),
+                node_id: Some(u.owner_node_id),
+                before: Some(json!({"status": current})),
+                after: Some(json!({"status": status})),
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    get(pool, id).await
+}
+
+/// Raises "stop rule triggered" for a use case in `period` (once per period), in the
+/// caller's transaction, and notifies its owner team's leads and finance. Tranche cannot stop
+/// an outside service: the message says so and asks the owner to stop it and acknowledge.
+/// Returns the users notified, or `None` when it was raised before in the period.
+///
+/// # Errors
+/// Database errors.
+pub async fn stop_rule_triggered(
+    tx: &mut sqlx::PgConnection,
+    use_case: i64,
+    owner: i64,
+    period: crate::ledger::Period,
+    reason: &str,
+) -> Result<Option<Vec<i64>>, sqlx::Error> {
+    let (start, _) = period.bounds();
+    let name: String = sqlx::query_scalar("SELECT name FROM ai_use_cases WHERE id = $1")
+        .bind(use_case)
+        .fetch_one(&mut *tx)
+        .await?;
+    let new: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO ai_stop_triggers (use_case_id, period_start, reason) VALUES ($1, $2, $3) \
+         ON CONFLICT (use_case_id, period_start) DO NOTHING RETURNING id",
+    )
+    .bind(use_case)
+    .bind(start)
+    .bind(reason)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if new.is_none() {
+        return Ok(None);
+    }
+    let message = format!(
+        "Stop rule triggered for {name} (critical systems): {reason}. Tranche cannot stop an outside service: stop it, then acknowledge on the use case's page"
+    );
+    Ok(Some(
+        crate::ledger::alerts::notify(tx, owner, &message, &format!("/ai/{use_case}")).await?,
+    ))
+}
+
+/// A "stop rule triggered" of a use case.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct StopTrigger {
+    /// Id.
+    pub id: i64,
+    /// Period it was raised for.
+    #[serde(with = "time::serde::rfc3339")]
+    pub period_start: time::OffsetDateTime,
+    /// Why.
+    pub reason: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub triggered_at: time::OffsetDateTime,
+    /// Who acknowledged it, if anyone yet.
+    pub acknowledged_by: Option<String>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub acknowledged_at: Option<time::OffsetDateTime>,
+    /// The owner's note on acknowledging.
+    pub note: String,
+}
+
+/// A use case's stop triggers, newest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn stop_triggers(pool: &PgPool, use_case: i64) -> Result<Vec<StopTrigger>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT s.id, s.period_start, s.reason, s.triggered_at, u.name AS acknowledged_by, s.acknowledged_at, s.note \
+         FROM ai_stop_triggers s LEFT JOIN users u ON u.id = s.acknowledged_by WHERE s.use_case_id = $1 ORDER BY s.id DESC",
+    )
+    .bind(use_case)
+    .fetch_all(pool)
+    .await
+}
+
+/// The owner acknowledges the open "stop rule triggered" of a use case, with a note (what was
+/// done), audited as `use_case.stop_acknowledge`.
+///
+/// # Errors
+/// 404 unknown use case; 403 not managed by `me`; 409 `nothing_to_acknowledge` when no
+/// trigger is open; 422 for a note over [`MAX_TEXT`] characters.
+pub async fn acknowledge_stop(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    id: i64,
+    note: &str,
+) -> Result<(), AppError> {
+    let note = note.trim();
+    if note.chars().count() > MAX_TEXT {
+        return Err(AppError::invalid(
+            "note",
+            format!("note: at most {MAX_TEXT} characters"),
+        ));
+    }
+    let u = get(pool, id).await?;
+    if !u.may_manage(me, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot acknowledge for its use cases",
+            u.owner
+        )));
+    }
+    let mut tx = pool.begin().await?;
+    let open: Vec<i64> = sqlx::query_scalar(
+        "UPDATE ai_stop_triggers SET acknowledged_by = $2, acknowledged_at = now(), note = $3 \
+         WHERE use_case_id = $1 AND acknowledged_at IS NULL RETURNING id",
+    )
+    .bind(id)
+    .bind(me.id)
+    .bind(note)
+    .fetch_all(&mut *tx)
+    .await?;
+    if open.is_empty() {
+        return Err(AppError::Refused {
+            code: "nothing_to_acknowledge",
+            message: "no stop rule is triggered for this use case".into(),
+        });
+    }
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.stop_acknowledge",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(u.owner_node_id),
+            before: Some(json!({"open_triggers": open})),
+            after: Some(json!({"note": note})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The owner records that the stop criterion is met (not only the limit): for the
+/// critical-systems bag this raises "stop rule triggered" for the current period, audited as
+/// `use_case.stop_criterion`.
+///
+/// # Errors
+/// 422 when the use case is not in the critical-systems bag or the reason is empty or too
+/// long; 409 `already_triggered` when one is raised for the period; 404/403 as
+/// [`acknowledge_stop`].
+pub async fn report_stop_criterion(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    period: crate::ledger::Period,
+    id: i64,
+    reason: &str,
+) -> Result<(), AppError> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().count() > MAX_TEXT {
+        return Err(AppError::invalid(
+            "reason",
+            "reason: say how the stop criterion was met (at most 2000 characters)",
+        ));
+    }
+    let u = get(pool, id).await?;
+    if !u.may_manage(me, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot report for its use cases",
+            u.owner
+        )));
+    }
+    if u.bag != "critical" {
+        return Err(AppError::invalid(
+            "reason",
+            "only use cases in the critical-systems bag have a stop rule that Tranche raises",
+        ));
+    }
+    let mut tx = pool.begin().await?;
+    let reason = format!("stop criterion met: {reason}");
+    if stop_rule_triggered(&mut tx, id, u.owner_node_id, period, &reason)
+        .await?
+        .is_none()
+    {
+        return Err(AppError::Refused {
+            code: "already_triggered",
+            message: "the stop rule is already triggered this month".into(),
+        });
+    }
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.stop_criterion",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(u.owner_node_id),
+            before: None,
+            after: Some(json!({"reason": reason})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The three monthly decisions.
+pub const DECISIONS: [&str; 3] = ["continue", "expand", "stop"];
+
+/// A monthly decision on a use case.
+#[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
+pub struct Review {
+    /// Id.
+    pub id: i64,
+    /// The use case.
+    pub use_case_id: i64,
+    /// The month decided on (its first instant).
+    #[serde(with = "time::serde::rfc3339")]
+    pub period_start: time::OffsetDateTime,
+    /// `continue`, `expand` or `stop`.
+    pub decision: String,
+    /// For `expand`, the new monthly limit, minor units.
+    pub new_limit_minor: Option<i64>,
+    /// The metric's value as the owner states it.
+    pub metric_value: String,
+    /// Comment.
+    pub comment: String,
+    /// The month's spend when decided, minor units.
+    pub spent_minor: i64,
+    /// The limit when decided, minor units.
+    pub limit_minor: i64,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub decided_at: time::OffsetDateTime,
+}
+
+/// A decision as entered.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// The month decided on.
+    pub period: crate::ledger::Period,
+    /// `continue`, `expand` or `stop`.
+    pub decision: String,
+    /// For `expand`: the new monthly limit.
+    pub new_limit: Option<Money>,
+    /// The metric's value.
+    pub metric_value: String,
+    /// Comment.
+    pub comment: String,
+}
+
+/// Every decision on a use case, newest first (the history).
+///
+/// # Errors
+/// Database errors.
+pub async fn reviews(
+    db: impl sqlx::PgExecutor<'_>,
+    use_case: i64,
+) -> Result<Vec<Review>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.id, r.use_case_id, r.period_start, r.decision, r.new_limit_minor, r.metric_value, r.comment, \
+                r.spent_minor, r.limit_minor, u.name AS decided_by, r.decided_at \
+         FROM ai_reviews r LEFT JOIN users u ON u.id = r.decided_by WHERE r.use_case_id = $1 ORDER BY r.id DESC",
+    )
+    .bind(use_case)
+    .fetch_all(db)
+    .await
+}
+
+/// The latest decision of every use case that has one.
+///
+/// # Errors
+/// Database errors.
+pub async fn last_reviews(pool: &PgPool) -> Result<Vec<Review>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT DISTINCT ON (r.use_case_id) r.id, r.use_case_id, r.period_start, r.decision, r.new_limit_minor, \
+                r.metric_value, r.comment, r.spent_minor, r.limit_minor, u.name AS decided_by, r.decided_at \
+         FROM ai_reviews r LEFT JOIN users u ON u.id = r.decided_by ORDER BY r.use_case_id, r.id DESC",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Records the owner's decision for a month, audited as `use_case.review` in the same
+/// transaction as its effect: `expand` sets the new monthly limit (which must be above the
+/// current one), `stop` sets the status `stopped`. The month's spend and limit are kept with
+/// it. `spent` is the month's spend ([`spend::by_use_case`]).
+///
+/// # Errors
+/// 422 naming the field for an unknown decision, a missing or too small new limit, a new limit
+/// on another decision, an empty metric value, over-long texts, or a month that has not begun;
+/// 404 unknown use case; 403 not managed by `me`.
+pub async fn record_review(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    now: jiff::Timestamp,
+    id: i64,
+    spent: Money,
+    d: Decision,
+) -> Result<Review, AppError> {
+    let decision = d.decision.trim();
+    if !DECISIONS.contains(&decision) {
+        return Err(AppError::invalid(
+            "decision",
+            "decision: choose continue, expand or stop",
+        ));
+    }
+    let metric_value = d.metric_value.trim();
+    if metric_value.is_empty() || metric_value.chars().count() > 500 {
+        return Err(AppError::invalid(
+            "metric_value",
+            "metric value: give the metric's value this month (at most 500 characters)",
+        ));
+    }
+    let comment = d.comment.trim();
+    if comment.chars().count() > MAX_TEXT {
+        return Err(AppError::invalid(
+            "comment",
+            format!("comment: at most {MAX_TEXT} characters"),
+        ));
+    }
+    if d.period.start > now {
+        return Err(AppError::invalid(
+            "month",
+            "month: decide on this month or a past one",
+        ));
+    }
+    let mut tx = pool.begin().await?;
+    let current: Option<(i64, String)> = sqlx::query_as(
+        "SELECT monthly_limit_minor, status FROM ai_use_cases WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((limit, status)) = current else {
+        return Err(AppError::NotFound(format!("there is no use case {id}")));
+    };
+    let u = get(&mut *tx, id).await?;
+    if !u.may_manage(me, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot decide on its use cases",
+            u.owner
+        )));
+    }
+    let new_limit = match (decision, d.new_limit) {
+        ("expand", Some(l)) if l.0 > limit => Some(l.0),
+        ("expand", Some(l)) => {
+            return Err(AppError::invalid(
+                "new_limit",
+                format!(
+                    "new limit: expanding needs a limit above the current {} (got {})",
+                    Money(limit).amount(),
+                    l.amount()
+                ),
+            ));
+        }
+        ("expand", None) => {
+            return Err(AppError::invalid(
+                "new_limit",
+                "new limit: expanding needs the new monthly limit",
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(AppError::invalid(
+                "new_limit",
+                "new limit: only an expansion sets a new limit; leave it empty",
+            ));
+        }
+        (_, None) => None,
+    };
+    let (start, _) = d.period.bounds();
+    let review_id: i64 = sqlx::query_scalar(
+        "INSERT INTO ai_reviews (use_case_id, period_start, decision, new_limit_minor, metric_value, comment, spent_minor, limit_minor, decided_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(id)
+    .bind(start)
+    .bind(decision)
+    .bind(new_limit)
+    .bind(metric_value)
+    .bind(comment)
+    .bind(spent.0)
+    .bind(limit)
+    .bind(me.id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let new_status = if decision == "stop" {
+        "stopped"
+    } else {
+        status.as_str()
+    };
+    sqlx::query(
+        "UPDATE ai_use_cases SET monthly_limit_minor = coalesce($2, monthly_limit_minor), status = $3, updated_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(new_limit)
+    .bind(new_status)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.review",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(u.owner_node_id),
+            before: Some(json!({"monthly_limit_minor": limit, "status": status})),
+            after: Some(json!({
+                "review_id": review_id, "month": d.period.start.to_string(), "decision": decision,
+                "monthly_limit_minor": new_limit.unwrap_or(limit), "status": new_status,
+                "metric_value": metric_value, "comment": comment, "spent_minor": spent.0,
+            })),
+        },
+    )
+    .await?;
+    let review = reviews(&mut *tx, id)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("review {review_id} vanished"))?;
+    tx.commit().await?;
+    Ok(review)
+}
+
+/// Use cases waiting for a decision: those active in the month before `now`'s that have no
+/// decision for it yet (created before that month ended), by name, among `cases`.
+///
+/// # Errors
+/// Database errors.
+pub async fn pending_reviews(
+    pool: &PgPool,
+    previous: crate::ledger::Period,
+    cases: &[UseCase],
+) -> Result<Vec<i64>, sqlx::Error> {
+    let (start, end) = previous.bounds();
+    let ids: Vec<i64> = cases
+        .iter()
+        .filter(|u| u.status == "active")
+        .map(|u| u.id)
+        .collect();
+    sqlx::query_scalar(
+        "SELECT u.id FROM ai_use_cases u WHERE u.id = ANY($1) AND u.created_at < $3 \
+         AND NOT EXISTS (SELECT 1 FROM ai_reviews r WHERE r.use_case_id = u.id AND r.period_start = $2) ORDER BY u.name",
+    )
+    .bind(&ids)
+    .bind(start)
+    .bind(end)
+    .fetch_all(pool)
+    .await
+}
+
+/// The kinds of human work on a use case: preparing data, reviewing answers, chasing
+/// exceptions.
+pub const ACTIVITIES: [(&str, &str); 3] = [
+    ("data", "preparing data"),
+    ("review", "reviewing answers"),
+    ("exceptions", "chasing exceptions"),
+];
+
+/// Parses hours as a decimal (`1.5`, `0.25`) into whole minutes.
+///
+/// # Errors
+/// 422 on `hours` for anything but a positive number of at most two decimals that is a whole
+/// number of minutes, up to 74,400 hours.
+pub fn parse_hours(text: &str) -> Result<i32, AppError> {
+    let bad = || {
+        AppError::invalid(
+            "hours",
+            format!(
+                "hours: {} is not a positive number of hours such as 1.5 or 0.25",
+                domain::quote(text.trim())
+            ),
+        )
+    };
+    let hundredths = import::decimal(text, 2).map_err(|_| bad())?;
+    // A whole number of minutes: hundredths × 0.6.
+    if hundredths <= 0 || hundredths * 60 % 100 != 0 || hundredths > 7_440_000 {
+        return Err(bad());
+    }
+    i32::try_from(hundredths * 60 / 100).map_err(|_| bad())
+}
+
+/// Records `minutes` of human work of `activity` on a use case in `period`, audited as
+/// `use_case.hours`. Those who manage the use case record hours.
+///
+/// # Errors
+/// 422 for an unknown activity, a non-positive time or a note over 500 characters; 404/403.
+#[expect(clippy::too_many_arguments, reason = "one entry's fields")]
+pub async fn record_hours(
+    pool: &PgPool,
+    me: &Account,
+    parents: &Parents,
+    id: i64,
+    period: crate::ledger::Period,
+    minutes: i32,
+    activity: &str,
+    note: &str,
+) -> Result<i64, AppError> {
+    let (activity, note) = (activity.trim(), note.trim());
+    if !ACTIVITIES.iter().any(|(a, _)| *a == activity) {
+        return Err(AppError::invalid(
+            "activity",
+            "activity: choose data, review or exceptions",
+        ));
+    }
+    if minutes <= 0 {
+        return Err(AppError::invalid("hours", "hours: more than zero"));
+    }
+    if note.chars().count() > 500 {
+        return Err(AppError::invalid("note", "note: at most 500 characters"));
+    }
+    let u = get(pool, id).await?;
+    if !u.may_manage(me, parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot record hours for its use cases",
+            u.owner
+        )));
+    }
+    let (start, _) = period.bounds();
+    let mut tx = pool.begin().await?;
+    let entry: i64 = sqlx::query_scalar(
+        "INSERT INTO ai_human_hours (use_case_id, period_start, minutes, activity, note, recorded_by) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+    )
+    .bind(id)
+    .bind(start)
+    .bind(minutes)
+    .bind(activity)
+    .bind(note)
+    .bind(me.id)
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(me.id),
+            action: "use_case.hours",
+            entity: "ai_use_case",
+            entity_id: Some(id),
+            node_id: Some(u.owner_node_id),
+            before: None,
+            after: Some(json!({"entry": entry, "month": period.start.to_string(), "minutes": minutes, "activity": activity, "note": note})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(entry)
+}
+
+/// Human work on a use case in a month: minutes per activity (in [`ACTIVITIES`] order) and
+/// in all.
+///
+/// # Errors
+/// Database errors.
+pub async fn human_minutes(
+    pool: &PgPool,
+    period: crate::ledger::Period,
+) -> Result<std::collections::HashMap<i64, i64>, sqlx::Error> {
+    let (start, _) = period.bounds();
+    Ok(sqlx::query_as::<_, (i64, i64)>(
+        "SELECT use_case_id, sum(minutes)::bigint FROM ai_human_hours WHERE period_start = $1 GROUP BY use_case_id",
+    )
+    .bind(start)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect())
+}
+
+/// The cost of `minutes` of work at `rate_minor` an hour, minor units, rounded half up.
+pub fn human_cost(minutes: i64, rate_minor: i64) -> Money {
+    Money(((i128::from(minutes) * i128::from(rate_minor) + 30) / 60) as i64)
+}

@@ -1,0 +1,1475 @@
+//! The AI use-case register's pages (docs/ai-use-cases.md): the register with each use case's
+//! spend this month against its limit, registering and editing a use case, its status, and
+//! for finance the spend imports (upload with a preview, then confirm), the unassigned lines
+//! and the mapping rules.
+
+use axum::Router;
+use axum::extract::{FromRequest, Multipart, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use tower_sessions::Session;
+
+use crate::ai::import::Format;
+use crate::ai::spend::{self, micro_to_money};
+use crate::ai::{self, BAGS, Draft, STATUSES, UseCase};
+use crate::auth::{Account, CurrentUser};
+use crate::db::tree::TreeView;
+use crate::domain::{self, Money};
+use crate::error::AppError;
+use crate::ledger::Period;
+use crate::state::AppState;
+use crate::web::input::Form;
+use crate::web::{Layout, PagePath, flash, render_status};
+
+/// Session key of an upload waiting for confirmation: (token, format, file name, text, rate).
+const UPLOAD: &str = "spend_upload";
+
+/// Whether `me` may register use cases somewhere (admin or any lead).
+pub fn may_register(me: &Account) -> bool {
+    me.is_admin() || me.lead_nodes().next().is_some()
+}
+
+/// The register form as sent: every field text, so a refused form comes back as typed.
+#[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
+pub struct UseCaseForm {
+    name: String,
+    owner: String,
+    bag: String,
+    allowed_data: String,
+    ai_action: String,
+    human_review: String,
+    monthly_limit: String,
+    metric: String,
+    stop_rule: String,
+    /// Comma-separated service names.
+    services: String,
+    /// Comma-separated GPU project names.
+    projects: String,
+    /// Price of an hour of human work, decimal.
+    human_hourly_rate: String,
+}
+
+impl UseCaseForm {
+    fn from_use_case(u: &UseCase) -> Self {
+        Self {
+            name: u.name.clone(),
+            owner: u.owner.clone(),
+            bag: u.bag.clone(),
+            allowed_data: u.allowed_data.clone(),
+            ai_action: u.ai_action.clone(),
+            human_review: u.human_review.clone(),
+            monthly_limit: Money(u.monthly_limit_minor).amount().replace(',', ""),
+            metric: u.metric.clone(),
+            stop_rule: u.stop_rule.clone(),
+            services: u.services.join(", "),
+            projects: u.projects.join(", "),
+            human_hourly_rate: Money(u.human_hourly_rate_minor).amount().replace(',', ""),
+        }
+    }
+
+    fn draft(&self, tree: &TreeView) -> Result<Draft, AppError> {
+        let owner = tree
+            .nodes
+            .iter()
+            .find(|n| n.name == self.owner.trim())
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "owner",
+                    "owner: choose the owner team from the program tree",
+                )
+            })?;
+        let monthly_limit = Money::parse(&self.monthly_limit)
+            .map_err(|m| AppError::invalid("monthly_limit", format!("monthly limit: {m}")))?;
+        let human_hourly_rate = match self.human_hourly_rate.trim() {
+            "" => Money(0),
+            t => Money::parse(t)
+                .map_err(|m| AppError::invalid("human_hourly_rate", format!("hourly rate: {m}")))?,
+        };
+        let mut project_ids = Vec::new();
+        for name in self
+            .projects
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let node = tree
+                .nodes
+                .iter()
+                .find(|n| n.name == name && n.is_project)
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "projects",
+                        format!("projects: {} is not a GPU project", domain::quote(name)),
+                    )
+                })?;
+            project_ids.push(node.id);
+        }
+        Ok(Draft {
+            name: self.name.clone(),
+            owner_node_id: owner.id,
+            bag: self.bag.trim().to_string(),
+            allowed_data: self.allowed_data.clone(),
+            ai_action: self.ai_action.clone(),
+            human_review: self.human_review.clone(),
+            monthly_limit,
+            metric: self.metric.clone(),
+            stop_rule: self.stop_rule.clone(),
+            services: self.services.split(',').map(str::to_string).collect(),
+            project_ids,
+            human_hourly_rate,
+        })
+    }
+}
+
+/// One line of the register table.
+pub struct RegisterRow {
+    id: i64,
+    name: String,
+    owner: String,
+    bag: &'static str,
+    status: String,
+    spend: String,
+    limit: String,
+    /// Spend as a percentage of the limit, whole percent.
+    pct: i64,
+    over: bool,
+    /// Last month's spend, for the trend.
+    previous: String,
+    /// Up, down or flat against last month's spend (the month so far, scaled to its length).
+    trend: &'static str,
+    /// The latest decision: `continue (November 2026)`, or empty.
+    last_decision: String,
+    /// Human cost this month.
+    human: String,
+}
+
+/// The trend of spend so far this month against last month's: the month so far is scaled to
+/// a whole month (at least a day elapsed) and compared within ±10%.
+pub fn trend(so_far: i64, previous: i64, elapsed_s: i64, length_s: i64) -> &'static str {
+    let projected = i128::from(so_far) * i128::from(length_s.max(1))
+        / i128::from(elapsed_s.clamp(86_400, length_s.max(86_400)));
+    let prev = i128::from(previous);
+    if projected * 10 > prev * 11 {
+        "up"
+    } else if projected * 10 < prev * 9 {
+        "down"
+    } else {
+        "flat"
+    }
+}
+
+fn bag_static(code: &str) -> &'static str {
+    BAGS.iter()
+        .find(|(c, _)| *c == code)
+        .map_or("", |(_, label)| label)
+}
+
+fn pct(spent: Money, limit: i64) -> i64 {
+    if limit <= 0 {
+        return if spent.0 > 0 { 100 } else { 0 };
+    }
+    (i128::from(spent.0) * 100 / i128::from(limit)) as i64
+}
+
+#[derive(askama::Template)]
+#[template(path = "ai/list.html")]
+struct ListPage {
+    layout: Layout,
+    month: String,
+    rows: Vec<RegisterRow>,
+    can_register: bool,
+    can_import: bool,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let now = jiff::Timestamp::now();
+    let period = Period::containing(now, &state.site);
+    let previous = Period::containing(
+        period.start - jiff::SignedDuration::from_secs(1),
+        &state.site,
+    );
+    let spend = spend::by_use_case(&state.pool, period).await?;
+    let before = spend::by_use_case(&state.pool, previous).await?;
+    let last = ai::last_reviews(&state.pool).await?;
+    let human = ai::human_minutes(&state.pool, period).await?;
+    let cur = &state.site.currency;
+    let tz = state.site.time_zone.clone();
+    let (elapsed, length) = (
+        now.as_second() - period.start.as_second(),
+        period.end.as_second() - period.start.as_second(),
+    );
+    let rows = ai::visible(&state.pool, &me, &tree.parents)
+        .await?
+        .into_iter()
+        .map(|u| {
+            let s = spend.get(&u.id).copied().unwrap_or_default().total();
+            let p = before.get(&u.id).copied().unwrap_or_default().total();
+            RegisterRow {
+                human: ai::human_cost(
+                    human.get(&u.id).copied().unwrap_or(0),
+                    u.human_hourly_rate_minor,
+                )
+                .display(cur),
+                previous: p.display(cur),
+                trend: trend(s.0, p.0, elapsed, length),
+                last_decision: last
+                    .iter()
+                    .find(|r| r.use_case_id == u.id)
+                    .map(|r| {
+                        format!(
+                            "{} ({})",
+                            r.decision,
+                            crate::ledger::to_jiff(r.period_start)
+                                .to_zoned(tz.clone())
+                                .strftime("%B %Y")
+                        )
+                    })
+                    .unwrap_or_default(),
+                id: u.id,
+                bag: bag_static(&u.bag),
+                pct: pct(s, u.monthly_limit_minor),
+                over: s.0 > u.monthly_limit_minor,
+                spend: s.display(cur),
+                limit: Money(u.monthly_limit_minor).display(cur),
+                name: u.name,
+                owner: u.owner,
+                status: u.status,
+            }
+        })
+        .collect();
+    render_status(
+        StatusCode::OK,
+        &ListPage {
+            layout: Layout::for_user(&session, &me, "/ai").await?,
+            month: period
+                .start
+                .to_zoned(state.site.time_zone.clone())
+                .strftime("%B %Y")
+                .to_string(),
+            rows,
+            can_register: may_register(&me),
+            can_import: spend::may_import(&me),
+        },
+    )
+}
+
+#[derive(askama::Template)]
+#[template(path = "ai/form.html")]
+struct FormPage {
+    layout: Layout,
+    /// `None` for a new use case.
+    id: Option<i64>,
+    form: UseCaseForm,
+    error: Option<String>,
+    owners: Vec<String>,
+    projects: Vec<String>,
+    bags: Vec<(&'static str, &'static str)>,
+    currency: String,
+}
+
+async fn form_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: Option<i64>,
+    form: UseCaseForm,
+    error: Option<String>,
+) -> Result<Response, AppError> {
+    if !may_register(me) {
+        return Err(AppError::Forbidden(
+            "only leads and admins register use cases".into(),
+        ));
+    }
+    let tree = state.tree().await?;
+    let led = |n: &&crate::db::tree::NodeView| me.leads(n.id, &tree.parents);
+    render_status(
+        if error.is_some() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::OK
+        },
+        &FormPage {
+            layout: Layout::for_user(session, me, "/ai").await?,
+            id,
+            form,
+            error,
+            owners: tree
+                .nodes
+                .iter()
+                .filter(led)
+                .map(|n| n.name.clone())
+                .collect(),
+            projects: tree
+                .nodes
+                .iter()
+                .filter(|n| n.is_project)
+                .filter(led)
+                .map(|n| n.name.clone())
+                .collect(),
+            bags: BAGS.to_vec(),
+            currency: state.site.currency.clone(),
+        },
+    )
+}
+
+async fn new_form(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    let form = UseCaseForm {
+        bag: "team".into(),
+        ..UseCaseForm::default()
+    };
+    form_page(&state, &session, &me, None, form, None).await
+}
+
+/// Errors a form shows above itself; others (403, 404, 500) are error pages.
+fn form_message(e: AppError) -> Result<String, AppError> {
+    match e {
+        AppError::Invalid { message, .. }
+        | AppError::Unprocessable { message, .. }
+        | AppError::Refused { message, .. } => Ok(message),
+        other => Err(other),
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Form(form): Form<UseCaseForm>,
+) -> Result<Response, AppError> {
+    if !may_register(&me) {
+        return Err(AppError::Forbidden(
+            "only leads and admins register use cases".into(),
+        ));
+    }
+    let tree = state.tree().await?;
+    let result = match form.draft(&tree) {
+        Ok(d) => ai::create(&state.pool, &me, &tree, d).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(id) => {
+            flash(
+                &session,
+                format!("Registered the use case {}.", form.name.trim()),
+            )
+            .await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            form_page(&state, &session, &me, None, form, Some(message)).await
+        }
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "ai/detail.html")]
+struct DetailPage {
+    layout: Layout,
+    u: UseCase,
+    bag: &'static str,
+    month: String,
+    gpu: String,
+    imported: String,
+    total: String,
+    limit: String,
+    pct: i64,
+    over: bool,
+    can_manage: bool,
+    can_map: bool,
+    statuses: [&'static str; 4],
+    rules: Vec<spend::Rule>,
+    error: Option<String>,
+    /// Alerts of this month: (message).
+    alerts: Vec<String>,
+    /// "stop rule triggered", newest first: (when, reason, acknowledgement or empty).
+    triggers: Vec<(String, String, String)>,
+    open_trigger: bool,
+    critical: bool,
+    /// The review form: months offered (value, label), and what was typed.
+    months: Vec<(String, String)>,
+    review: ReviewForm,
+    decisions: [&'static str; 3],
+    /// The decisions so far, newest first.
+    history: Vec<ReviewView>,
+    /// Human work this month: hours and their cost, and the rate.
+    human_hours: String,
+    human_cost: String,
+    human_rate: String,
+    activities: [(&'static str, &'static str); 3],
+    hours_form: HoursForm,
+}
+
+/// The human hours form as sent.
+#[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
+pub struct HoursForm {
+    month: String,
+    hours: String,
+    activity: String,
+    note: String,
+}
+
+/// A decision as the history shows it.
+pub struct ReviewView {
+    month: String,
+    decision: String,
+    metric_value: String,
+    comment: String,
+    spend: String,
+    by: String,
+    at: String,
+}
+
+/// The monthly review form as sent.
+#[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
+pub struct ReviewForm {
+    month: String,
+    decision: String,
+    new_limit: String,
+    metric_value: String,
+    comment: String,
+}
+
+fn month_label(p: Period, site: &crate::config::Site) -> (String, String) {
+    let z = p.start.to_zoned(site.time_zone.clone());
+    (
+        z.strftime("%Y-%m").to_string(),
+        z.strftime("%B %Y").to_string(),
+    )
+}
+
+async fn detail_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    error: Option<String>,
+    review: Option<ReviewForm>,
+    hours_form: Option<HoursForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let u = ai::get_visible(&state.pool, me, &tree.parents, id).await?;
+    let now = jiff::Timestamp::now();
+    let period = Period::containing(now, &state.site);
+    let previous = Period::containing(
+        period.start - jiff::SignedDuration::from_secs(1),
+        &state.site,
+    );
+    let site = &state.site;
+    let tz = &site.time_zone;
+    let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
+    let (start, _) = period.bounds();
+    let alerts: Vec<(i32, String, i64, i64)> = sqlx::query_as(
+        "SELECT threshold_pct, kind, spent_minor, limit_minor FROM ai_use_case_alerts \
+         WHERE use_case_id = $1 AND period_start = $2 ORDER BY threshold_pct DESC, kind",
+    )
+    .bind(id)
+    .bind(start)
+    .fetch_all(&state.pool)
+    .await?;
+    let alerts = alerts
+        .into_iter()
+        .map(|(pct, kind, spent, limit)| {
+            let (s, l) = (
+                Money(spent).display(&site.currency),
+                Money(limit).display(&site.currency),
+            );
+            if kind == "actual" {
+                format!("{pct}% of the monthly limit reached: {s} of {l}")
+            } else {
+                format!(
+                    "forecast to reach {pct}% of the monthly limit by the month's end: {s} of {l}"
+                )
+            }
+        })
+        .collect();
+    let triggers_raw = ai::stop_triggers(&state.pool, id).await?;
+    let open_trigger = triggers_raw.iter().any(|t| t.acknowledged_at.is_none());
+    let triggers = triggers_raw
+        .into_iter()
+        .map(|t| {
+            let ack = match (t.acknowledged_by, t.acknowledged_at) {
+                (Some(by), Some(when)) => {
+                    format!("acknowledged by {by} on {}: {}", at(when), t.note)
+                }
+                _ => String::new(),
+            };
+            (at(t.triggered_at), t.reason, ack)
+        })
+        .collect();
+    let history = ai::reviews(&state.pool, id)
+        .await?
+        .into_iter()
+        .map(|r| ReviewView {
+            month: crate::ledger::to_jiff(r.period_start)
+                .to_zoned(tz.clone())
+                .strftime("%B %Y")
+                .to_string(),
+            decision: match r.new_limit_minor {
+                Some(l) => format!("expand to {}", Money(l).display(&site.currency)),
+                None => r.decision,
+            },
+            metric_value: r.metric_value,
+            comment: r.comment,
+            spend: format!(
+                "{} of {}",
+                Money(r.spent_minor).display(&site.currency),
+                Money(r.limit_minor).display(&site.currency)
+            ),
+            by: r.decided_by.unwrap_or_default(),
+            at: at(r.decided_at),
+        })
+        .collect();
+    let months = vec![month_label(previous, site), month_label(period, site)];
+    let minutes = ai::human_minutes(&state.pool, period)
+        .await?
+        .get(&id)
+        .copied()
+        .unwrap_or(0);
+    let review = review.unwrap_or_else(|| ReviewForm {
+        month: months[0].0.clone(),
+        decision: "continue".into(),
+        ..ReviewForm::default()
+    });
+    let s = spend::by_use_case(&state.pool, period)
+        .await?
+        .get(&id)
+        .copied()
+        .unwrap_or_default();
+    let cur = &state.site.currency;
+    let total = s.total();
+    let rules = spend::rules(&state.pool)
+        .await?
+        .into_iter()
+        .filter(|r| r.use_case_id == id)
+        .collect();
+    let can_manage = u.may_manage(me, &tree.parents);
+    render_status(
+        if error.is_some() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::OK
+        },
+        &DetailPage {
+            layout: Layout::for_user(session, me, "/ai").await?,
+            bag: bag_static(&u.bag),
+            month: period
+                .start
+                .to_zoned(state.site.time_zone.clone())
+                .strftime("%B %Y")
+                .to_string(),
+            gpu: Money(s.gpu_minor).display(cur),
+            imported: micro_to_money(s.imported_micro).display(cur),
+            total: total.display(cur),
+            limit: Money(u.monthly_limit_minor).display(cur),
+            pct: pct(total, u.monthly_limit_minor),
+            over: total.0 > u.monthly_limit_minor,
+            can_manage,
+            can_map: can_manage || me.sees_everything(),
+            statuses: STATUSES,
+            rules,
+            error,
+            alerts,
+            triggers,
+            open_trigger,
+            critical: u.bag == "critical",
+            months,
+            review,
+            decisions: ai::DECISIONS,
+            history,
+            human_hours: domain::format_hours(minutes * 60),
+            human_cost: ai::human_cost(minutes, u.human_hourly_rate_minor).display(&site.currency),
+            human_rate: Money(u.human_hourly_rate_minor).display(&site.currency),
+            activities: ai::ACTIVITIES,
+            hours_form: hours_form.unwrap_or_else(|| HoursForm {
+                month: month_label(period, site).0,
+                activity: "review".into(),
+                ..HoursForm::default()
+            }),
+            u,
+        },
+    )
+}
+
+async fn detail(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    detail_page(&state, &session, &me, id, None, None, None).await
+}
+
+async fn edit_form(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let u = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    if !u.may_manage(&me, &tree.parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot change its use cases",
+            u.owner
+        )));
+    }
+    form_page(
+        &state,
+        &session,
+        &me,
+        Some(id),
+        UseCaseForm::from_use_case(&u),
+        None,
+    )
+    .await
+}
+
+async fn update(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<UseCaseForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let u = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    if !u.may_manage(&me, &tree.parents) {
+        return Err(AppError::Forbidden(format!(
+            "you do not lead {}, so you cannot change its use cases",
+            u.owner
+        )));
+    }
+    let result = match form.draft(&tree) {
+        Ok(d) => ai::update(&state.pool, &me, &tree, id, d).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => {
+            flash(&session, "Use case saved.").await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            form_page(&state, &session, &me, Some(id), form, Some(message)).await
+        }
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct StatusForm {
+    status: String,
+}
+
+async fn set_status(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<StatusForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    match ai::set_status(&state.pool, &me, &tree.parents, id, &form.status).await {
+        Ok(u) => {
+            flash(&session, format!("{} is now {}.", u.name, u.status)).await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            detail_page(&state, &session, &me, id, Some(message), None, None).await
+        }
+    }
+}
+
+#[derive(serde::Deserialize, Default, Clone)]
+#[serde(default)]
+struct RuleForm {
+    use_case: String,
+    source: String,
+    service: String,
+    scope: String,
+}
+
+async fn add_rule(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Form(form): Form<RuleForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    let Ok(id) = form.use_case.trim().parse::<i64>() else {
+        return Err(AppError::NotFound("there is no such use case".into()));
+    };
+    let uc = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    let back = if spend::may_import(&me) {
+        "/ai/spend".to_string()
+    } else {
+        format!("/ai/{id}")
+    };
+    match spend::add_rule(
+        &state.pool,
+        &me,
+        &tree.parents,
+        id,
+        &form.source,
+        &form.service,
+        &form.scope,
+    )
+    .await
+    {
+        Ok((_, assigned)) => {
+            crate::web::check_alerts(&state).await;
+            flash(
+                &session,
+                format!(
+                    "Spend now maps to {}; {assigned} unassigned line(s) assigned.",
+                    uc.name
+                ),
+            )
+            .await?;
+            Ok(Redirect::to(&back).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            if spend::may_import(&me) {
+                let view = SpendView {
+                    rule: form,
+                    ..SpendView::default()
+                };
+                spend_page(&state, &session, &me, view, Some(message)).await
+            } else {
+                detail_page(&state, &session, &me, id, Some(message), None, None).await
+            }
+        }
+    }
+}
+
+/// What the spend page shows besides its lists: the upload form's values and a preview.
+#[derive(Default)]
+struct SpendView {
+    format: String,
+    rate: String,
+    preview: Option<(spend::Outcome, String)>,
+    /// The rule form as typed, when it was refused.
+    rule: RuleForm,
+}
+
+/// An import line for the page.
+struct ImportLine {
+    id: i64,
+    source: String,
+    file_name: String,
+    currency: String,
+    lines: String,
+    amount: String,
+    by: String,
+    at: String,
+}
+
+#[derive(askama::Template)]
+#[template(path = "ai/spend.html")]
+struct SpendPage {
+    layout: Layout,
+    currency: String,
+    formats: Vec<(&'static str, &'static str)>,
+    form_format: String,
+    form_rate: String,
+    error: Option<String>,
+    /// The preview of an upload waiting for confirmation.
+    preview: Option<PreviewView>,
+    imports: Vec<ImportLine>,
+    unassigned: Vec<(String, String, String, String, String, String)>,
+    unassigned_count: i64,
+    unassigned_total: String,
+    rules: Vec<spend::Rule>,
+    use_cases: Vec<(i64, String)>,
+    rule: RuleForm,
+}
+
+struct PreviewView {
+    token: String,
+    format: &'static str,
+    currency: String,
+    rate: String,
+    lines: usize,
+    new_lines: usize,
+    skipped: usize,
+    amount: String,
+    covers: String,
+    already: bool,
+    shares: Vec<(String, usize, String)>,
+}
+
+async fn spend_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    view: SpendView,
+    error: Option<String>,
+) -> Result<Response, AppError> {
+    if !spend::may_import(me) {
+        return Err(AppError::Forbidden(
+            "only finance and admins see imported spend".into(),
+        ));
+    }
+    let cur = &state.site.currency;
+    let tz = &state.site.time_zone;
+    let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
+    let imports = spend::imports(&state.pool)
+        .await?
+        .into_iter()
+        .map(|i| ImportLine {
+            id: i.id,
+            source: Format::parse(&i.source).map_or(i.source.clone(), |f| f.label().to_string()),
+            file_name: i.file_name,
+            currency: match i.rate_micro {
+                Some(r) => format!("{} at {} {cur}", i.currency, domain::format_milli(r / 1000)),
+                None => i.currency,
+            },
+            lines: format!("{} new, {} already imported", i.rows_new, i.rows_skipped),
+            amount: micro_to_money(i.amount_micro).display(cur),
+            by: i.imported_by.unwrap_or_default(),
+            at: at(i.imported_at),
+        })
+        .collect();
+    let (lines, count, total) = spend::unassigned(&state.pool).await?;
+    let unassigned = lines
+        .into_iter()
+        .map(|l| {
+            (
+                crate::ledger::to_jiff(l.period_start)
+                    .to_zoned(jiff::tz::TimeZone::UTC)
+                    .date()
+                    .to_string(),
+                l.source,
+                l.service,
+                l.scopes.join(", "),
+                l.description,
+                micro_to_money(l.amount_micro).display(cur),
+            )
+        })
+        .collect();
+    let preview = view.preview.map(|(o, token)| PreviewView {
+        token,
+        format: Format::parse(o.format).map_or("", Format::label),
+        currency: o.currency.clone(),
+        rate: o.rate.clone().unwrap_or_default(),
+        lines: o.lines,
+        new_lines: o.new_lines,
+        skipped: o.skipped_lines,
+        amount: micro_to_money(o.amount_micro).display(cur),
+        covers: format!("{} to {}", o.covers.0, o.covers.1),
+        already: o.already_imported,
+        shares: o
+            .shares
+            .iter()
+            .map(|s| {
+                (
+                    s.use_case.clone(),
+                    s.lines,
+                    micro_to_money(s.amount_micro).display(cur),
+                )
+            })
+            .collect(),
+    });
+    let tree = state.tree().await?;
+    let use_cases = ai::visible(&state.pool, me, &tree.parents)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u.name))
+        .collect();
+    render_status(
+        if error.is_some() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::OK
+        },
+        &SpendPage {
+            layout: Layout::for_user(session, me, "/ai").await?,
+            currency: cur.clone(),
+            formats: Format::ALL.iter().map(|f| (f.code(), f.label())).collect(),
+            form_format: view.format,
+            form_rate: view.rate,
+            error,
+            preview,
+            imports,
+            unassigned,
+            unassigned_count: count,
+            unassigned_total: micro_to_money(total).display(cur),
+            rules: spend::rules(&state.pool).await?,
+            use_cases,
+            rule: view.rule,
+        },
+    )
+}
+
+async fn spend_index(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+) -> Result<Response, AppError> {
+    spend_page(&state, &session, &me, SpendView::default(), None).await
+}
+
+/// The upload form's fields: `format`, `rate` and the `file`.
+struct Upload {
+    format: String,
+    rate: String,
+    file_name: String,
+    bytes: Vec<u8>,
+}
+
+async fn read_upload(req: axum::extract::Request, state: &AppState) -> Result<Upload, AppError> {
+    let mut multipart = Multipart::from_request(req, state)
+        .await
+        .map_err(|e| AppError::Malformed(format!("expected a file upload form: {e}")))?;
+    let mut up = Upload {
+        format: String::new(),
+        rate: String::new(),
+        file_name: String::new(),
+        bytes: Vec::new(),
+    };
+    let bad = |e: axum::extract::multipart::MultipartError| {
+        AppError::Malformed(format!("the upload could not be read: {e}"))
+    };
+    while let Some(field) = multipart.next_field().await.map_err(bad)? {
+        let name = field.name().unwrap_or("").to_string();
+        match name.as_str() {
+            "file" => {
+                up.file_name = field.file_name().unwrap_or("").to_string();
+                up.bytes = field.bytes().await.map_err(bad)?.to_vec();
+            }
+            "format" | "rate" => {
+                let text = field.text().await.map_err(bad)?;
+                crate::web::input::check_text(&name, &text)?;
+                if name == "format" {
+                    up.format = text;
+                } else {
+                    up.rate = text;
+                }
+            }
+            _ => {}
+        }
+    }
+    crate::web::input::check_text("file name", &up.file_name)?;
+    Ok(up)
+}
+
+async fn preview(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    req: axum::extract::Request,
+) -> Result<Response, AppError> {
+    if !spend::may_import(&me) {
+        return Err(AppError::Forbidden(
+            "only finance and admins import spend".into(),
+        ));
+    }
+    let up = read_upload(req, &state).await?;
+    let view = |preview| SpendView {
+        format: up.format.clone(),
+        rate: up.rate.clone(),
+        preview,
+        rule: RuleForm::default(),
+    };
+    let Some(format) = Format::parse(&up.format) else {
+        return spend_page(
+            &state,
+            &session,
+            &me,
+            view(None),
+            Some("format: choose the export's format".into()),
+        )
+        .await;
+    };
+    if up.bytes.is_empty() {
+        return spend_page(
+            &state,
+            &session,
+            &me,
+            view(None),
+            Some("file: choose a file to import".into()),
+        )
+        .await;
+    }
+    let rate = Some(up.rate.as_str());
+    match spend::import(
+        &state.pool,
+        &me,
+        &state.site.currency,
+        format,
+        &up.file_name,
+        &up.bytes,
+        rate,
+        false,
+    )
+    .await
+    {
+        Ok(outcome) => {
+            let token = crate::auth::random_hex(16);
+            // Validated as UTF-8 by the reader.
+            let text = String::from_utf8_lossy(&up.bytes).into_owned();
+            session
+                .insert(
+                    UPLOAD,
+                    (&token, format.code(), &up.file_name, text, &up.rate),
+                )
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            spend_page(&state, &session, &me, view(Some((outcome, token))), None).await
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            spend_page(
+                &state,
+                &session,
+                &me,
+                view(None),
+                Some(format!(
+                    "{message} (choose the file again: browsers do not send it back)"
+                )),
+            )
+            .await
+        }
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ConfirmForm {
+    token: String,
+}
+
+async fn confirm(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Form(form): Form<ConfirmForm>,
+) -> Result<Response, AppError> {
+    if !spend::may_import(&me) {
+        return Err(AppError::Forbidden(
+            "only finance and admins import spend".into(),
+        ));
+    }
+    // Taken out first: confirming twice imports once.
+    let pending = session
+        .remove::<(String, String, String, String, String)>(UPLOAD)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    let Some((_, format, file_name, text, rate)) =
+        pending.filter(|(t, ..)| !form.token.is_empty() && *t == form.token)
+    else {
+        return spend_page(
+            &state,
+            &session,
+            &me,
+            SpendView::default(),
+            Some("this preview was already used or has expired; upload the file again".into()),
+        )
+        .await;
+    };
+    let format = Format::parse(&format).ok_or_else(|| anyhow::anyhow!("stored format"))?;
+    match spend::import(
+        &state.pool,
+        &me,
+        &state.site.currency,
+        format,
+        &file_name,
+        text.as_bytes(),
+        Some(&rate),
+        true,
+    )
+    .await
+    {
+        Ok(o) => {
+            crate::web::check_alerts(&state).await;
+            let notice = if o.already_imported {
+                "This file was imported before; nothing was added.".to_string()
+            } else {
+                format!(
+                    "Imported {} new line(s) ({}); {} already imported.",
+                    o.new_lines,
+                    micro_to_money(o.amount_micro).display(&state.site.currency),
+                    o.skipped_lines
+                )
+            };
+            flash(&session, notice).await?;
+            Ok(Redirect::to("/ai/spend").into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            spend_page(&state, &session, &me, SpendView::default(), Some(message)).await
+        }
+    }
+}
+
+async fn review(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<ReviewForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    let result = async {
+        let period = crate::ledger::reports::parse_period(&form.month, &state.site)
+            .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+        let new_limit = match form.new_limit.trim() {
+            "" => None,
+            t => Some(
+                Money::parse(t)
+                    .map_err(|m| AppError::invalid("new_limit", format!("new limit: {m}")))?,
+            ),
+        };
+        let spent = spend::by_use_case(&state.pool, period)
+            .await?
+            .get(&id)
+            .copied()
+            .unwrap_or_default()
+            .total();
+        ai::record_review(
+            &state.pool,
+            &me,
+            &tree.parents,
+            jiff::Timestamp::now(),
+            id,
+            spent,
+            ai::Decision {
+                period,
+                decision: form.decision.clone(),
+                new_limit,
+                metric_value: form.metric_value.clone(),
+                comment: form.comment.clone(),
+            },
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(r) => {
+            crate::web::check_alerts(&state).await;
+            flash(&session, format!("Decision recorded: {}.", r.decision)).await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            detail_page(&state, &session, &me, id, Some(message), Some(form), None).await
+        }
+    }
+}
+
+async fn hours(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<HoursForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    let result = async {
+        let period = crate::ledger::reports::parse_period(&form.month, &state.site)
+            .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+        let minutes = ai::parse_hours(&form.hours)?;
+        ai::record_hours(
+            &state.pool,
+            &me,
+            &tree.parents,
+            id,
+            period,
+            minutes,
+            &form.activity,
+            &form.note,
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(_) => {
+            flash(&session, format!("Recorded {} h.", form.hours.trim())).await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            detail_page(&state, &session, &me, id, Some(message), None, Some(form)).await
+        }
+    }
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NoteForm {
+    note: String,
+    reason: String,
+}
+
+async fn acknowledge(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<NoteForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    match ai::acknowledge_stop(&state.pool, &me, &tree.parents, id, &form.note).await {
+        Ok(()) => {
+            flash(&session, "Stop rule acknowledged.").await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            detail_page(&state, &session, &me, id, Some(message), None, None).await
+        }
+    }
+}
+
+async fn stop_criterion(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(form): Form<NoteForm>,
+) -> Result<Response, AppError> {
+    let tree = state.tree().await?;
+    ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
+    let period = Period::containing(jiff::Timestamp::now(), &state.site);
+    match ai::report_stop_criterion(&state.pool, &me, &tree.parents, period, id, &form.reason).await
+    {
+        Ok(()) => {
+            flash(
+                &session,
+                "Stop rule triggered; stop the service, then acknowledge.",
+            )
+            .await?;
+            Ok(Redirect::to(&format!("/ai/{id}")).into_response())
+        }
+        Err(e) => {
+            let message = form_message(e)?;
+            detail_page(&state, &session, &me, id, Some(message), None, None).await
+        }
+    }
+}
+
+/// What the home page says about the AI use cases the user manages (or all, for finance):
+/// (id, name, what needs attention).
+pub async fn home_notes(
+    state: &AppState,
+    me: &Account,
+) -> Result<Vec<(i64, String, String)>, AppError> {
+    let tree = state.tree().await?;
+    let cases: Vec<UseCase> = ai::visible(&state.pool, me, &tree.parents)
+        .await?
+        .into_iter()
+        .filter(|u| u.may_manage(me, &tree.parents) || me.sees_everything())
+        .collect();
+    if cases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = jiff::Timestamp::now();
+    let period = Period::containing(now, &state.site);
+    let previous = Period::containing(
+        period.start - jiff::SignedDuration::from_secs(1),
+        &state.site,
+    );
+    let spend = spend::by_use_case(&state.pool, period).await?;
+    let open: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT use_case_id FROM ai_stop_triggers WHERE acknowledged_at IS NULL",
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    let pending = ai::pending_reviews(&state.pool, previous, &cases).await?;
+    let cur = &state.site.currency;
+    let mut notes = Vec::new();
+    for u in &cases {
+        if open.contains(&u.id) {
+            notes.push((
+                u.id,
+                u.name.clone(),
+                "stop rule triggered: stop the service, then acknowledge".to_string(),
+            ));
+        }
+        let s = spend.get(&u.id).copied().unwrap_or_default().total();
+        if s.0 > u.monthly_limit_minor {
+            notes.push((
+                u.id,
+                u.name.clone(),
+                format!(
+                    "over its monthly limit: {} of {}",
+                    s.display(cur),
+                    Money(u.monthly_limit_minor).display(cur)
+                ),
+            ));
+        }
+        if pending.contains(&u.id) && u.may_manage(me, &tree.parents) {
+            notes.push((
+                u.id,
+                u.name.clone(),
+                format!(
+                    "waits for your decision on {}",
+                    month_label(previous, &state.site).1
+                ),
+            ));
+        }
+    }
+    Ok(notes)
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct MonthQuery {
+    period: String,
+}
+
+/// The CSV columns of [`csv_export`]: money as decimals of the site's currency.
+pub const CSV_HEADER: [&str; 16] = [
+    "period",
+    "use_case",
+    "owner_team",
+    "bag",
+    "status",
+    "currency",
+    "monthly_limit",
+    "gpu_spend",
+    "imported_spend",
+    "total_spend",
+    "used_percent",
+    "previous_period_spend",
+    "human_hours",
+    "human_cost",
+    "last_decision",
+    "last_decision_period",
+];
+
+/// `GET /ai/use-cases.csv?period=YYYY-MM`: every use case the caller may see with its spend
+/// in the period (default the current one) against its limit, last period's spend, the human
+/// cost and the latest decision; the finance reports link to it.
+async fn csv_export(
+    State(state): State<AppState>,
+    CurrentUser(me): CurrentUser,
+    crate::web::input::Query(q): crate::web::input::Query<MonthQuery>,
+) -> Result<Response, AppError> {
+    let site = &state.site;
+    let now = jiff::Timestamp::now();
+    let period = if q.period.trim().is_empty() {
+        Period::containing(now, site)
+    } else {
+        crate::ledger::reports::parse_period(&q.period, site)
+            .map_err(|m| AppError::invalid("period", format!("period: {m}")))?
+    };
+    let previous = Period::containing(period.start - jiff::SignedDuration::from_secs(1), site);
+    let tree = state.tree().await?;
+    let spend = spend::by_use_case(&state.pool, period).await?;
+    let before = spend::by_use_case(&state.pool, previous).await?;
+    let human = ai::human_minutes(&state.pool, period).await?;
+    let last = ai::last_reviews(&state.pool).await?;
+    let label = |p: Period| month_label(p, site).0;
+    let m = |v: Money| crate::export::Cell::number(v.amount().replace(',', ""));
+    let t = crate::export::Cell::text;
+    let rows = ai::visible(&state.pool, &me, &tree.parents)
+        .await?
+        .into_iter()
+        .map(|u| {
+            let s = spend.get(&u.id).copied().unwrap_or_default();
+            let minutes = human.get(&u.id).copied().unwrap_or(0);
+            let decision = last.iter().find(|r| r.use_case_id == u.id);
+            vec![
+                t(label(period)),
+                t(u.name.clone()),
+                t(u.owner.clone()),
+                t(u.bag.clone()),
+                t(u.status.clone()),
+                t(site.currency.clone()),
+                m(Money(u.monthly_limit_minor)),
+                m(Money(s.gpu_minor)),
+                m(micro_to_money(s.imported_micro)),
+                m(s.total()),
+                crate::export::Cell::number(pct(s.total(), u.monthly_limit_minor)),
+                m(before.get(&u.id).copied().unwrap_or_default().total()),
+                crate::export::Cell::number(format!("{:.2}", minutes as f64 / 60.0)),
+                m(ai::human_cost(minutes, u.human_hourly_rate_minor)),
+                t(decision.map(|r| r.decision.clone()).unwrap_or_default()),
+                t(decision
+                    .map(|r| {
+                        month_label(
+                            Period::containing(crate::ledger::to_jiff(r.period_start), site),
+                            site,
+                        )
+                        .0
+                    })
+                    .unwrap_or_default()),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let body = crate::export::csv(&CSV_HEADER, rows)?;
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/csv; charset=utf-8".to_string(),
+            ),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"tranche-ai-use-cases-{}.csv\"",
+                    label(period)
+                ),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// The register's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ai", get(list).post(create))
+        .route("/ai/new", get(new_form))
+        .route("/ai/use-cases.csv", get(csv_export))
+        .route("/ai/spend", get(spend_index))
+        .route("/ai/spend/preview", post(preview))
+        .route("/ai/spend/import", post(confirm))
+        .route("/ai/rules", post(add_rule))
+        .route("/ai/{id}", get(detail).post(update))
+        .route("/ai/{id}/edit", get(edit_form))
+        .route("/ai/{id}/status", post(set_status))
+        .route("/ai/{id}/review", post(review))
+        .route("/ai/{id}/hours", post(hours))
+        .route("/ai/{id}/acknowledge", post(acknowledge))
+        .route("/ai/{id}/stop-criterion", post(stop_criterion))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trend;
+
+    #[test]
+    fn trend_scales_the_month_so_far() {
+        let day = 86_400;
+        // 10 days into 30: 40 so far is 120 a month, against 100 last month.
+        assert_eq!(trend(40, 100, 10 * day, 30 * day), "up");
+        assert_eq!(trend(29, 100, 10 * day, 30 * day), "down");
+        assert_eq!(trend(35, 100, 10 * day, 30 * day), "flat");
+        // Less than a day in counts as a day.
+        assert_eq!(trend(3, 100, 3600, 30 * day), "flat");
+        assert_eq!(trend(0, 0, 10 * day, 30 * day), "flat");
+    }
+}

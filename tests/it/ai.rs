@@ -1,0 +1,1207 @@
+//! The AI use-case register: register, edit and status through the API and the pages, each
+//! import format (cents as strings, repeated files, unassigned lines, a wrong currency,
+//! malformed files), mapping rules, and GPU spend of linked projects counting towards a use
+//! case. Against the demo organisation on a real PostgreSQL.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use tranche::config::Site;
+
+use crate::support::{TestApp, demo_password, tomorrow_at};
+
+const FOCUS_SAMPLE: &str = include_str!("../../samples/spend/focus-2026-11.csv");
+const OPENAI_SAMPLE: &str = include_str!("../../samples/spend/openai-costs-2026-11.json");
+const ANTHROPIC_SAMPLE: &str =
+    include_str!("../../samples/spend/anthropic-cost-report-2026-11.json");
+const GITHUB_SAMPLE: &str = include_str!("../../samples/spend/github-copilot-usage-2026-11.csv");
+
+/// The demo organisation on a site counting in `currency`.
+async fn demo_in(currency: &str) -> (TestApp, Vec<tranche::demo::DemoUser>) {
+    let mut site = Site::for_tests();
+    site.currency = currency.into();
+    let app = TestApp::with_site(site).await;
+    let users = tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    (app, users)
+}
+
+fn use_case(name: &str, owner: i64, limit_minor: i64) -> Value {
+    json!({
+        "name": name,
+        "owner_node_id": owner,
+        "bag": "team",
+        "allowed_data": "support e-mail and category history",
+        "ai_action": "summarise, classify and propose urgency",
+        "human_review": "before replying to the customer",
+        "monthly_limit_minor": limit_minor,
+        "metric": "time to first classification",
+        "stop_rule": "",
+        "services": ["Azure OpenAI"],
+    })
+}
+
+async fn count(app: &TestApp, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Sums the `BilledCost` of the FOCUS rows whose `Tags` or `SubAccountId` contain `needle`,
+/// in millionths, read with the csv crate independently of the importer.
+fn focus_sum(text: &str, needle: &str) -> i64 {
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    let col = |n: &str| headers.iter().position(|h| h == n).unwrap();
+    let (cost, tags, sub) = (col("BilledCost"), col("Tags"), col("SubAccountId"));
+    r.records()
+        .map(|rec| rec.unwrap())
+        .filter(|rec| rec[tags].contains(needle) || rec[sub].contains(needle))
+        .map(|rec| {
+            let (whole, frac) = rec[cost].split_once('.').unwrap_or((&rec[cost], ""));
+            whole.parse::<i64>().unwrap() * 1_000_000
+                + format!("{frac:0<6}").parse::<i64>().unwrap()
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn leads_register_edit_and_change_status_with_audit() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let researcher = app.token_for("demo-researcher").await;
+    let finance = app.token_for("demo-finance").await;
+    // Post-training: under the lead's node, not above the researcher's projects (they see it
+    // through the linked project only).
+    let pretraining = app.node_id("Post-training").await;
+    let climate = app.node_id("Climate").await;
+    let project = app.node_id("fm-pretrain-7b").await;
+
+    let mut body = use_case("Support ticket triage", pretraining, 30_000);
+    body["project_ids"] = json!([project]);
+    let (status, created) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(body.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["status"], "proposed");
+    assert_eq!(created["owner"], "Post-training");
+    assert_eq!(created["projects"], json!(["fm-pretrain-7b"]));
+    assert_eq!(app.audit_count("use_case.create").await, 1);
+
+    // The same name again, a bag that does not exist, a team the lead does not lead.
+    let (status, answer) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(body.clone()))
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("name_taken")),
+        "{answer}"
+    );
+    let mut bad = use_case("Other", pretraining, 100);
+    bad["bag"] = json!("gold");
+    let (status, answer) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(bad))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer["error"]["field"], "bag");
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case("Weather bot", climate, 100)),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("forbidden"))
+    );
+    let mut critical = use_case("Pager", pretraining, 100);
+    critical["bag"] = json!("critical");
+    let (status, answer) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(critical))
+        .await;
+    assert_eq!(answer["error"]["field"], "stop_rule", "{status} {answer}");
+    assert_eq!(count(&app, "ai_use_cases").await, 1, "nothing half-written");
+
+    // The researcher of the linked project sees it; finance sees it; the researcher cannot change it.
+    let (_, list) = app
+        .api("GET", "/api/v1/use-cases", Some(&researcher), None)
+        .await;
+    assert_eq!(list["use_cases"].as_array().unwrap().len(), 1);
+    let (status, _) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/use-cases/{id}/status"),
+            Some(&researcher),
+            Some(json!({"status": "active"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/use-cases/{id}/status"),
+            Some(&finance),
+            Some(json!({"status": "active"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Edit: a new limit and no linked project.
+    let mut edited = use_case("Support ticket triage", pretraining, 45_000);
+    edited["services"] = json!(["Azure OpenAI", "OpenAI API"]);
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/use-cases/{id}"),
+            Some(&lead),
+            Some(edited),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["monthly_limit_minor"], 45_000);
+    assert_eq!(answer["projects"], json!([]));
+    let (before, after): (Value, Value) =
+        sqlx::query_as("SELECT before, after FROM audit_log WHERE action = 'use_case.update'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (
+            before["monthly_limit_minor"].as_i64(),
+            after["monthly_limit_minor"].as_i64()
+        ),
+        (Some(30_000), Some(45_000))
+    );
+    // Without the link the researcher no longer sees it.
+    let (status, _) = app
+        .api(
+            "GET",
+            &format!("/api/v1/use-cases/{id}"),
+            Some(&researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Status: pilot, then pilot again (nothing recorded), then a status that does not exist.
+    for (s, expected) in [
+        ("pilot", StatusCode::OK),
+        ("pilot", StatusCode::OK),
+        ("paused", StatusCode::UNPROCESSABLE_ENTITY),
+    ] {
+        let (status, answer) = app
+            .api(
+                "PUT",
+                &format!("/api/v1/use-cases/{id}/status"),
+                Some(&lead),
+                Some(json!({"status": s})),
+            )
+            .await;
+        assert_eq!(status, expected, "{answer}");
+    }
+    assert_eq!(app.audit_count("use_case.status").await, 1);
+    let (_, one) = app
+        .api(
+            "GET",
+            &format!("/api/v1/use-cases/{id}"),
+            Some(&finance),
+            None,
+        )
+        .await;
+    assert_eq!(one["status"], "pilot");
+}
+
+#[tokio::test]
+async fn a_linked_projects_gpu_spend_counts_towards_the_use_case() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let project = app.node_id("fm-pretrain-7b").await;
+    let mut body = use_case(
+        "Pretraining assistant",
+        app.node_id("Pretraining").await,
+        1_000,
+    );
+    body["project_ids"] = json!([project]);
+    let (_, created) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(body))
+        .await;
+    let id = created["id"].as_i64().unwrap();
+    let contract = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100", "gpus": 1, "start": tomorrow_at(9).to_string(), "end": tomorrow_at(11).to_string()});
+    let (status, bought) = app
+        .api("POST", "/api/v1/contracts", Some(&lead), Some(contract))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bought}");
+    let price = bought["price_minor"].as_i64().unwrap();
+    assert!(price > 0);
+    let (_, one) = app
+        .api("GET", &format!("/api/v1/use-cases/{id}"), Some(&lead), None)
+        .await;
+    // The contract is paid in the period it starts in: tomorrow's, the current one unless
+    // tomorrow begins a new month.
+    let same_period = tranche::ledger::Period::containing(tomorrow_at(9), &app.state.site)
+        == tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site);
+    let expected = if same_period { price } else { 0 };
+    assert_eq!(one["spend"]["gpu_minor"], expected, "{one}");
+    assert_eq!(one["spend"]["total_minor"], expected);
+    assert_eq!(one["spend"]["over_limit"], expected > 1_000);
+}
+
+#[tokio::test]
+async fn the_register_form_keeps_input_on_error_and_registers() {
+    let (app, users) = TestApp::with_demo().await;
+    let mut c = app.client();
+    let (name, pw) = demo_password(&users, "lead");
+    c.login(&name, &pw).await;
+    let (status, page, _) = c.get("/ai/new").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Pretraining"), "the lead's nodes are offered");
+    let mut fields = vec![
+        ("name", "Document RAG"),
+        ("owner", "Pretraining"),
+        ("bag", "team"),
+        ("allowed_data", "approved internal manuals"),
+        ("ai_action", "answer with sources"),
+        ("human_review", "review by the area lead"),
+        ("monthly_limit", "five hundred"),
+        ("metric", "useful answers with the correct source"),
+        (
+            "stop_rule",
+            "fewer than half of the answers useful for two months",
+        ),
+        ("services", "Anthropic API, OpenAI API"),
+        ("projects", "fm-tokenizer"),
+    ];
+    let (status, page, _) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("monthly limit:"), "{page}");
+    assert!(
+        page.contains("value=\"approved internal manuals\""),
+        "input kept"
+    );
+    assert!(page.contains("value=\"five hundred\""));
+    assert_eq!(count(&app, "ai_use_cases").await, 0);
+    fields[6] = ("monthly_limit", "500");
+    let (status, _, location) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let location = location.unwrap();
+    let (status, page, _) = c.get(&location).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("answer with sources") && page.contains("500.00 USD"),
+        "{page}"
+    );
+    assert!(page.contains("fm-tokenizer"));
+    // Edit and status from the pages.
+    let (status, page, _) = c.get(&format!("{location}/edit")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("value=\"500.00\""), "{page}");
+    let (status, _, _) = c
+        .post(&format!("{location}/status"), &[("status", "active")])
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, page, _) = c
+        .post(&format!("{location}/status"), &[("status", "asleep")])
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("is not one of"));
+    let st: String = sqlx::query_scalar("SELECT status FROM ai_use_cases")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(st, "active");
+    let (_, list, _) = c.get("/ai").await;
+    assert!(list.contains("Document RAG") && list.contains("active"));
+}
+
+async fn import(app: &TestApp, token: &str, query: &str, body: &str) -> (StatusCode, Value) {
+    app.api_raw(
+        "POST",
+        &format!("/api/v1/spend-imports?{query}"),
+        Some(token),
+        "text/plain",
+        body.as_bytes().to_vec(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn focus_imports_once_assigns_by_rules_and_lists_unassigned_lines() {
+    let (app, _) = demo_in("EUR").await;
+    let lead = app.token_for("demo-lead").await;
+    let finance = app.token_for("demo-finance").await;
+    let pretraining = app.node_id("Pretraining").await;
+    let mut ids = Vec::new();
+    for name in ["Support ticket triage", "Document RAG"] {
+        let (_, u) = app
+            .api(
+                "POST",
+                "/api/v1/use-cases",
+                Some(&lead),
+                Some(use_case(name, pretraining, 30_000)),
+            )
+            .await;
+        ids.push(u["id"].as_i64().unwrap());
+    }
+    for (uc, rule) in [
+        (ids[0], json!({"source": "focus", "scope": "team=support"})),
+        (ids[1], json!({"scope": "sub-techoffice"})),
+    ] {
+        let mut rule = rule;
+        rule["use_case_id"] = json!(uc);
+        let (status, answer) = app
+            .api("POST", "/api/v1/spend-rules", Some(&finance), Some(rule))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    // Only finance and admins import.
+    let (status, _) = import(&app, &lead, "format=focus", FOCUS_SAMPLE).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let (status, preview) = import(&app, &finance, "format=focus&dry_run=true", FOCUS_SAMPLE).await;
+    assert_eq!(status, StatusCode::OK, "{preview}");
+    assert_eq!(
+        count(&app, "ai_spend_rows").await,
+        0,
+        "a preview writes nothing"
+    );
+    let (status, first) = import(
+        &app,
+        &finance,
+        "format=focus&file_name=focus-2026-11.csv",
+        FOCUS_SAMPLE,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert_eq!(
+        first["shares"], preview["shares"],
+        "the preview showed what was imported"
+    );
+    let support = focus_sum(FOCUS_SAMPLE, "\"team\":\"support\"");
+    let rag = focus_sum(FOCUS_SAMPLE, "sub-techoffice");
+    let all = focus_sum(FOCUS_SAMPLE, "");
+    assert_eq!(first["lines"], 6);
+    assert_eq!(first["new_lines"], 6);
+    assert_eq!(first["amount_micro"], all);
+    let share = |name: &str| {
+        first["shares"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["use_case"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(share("Support ticket triage")["amount_micro"], support);
+    assert_eq!(share("Document RAG")["amount_micro"], rag);
+    assert_eq!(share("unassigned")["amount_micro"], all - support - rag);
+    assert_eq!(share("unassigned")["lines"], 2);
+    assert_eq!(app.audit_count("spend.import").await, 1);
+
+    // The same file again adds nothing.
+    let (status, again) = import(&app, &finance, "format=focus", FOCUS_SAMPLE).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            again["already_imported"].as_bool(),
+            again["new_lines"].as_i64()
+        ),
+        (Some(true), Some(0))
+    );
+    assert_eq!(count(&app, "ai_spend_rows").await, 6);
+    // A later export with the same lines and one more adds only that one.
+    let extra = format!(
+        "{FOCUS_SAMPLE}5.00,EUR,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-20T00:00:00Z,2026-11-21T00:00:00Z,Usage,Tokens,Azure OpenAI,AI and Machine Learning,Microsoft,sub-support-prod,Support production,\"{{\"\"team\"\":\"\"support\"\"}}\"\n"
+    );
+    let (status, more) = import(&app, &finance, "format=focus", &extra).await;
+    assert_eq!(status, StatusCode::CREATED, "{more}");
+    assert_eq!(
+        (more["new_lines"].as_i64(), more["skipped_lines"].as_i64()),
+        (Some(1), Some(6))
+    );
+    assert_eq!(more["shares"][0]["use_case"], "Support ticket triage");
+
+    // Unassigned lines are listed; a rule added later assigns them.
+    let (_, listed) = app
+        .api("GET", "/api/v1/spend-imports", Some(&finance), None)
+        .await;
+    assert_eq!(listed["unassigned"]["count"], 2);
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&finance),
+            Some(json!({"use_case_id": ids[0], "scope": "team=sales"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(answer["lines_assigned"], 1);
+    let (_, listed) = app
+        .api("GET", "/api/v1/spend-imports", Some(&finance), None)
+        .await;
+    assert_eq!(listed["unassigned"]["count"], 1);
+    assert_eq!(
+        listed["unassigned"]["lines"][0]["service"],
+        "Azure AI Speech"
+    );
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&finance),
+            Some(json!({"use_case_id": ids[0], "scope": "team=sales"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("rule_exists"))
+    );
+    let (status, _) = app
+        .api("GET", "/api/v1/spend-imports", Some(&lead), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_file_in_another_currency_needs_a_rate() {
+    let (app, _) = demo_in("EUR").await;
+    let finance = app.token_for("demo-finance").await;
+    let (status, answer) = import(&app, &finance, "format=openai", OPENAI_SAMPLE).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer["error"]["code"], "currency_mismatch");
+    assert_eq!(answer["error"]["field"], "rate");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("USD") && message.contains("EUR"),
+        "{message}"
+    );
+    assert_eq!(count(&app, "ai_spend_imports").await, 0);
+    let (status, answer) = import(&app, &finance, "format=openai&rate=zero", OPENAI_SAMPLE).await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("rate"))
+    );
+    // 0.9 EUR per USD: each line converted, rounded to the millionth.
+    let (status, answer) = import(&app, &finance, "format=openai&rate=0.9", OPENAI_SAMPLE).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let usd_micro: [i64; 3] = [18_421_500, 6_050_000, 2_500];
+    let expected: i64 = usd_micro.iter().map(|m| m * 9 / 10).sum();
+    assert_eq!(answer["amount_micro"], expected);
+    assert_eq!(answer["amount_minor"], (expected + 5_000) / 10_000);
+    let scopes: Vec<Vec<String>> =
+        sqlx::query_scalar("SELECT scopes FROM ai_spend_rows ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(scopes[0], vec!["proj_support_triage".to_string()]);
+}
+
+#[tokio::test]
+async fn anthropic_cents_and_github_csv_import() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let finance = app.token_for("demo-finance").await;
+    let (_, u) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case(
+                "Document RAG",
+                app.node_id("Pretraining").await,
+                50_000,
+            )),
+        )
+        .await;
+    let rag = u["id"].as_i64().unwrap();
+    let (_, u) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case(
+                "B2B leads",
+                app.node_id("Pretraining").await,
+                25_000,
+            )),
+        )
+        .await;
+    let leads = u["id"].as_i64().unwrap();
+    app.api(
+        "POST",
+        "/api/v1/spend-rules",
+        Some(&finance),
+        Some(json!({"use_case_id": rag, "source": "anthropic", "scope": "wrkspc_document_rag"})),
+    )
+    .await;
+    app.api(
+        "POST",
+        "/api/v1/spend-rules",
+        Some(&finance),
+        Some(json!({"use_case_id": leads, "service": "GitHub Copilot", "scope": "Sales"})),
+    )
+    .await;
+
+    // "2412.5" and "987.25" cents in the workspace, "150" cents outside it.
+    let (status, a) = import(&app, &finance, "format=anthropic", ANTHROPIC_SAMPLE).await;
+    assert_eq!(status, StatusCode::CREATED, "{a}");
+    assert_eq!(a["amount_micro"], (241_250 + 98_725 + 15_000) * 100);
+    let share = |o: &Value, name: &str| {
+        o["shares"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["use_case"] == name)
+            .map(|s| s["amount_micro"].as_i64().unwrap())
+    };
+    assert_eq!(share(&a, "Document RAG"), Some((241_250 + 98_725) * 100));
+    assert_eq!(share(&a, "unassigned"), Some(15_000 * 100));
+
+    let (status, g) = import(&app, &finance, "format=github", GITHUB_SAMPLE).await;
+    assert_eq!(status, StatusCode::CREATED, "{g}");
+    assert_eq!(g["lines"], 3);
+    assert_eq!(share(&g, "B2B leads"), Some(228_000_000));
+    assert_eq!(share(&g, "unassigned"), Some(76_000_000));
+    let desc: String = sqlx::query_scalar(
+        "SELECT description FROM ai_spend_rows WHERE source = 'github' ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(desc, "Copilot Business (12 user-months)");
+}
+
+#[tokio::test]
+async fn malformed_files_are_refused_whole_with_a_clear_error() {
+    let (app, _) = demo_in("EUR").await;
+    let finance = app.token_for("demo-finance").await;
+    let bad_line = FOCUS_SAMPLE.replacen("38.75", "38.7.5", 1);
+    let no_column = FOCUS_SAMPLE.replacen("BilledCost", "Cost", 1);
+    let mixed = FOCUS_SAMPLE.replacen("9.99,EUR", "9.99,USD", 1);
+    let cases: [(&str, &str, &str); 6] = [
+        ("format=focus", &bad_line, "line 3: BilledCost"),
+        ("format=focus", &no_column, "no BilledCost column"),
+        ("format=focus", &mixed, "mixes currencies"),
+        ("format=openai&rate=1", "{\"data\": [", "not valid JSON"),
+        (
+            "format=anthropic&rate=1",
+            "{\"data\": [{\"starting_at\": \"2026-11-01T00:00:00Z\", \"ending_at\": \"2026-11-02T00:00:00Z\", \"results\": [{\"currency\": \"USD\", \"amount\": \"12 cents\"}]}]}",
+            "data[0].results[0].amount",
+        ),
+        (
+            "format=github&rate=1",
+            "date,product\n2026-11-01,copilot\n",
+            "no sku column",
+        ),
+    ];
+    for (query, body, needle) in cases {
+        let (status, answer) = import(&app, &finance, query, body).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{query}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "malformed_file", "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(needle) && message.contains("nothing was imported"),
+            "{query}: {message}"
+        );
+    }
+    let (status, answer) = import(&app, &finance, "format=xls", FOCUS_SAMPLE).await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("format"))
+    );
+    assert_eq!(count(&app, "ai_spend_imports").await, 0);
+    assert_eq!(count(&app, "ai_spend_rows").await, 0);
+    assert_eq!(app.audit_count("spend.import").await, 0);
+}
+
+#[tokio::test]
+async fn finance_uploads_in_the_browser_with_a_preview() {
+    let (app, users) = demo_in("EUR").await;
+    let mut c = app.client();
+    let (name, pw) = demo_password(&users, "finance");
+    c.login(&name, &pw).await;
+    let (status, page, _) = c.get("/ai/spend").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("enctype=\"multipart/form-data\""));
+    // Without the form token: refused.
+    let (status, _, _) = c
+        .post_multipart(
+            "/ai/spend/preview",
+            &[("csrf", "forged"), ("format", "focus")],
+            "f.csv",
+            FOCUS_SAMPLE.as_bytes(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A file in USD without a rate: the message, the form again, nothing imported.
+    let (status, page, _) = c
+        .post_multipart(
+            "/ai/spend/preview",
+            &[("format", "openai"), ("rate", "")],
+            "o.json",
+            OPENAI_SAMPLE.as_bytes(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("the file is in USD"), "{page}");
+    assert!(
+        page.contains("<option value=\"openai\" selected"),
+        "the format chosen is kept"
+    );
+    let (status, page, _) = c
+        .post_multipart(
+            "/ai/spend/preview",
+            &[("format", "focus"), ("rate", "")],
+            "focus-2026-11.csv",
+            FOCUS_SAMPLE.as_bytes(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains("Confirm import") && page.contains("6 new"),
+        "{page}"
+    );
+    let total = tranche::ai::spend::micro_to_money(focus_sum(FOCUS_SAMPLE, "")).display("EUR");
+    assert!(page.contains(&total), "{total} in {page}");
+    assert_eq!(count(&app, "ai_spend_rows").await, 0);
+    let token = page
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let (status, _, location) = c.post("/ai/spend/import", &[("token", &token)]).await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (StatusCode::SEE_OTHER, Some("/ai/spend"))
+    );
+    assert_eq!(count(&app, "ai_spend_rows").await, 6);
+    let (_, page, _) = c.get("/ai/spend").await;
+    assert!(
+        page.contains("Imported 6 new line(s)") && page.contains("focus-2026-11.csv"),
+        "{page}"
+    );
+    // Confirming twice imports once.
+    let (status, page, _) = c.post("/ai/spend/import", &[("token", &token)]).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("already used"));
+    assert_eq!(count(&app, "ai_spend_imports").await, 1);
+}
+
+/// A FOCUS file with one line per (cents, tag) on the first day of the current period.
+fn focus_this_month(app: &TestApp, lines: &[(i64, &str)]) -> String {
+    let period = tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site);
+    let day = period.start.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let next = day.tomorrow().unwrap();
+    let mut out = String::from(
+        "BilledCost,BillingCurrency,ChargePeriodStart,ChargePeriodEnd,ServiceName,SubAccountId,Tags\n",
+    );
+    for (cents, tag) in lines {
+        out.push_str(&format!(
+            "{}.{:02},{},{day}T00:00:00Z,{next}T00:00:00Z,Azure OpenAI,sub-1,\"{{\"\"team\"\":\"\"{tag}\"\"}}\"\n",
+            cents / 100,
+            cents % 100,
+            app.state.site.currency
+        ));
+    }
+    out
+}
+
+#[tokio::test]
+async fn limits_fire_alerts_and_a_critical_use_case_triggers_the_stop_rule() {
+    let (app, users) = demo_in("EUR").await;
+    let lead = app.token_for("demo-lead").await;
+    let finance = app.token_for("demo-finance").await;
+    let pretraining = app.node_id("Pretraining").await;
+    let mut pager = use_case("Pager triage", pretraining, 10_000);
+    pager["bag"] = json!("critical");
+    pager["stop_rule"] = json!("any urgent ticket answered without review");
+    let (_, p) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(pager))
+        .await;
+    let pager = p["id"].as_i64().unwrap();
+    let (_, d) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case("Docs", pretraining, 100_000)),
+        )
+        .await;
+    let docs = d["id"].as_i64().unwrap();
+    for (uc, tag) in [(pager, "support"), (docs, "docs")] {
+        app.api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&finance),
+            Some(json!({"use_case_id": uc, "scope": format!("team={tag}")})),
+        )
+        .await;
+    }
+    let file = focus_this_month(&app, &[(12_000, "support"), (1_000, "docs")]);
+    // Imported straight (the API would check the alerts at once, at the real time).
+    let finance_account = tranche::auth::Account::load(
+        &app.pool,
+        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-finance'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    tranche::ai::spend::import(
+        &app.pool,
+        &finance_account,
+        "EUR",
+        tranche::ai::import::Format::Focus,
+        "f.csv",
+        file.as_bytes(),
+        None,
+        true,
+    )
+    .await
+    .unwrap();
+
+    // Half-way through the month: pager has spent 120.00 of 100.00, docs 10.00 of 1,000.00.
+    let site = &app.state.site;
+    let period = tranche::ledger::Period::containing(jiff::Timestamp::now(), site);
+    let mid = period.start + jiff::SignedDuration::from_hours(15 * 24);
+    let fired = tranche::ledger::alerts::check_use_cases(&app.pool, site, mid)
+        .await
+        .unwrap();
+    let mut pager_alerts: Vec<(i32, &str)> = fired
+        .iter()
+        .filter(|f| f.use_case_id == pager)
+        .map(|f| (f.threshold_pct, f.kind))
+        .collect();
+    pager_alerts.sort();
+    let mut expected: Vec<(i32, &str)> = [50, 75, 90, 100]
+        .iter()
+        .flat_map(|p| [(*p, "actual"), (*p, "forecast")])
+        .collect();
+    expected.sort();
+    assert_eq!(pager_alerts, expected);
+    // Docs' forecast: 10.00 over 15 days of the month is far below 50% of 1,000.00.
+    let len_days = (period.end.as_second() - period.start.as_second()) / 86_400;
+    assert!(1_000 * len_days / 15 < 50_000);
+    assert!(fired.iter().all(|f| f.use_case_id != docs), "{fired:?}");
+    assert_eq!(fired.iter().filter(|f| f.stop_rule).count(), 1);
+    assert!(
+        tranche::ledger::alerts::check_use_cases(&app.pool, site, mid)
+            .await
+            .unwrap()
+            .is_empty(),
+        "each fires once"
+    );
+    let lead_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-lead'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let stop_notes: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications WHERE user_id = $1 AND message LIKE 'Stop rule triggered for Pager triage%'")
+        .bind(lead_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stop_notes, 1);
+
+    // The owner's page and home say so; Tranche says it cannot stop the service.
+    let mut c = app.client();
+    let (name, pw) = demo_password(&users, "lead");
+    c.login(&name, &pw).await;
+    let (_, page, _) = c.get(&format!("/ai/{pager}")).await;
+    assert!(
+        page.contains("Stop rule triggered")
+            && page.contains("Tranche cannot stop an outside service"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Over the monthly limit: 120.00 EUR spent of 100.00 EUR"),
+        "{page}"
+    );
+    let (_, home, _) = c.get("/").await;
+    assert!(
+        home.contains("stop rule triggered")
+            && home.contains("over its monthly limit: 120.00 EUR of 100.00 EUR"),
+        "{home}"
+    );
+
+    // Only the owner acknowledges, once; audited.
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/use-cases/{pager}/acknowledge"),
+            Some(&finance),
+            Some(json!({"note": "x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/use-cases/{pager}/acknowledge"),
+            Some(&lead),
+            Some(json!({"note": "paused the Azure deployment"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/use-cases/{pager}/acknowledge"),
+            Some(&lead),
+            Some(json!({"note": "again"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("nothing_to_acknowledge"))
+    );
+    assert_eq!(app.audit_count("use_case.stop_acknowledge").await, 1);
+    let (_, page, _) = c.get(&format!("/ai/{pager}")).await;
+    assert!(
+        page.contains("acknowledged by demo-lead") && page.contains("paused the Azure deployment")
+    );
+    // The criterion can be reported by hand, once a month: this month it is already raised.
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/use-cases/{pager}/stop-criterion"),
+            Some(&lead),
+            Some(json!({"reason": "a reply went out unreviewed"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("already_triggered"))
+    );
+}
+
+#[tokio::test]
+async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
+    let (app, users) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let (_, u) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case(
+                "B2B leads",
+                app.node_id("Pretraining").await,
+                25_000,
+            )),
+        )
+        .await;
+    let id = u["id"].as_i64().unwrap();
+    app.api(
+        "PUT",
+        &format!("/api/v1/use-cases/{id}/status"),
+        Some(&lead),
+        Some(json!({"status": "active"})),
+    )
+    .await;
+    // Registered before last month ended (setup): last month waits for a decision.
+    sqlx::query("UPDATE ai_use_cases SET created_at = now() - interval '40 days' WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let site = &app.state.site;
+    let now = jiff::Timestamp::now();
+    let current = tranche::ledger::Period::containing(now, site);
+    let previous = tranche::ledger::Period::containing(
+        current.start - jiff::SignedDuration::from_secs(1),
+        site,
+    );
+    let month = |p: tranche::ledger::Period| {
+        p.start
+            .to_zoned(site.time_zone.clone())
+            .strftime("%Y-%m")
+            .to_string()
+    };
+    let label = previous
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%B %Y")
+        .to_string();
+    let mut c = app.client();
+    let (name, pw) = demo_password(&users, "lead");
+    c.login(&name, &pw).await;
+    let (_, home, _) = c.get("/").await;
+    assert!(
+        home.contains(&format!("waits for your decision on {label}")),
+        "{home}"
+    );
+
+    let review = |decision: &str, limit: Option<i64>, m: String| json!({"month": m, "decision": decision, "new_limit_minor": limit, "metric_value": "12 qualified leads accepted", "comment": "on track"});
+    let path = format!("/api/v1/use-cases/{id}/reviews");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(review("continue", None, month(previous))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let (_, home, _) = c.get("/").await;
+    assert!(!home.contains("waits for your decision"), "decided");
+    for (decision, limit, field) in [
+        ("expand", Some(20_000), "new_limit"),
+        ("expand", None, "new_limit"),
+        ("continue", Some(30_000), "new_limit"),
+        ("pause", None, "decision"),
+    ] {
+        let (status, answer) = app
+            .api(
+                "POST",
+                &path,
+                Some(&lead),
+                Some(review(decision, limit, month(current))),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
+            "{decision} {limit:?}: {answer}"
+        );
+    }
+    let next = tranche::ledger::Period::containing(current.end, site);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(review("continue", None, month(next))),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("month"))
+    );
+    let (status, _) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(review("expand", Some(40_000), month(current))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, one) = app
+        .api("GET", &format!("/api/v1/use-cases/{id}"), Some(&lead), None)
+        .await;
+    assert_eq!(
+        (one["monthly_limit_minor"].as_i64(), one["status"].as_str()),
+        (Some(40_000), Some("active"))
+    );
+    // Stop, through the page.
+    let (status, _, _) = c
+        .post(
+            &format!("/ai/{id}/review"),
+            &[
+                ("month", &month(current)),
+                ("decision", "stop"),
+                ("new_limit", ""),
+                ("metric_value", "3 leads"),
+                ("comment", "not worth it"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, page, _) = c
+        .post(
+            &format!("/ai/{id}/review"),
+            &[
+                ("month", &month(current)),
+                ("decision", "expand"),
+                ("new_limit", "lots"),
+                ("metric_value", "3 leads"),
+                ("comment", "typed"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        page.contains("new limit:") && page.contains("value=\"typed\""),
+        "input kept"
+    );
+    let (_, history) = app.api("GET", &path, Some(&lead), None).await;
+    let decisions: Vec<&str> = history["reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["stop", "expand", "continue"]);
+    assert_eq!(
+        history["reviews"][1]["limit_minor"], 25_000,
+        "the limit when decided is kept"
+    );
+    let (_, one) = app
+        .api("GET", &format!("/api/v1/use-cases/{id}"), Some(&lead), None)
+        .await;
+    assert_eq!(one["status"], "stopped");
+    assert_eq!(app.audit_count("use_case.review").await, 3);
+    // Finance's table shows the last decision.
+    let mut f = app.client();
+    let (name, pw) = demo_password(&users, "finance");
+    f.login(&name, &pw).await;
+    let (_, list, _) = f.get("/ai").await;
+    let this_month = current
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%B %Y")
+        .to_string();
+    assert!(list.contains(&format!("stop ({this_month})")), "{list}");
+}
+
+#[tokio::test]
+async fn the_demo_loads_the_three_use_cases_with_a_month_of_spend_once() {
+    let (app, _) = demo_in("EUR").await;
+    let today = jiff::civil::date(2026, 12, 1);
+    let (names, outcome) = tranche::demo::load_use_cases(&app.pool, "EUR", today)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        names,
+        ["Support ticket triage", "Document RAG", "B2B leads"]
+    );
+    // 1 November to 1 December: 31 days, four lines a day and a weekly one (5 weeks).
+    assert_eq!(outcome.new_lines, 31 * 4 + 5);
+    assert_eq!(
+        outcome.covers,
+        ("2026-11-01".to_string(), "2026-12-01".to_string())
+    );
+    let unassigned = outcome
+        .shares
+        .iter()
+        .find(|s| s.use_case_id.is_none())
+        .unwrap();
+    assert_eq!(
+        (unassigned.lines, unassigned.amount_micro),
+        (5, 5 * 9_990_000)
+    );
+    assert!(
+        tranche::demo::load_use_cases(&app.pool, "EUR", today)
+            .await
+            .unwrap()
+            .is_none(),
+        "loads once"
+    );
+    let limits: Vec<i64> =
+        sqlx::query_scalar("SELECT monthly_limit_minor FROM ai_use_cases ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(limits, [30_000, 50_000, 25_000]);
+}
+
+#[tokio::test]
+async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case() {
+    let (app, users) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let mut body = use_case(
+        "Support ticket triage",
+        app.node_id("Pretraining").await,
+        30_000,
+    );
+    body["human_hourly_rate_minor"] = json!(4_500);
+    let (_, u) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(body))
+        .await;
+    let id = u["id"].as_i64().unwrap();
+    let site = &app.state.site;
+    let month = tranche::ledger::Period::containing(jiff::Timestamp::now(), site)
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%Y-%m")
+        .to_string();
+    let path = format!("/api/v1/use-cases/{id}/hours");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(json!({"month": month, "hours": "1.5", "activity": "review"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let (_, answer) = app.api("POST", &path, Some(&lead), Some(json!({"month": month, "hours": 0.25, "activity": "exceptions", "note": "two escalations"}))).await;
+    // 1 h 45 min at 45.00 an hour: 78.75.
+    assert_eq!(
+        (
+            answer["month_minutes"].as_i64(),
+            answer["month_human_cost_minor"].as_i64()
+        ),
+        (Some(105), Some(7_875))
+    );
+    for (hours, activity, field) in [
+        ("-1", "review", "hours"),
+        ("0.333", "review", "hours"),
+        ("1", "coffee", "activity"),
+        ("x", "review", "hours"),
+    ] {
+        let (status, answer) = app
+            .api(
+                "POST",
+                &path,
+                Some(&lead),
+                Some(json!({"month": month, "hours": hours, "activity": activity})),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
+            "{hours} {activity}"
+        );
+    }
+    assert_eq!(app.audit_count("use_case.hours").await, 2);
+    let (_, one) = app
+        .api("GET", &format!("/api/v1/use-cases/{id}"), Some(&lead), None)
+        .await;
+    assert_eq!(one["human"]["cost_minor"], 7_875);
+
+    let mut c = app.client();
+    let (name, pw) = demo_password(&users, "finance");
+    c.login(&name, &pw).await;
+    let (_, page, _) = c.get(&format!("/ai/{id}")).await;
+    assert!(page.contains("1.75 h × 45.00 USD = 78.75 USD"), "{page}");
+    let (status, csv_text, _) = c.get(&format!("/ai/use-cases.csv?period={month}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut r = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 1);
+    let get = |col: &str| rows[0][headers.iter().position(|h| h == col).unwrap()].to_string();
+    assert_eq!(
+        (
+            get("use_case"),
+            get("monthly_limit"),
+            get("human_hours"),
+            get("human_cost")
+        ),
+        (
+            "Support ticket triage".into(),
+            "300.00".into(),
+            "1.75".into(),
+            "78.75".into()
+        )
+    );
+    let (status, _, _) = c.get("/ai/use-cases.csv?period=soon").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (_, reports, _) = c.get("/reports").await;
+    assert!(
+        reports.contains("/ai/use-cases.csv?period="),
+        "the finance reports link to it"
+    );
+}
