@@ -442,7 +442,7 @@ fn s(v: &str) -> String {
 #[tokio::test]
 async fn ldap_sign_in_maps_groups_and_the_next_sign_in_removes_a_dropped_group() {
     let slapd = Slapd::start().await;
-    let (app, _) = app_with(slapd.settings(), 3600).await;
+    let (app, admin_pw) = app_with(slapd.settings(), 3600).await;
 
     let mut c = app.client();
     let (status, body, location) = sign_in(&mut c, "alice", "alice-password").await;
@@ -469,6 +469,14 @@ async fn ldap_sign_in_maps_groups_and_the_next_sign_in_removes_a_dropped_group()
     assert_eq!(
         memberships(&app, "alice").await,
         vec![(s("Detection"), s("idp"))]
+    );
+    // The Users page tells mapped grants from hand-given ones.
+    let mut a = app.client();
+    a.login("admin", &admin_pw).await;
+    let (_, users_page, _) = a.get("/admin/users").await;
+    assert!(
+        users_page.contains("lead of Vision (from the identity provider)"),
+        "{users_page}"
     );
     // The lead sees her team's page.
     let vision = app.node_id("Vision").await;
@@ -716,4 +724,54 @@ async fn local_sign_in_can_be_turned_off_except_for_a_break_glass_admin() {
     let (status, _, _) = sign_in(&mut r, "rita", &researcher_pw).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(app.audit_count("site.local_sign_in").await, 2);
+}
+
+#[tokio::test]
+async fn ldap_sign_in_never_takes_over_a_local_account() {
+    let slapd = Slapd::start().await;
+    let (app, _) = app_with(slapd.settings(), 3600).await;
+    // A local carol exists before the directory's carol first signs in.
+    let (_, local_pw) = tranche::db::users::create(&app.pool, None, "carol", "researcher", None)
+        .await
+        .unwrap();
+    let users = user_count(&app).await;
+    let audit_entries: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // The directory password is not the local one: the name goes to the local account.
+    let mut c = app.client();
+    let (status, body, _) = sign_in(&mut c, "carol", "carol-password").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(!signed_in(&mut c).await);
+    // The local password still works, and nothing was mapped onto the local account.
+    let mut c = app.client();
+    let (status, _, _) = sign_in(&mut c, "carol", &local_pw).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        grants(&app, "carol").await,
+        vec![(s("researcher"), None, s("manual"))]
+    );
+    assert_eq!(user_count(&app).await, users);
+    let after: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(after, audit_entries);
+
+    // A local account without a password (made by hand, never given one) with the same name
+    // as a directory user: the directory sign-in is refused, naming the clash.
+    sqlx::query("INSERT INTO users (name) VALUES ('bob')")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut c = app.client();
+    let (status, body, _) = sign_in(&mut c, "bob", "bob-password").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body.contains("already exists and is not linked to your organisation account"),
+        "{body}"
+    );
+    assert!(!signed_in(&mut c).await);
+    assert!(grants(&app, "bob").await.is_empty());
 }
