@@ -456,6 +456,7 @@ fn user_error(e: tranche::error::AppError) -> anyhow::Error {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let site = Site::from_env()?;
+    let sso = tranche::auth::sso::Sso::from_env()?;
     // Claim the address first: a server that cannot listen starts no database.
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -468,7 +469,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         db::embedded::Claim::TakeOver,
     )
     .await?;
-    let result = serve_on(listener, &database, site, key).await;
+    let result = serve_on(listener, &database, site, sso, key).await;
     // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)
@@ -478,6 +479,7 @@ async fn serve_on(
     listener: tokio::net::TcpListener,
     database: &Database,
     site: Site,
+    sso: tranche::auth::sso::Sso,
     key: tranche::auth::secrets::SecretKey,
 ) -> anyhow::Result<()> {
     if let Some(password) = db::users::first_run(&database.pool)
@@ -496,7 +498,9 @@ async fn serve_on(
             "sealed secret-looking environment values older runs kept in clear"
         );
     }
-    let state = AppState::new(database.pool.clone(), site).with_secret_key(key);
+    let state = AppState::new(database.pool.clone(), site)
+        .with_secret_key(key)
+        .with_sso(sso);
     let rollover = tokio::spawn(roll_over_every_minute(state.clone()));
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);

@@ -36,6 +36,8 @@ pub struct AppState {
     /// Project pages' standings, each reused for at most a second
     /// ([`crate::web::project::StandingCache`]).
     pub project_cache: Arc<crate::web::project::StandingCache>,
+    /// The identity provider's settings and mapping rules ([`crate::auth::sso`]).
+    pub sso: Arc<crate::auth::sso::Sso>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -78,6 +80,7 @@ impl AppState {
             secret_key: Arc::new(SecretKey::random()),
             metrics: Arc::default(),
             project_cache: Arc::default(),
+            sso: Arc::default(),
         }
     }
 
@@ -85,6 +88,13 @@ impl AppState {
     #[must_use]
     pub fn with_secret_key(mut self, key: SecretKey) -> Self {
         self.secret_key = Arc::new(key);
+        self
+    }
+
+    /// The same state with these identity-provider settings.
+    #[must_use]
+    pub fn with_sso(mut self, sso: crate::auth::sso::Sso) -> Self {
+        self.sso = Arc::new(sso);
         self
     }
 

@@ -1,8 +1,10 @@
 //! Accounts, roles and who may do what; sessions, API tokens and CSRF protection.
 
 pub mod csrf;
+pub mod ldap;
 pub mod password;
 pub mod secrets;
+pub mod sso;
 pub mod throttle;
 pub mod tokens;
 
@@ -86,7 +88,7 @@ const ACCOUNT_COLUMNS: &str = "u.id, u.name, \
     coalesce(array(SELECT g.id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
-    coalesce(array(SELECT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
+    coalesce(array(SELECT DISTINCT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
     u.session_epoch";
 
 /// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
@@ -271,6 +273,9 @@ impl Account {
 pub const SESSION_USER: &str = "user_id";
 /// Session key holding the user's session epoch at sign-in.
 pub const SESSION_EPOCH: &str = "epoch";
+/// Session key holding, for external accounts, the Unix second the session ends at however
+/// active it is ([`sso::Sso::external_session_max_s`]).
+pub const SESSION_UNTIL: &str = "until";
 
 /// Extractor for pages: the signed-in user, or a redirect to the login page.
 pub struct CurrentUser(pub Account);
@@ -301,6 +306,14 @@ impl FromRequestParts<AppState> for CurrentUser {
             return Err(to_login(parts));
         };
         let epoch = session.get::<i32>(SESSION_EPOCH).await.map_err(internal)?;
+        if let Some(until) = session.get::<i64>(SESSION_UNTIL).await.map_err(internal)?
+            && jiff::Timestamp::now().as_second() >= until
+        {
+            // An external account's session past its maximum age: sign in again, which
+            // re-applies the identity provider's groups.
+            session.flush().await.map_err(internal)?;
+            return Err(to_login(parts));
+        }
         match Account::load(&state.pool, user_id)
             .await
             .map_err(|e| AppError::from(e).into_response())?

@@ -674,7 +674,7 @@ pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError
             .await?
             .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
     let members = sqlx::query_as(
-        "SELECT u.id, u.name FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = $1 ORDER BY u.name",
+        "SELECT DISTINCT u.id, u.name FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = $1 ORDER BY u.name",
     )
     .bind(id)
     .fetch_all(pool)

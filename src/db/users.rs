@@ -34,6 +34,8 @@ pub struct GrantRow {
     pub node_id: Option<i64>,
     /// Lead node name.
     pub node_name: Option<String>,
+    /// `manual` (given by hand) or `idp` (from the identity provider's mapping rules).
+    pub source: String,
 }
 
 /// All users with their grants, by name.
@@ -45,7 +47,7 @@ pub async fn list(pool: &PgPool) -> Result<Vec<UserRow>, sqlx::Error> {
         .fetch_all(pool)
         .await?;
     let grants: Vec<GrantRow> = sqlx::query_as(
-        "SELECT g.id, g.user_id, g.role, g.node_id, t.name AS node_name FROM role_grants g \
+        "SELECT g.id, g.user_id, g.role, g.node_id, t.name AS node_name, g.source FROM role_grants g \
          LEFT JOIN tree_nodes t ON t.id = g.node_id ORDER BY g.role, t.name",
     )
     .fetch_all(pool)
@@ -410,6 +412,121 @@ pub async fn set_email(pool: &PgPool, user_id: i64, email: &str) -> Result<(), A
             node_id: None,
             before: Some(json!({"email": before})),
             after: Some(json!({"email": value})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The `site_flags` row that, present, turns local password sign-in off for everyone but the
+/// break-glass admin whose user id it holds.
+const LOCAL_SIGN_IN_FLAG: &str = "local_sign_in_break_glass";
+
+/// Whether local password sign-in is off: `Some(user id)` of the break-glass admin who alone
+/// may still sign in with a password, `None` when everyone with a password may.
+///
+/// # Errors
+/// Database errors.
+pub async fn break_glass_admin(db: impl sqlx::PgExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
+    let value: Option<String> = sqlx::query_scalar("SELECT value FROM site_flags WHERE name = $1")
+        .bind(LOCAL_SIGN_IN_FLAG)
+        .fetch_optional(db)
+        .await?;
+    Ok(value.and_then(|v| v.parse().ok()))
+}
+
+/// Turns local password sign-in off for everyone but `break_glass` (a user name), or back on
+/// for everyone (`None`). Audited as `site.local_sign_in`.
+///
+/// # Errors
+/// Invalid when the break-glass account does not exist, is disabled, has no local password or
+/// holds no admin grant given by hand (a mapped grant could vanish at the next sign-in).
+pub async fn set_local_sign_in(
+    pool: &PgPool,
+    actor: Option<i64>,
+    break_glass: Option<&str>,
+) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    let before = break_glass_admin(&mut *tx).await?;
+    let after = match break_glass.map(str::trim) {
+        None => None,
+        Some("") => {
+            return Err(AppError::invalid(
+                "break_glass",
+                "name the break-glass admin who keeps password sign-in",
+            ));
+        }
+        Some(name) => {
+            let found: Option<(i64, bool, bool, bool)> = sqlx::query_as(
+                "SELECT u.id, u.disabled, u.password_hash IS NOT NULL, \
+                        EXISTS (SELECT 1 FROM role_grants g WHERE g.user_id = u.id AND g.role = 'admin' AND g.source = 'manual') \
+                 FROM users u WHERE u.name = $1",
+            )
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let quoted = crate::domain::quote(name);
+            match found {
+                None => {
+                    return Err(AppError::invalid(
+                        "break_glass",
+                        format!("there is no user named {quoted}"),
+                    ));
+                }
+                Some((_, true, _, _)) => {
+                    return Err(AppError::invalid(
+                        "break_glass",
+                        format!("{quoted} is disabled"),
+                    ));
+                }
+                Some((_, _, false, _)) => {
+                    return Err(AppError::invalid(
+                        "break_glass",
+                        format!("{quoted} has no local password"),
+                    ));
+                }
+                Some((_, _, _, false)) => {
+                    return Err(AppError::invalid(
+                        "break_glass",
+                        format!("{quoted} holds no admin role given by hand in Tranche"),
+                    ));
+                }
+                Some((id, false, true, true)) => Some(id),
+            }
+        }
+    };
+    if before == after {
+        return Ok(());
+    }
+    match after {
+        Some(id) => {
+            sqlx::query(
+                "INSERT INTO site_flags (name, value) VALUES ($1, $2) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value, set_at = now()",
+            )
+            .bind(LOCAL_SIGN_IN_FLAG)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM site_flags WHERE name = $1")
+                .bind(LOCAL_SIGN_IN_FLAG)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    audit::record(
+        &mut *tx,
+        Change {
+            actor,
+            action: "site.local_sign_in",
+            entity: "site",
+            entity_id: None,
+            node_id: None,
+            before: Some(json!({"local_sign_in": if before.is_some() { "break-glass admin only" } else { "everyone" }, "break_glass_user_id": before})),
+            after: Some(json!({"local_sign_in": if after.is_some() { "break-glass admin only" } else { "everyone" }, "break_glass_user_id": after, "break_glass": break_glass.map(str::trim)})),
         },
     )
     .await?;

@@ -598,6 +598,10 @@ struct UsersPage {
     form_name: String,
     form_role: String,
     form_node: String,
+    /// The break-glass admin's name while local password sign-in is off for everyone else.
+    break_glass: Option<String>,
+    /// What the break-glass field holds (the input, when re-rendered with an error).
+    form_break_glass: String,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -608,6 +612,10 @@ struct UserForm {
     role: String,
     #[serde(default)]
     node: String,
+    #[serde(default)]
+    break_glass: String,
+    #[serde(default)]
+    local: String,
 }
 
 async fn users_page(
@@ -624,13 +632,23 @@ async fn users_page(
     } else {
         axum::http::StatusCode::OK
     };
+    let list = users::list(&state.pool).await?;
+    let break_glass = users::break_glass_admin(&state.pool)
+        .await?
+        .and_then(|id| list.iter().find(|u| u.id == id).map(|u| u.name.clone()));
     render_status(
         status,
         &UsersPage {
             layout: Layout::for_user(session, me, "/admin/users").await?,
             error,
             created,
-            users: users::list(&state.pool).await?,
+            users: list,
+            form_break_glass: if form.break_glass.is_empty() {
+                break_glass.clone().unwrap_or_default()
+            } else {
+                form.break_glass
+            },
+            break_glass,
             form_name: form.name,
             form_role: if form.role.is_empty() {
                 "researcher".into()
@@ -734,6 +752,47 @@ async fn grant_revoke(
     }
 }
 
+/// `POST /admin/sign-in`: `local=off` with `break_glass=NAME` turns local password sign-in
+/// off for everyone but that admin; `local=on` turns it back on.
+async fn local_sign_in(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    Form(f): Form<UserForm>,
+) -> Result<Response, AppError> {
+    require_admin(&me)?;
+    let result = match f.local.as_str() {
+        "on" => users::set_local_sign_in(&state.pool, Some(me.id), None).await,
+        "off" => users::set_local_sign_in(&state.pool, Some(me.id), Some(&f.break_glass)).await,
+        other => Err(AppError::invalid(
+            "local",
+            format!("local sign-in is on or off (got {})", domain::quote(other)),
+        )),
+    };
+    match result {
+        Ok(()) => {
+            flash(
+                &session,
+                if f.local == "on" {
+                    "Password sign-in is on for every local account."
+                } else {
+                    "Password sign-in is off except for the break-glass admin."
+                },
+            )
+            .await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Err(AppError::Invalid { message, .. }) => {
+            let form = UserForm {
+                break_glass: f.break_glass,
+                ..UserForm::default()
+            };
+            users_page(&state, &session, &me, Some(message), None, form).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Admin routes under `/admin`.
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -748,6 +807,7 @@ pub fn router() -> Router<AppState> {
         .route("/admin/nodes/{id}/drain", post(node_drain))
         .route("/admin/nodes/{id}/return", post(node_return))
         .route("/admin/users", get(users_get).post(user_create))
+        .route("/admin/sign-in", post(local_sign_in))
         .route("/admin/users/{id}/grants", post(grant_create))
         .route(
             "/admin/users/{id}/grants/{grant}/revoke",

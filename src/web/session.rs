@@ -9,8 +9,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
 
+use crate::auth::ldap::LdapError;
 use crate::auth::throttle::{self, ClientAddress, Try};
-use crate::auth::{SESSION_EPOCH, SESSION_USER, csrf, password};
+use crate::auth::{SESSION_EPOCH, SESSION_UNTIL, SESSION_USER, csrf, password, sso};
+use crate::db::users;
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::web::{Layout, render, render_status};
@@ -115,39 +117,123 @@ async fn login(
     .bind(name)
     .fetch_optional(&state.pool)
     .await?;
-    let (user, hash) = match stored {
-        Some((id, hash, epoch)) => (Some((id, epoch)), hash),
-        None => (None, None),
+    let wrong = |page: LoginPage| {
+        tracing::info!(user = name, %client, "sign-in refused");
+        render_status(StatusCode::UNAUTHORIZED, &page)
     };
-    // Verify even for unknown users (against a dummy hash), so timing tells nothing.
-    let ok = password::verify(form.password.clone(), hash).await;
-    match user {
-        Some((id, epoch)) if ok => {
+    let with_layout = |mut page: LoginPage, layout: Layout| {
+        page.layout = layout;
+        page
+    };
+    match (stored, &state.sso.ldap) {
+        // A local account: its password, and the local sign-in policy.
+        (Some((id, hash @ Some(_), epoch)), _) => {
+            if !password::verify(form.password.clone(), hash).await {
+                let page = with_layout(
+                    refuse("wrong user name or password"),
+                    login_layout(&session).await?,
+                );
+                return wrong(page);
+            }
+            if let Some(only) = users::break_glass_admin(&state.pool).await?
+                && only != id
+            {
+                tracing::info!(
+                    user = name,
+                    "password sign-in refused: local sign-in is off"
+                );
+                let page = with_layout(
+                    refuse(
+                        "password sign-in is turned off here: sign in with your organisation's account",
+                    ),
+                    login_layout(&session).await?,
+                );
+                return render_status(StatusCode::FORBIDDEN, &page);
+            }
             throttle::succeeded(&state.pool, &client, name).await?;
-            // A fresh session id on every sign-in (no fixation), and a fresh CSRF token.
-            session
-                .cycle_id()
-                .await
-                .map_err(|e| AppError::Internal(e.into()))?;
-            session
-                .insert(SESSION_USER, id)
-                .await
-                .map_err(|e| AppError::Internal(e.into()))?;
-            session
-                .insert(SESSION_EPOCH, epoch)
-                .await
-                .map_err(|e| AppError::Internal(e.into()))?;
-            csrf::rotate(&session).await?;
+            begin_session(&session, id, epoch, None).await?;
             tracing::info!(user = name, "signed in");
             Ok(Redirect::to(safe_next(&form.next)).into_response())
         }
+        // Not a local account: the directory, when there is one.
+        (_, Some(ldap)) => match ldap.authenticate(name, &form.password).await {
+            Ok(who) => match sso::apply(&state.pool, &state.sso.mapping, &who).await? {
+                Ok((id, epoch)) => {
+                    throttle::succeeded(&state.pool, &client, name).await?;
+                    begin_session(&session, id, epoch, Some(state.sso.external_session_max_s))
+                        .await?;
+                    tracing::info!(user = name, source = "ldap", "signed in");
+                    Ok(Redirect::to(safe_next(&form.next)).into_response())
+                }
+                Err(refusal) => {
+                    tracing::info!(user = name, source = "ldap", reason = %refusal, "sign-in refused");
+                    let page =
+                        with_layout(refuse(&refusal.to_string()), login_layout(&session).await?);
+                    render_status(StatusCode::FORBIDDEN, &page)
+                }
+            },
+            Err(LdapError::WrongCredentials) => {
+                let page = with_layout(
+                    refuse("wrong user name or password"),
+                    login_layout(&session).await?,
+                );
+                wrong(page)
+            }
+            Err(LdapError::Unavailable(cause)) => {
+                tracing::warn!(user = name, error = %cause, "LDAP sign-in failed: directory unavailable");
+                let page = with_layout(
+                    refuse(
+                        "the organisation's directory cannot be reached; try again in a few minutes",
+                    ),
+                    login_layout(&session).await?,
+                );
+                render_status(StatusCode::SERVICE_UNAVAILABLE, &page)
+            }
+        },
+        // Unknown, or an external account with no directory configured: verify against a
+        // dummy hash so timing tells nothing.
         _ => {
-            tracing::info!(user = name, %client, "sign-in refused");
-            let mut page = refuse("wrong user name or password");
-            page.layout = login_layout(&session).await?;
-            render_status(StatusCode::UNAUTHORIZED, &page)
+            password::verify(form.password.clone(), None).await;
+            let page = with_layout(
+                refuse("wrong user name or password"),
+                login_layout(&session).await?,
+            );
+            wrong(page)
         }
     }
+}
+
+/// Starts a signed-in session for `user_id`: a fresh session id (no fixation), the epoch the
+/// session is valid for, a fresh CSRF token and, for external accounts, an absolute expiry
+/// `max_age_s` seconds from now (checked by [`crate::auth::CurrentUser`]).
+///
+/// # Errors
+/// Session store failures.
+pub async fn begin_session(
+    session: &Session,
+    user_id: i64,
+    epoch: i32,
+    max_age_s: Option<i64>,
+) -> Result<(), AppError> {
+    let internal = |e: tower_sessions::session::Error| AppError::Internal(e.into());
+    session.cycle_id().await.map_err(internal)?;
+    session
+        .insert(SESSION_USER, user_id)
+        .await
+        .map_err(internal)?;
+    session
+        .insert(SESSION_EPOCH, epoch)
+        .await
+        .map_err(internal)?;
+    if let Some(max) = max_age_s {
+        let until = jiff::Timestamp::now().as_second() + max;
+        session
+            .insert(SESSION_UNTIL, until)
+            .await
+            .map_err(internal)?;
+    }
+    csrf::rotate(session).await?;
+    Ok(())
 }
 
 async fn logout(session: Session) -> Result<Response, AppError> {

@@ -267,6 +267,12 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
             [303, 403, 403, 403, 303],
         ),
         (
+            // Turning local password sign-in back on (it is on: nothing changes for admin).
+            "/admin/sign-in".into(),
+            f(&[("local", "on".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
             "/account/tokens".into(),
             f(&[("label", "mine".into())]),
             [303, 303, 303, 303, 303],

@@ -19,5 +19,6 @@ mod runs;
 mod secrets;
 mod slurm;
 mod slurm_cluster;
+mod sso;
 mod support;
 mod tree;
