@@ -36,6 +36,9 @@ pub struct AppState {
     /// Project pages' standings, each reused for at most a second
     /// ([`crate::web::project::StandingCache`]).
     pub project_cache: Arc<crate::web::project::StandingCache>,
+    /// Project pages' settings and money, each reused while the project's change counter is
+    /// unchanged ([`crate::web::project::FactsCache`]).
+    pub project_facts: Arc<crate::web::project::FactsCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -78,6 +81,7 @@ impl AppState {
             secret_key: Arc::new(SecretKey::random()),
             metrics: Arc::default(),
             project_cache: Arc::default(),
+            project_facts: Arc::default(),
         }
     }
 

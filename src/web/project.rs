@@ -88,6 +88,86 @@ impl StandingCache {
     }
 }
 
+/// The project page's settings and money of one project: its settings and members, the
+/// balance of its current budget, its budgets of later periods and its contracts. Cached per
+/// project by the project's change counter (`change_counters` row `project:ID`, bumped by
+/// triggers on its settings, members, budget accounts and contracts) and the budget period, as
+/// the tree is ([`crate::db::tree::VersionedCache`]): a page after the project's own write shows
+/// it at once.
+pub struct Facts {
+    /// Settings and members.
+    pub settings: crate::db::tree::ProjectSettings,
+    /// Balance of the current period's budget.
+    pub balance: Money,
+    /// Budgets of later periods (opened early by a contract in them): (month, balance).
+    pub later_balances: Vec<(String, String)>,
+    /// Contracts, newest window first.
+    pub contracts: Vec<crate::ledger::contracts::Contract>,
+}
+
+/// [`Facts`] by project id ([`crate::db::tree::VersionedCache`]).
+pub type FactsCache = crate::db::tree::VersionedCache<i64, Facts>;
+
+/// The program tree and `project`'s [`Facts`], from the caches when their change counters
+/// (read together, in one query) are unchanged.
+///
+/// # Errors
+/// NotFound when `project` is not a project; database errors.
+pub async fn tree_and_facts(
+    state: &AppState,
+    project: i64,
+) -> Result<(Arc<TreeView>, Arc<Facts>), AppError> {
+    let key = format!("project:{project}");
+    let versions = crate::db::tree::counter_versions(&state.pool, &["tree", &key]).await?;
+    let (tree_version, version) = (versions[0], versions[1]);
+    let now = jiff::Timestamp::now();
+    let tree = crate::db::tree::load_at_version(
+        &state.pool,
+        &state.tree_cache,
+        tree_version,
+        now,
+        &state.site.time_zone,
+    )
+    .await?;
+    let period = crate::ledger::Period::containing(now, &state.site);
+    let period_s = period.start.as_second();
+    if let Some(f) = state.project_facts.get(&project, version, period_s) {
+        return Ok((tree, f));
+    }
+    let settings = crate::db::tree::project(&state.pool, project).await?;
+    let balance = crate::ledger::balance(&state.pool, project, now, &state.site).await?;
+    let rows: Vec<(time::OffsetDateTime, i64)> = sqlx::query_as(
+        "SELECT period_start, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start > $2 ORDER BY period_start",
+    )
+    .bind(project)
+    .bind(crate::ledger::to_time(period.start))
+    .fetch_all(&state.pool)
+    .await?;
+    let later_balances = rows
+        .into_iter()
+        .map(|(start, b)| {
+            (
+                crate::ledger::to_jiff(start)
+                    .to_zoned(state.site.time_zone.clone())
+                    .strftime("%B %Y")
+                    .to_string(),
+                Money(b).display(&state.site.currency),
+            )
+        })
+        .collect();
+    let contracts = crate::ledger::contracts::of_project(&state.pool, project).await?;
+    let facts = Arc::new(Facts {
+        settings,
+        balance,
+        later_balances,
+        contracts,
+    });
+    state
+        .project_facts
+        .put(project, version, period_s, Arc::clone(&facts));
+    Ok((tree, facts))
+}
+
 /// Everything the project page adds to the project's settings.
 pub struct Standing {
     /// Running (and stopping) runs.

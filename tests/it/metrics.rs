@@ -548,6 +548,119 @@ async fn heartbeats_accumulate_busy_and_observed_gpu_seconds() {
     assert!(close(busy, (0.4 + 0.8) * span), "busy {busy} span {span}");
 }
 
+#[tokio::test]
+async fn project_page_owed_is_the_metrics_demand_capped_owed_and_its_money_is_current() {
+    let app = TestApp::new().await;
+    let (cluster, model, a, _b, user) = small_org(&app).await;
+    let now = jiff::Timestamp::now();
+    let period = tranche::ledger::Period::containing(now, &app.state.site);
+    // Two whole hours ending at the last full hour, inside this budget period.
+    let t0 = (now.as_second() / 3600 - 2) * 3600;
+    if t0 < period.start.as_second() {
+        eprintln!("skipped: the budget period began less than two hours ago");
+        return;
+    }
+    // a (entitled to 2 of the 4 GPUs): a 4-GPU run for half an hour; a 1-GPU run queued from
+    // t0 + 1,800 that never starts and is cancelled at t0 + 5,400.
+    scripted_run(
+        &app,
+        (cluster, model, a, user),
+        4,
+        3600,
+        "succeeded",
+        t0,
+        Some(t0 + 1800),
+        &[
+            ("submitted", t0, 0),
+            ("started", t0, 1),
+            ("succeeded", t0 + 1800, 1),
+        ],
+    )
+    .await;
+    scripted_run(
+        &app,
+        (cluster, model, a, user),
+        1,
+        3600,
+        "cancelled",
+        t0 + 1800,
+        Some(t0 + 5400),
+        &[("submitted", t0 + 1800, 0), ("cancelled", t0 + 5400, 0)],
+    )
+    .await;
+    // By hand: no demand before t0, so nothing owed (the old pro-rata figure would be 2 GPUs x
+    // the hours since the period began). Hour t0: demand 4 x 1,800 + 1 x 1,800 = 9,000 GPU-s,
+    // capped at 2 x 3,600 = 7,200; received 4 x 1,800 = 7,200. Hour t0 + 1: demand 1 x 1,800,
+    // received 0. Owed 9,000 GPU-s = 2.5 GPU-hours, received 2.0 (80%), impact 7,200 / 9,000.
+    let (owed, received) = (9000.0 / 3600.0, 7200.0 / 3600.0);
+    let pw = "Project-page-password-2026";
+    tranche::db::users::set_password(&app.pool, None, "lead-a", pw)
+        .await
+        .unwrap();
+    let mut lead = app.client();
+    lead.login("lead-a", pw).await;
+    let (status, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(
+        html.contains(&format!(
+            "<strong>{owed:.1}</strong> GPU-hours; received (allocated runs): <strong>{received:.1}</strong> GPU-hours (80%); impact (received of what was owed): <strong>80.0%</strong>"
+        )),
+        "{html}"
+    );
+    // The day's row of the table: owed and received to date.
+    assert!(
+        html.contains(&format!(
+            "<td class=\"num\">{owed:.1}</td><td class=\"num\">{received:.1}</td></tr>\n</tbody>"
+        )),
+        "{html}"
+    );
+    // The metrics page says the same for the period.
+    let token = app.token_for("lead-a").await;
+    let (status, body) = app
+        .api("GET", "/api/v1/metrics?window=period", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let pr = &body["pools"][0]["projects"][0];
+    assert_eq!(pr["id"], a);
+    assert!(close(num(pr, "owed_gpu_hours"), owed), "{pr}");
+    assert!(close(num(pr, "received_gpu_hours"), received), "{pr}");
+
+    // The project's own writes show at once, though its settings and money are cached: a
+    // charge (the balance) and a new member.
+    let balance = |body: &Value| body["balance_minor"].as_i64().unwrap();
+    let (_, before) = app
+        .api("GET", &format!("/api/v1/projects/{a}"), Some(&token), None)
+        .await;
+    let shown = tranche::domain::Money(balance(&before)).display("USD");
+    let (_, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert!(html.contains(&shown), "{shown} in {html}");
+    let mut tx = app.pool.begin().await.unwrap();
+    tranche::ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &app.state.site,
+        jiff::Timestamp::now(),
+        a,
+        (cluster, model),
+        3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query("INSERT INTO project_members (project_id, user_id) SELECT $1, id FROM users WHERE name = 'fin'")
+        .bind(a)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // One GPU-hour of model X: weight 1 x 1.00.
+    let after = tranche::domain::Money(balance(&before) - 100).display("USD");
+    let (_, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert!(html.contains(&after), "{after} in {html}");
+    assert!(html.contains("<li>fin"), "{html}");
+}
+
 /// GPU-seconds the recorded attempts held, from the timeline alone (a `started` event to the
 /// next event of the same attempt), per (GPU model, whether after `split`, the start of the
 /// current budget period; an attempt across it is split there): the ledger's charges
