@@ -490,7 +490,8 @@ pub async fn load_history(
         )
         .await
         .map_err(|e| anyhow::anyhow!("charging the demo history: {e}"))?;
-        out.postings += u64::from(charge.charged_gpu_seconds > 0) + u64::from(charge.free_gpu_seconds > 0);
+        out.postings +=
+            u64::from(charge.charged_gpu_seconds > 0) + u64::from(charge.free_gpu_seconds > 0);
         out.charged_gpu_seconds += charge.charged_gpu_seconds;
         out.free_gpu_seconds += charge.free_gpu_seconds;
         out.charged_minor += charge.charged_minor;

@@ -252,7 +252,10 @@ pub fn daily_usage(
     let mut next_midnight: BTreeMap<i64, i64> = BTreeMap::new();
     for s in &rep.segments {
         let Some(&project) = t.projects.get(&ProjectId(s.project)) else {
-            anyhow::bail!("project {} of the replay has no database project", s.project);
+            anyhow::bail!(
+                "project {} of the replay has no database project",
+                s.project
+            );
         };
         let (mut a, b) = (s.start + t.shift_s, (s.end + t.shift_s).min(end));
         while a < b {

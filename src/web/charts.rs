@@ -239,7 +239,10 @@ mod tests {
             &[("12-01".into(), 10.0, 4.0), ("12-02".into(), 20.0, 18.0)],
         );
         assert!(svg.starts_with("<svg"), "{svg}");
-        assert!(svg.contains("owed (entitlement capped at demand)") && svg.contains("received (allocated)"));
+        assert!(
+            svg.contains("owed (entitlement capped at demand)")
+                && svg.contains("received (allocated)")
+        );
         assert!(svg.contains("12-01") && svg.contains("12-02"));
         assert!(svg.matches("<polyline").count() >= 2, "{svg}");
     }

@@ -482,7 +482,10 @@ pub async fn owed_received(
     now: jiff::Timestamp,
 ) -> Result<OwedReceived, AppError> {
     let tz = &state.site.time_zone;
-    let (from, to) = (period.start.as_second(), now.as_second().max(period.start.as_second()));
+    let (from, to) = (
+        period.start.as_second(),
+        now.as_second().max(period.start.as_second()),
+    );
     let start = period.start.to_zoned(tz.clone());
     let mut bounds = vec![from];
     for d in 1.. {

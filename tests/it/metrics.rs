@@ -769,7 +769,11 @@ async fn demo_history_is_recorded_once_charged_when_used_and_shows_in_the_metric
     let total_held: i64 = held.values().sum();
     assert!(
         (total_held as f64 / 3600.0
-            - loaded.clusters.iter().map(|(_, r)| r.gpu_hours).sum::<f64>())
+            - loaded
+                .clusters
+                .iter()
+                .map(|(_, r)| r.gpu_hours)
+                .sum::<f64>())
         .abs()
             < 1e-3
     );
@@ -847,7 +851,10 @@ async fn demo_history_is_recorded_once_charged_when_used_and_shows_in_the_metric
     .await
     .unwrap();
     let earliest = spans.iter().map(|s| s.0).min().unwrap();
-    assert!(min_at >= earliest && max_at <= now.as_second(), "{min_at}..{max_at}");
+    assert!(
+        min_at >= earliest && max_at <= now.as_second(),
+        "{min_at}..{max_at}"
+    );
     assert!(max_at - min_at > 25 * 86_400, "{min_at}..{max_at}");
     // Fair share: the scheduler's usage (charged postings of the last 7 days, billing-weighted
     // as its pass reads them) covers the recorded time of that window. Postings are daily, so

@@ -618,7 +618,12 @@ async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
     // Owed and received are the metrics page's figures for the period (summed over pools).
     let lead_token = app.token_for("demo-lead").await;
     let (status, body) = app
-        .api("GET", "/api/v1/metrics?window=period", Some(&lead_token), None)
+        .api(
+            "GET",
+            "/api/v1/metrics?window=period",
+            Some(&lead_token),
+            None,
+        )
         .await;
     assert_eq!(status.as_u16(), 200, "{body}");
     let (mut owed, mut received) = (0.0, 0.0);
