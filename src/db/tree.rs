@@ -149,7 +149,10 @@ pub async fn load(
 /// before the data ([`counter_versions`]): a cached value is then never older than its version.
 /// The program tree ([`TreeCache`]) and the project page's settings and money
 /// (`web::project::FactsCache`) are cached this way.
-pub struct VersionedCache<K, V>(Mutex<HashMap<K, (i64, i64, Arc<V>)>>);
+pub struct VersionedCache<K, V>(Mutex<HashMap<K, Versioned<V>>>);
+
+/// A cached value with the counter version and the period (start, s) it was computed at.
+type Versioned<V> = (i64, i64, Arc<V>);
 
 impl<K, V> Default for VersionedCache<K, V> {
     fn default() -> Self {

@@ -59,21 +59,44 @@ pub struct SiblingRow {
 /// How long a computed standing is shown again before it is computed anew.
 pub const STANDING_TTL: Duration = Duration::from_secs(1);
 
+/// How long a viewer may wait for another's recomputation of a standing before computing it
+/// too (the other failed, or is very slow).
+const REFRESH_PATIENCE: Duration = Duration::from_secs(5);
+
 /// Recently computed standings by project id: under load, the many viewers of a project share
-/// one computation per [`STANDING_TTL`] (the page is at most that old). Idle flags are kept
-/// without the viewer's right to stop them, which the page adds.
+/// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer computes it
+/// anew while the others are shown the expired one until it is stored (no herd of identical
+/// computations), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
+/// are kept without the viewer's right to stop them, which the page adds.
 #[derive(Default)]
-pub struct StandingCache(Mutex<HashMap<i64, (Instant, Arc<Standing>)>>);
+pub struct StandingCache(Mutex<HashMap<i64, CachedStanding>>);
+
+struct CachedStanding {
+    at: Instant,
+    standing: Arc<Standing>,
+    /// Since when a viewer has been computing its successor.
+    refreshing: Option<Instant>,
+}
 
 impl StandingCache {
+    /// The standing to show, or `None` when the caller is to compute it (nothing cached, or
+    /// expired and nobody else recomputing it).
     fn get(&self, project: i64) -> Option<Arc<Standing>> {
-        let map = self
+        let mut map = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.get(&project)
-            .filter(|(at, _)| at.elapsed() < STANDING_TTL)
-            .map(|(_, s)| s.clone())
+        let entry = map.get_mut(&project)?;
+        if entry.at.elapsed() < STANDING_TTL {
+            return Some(entry.standing.clone());
+        }
+        match entry.refreshing {
+            Some(since) if since.elapsed() < REFRESH_PATIENCE => Some(entry.standing.clone()),
+            _ => {
+                entry.refreshing = Some(Instant::now());
+                None
+            }
+        }
     }
 
     fn put(&self, project: i64, standing: Arc<Standing>) {
@@ -82,9 +105,16 @@ impl StandingCache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.len() > 1000 {
-            map.retain(|_, (at, _)| at.elapsed() < STANDING_TTL);
+            map.retain(|_, e| e.at.elapsed() < STANDING_TTL);
         }
-        map.insert(project, (Instant::now(), standing));
+        map.insert(
+            project,
+            CachedStanding {
+                at: Instant::now(),
+                standing,
+                refreshing: None,
+            },
+        );
     }
 }
 
