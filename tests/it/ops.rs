@@ -635,7 +635,6 @@ async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
             }
         }
     }
-    assert!(owed > 0.0, "the waiting run is demand: {body}");
     assert!(
         html.contains(&format!(
             "<strong>{owed:.1}</strong> GPU-hours; received (allocated runs): <strong>{received:.1}</strong>"
