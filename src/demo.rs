@@ -313,20 +313,40 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<Option<Vec<DemoUser>>> {
 /// Days of past runs [`load_history`] records.
 pub const HISTORY_DAYS: i64 = 30;
 
-/// What [`load_history`] recorded, per cluster: (cluster, recorded).
-pub type HistoryLoaded = Vec<(String, crate::metrics::record::Recorded)>;
+/// What [`load_history`] recorded.
+#[derive(Debug, Clone, Default)]
+pub struct HistoryLoaded {
+    /// Per cluster: (cluster, recorded runs).
+    pub clusters: Vec<(String, crate::metrics::record::Recorded)>,
+    /// Usage postings written (one per project, pool and day, and kind).
+    pub postings: u64,
+    /// GPU-seconds charged to budgets.
+    pub charged_gpu_seconds: i64,
+    /// GPU-seconds recorded free (beyond a project's balance, or unallocated).
+    pub free_gpu_seconds: i64,
+    /// Money charged, minor units of the site's currency.
+    pub charged_minor: i64,
+}
 
 /// Records about [`HISTORY_DAYS`] days of past runs for the demo organisation's clusters
 /// (not `local`): jobs drawn by a fixed-seed generator (projects weighted by their effective
 /// share times a demand factor of 0.3 to 2, gangs of 1 to 64 GPUs, run times log-uniform
 /// between 5 minutes and 24 hours, arrivals spread evenly to about 80% of the GPU-time),
 /// replayed through the scheduling core ([`crate::sim::replay`], policy `tranche`) and written
-/// with [`crate::metrics::record`], ending a minute before now. Returns `None` when the
-/// history is already there or the demo organisation is not loaded.
+/// with [`crate::metrics::record`], ending a minute before now. The GPU-time the runs held is
+/// charged to their projects' budgets at the instants it was used, per project, pool and day
+/// ([`crate::metrics::record::daily_usage`], [`crate::ledger::charge_usage_at`]; the days of
+/// the previous budget period into that period's budget, granted then), in time order across
+/// the clusters, so spend reports and fair-share standings include the history. Returns
+/// `None` when the history is already there or the demo organisation is not loaded; the
+/// runs, events and postings are written in one transaction.
 ///
 /// # Errors
 /// Database errors (nothing is recorded then).
-pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>> {
+pub async fn load_history(
+    pool: &PgPool,
+    site: &crate::config::Site,
+) -> anyhow::Result<Option<HistoryLoaded>> {
     use crate::scheduler::{PolicyKind, Share};
     use crate::sim::{replay, setup, trace::Job};
     use rand::{Rng, SeedableRng};
@@ -376,7 +396,8 @@ pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>
     }
     let span = HISTORY_DAYS * 86_400;
     let mut rng = rand::rngs::StdRng::seed_from_u64(20_261_201);
-    let mut out = Vec::new();
+    let mut out = HistoryLoaded::default();
+    let mut usage = Vec::new();
     for (cluster, model, nodes) in CLUSTERS {
         let gpus = (*nodes * 8) as u32;
         let pools = vec![setup::PoolSpec {
@@ -422,9 +443,9 @@ pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>
             });
         }
         jobs.sort_by_key(|j| (j.submit, j.line));
-        let site = setup::build_site(&pools, &tree, &jobs)?;
-        let plans = setup::plan(&site, &jobs, PolicyKind::Tranche);
-        let rep = replay::replay(&site, &plans, PolicyKind::Tranche, (0, span), &|_| {});
+        let sim = setup::build_site(&pools, &tree, &jobs)?;
+        let plans = setup::plan(&sim, &jobs, PolicyKind::Tranche);
+        let rep = replay::replay(&sim, &plans, PolicyKind::Tranche, (0, span), &|_| {});
         let shift = jiff::Timestamp::now().as_second() - 60 - rep.end.max(span);
         let (cid, mid): (i64, i64) = sqlx::query_as(
             "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = $1 AND m.name = $2",
@@ -437,7 +458,7 @@ pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>
             cluster: cid,
             gpu_model: mid,
             submitter,
-            projects: site
+            projects: sim
                 .names
                 .iter()
                 .map(|(id, name)| (*id, ids[name]))
@@ -447,7 +468,33 @@ pub async fn load_history(pool: &PgPool) -> anyhow::Result<Option<HistoryLoaded>
             command: "python train.py  # recorded demo history".into(),
         };
         let rec = crate::metrics::record::write(&mut lock, &target, &plans, &rep).await?;
-        out.push(((*cluster).to_string(), rec));
+        usage.extend(crate::metrics::record::daily_usage(
+            &target,
+            &rep,
+            &site.time_zone,
+        )?);
+        out.clusters.push(((*cluster).to_string(), rec));
+    }
+    usage.sort_by_key(|u| (u.at, u.project, u.cluster, u.gpu_model, u.allocated));
+    for u in usage {
+        let charge = crate::ledger::charge_usage_at(
+            pool,
+            &mut lock,
+            site,
+            jiff::Timestamp::from_second(u.at)?,
+            u.project,
+            (u.cluster, u.gpu_model),
+            u.gpu_seconds,
+            u.allocated,
+            None,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("charging the demo history: {e}"))?;
+        out.postings +=
+            u64::from(charge.charged_gpu_seconds > 0) + u64::from(charge.free_gpu_seconds > 0);
+        out.charged_gpu_seconds += charge.charged_gpu_seconds;
+        out.free_gpu_seconds += charge.free_gpu_seconds;
+        out.charged_minor += charge.charged_minor;
     }
     sqlx::query("INSERT INTO site_flags (name, value) VALUES ('demo_history', $1)")
         .bind(format!("{HISTORY_DAYS} days"))

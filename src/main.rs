@@ -183,6 +183,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => {
+            let site = Site::from_env()?;
             let database = open(&args).await?;
             let result = match tranche::demo::load(&database.pool).await {
                 Ok(Some(users)) => demo_agent_setup(&database.pool)
@@ -192,7 +193,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 Err(e) => Err(e),
             };
             let history = match &result {
-                Ok(_) => tranche::demo::load_history(&database.pool).await,
+                Ok(_) => tranche::demo::load_history(&database.pool, &site).await,
                 Err(_) => Ok(None),
             };
             let use_cases = match &result {
@@ -221,7 +222,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             }
             match history? {
                 Some(loaded) => {
-                    for (cluster, r) in loaded {
+                    for (cluster, r) in &loaded.clusters {
                         println!(
                             "history: {} days of past runs on {cluster}: {} runs, {} attempts, {} preemptions, {:.0} GPU-hours (replayed through the scheduling core)",
                             tranche::demo::HISTORY_DAYS,
@@ -231,6 +232,14 @@ async fn run(command: Command) -> anyhow::Result<()> {
                             r.gpu_hours
                         );
                     }
+                    println!(
+                        "history: charged to the projects' budgets when it was used: {:.0} GPU-hours for {} {}, {:.0} GPU-hours free beyond their balances ({} ledger postings)",
+                        loaded.charged_gpu_seconds as f64 / 3600.0,
+                        tranche::domain::Money(loaded.charged_minor).plain(),
+                        site.currency,
+                        loaded.free_gpu_seconds as f64 / 3600.0,
+                        loaded.postings
+                    );
                 }
                 None => println!("The demo history is already recorded; nothing changed."),
             }

@@ -38,6 +38,9 @@ pub struct AppState {
     pub project_cache: Arc<crate::web::project::StandingCache>,
     /// The identity provider's settings and mapping rules ([`crate::auth::sso`]).
     pub sso: Arc<crate::auth::sso::Sso>,
+    /// Project pages' settings and money, each reused while the project's change counter is
+    /// unchanged ([`crate::web::project::FactsCache`]).
+    pub project_facts: Arc<crate::web::project::FactsCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -81,6 +84,7 @@ impl AppState {
             metrics: Arc::default(),
             project_cache: Arc::default(),
             sso: Arc::default(),
+            project_facts: Arc::default(),
         }
     }
 

@@ -142,11 +142,67 @@ pub async fn load(
     Ok(build(rows, capacity, period_start, period_end))
 }
 
-/// A process-wide cache of the computed tree. It is keyed by the database's `tree` change
-/// counter (bumped by triggers on every change to tree nodes and inventory) and the budget
-/// period, so every replica sees a change on its next read.
-#[derive(Default)]
-pub struct TreeCache(Mutex<Option<(i64, i64, Arc<TreeView>)>>);
+/// Values computed from the database, each kept with the version of the change counter it was
+/// computed at (`change_counters`: bumped by triggers on every change to the data behind it)
+/// and the budget period (its start, s) it was computed for: a value is reused only while
+/// both are unchanged, so every replica sees a change on its next read. Read the counter
+/// before the data ([`counter_versions`]): a cached value is then never older than its version.
+/// The program tree ([`TreeCache`]) and the project page's settings and money
+/// (`web::project::FactsCache`) are cached this way.
+pub struct VersionedCache<K, V>(Mutex<HashMap<K, Versioned<V>>>);
+
+/// A cached value with the counter version and the period (start, s) it was computed at.
+type Versioned<V> = (i64, i64, Arc<V>);
+
+impl<K, V> Default for VersionedCache<K, V> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> VersionedCache<K, V> {
+    /// The value of `key` if it was computed at `version` for the period starting at `period`.
+    pub fn get(&self, key: &K, version: i64, period: i64) -> Option<Arc<V>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .filter(|(v, p, _)| *v == version && *p == period)
+            .map(|(_, _, value)| Arc::clone(value))
+    }
+
+    /// Keeps `value` for `key`, computed at `version` for `period` (at most 10,000 keys: past
+    /// that the cache starts afresh).
+    pub fn put(&self, key: K, version: i64, period: i64, value: Arc<V>) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= 10_000 {
+            map.clear();
+        }
+        map.insert(key, (version, period, value));
+    }
+}
+
+/// The process-wide cache of the computed tree, keyed by the `tree` change counter (bumped on
+/// every change to tree nodes and inventory) and the budget period.
+pub type TreeCache = VersionedCache<(), TreeView>;
+
+/// The versions of the change counters `names`, in their order (0 for a counter never bumped),
+/// in one query.
+///
+/// # Errors
+/// Database errors.
+pub async fn counter_versions(pool: &PgPool, names: &[&str]) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT coalesce(c.version, 0) FROM unnest($1::TEXT[]) WITH ORDINALITY AS u(name, o) \
+         LEFT JOIN change_counters c ON c.name = u.name ORDER BY u.o",
+    )
+    .bind(names)
+    .fetch_all(pool)
+    .await
+}
 
 /// Like [`load`], but reuses the cached tree while the database's tree version and the budget
 /// period are unchanged (one small query instead of two and the computation).
@@ -159,28 +215,31 @@ pub async fn load_cached(
     now: jiff::Timestamp,
     tz: &jiff::tz::TimeZone,
 ) -> Result<Arc<TreeView>, sqlx::Error> {
-    // Read the version before the data: cached data is then never older than its version.
-    let version: i64 =
-        sqlx::query_scalar("SELECT version FROM change_counters WHERE name = 'tree'")
-            .fetch_one(pool)
-            .await?;
+    let version = counter_versions(pool, &["tree"])
+        .await?
+        .first()
+        .copied()
+        .unwrap_or(0);
+    load_at_version(pool, cache, version, now, tz).await
+}
+
+/// [`load_cached`] with the tree's version already read (with other counters, in one query).
+///
+/// # Errors
+/// Database errors.
+pub async fn load_at_version(
+    pool: &PgPool,
+    cache: &TreeCache,
+    version: i64,
+    now: jiff::Timestamp,
+    tz: &jiff::tz::TimeZone,
+) -> Result<Arc<TreeView>, sqlx::Error> {
     let period = domain::budget_period(now, tz).0.timestamp().as_second();
-    if let Some((v, p, tree)) = cache
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .as_ref()
-        && *v == version
-        && *p == period
-    {
-        return Ok(Arc::clone(tree));
+    if let Some(tree) = cache.get(&(), version, period) {
+        return Ok(tree);
     }
     let tree = Arc::new(load(pool, now, tz).await?);
-    *cache
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some((version, period, Arc::clone(&tree)));
+    cache.put((), version, period, Arc::clone(&tree));
     Ok(tree)
 }
 

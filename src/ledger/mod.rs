@@ -364,6 +364,10 @@ pub struct Charge {
 /// while the balance lasts, after which the run goes on as unallocated"). Never takes a
 /// balance below zero. Runs inside the caller's transaction.
 ///
+/// The charge goes to the budget of the period containing `now`; the postings are stamped
+/// with the database's clock (the instant of the transaction). [`charge_usage_at`] records
+/// time used in the past.
+///
 /// # Errors
 /// Database errors.
 #[expect(clippy::too_many_arguments, reason = "one posting's worth of facts")]
@@ -373,10 +377,55 @@ pub async fn charge_usage(
     site: &Site,
     now: jiff::Timestamp,
     project: i64,
-    (cluster, model): (i64, i64),
+    pool_ids: (i64, i64),
     gpu_seconds: i64,
     allocated: bool,
     run_id: Option<i64>,
+) -> Result<Charge, AppError> {
+    let usage = (project, pool_ids, gpu_seconds, allocated, run_id);
+    charge(pool, conn, site, now, None, usage).await
+}
+
+/// Like [`charge_usage`], for run time used in the past: the charge goes to the budget of the
+/// period containing `at` (granted from funding if that period's account does not exist yet;
+/// a period that has ended lapses what is left at the next roll-over, [`roll_over`]), and the
+/// postings are stamped `at`, so spend reports, fair-share usage (by posting instant) and the
+/// project page count the time when it was used. `tranche demo` records its history with it.
+///
+/// # Errors
+/// Database errors.
+#[expect(clippy::too_many_arguments, reason = "one posting's worth of facts")]
+pub async fn charge_usage_at(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    at: jiff::Timestamp,
+    project: i64,
+    pool_ids: (i64, i64),
+    gpu_seconds: i64,
+    allocated: bool,
+    run_id: Option<i64>,
+) -> Result<Charge, AppError> {
+    let usage = (project, pool_ids, gpu_seconds, allocated, run_id);
+    charge(pool, conn, site, at, Some(at), usage).await
+}
+
+/// The charge of [`charge_usage`] and [`charge_usage_at`]: `(project, (cluster, model),
+/// gpu_seconds, allocated, run)` into the period containing `now`, posted at `posted_at` (the
+/// database's clock when `None`).
+async fn charge(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    now: jiff::Timestamp,
+    posted_at: Option<jiff::Timestamp>,
+    (project, (cluster, model), gpu_seconds, allocated, run_id): (
+        i64,
+        (i64, i64),
+        i64,
+        bool,
+        Option<i64>,
+    ),
 ) -> Result<Charge, AppError> {
     let account = current_account(pool, conn, project, now, site).await?;
     let (balance, period_start): (i64, time::OffsetDateTime) = sqlx::query_as(
@@ -411,8 +460,9 @@ pub async fn charge_usage(
     let amount = full_cost(charged_secs);
     let free_secs = gpu_seconds - charged_secs;
     let spend = global_account(conn, "run_spend").await?;
-    let insert = "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note) \
-                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+    let insert = "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note, at) \
+                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12, now()))";
+    let posted_at = posted_at.map(to_time);
     if charged_secs > 0 {
         sqlx::query(insert)
             .bind("usage")
@@ -426,6 +476,7 @@ pub async fn charge_usage(
             .bind(charged_secs)
             .bind(run_id)
             .bind("allocated run time")
+            .bind(posted_at)
             .execute(&mut *conn)
             .await?;
     }
@@ -446,6 +497,7 @@ pub async fn charge_usage(
             } else {
                 "unallocated run time"
             })
+            .bind(posted_at)
             .execute(&mut *conn)
             .await?;
     }

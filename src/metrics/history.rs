@@ -56,13 +56,44 @@ pub struct Scope {
     pub to: i64,
     /// The instant the history is taken (runs not ended are present until then), s.
     pub now: i64,
+    /// Only this project's runs, attempts, preemptions and utilization (health stays the
+    /// pool's): what [`super::compute`] needs for that project's owed and received, which
+    /// depend on nothing else (the project page, [`project_pools`]).
+    pub project: Option<i64>,
+}
+
+/// The pools (cluster id, cluster name, GPU model id, model name) in which `project` had a run
+/// present at some instant of `[from, to]` (`now`: when the history is taken): the only pools
+/// where it can be owed or receive anything in that window.
+///
+/// # Errors
+/// Database errors.
+pub async fn project_pools(
+    pool: &PgPool,
+    project: i64,
+    (from, to, now): (i64, i64, i64),
+) -> Result<Vec<(i64, String, i64, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT DISTINCT r.cluster_id, c.name, r.gpu_model_id, m.name FROM runs r \
+         JOIN clusters c ON c.id = r.cluster_id JOIN gpu_models m ON m.id = r.gpu_model_id \
+         WHERE r.project_id = $1 AND r.submitted_at <= to_timestamp($3) \
+         AND coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END, to_timestamp($4)) >= to_timestamp($2) \
+         ORDER BY c.name, m.name",
+    )
+    .bind(project)
+    .bind(from as f64)
+    .bind(to as f64)
+    .bind(now as f64)
+    .fetch_all(pool)
+    .await
 }
 
 type RunRow = (i64, i32, i64, i64, Option<i64>, Option<i64>, i64);
 type SegRow = (i64, i32, bool, i64, Option<i64>, Option<i64>);
 
-/// Loads the history of `scope`'s pool. `projects` are the projects with their effective
-/// shares and `capacity_gpus` the GPUs entitlements divide (the tree page's installed GPUs).
+/// Loads the history of `scope`'s pool (of one project's runs when [`Scope::project`] is set).
+/// `projects` are the projects with their effective shares and `capacity_gpus` the GPUs
+/// entitlements divide (the tree page's installed GPUs).
 ///
 /// # Errors
 /// Database errors.
@@ -91,13 +122,15 @@ pub async fn load(
                 extract(epoch FROM coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END))::BIGINT, \
                 r.min_runtime_s \
          FROM runs r WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND r.submitted_at <= to_timestamp($4) \
-         AND coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END, to_timestamp($5)) >= to_timestamp($3)",
+         AND coalesce(r.ended_at, CASE WHEN r.state = 'denied' THEN r.decided_at END, to_timestamp($5)) >= to_timestamp($3) \
+         AND ($6::BIGINT IS NULL OR r.project_id = $6)",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
     .bind(from)
     .bind(to)
     .bind(now)
+    .bind(scope.project)
     .fetch_all(pool)
     .await?;
     let segments: Vec<SegRow> = sqlx::query_as(
@@ -108,34 +141,39 @@ pub async fn load(
                   (SELECT extract(epoch FROM min(e.at))::BIGINT FROM run_events e WHERE e.run_id = s.run_id \
                      AND e.attempt = s.attempt AND e.id > s.id AND e.kind = 'unallocated') AS free_s \
            FROM run_events s JOIN runs r ON r.id = s.run_id \
-           WHERE s.kind = 'started' AND r.cluster_id = $1 AND r.gpu_model_id = $2 AND s.at < to_timestamp($4)) x \
+           WHERE s.kind = 'started' AND r.cluster_id = $1 AND r.gpu_model_id = $2 AND s.at < to_timestamp($4) \
+           AND ($5::BIGINT IS NULL OR r.project_id = $5)) x \
          WHERE x.end_s IS NULL OR x.end_s > $3",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
     .bind(from)
     .bind(to)
+    .bind(scope.project)
     .fetch_all(pool)
     .await?;
     let preemptions: Vec<i64> = sqlx::query_scalar(
         "SELECT extract(epoch FROM e.at)::BIGINT FROM run_events e JOIN runs r ON r.id = e.run_id \
          WHERE e.kind = 'preempted' AND r.cluster_id = $1 AND r.gpu_model_id = $2 \
-         AND e.at >= to_timestamp($3) AND e.at < to_timestamp($4)",
+         AND e.at >= to_timestamp($3) AND e.at < to_timestamp($4) AND ($5::BIGINT IS NULL OR r.project_id = $5)",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
     .bind(from)
     .bind(to)
+    .bind(scope.project)
     .fetch_all(pool)
     .await?;
     let util: (Option<f64>, Option<f64>) = sqlx::query_as(
         "SELECT sum(u.busy_gpu_s), sum(u.observed_gpu_s) FROM run_utilization u JOIN runs r ON r.id = u.run_id \
-         WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND u.hour >= to_timestamp($3) AND u.hour < to_timestamp($4)",
+         WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND u.hour >= to_timestamp($3) AND u.hour < to_timestamp($4) \
+         AND ($5::BIGINT IS NULL OR r.project_id = $5)",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
     .bind(from)
     .bind(to)
+    .bind(scope.project)
     .fetch_one(pool)
     .await?;
     let mut segs = Vec::with_capacity(segments.len());

@@ -4,8 +4,10 @@
 //! pool's health over the window. The live metrics then read them exactly as they read runs
 //! the scheduler service ran, so the demo's history and the simulator's figures agree.
 //!
-//! Recorded runs carry no placements, GPU holds or ledger postings: they are history for the
-//! metrics and the run pages, never work to schedule or charges to reconcile.
+//! Recorded runs carry no placements or GPU holds: they are history for the metrics and the
+//! run pages, never work to schedule. Their GPU-time is charged to the ledger by the caller
+//! from [`daily_usage`] (per project, pool and day, at past instants), so spend reports and
+//! fair-share usage include it.
 
 use std::collections::BTreeMap;
 
@@ -211,4 +213,79 @@ pub async fn write(
         .await?;
     }
     Ok(r)
+}
+
+/// One project's GPU-time on one pool in one day of a recorded history, to be charged to the
+/// ledger at a past instant ([`crate::ledger::charge_usage_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayUsage {
+    /// When to post it, s since the epoch: the last second of the day (in the organisation's
+    /// time zone), or the history's end for the day it ends in.
+    pub at: i64,
+    /// Database project (tree node id).
+    pub project: i64,
+    /// Cluster id.
+    pub cluster: i64,
+    /// GPU model id.
+    pub gpu_model: i64,
+    /// Allocated (charged while the balance lasts) or unallocated (free).
+    pub allocated: bool,
+    /// GPU-seconds held in that day.
+    pub gpu_seconds: i64,
+}
+
+/// The GPU-time `rep`'s attempts held (as [`write`] records them: replay instants shifted by
+/// [`Target::shift_s`]), split at midnights in `tz` and summed per (day, project, allocated),
+/// ordered by posting instant, then project. Days are the ledger's grain for recorded history:
+/// budget periods (calendar months in `tz`) begin at a midnight, so no day straddles two.
+///
+/// # Errors
+/// A segment of a project missing from [`Target::projects`]; an instant outside jiff's range.
+pub fn daily_usage(
+    t: &Target,
+    rep: &Replay,
+    tz: &jiff::tz::TimeZone,
+) -> anyhow::Result<Vec<DayUsage>> {
+    let end = rep.end + t.shift_s;
+    let mut sums: BTreeMap<(i64, i64, bool), i64> = BTreeMap::new();
+    // Midnights already found, keyed by the day's first second: segments share few days.
+    let mut next_midnight: BTreeMap<i64, i64> = BTreeMap::new();
+    for s in &rep.segments {
+        let Some(&project) = t.projects.get(&ProjectId(s.project)) else {
+            anyhow::bail!(
+                "project {} of the replay has no database project",
+                s.project
+            );
+        };
+        let (mut a, b) = (s.start + t.shift_s, (s.end + t.shift_s).min(end));
+        while a < b {
+            let day_end = match next_midnight.range(..=a).next_back() {
+                Some((&start, &e)) if start <= a && a < e => e,
+                _ => {
+                    let z = jiff::Timestamp::from_second(a)?.to_zoned(tz.clone());
+                    let start = z.start_of_day()?.timestamp().as_second();
+                    let e = z.tomorrow()?.start_of_day()?.timestamp().as_second();
+                    next_midnight.insert(start, e);
+                    e
+                }
+            };
+            let upto = b.min(day_end);
+            *sums
+                .entry(((day_end - 1).min(end), project, s.allocated))
+                .or_default() += i64::from(s.gpus) * (upto - a);
+            a = upto;
+        }
+    }
+    Ok(sums
+        .into_iter()
+        .filter(|(_, secs)| *secs > 0)
+        .map(|((at, project, allocated), gpu_seconds)| DayUsage {
+            at,
+            project,
+            cluster: t.cluster,
+            gpu_model: t.gpu_model,
+            allocated,
+            gpu_seconds,
+        })
+        .collect())
 }

@@ -132,7 +132,7 @@ pub type OwedPoint = (String, f64, f64);
 
 const OWED: RGBColor = RGBColor(120, 120, 120);
 
-/// Draws owed (entitlement to date) and received GPU-hours, cumulative per day of the period,
+/// Draws owed (hour by hour, entitlement capped at demand: docs/design.md section 5) and received GPU-hours, cumulative per day of the period,
 /// as two lines with a legend. Returns the SVG document, or an empty string when drawing fails.
 pub fn owed_received(title: &str, points: &[OwedPoint]) -> String {
     let mut svg = String::new();
@@ -187,7 +187,7 @@ fn draw_owed(
                 .map(|(i, (_, o, _))| (i as f64, *o)),
             OWED.stroke_width(2),
         ))?
-        .label("owed (entitlement to date)")
+        .label("owed (entitlement capped at demand)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], OWED.stroke_width(2)));
     chart
         .draw_series(LineSeries::new(
@@ -239,7 +239,10 @@ mod tests {
             &[("12-01".into(), 10.0, 4.0), ("12-02".into(), 20.0, 18.0)],
         );
         assert!(svg.starts_with("<svg"), "{svg}");
-        assert!(svg.contains("owed (entitlement to date)") && svg.contains("received (allocated)"));
+        assert!(
+            svg.contains("owed (entitlement capped at demand)")
+                && svg.contains("received (allocated)")
+        );
         assert!(svg.contains("12-01") && svg.contains("12-02"));
         assert!(svg.matches("<polyline").count() >= 2, "{svg}");
     }

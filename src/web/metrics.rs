@@ -228,6 +228,7 @@ pub async fn dashboard(
                 from,
                 to,
                 now: now.as_second(),
+                project: None,
             },
             projects.clone(),
             capacity,

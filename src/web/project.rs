@@ -1,8 +1,9 @@
 //! What the project page shows a lead and the project's members about how the project stands
 //! now (docs/operations.md, "Project page"): its runs (running, and waiting with the core's
 //! reason), its usage in the fair-share window against its share and its rank among its
-//! siblings, owed versus received this period (an SVG chart and a table), spend this period
-//! with the forecast to the period's end, and its idle flags.
+//! siblings, owed versus received this period (the metrics' demand-capped owed,
+//! [`owed_received`]; an SVG chart and a table), spend this period with the forecast to the
+//! period's end, and its idle flags.
 //!
 //! One query per part, all by the project's indexes, and a standing is reused for at most
 //! [`STANDING_TTL`] ([`StandingCache`]), so many viewers of one project cost one computation a
@@ -58,21 +59,44 @@ pub struct SiblingRow {
 /// How long a computed standing is shown again before it is computed anew.
 pub const STANDING_TTL: Duration = Duration::from_secs(1);
 
+/// How long a viewer may wait for another's recomputation of a standing before computing it
+/// too (the other failed, or is very slow).
+const REFRESH_PATIENCE: Duration = Duration::from_secs(5);
+
 /// Recently computed standings by project id: under load, the many viewers of a project share
-/// one computation per [`STANDING_TTL`] (the page is at most that old). Idle flags are kept
-/// without the viewer's right to stop them, which the page adds.
+/// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer computes it
+/// anew while the others are shown the expired one until it is stored (no herd of identical
+/// computations), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
+/// are kept without the viewer's right to stop them, which the page adds.
 #[derive(Default)]
-pub struct StandingCache(Mutex<HashMap<i64, (Instant, Arc<Standing>)>>);
+pub struct StandingCache(Mutex<HashMap<i64, CachedStanding>>);
+
+struct CachedStanding {
+    at: Instant,
+    standing: Arc<Standing>,
+    /// Since when a viewer has been computing its successor.
+    refreshing: Option<Instant>,
+}
 
 impl StandingCache {
+    /// The standing to show, or `None` when the caller is to compute it (nothing cached, or
+    /// expired and nobody else recomputing it).
     fn get(&self, project: i64) -> Option<Arc<Standing>> {
-        let map = self
+        let mut map = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.get(&project)
-            .filter(|(at, _)| at.elapsed() < STANDING_TTL)
-            .map(|(_, s)| s.clone())
+        let entry = map.get_mut(&project)?;
+        if entry.at.elapsed() < STANDING_TTL {
+            return Some(entry.standing.clone());
+        }
+        match entry.refreshing {
+            Some(since) if since.elapsed() < REFRESH_PATIENCE => Some(entry.standing.clone()),
+            _ => {
+                entry.refreshing = Some(Instant::now());
+                None
+            }
+        }
     }
 
     fn put(&self, project: i64, standing: Arc<Standing>) {
@@ -81,10 +105,97 @@ impl StandingCache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.len() > 1000 {
-            map.retain(|_, (at, _)| at.elapsed() < STANDING_TTL);
+            map.retain(|_, e| e.at.elapsed() < STANDING_TTL);
         }
-        map.insert(project, (Instant::now(), standing));
+        map.insert(
+            project,
+            CachedStanding {
+                at: Instant::now(),
+                standing,
+                refreshing: None,
+            },
+        );
     }
+}
+
+/// The project page's settings and money of one project: its settings and members, the
+/// balance of its current budget, its budgets of later periods and its contracts. Cached per
+/// project by the project's change counter (`change_counters` row `project:ID`, bumped by
+/// triggers on its settings, members, budget accounts and contracts) and the budget period, as
+/// the tree is ([`crate::db::tree::VersionedCache`]): a page after the project's own write shows
+/// it at once.
+pub struct Facts {
+    /// Settings and members.
+    pub settings: crate::db::tree::ProjectSettings,
+    /// Balance of the current period's budget.
+    pub balance: Money,
+    /// Budgets of later periods (opened early by a contract in them): (month, balance).
+    pub later_balances: Vec<(String, String)>,
+    /// Contracts, newest window first.
+    pub contracts: Vec<crate::ledger::contracts::Contract>,
+}
+
+/// [`Facts`] by project id ([`crate::db::tree::VersionedCache`]).
+pub type FactsCache = crate::db::tree::VersionedCache<i64, Facts>;
+
+/// The program tree and `project`'s [`Facts`], from the caches when their change counters
+/// (read together, in one query) are unchanged.
+///
+/// # Errors
+/// NotFound when `project` is not a project; database errors.
+pub async fn tree_and_facts(
+    state: &AppState,
+    project: i64,
+) -> Result<(Arc<TreeView>, Arc<Facts>), AppError> {
+    let key = format!("project:{project}");
+    let versions = crate::db::tree::counter_versions(&state.pool, &["tree", &key]).await?;
+    let (tree_version, version) = (versions[0], versions[1]);
+    let now = jiff::Timestamp::now();
+    let tree = crate::db::tree::load_at_version(
+        &state.pool,
+        &state.tree_cache,
+        tree_version,
+        now,
+        &state.site.time_zone,
+    )
+    .await?;
+    let period = crate::ledger::Period::containing(now, &state.site);
+    let period_s = period.start.as_second();
+    if let Some(f) = state.project_facts.get(&project, version, period_s) {
+        return Ok((tree, f));
+    }
+    let settings = crate::db::tree::project(&state.pool, project).await?;
+    let balance = crate::ledger::balance(&state.pool, project, now, &state.site).await?;
+    let rows: Vec<(time::OffsetDateTime, i64)> = sqlx::query_as(
+        "SELECT period_start, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start > $2 ORDER BY period_start",
+    )
+    .bind(project)
+    .bind(crate::ledger::to_time(period.start))
+    .fetch_all(&state.pool)
+    .await?;
+    let later_balances = rows
+        .into_iter()
+        .map(|(start, b)| {
+            (
+                crate::ledger::to_jiff(start)
+                    .to_zoned(state.site.time_zone.clone())
+                    .strftime("%B %Y")
+                    .to_string(),
+                Money(b).display(&state.site.currency),
+            )
+        })
+        .collect();
+    let contracts = crate::ledger::contracts::of_project(&state.pool, project).await?;
+    let facts = Arc::new(Facts {
+        settings,
+        balance,
+        later_balances,
+        contracts,
+    });
+    state
+        .project_facts
+        .put(project, version, period_s, Arc::clone(&facts));
+    Ok((tree, facts))
 }
 
 /// Everything the project page adds to the project's settings.
@@ -99,12 +210,15 @@ pub struct Standing {
     pub siblings: Vec<SiblingRow>,
     /// The project's usage in the window, billing-weighted GPU-hours.
     pub usage: String,
-    /// Owed (entitlement to date) and received (allocated) GPU-hours this period, as shown.
+    /// Owed GPU-hours this period so far ([`OwedReceived`]), as shown.
     pub owed: String,
-    /// Received this period.
+    /// Received (allocated) GPU-hours this period so far.
     pub received: String,
     /// Received as a percentage of owed (`—` when nothing is owed yet).
     pub received_pct: String,
+    /// The project's impact this period: received of owed (hour by hour at most what was
+    /// owed) / owed, as a percentage (`—` when nothing is owed yet); the metrics page's figure.
+    pub impact: String,
     /// Per day of the period so far: (day, owed to date, received to date), GPU-hours.
     pub days: Vec<(String, String, String)>,
     /// The chart of the same, inline SVG.
@@ -290,59 +404,39 @@ pub async fn standing(
         sibling_rows.len(),
     );
 
-    // Owed (entitlement to date) and received (allocated GPU-hours) this period, per day; and
-    // spend, in one pass over the project's postings of the period.
+    // Spend this period, in one pass over the project's postings of the period.
     let period = crate::ledger::Period::containing(now, site);
     let (start, _) = period.bounds();
-    let postings: Vec<(String, Option<i64>, i64, i64)> = sqlx::query_as(
-        "SELECT kind, CASE WHEN kind = 'usage' THEN floor(extract(epoch FROM at - $2) / 86400)::BIGINT END, \
-                sum(amount_minor)::BIGINT, coalesce(sum(gpu_seconds), 0)::BIGINT \
-         FROM ledger_postings WHERE project_id = $1 AND period_start = $2 \
-         AND kind IN ('usage', 'contract', 'refund') GROUP BY 1, 2",
+    let postings: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT kind, sum(amount_minor)::BIGINT FROM ledger_postings \
+         WHERE project_id = $1 AND period_start = $2 AND kind IN ('usage', 'contract', 'refund') GROUP BY 1",
     )
     .bind(project.id)
     .bind(start)
     .fetch_all(pool)
     .await?;
     let (mut contracts, mut runs) = (0_i64, 0_i64);
-    let mut received_by_day: HashMap<i64, i64> = HashMap::new();
-    for (kind, day, amount, secs) in postings {
+    for (kind, amount) in postings {
         match kind.as_str() {
             "contract" => contracts += amount,
             "refund" => contracts -= amount,
-            _ => {
-                runs += amount;
-                *received_by_day.entry(day.unwrap_or(0)).or_default() += secs;
-            }
+            _ => runs += amount,
         }
     }
-    let period_s = (period.end.as_second() - period.start.as_second()).max(1);
-    let elapsed = (now.as_second() - period.start.as_second()).clamp(0, period_s);
-    let entitled_milli: i64 = project.entitlements.iter().map(|e| e.milli_gpu_hours).sum();
-    let owed_at =
-        |secs: i64| -> f64 { entitled_milli as f64 / 1000.0 * secs as f64 / period_s as f64 };
+    let owed = owed_received(state, tree, project, period, now).await?;
     let mut days = Vec::new();
     let mut points = Vec::new();
-    let mut cumulative = 0_i64;
-    let day_count = (elapsed + 86_399) / 86_400;
-    for d in 0..day_count.max(1) {
-        cumulative += received_by_day.get(&d).copied().unwrap_or(0);
-        let end = ((d + 1) * 86_400).min(elapsed);
-        let label = (period.start + jiff::SignedDuration::from_hours(24 * d))
-            .to_zoned(tz.clone())
-            .strftime("%m-%d")
-            .to_string();
-        let owed = owed_at(end);
-        let received = cumulative as f64 / 3600.0;
+    let (mut owed_to_date, mut received_to_date) = (0.0, 0.0);
+    for (label, o, r) in &owed.days {
+        owed_to_date += o;
+        received_to_date += r;
         days.push((
             label.clone(),
-            format!("{owed:.1}"),
-            format!("{received:.1}"),
+            format!("{owed_to_date:.1}"),
+            format!("{received_to_date:.1}"),
         ));
-        points.push((label, owed, received));
+        points.push((label.clone(), owed_to_date, received_to_date));
     }
-    let owed_now = owed_at(elapsed);
-    let received_now = cumulative as f64 / 3600.0;
     let chart = crate::web::charts::owed_received(
         &format!("{}: owed vs received this period (GPU-hours)", project.name),
         &points,
@@ -354,13 +448,19 @@ pub async fn standing(
         rank,
         siblings: sibling_rows,
         usage: hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
-        owed: format!("{owed_now:.1}"),
-        received: format!("{received_now:.1}"),
-        received_pct: if owed_now > 0.0 {
-            format!("{:.0}%", received_now * 100.0 / owed_now)
+        owed: format!("{:.1}", owed.owed_gpu_hours),
+        received: format!("{:.1}", owed.received_gpu_hours),
+        received_pct: if owed.owed_gpu_hours > 0.0 {
+            format!(
+                "{:.0}%",
+                owed.received_gpu_hours * 100.0 / owed.owed_gpu_hours
+            )
         } else {
             "—".into()
         },
+        impact: owed
+            .impact()
+            .map_or_else(|| "—".into(), |i| format!("{:.1}%", i * 100.0)),
         days,
         chart,
         spend: (
@@ -371,4 +471,119 @@ pub async fn standing(
         ),
         idle: crate::web::home::project_idle_views(state, project.id).await?,
     })
+}
+
+/// A project's owed and received GPU-hours over a window, by the metrics' definitions
+/// (docs/design.md section 5, [`crate::metrics::compute`]): per pool (cluster and GPU model),
+/// hour by hour, owed = min(the GPU-seconds its runs were present, its effective share × the
+/// pool's installed GPUs × the hour's seconds); received = its allocated GPU-seconds; summed
+/// over the pools. The metrics page's per-project figures for the same window are the same
+/// numbers (the same function on the same history, restricted to the project's runs, on which
+/// its figures alone depend).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwedReceived {
+    /// Owed over the window, GPU-hours.
+    pub owed_gpu_hours: f64,
+    /// Received over the window, GPU-hours.
+    pub received_gpu_hours: f64,
+    /// Hour by hour min(received, owed), summed, GPU-hours.
+    pub received_of_owed_gpu_hours: f64,
+    /// Per day of the window in the organisation's time zone: (`MM-DD`, owed, received), GPU-hours.
+    pub days: Vec<(String, f64, f64)>,
+}
+
+impl OwedReceived {
+    /// Received of owed / owed; `None` when nothing was owed.
+    pub fn impact(&self) -> Option<f64> {
+        (self.owed_gpu_hours > 0.0).then(|| self.received_of_owed_gpu_hours / self.owed_gpu_hours)
+    }
+}
+
+/// [`OwedReceived`] of `project` from the start of `period` to `now`, with one entry per day
+/// (midnight to midnight in the organisation's time zone; the last one ends now).
+///
+/// # Errors
+/// Database errors.
+pub async fn owed_received(
+    state: &AppState,
+    tree: &TreeView,
+    project: &NodeView,
+    period: crate::ledger::Period,
+    now: jiff::Timestamp,
+) -> Result<OwedReceived, AppError> {
+    let tz = &state.site.time_zone;
+    let (from, to) = (
+        period.start.as_second(),
+        now.as_second().max(period.start.as_second()),
+    );
+    let start = period.start.to_zoned(tz.clone());
+    let mut bounds = vec![from];
+    for d in 1.. {
+        let b = start
+            .checked_add(jiff::Span::new().days(d))
+            .map_err(|e| AppError::Internal(e.into()))?
+            .timestamp()
+            .as_second();
+        if b >= to {
+            break;
+        }
+        bounds.push(b);
+    }
+    bounds.push(to);
+    let mut out = OwedReceived {
+        days: bounds
+            .windows(2)
+            .map(|w| {
+                let label = jiff::Timestamp::from_second(w[0])
+                    .unwrap_or(period.start)
+                    .to_zoned(tz.clone())
+                    .strftime("%m-%d")
+                    .to_string();
+                (label, 0.0, 0.0)
+            })
+            .collect(),
+        ..OwedReceived::default()
+    };
+    let share = crate::metrics::ProjectShare {
+        id: project.id,
+        name: project.name.clone(),
+        effective_share: project.effective.numerator as f64 / project.effective.denominator as f64,
+    };
+    let pools =
+        crate::metrics::history::project_pools(&state.pool, project.id, (from, to, to)).await?;
+    for (cluster, cluster_name, model, model_name) in pools {
+        let capacity = tree
+            .capacity
+            .iter()
+            .find(|c| c.cluster == cluster_name && c.gpu_model == model_name)
+            .map_or(0.0, |c| c.gpus as f64);
+        let mut h = crate::metrics::history::load(
+            &state.pool,
+            crate::metrics::history::Scope {
+                cluster,
+                gpu_model: model,
+                from,
+                to,
+                now: to,
+                project: Some(project.id),
+            },
+            vec![share.clone()],
+            capacity,
+        )
+        .await?;
+        let whole = crate::metrics::compute(&h);
+        if let Some(p) = whole.projects.first() {
+            out.owed_gpu_hours += p.owed_gpu_hours;
+            out.received_gpu_hours += p.received_gpu_hours;
+            out.received_of_owed_gpu_hours += p.received_of_owed_gpu_hours;
+        }
+        for (day, w) in out.days.iter_mut().zip(bounds.windows(2)) {
+            h.window = (w[0], w[1]);
+            if let Some(p) = crate::metrics::compute(&h).projects.first() {
+                day.1 += p.owed_gpu_hours;
+                day.2 += p.received_gpu_hours;
+            }
+        }
+    }
+    Ok(out)
 }

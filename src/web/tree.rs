@@ -495,7 +495,7 @@ async fn project_page(
     id: i64,
     form: ProjectForm,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let (tree, facts) = crate::web::project::tree_and_facts(state, id).await?;
     let parents = &tree.parents;
     let node = tree
         .node(id)
@@ -506,7 +506,7 @@ async fn project_page(
             "this project is outside what you may see".into(),
         ));
     }
-    let settings = tree_db::project(&state.pool, id).await?;
+    let settings = &facts.settings;
     let now = crate::web::project::cached_standing(state, &tree, node).await?;
     let can_stop = me.leads(id, parents);
     let idle = now
@@ -519,7 +519,7 @@ async fn project_page(
         })
         .collect();
     let cur = &state.site.currency;
-    let budget = tree_db::effective_budget(&settings, node.money_total);
+    let budget = tree_db::effective_budget(settings, node.money_total);
     let status = if form.member_error.is_some() || form.budget_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
@@ -572,19 +572,17 @@ async fn project_page(
                 )
             })
             .collect(),
-        members: settings.members,
+        members: settings.members.clone(),
         can_manage_members: me.leads(id, parents),
         member_error: form.member_error,
         form_member: form.member,
         can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
-        balance: crate::ledger::balance(&state.pool, id, jiff::Timestamp::now(), &state.site)
-            .await?
-            .display(cur),
-        later_balances: later_balances(state, id).await?,
-        contracts: crate::ledger::contracts::of_project(&state.pool, id)
-            .await?
-            .into_iter()
+        balance: facts.balance.display(cur),
+        later_balances: facts.later_balances.clone(),
+        contracts: facts
+            .contracts
+            .iter()
             .map(|c| {
                 (
                     c.id,
@@ -620,31 +618,6 @@ async fn project_page(
         idle_error: None,
     };
     render_status(status, &page)
-}
-
-/// Balances of the project's budgets for periods after the current one (opened early when a
-/// contract in them was bought), as (month, amount).
-async fn later_balances(state: &AppState, project: i64) -> Result<Vec<(String, String)>, AppError> {
-    let current = crate::ledger::Period::containing(jiff::Timestamp::now(), &state.site);
-    let rows: Vec<(time::OffsetDateTime, i64)> = sqlx::query_as(
-        "SELECT period_start, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start > $2 ORDER BY period_start",
-    )
-    .bind(project)
-    .bind(crate::ledger::to_time(current.start))
-    .fetch_all(&state.pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(start, b)| {
-            (
-                crate::ledger::to_jiff(start)
-                    .to_zoned(state.site.time_zone.clone())
-                    .strftime("%B %Y")
-                    .to_string(),
-                Money(b).display(&state.site.currency),
-            )
-        })
-        .collect())
 }
 
 async fn project_get(

@@ -549,20 +549,190 @@ async fn heartbeats_accumulate_busy_and_observed_gpu_seconds() {
 }
 
 #[tokio::test]
-async fn demo_history_is_recorded_once_and_shows_in_the_metrics() {
+async fn project_page_owed_is_the_metrics_demand_capped_owed_and_its_money_is_current() {
+    let app = TestApp::new().await;
+    let (cluster, model, a, _b, user) = small_org(&app).await;
+    let now = jiff::Timestamp::now();
+    let period = tranche::ledger::Period::containing(now, &app.state.site);
+    // Two whole hours ending at the last full hour, inside this budget period.
+    let t0 = (now.as_second() / 3600 - 2) * 3600;
+    if t0 < period.start.as_second() {
+        eprintln!("skipped: the budget period began less than two hours ago");
+        return;
+    }
+    // a (entitled to 2 of the 4 GPUs): a 4-GPU run for half an hour; a 1-GPU run queued from
+    // t0 + 1,800 that never starts and is cancelled at t0 + 5,400.
+    scripted_run(
+        &app,
+        (cluster, model, a, user),
+        4,
+        3600,
+        "succeeded",
+        t0,
+        Some(t0 + 1800),
+        &[
+            ("submitted", t0, 0),
+            ("started", t0, 1),
+            ("succeeded", t0 + 1800, 1),
+        ],
+    )
+    .await;
+    scripted_run(
+        &app,
+        (cluster, model, a, user),
+        1,
+        3600,
+        "cancelled",
+        t0 + 1800,
+        Some(t0 + 5400),
+        &[("submitted", t0 + 1800, 0), ("cancelled", t0 + 5400, 0)],
+    )
+    .await;
+    // By hand: no demand before t0, so nothing owed (the old pro-rata figure would be 2 GPUs x
+    // the hours since the period began). Hour t0: demand 4 x 1,800 + 1 x 1,800 = 9,000 GPU-s,
+    // capped at 2 x 3,600 = 7,200; received 4 x 1,800 = 7,200. Hour t0 + 1: demand 1 x 1,800,
+    // received 0. Owed 9,000 GPU-s = 2.5 GPU-hours, received 2.0 (80%), impact 7,200 / 9,000.
+    let (owed, received) = (9000.0 / 3600.0, 7200.0 / 3600.0);
+    let pw = "Project-page-password-2026";
+    tranche::db::users::set_password(&app.pool, None, "lead-a", pw)
+        .await
+        .unwrap();
+    let mut lead = app.client();
+    lead.login("lead-a", pw).await;
+    let (status, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(
+        html.contains(&format!(
+            "<strong>{owed:.1}</strong> GPU-hours; received (allocated runs): <strong>{received:.1}</strong> GPU-hours (80%); impact (received of what was owed): <strong>80.0%</strong>"
+        )),
+        "{html}"
+    );
+    // The day's row of the table: owed and received to date.
+    assert!(
+        html.contains(&format!(
+            "<td class=\"num\">{owed:.1}</td><td class=\"num\">{received:.1}</td></tr>\n</tbody>"
+        )),
+        "{html}"
+    );
+    // The metrics page says the same for the period.
+    let token = app.token_for("lead-a").await;
+    let (status, body) = app
+        .api("GET", "/api/v1/metrics?window=period", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let pr = &body["pools"][0]["projects"][0];
+    assert_eq!(pr["id"], a);
+    assert!(close(num(pr, "owed_gpu_hours"), owed), "{pr}");
+    assert!(close(num(pr, "received_gpu_hours"), received), "{pr}");
+
+    // The project's own writes show at once, though its settings and money are cached: a
+    // charge (the balance) and a new member.
+    let balance = |body: &Value| body["balance_minor"].as_i64().unwrap();
+    let (_, before) = app
+        .api("GET", &format!("/api/v1/projects/{a}"), Some(&token), None)
+        .await;
+    let shown = tranche::domain::Money(balance(&before)).display("USD");
+    let (_, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert!(html.contains(&shown), "{shown} in {html}");
+    let mut tx = app.pool.begin().await.unwrap();
+    tranche::ledger::charge_usage(
+        &app.pool,
+        &mut tx,
+        &app.state.site,
+        jiff::Timestamp::now(),
+        a,
+        (cluster, model),
+        3600,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query("INSERT INTO project_members (project_id, user_id) SELECT $1, id FROM users WHERE name = 'fin'")
+        .bind(a)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // One GPU-hour of model X: weight 1 x 1.00.
+    let after = tranche::domain::Money(balance(&before) - 100).display("USD");
+    let (_, html, _) = lead.get(&format!("/projects/{a}")).await;
+    assert!(html.contains(&after), "{after} in {html}");
+    assert!(html.contains("<li>fin"), "{html}");
+}
+
+/// GPU-seconds the recorded attempts held, from the timeline alone (a `started` event to the
+/// next event of the same attempt), per (GPU model, whether after `split`, the start of the
+/// current budget period; an attempt across it is split there): the ledger's charges
+/// recomputed without the replay, the recorder or the ledger. Also every attempt as
+/// (start, end, GPUs), s.
+async fn held_by_model_and_period(
+    app: &TestApp,
+    split: i64,
+) -> (BTreeMap<(String, bool), i64>, Vec<(i64, i64, i64)>) {
+    let events: Vec<(i64, i32, String, i64, i32, String)> = sqlx::query_as(
+        "SELECT e.run_id, e.attempt, e.kind, extract(epoch FROM e.at)::BIGINT, r.gpus, m.name \
+         FROM run_events e JOIN runs r ON r.id = e.run_id JOIN gpu_models m ON m.id = r.gpu_model_id \
+         ORDER BY e.run_id, e.attempt, e.id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut held: BTreeMap<(String, bool), i64> = BTreeMap::new();
+    let mut spans = Vec::new();
+    let mut open: Option<(i64, i32, i64)> = None;
+    for (run, attempt, kind, at, gpus, model) in events {
+        if let Some((r, a, start)) = open
+            && r == run
+            && a == attempt
+            && kind != "started"
+        {
+            let g = i64::from(gpus);
+            let before = (at.min(split) - start).max(0);
+            let after = (at - start.max(split)).max(0);
+            *held.entry((model.clone(), false)).or_default() += g * before;
+            *held.entry((model.clone(), true)).or_default() += g * after;
+            spans.push((start, at, g));
+            open = None;
+        }
+        if kind == "started" {
+            open = Some((run, attempt, at));
+        }
+    }
+    (held, spans)
+}
+
+#[tokio::test]
+async fn demo_history_is_recorded_once_charged_when_used_and_shows_in_the_metrics() {
     let (app, _users) = TestApp::with_demo().await;
-    let loaded = tranche::demo::load_history(&app.pool)
+    let site = &app.state.site;
+    let loaded = tranche::demo::load_history(&app.pool, site)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.len(), 3);
+    assert_eq!(loaded.clusters.len(), 3);
     let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(runs as u64, loaded.iter().map(|(_, r)| r.runs).sum::<u64>());
+    let count_postings = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM ledger_postings WHERE kind IN ('usage', 'usage_free')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let postings = count_postings().await;
+    assert_eq!(postings as u64, loaded.postings);
+    assert!(postings > 100, "{postings}");
+    assert_eq!(
+        runs as u64,
+        loaded.clusters.iter().map(|(_, r)| r.runs).sum::<u64>()
+    );
+    // Twice: nothing more, neither runs nor postings.
     assert!(
-        tranche::demo::load_history(&app.pool)
+        tranche::demo::load_history(&app.pool, site)
             .await
             .unwrap()
             .is_none()
@@ -572,7 +742,8 @@ async fn demo_history_is_recorded_once_and_shows_in_the_metrics() {
         .await
         .unwrap();
     assert_eq!(again, runs);
-    // Nothing recorded is left for the scheduler, and the ledger is untouched and balanced.
+    assert_eq!(count_postings().await, postings);
+    // Nothing recorded is left for the scheduler, and the ledger balances.
     let active: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM runs WHERE state NOT IN ('succeeded', 'cancelled')",
     )
@@ -580,6 +751,137 @@ async fn demo_history_is_recorded_once_and_shows_in_the_metrics() {
     .await
     .unwrap();
     assert_eq!(active, 0);
+    assert_eq!(
+        tranche::ledger::problems(&app.pool).await.unwrap(),
+        Vec::<String>::new()
+    );
+
+    // The spend report over the history's window (its periods) equals the GPU-time of the
+    // recorded attempts, recomputed from their timelines; the money is those GPU-hours at
+    // each model's billing weight and price (each posting rounds to a minor unit).
+    let now = jiff::Timestamp::now();
+    let current = tranche::ledger::Period::containing(now, site);
+    let first = tranche::ledger::Period::containing(
+        now - jiff::SignedDuration::from_hours(24 * tranche::demo::HISTORY_DAYS),
+        site,
+    );
+    let (held, spans) = held_by_model_and_period(&app, current.start.as_second()).await;
+    let total_held: i64 = held.values().sum();
+    assert!(
+        (total_held as f64 / 3600.0
+            - loaded
+                .clusters
+                .iter()
+                .map(|(_, r)| r.gpu_hours)
+                .sum::<f64>())
+        .abs()
+            < 1e-3
+    );
+    let finance = app.token_for("demo-finance").await;
+    let mut periods = vec![(first, false)];
+    if current != first {
+        periods.push((current, true));
+    }
+    let (mut charged_s, mut free_s) = (0_i64, 0_i64);
+    for (period, is_current) in periods {
+        let label = period
+            .start
+            .to_zoned(site.time_zone.clone())
+            .strftime("%Y-%m")
+            .to_string();
+        let (status, body) = app
+            .api(
+                "GET",
+                &format!("/api/v1/spend?period={label}"),
+                Some(&finance),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for model in ["H100", "B200", "B300"] {
+            let row = body["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["depth"] == 0 && r["gpu_model"] == model)
+                .unwrap_or_else(|| panic!("no {model} row in {label}: {body}"));
+            let expected = held
+                .get(&(model.to_string(), is_current))
+                .copied()
+                .unwrap_or(0);
+            let (run_h, free_h) = (num(row, "run_gpu_hours"), num(row, "free_gpu_hours"));
+            assert!(
+                ((run_h + free_h) * 3600.0 - expected as f64).abs() < 1e-3,
+                "{label} {model}: report {run_h} + {free_h} GPU-hours, recorded {expected} GPU-s"
+            );
+            charged_s += (run_h * 3600.0).round() as i64;
+            free_s += (free_h * 3600.0).round() as i64;
+            let (weight, price): (i32, i64) = sqlx::query_as(
+                "SELECT billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE name = $1",
+            )
+            .bind(model)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM ledger_postings p JOIN gpu_models m ON m.id = p.gpu_model_id \
+                 WHERE p.kind = 'usage' AND m.name = $1 AND p.period_start = $2",
+            )
+            .bind(model)
+            .bind(tranche::ledger::to_time(period.start))
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            let money = run_h * f64::from(weight) / 1000.0 * price as f64;
+            let minor = row["run_minor"].as_i64().unwrap() as f64;
+            assert!(
+                (minor - money).abs() <= n as f64 * 0.5 + 1e-6,
+                "{label} {model}: {minor} charged for {run_h} GPU-hours ({money})"
+            );
+        }
+    }
+    assert_eq!(charged_s, loaded.charged_gpu_seconds);
+    assert_eq!(free_s, loaded.free_gpu_seconds);
+    // The postings stand at the instants the time was used: inside the history's window.
+    let (min_at, max_at): (i64, i64) = sqlx::query_as(
+        "SELECT extract(epoch FROM min(at))::BIGINT, extract(epoch FROM max(at))::BIGINT \
+         FROM ledger_postings WHERE kind IN ('usage', 'usage_free')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let earliest = spans.iter().map(|s| s.0).min().unwrap();
+    assert!(
+        min_at >= earliest && max_at <= now.as_second(),
+        "{min_at}..{max_at}"
+    );
+    assert!(max_at - min_at > 25 * 86_400, "{min_at}..{max_at}");
+    // Fair share: the scheduler's usage (charged postings of the last 7 days, billing-weighted
+    // as its pass reads them) covers the recorded time of that window. Postings are daily, so
+    // the day at the window's start counts whole: between the time held inside the window and
+    // that of one day more.
+    if loaded.free_gpu_seconds == 0 {
+        let in_ledger: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(gpu_seconds), 0)::BIGINT FROM ledger_postings \
+             WHERE kind = 'usage' AND at > now() - interval '7 days'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        let inside = |days: i64| -> i64 {
+            let lo = now.as_second() - days * 86_400;
+            spans
+                .iter()
+                .map(|&(start, end, gpus)| gpus * (end - start.max(lo)).max(0))
+                .sum()
+        };
+        assert!(
+            inside(7) <= in_ledger && in_ledger <= inside(8),
+            "{} <= {in_ledger} <= {}",
+            inside(7),
+            inside(8)
+        );
+    }
     let token = app.token_for("demo-finance").await;
     let (status, body) = app
         .api(
@@ -592,6 +894,7 @@ async fn demo_history_is_recorded_once_and_shows_in_the_metrics() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let p = &body["pools"][0];
     let gpu_h = loaded
+        .clusters
         .iter()
         .find(|(c, _)| c == "h100-east")
         .unwrap()

@@ -615,11 +615,33 @@ async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
         "{html}"
     );
     assert!(html.contains("10 GPU-hours (billing-weighted"), "{html}");
+    // Owed and received are the metrics page's figures for the period (summed over pools).
+    let lead_token = app.token_for("demo-lead").await;
+    let (status, body) = app
+        .api(
+            "GET",
+            "/api/v1/metrics?window=period",
+            Some(&lead_token),
+            None,
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    let (mut owed, mut received) = (0.0, 0.0);
+    for pool in body["pools"].as_array().unwrap() {
+        for p in pool["projects"].as_array().unwrap() {
+            if p["id"] == project {
+                owed += p["owed_gpu_hours"].as_f64().unwrap();
+                received += p["received_gpu_hours"].as_f64().unwrap();
+            }
+        }
+    }
     assert!(
-        html.contains("received (allocated runs): <strong>10.0</strong>"),
-        "{html}"
+        html.contains(&format!(
+            "<strong>{owed:.1}</strong> GPU-hours; received (allocated runs): <strong>{received:.1}</strong>"
+        )),
+        "{owed} {received} in {html}"
     );
-    assert!(html.contains("<svg") && html.contains("owed (entitlement to date)"));
+    assert!(html.contains("<svg") && html.contains("owed (entitlement capped at demand)"));
     let money = tranche::domain::Money(spent).display("USD");
     assert!(
         html.contains(&format!("<dt>Allocated runs</dt><dd>{money}</dd>")),
