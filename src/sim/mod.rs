@@ -43,6 +43,37 @@ pub struct SimulateArgs {
     /// Skip malformed rows (counted) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// Also write every job's outcome under every policy to this CSV file ([`JobRow`]).
+    #[arg(long)]
+    pub jobs_csv: Option<PathBuf>,
+}
+
+/// One job's outcome under one policy: a row of `--jobs-csv`. Instants are the trace's
+/// seconds; a job that never started has no `first_start` and no `wait_s`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct JobRow {
+    /// `fifo`, `legacy` or `tranche`.
+    pub policy: String,
+    /// The job's place in the trace (0-based, after excluded rows).
+    pub job: usize,
+    /// Its project (the trace's tenant).
+    pub project: String,
+    /// GPUs of the gang.
+    pub gpus: u32,
+    /// Run time it needs (s).
+    pub duration_s: i64,
+    /// Minimum runtime it was given under this policy (s; 0: unallocated).
+    pub min_runtime_s: i64,
+    /// Submission instant (s).
+    pub submit: i64,
+    /// First start (s), if any.
+    pub first_start: Option<i64>,
+    /// Completion (s), if completed.
+    pub end: Option<i64>,
+    /// `first_start - submit` (s).
+    pub wait_s: Option<i64>,
+    /// Refused at submission as larger than the cluster.
+    pub rejected: bool,
 }
 
 /// A policy name on the command line.
@@ -136,7 +167,8 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
     .progress_chars("=> ");
     let total = tr.jobs.len() as u64;
-    let summaries: Vec<Summary> = std::thread::scope(|scope| {
+    let want_rows = args.jobs_csv.is_some();
+    let results: Vec<(Summary, Option<Vec<JobRow>>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = kinds
             .iter()
             .map(|&kind| {
@@ -149,7 +181,8 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
                     let plans = setup::plan(site, jobs, kind);
                     let rep = replay::replay(site, &plans, kind, window, &|n| bar.set_position(n));
                     bar.finish_and_clear();
-                    replay::summarize(site, &plans, &rep, window)
+                    let rows = want_rows.then(|| job_rows(site, &plans, &rep));
+                    (replay::summarize(site, &plans, &rep, window), rows)
                 })
             })
             .collect();
@@ -158,6 +191,16 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
             .map(|h| h.join().expect("replay thread panicked"))
             .collect()
     });
+    let mut summaries = Vec::with_capacity(results.len());
+    let mut rows = Vec::new();
+    for (summary, r) in results {
+        summaries.push(summary);
+        rows.extend(r.unwrap_or_default());
+    }
+    if let Some(path) = &args.jobs_csv {
+        write_job_rows(path, &rows)
+            .map_err(|e| anyhow::anyhow!("--jobs-csv {}: {e}", path.display()))?;
+    }
     Ok(Report {
         trace: TraceInfo {
             path: args.trace.display().to_string(),
@@ -173,6 +216,38 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         },
         policies: summaries,
     })
+}
+
+/// Every job's outcome under the replayed policy, in trace order.
+fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> Vec<JobRow> {
+    let policy = format!("{:?}", rep.kind).to_lowercase();
+    plans
+        .iter()
+        .zip(&rep.jobs)
+        .enumerate()
+        .map(|(job, (p, o))| JobRow {
+            policy: policy.clone(),
+            job,
+            project: site.names.get(&p.project).cloned().unwrap_or_default(),
+            gpus: p.gpus,
+            duration_s: p.duration,
+            min_runtime_s: p.min_runtime,
+            submit: p.submit,
+            first_start: o.first_start,
+            end: o.end,
+            wait_s: o.first_start.map(|s| s - p.submit),
+            rejected: o.rejected,
+        })
+        .collect()
+}
+
+fn write_job_rows(path: &std::path::Path, rows: &[JobRow]) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_path(path)?;
+    for r in rows {
+        w.serialize(r)?;
+    }
+    w.flush()?;
+    Ok(())
 }
 
 fn hms(s: f64) -> String {

@@ -161,6 +161,7 @@ fn every_format_replays_with_all_jobs_accounted_for() {
             tree: None,
             json: true,
             skip_bad_rows: false,
+            jobs_csv: None,
         };
         let report = simulate(&args).unwrap();
         assert_eq!(report.policies.len(), 3);
@@ -219,4 +220,44 @@ fn default_site_fits_the_largest_job_and_openb_drops_cpu_pods() {
     let tree = default_tree(&tr.jobs);
     let sum: u32 = tree.iter().map(|e| e.share.0).sum();
     assert!(sum <= 10_000);
+}
+
+#[test]
+fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
+    let out = std::env::temp_dir().join(format!("tranche-jobs-{}.csv", std::process::id()));
+    let args = SimulateArgs {
+        trace: data("philly-sample.csv"),
+        format: Format::Philly,
+        policy: vec![PolicyName::Fifo, PolicyName::Tranche],
+        cluster: None,
+        tree: None,
+        json: true,
+        skip_bad_rows: false,
+        jobs_csv: Some(out.clone()),
+    };
+    let report = simulate(&args).unwrap();
+    let tr = crate::sim::trace::load(&data("philly-sample.csv"), Format::Philly, false).unwrap();
+    let rows: Vec<JobRow> = csv::Reader::from_path(&out)
+        .unwrap()
+        .deserialize()
+        .map(Result::unwrap)
+        .collect();
+    std::fs::remove_file(&out).ok();
+    assert_eq!(rows.len(), 2 * tr.jobs.len());
+    for (policy, summary) in ["fifo", "tranche"].iter().zip(&report.policies) {
+        let mine: Vec<&JobRow> = rows.iter().filter(|r| r.policy == *policy).collect();
+        assert_eq!(mine.len(), tr.jobs.len());
+        let completed = mine.iter().filter(|r| r.end.is_some()).count() as u64;
+        assert_eq!(completed, summary.jobs.completed, "{policy}");
+        for (i, (r, j)) in mine.iter().zip(&tr.jobs).enumerate() {
+            assert_eq!(r.job, i);
+            assert_eq!(
+                (r.submit, r.gpus, r.duration_s),
+                (j.submit, j.gpus, j.duration)
+            );
+            assert_eq!(r.project, j.tenant);
+            assert_eq!(r.wait_s, r.first_start.map(|s| s - j.submit));
+            assert!(r.wait_s.is_none_or(|w| w >= 0), "{policy} job {i}");
+        }
+    }
 }
