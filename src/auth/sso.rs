@@ -323,17 +323,13 @@ pub async fn apply(
             .bind(&who.subject)
             .fetch_one(&mut *tx)
             .await?;
-            audit::record(
+            record_idp(
                 &mut *tx,
-                Change {
-                    actor: None,
-                    action: "user.create",
-                    entity: "user",
-                    entity_id: Some(id),
-                    node_id: None,
-                    before: None,
-                    after: Some(json!({"name": name, "source": who.source, "cause": CAUSE})),
-                },
+                "user.create",
+                id,
+                None,
+                None,
+                Some(json!({"name": name, "source": who.source, "cause": CAUSE})),
             )
             .await?;
             (id, name, epoch)
@@ -377,21 +373,7 @@ pub async fn apply(
             .bind(grant_id)
             .execute(&mut *tx)
             .await?;
-        audit::record(
-            &mut *tx,
-            Change {
-                actor: None,
-                action: "user.revoke",
-                entity: "user",
-                entity_id: Some(user_id),
-                node_id: *node_id,
-                before: Some(
-                    json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE}),
-                ),
-                after: None,
-            },
-        )
-        .await?;
+        record_idp(&mut *tx, "user.revoke", user_id, *node_id, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE})), None).await?;
     }
     for project_id in &had_projects {
         if want.contains(&Resolved::Project(*project_id)) {
@@ -404,19 +386,13 @@ pub async fn apply(
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
-        audit::record(
+        record_idp(
             &mut *tx,
-            Change {
-                actor: None,
-                action: "member.remove",
-                entity: "user",
-                entity_id: Some(user_id),
-                node_id: Some(*project_id),
-                before: Some(
-                    json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE}),
-                ),
-                after: None,
-            },
+            "member.remove",
+            user_id,
+            Some(*project_id),
+            Some(json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE})),
+            None,
         )
         .await?;
     }
@@ -437,21 +413,7 @@ pub async fn apply(
                 .bind(node_id)
                 .execute(&mut *tx)
                 .await?;
-                audit::record(
-                    &mut *tx,
-                    Change {
-                        actor: None,
-                        action: "user.grant",
-                        entity: "user",
-                        entity_id: Some(user_id),
-                        node_id,
-                        before: None,
-                        after: Some(
-                            json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE}),
-                        ),
-                    },
-                )
-                .await?;
+                record_idp(&mut *tx, "user.grant", user_id, node_id, None, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE}))).await?;
             }
             Resolved::Project(project_id) => {
                 if had_projects.contains(&project_id) {
@@ -464,21 +426,7 @@ pub async fn apply(
                 .bind(user_id)
                 .execute(&mut *tx)
                 .await?;
-                audit::record(
-                    &mut *tx,
-                    Change {
-                        actor: None,
-                        action: "member.add",
-                        entity: "user",
-                        entity_id: Some(user_id),
-                        node_id: Some(project_id),
-                        before: None,
-                        after: Some(
-                            json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE}),
-                        ),
-                    },
-                )
-                .await?;
+                record_idp(&mut *tx, "member.add", user_id, Some(project_id), None, Some(json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE}))).await?;
             }
         }
     }
@@ -571,4 +519,29 @@ mod tests {
                 .contains("colour")
         );
     }
+}
+
+/// Audits a change the identity provider made to account `user_id` (no actor; the entries'
+/// JSON carries the cause "from the identity provider").
+async fn record_idp(
+    tx: &mut sqlx::PgConnection,
+    action: &str,
+    user_id: i64,
+    node_id: Option<i64>,
+    before: Option<serde_json::Value>,
+    after: Option<serde_json::Value>,
+) -> Result<(), sqlx::Error> {
+    audit::record(
+        tx,
+        Change {
+            actor: None,
+            action,
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id,
+            before,
+            after,
+        },
+    )
+    .await
 }
