@@ -324,7 +324,7 @@ pub async fn apply(
             .fetch_one(&mut *tx)
             .await?;
             record_idp(
-                &mut *tx,
+                &mut tx,
                 "user.create",
                 id,
                 None,
@@ -373,7 +373,7 @@ pub async fn apply(
             .bind(grant_id)
             .execute(&mut *tx)
             .await?;
-        record_idp(&mut *tx, "user.revoke", user_id, *node_id, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE})), None).await?;
+        record_idp(&mut tx, "user.revoke", user_id, *node_id, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE})), None).await?;
     }
     for project_id in &had_projects {
         if want.contains(&Resolved::Project(*project_id)) {
@@ -387,7 +387,7 @@ pub async fn apply(
         .execute(&mut *tx)
         .await?;
         record_idp(
-            &mut *tx,
+            &mut tx,
             "member.remove",
             user_id,
             Some(*project_id),
@@ -413,7 +413,7 @@ pub async fn apply(
                 .bind(node_id)
                 .execute(&mut *tx)
                 .await?;
-                record_idp(&mut *tx, "user.grant", user_id, node_id, None, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE}))).await?;
+                record_idp(&mut tx, "user.grant", user_id, node_id, None, Some(json!({"name": name, "role": role, "node_id": node_id, "source": "idp", "cause": CAUSE}))).await?;
             }
             Resolved::Project(project_id) => {
                 if had_projects.contains(&project_id) {
@@ -426,7 +426,7 @@ pub async fn apply(
                 .bind(user_id)
                 .execute(&mut *tx)
                 .await?;
-                record_idp(&mut *tx, "member.add", user_id, Some(project_id), None, Some(json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE}))).await?;
+                record_idp(&mut tx, "member.add", user_id, Some(project_id), None, Some(json!({"project_id": project_id, "user": name, "source": "idp", "cause": CAUSE}))).await?;
             }
         }
     }
@@ -449,6 +449,31 @@ pub async fn apply(
 /// The stored role name as a `'static` string (unknown names never match).
 fn role_str(role: &str) -> &'static str {
     Role::parse(role).map_or("", Role::as_str)
+}
+
+/// Audits a change the identity provider made to account `user_id` (no actor; the entries'
+/// JSON carries the cause "from the identity provider").
+async fn record_idp(
+    tx: &mut sqlx::PgConnection,
+    action: &str,
+    user_id: i64,
+    node_id: Option<i64>,
+    before: Option<serde_json::Value>,
+    after: Option<serde_json::Value>,
+) -> Result<(), sqlx::Error> {
+    audit::record(
+        tx,
+        Change {
+            actor: None,
+            action,
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id,
+            before,
+            after,
+        },
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -519,29 +544,4 @@ mod tests {
                 .contains("colour")
         );
     }
-}
-
-/// Audits a change the identity provider made to account `user_id` (no actor; the entries'
-/// JSON carries the cause "from the identity provider").
-async fn record_idp(
-    tx: &mut sqlx::PgConnection,
-    action: &str,
-    user_id: i64,
-    node_id: Option<i64>,
-    before: Option<serde_json::Value>,
-    after: Option<serde_json::Value>,
-) -> Result<(), sqlx::Error> {
-    audit::record(
-        tx,
-        Change {
-            actor: None,
-            action,
-            entity: "user",
-            entity_id: Some(user_id),
-            node_id,
-            before,
-            after,
-        },
-    )
-    .await
 }
