@@ -1004,7 +1004,7 @@ pub fn parse_hours(text: &str) -> Result<i32, AppError> {
     };
     let hundredths = import::decimal(text, 2).map_err(|_| bad())?;
     // A whole number of minutes: hundredths × 0.6.
-    if hundredths <= 0 || hundredths * 60 % 100 != 0 || hundredths > 7_440_000 {
+    if hundredths <= 0 || hundredths > 7_440_000 || hundredths * 60 % 100 != 0 {
         return Err(bad());
     }
     i32::try_from(hundredths * 60 / 100).map_err(|_| bad())

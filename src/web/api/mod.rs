@@ -21,6 +21,7 @@ use crate::web::tree::visible_nodes;
 
 mod ai;
 mod openapi;
+mod openapi_schemas;
 mod runs;
 
 /// A JSON body whose rejections (malformed JSON, wrong types, missing fields) are JSON 4xx.
@@ -64,24 +65,39 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     ApiError(AppError::Malformed(rejection.body_text()))
                 }
             })?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        let mut value: Value = serde_json::from_slice(&bytes).map_err(|e| {
             ApiError(AppError::Malformed(format!(
                 "Failed to parse the request body as JSON: {e}"
             )))
         })?;
         crate::web::input::check_json(&value)?;
-        match Json::<T>::from_bytes(&bytes) {
-            Ok(Json(v)) => Ok(Self(v)),
-            Err(axum::extract::rejection::JsonRejection::JsonDataError(e)) => {
-                Err(ApiError(AppError::Invalid {
-                    field: None,
-                    message: domain::shorten_quoted(&e.body_text()),
-                }))
+        whole_numbers_as_integers(&mut value);
+        serde_json::from_value::<T>(value).map(Self).map_err(|e| {
+            ApiError(AppError::Invalid {
+                field: None,
+                message: domain::shorten_quoted(&format!(
+                    "Failed to deserialize the JSON body into the target type: {e}"
+                )),
+            })
+        })
+    }
+}
+
+/// Writes every number with no fractional part (`284.0`) as an integer, as JSON Schema counts
+/// it (an `integer` field of the document takes `284.0`); others stay as they are.
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|_| n.is_f64())
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *value = Value::from(f as i64);
             }
-            Err(rejection) => Err(ApiError(AppError::Malformed(domain::shorten_quoted(
-                &rejection.body_text(),
-            )))),
         }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
     }
 }
 
@@ -145,7 +161,16 @@ enum ShareInput {
 impl ShareInput {
     fn parse(&self) -> Result<Share, AppError> {
         let text = match self {
-            Self::Number(n) => format!("{n}"),
+            // A number is read to two decimals when it is one (12.5, 0.07 even as the float
+            // 0.07000000000000001), as the document's `multipleOf: 0.01` says.
+            Self::Number(n) => {
+                let hundredths = (n * 100.0).round();
+                if *n >= 0.0 && (n * 100.0 - hundredths).abs() < 1e-6 && hundredths < 1e9 {
+                    domain::format_bp(hundredths as i64)
+                } else {
+                    format!("{n}")
+                }
+            }
             Self::Text(t) => t.clone(),
         };
         Share::parse_percent(&text).map_err(|e| AppError::invalid("share", e.to_string()))
@@ -277,11 +302,13 @@ async fn project(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SharesBody {
     shares: Vec<ShareItem>,
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ShareItem {
     node: i64,
     share: ShareInput,
@@ -303,6 +330,7 @@ async fn put_shares(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct NewNode {
     parent: i64,
     name: String,
@@ -400,6 +428,7 @@ async fn put_budget(
 /// `PUT /projects/{id}/budget`: each field optional; for the two amounts, absent keeps the
 /// value and `null` clears it.
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct BudgetBody {
     #[serde(default, deserialize_with = "present")]
     period_budget_minor: Option<Option<i64>>,
@@ -421,6 +450,7 @@ where
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct MemberBody {
     user: String,
 }
@@ -445,6 +475,7 @@ async fn delete_member(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ModelBody {
     name: Option<String>,
     billing_weight_milli: i64,
@@ -494,6 +525,7 @@ async fn patch_model(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct NameBody {
     name: String,
 }
@@ -508,6 +540,7 @@ async fn post_cluster(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct NodeBody {
     name: String,
     gpu_model: String,
@@ -533,6 +566,7 @@ async fn post_cluster_node(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct StateBody {
     state: String,
     /// Why, when the state is `draining`.
@@ -612,6 +646,7 @@ async fn get_users(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiRe
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct UserBody {
     name: String,
     role: String,
@@ -636,6 +671,7 @@ async fn post_user(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct GrantBody {
     role: String,
     node: Option<String>,
@@ -697,6 +733,7 @@ async fn delete_token(
 
 /// A contract purchase: times are RFC 3339 with an offset, or wall-clock with `time_zone`.
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ContractBody {
     project: String,
     cluster: String,

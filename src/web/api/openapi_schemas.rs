@@ -1,0 +1,1042 @@
+//! Building blocks of the OpenAPI document: the text rule as patterns, and the request and
+//! response schemas shared in `components/schemas` (docs/api.md says how they are kept exact).
+
+use serde_json::{Map, Value, json};
+
+/// White space that the server trims from single-line text (Unicode `White_Space` less the
+/// control characters, which the text rule refuses before anything is trimmed).
+const WS: &str = "[ \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+/// One character of single-line text: anything but a control character (Unicode `Cc`,
+/// U+0000 to U+001F and U+007F to U+009F), as [`crate::web::input::check_text`] enforces.
+const CHAR: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+
+/// A string of single-line text: no control characters.
+pub fn text() -> Value {
+    json!({"type": "string", "pattern": format!("^{CHAR}*$")})
+}
+
+/// Single-line text of at most `max` characters.
+pub fn text_max(max: u32) -> Value {
+    json!({"type": "string", "pattern": format!("^{CHAR}*$"), "maxLength": max})
+}
+
+/// Text of several lines (`command`, `env`, `secret_env`): tabs and line breaks allowed.
+pub fn lines(max: u32) -> Value {
+    json!({"type": "string", "pattern": "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$", "maxLength": max})
+}
+
+/// Single-line text with at least one character that is not white space, at most `max`
+/// characters (white space around it is trimmed by the server).
+pub fn required_text(max: u32) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": max,
+        "pattern": format!("^{CHAR}*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]{CHAR}*$")})
+}
+
+/// An identifier-like name ([`crate::domain::ident`]): a letter or digit, then letters,
+/// digits, `.`, `_` or `-`, at most `max` characters; white space around it is trimmed.
+pub fn ident(max: u32) -> Value {
+    json!({"type": "string", "pattern": format!("^{WS}*[A-Za-z0-9][A-Za-z0-9._-]{{0,{}}}{WS}*$", max - 1)})
+}
+
+/// A share of the parent ([`crate::domain::Share::parse_percent`]): a number from 0 to 100
+/// with at most two decimals, or the same as text with an optional `%`.
+pub fn share() -> Value {
+    let num = "(0*(100(\\.0{0,2})?|[0-9]{1,2}(\\.[0-9]{0,2})?)|\\.[0-9]{1,2})";
+    json!({"oneOf": [
+        {"type": "number", "minimum": 0, "maximum": 100, "multipleOf": 0.01},
+        {"type": "string", "pattern": format!("^{WS}*{num}{WS}*%*{WS}*$"), "examples": ["12.5", "12.5%"]}
+    ]})
+}
+
+/// A 64-bit integer.
+pub fn int() -> Value {
+    json!({"type": "integer", "format": "int64"})
+}
+
+/// An integer from `min` to `max`.
+pub fn int_in(min: i64, max: i64) -> Value {
+    json!({"type": "integer", "format": "int64", "minimum": min, "maximum": max})
+}
+
+/// A number (JSON float).
+pub fn num() -> Value {
+    json!({"type": "number"})
+}
+
+/// A string (a response field: no rule on its characters).
+pub fn s() -> Value {
+    json!({"type": "string"})
+}
+
+/// A boolean.
+pub fn b() -> Value {
+    json!({"type": "boolean"})
+}
+
+/// `v` or `null`.
+pub fn nullable(v: Value) -> Value {
+    match v.get("type").and_then(Value::as_str) {
+        Some(t) => {
+            let mut v = v.clone();
+            v["type"] = json!([t, "null"]);
+            v
+        }
+        None => json!({"anyOf": [v, {"type": "null"}]}),
+    }
+}
+
+/// An array of `items`.
+pub fn arr(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+/// A reference to `components/schemas/NAME`.
+pub fn sref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// A response object whose listed fields are all present (others may follow).
+pub fn obj(fields: &[(&str, Value)]) -> Value {
+    let props: Map<String, Value> = fields
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect();
+    let required: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+    json!({"type": "object", "required": required, "properties": props})
+}
+
+/// A request body: `required` fields must be given, `optional` ones may be, nothing else is
+/// accepted (the server's structs deny unknown fields).
+pub fn body(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
+    let props: Map<String, Value> = required
+        .iter()
+        .chain(optional)
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect();
+    let names: Vec<&str> = required.iter().map(|(k, _)| *k).collect();
+    json!({"type": "object", "required": names, "properties": props, "additionalProperties": false})
+}
+
+/// The stable error codes of `{"error": {"code"}}`.
+pub const ERROR_CODES: &[&str] = &[
+    "invalid_input",
+    "invalid_text",
+    "idempotency_mismatch",
+    "malformed_request",
+    "not_found",
+    "conflict",
+    "capacity_exceeded",
+    "budget_exceeded",
+    "price_changed",
+    "not_cancellable",
+    "larger_than_cluster",
+    "not_waiting_approval",
+    "flag_cleared",
+    "undeclared_node",
+    "inventory_mismatch",
+    "node_in_use",
+    "stale_session",
+    "not_assigned",
+    "payload_too_large",
+    "unauthorized",
+    "forbidden",
+    "csrf_failed",
+    "method_not_allowed",
+    "internal",
+    "name_taken",
+    "malformed_file",
+    "currency_mismatch",
+    "rule_exists",
+    "nothing_to_acknowledge",
+    "already_triggered",
+];
+
+/// The request body schemas.
+pub fn requests() -> Vec<(&'static str, Value)> {
+    let name64 = ident(64);
+    vec![
+        (
+            "SharesBody",
+            body(
+                &[(
+                    "shares",
+                    arr(body(&[("node", int()), ("share", share())], &[])),
+                )],
+                &[],
+            ),
+        ),
+        (
+            "NewNode",
+            body(
+                &[
+                    ("parent", int()),
+                    ("name", node_name()),
+                    ("kind", json!({"enum": ["group", "project"]})),
+                    ("share", share()),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "NodePatch",
+            json!({"type": "object", "additionalProperties": false, "minProperties": 1, "maxProperties": 1,
+                "description": "exactly one of name, parent or archived per request, so each change stands or fails alone",
+                "properties": {"name": node_name(), "parent": int(), "archived": {"type": "boolean", "description": "true archives the node; false is refused (422): archived nodes are not restored through the API"}}}),
+        ),
+        (
+            "BudgetUpdate",
+            json!({"type": "object", "additionalProperties": false,
+                "description": "omitted fields keep their value; null clears the period budget override or the money cap",
+                "properties": {
+                    "period_budget_minor": nullable(int_in(0, 1_000_000_000_000_000)),
+                    "money_cap_minor": nullable(int_in(0, 1_000_000_000_000_000)),
+                    "self_service_gpu_hours": int_in(0, 100_000),
+                    "alert_thresholds": {"type": ["array", "null"], "items": int_in(1, 100), "maxItems": 10,
+                        "description": "percent of the period budget; omitted or null keeps the current ones"}}}),
+        ),
+        (
+            "MeBody",
+            body(
+                &[(
+                    "email",
+                    json!({"type": "string", "maxLength": 254, "description": "an e-mail address with a dot in its domain, or empty to clear it",
+                        "pattern": format!("^{WS}*([A-Za-z0-9.!#$%&'*+/=?^_`{{|}}~-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+)?{WS}*$")}),
+                )],
+                &[],
+            ),
+        ),
+        ("MemberBody", body(&[("user", name64.clone())], &[])),
+        ("NameBody", body(&[("name", name64.clone())], &[])),
+        (
+            "NodeBody",
+            body(
+                &[
+                    ("name", name64.clone()),
+                    ("gpu_model", ident(32)),
+                    ("gpu_count", int_in(1, 64)),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "StateBody",
+            body(
+                &[("state", json!({"enum": ["up", "draining", "down"]}))],
+                &[("reason", nullable(text_max(1000)))],
+            ),
+        ),
+        ("ReasonBody", body(&[("reason", required_text(1000))], &[])),
+        ("DrainBody", body(&[("reason", required_text(1000))], &[])),
+        (
+            "ModelBody",
+            body(
+                &[
+                    ("billing_weight_milli", int_in(1, 100_000)),
+                    ("price_per_gpu_hour_minor", int_in(0, 100_000_000)),
+                ],
+                &[("name", ident(32))],
+            ),
+        ),
+        (
+            "UserBody",
+            body(
+                &[
+                    ("name", name64.clone()),
+                    (
+                        "role",
+                        json!({"enum": ["admin", "finance", "lead", "researcher"]}),
+                    ),
+                ],
+                &[(
+                    "node",
+                    nullable(
+                        json!({"type": "string", "pattern": format!("^{CHAR}*$"), "description": "the tree node a lead leads (required for lead, refused for other roles)"}),
+                    ),
+                )],
+            ),
+        ),
+        (
+            "GrantBody",
+            body(
+                &[(
+                    "role",
+                    json!({"enum": ["admin", "finance", "lead", "researcher"]}),
+                )],
+                &[("node", nullable(text()))],
+            ),
+        ),
+        (
+            "ContractBody",
+            body(
+                &[
+                    ("project", required_text(64)),
+                    ("cluster", required_text(64)),
+                    ("gpu_model", required_text(32)),
+                    ("gpus", int_in(1, 100_000)),
+                    (
+                        "start",
+                        json!({"type": "string", "pattern": format!("^{CHAR}*$"), "description": "RFC 3339 with an offset, or wall-clock (2026-12-01 09:00) with time_zone"}),
+                    ),
+                    (
+                        "end",
+                        json!({"type": "string", "pattern": format!("^{CHAR}*$"), "description": "exclusive; same forms as start; at least a minute after start"}),
+                    ),
+                ],
+                &[
+                    (
+                        "expected_price_minor",
+                        json!({"type": ["integer", "null"], "format": "int64", "description": "the price from a quote; the purchase is refused with price_changed if it differs"}),
+                    ),
+                    (
+                        "time_zone",
+                        json!({"type": ["string", "null"], "pattern": format!("^{CHAR}*$"), "description": "IANA zone for wall-clock times; a time in a repeated hour means its first occurrence, a time that does not exist is refused"}),
+                    ),
+                ],
+            ),
+        ),
+        ("NewRun", new_run()),
+        ("Decision", body(&[], &[("reason", text_max(2000))])),
+        (
+            "AgentRegister",
+            body(
+                &[(
+                    "nodes",
+                    json!({"type": "array", "minItems": 1, "maxItems": 1024, "items": body(&[("name", text()), ("gpus", int_in(1, 64)), ("gpu_model", text())], &[])}),
+                )],
+                &[("agent", nullable(text_max(200)))],
+            ),
+        ),
+        ("AgentStop", body(&[("session", text())], &[])),
+        (
+            "AgentSync",
+            json!({"type": "object", "required": ["session", "nodes"], "properties": {
+                "session": text(), "wait_s": int_in(0, 30),
+                "nodes": arr(json!({"type": "object", "required": ["node"], "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
+                "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": nullable(int()), "signal": nullable(int())}}))}}),
+        ),
+        (
+            "UseCaseBody",
+            body(
+                &[
+                    ("name", required_text(120)),
+                    ("owner_node_id", int()),
+                    ("bag", json!({"enum": ["personal", "team", "critical"]})),
+                    ("monthly_limit_minor", int_in(0, 1_000_000_000_000_000)),
+                    ("metric", required_text(2000)),
+                ],
+                &[
+                    ("allowed_data", text_max(2000)),
+                    ("ai_action", text_max(2000)),
+                    ("human_review", text_max(2000)),
+                    (
+                        "stop_rule",
+                        json!({"type": "string", "pattern": format!("^{CHAR}*$"), "maxLength": 2000, "description": "required (not blank) for the critical bag"}),
+                    ),
+                    (
+                        "services",
+                        json!({"type": "array", "maxItems": 50, "items": text_max(200)}),
+                    ),
+                    ("project_ids", arr(int())),
+                    ("human_hourly_rate_minor", int_in(0, 100_000_000)),
+                ],
+            ),
+        ),
+        (
+            "UseCaseStatus",
+            body(
+                &[(
+                    "status",
+                    json!({"enum": ["proposed", "pilot", "active", "stopped"]}),
+                )],
+                &[],
+            ),
+        ),
+        (
+            "ReviewBody",
+            body(
+                &[
+                    ("month", month()),
+                    ("decision", json!({"enum": ["continue", "expand", "stop"]})),
+                    ("metric_value", required_text(500)),
+                ],
+                &[
+                    (
+                        "new_limit_minor",
+                        json!({"type": ["integer", "null"], "format": "int64", "minimum": 0, "maximum": 1_000_000_000_000_000i64, "description": "only with expand, and then above the current limit"}),
+                    ),
+                    ("comment", text_max(2000)),
+                ],
+            ),
+        ),
+        (
+            "HoursBody",
+            body(
+                &[
+                    ("month", month()),
+                    (
+                        "hours",
+                        json!({"oneOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 74_400}, {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"}], "description": "decimal hours, more than zero and at most 74,400 (a month's work), counted in whole minutes"}),
+                    ),
+                    (
+                        "activity",
+                        json!({"enum": ["data", "review", "exceptions"]}),
+                    ),
+                ],
+                &[("note", text_max(500))],
+            ),
+        ),
+        (
+            "NoteBody",
+            body(&[], &[("note", text_max(2000)), ("reason", text_max(2000))]),
+        ),
+        (
+            "SpendRuleBody",
+            body(
+                &[("use_case_id", int())],
+                &[
+                    (
+                        "source",
+                        json!({"enum": ["any", "openai", "anthropic", "github", "focus"], "default": "any"}),
+                    ),
+                    ("service", text_max(200)),
+                    (
+                        "scope",
+                        json!({"type": "string", "pattern": format!("^{CHAR}*$"), "maxLength": 200, "description": "project id, workspace id, cost centre, organization, sub-account or tag key=value; a rule needs a service, a scope or both"}),
+                    ),
+                ],
+            ),
+        ),
+    ]
+}
+
+/// A tree node's display name ([`crate::domain::node_name`]): 1 to 64 characters after
+/// trimming, no control or invisible formatting characters.
+fn node_name() -> Value {
+    json!({"type": "string", "maxLength": 64, "minLength": 1,
+        "pattern": format!("^{WS}*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]([^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])?{WS}*$")})
+}
+
+/// A budget period `YYYY-MM`.
+pub fn month() -> Value {
+    json!({"type": "string", "pattern": "^[0-9]{4}-(0[1-9]|1[0-2])$", "examples": ["2026-11"]})
+}
+
+fn new_run() -> Value {
+    let env_name = "^(?!TRANCHE_|CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$";
+    let env = json!({"type": "object", "maxProperties": 64,
+        "propertyNames": {"pattern": env_name}, "additionalProperties": lines(4096)});
+    let mut secret = env.clone();
+    secret["description"] = json!(
+        "variables kept secret: stored sealed, shown as •••• (run details list their names in secret_env), given only to the agent that runs the attempt"
+    );
+    let mut env = env;
+    env["description"] = json!(
+        "variables whose names contain TOKEN, SECRET, KEY or PASSWORD (any case) are kept secret like secret_env; a name may not be in both; at most 64 in env and secret_env together"
+    );
+    body(
+        &[
+            ("project", required_text(64)),
+            ("cluster", required_text(64)),
+            ("gpu_model", required_text(32)),
+            (
+                "gpus",
+                json!({"type": "integer", "format": "int64", "minimum": 1, "maximum": 100_000, "description": "a gang: all start together or none"}),
+            ),
+            (
+                "min_runtime_s",
+                json!({"type": "integer", "format": "int64", "minimum": 0, "maximum": 28_800, "description": "seconds protected from preemption (0 = unallocated: free, preemptible); at most the site maximum (8 h by default) and the time limit"}),
+            ),
+            ("time_limit_s", int_in(1, 2_592_000)),
+            ("command", {
+                let mut c = lines(8192);
+                c["pattern"] = json!(
+                    "^[\\t\\n\\r ]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+                );
+                c["minLength"] = json!(1);
+                c["description"] = json!(
+                    "run with sh -c; CUDA_VISIBLE_DEVICES and TRANCHE_RUN_ID are set; 1 to 8192 characters after trimming"
+                );
+                c
+            }),
+        ],
+        &[
+            (
+                "priority",
+                json!({"type": "integer", "minimum": -1000, "maximum": 1000, "default": 0, "description": "orders runs within the project only"}),
+            ),
+            (
+                "resumable",
+                json!({"type": "boolean", "default": false, "description": "requeued after a preemption (true) or ends as preempted"}),
+            ),
+            (
+                "workdir",
+                json!({"type": ["string", "null"], "maxLength": 4096, "pattern": format!("^{WS}*(/{CHAR}*)?$"), "description": "absolute path on the node; empty or null means the agent's"}),
+            ),
+            ("env", env),
+            ("secret_env", secret),
+        ],
+    )
+}
+
+/// The response body schemas.
+pub fn responses() -> Vec<(&'static str, Value)> {
+    let id_name = || obj(&[("id", int()), ("name", s())]);
+    let grant = obj(&[("id", int()), ("node_id", nullable(int())), ("role", s())]);
+    let node = obj(&[
+        ("id", int()),
+        ("cluster_id", int()),
+        ("name", s()),
+        ("gpu_model", s()),
+        ("gpu_count", int()),
+        ("state", json!({"enum": ["up", "draining", "down"]})),
+        ("status", s()),
+        ("last_heartbeat", nullable(s())),
+    ]);
+    let model = obj(&[
+        ("id", int()),
+        ("name", s()),
+        ("billing_weight_milli", int()),
+        ("price_per_gpu_hour_minor", int()),
+    ]);
+    let drain = obj(&[
+        ("id", int()),
+        ("node_id", int()),
+        ("reason", s()),
+        ("drained_at", s()),
+        ("drained_by", nullable(s())),
+        ("emptied_at", nullable(s())),
+        ("needed_human", b()),
+        ("returned_at", nullable(s())),
+        ("returned_by", nullable(s())),
+    ]);
+    let run_row = || {
+        obj(&[
+            ("id", int()),
+            ("project", s()),
+            ("project_id", int()),
+            ("cluster", s()),
+            ("gpu_model", s()),
+            ("gpus", int()),
+            ("min_runtime_s", int()),
+            ("time_limit_s", int()),
+            ("priority", int()),
+            ("resumable", b()),
+            ("command", s()),
+            ("state", s()),
+            ("attempt", int()),
+            ("submitted_by", s()),
+            ("submitted_at", s()),
+            ("started_at", nullable(s())),
+            ("ended_at", nullable(s())),
+            ("exit_code", nullable(int())),
+            ("wait_reason", nullable(s())),
+            ("decision_reason", nullable(s())),
+            ("estimated_start", nullable(s())),
+        ])
+    };
+    let preview = obj(&[
+        ("balance_minor", int()),
+        ("cost_minor", int()),
+        ("free", b()),
+        ("needs_approval", b()),
+        ("protected_milli_gpu_hours", int()),
+        ("self_service_gpu_hours", int()),
+    ]);
+    let contract = obj(&[
+        ("id", int()),
+        ("project", s()),
+        ("cluster", s()),
+        ("gpu_model", s()),
+        ("gpus", int()),
+        ("start", s()),
+        ("end", s()),
+        ("hours", num()),
+        ("price_minor", int()),
+        ("currency", s()),
+        ("state", s()),
+        ("refund_minor", nullable(int())),
+        ("bought_by", nullable(s())),
+    ]);
+    let use_case = obj(&[
+        ("id", int()),
+        ("name", s()),
+        ("owner_node_id", int()),
+        ("bag", json!({"enum": ["personal", "team", "critical"]})),
+        (
+            "status",
+            json!({"enum": ["proposed", "pilot", "active", "stopped"]}),
+        ),
+        ("monthly_limit_minor", int()),
+        ("metric", s()),
+        ("stop_rule", s()),
+        ("services", arr(s())),
+        ("project_ids", arr(int())),
+        ("human_hourly_rate_minor", int()),
+    ]);
+    let mut use_case_spend = use_case.clone();
+    use_case_spend["required"]
+        .as_array_mut()
+        .map(|r| r.extend([json!("human"), json!("spend")]));
+    use_case_spend["properties"]["human"] = obj(&[("minutes", int()), ("cost_minor", int())]);
+    use_case_spend["properties"]["spend"] = obj(&[
+        ("gpu_minor", int()),
+        ("imported_micro", int()),
+        ("total_minor", int()),
+        ("over_limit", b()),
+    ]);
+    let empty_ok = || obj(&[("ok", json!({"const": true}))]);
+    vec![
+        (
+            "Error",
+            obj(&[(
+                "error",
+                obj(&[
+                    ("code", json!({"type": "string", "enum": ERROR_CODES})),
+                    ("message", s()),
+                    ("field", nullable(s())),
+                ]),
+            )]),
+        ),
+        ("Ok", empty_ok()),
+        ("Created", obj(&[("id", int())])),
+        (
+            "Me",
+            obj(&[
+                ("id", int()),
+                ("name", s()),
+                ("roles", arr(s())),
+                ("grants", arr(grant.clone())),
+                ("projects", arr(id_name())),
+            ]),
+        ),
+        (
+            "Tree",
+            obj(&[
+                ("currency", s()),
+                (
+                    "period",
+                    obj(&[
+                        ("start", s()),
+                        ("end", s()),
+                        ("hours", num()),
+                        ("time_zone", s()),
+                    ]),
+                ),
+                (
+                    "nodes",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("parent_id", nullable(int())),
+                        ("name", s()),
+                        ("kind", json!({"enum": ["group", "project"]})),
+                        ("depth", int()),
+                        ("share_percent", num()),
+                        ("share_bp", int()),
+                        ("effective_share_percent", num()),
+                        (
+                            "entitlements",
+                            arr(obj(&[
+                                ("cluster", s()),
+                                ("gpu_model", s()),
+                                ("gpu_hours", num()),
+                                ("money_minor", int()),
+                            ])),
+                        ),
+                        ("entitlement_money_minor", int()),
+                    ])),
+                ),
+            ]),
+        ),
+        (
+            "Clusters",
+            obj(&[
+                (
+                    "clusters",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("name", s()),
+                        ("gpus", arr(obj(&[("gpu_model", s()), ("count", int())]))),
+                        ("nodes", arr(node.clone())),
+                    ])),
+                ),
+                ("gpu_models", arr(model.clone())),
+                ("currency", s()),
+            ]),
+        ),
+        (
+            "GpuModels",
+            obj(&[("gpu_models", arr(model)), ("currency", s())]),
+        ),
+        (
+            "ClusterNode",
+            obj(&[
+                ("node", node),
+                ("drain", nullable(drain.clone())),
+                ("empty_ready_for_repair", b()),
+                ("drains", arr(drain)),
+            ]),
+        ),
+        (
+            "Project",
+            obj(&[
+                ("id", int()),
+                ("name", s()),
+                ("share_bp", int()),
+                ("effective_share_percent", num()),
+                ("entitlement_money_minor", int()),
+                ("period_budget_minor", int()),
+                ("period_budget_override_minor", nullable(int())),
+                ("money_cap_minor", nullable(int())),
+                ("self_service_gpu_hours", int()),
+                ("balance_minor", int()),
+                ("members", arr(id_name())),
+                ("currency", s()),
+            ]),
+        ),
+        (
+            "IdleFlags",
+            obj(&[
+                ("threshold_percent", int()),
+                ("idle_after_s", int()),
+                ("currency", s()),
+                (
+                    "flags",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("run_id", int()),
+                        ("attempt", int()),
+                        ("project_id", int()),
+                        ("project", s()),
+                    ])),
+                ),
+            ]),
+        ),
+        (
+            "Users",
+            obj(&[(
+                "users",
+                arr(obj(&[
+                    ("id", int()),
+                    ("name", s()),
+                    (
+                        "grants",
+                        arr(obj(&[
+                            ("id", int()),
+                            ("node_id", nullable(int())),
+                            ("node_name", nullable(s())),
+                            ("role", s()),
+                        ])),
+                    ),
+                ])),
+            )]),
+        ),
+        (
+            "UserCreated",
+            obj(&[
+                ("id", int()),
+                ("name", s()),
+                (
+                    "password",
+                    json!({"type": "string", "description": "shown once; never again"}),
+                ),
+            ]),
+        ),
+        (
+            "Tokens",
+            obj(&[(
+                "tokens",
+                arr(obj(&[
+                    ("id", int()),
+                    ("label", s()),
+                    ("created_at", s()),
+                    ("last_used_at", nullable(s())),
+                    ("revoked_at", nullable(s())),
+                ])),
+            )]),
+        ),
+        ("Contract", contract.clone()),
+        ("Contracts", obj(&[("contracts", arr(contract))])),
+        (
+            "Quote",
+            obj(&[
+                (
+                    "quote",
+                    obj(&[
+                        ("price_minor", int()),
+                        ("gpu_hours", num()),
+                        ("gpus", int()),
+                        ("seconds", int()),
+                        ("installed", int()),
+                        ("contractable", int()),
+                        ("peak_contracted", int()),
+                        ("balance_minor", int()),
+                    ]),
+                ),
+                ("start", s()),
+                ("end", s()),
+                ("currency", s()),
+            ]),
+        ),
+        (
+            "Capacity",
+            obj(&[
+                ("cluster", s()),
+                ("gpu_model", s()),
+                (
+                    "calendar",
+                    obj(&[
+                        ("installed", int()),
+                        ("contractable", int()),
+                        ("hours", arr(obj(&[("start", s()), ("contracted", int())]))),
+                    ]),
+                ),
+            ]),
+        ),
+        (
+            "Spend",
+            obj(&[
+                ("period", s()),
+                ("currency", s()),
+                (
+                    "rows",
+                    arr(obj(&[
+                        ("node", s()),
+                        ("node_id", int()),
+                        ("depth", int()),
+                        ("gpu_model", s()),
+                        ("period", s()),
+                        ("spend_minor", int()),
+                        ("budget_minor", nullable(int())),
+                        ("cap_minor", nullable(int())),
+                    ])),
+                ),
+            ]),
+        ),
+        (
+            "Metrics",
+            obj(&[
+                ("from", s()),
+                ("to", s()),
+                ("window", s()),
+                ("scope", s()),
+                (
+                    "pools",
+                    arr(obj(&[
+                        ("cluster", s()),
+                        ("gpu_model", s()),
+                        ("installed_gpu_hours", num()),
+                        ("allocated_gpu_hours", num()),
+                        ("unallocated_gpu_hours", num()),
+                        ("availability", nullable(num())),
+                        ("occupancy", nullable(num())),
+                        ("utilization", nullable(num())),
+                        ("impact", nullable(num())),
+                        ("preemptions", int()),
+                        ("preemptions_per_1000_gpu_hours", nullable(num())),
+                        (
+                            "projects",
+                            arr(obj(&[
+                                ("id", int()),
+                                ("name", s()),
+                                ("owed_gpu_hours", num()),
+                                ("received_gpu_hours", num()),
+                            ])),
+                        ),
+                        ("waits", json!({"type": "object"})),
+                    ])),
+                ),
+                ("drains", json!({"type": "object"})),
+            ]),
+        ),
+        (
+            "Ledger",
+            obj(&[
+                ("project", s()),
+                ("currency", s()),
+                ("balance_minor", int()),
+                (
+                    "entries",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("at", s()),
+                        ("kind", s()),
+                        ("amount_minor", int()),
+                        ("run_id", nullable(int())),
+                        ("contract_id", nullable(int())),
+                    ])),
+                ),
+            ]),
+        ),
+        (
+            "Notifications",
+            obj(&[(
+                "notifications",
+                arr(obj(&[
+                    ("id", int()),
+                    ("created_at", s()),
+                    ("message", s()),
+                    ("link", s()),
+                    ("read", b()),
+                ])),
+            )]),
+        ),
+        (
+            "Alerts",
+            obj(&[(
+                "alerts",
+                arr(obj(&[
+                    ("project_id", int()),
+                    ("project", s()),
+                    ("threshold_pct", int()),
+                    ("kind", s()),
+                    ("fired_at", s()),
+                ])),
+            )]),
+        ),
+        ("MarkedRead", obj(&[("marked_read", int())])),
+        (
+            "Audit",
+            obj(&[(
+                "entries",
+                arr(obj(&[
+                    ("id", int()),
+                    ("at", s()),
+                    ("actor", nullable(s())),
+                    ("action", s()),
+                    ("entity", s()),
+                    ("entity_id", nullable(int())),
+                ])),
+            )]),
+        ),
+        ("Runs", obj(&[("runs", arr(run_row()))])),
+        (
+            "RunSubmitted",
+            obj(&[
+                ("id", int()),
+                ("state", json!({"enum": ["queued", "waiting_approval"]})),
+                ("preview", preview.clone()),
+                ("cost", s()),
+            ]),
+        ),
+        (
+            "RunRepeated",
+            obj(&[
+                ("id", int()),
+                ("state", s()),
+                ("repeated", json!({"const": true})),
+            ]),
+        ),
+        ("RunPreview", obj(&[("preview", preview), ("cost", s())])),
+        ("RunDetail", {
+            let mut d = run_row();
+            for (k, v) in [
+                ("can_cancel", b()),
+                ("can_decide", b()),
+                (
+                    "env",
+                    json!({"type": "object", "additionalProperties": {"type": "string"}}),
+                ),
+                ("secret_env", arr(s())),
+                ("workdir", nullable(s())),
+                (
+                    "events",
+                    arr(obj(&[
+                        ("at", s()),
+                        ("attempt", int()),
+                        ("kind", s()),
+                        ("message", s()),
+                        ("for_run", nullable(int())),
+                    ])),
+                ),
+                ("placements", arr(json!({"type": "object"}))),
+            ] {
+                d["required"].as_array_mut().map(|r| r.push(json!(k)));
+                d["properties"][k] = v;
+            }
+            d
+        }),
+        ("RunState", obj(&[("id", int()), ("state", s())])),
+        (
+            "AgentAnswer",
+            json!({"type": "object", "description": "see docs/agent-protocol.md"}),
+        ),
+        ("UseCase", use_case.clone()),
+        ("UseCaseWithSpend", use_case_spend.clone()),
+        (
+            "UseCases",
+            obj(&[
+                ("period_start", s()),
+                ("currency", s()),
+                ("use_cases", arr(use_case_spend)),
+            ]),
+        ),
+        (
+            "UseCaseStatusAnswer",
+            obj(&[("id", int()), ("status", s())]),
+        ),
+        (
+            "Reviews",
+            obj(&[
+                ("reviews", arr(json!({"type": "object"}))),
+                ("stop_triggers", arr(json!({"type": "object"}))),
+            ]),
+        ),
+        ("Review", json!({"type": "object"})),
+        (
+            "HoursRecorded",
+            obj(&[
+                ("id", int()),
+                ("minutes", int()),
+                ("month_minutes", int()),
+                ("month_human_cost_minor", int()),
+            ]),
+        ),
+        (
+            "Acknowledged",
+            obj(&[("id", int()), ("acknowledged", json!({"const": true}))]),
+        ),
+        (
+            "StopTriggered",
+            obj(&[
+                ("id", int()),
+                ("stop_rule_triggered", json!({"const": true})),
+            ]),
+        ),
+        (
+            "Imports",
+            obj(&[
+                ("imports", arr(json!({"type": "object"}))),
+                (
+                    "unassigned",
+                    obj(&[
+                        ("count", int()),
+                        ("amount_micro", int()),
+                        ("lines", arr(json!({"type": "object"}))),
+                    ]),
+                ),
+            ]),
+        ),
+        (
+            "ImportResult",
+            obj(&[("amount_minor", int()), ("dry_run", b())]),
+        ),
+        (
+            "Rules",
+            obj(&[(
+                "rules",
+                arr(obj(&[
+                    ("id", int()),
+                    ("use_case_id", int()),
+                    ("source", s()),
+                    ("service", s()),
+                    ("scope", s()),
+                ])),
+            )]),
+        ),
+        (
+            "RuleCreated",
+            obj(&[("id", int()), ("lines_assigned", int())]),
+        ),
+    ]
+}
