@@ -575,9 +575,9 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ("human_hourly_rate_minor", int()),
     ]);
     let mut use_case_spend = use_case.clone();
-    use_case_spend["required"]
-        .as_array_mut()
-        .map(|r| r.extend([json!("human"), json!("spend")]));
+    if let Some(r) = use_case_spend["required"].as_array_mut() {
+        r.extend([json!("human"), json!("spend")]);
+    }
     use_case_spend["properties"]["human"] = obj(&[("minutes", int()), ("cost_minor", int())]);
     use_case_spend["properties"]["spend"] = obj(&[
         ("gpu_minor", int()),
@@ -951,7 +951,9 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                 ),
                 ("placements", arr(json!({"type": "object"}))),
             ] {
-                d["required"].as_array_mut().map(|r| r.push(json!(k)));
+                if let Some(r) = d["required"].as_array_mut() {
+                    r.push(json!(k));
+                }
                 d["properties"][k] = v;
             }
             d
