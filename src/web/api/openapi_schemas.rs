@@ -949,7 +949,16 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("for_run", nullable(int())),
                     ])),
                 ),
-                ("placements", arr(json!({"type": "object"}))),
+                (
+                    "placements",
+                    arr(obj(&[
+                        ("attempt", int()),
+                        ("node", s()),
+                        ("gpus", arr(int())),
+                        ("process", s()),
+                        ("exit_code", nullable(int())),
+                    ])),
+                ),
             ] {
                 if let Some(r) = d["required"].as_array_mut() {
                     r.push(json!(k));
@@ -980,11 +989,37 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         (
             "Reviews",
             obj(&[
-                ("reviews", arr(json!({"type": "object"}))),
-                ("stop_triggers", arr(json!({"type": "object"}))),
+                ("reviews", arr(sref("Review"))),
+                (
+                    "stop_triggers",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("period_start", s()),
+                        ("reason", s()),
+                        ("triggered_at", s()),
+                        ("acknowledged_by", nullable(s())),
+                        ("acknowledged_at", nullable(s())),
+                        ("note", s()),
+                    ])),
+                ),
             ]),
         ),
-        ("Review", json!({"type": "object"})),
+        (
+            "Review",
+            obj(&[
+                ("id", int()),
+                ("use_case_id", int()),
+                ("period_start", s()),
+                ("decision", json!({"enum": ["continue", "expand", "stop"]})),
+                ("new_limit_minor", nullable(int())),
+                ("metric_value", s()),
+                ("comment", s()),
+                ("spent_minor", int()),
+                ("limit_minor", int()),
+                ("decided_by", nullable(s())),
+                ("decided_at", s()),
+            ]),
+        ),
         (
             "HoursRecorded",
             obj(&[
@@ -1008,20 +1043,72 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         (
             "Imports",
             obj(&[
-                ("imports", arr(json!({"type": "object"}))),
+                (
+                    "imports",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("source", s()),
+                        ("file_name", s()),
+                        ("currency", s()),
+                        ("rate_micro", nullable(int())),
+                        ("rows_new", int()),
+                        ("rows_skipped", int()),
+                        ("amount_micro", int()),
+                        ("imported_by", nullable(s())),
+                        ("imported_at", s()),
+                    ])),
+                ),
                 (
                     "unassigned",
                     obj(&[
                         ("count", int()),
                         ("amount_micro", int()),
-                        ("lines", arr(json!({"type": "object"}))),
+                        (
+                            "lines",
+                            arr(obj(&[
+                                ("id", int()),
+                                ("source", s()),
+                                ("service", s()),
+                                ("description", s()),
+                                ("amount_micro", int()),
+                                ("original_amount", s()),
+                                ("original_currency", s()),
+                                ("period_start", s()),
+                                ("scopes", arr(s())),
+                            ])),
+                        ),
                     ]),
                 ),
             ]),
         ),
         (
             "ImportResult",
-            obj(&[("amount_minor", int()), ("dry_run", b())]),
+            obj(&[
+                ("format", s()),
+                ("currency", s()),
+                ("rate", nullable(s())),
+                ("lines", int()),
+                ("new_lines", int()),
+                ("skipped_lines", int()),
+                ("already_imported", b()),
+                ("amount_micro", int()),
+                ("amount_minor", int()),
+                (
+                    "shares",
+                    arr(obj(&[
+                        ("use_case_id", nullable(int())),
+                        ("use_case", s()),
+                        ("lines", int()),
+                        ("amount_micro", int()),
+                    ])),
+                ),
+                (
+                    "covers",
+                    json!({"type": "array", "items": s(), "minItems": 2, "maxItems": 2}),
+                ),
+                ("import_id", nullable(int())),
+                ("dry_run", b()),
+            ]),
         ),
         (
             "Rules",
