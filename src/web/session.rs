@@ -436,7 +436,8 @@ async fn oidc_callback(
 }
 
 /// `POST /logout`: ends the session; after an OpenID Connect sign-in, sends the browser on
-/// to the provider's end-session endpoint when its discovery document has one.
+/// to the provider's end-session endpoint when its discovery document has one (a page that
+/// refreshes to it at once, with a link).
 async fn logout(State(state): State<AppState>, session: Session) -> Result<Response, AppError> {
     let id_token: Option<String> = session.get(SESSION_ID_TOKEN).await.ok().flatten();
     session
@@ -446,9 +447,23 @@ async fn logout(State(state): State<AppState>, session: Session) -> Result<Respo
     if let (Some(oidc), Some(token)) = (&state.sso.oidc, id_token)
         && let Some(url) = oidc.logout_url(&token).await
     {
-        return Ok(Redirect::to(&url).into_response());
+        // A page that moves on by itself rather than a redirect: the pages' policy
+        // `form-action 'self'` forbids a form's redirect to another site.
+        return render(&SignedOut {
+            end_session: url,
+            provider: oidc.settings.display_name.clone(),
+        });
     }
     Ok(Redirect::to("/login").into_response())
+}
+
+#[derive(askama::Template)]
+#[template(path = "signed_out.html")]
+struct SignedOut {
+    /// The provider's end-session URL with the hint and the way back.
+    end_session: String,
+    /// The provider's name.
+    provider: String,
 }
 
 /// `GET /login`, `POST /login`, `POST /logout`, `GET /login/oidc`, `GET /login/oidc/callback`.
