@@ -218,6 +218,28 @@ pub const SESSION_ID_TOKEN: &str = "oidc_id_token";
 /// The provider as discovered: metadata with its key set.
 type Metadata = ProviderMetadataWithLogout;
 
+/// The `openidconnect` client as made from discovered metadata: authorization and token
+/// endpoints known, user info maybe.
+type Client = openidconnect::Client<
+    openidconnect::EmptyAdditionalClaims,
+    openidconnect::core::CoreAuthDisplay,
+    openidconnect::core::CoreGenderClaim,
+    openidconnect::core::CoreJweContentEncryptionAlgorithm,
+    openidconnect::core::CoreJsonWebKey,
+    openidconnect::core::CoreAuthPrompt,
+    openidconnect::StandardErrorResponse<openidconnect::core::CoreErrorResponseType>,
+    openidconnect::core::CoreTokenResponse,
+    openidconnect::core::CoreTokenIntrospectionResponse,
+    openidconnect::core::CoreRevocableToken,
+    openidconnect::core::CoreRevocationErrorResponse,
+    openidconnect::EndpointSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointMaybeSet,
+    openidconnect::EndpointMaybeSet,
+>;
+
 /// The relying party: settings, an HTTP client and the discovered provider.
 pub struct Oidc {
     /// The settings.
@@ -304,31 +326,7 @@ impl Oidc {
         Ok(metadata)
     }
 
-    fn client(
-        &self,
-        metadata: &Metadata,
-    ) -> Result<
-        openidconnect::Client<
-            openidconnect::EmptyAdditionalClaims,
-            openidconnect::core::CoreAuthDisplay,
-            openidconnect::core::CoreGenderClaim,
-            openidconnect::core::CoreJweContentEncryptionAlgorithm,
-            openidconnect::core::CoreJsonWebKey,
-            openidconnect::core::CoreAuthPrompt,
-            openidconnect::StandardErrorResponse<openidconnect::core::CoreErrorResponseType>,
-            openidconnect::core::CoreTokenResponse,
-            openidconnect::core::CoreTokenIntrospectionResponse,
-            openidconnect::core::CoreRevocableToken,
-            openidconnect::core::CoreRevocationErrorResponse,
-            openidconnect::EndpointSet,
-            openidconnect::EndpointNotSet,
-            openidconnect::EndpointNotSet,
-            openidconnect::EndpointNotSet,
-            openidconnect::EndpointMaybeSet,
-            openidconnect::EndpointMaybeSet,
-        >,
-        OidcError,
-    > {
+    fn client(&self, metadata: &Metadata) -> Result<Client, OidcError> {
         let redirect = RedirectUrl::new(self.settings.redirect_url.clone())
             .map_err(|e| OidcError::Unavailable(e.to_string()))?;
         Ok(CoreClient::from_provider_metadata(
@@ -532,6 +530,63 @@ mod tests {
             "https://tranche.example.org:8443/login"
         );
         assert!(default_post_logout("not a url").is_err());
+    }
+
+    #[test]
+    fn settings_with_a_bad_url_or_ca_file_are_refused_naming_the_variable() {
+        let good = OidcSettings {
+            issuer: "https://login.example.org/realms/research".into(),
+            client_id: "tranche".into(),
+            client_secret: Some(Secret::new("hunter2-client-secret")),
+            redirect_url: "https://tranche.example.org/login/oidc/callback".into(),
+            post_logout_url: "https://tranche.example.org/login".into(),
+            scopes: vec![],
+            name_claim: "preferred_username".into(),
+            groups_claim: "groups".into(),
+            display_name: "Example".into(),
+            timeout: Duration::from_secs(5),
+            ca_file: None,
+        };
+        good.check().unwrap();
+        let bad_issuer = OidcSettings {
+            issuer: "login.example.org".into(),
+            ..good.clone()
+        };
+        assert!(
+            bad_issuer
+                .check()
+                .unwrap_err()
+                .to_string()
+                .starts_with("TRANCHE_OIDC_ISSUER")
+        );
+        let bad_redirect = OidcSettings {
+            redirect_url: "/login/oidc/callback".into(),
+            ..good.clone()
+        };
+        assert!(
+            bad_redirect
+                .check()
+                .unwrap_err()
+                .to_string()
+                .starts_with("TRANCHE_OIDC_REDIRECT_URL")
+        );
+        let missing_ca = OidcSettings {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..good
+        };
+        assert!(
+            missing_ca
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("TRANCHE_OIDC_CA_FILE")
+        );
+        // The secret never shows in the settings' Debug.
+        let shown = format!("{missing_ca:?}");
+        assert!(
+            shown.contains("[redacted]") && !shown.contains("hunter2"),
+            "{shown}"
+        );
     }
 
     #[test]
