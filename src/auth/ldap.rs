@@ -135,34 +135,10 @@ impl LdapSettings {
 
     /// The rustls configuration trusting `ca_file`'s authorities; `None` for the system's.
     fn tls_config(&self) -> anyhow::Result<Option<Arc<rustls::ClientConfig>>> {
-        use rustls::pki_types::CertificateDer;
-        use rustls::pki_types::pem::PemObject;
-        let Some(path) = &self.ca_file else {
-            return Ok(None);
-        };
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_file_iter(path).map_err(|e| {
-            anyhow::anyhow!("cannot read TRANCHE_LDAP_CA_FILE {}: {e}", path.display())
-        })? {
-            let cert =
-                cert.map_err(|e| anyhow::anyhow!("TRANCHE_LDAP_CA_FILE {}: {e}", path.display()))?;
-            roots
-                .add(cert)
-                .map_err(|e| anyhow::anyhow!("TRANCHE_LDAP_CA_FILE {}: {e}", path.display()))?;
-        }
-        if roots.is_empty() {
-            anyhow::bail!(
-                "TRANCHE_LDAP_CA_FILE {} holds no certificate",
-                path.display()
-            );
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        Ok(Some(Arc::new(config)))
+        self.ca_file
+            .as_deref()
+            .map(|p| crate::auth::tls::client_config(p, "TRANCHE_LDAP_CA_FILE"))
+            .transpose()
     }
 
     /// Checks `name` and `password` against the directory and returns the person's identity

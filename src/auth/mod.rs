@@ -2,10 +2,12 @@
 
 pub mod csrf;
 pub mod ldap;
+pub mod oidc;
 pub mod password;
 pub mod secrets;
 pub mod sso;
 pub mod throttle;
+pub mod tls;
 pub mod tokens;
 
 use std::collections::HashMap;

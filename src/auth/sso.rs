@@ -15,6 +15,7 @@ use sqlx::PgPool;
 
 use crate::auth::Role;
 use crate::auth::ldap::LdapSettings;
+use crate::auth::oidc::{Oidc, OidcSettings};
 use crate::db::audit::{self, Change};
 use crate::error::AppError;
 
@@ -149,6 +150,8 @@ pub struct Sso {
     pub mapping: Mapping,
     /// LDAP, when `TRANCHE_LDAP_URL` is set.
     pub ldap: Option<LdapSettings>,
+    /// OpenID Connect, when `TRANCHE_OIDC_ISSUER` is set.
+    pub oidc: Option<std::sync::Arc<Oidc>>,
     /// Longest a session of an external account lasts, seconds, however active it is
     /// (`TRANCHE_EXTERNAL_SESSION_MAX_S`, default 8 h): a user removed from a group at the
     /// provider loses the grant at their next sign-in, at the latest this long after.
@@ -160,18 +163,20 @@ impl Default for Sso {
         Self {
             mapping: Mapping::default(),
             ldap: None,
+            oidc: None,
             external_session_max_s: 8 * 3600,
         }
     }
 }
 
 impl Sso {
-    /// Reads `TRANCHE_IDP_MAPPING_FILE`, `TRANCHE_EXTERNAL_SESSION_MAX_S` and the LDAP
-    /// variables ([`LdapSettings::from_env`]).
+    /// Reads `TRANCHE_IDP_MAPPING_FILE`, `TRANCHE_EXTERNAL_SESSION_MAX_S`, the LDAP
+    /// variables ([`LdapSettings::from_env`]) and the OpenID Connect ones
+    /// ([`OidcSettings::from_env`]).
     ///
     /// # Errors
     /// A missing or malformed mapping file, a session age outside 60 s to 30 days, malformed
-    /// LDAP settings, or a provider configured without a mapping file.
+    /// LDAP or OpenID Connect settings, or a provider configured without a mapping file.
     pub fn from_env() -> anyhow::Result<Self> {
         let mapping = match std::env::var("TRANCHE_IDP_MAPPING_FILE") {
             Ok(p) if !p.trim().is_empty() => Mapping::load(Path::new(p.trim()))?,
@@ -192,9 +197,21 @@ impl Sso {
                 "TRANCHE_LDAP_URL is set but TRANCHE_IDP_MAPPING_FILE names no rules: nobody could sign in through the directory"
             );
         }
+        let oidc = match OidcSettings::from_env()? {
+            Some(settings) => {
+                if mapping.rules.is_empty() {
+                    anyhow::bail!(
+                        "TRANCHE_OIDC_ISSUER is set but TRANCHE_IDP_MAPPING_FILE names no rules: nobody could sign in through the provider"
+                    );
+                }
+                Some(std::sync::Arc::new(Oidc::new(settings)?))
+            }
+            None => None,
+        };
         Ok(Self {
             mapping,
             ldap,
+            oidc,
             external_session_max_s,
         })
     }
@@ -205,7 +222,8 @@ impl Sso {
 pub struct ExternalIdentity {
     /// `ldap` or `oidc`.
     pub source: &'static str,
-    /// The provider's stable identifier of the person (LDAP: the entry's DN).
+    /// The provider's stable identifier of the person (LDAP: the entry's DN, lower-cased;
+    /// OpenID Connect: the ID token's `sub`).
     pub subject: String,
     /// The user name for a new account.
     pub name: String,

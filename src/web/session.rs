@@ -10,6 +10,9 @@ use axum::routing::{get, post};
 use tower_sessions::Session;
 
 use crate::auth::ldap::LdapError;
+use crate::auth::oidc::{
+    Oidc, OidcError, PENDING_MAX_S, Pending, SESSION_ID_TOKEN, SESSION_PENDING,
+};
 use crate::auth::throttle::{self, ClientAddress, Try};
 use crate::auth::{SESSION_EPOCH, SESSION_UNTIL, SESSION_USER, csrf, password, sso};
 use crate::db::users;
@@ -24,6 +27,35 @@ struct LoginPage {
     error: Option<String>,
     name: String,
     next: String,
+    /// "Sign in with NAME" and its link, when OpenID Connect is configured.
+    provider: Option<(String, String)>,
+}
+
+impl LoginPage {
+    /// The page for `state`'s settings, with the CSRF token of `layout`.
+    fn new(
+        state: &AppState,
+        layout: Layout,
+        error: Option<String>,
+        name: String,
+        next: String,
+    ) -> Self {
+        let provider = state.sso.oidc.as_ref().map(|oidc| {
+            let query =
+                serde_urlencoded::to_string([("next", safe_next(&next))]).unwrap_or_default();
+            (
+                oidc.settings.display_name.clone(),
+                format!("/login/oidc?{query}"),
+            )
+        });
+        Self {
+            layout,
+            error,
+            name,
+            next,
+            provider,
+        }
+    }
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -61,7 +93,11 @@ async fn login_layout(session: &Session) -> Result<Layout, AppError> {
     })
 }
 
-async fn login_page(session: Session, Query(q): Query<LoginQuery>) -> Result<Response, AppError> {
+async fn login_page(
+    State(state): State<AppState>,
+    session: Session,
+    Query(q): Query<LoginQuery>,
+) -> Result<Response, AppError> {
     if session
         .get::<i64>(SESSION_USER)
         .await
@@ -70,12 +106,13 @@ async fn login_page(session: Session, Query(q): Query<LoginQuery>) -> Result<Res
     {
         return Ok(Redirect::to(safe_next(&q.next)).into_response());
     }
-    render(&LoginPage {
-        layout: login_layout(&session).await?,
-        error: None,
-        name: String::new(),
-        next: q.next,
-    })
+    render(&LoginPage::new(
+        &state,
+        login_layout(&session).await?,
+        None,
+        String::new(),
+        q.next,
+    ))
 }
 
 async fn login(
@@ -85,17 +122,20 @@ async fn login(
     Form(form): Form<LoginForm>,
 ) -> Result<Response, AppError> {
     let name = form.name.trim();
-    let refuse = |message: &str| LoginPage {
-        layout: Layout {
-            user_name: None,
-            nav: vec![],
-            active: "",
-            csrf: String::new(),
-            notice: None,
-        },
-        error: Some(message.to_string()),
-        name: form.name.clone(),
-        next: form.next.clone(),
+    let refuse = |message: &str| {
+        LoginPage::new(
+            &state,
+            Layout {
+                user_name: None,
+                nav: vec![],
+                active: "",
+                csrf: String::new(),
+                notice: None,
+            },
+            Some(message.to_string()),
+            form.name.clone(),
+            form.next.clone(),
+        )
     };
     // Throttled by address and name together, before the name is looked up: the answer is
     // the same whether or not such a user exists.
@@ -236,17 +276,201 @@ pub async fn begin_session(
     Ok(())
 }
 
-async fn logout(session: Session) -> Result<Response, AppError> {
+#[derive(serde::Deserialize, Default)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+    /// The issuer that answers (RFC 9207), checked when the provider sends it.
+    iss: Option<String>,
+}
+
+/// The page shown when an OpenID Connect sign-in does not go through: the login page with
+/// the message, and the status that fits the cause.
+async fn oidc_refused(
+    state: &AppState,
+    session: &Session,
+    status: StatusCode,
+    message: &str,
+) -> Result<Response, AppError> {
+    let page = LoginPage::new(
+        state,
+        login_layout(session).await?,
+        Some(message.to_string()),
+        String::new(),
+        String::new(),
+    );
+    render_status(status, &page)
+}
+
+fn oidc_status(e: &OidcError) -> StatusCode {
+    match e {
+        OidcError::State => StatusCode::BAD_REQUEST,
+        OidcError::Refused(_) | OidcError::InvalidToken(_) => StatusCode::FORBIDDEN,
+        OidcError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+fn oidc_of(state: &AppState) -> Result<std::sync::Arc<Oidc>, AppError> {
+    state
+        .sso
+        .oidc
+        .clone()
+        .ok_or_else(|| AppError::NotFound("OpenID Connect sign-in is not configured here".into()))
+}
+
+/// `GET /login/oidc?next=PATH`: keeps a new pending sign-in (state, nonce, PKCE verifier) in
+/// the session and sends the browser to the provider.
+async fn oidc_begin(
+    State(state): State<AppState>,
+    session: Session,
+    Query(q): Query<LoginQuery>,
+) -> Result<Response, AppError> {
+    let oidc = oidc_of(&state)?;
+    match oidc
+        .begin(safe_next(&q.next), jiff::Timestamp::now().as_second())
+        .await
+    {
+        Ok((url, pending)) => {
+            session
+                .insert(SESSION_PENDING, pending)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            Ok(Redirect::to(&url).into_response())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "OpenID Connect sign-in could not start");
+            oidc_refused(
+                &state,
+                &session,
+                oidc_status(&e),
+                "the organisation's identity provider cannot be reached; try again in a few minutes",
+            )
+            .await
+        }
+    }
+}
+
+/// `GET /login/oidc/callback?code=&state=`: the provider's answer. The pending sign-in is
+/// taken out of the session first, so a second use of the same answer finds none.
+async fn oidc_callback(
+    State(state): State<AppState>,
+    session: Session,
+    Query(q): Query<CallbackQuery>,
+) -> Result<Response, AppError> {
+    let oidc = oidc_of(&state)?;
+    let pending: Option<Pending> = session
+        .remove(SESSION_PENDING)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    let result = async {
+        let pending = pending.ok_or(OidcError::State)?;
+        let matches = q.state.as_deref().is_some_and(|s| {
+            bool::from(subtle::ConstantTimeEq::ct_eq(
+                s.as_bytes(),
+                pending.state.as_bytes(),
+            ))
+        });
+        if !matches || jiff::Timestamp::now().as_second() - pending.started > PENDING_MAX_S {
+            return Err(OidcError::State);
+        }
+        if q.iss
+            .as_deref()
+            .is_some_and(|iss| iss != oidc.settings.issuer)
+        {
+            return Err(OidcError::InvalidToken(
+                "the answer comes from another issuer".into(),
+            ));
+        }
+        if let Some(error) = &q.error {
+            return Err(OidcError::Refused(match &q.error_description {
+                Some(d) => format!("{error} ({d})"),
+                None => error.clone(),
+            }));
+        }
+        let code = q
+            .code
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| OidcError::Refused("no authorization code in the answer".into()))?;
+        let (who, id_token) = oidc.finish(&pending, code).await?;
+        Ok((who, id_token, pending.next))
+    }
+    .await;
+    let (who, id_token, next) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(reason = %e, source = "oidc", "sign-in refused");
+            let status = oidc_status(&e);
+            let message = match &e {
+                OidcError::Unavailable(_) => {
+                    "the organisation's identity provider cannot be reached or did not answer in time; try again in a few minutes".to_string()
+                }
+                e => e.to_string(),
+            };
+            return oidc_refused(&state, &session, status, &message).await;
+        }
+    };
+    match sso::apply(&state.pool, &state.sso.mapping, &who).await? {
+        Ok((id, epoch)) => {
+            begin_session(&session, id, epoch, Some(state.sso.external_session_max_s)).await?;
+            session
+                .insert(SESSION_ID_TOKEN, id_token)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            tracing::info!(user = %who.name, source = "oidc", "signed in");
+            Ok(Redirect::to(safe_next(&next)).into_response())
+        }
+        Err(refusal) => {
+            tracing::info!(user = %who.name, source = "oidc", reason = %refusal, "sign-in refused");
+            oidc_refused(
+                &state,
+                &session,
+                StatusCode::FORBIDDEN,
+                &refusal.to_string(),
+            )
+            .await
+        }
+    }
+}
+
+/// `POST /logout`: ends the session; after an OpenID Connect sign-in, sends the browser on
+/// to the provider's end-session endpoint when its discovery document has one (a page that
+/// refreshes to it at once, with a link).
+async fn logout(State(state): State<AppState>, session: Session) -> Result<Response, AppError> {
+    let id_token: Option<String> = session.get(SESSION_ID_TOKEN).await.ok().flatten();
     session
         .flush()
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
+    if let (Some(oidc), Some(token)) = (&state.sso.oidc, id_token)
+        && let Some(url) = oidc.logout_url(&token).await
+    {
+        // A page that moves on by itself rather than a redirect: the pages' policy
+        // `form-action 'self'` forbids a form's redirect to another site.
+        return render(&SignedOut {
+            end_session: url,
+            provider: oidc.settings.display_name.clone(),
+        });
+    }
     Ok(Redirect::to("/login").into_response())
 }
 
-/// `GET /login`, `POST /login`, `POST /logout`.
+#[derive(askama::Template)]
+#[template(path = "signed_out.html")]
+struct SignedOut {
+    /// The provider's end-session URL with the hint and the way back.
+    end_session: String,
+    /// The provider's name.
+    provider: String,
+}
+
+/// `GET /login`, `POST /login`, `POST /logout`, `GET /login/oidc`, `GET /login/oidc/callback`.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
+        .route("/login/oidc", get(oidc_begin))
+        .route("/login/oidc/callback", get(oidc_callback))
 }

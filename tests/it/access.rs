@@ -112,6 +112,13 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ("/dashboard.csv".into(), [303, 403, 200, 200, 200]),
         // Prometheus' scrape: off without TRANCHE_METRICS_TOKEN, whoever is signed in.
         ("/metrics".into(), [404, 404, 404, 404, 404]),
+        // OpenID Connect sign-in: off without TRANCHE_OIDC_ISSUER, whoever asks (with it, the
+        // routes are public by nature; tests/it/oidc.rs checks what they let through).
+        ("/login/oidc?next=/".into(), [404, 404, 404, 404, 404]),
+        (
+            "/login/oidc/callback?code=x&state=y".into(),
+            [404, 404, 404, 404, 404],
+        ),
         ("/admin/inventory".into(), [303, 403, 403, 403, 200]),
         (
             format!("/admin/clusters/{}", i.cluster),

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::support::{TestApp, demo_password};
 
 /// A chromedriver child process, killed on drop.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     port: u16,
 }
@@ -24,7 +24,7 @@ impl Drop for Driver {
     }
 }
 
-async fn start_driver() -> Driver {
+pub(crate) async fn start_driver() -> Driver {
     let path =
         std::env::var("TRANCHE_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     assert!(
@@ -57,7 +57,7 @@ async fn start_driver() -> Driver {
     panic!("chromedriver did not listen on port {port}");
 }
 
-async fn browser(driver: &Driver) -> Client {
+pub(crate) async fn browser(driver: &Driver) -> Client {
     let chromium = std::env::var("TRANCHE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let profile = std::env::temp_dir().join(format!(
         "tranche-chromium-{}-{}",
@@ -84,7 +84,7 @@ async fn browser(driver: &Driver) -> Client {
         .expect("open a Chromium session")
 }
 
-async fn click(c: &Client, css: &str) {
+pub(crate) async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css))
         .await
         .unwrap()
@@ -94,7 +94,7 @@ async fn click(c: &Client, css: &str) {
 }
 
 /// Waits for the element and returns its text.
-async fn text_of(c: &Client, css: &str) -> String {
+pub(crate) async fn text_of(c: &Client, css: &str) -> String {
     c.wait()
         .for_element(Locator::Css(css))
         .await
@@ -104,7 +104,7 @@ async fn text_of(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
-async fn set_value(c: &Client, css: &str, value: &str) {
+pub(crate) async fn set_value(c: &Client, css: &str, value: &str) {
     let field = c.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
     field.send_keys(value).await.unwrap();

@@ -12,6 +12,7 @@ mod hardening;
 mod live;
 mod mail;
 mod metrics;
+mod oidc;
 mod openapi;
 mod ops;
 mod reports;

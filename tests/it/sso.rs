@@ -317,7 +317,7 @@ cn: coffee-club
 member: uid=dave,ou=people,dc=example,dc=org
 ";
 
-const MAPPING: &str = r#"
+pub(crate) const MAPPING: &str = r#"
 [[rule]]
 group = "vision-leads"
 role = "lead"
@@ -339,6 +339,16 @@ role = "finance"
 /// A test app with the first-run admin, a Vision team with a Detection project under it, and
 /// sign-in through `ldap`.
 async fn app_with(ldap: LdapSettings, max_age_s: i64) -> (TestApp, String) {
+    app_with_providers(Some(ldap), None, max_age_s).await
+}
+
+/// A test app with the first-run admin, a Vision team with a Detection project under it, the
+/// mapping of [`MAPPING`] and sign-in through these providers.
+pub(crate) async fn app_with_providers(
+    ldap: Option<LdapSettings>,
+    oidc: Option<std::sync::Arc<tranche::auth::oidc::Oidc>>,
+    max_age_s: i64,
+) -> (TestApp, String) {
     let (app, admin_pw) = TestApp::with_admin().await;
     let admin = app.admin().await;
     let root = app.node_id("Organisation").await;
@@ -364,7 +374,8 @@ async fn app_with(ldap: LdapSettings, max_age_s: i64) -> (TestApp, String) {
     .unwrap();
     let sso = Sso {
         mapping: Mapping::parse(MAPPING).unwrap(),
-        ldap: Some(ldap),
+        ldap,
+        oidc,
         external_session_max_s: max_age_s,
     };
     let state = app.state.clone().with_sso(sso);
@@ -377,7 +388,7 @@ async fn app_with(ldap: LdapSettings, max_age_s: i64) -> (TestApp, String) {
 }
 
 /// `(role, lead node name, source)` of a user's grants, sorted.
-async fn grants(app: &TestApp, name: &str) -> Vec<(String, Option<String>, String)> {
+pub(crate) async fn grants(app: &TestApp, name: &str) -> Vec<(String, Option<String>, String)> {
     sqlx::query_as(
         "SELECT g.role, t.name, g.source FROM role_grants g JOIN users u ON u.id = g.user_id \
          LEFT JOIN tree_nodes t ON t.id = g.node_id WHERE u.name = $1 ORDER BY 1, 2, 3",
@@ -389,7 +400,7 @@ async fn grants(app: &TestApp, name: &str) -> Vec<(String, Option<String>, Strin
 }
 
 /// `(project name, source)` of a user's memberships, sorted.
-async fn memberships(app: &TestApp, name: &str) -> Vec<(String, String)> {
+pub(crate) async fn memberships(app: &TestApp, name: &str) -> Vec<(String, String)> {
     sqlx::query_as(
         "SELECT t.name, m.source FROM project_members m JOIN users u ON u.id = m.user_id \
          JOIN tree_nodes t ON t.id = m.project_id WHERE u.name = $1 ORDER BY 1, 2",
@@ -400,7 +411,7 @@ async fn memberships(app: &TestApp, name: &str) -> Vec<(String, String)> {
     .unwrap()
 }
 
-async fn user_count(app: &TestApp) -> i64 {
+pub(crate) async fn user_count(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM users")
         .fetch_one(&app.pool)
         .await
