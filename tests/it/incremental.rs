@@ -2,7 +2,7 @@
 //! sequences of submissions, cancels, approvals, denials, agent reports (running, exits),
 //! agent restarts, passes and passes of another replica, the runs a pass would schedule from,
 //! kept in memory and brought up to date from `run_changes`, equal a full reload; and changes
-//! committed out of order are not missed.
+//! committed out of order are not missed. Delta agent syncs send only the orders that changed.
 
 use axum::http::StatusCode;
 use proptest::prelude::*;
@@ -299,10 +299,145 @@ async fn changes_committed_out_of_order_are_not_missed() {
             .map(|w| w.priority)
     };
     assert_eq!(priority(&incremental, ids[1]), Some(9));
-    assert_eq!(priority(&incremental, ids[0]), Some(0), "A has not committed");
+    assert_eq!(
+        priority(&incremental, ids[0]),
+        Some(0),
+        "A has not committed"
+    );
     a.commit().await.unwrap();
     let (incremental, full, how) = service::snapshot_pair(&o.app.state).await.unwrap();
     assert_eq!(how, Refresh::Incremental(1));
-    assert_eq!(priority(&incremental, ids[0]), Some(7), "A's change was missed");
+    assert_eq!(
+        priority(&incremental, ids[0]),
+        Some(7),
+        "A's change was missed"
+    );
     assert_eq!(incremental, full);
+}
+
+/// A sync as the agent sends it, with `since` when given; returns the answer.
+async fn sync_since(o: &Org, session: &str, since: Option<i64>) -> (StatusCode, Value) {
+    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ANY($1) ORDER BY id")
+        .bind(NODES.map(String::from).to_vec())
+        .fetch_all(&o.app.pool)
+        .await
+        .unwrap();
+    let nodes: Vec<Value> = ids.iter().map(|n| json!({"node": n})).collect();
+    let mut body = json!({"session": session, "wait_s": 0, "nodes": nodes, "runs": []});
+    if let Some(since) = since {
+        body["since"] = json!(since);
+    }
+    o.app
+        .api("POST", "/api/v1/agent/sync", Some(&o.agent), Some(body))
+        .await
+}
+
+fn runs_of(answer: &Value, list: &str) -> Vec<i64> {
+    let mut runs: Vec<i64> = answer[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["run"].as_i64().unwrap())
+        .collect();
+    runs.sort_unstable();
+    runs
+}
+
+async fn submit_8(o: &Org) -> i64 {
+    let body = json!({
+        "project": PROJECTS[0], "cluster": "local", "gpu_model": "H100", "gpus": 8,
+        "min_runtime_s": 0, "time_limit_s": 3600, "priority": 0, "command": "sleep 600"
+    });
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    answer["id"].as_i64().unwrap()
+}
+
+/// Delta syncs: the answer to `since: V` lists only the orders given or changed after V, so
+/// an agent that knows every assignment of its nodes gets an empty answer; an agent of the
+/// previous protocol (no `since`) is still served the whole desired state; a `since` the
+/// server never reached gets the whole state again, marked full.
+#[tokio::test]
+async fn delta_syncs_send_only_changed_orders_and_old_agents_get_everything() {
+    let (o, session) = setup().await;
+    let runs = [submit_8(&o).await, submit_8(&o).await, submit_8(&o).await];
+    assert_eq!(service::pass(&o.app.state).await.unwrap().started, 3);
+
+    let (status, first) = sync_since(&o, &session, Some(0)).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["full"], true);
+    assert_eq!(runs_of(&first, "assignments"), runs.to_vec());
+    let v1 = first["version"].as_i64().unwrap();
+    assert!(v1 > 0);
+
+    // Nothing changed: nothing is sent, however many assignments the nodes have.
+    let (_, again) = sync_since(&o, &session, Some(v1)).await;
+    assert_eq!(again["full"], false);
+    assert_eq!(runs_of(&again, "assignments"), Vec::<i64>::new());
+    assert_eq!(runs_of(&again, "stops"), Vec::<i64>::new());
+    assert_eq!(again["version"], v1);
+
+    // The agent starts them and says so.
+    let running: Vec<Value> = live_processes(&o)
+        .await
+        .into_iter()
+        .map(|(run, attempt, node)| json!({"run": run, "attempt": attempt, "node": node, "state": "running"}))
+        .collect();
+    report(&o, &session, running).await;
+    // A cancel: its stop only.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{}/cancel", runs[1]),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert!(status.is_success(), "{answer}");
+    let (_, delta) = sync_since(&o, &session, Some(v1)).await;
+    assert_eq!(runs_of(&delta, "assignments"), Vec::<i64>::new());
+    assert_eq!(runs_of(&delta, "stops"), vec![runs[1]]);
+    let v2 = delta["version"].as_i64().unwrap();
+    assert!(v2 > v1);
+
+    // Its process exits, a new run takes the GPUs: its assignment only.
+    let node: i64 = sqlx::query_scalar("SELECT node_id FROM run_placements WHERE run_id = $1")
+        .bind(runs[1])
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    report(
+        &o,
+        &session,
+        vec![json!({"run": runs[1], "attempt": 1, "node": node, "state": "exited", "exit_code": 143})],
+    )
+    .await;
+    let fourth = submit_8(&o).await;
+    service::pass(&o.app.state).await.unwrap();
+    let (_, delta) = sync_since(&o, &session, Some(v2)).await;
+    assert_eq!(runs_of(&delta, "assignments"), vec![fourth]);
+    assert_eq!(runs_of(&delta, "stops"), Vec::<i64>::new());
+    let v3 = delta["version"].as_i64().unwrap();
+    assert!(v3 > v2);
+
+    // The previous protocol: the whole desired state, every time, as before.
+    let (status, old) = sync_since(&o, &session, None).await;
+    assert_eq!(status, StatusCode::OK, "{old}");
+    assert_eq!(runs_of(&old, "assignments"), vec![runs[0], runs[2], fourth]);
+    assert!(old.get("version").is_none(), "{old}");
+
+    // A version the server never reached (say, restored from a backup): everything, full.
+    let (_, gap) = sync_since(&o, &session, Some(v3 + 1_000)).await;
+    assert_eq!(gap["full"], true);
+    assert_eq!(runs_of(&gap, "assignments"), vec![runs[0], runs[2], fourth]);
+    assert_eq!(gap["version"], v3);
+
+    // A negative version is refused, with the field named.
+    let (status, bad) = sync_since(&o, &session, Some(-1)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+    assert_eq!(bad["error"]["field"], "since");
 }
