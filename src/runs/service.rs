@@ -694,7 +694,6 @@ async fn load_snapshot(
     Ok((snap, names, offline))
 }
 
-
 /// The preemption reason in words, with names (the run it made room for is shown apart).
 fn preempt_message(reason: &PreemptReason, names: &Names) -> String {
     match reason {
