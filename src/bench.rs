@@ -411,21 +411,39 @@ mod tests {
 /// Options of `tranche bench runs`.
 #[derive(Debug, clap::Args)]
 pub struct RunBenchArgs {
-    /// Run submissions in all.
-    #[arg(long, default_value_t = 10_000)]
-    pub runs: usize,
+    /// One of the issue-17 workloads, by name: `no-churn` (10,000 runs of `sleep 600` on
+    /// 1,000 GPUs), `churn` (10,000 runs of `sleep 30` on 1,000 GPUs), `burst` (1,000 runs on
+    /// free GPUs), `site` (10,000 GPUs on 1,250 nodes served by 10 agent processes, filled by
+    /// 10,000 runs, then 50,000 more waiting). It sets the defaults of the flags below; a flag
+    /// given explicitly wins.
+    #[arg(long, value_parser = ["no-churn", "churn", "burst", "site"])]
+    pub workload: Option<String>,
+    /// Run submissions in all (default 10,000; `burst` 1,000).
+    #[arg(long)]
+    pub runs: Option<usize>,
     /// Concurrent API clients.
     #[arg(long, default_value_t = 50)]
     pub clients: usize,
-    /// 8-GPU nodes served by one `tranche agent --nodes N --gpus 8xH100` process.
-    #[arg(long, default_value_t = 125)]
-    pub nodes: usize,
+    /// 8-GPU nodes, served by the agent processes (default 125; `site` 1,250).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// `tranche agent` processes sharing the nodes (default 1; `site` 10).
+    #[arg(long)]
+    pub agents: Option<usize>,
     /// GPUs per run.
     #[arg(long, default_value_t = 1)]
     pub gpus: u32,
-    /// The runs' command.
-    #[arg(long, default_value = "sleep 1")]
-    pub command: String,
+    /// The runs' command (default `sleep 1`; `no-churn` and `site` `sleep 600`, `churn`
+    /// `sleep 30`, `burst` `sleep 60`).
+    #[arg(long)]
+    pub command: Option<String>,
+    /// Runs added waiting once the submitted ones were decided, written straight to the
+    /// database (setup, not measured; default 0, `site` 50,000).
+    #[arg(long)]
+    pub waiting: Option<usize>,
+    /// Seconds to watch the passes after the waiting runs were added (with `--waiting`).
+    #[arg(long, default_value_t = 15)]
+    pub observe_s: u64,
     /// Seconds to wait for every run's start decision after the last submission.
     #[arg(long, default_value_t = 300)]
     pub settle_s: u64,
@@ -433,20 +451,202 @@ pub struct RunBenchArgs {
     pub db: crate::config::DbArgs,
 }
 
-/// Submits runs through the API of a live server whose `local` cluster is served by a real
-/// `tranche agent` process, and prints submissions per second, submission latency, and the
-/// delay from submission to the stored start decision.
+/// The settings of one `tranche bench runs`, flags over the workload's defaults.
+#[derive(Debug, Clone)]
+struct RunPlan {
+    name: String,
+    runs: usize,
+    clients: usize,
+    nodes: usize,
+    agents: usize,
+    gpus: u32,
+    command: String,
+    waiting: usize,
+    observe_s: u64,
+    settle_s: u64,
+}
+
+impl RunPlan {
+    fn of(args: &RunBenchArgs) -> anyhow::Result<Self> {
+        let name = args.workload.clone().unwrap_or_else(|| "custom".into());
+        let (runs, nodes, agents, command, waiting) = match name.as_str() {
+            "no-churn" => (10_000, 125, 1, "sleep 600", 0),
+            "churn" => (10_000, 125, 1, "sleep 30", 0),
+            "burst" => (1_000, 125, 1, "sleep 60", 0),
+            "site" => (10_000, 1_250, 10, "sleep 600", 50_000),
+            _ => (10_000, 125, 1, "sleep 1", 0),
+        };
+        let plan = Self {
+            name,
+            runs: args.runs.unwrap_or(runs),
+            clients: args.clients,
+            nodes: args.nodes.unwrap_or(nodes),
+            agents: args.agents.unwrap_or(agents),
+            gpus: args.gpus,
+            command: args.command.clone().unwrap_or_else(|| command.into()),
+            waiting: args.waiting.unwrap_or(waiting),
+            observe_s: args.observe_s,
+            settle_s: args.settle_s,
+        };
+        if plan.runs == 0 || plan.clients == 0 || plan.nodes == 0 || plan.gpus == 0 {
+            bail!("--runs, --clients, --nodes and --gpus must be at least 1");
+        }
+        if plan.agents == 0 || plan.agents > plan.nodes {
+            bail!("--agents must be from 1 to the number of nodes");
+        }
+        Ok(plan)
+    }
+}
+
+/// Submits runs through the API of a live server whose `local` cluster is served by real
+/// `tranche agent` processes, and prints submissions per second, submission latency, the
+/// delay from submission to the stored start decision, the passes' durations and what an
+/// agent sync costs with and without delta syncs (docs/agent-protocol.md).
 ///
 /// # Errors
 /// Database, HTTP or agent failures; a submission that is not accepted.
 pub async fn runs(args: &RunBenchArgs) -> anyhow::Result<()> {
-    if args.runs == 0 || args.clients == 0 || args.nodes == 0 || args.gpus == 0 {
-        bail!("--runs, --clients, --nodes and --gpus must be at least 1");
-    }
-    with_scratch_database(&args.db, "runs", |options| submit_runs(args, options)).await
+    let plan = RunPlan::of(args)?;
+    with_scratch_database(&args.db, "runs", |options| submit_runs(plan, options)).await
 }
 
-async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::Result<()> {
+/// Quantiles of pass durations (s) as "p50 A ms, p99 B ms, max C ms (N passes)".
+fn pass_figures(seconds: &[f64]) -> String {
+    let mut d: Vec<Duration> = seconds
+        .iter()
+        .map(|s| Duration::from_secs_f64(*s))
+        .collect();
+    d.sort();
+    format!(
+        "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} passes)",
+        ms(quantile(&d, 0.5)),
+        ms(quantile(&d, 0.99)),
+        ms(*d.last().unwrap_or(&Duration::ZERO)),
+        d.len()
+    )
+}
+
+/// The runs whose GPUs were free when they were submitted: fewer runs held GPUs or waited
+/// ahead of them (submitted earlier, not yet started) than `capacity` runs' worth. From the
+/// server's instants: (id, submitted, first start, end), seconds.
+fn free_on_arrival(
+    rows: &[(i64, f64, Option<f64>, Option<f64>)],
+    capacity: usize,
+) -> std::collections::HashSet<i64> {
+    // Events at one instant: ends and starts before submissions (they free or take GPUs
+    // before the run arrives); kinds 0 end, 1 start, 2 submit.
+    let mut events: Vec<(f64, u8, i64)> = Vec::with_capacity(rows.len() * 3);
+    for (id, submitted, started, ended) in rows {
+        events.push((*submitted, 2, *id));
+        if let Some(s) = started {
+            events.push((*s, 1, *id));
+            if let Some(e) = ended {
+                events.push((*e, 0, *id));
+            }
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut holding, mut queued) = (0usize, 0usize);
+    let mut free = std::collections::HashSet::new();
+    for (_, kind, id) in events {
+        match kind {
+            0 => holding = holding.saturating_sub(1),
+            1 => {
+                holding += 1;
+                queued = queued.saturating_sub(1);
+            }
+            _ => {
+                if holding + queued < capacity {
+                    free.insert(id);
+                }
+                queued += 1;
+            }
+        }
+    }
+    free
+}
+
+/// Times `samples` agent syncs of `session` over `nodes` (no reports, no waiting): without
+/// `since` (the whole desired state) and with `since` = the current version (a delta with
+/// nothing new). Returns (median full ms, full answer bytes, median delta ms, delta bytes).
+async fn sync_cost(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    session: &str,
+    nodes: &[i64],
+    samples: usize,
+) -> anyhow::Result<(f64, usize, f64, usize)> {
+    let url = format!("{base}/api/v1/agent/sync");
+    let reports: Vec<serde_json::Value> = nodes
+        .iter()
+        .map(|n| serde_json::json!({"node": n}))
+        .collect();
+    let once = |since: Option<i64>| {
+        let mut body =
+            serde_json::json!({"session": session, "wait_s": 0, "nodes": reports, "runs": []});
+        if let Some(v) = since {
+            body["since"] = serde_json::json!(v);
+        }
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let t = Instant::now();
+            let res = http
+                .post(&url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await?;
+            let status = res.status();
+            let text = res.text().await?;
+            let took = t.elapsed();
+            if status.as_u16() != 200 {
+                bail!("a probe sync answered {status}: {text}");
+            }
+            let answer: serde_json::Value = serde_json::from_str(&text)?;
+            Ok::<_, anyhow::Error>((took, text.len(), answer["version"].as_i64()))
+        }
+    };
+    let (_, _, version) = once(Some(0)).await?;
+    let version = version.context("a delta answer without a version")?;
+    let (mut full, mut delta) = (Vec::new(), Vec::new());
+    let (mut full_bytes, mut delta_bytes) = (0, 0);
+    for _ in 0..samples {
+        let (t, b, _) = once(None).await?;
+        full.push(t);
+        full_bytes = b;
+        let (t, b, _) = once(Some(version)).await?;
+        delta.push(t);
+        delta_bytes = b;
+    }
+    full.sort();
+    delta.sort();
+    Ok((
+        ms(quantile(&full, 0.5)),
+        full_bytes,
+        ms(quantile(&delta, 0.5)),
+        delta_bytes,
+    ))
+}
+
+/// One agent's session and its nodes' ids, and how many assignments those nodes hold.
+async fn probe_session(pool: &sqlx::PgPool) -> anyhow::Result<(String, Vec<i64>, i64)> {
+    let (session, nodes): (String, Vec<i64>) = sqlx::query_as(
+        "SELECT agent_session, array_agg(id ORDER BY id) FROM nodes WHERE agent_session IS NOT NULL \
+         GROUP BY agent_session ORDER BY agent_session LIMIT 1",
+    )
+    .fetch_one(pool)
+    .await?;
+    let held: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_placements WHERE node_id = ANY($1) AND proc_state <> 'exited'",
+    )
+    .bind(&nodes)
+    .fetch_one(pool)
+    .await?;
+    Ok((session, nodes, held))
+}
+
+async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result<()> {
     let pool = crate::db::pool_options(40).connect_with(options).await?;
     crate::db::migrate(&pool).await?;
     crate::demo::load(&pool).await?;
@@ -454,10 +654,18 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         .fetch_one(&pool)
         .await?;
     let token = crate::auth::tokens::create(&pool, None, researcher, "bench").await?;
-    let bench_nodes = crate::agent::node_names("bench", args.nodes as u32);
-    crate::db::inventory::declare_nodes(&pool, None, "local", &bench_nodes, "H100", "8").await?;
+    // Agent i serves its share of the nodes, named bench{i}-1, bench{i}-2, ...
+    let mut shares = Vec::with_capacity(plan.agents);
+    for i in 0..plan.agents {
+        let count = plan.nodes / plan.agents + usize::from(i < plan.nodes % plan.agents);
+        let name = format!("bench{i}");
+        let names = crate::agent::node_names(&name, count as u32);
+        crate::db::inventory::declare_nodes(&pool, None, "local", &names, "H100", "8").await?;
+        shares.push((name, count));
+    }
     let agent_token = crate::runs::agents::create_token(&pool, "local").await?;
     let state = AppState::new(pool.clone(), Site::from_env()?);
+    let metrics = state.metrics.clone();
     crate::ledger::roll_over(&pool, jiff::Timestamp::now(), &state.site).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
@@ -466,43 +674,53 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         let _ = stop_rx.await;
     }));
     let logs = std::env::temp_dir().join(format!("tranche-bench-agent-{}", std::process::id()));
-    let mut agent = tokio::process::Command::new(std::env::current_exe()?)
-        .args([
-            "agent", "--server", &base, "--gpus", "8xH100", "--name", "bench",
-        ])
-        .args(["--nodes", &args.nodes.to_string()])
-        .arg("--log-dir")
-        .arg(&logs)
-        .env("TRANCHE_AGENT_TOKEN", &agent_token)
-        .env(
-            "RUST_LOG",
-            std::env::var("TRANCHE_BENCH_AGENT_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot start the agent")?;
-    // Setup, not measurement: wait for the agent to register its nodes.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut agents = Vec::with_capacity(plan.agents);
+    for (name, count) in &shares {
+        agents.push(
+            tokio::process::Command::new(std::env::current_exe()?)
+                .args([
+                    "agent", "--server", &base, "--gpus", "8xH100", "--name", name,
+                ])
+                .args(["--nodes", &count.to_string()])
+                .arg("--log-dir")
+                .arg(logs.join(name))
+                .arg("--state-dir")
+                .arg(logs.join(format!("{name}-state")))
+                .env("TRANCHE_AGENT_TOKEN", &agent_token)
+                .env(
+                    "RUST_LOG",
+                    std::env::var("TRANCHE_BENCH_AGENT_LOG").unwrap_or_else(|_| "warn".into()),
+                )
+                .kill_on_drop(true)
+                .spawn()
+                .context("cannot start an agent")?,
+        );
+    }
+    // Setup, not measurement: wait for the agents to register their nodes.
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let live: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'local' AND n.agent_session IS NOT NULL",
+            "SELECT count(*) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'local' AND n.agent_session IS NOT NULL AND n.name LIKE 'bench%'",
         )
         .fetch_one(&pool)
         .await?;
-        if live as usize >= args.nodes {
+        if live as usize >= plan.nodes {
             break;
         }
         if Instant::now() > deadline {
             bail!(
-                "the agent registered {live} of {} nodes in 60 s",
-                args.nodes
+                "the agents registered {live} of {} nodes in 120 s",
+                plan.nodes
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.clients)
+        .pool_max_idle_per_host(plan.clients)
         .build()?;
+    // What a sync costs while the nodes hold no assignment yet.
+    let (session, probe_nodes, _) = probe_session(&pool).await?;
+    let empty_cost = sync_cost(&http, &base, &agent_token, &session, &probe_nodes, 5).await?;
     let url = format!("{base}/api/v1/runs");
     // When each run was submitted (client side), and when a watcher polling the database
     // every 20 ms first saw its start decision stored.
@@ -537,16 +755,17 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
             Ok::<_, anyhow::Error>(())
         }
     });
+    let passes_before = metrics.recent_passes().len();
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for c in 0..args.clients {
-        let count = args.runs / args.clients + usize::from(c < args.runs % args.clients);
+    for c in 0..plan.clients {
+        let count = plan.runs / plan.clients + usize::from(c < plan.runs % plan.clients);
         let (http, url, token) = (http.clone(), url.clone(), token.clone());
         let accepted = accepted.clone();
         let body = serde_json::json!({
             "project": if c % 2 == 0 { "fm-pretrain-7b" } else { "fm-pretrain-70b" },
-            "cluster": "local", "gpu_model": "H100", "gpus": args.gpus,
-            "min_runtime_s": 60, "time_limit_s": 3600, "resumable": true, "command": args.command,
+            "cluster": "local", "gpu_model": "H100", "gpus": plan.gpus,
+            "min_runtime_s": 60, "time_limit_s": 3600, "resumable": true, "command": plan.command,
         });
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(count);
@@ -574,25 +793,33 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
             Ok::<_, anyhow::Error>(latencies)
         }));
     }
-    let mut latencies = Vec::with_capacity(args.runs);
+    let mut latencies = Vec::with_capacity(plan.runs);
     for t in tasks {
         latencies.extend(t.await??);
     }
     let wall = started.elapsed();
     latencies.sort();
-    // Setup again: wait until the watcher saw every run's start decision.
-    let deadline = Instant::now() + Duration::from_secs(args.settle_s);
+    // Setup again: wait until the watcher saw every run that can start start (all of them,
+    // but at most the GPUs' worth of runs that never end within the wait).
+    let capacity = plan.nodes * 8 / plan.gpus as usize;
+    let expected = if plan.command == "sleep 600" {
+        plan.runs.min(capacity)
+    } else {
+        plan.runs
+    };
+    let deadline = Instant::now() + Duration::from_secs(plan.settle_s);
     let waiting = loop {
-        let waiting = args.runs
-            - seen
-                .lock()
+        let waiting = expected.saturating_sub(
+            seen.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .len();
+                .len(),
+        );
         if waiting == 0 || Instant::now() > deadline {
             break waiting;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let passes_during: Vec<f64> = metrics.recent_passes()[passes_before..].to_vec();
     watching.store(false, std::sync::atomic::Ordering::Relaxed);
     watcher.await??;
     let accepted = accepted
@@ -603,20 +830,74 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
-    let mut delays: Vec<Duration> = accepted
-        .iter()
-        .filter_map(|(id, at)| seen.get(id).map(|s| s.saturating_duration_since(*at)))
-        .collect();
-    delays.sort();
+    // Runs whose GPUs were free when they arrived, from the server's instants (the bench's
+    // runs only: the demo's few dozen are not counted).
+    let ids: Vec<i64> = accepted.keys().copied().collect();
+    let instants: Vec<(i64, f64, Option<f64>, Option<f64>)> = sqlx::query_as(
+        "SELECT r.id, extract(epoch FROM r.submitted_at)::FLOAT8, \
+                (SELECT extract(epoch FROM min(e.at))::FLOAT8 FROM run_events e WHERE e.run_id = r.id AND e.kind = 'started'), \
+                extract(epoch FROM r.ended_at)::FLOAT8 FROM runs r WHERE r.id = ANY($1) ORDER BY r.id",
+    )
+    .bind(&ids)
+    .fetch_all(&pool)
+    .await?;
+    let free = free_on_arrival(&instants, capacity);
+    let delays_of = |only_free: bool| {
+        let mut d: Vec<Duration> = accepted
+            .iter()
+            .filter(|(id, _)| !only_free || free.contains(id))
+            .filter_map(|(id, at)| seen.get(id).map(|s| s.saturating_duration_since(*at)))
+            .collect();
+        d.sort();
+        d
+    };
+    let delays = delays_of(false);
+    let free_delays = delays_of(true);
+    // What a sync costs now that the nodes hold assignments.
+    let (_, _, held) = probe_session(&pool).await?;
+    let loaded_cost = sync_cost(&http, &base, &agent_token, &session, &probe_nodes, 5).await?;
+    // Site scale: runs waiting behind the full cluster, and the passes over them.
+    let mut site_passes = None;
+    if plan.waiting > 0 {
+        sqlx::query(
+            "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                               priority, resumable, command, state, queued_at) \
+             SELECT r.project_id, r.cluster_id, r.gpu_model_id, r.submitted_by, r.gpus, r.min_runtime_s, r.time_limit_s, \
+                    r.priority, r.resumable, r.command, 'queued', now() \
+             FROM (SELECT * FROM runs ORDER BY id LIMIT 2) r, generate_series(1, $1) \
+             ORDER BY random() LIMIT $2",
+        )
+        .bind((plan.waiting as i64 + 1) / 2 + 1)
+        .bind(plan.waiting as i64)
+        .execute(&pool)
+        .await?;
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(crate::runs::WAKE_CHANNEL)
+            .execute(&pool)
+            .await?;
+        let before = metrics.recent_passes().len();
+        tokio::time::sleep(Duration::from_secs(plan.observe_s)).await;
+        let passes = metrics.recent_passes();
+        // The first pass reads the 50,000 new runs; the others only what changed.
+        site_passes = Some((
+            passes.get(before).copied(),
+            passes.get(before + 1..).unwrap_or_default().to_vec(),
+        ));
+    }
     let (succeeded, failed): (i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'failed') FROM runs",
     )
     .fetch_one(&pool)
     .await?;
-    let _ = agent.start_kill();
-    let _ = agent.wait().await;
-    // CPU time of the agent and the run processes it waited for (a killed agent's children
-    // still running are not counted), and of this process: the server and the clients.
+    for agent in &mut agents {
+        let _ = agent.start_kill();
+    }
+    for agent in &mut agents {
+        let _ = agent.wait().await;
+    }
+    // CPU time of the agents and the run processes they waited for (a killed agent's
+    // children still running are not counted), and of this process: the server and the
+    // clients.
     let cpu = |who| {
         nix::sys::resource::getrusage(who).map_or(0.0, |u| {
             let t = |v: nix::sys::time::TimeVal| v.tv_sec() as f64 + v.tv_usec() as f64 / 1e6;
@@ -630,38 +911,73 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
     let _ = stop_tx.send(());
     server.await??;
     println!(
-        "{} submissions of {}-GPU runs (`{}`) from {} clients to {} GPUs on {} agent nodes",
-        args.runs,
-        args.gpus,
-        args.command,
-        args.clients,
-        args.nodes * 8,
-        args.nodes
+        "workload {}: {} submissions of {}-GPU runs (`{}`) from {} clients to {} GPUs on {} nodes served by {} agent processes",
+        plan.name,
+        plan.runs,
+        plan.gpus,
+        plan.command,
+        plan.clients,
+        plan.nodes * 8,
+        plan.nodes,
+        plan.agents
     );
     println!(
         "submissions: {:.2} s = {:.0} per second; latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         wall.as_secs_f64(),
-        args.runs as f64 / wall.as_secs_f64(),
+        plan.runs as f64 / wall.as_secs_f64(),
         ms(quantile(&latencies, 0.5)),
         ms(quantile(&latencies, 0.9)),
         ms(quantile(&latencies, 0.99)),
         ms(*latencies.last().unwrap_or(&Duration::ZERO)),
     );
+    let figures = |d: &[Duration]| {
+        format!(
+            "{} runs: p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+            d.len(),
+            ms(quantile(d, 0.5)),
+            ms(quantile(d, 0.9)),
+            ms(quantile(d, 0.99)),
+            ms(*d.last().unwrap_or(&Duration::ZERO)),
+        )
+    };
     println!(
-        "submission -> start decision seen stored (polled every 20 ms; {} runs): p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms{}",
-        delays.len(),
-        ms(quantile(&delays, 0.5)),
-        ms(quantile(&delays, 0.9)),
-        ms(quantile(&delays, 0.99)),
-        ms(*delays.last().unwrap_or(&Duration::ZERO)),
+        "decision delay, submission -> start decision seen stored (polled every 20 ms): all started {}{}",
+        figures(&delays),
         if waiting > 0 {
             format!(
-                "; {waiting} runs still without a start after {} s",
-                args.settle_s
+                "; {waiting} runs expected to start still without a start after {} s",
+                plan.settle_s
             )
         } else {
             String::new()
         }
+    );
+    println!(
+        "decision delay of the runs whose GPUs were free when they arrived: {}",
+        figures(&free_delays)
+    );
+    println!(
+        "live passes during the submissions and decisions: {}",
+        pass_figures(&passes_during)
+    );
+    if let Some((first, rest)) = &site_passes {
+        println!(
+            "live passes with {} more runs waiting, over {} s: the first (reads them all) {:.1} ms; the others {}",
+            plan.waiting,
+            plan.observe_s,
+            first.map_or(0.0, |s| s * 1000.0),
+            pass_figures(rest)
+        );
+    }
+    let (full_ms, full_b, delta_ms, delta_b) = empty_cost;
+    println!(
+        "agent sync of {} nodes holding no assignment: whole state {full_ms:.1} ms ({full_b} bytes), delta {delta_ms:.1} ms ({delta_b} bytes)",
+        probe_nodes.len()
+    );
+    let (full_ms, full_b, delta_ms, delta_b) = loaded_cost;
+    println!(
+        "agent sync of {} nodes holding {held} assignments: whole state {full_ms:.1} ms ({full_b} bytes), delta {delta_ms:.1} ms ({delta_b} bytes)",
+        probe_nodes.len()
     );
     println!("finished so far: {succeeded} succeeded, {failed} failed");
     let per_run = if succeeded + failed > 0 {
@@ -673,9 +989,38 @@ async fn submit_runs(args: &RunBenchArgs, options: PgConnectOptions) -> anyhow::
         String::new()
     };
     println!(
-        "CPU over {:.1} s of wall time on {} cores: agent and its run processes {agent_cpu_s:.1} s{per_run}, this process (server, clients, setup) {own_cpu_s:.1} s; PostgreSQL not counted",
+        "CPU over {:.1} s of wall time on {} cores: agents and their run processes {agent_cpu_s:.1} s{per_run}, this process (server, clients, setup) {own_cpu_s:.1} s; PostgreSQL not counted",
         wall_total.as_secs_f64(),
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::free_on_arrival;
+
+    #[test]
+    fn runs_find_free_gpus_only_while_fewer_hold_or_wait_than_fit() {
+        // Capacity 2. Run 1 and 2 arrive at 0 and start at 1; run 3 arrives at 2 (both GPUs
+        // held); run 1 ends at 3; run 4 arrives at 4 while 3 still waits ahead of it; run 3
+        // starts at 5; run 5 arrives at 6 (2 and 3 hold both GPUs); 2 ends at 7; run 6 at 8.
+        let rows = vec![
+            (1, 0.0, Some(1.0), Some(3.0)),
+            (2, 0.0, Some(1.0), Some(7.0)),
+            (3, 2.0, Some(5.0), None),
+            (4, 4.0, None, None),
+            (5, 6.0, None, None),
+            (6, 8.0, None, None),
+        ];
+        let mut free: Vec<i64> = free_on_arrival(&rows, 2).into_iter().collect();
+        free.sort_unstable();
+        // Run 6: 3 holds one GPU, 4 and 5 wait ahead: not free.
+        assert_eq!(free, vec![1, 2]);
+        let mut free: Vec<i64> = free_on_arrival(&rows, 3).into_iter().collect();
+        free.sort_unstable();
+        // Capacity 3: run 3 arrives with two held, run 4 with one held and one waiting (both
+        // free); run 5 with two held and one waiting, run 6 with one held and two waiting.
+        assert_eq!(free, vec![1, 2, 3, 4]);
+    }
 }

@@ -41,6 +41,9 @@ pub struct AppState {
     /// Project pages' settings and money, each reused while the project's change counter is
     /// unchanged ([`crate::web::project::FactsCache`]).
     pub project_facts: Arc<crate::web::project::FactsCache>,
+    /// The runs of the scheduling snapshot kept between passes ([`crate::runs::live`]); the
+    /// lock is held for a whole pass.
+    pub live_runs: Arc<tokio::sync::Mutex<crate::runs::live::LiveCache>>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -85,6 +88,7 @@ impl AppState {
             project_cache: Arc::default(),
             sso: Arc::default(),
             project_facts: Arc::default(),
+            live_runs: Arc::default(),
         }
     }
 

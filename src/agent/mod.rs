@@ -98,6 +98,10 @@ pub struct AgentArgs {
     /// [`parse_utilization_file`].
     #[arg(long)]
     pub utilization_file: Option<PathBuf>,
+    /// Ask for the whole desired state at every sync instead of the changes since the last
+    /// (the protocol before delta syncs; docs/agent-protocol.md section 2).
+    #[arg(long)]
+    pub full_sync: bool,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -316,6 +320,63 @@ struct Agent {
     /// Node id -> name, from the last register.
     node_names: HashMap<i64, String>,
     session: Option<Session>,
+    /// The desired state as delta answers built it up in this session.
+    desired: Desired,
+    /// Ask for the whole desired state at every sync (the protocol before delta syncs).
+    full_sync: bool,
+}
+
+/// The orders of the current session, merged from delta answers (docs/agent-protocol.md
+/// section 2): what a full answer would list, less what is done.
+#[derive(Debug, Default)]
+struct Desired {
+    /// Whether the server answered with a delta in this session (an older server answers
+    /// with the whole desired state, and nothing is kept).
+    delta: bool,
+    /// The version of the last answer applied; 0 before the first.
+    version: i64,
+    assignments: BTreeMap<RunKey, Assignment>,
+    stops: BTreeMap<RunKey, StopOrder>,
+}
+
+impl Desired {
+    /// Applies a delta (or, when `full`, replaces everything): an order replaces the earlier
+    /// order for its process.
+    fn merge(&mut self, answer: &SyncAnswer, version: i64) {
+        if answer.full {
+            self.assignments.clear();
+            self.stops.clear();
+        }
+        for a in &answer.assignments {
+            self.stops.remove(&a.key());
+            self.assignments.insert(a.key(), a.clone());
+        }
+        for s in &answer.stops {
+            self.assignments.remove(&s.key());
+            self.stops.insert(s.key(), s.clone());
+        }
+        self.version = version;
+        self.delta = true;
+    }
+
+    /// The merged orders as one answer, for [`reconcile`].
+    fn answer(&self) -> SyncAnswer {
+        SyncAnswer {
+            assignments: self.assignments.values().cloned().collect(),
+            stops: self.stops.values().cloned().collect(),
+            version: Some(self.version),
+            full: true,
+        }
+    }
+
+    /// Forgets orders that are done: assignments started and since exited, stops of
+    /// processes no longer alive (exited, or never started).
+    fn prune(&mut self, local: &[LocalProcess], started: &HashSet<RunKey>) {
+        let alive: HashSet<RunKey> = local.iter().map(|p| p.key).collect();
+        self.assignments
+            .retain(|k, _| !started.contains(k) || alive.contains(k));
+        self.stops.retain(|k, _| alive.contains(k));
+    }
 }
 
 /// Runs `tranche agent` until Ctrl-C or SIGTERM (then stops the children) or a fatal error
@@ -387,6 +448,8 @@ impl Agent {
             pending: Vec::new(),
             node_names: HashMap::new(),
             session: None,
+            desired: Desired::default(),
+            full_sync: args.full_sync,
         })
     }
 
@@ -474,6 +537,7 @@ impl Agent {
             id: answer.session,
             wait_s,
         });
+        self.desired = Desired::default();
         Ok(())
     }
 
@@ -489,6 +553,11 @@ impl Agent {
                 }
             }
             self.drain_exits();
+            // Exits may have freed GPUs that a known assignment waits for (delta syncs: the
+            // server sends no order again).
+            if self.desired.delta {
+                self.act();
+            }
             let request = self.sync_request().await?;
             let carried: Vec<Exit> = self.pending.clone();
             let sent_at = Instant::now();
@@ -615,11 +684,33 @@ impl Agent {
                 })
                 .collect(),
             runs,
+            since: (!self.full_sync).then_some(self.desired.version),
         })
     }
 
-    /// Carries out an answer; true when something was started or stopped.
+    /// Carries out an answer; true when something was started or stopped. A delta answer
+    /// (with a `version`) is merged into the session's orders first, and those are carried
+    /// out; an answer without one is the whole desired state.
     fn apply(&mut self, answer: &SyncAnswer) -> bool {
+        match answer.version {
+            Some(version) if !self.full_sync => {
+                self.desired.merge(answer, version);
+                self.act()
+            }
+            _ => self.carry_out(answer),
+        }
+    }
+
+    /// Carries out the session's merged orders and forgets those that are done.
+    fn act(&mut self) -> bool {
+        let merged = self.desired.answer();
+        let changed = self.carry_out(&merged);
+        self.desired.prune(&self.sup.local(), &self.started);
+        changed
+    }
+
+    /// Carries out a whole desired state; true when something was started or stopped.
+    fn carry_out(&mut self, answer: &SyncAnswer) -> bool {
         for a in &answer.assignments {
             if !self.node_names.contains_key(&a.node) && self.started.insert(a.key()) {
                 tracing::warn!(
@@ -877,6 +968,7 @@ mod tests {
                 }
                 .report(),
             ],
+            since: None,
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
@@ -950,6 +1042,7 @@ mod tests {
         let answer = SyncAnswer {
             assignments: vec![assignment(1, 12, &[0, 1]), assignment(2, 12, &[2])],
             stops: vec![],
+            ..SyncAnswer::default()
         };
         let plan = reconcile(&answer, &[], &HashSet::new());
         assert_eq!(starts(&plan), vec![key(1, 12), key(2, 12)]);
@@ -974,6 +1067,7 @@ mod tests {
                 assignment(4, 12, &[3]),
             ],
             stops: vec![stop_order(1, 12, 30.0)],
+            ..SyncAnswer::default()
         };
         let running = [local(1, 12, &[0, 1], Some(30))];
         let started: HashSet<RunKey> = [key(1, 12)].into();
@@ -992,6 +1086,7 @@ mod tests {
         let answer = SyncAnswer {
             assignments: vec![assignment(1, 12, &[0]), assignment(2, 12, &[0])],
             stops: vec![],
+            ..SyncAnswer::default()
         };
         let plan = reconcile(&answer, &[], &HashSet::new());
         assert_eq!(starts(&plan), vec![key(1, 12)]);
@@ -1003,6 +1098,7 @@ mod tests {
         let answer = SyncAnswer {
             assignments: vec![assignment(1, 12, &[0])],
             stops: vec![stop_order(2, 12, 5.0), stop_order(9, 12, 5.0)],
+            ..SyncAnswer::default()
         };
         let running = [
             local(1, 12, &[0], None),
@@ -1028,6 +1124,7 @@ mod tests {
         let shorter = SyncAnswer {
             assignments: vec![],
             stops: vec![stop_order(2, 12, 5.0)],
+            ..SyncAnswer::default()
         };
         assert_eq!(
             reconcile(&shorter, &running, &started).stop,
@@ -1038,10 +1135,52 @@ mod tests {
     }
 
     #[test]
+    fn delta_answers_merge_into_the_sessions_orders_and_done_ones_are_forgotten() {
+        let mut desired = Desired::default();
+        let full = SyncAnswer {
+            assignments: vec![assignment(1, 12, &[0]), assignment(2, 12, &[1])],
+            version: Some(4),
+            full: true,
+            ..SyncAnswer::default()
+        };
+        desired.merge(&full, 4);
+        // A delta: run 2 is to stop, run 3 to start; run 1 is not mentioned and stays.
+        let delta = SyncAnswer {
+            assignments: vec![assignment(3, 12, &[2])],
+            stops: vec![stop_order(2, 12, 30.0)],
+            version: Some(6),
+            full: false,
+        };
+        desired.merge(&delta, 6);
+        assert_eq!(desired.version, 6);
+        let merged = desired.answer();
+        let keys: Vec<RunKey> = merged.assignments.iter().map(Assignment::key).collect();
+        assert_eq!(keys, vec![key(1, 12), key(3, 12)]);
+        assert_eq!(merged.stops.len(), 1);
+        assert_eq!(merged.stops[0].key(), key(2, 12));
+        // Run 1 ran and exited, run 2 is still stopping, run 3 has not started yet.
+        let started: HashSet<RunKey> = [key(1, 12), key(2, 12)].into();
+        desired.prune(&[local(2, 12, &[1], Some(30))], &started);
+        let keys: Vec<RunKey> = desired.assignments.keys().copied().collect();
+        assert_eq!(keys, vec![key(3, 12)]);
+        assert_eq!(
+            desired.stops.keys().copied().collect::<Vec<_>>(),
+            vec![key(2, 12)]
+        );
+        // Run 2 exits: its stop is done too. A full answer replaces everything.
+        desired.prune(&[], &started);
+        assert!(desired.stops.is_empty());
+        desired.merge(&full, 9);
+        assert_eq!(desired.assignments.len(), 2);
+        assert!(desired.stops.is_empty());
+    }
+
+    #[test]
     fn reconcile_never_starts_an_assignment_that_is_also_stopped() {
         let answer = SyncAnswer {
             assignments: vec![assignment(1, 12, &[0])],
             stops: vec![stop_order(1, 12, 0.0)],
+            ..SyncAnswer::default()
         };
         let plan = reconcile(&answer, &[], &HashSet::new());
         assert_eq!(plan, Plan::default());
@@ -1339,6 +1478,7 @@ mod tests {
             log_dir: dir.0.join("logs"),
             state_dir: dir.0.join("state"),
             utilization_file: None,
+            full_sync: false,
         };
         let mut agent = Agent::new(&args).await.unwrap();
         let result = tokio::time::timeout(GUARD, agent.serve())

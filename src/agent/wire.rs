@@ -91,6 +91,10 @@ pub struct SyncRequest {
     pub nodes: Vec<NodeReport>,
     /// Running processes and unacknowledged exits.
     pub runs: Vec<RunReport>,
+    /// Delta syncs: the `version` of the last answer applied in this session (0 for none).
+    /// Absent (`--full-sync`): the server answers with the whole desired state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
 }
 
 /// Utilization of one node in a [`SyncRequest`].
@@ -131,7 +135,8 @@ pub enum RunState {
     Exited,
 }
 
-/// Answer to a sync: the whole desired state of the agent's nodes.
+/// Answer to a sync: the whole desired state of the agent's nodes, or (delta syncs) the
+/// orders that changed since the request's `since`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncAnswer {
     /// Processes that should run.
@@ -140,6 +145,13 @@ pub struct SyncAnswer {
     /// Processes to stop.
     #[serde(default)]
     pub stops: Vec<StopOrder>,
+    /// Delta answers: the version these orders bring the agent to (absent from a server that
+    /// only answers with the whole desired state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    /// Delta answers: the orders are the whole desired state, not changes.
+    #[serde(default)]
+    pub full: bool,
 }
 
 /// A process that should run.

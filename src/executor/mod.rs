@@ -125,6 +125,62 @@ pub async fn orders(
     .bind(nodes)
     .fetch_all(pool)
     .await?;
+    Ok(to_orders(rows, key, default_grace))
+}
+
+/// The orders for `nodes` that changed after version `since` (docs/agent-protocol.md,
+/// delta syncs), and the version they bring the caller to: every placement whose order was
+/// given or changed with a version in `since + 1 ..= version`, still not exited. A placement
+/// that exited is left out (its agent reported it, or never started it). `version` is the
+/// highest version on these nodes, read first: versions are drawn under the pass lock, so all
+/// orders numbered up to it have committed and the second read sees them. `full` is true
+/// when `since` is `None` or 0 (a new session) or beyond `version` (the server's versions
+/// went back, say after a restore): the answer is then the whole desired state, as
+/// [`orders`] gives it.
+///
+/// # Errors
+/// Database errors.
+pub async fn orders_since(
+    pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
+    nodes: &[i64],
+    default_grace: i64,
+    since: Option<i64>,
+) -> Result<(Vec<Assignment>, Vec<StopOrder>, i64, bool), sqlx::Error> {
+    let version: i64 = sqlx::query_scalar(
+        "SELECT coalesce(max(v), 0)::BIGINT FROM unnest($1::BIGINT[]) AS n(id), \
+         LATERAL (SELECT max(p.order_version) AS v FROM run_placements p WHERE p.node_id = n.id) m",
+    )
+    .bind(nodes)
+    .fetch_one(pool)
+    .await?;
+    let (from, full) = match since {
+        Some(s) if (1..=version).contains(&s) => (s, false),
+        _ => (-1, true),
+    };
+    let rows: Vec<DesiredRow> = sqlx::query_as(
+        "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
+         FROM run_placements p JOIN runs r ON r.id = p.run_id \
+         WHERE p.node_id = ANY($1) AND p.order_version > $2 AND p.order_version <= $3 AND p.proc_state <> 'exited' \
+         ORDER BY p.run_id, p.node_id",
+    )
+    .bind(nodes)
+    .bind(from)
+    .bind(version)
+    .fetch_all(pool)
+    .await?;
+    let (assignments, stops) = to_orders(rows, key, default_grace);
+    Ok((assignments, stops, version, full))
+}
+
+/// Turns placement rows into assignments (their run starting or running in this attempt) and
+/// stops (the rest).
+fn to_orders(
+    rows: Vec<DesiredRow>,
+    key: &crate::auth::secrets::SecretKey,
+    default_grace: i64,
+) -> (Vec<Assignment>, Vec<StopOrder>) {
     let mut assignments = Vec::new();
     let mut stops = Vec::new();
     for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
@@ -159,7 +215,7 @@ pub async fn orders(
             });
         }
     }
-    Ok((assignments, stops))
+    (assignments, stops)
 }
 
 /// What an executor knows about one process (agent) or job (Slurm) on one node.

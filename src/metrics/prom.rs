@@ -93,7 +93,12 @@ pub struct Metrics {
     balance: Family<ProjectLabels, FGauge>,
     sessions: Family<ClusterLabels, Gauge>,
     refresh: tokio::sync::Mutex<()>,
+    /// The latest scheduling passes' durations, s, oldest first (at most [`RECENT_PASSES`]).
+    recent_passes: std::sync::Mutex<std::collections::VecDeque<f64>>,
 }
+
+/// How many pass durations [`Metrics::recent_passes`] keeps.
+pub const RECENT_PASSES: usize = 10_000;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -192,6 +197,7 @@ impl Metrics {
             balance,
             sessions,
             refresh: tokio::sync::Mutex::new(()),
+            recent_passes: std::sync::Mutex::default(),
         }
     }
 
@@ -218,6 +224,25 @@ impl Metrics {
     /// Records one scheduling pass's duration, s.
     pub fn pass_duration(&self, seconds: f64) {
         self.pass.observe(seconds);
+        let mut recent = self
+            .recent_passes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recent.len() >= RECENT_PASSES {
+            recent.pop_front();
+        }
+        recent.push_back(seconds);
+    }
+
+    /// The durations of the latest passes of this process, s, oldest first
+    /// (`tranche bench runs` reads them).
+    pub fn recent_passes(&self) -> Vec<f64> {
+        self.recent_passes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect()
     }
 
     /// Records the queue wait of a run the core started, s.

@@ -435,6 +435,11 @@ pub struct Sync {
     /// Processes running or exited since the last acknowledged sync.
     #[serde(default)]
     pub runs: Vec<RunReport>,
+    /// Delta syncs: the `version` of the last answer this session applied (0 for none yet);
+    /// the answer then lists only the orders that changed since. Absent: the answer lists
+    /// the whole desired state, as for agents from before delta syncs.
+    #[serde(default)]
+    pub since: Option<i64>,
 }
 
 fn stale_session() -> AppError {
@@ -466,6 +471,12 @@ pub async fn sync(
     let site = &state.site;
     if body.nodes.is_empty() || body.nodes.len() > 1024 {
         return Err(AppError::invalid("nodes", "report 1 to 1024 nodes"));
+    }
+    if body.since.is_some_and(|s| s < 0) {
+        return Err(AppError::invalid(
+            "since",
+            "since is the version of an earlier answer, 0 or more",
+        ));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
     let session_lock = state.agent_locks.of(&body.session);
@@ -649,6 +660,29 @@ pub async fn sync(
         .map(|r| (r.run, r.attempt, r.node))
         .collect();
     loop {
+        if let Some(since) = body.since {
+            // Delta: anything changed is news; an agent keeps what it was told before.
+            let (assignments, stops, version, full) = crate::executor::orders_since(
+                pool,
+                &state.secret_key,
+                &node_ids,
+                site.grace_s,
+                Some(since),
+            )
+            .await?;
+            let answer = || serde_json::json!({"assignments": assignments, "stops": stops, "version": version, "full": full});
+            let now = Instant::now();
+            if full || !assignments.is_empty() || !stops.is_empty() || now >= deadline {
+                return Ok(answer());
+            }
+            if tokio::time::timeout(deadline - now, rx.changed())
+                .await
+                .is_err()
+            {
+                return Ok(answer());
+            }
+            continue;
+        }
         let (assignments, stops) =
             crate::executor::orders(pool, &state.secret_key, &node_ids, site.grace_s).await?;
         // Answer at once when the agent has something to do that it has not shown it did: a

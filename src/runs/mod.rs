@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod idle;
+pub mod live;
 pub mod service;
 
 use std::collections::BTreeMap;

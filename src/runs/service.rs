@@ -6,7 +6,7 @@
 //! held through `gpu_holds`, whose primary key (node, GPU index) makes a double start
 //! impossible even across restarts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
@@ -23,6 +23,7 @@ use crate::scheduler::{
 };
 use crate::state::AppState;
 
+use super::live::{LiveRuns, Refresh, RunningRow};
 use super::{ASSIGN_CHANNEL, WAKE_CHANNEL, event, wake};
 
 /// Advisory lock key held (session level) by the active scheduling loop.
@@ -68,6 +69,41 @@ pub struct PassReport {
     pub ended: usize,
     /// Milliseconds spent: ending attempts, loading the snapshot, the core, writing decisions.
     pub timings_ms: [u64; 4],
+    /// How the snapshot's runs were brought up to date (`None` when the pass failed first).
+    pub refresh: Option<Refresh>,
+}
+
+/// The snapshot a pass would schedule from now, built twice in one transaction holding the
+/// pass lock: from this replica's incremental runs ([`super::live::LiveCache::refresh`], which
+/// consumes the pending changes as a pass does) and from a full reload of every run. Equal
+/// unless a change was missed; the property test in `tests/it/runs.rs` and
+/// `tranche bench runs --verify` compare them. Commits, so the consumption stands.
+///
+/// # Errors
+/// Database errors.
+pub async fn snapshot_pair(state: &AppState) -> Result<(Snapshot, Snapshot, Refresh), AppError> {
+    let mut live = state.live_runs.lock().await;
+    let result = async {
+        let mut tx = state.pool.begin().await?;
+        serialize_with_passes(&mut tx).await?;
+        let now_db: time::OffsetDateTime = sqlx::query_scalar("SELECT clock_timestamp()")
+            .fetch_one(&mut *tx)
+            .await?;
+        let now = ledger::to_jiff(now_db);
+        let how = live.refresh(&mut tx).await?;
+        let (incremental, _, _) =
+            load_snapshot(&state.pool, &mut tx, &state.site, now, live.runs()).await?;
+        let full_runs = LiveRuns::load_full(&mut tx).await?;
+        let (full, _, _) =
+            load_snapshot(&state.pool, &mut tx, &state.site, now, &full_runs).await?;
+        tx.commit().await?;
+        Ok::<_, AppError>((incremental, full, how))
+    }
+    .await;
+    if result.is_err() {
+        live.clear();
+    }
+    result
 }
 
 /// Tells agents' long polls on every replica that assignments changed, at commit.
@@ -181,9 +217,6 @@ pub async fn begin_stop(
 
 /// State, stop kind, resumable, every process exited, largest exit status.
 type StopRow = (String, Option<String>, bool, bool, Option<i32>);
-
-/// Id, project, cluster, model, GPUs, queued at (s), minimum runtime, time limit, priority.
-type WaitingRow = (i64, i64, i64, i64, i32, i64, i64, i64, i32);
 
 /// Ends a stopping run once every process of its current attempt has exited: requeued
 /// (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed` or `lost`.
@@ -401,12 +434,15 @@ struct Names {
     slurm_nodes: std::collections::HashSet<i64>,
 }
 
-/// Loads the snapshot the core schedules from, inside the pass's transaction.
+/// Builds the snapshot the core schedules from, inside the pass's transaction: the runs from
+/// `runs` (kept between passes, [`super::live`]), the rest (models, clusters, nodes, tree,
+/// usage, balances, contracts: sized by the site, not by the number of runs) read now.
 async fn load_snapshot(
     pool: &PgPool,
     conn: &mut PgConnection,
     site: &Site,
     now: jiff::Timestamp,
+    runs: &LiveRuns,
 ) -> Result<(Snapshot, Names, HashMap<(i64, i64), u32>), AppError> {
     let mut names = Names::default();
     let mut snap = Snapshot::default();
@@ -531,11 +567,12 @@ async fn load_snapshot(
     .into_iter()
     .collect();
     // Projects with queued allocated runs and no account yet this period get their grant now.
-    let need: Vec<i64> = sqlx::query_scalar(
-        "SELECT DISTINCT project_id FROM runs WHERE state = 'queued' AND min_runtime_s > 0",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let need: BTreeSet<i64> = runs
+        .waiting
+        .values()
+        .filter(|w| w.6 > 0)
+        .map(|w| w.1)
+        .collect();
     for p in need {
         if let std::collections::hash_map::Entry::Vacant(e) = balances.entry(p) {
             let account = ledger::current_account(pool, conn, p, now, site).await?;
@@ -547,17 +584,9 @@ async fn load_snapshot(
             e.insert(b);
         }
     }
-    let running: Vec<RunningRow> = sqlx::query_as(
-        "SELECT r.id, r.project_id AS project, r.cluster_id AS cluster, r.gpu_model_id AS model, \
-                ceil(extract(epoch FROM r.started_at))::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
-                r.contract_id AS contract, r.charged_s, array_agg(h.node_id ORDER BY h.node_id, h.gpu_index) AS node_ids, \
-                array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
-         FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running') GROUP BY r.id ORDER BY r.id",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let running: Vec<&RunningRow> = runs.running.values().collect();
     // The uncharged part of running allocated runs' minimum runtime is held on the balance.
-    for r in &running {
+    for r in running.iter().copied() {
         if r.min_runtime_s > r.charged_s
             && let Some((w, p)) = price_of.get(&r.model)
             && let Some(b) = balances.get_mut(&r.project)
@@ -591,7 +620,7 @@ async fn load_snapshot(
     let mut renumber: HashMap<(i64, i32), u32> = HashMap::new();
     if !names.renumbered.is_empty() {
         let mut held: BTreeMap<i64, Vec<i32>> = BTreeMap::new();
-        for r in &running {
+        for r in running.iter().copied() {
             for (n, g) in r.node_ids.iter().zip(&r.gpu_indices) {
                 if names.renumbered.contains(n) {
                     held.entry(*n).or_default().push(*g);
@@ -625,14 +654,10 @@ async fn load_snapshot(
             non_preemptible: false,
         });
     }
-    let waiting: Vec<WaitingRow> = sqlx::query_as(
-        "SELECT id, project_id, cluster_id, gpu_model_id, gpus, extract(epoch FROM queued_at)::BIGINT, \
-                min_runtime_s, time_limit_s, priority FROM runs WHERE state = 'queued' ORDER BY id",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    snap.waiting = waiting
-        .into_iter()
+    snap.waiting = runs
+        .waiting
+        .values()
+        .copied()
         .filter(|w| !executor_down.contains(&w.2))
         .map(
             |(id, project, cluster, model, gpus, queued, min_rt, limit, priority)| WaitingRun {
@@ -667,22 +692,6 @@ async fn load_snapshot(
         })
         .collect();
     Ok((snap, names, offline))
-}
-
-#[derive(sqlx::FromRow)]
-struct RunningRow {
-    id: i64,
-    project: i64,
-    cluster: i64,
-    model: i64,
-    started_at: i64,
-    min_runtime_s: i64,
-    time_limit_s: i64,
-    priority: i32,
-    contract: Option<i64>,
-    charged_s: i64,
-    node_ids: Vec<i64>,
-    gpu_indices: Vec<i32>,
 }
 
 /// The preemption reason in words, with names (the run it made room for is shown apart).
@@ -788,6 +797,20 @@ pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
 /// most every [`REASONS_EVERY`] under load: positions in line change with every pass, and
 /// rewriting thousands of rows each time would slow the passes that start runs).
 async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, AppError> {
+    let mut live = state.live_runs.lock().await;
+    let result = pass_inner(state, write_reasons, &mut live).await;
+    if result.is_err() {
+        // What the pass read inside its rolled-back transaction may never have committed.
+        live.clear();
+    }
+    result
+}
+
+async fn pass_inner(
+    state: &AppState,
+    write_reasons: bool,
+    live: &mut super::live::LiveCache,
+) -> Result<PassReport, AppError> {
     let pool = &state.pool;
     let site = &state.site;
     let mut report = PassReport::default();
@@ -891,7 +914,9 @@ async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, 
     }
 
     let clock = std::time::Instant::now();
-    let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now).await?;
+    let refresh = live.refresh(&mut tx).await?;
+    report.refresh = Some(refresh);
+    let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
     report.timings_ms[1] = clock.elapsed().as_millis() as u64;
     let clock = std::time::Instant::now();
     snap.validate()

@@ -9,6 +9,7 @@ mod browser;
 mod contracts;
 mod embedded;
 mod hardening;
+mod incremental;
 mod live;
 mod mail;
 mod metrics;

@@ -1,0 +1,210 @@
+//! The runs part of the scheduling snapshot, kept in memory between passes (docs/design.md
+//! section 7, "Incremental snapshot"): the queued runs and the starting or running runs with
+//! their GPUs. A pass reads only the runs that changed since the last pass instead of every
+//! waiting run.
+//!
+//! Every transaction that changes what the snapshot reads of a run leaves the run's id in
+//! `run_changes` (database triggers on `runs` and `gpu_holds`, so no writer can forget). The
+//! pass, holding the pass lock, consumes the rows it can see (`DELETE ... RETURNING`) and
+//! re-reads those runs as they are now. A row written by a transaction that has not committed
+//! yet is invisible to that DELETE and stays for a later pass, so two transactions committing
+//! out of order cannot hide a change (a sequence high-water mark could: a lower number may
+//! commit after a higher one was read). Re-reading is idempotent, so a change seen twice costs
+//! one extra read and nothing else.
+//!
+//! The single row of `snapshot_cursor` names the process that consumed the changes last and
+//! counts its passes; a pass that finds another holder or another count (another replica led
+//! meanwhile, this process restarted, a pass of ours rolled back and with it its consumption)
+//! reloads every run, as does the first pass of a process.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlx::PgConnection;
+
+/// A queued run as the core reads it: id, project, cluster, model, GPUs, queued at (s since
+/// the epoch), minimum runtime (s), time limit (s), priority.
+pub type WaitingRow = (i64, i64, i64, i64, i32, i64, i64, i64, i32);
+
+/// A starting or running run with its GPU holds, as the core reads it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunningRow {
+    /// Run id.
+    pub id: i64,
+    /// Project id.
+    pub project: i64,
+    /// Cluster id.
+    pub cluster: i64,
+    /// GPU model id.
+    pub model: i64,
+    /// Start of the attempt, seconds since the epoch, rounded up.
+    pub started_at: i64,
+    /// Minimum runtime, seconds.
+    pub min_runtime_s: i64,
+    /// Time limit, seconds.
+    pub time_limit_s: i64,
+    /// Priority within the project.
+    pub priority: i32,
+    /// The capacity contract it runs on.
+    pub contract: Option<i64>,
+    /// Seconds of the attempt already charged.
+    pub charged_s: i64,
+    /// Node of each held GPU, ordered by node and index.
+    pub node_ids: Vec<i64>,
+    /// Index of each held GPU, in the order of `node_ids`.
+    pub gpu_indices: Vec<i32>,
+}
+
+const WAITING_SQL: &str = "SELECT id, project_id, cluster_id, gpu_model_id, gpus, extract(epoch FROM queued_at)::BIGINT, \
+     min_runtime_s, time_limit_s, priority FROM runs WHERE state = 'queued'";
+
+const RUNNING_SQL: &str = "SELECT r.id, r.project_id AS project, r.cluster_id AS cluster, r.gpu_model_id AS model, \
+     ceil(extract(epoch FROM r.started_at))::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
+     r.contract_id AS contract, r.charged_s, array_agg(h.node_id ORDER BY h.node_id, h.gpu_index) AS node_ids, \
+     array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
+     FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running')";
+
+/// The queued and running runs of the snapshot, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveRuns {
+    /// Queued runs by id.
+    pub waiting: BTreeMap<i64, WaitingRow>,
+    /// Starting and running runs (with GPU holds) by id.
+    pub running: BTreeMap<i64, RunningRow>,
+}
+
+/// How [`LiveCache::refresh`] brought the runs up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Every run was read: the first pass, or the cursor showed a gap.
+    Full,
+    /// Only these many changed runs were read.
+    Incremental(usize),
+}
+
+/// The runs of the last pass and the cursor it wrote; kept in [`crate::state::AppState`].
+#[derive(Debug, Default)]
+pub struct LiveCache {
+    runs: Option<LiveRuns>,
+    /// This process's random name in `snapshot_cursor.holder`.
+    holder: i64,
+    /// `snapshot_cursor.passes` as this process last wrote it.
+    passes: i64,
+}
+
+impl LiveRuns {
+    /// Reads every queued and running run.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn load_full(conn: &mut PgConnection) -> Result<Self, sqlx::Error> {
+        let waiting: Vec<WaitingRow> = sqlx::query_as(WAITING_SQL).fetch_all(&mut *conn).await?;
+        let running: Vec<RunningRow> = sqlx::query_as(&format!("{RUNNING_SQL} GROUP BY r.id"))
+            .fetch_all(&mut *conn)
+            .await?;
+        Ok(Self {
+            waiting: waiting.into_iter().map(|w| (w.0, w)).collect(),
+            running: running.into_iter().map(|r| (r.id, r)).collect(),
+        })
+    }
+
+    /// Re-reads the runs `ids` as they are now: each leaves both maps and comes back where its
+    /// state puts it (or nowhere once it is neither queued nor running).
+    async fn reload(&mut self, conn: &mut PgConnection, ids: &[i64]) -> Result<(), sqlx::Error> {
+        for id in ids {
+            self.waiting.remove(id);
+            self.running.remove(id);
+        }
+        let waiting: Vec<WaitingRow> = sqlx::query_as(&format!("{WAITING_SQL} AND id = ANY($1)"))
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await?;
+        let running: Vec<RunningRow> =
+            sqlx::query_as(&format!("{RUNNING_SQL} AND r.id = ANY($1) GROUP BY r.id"))
+                .bind(ids)
+                .fetch_all(&mut *conn)
+                .await?;
+        self.waiting.extend(waiting.into_iter().map(|w| (w.0, w)));
+        self.running.extend(running.into_iter().map(|r| (r.id, r)));
+        Ok(())
+    }
+}
+
+impl LiveCache {
+    /// Brings the runs up to date inside the caller's transaction, which must hold the pass
+    /// lock ([`super::service::serialize_with_passes`]): consumes the visible `run_changes`,
+    /// and re-reads those runs, or every run when this cache is empty or the cursor was
+    /// written by another holder or pass since. If the transaction does not commit, the
+    /// cursor keeps its old count and the next refresh reloads in full.
+    ///
+    /// # Errors
+    /// Database errors (the cache is then emptied).
+    pub async fn refresh(&mut self, conn: &mut PgConnection) -> Result<Refresh, sqlx::Error> {
+        let result = self.refresh_inner(conn).await;
+        if result.is_err() {
+            self.runs = None;
+        }
+        result
+    }
+
+    async fn refresh_inner(&mut self, conn: &mut PgConnection) -> Result<Refresh, sqlx::Error> {
+        let changed: Vec<i64> = sqlx::query_scalar("DELETE FROM run_changes RETURNING run_id")
+            .fetch_all(&mut *conn)
+            .await?;
+        let (holder, passes): (Option<i64>, i64) =
+            sqlx::query_as("SELECT holder, passes FROM snapshot_cursor FOR UPDATE")
+                .fetch_one(&mut *conn)
+                .await?;
+        if self.holder == 0 {
+            self.holder = loop {
+                let h: i64 = rand::random();
+                if h != 0 {
+                    break h;
+                }
+            };
+        }
+        let current = holder == Some(self.holder) && passes == self.passes;
+        let how = match self.runs.as_mut() {
+            Some(runs) if current => {
+                let ids: Vec<i64> = changed
+                    .into_iter()
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if !ids.is_empty() {
+                    runs.reload(conn, &ids).await?;
+                }
+                Refresh::Incremental(ids.len())
+            }
+            _ => {
+                if holder.is_some() && self.runs.is_some() {
+                    tracing::info!(
+                        "another pass consumed run changes since this one; reloading every run"
+                    );
+                }
+                self.runs = Some(LiveRuns::load_full(conn).await?);
+                Refresh::Full
+            }
+        };
+        self.passes = sqlx::query_scalar(
+            "UPDATE snapshot_cursor SET holder = $1, passes = passes + 1 RETURNING passes",
+        )
+        .bind(self.holder)
+        .fetch_one(&mut *conn)
+        .await?;
+        Ok(how)
+    }
+
+    /// The runs as of the last refresh (empty before the first).
+    #[must_use]
+    pub fn runs(&self) -> &LiveRuns {
+        static EMPTY: std::sync::OnceLock<LiveRuns> = std::sync::OnceLock::new();
+        self.runs
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(LiveRuns::default))
+    }
+
+    /// Forgets the runs: the next refresh reads every run (after a failed pass).
+    pub fn clear(&mut self) {
+        self.runs = None;
+    }
+}
