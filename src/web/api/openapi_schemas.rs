@@ -312,6 +312,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
             "AgentSync",
             json!({"type": "object", "required": ["session", "nodes"], "properties": {
                 "session": text(), "wait_s": int_in(0, 30),
+                "since": {"type": ["integer", "null"], "minimum": 0, "description": "the answer version the agent holds: only orders changed after it come back (docs/agent-protocol.md); absent = the whole state"},
                 "nodes": arr(json!({"type": "object", "required": ["node"], "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
                 "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": nullable(int()), "signal": nullable(int())}}))}}),
         ),
