@@ -294,7 +294,8 @@ struct Pass<'a> {
     /// up, and the results come out in snapshot order.
     waiting: Vec<Option<Waiting>>,
     /// Whether the snapshot lists its waiting runs in ascending id order (as the live service
-    /// and the simulator do): then sorts need no id tie-break and results are placed by index.
+    /// and the simulator do): then the order is a counting sort and the results, written in
+    /// snapshot order, need no sort by id.
     waiting_by_id: bool,
 }
 
