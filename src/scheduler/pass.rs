@@ -58,11 +58,9 @@ type OrderKey = (i64, i64, i64, RunId);
 
 /// A waiting run in the pass's order: a copy of the snapshot's entry, so that the pass reads
 /// its runs one after another in memory instead of jumping through the snapshot (on the base
-/// benchmark those jumps were half the pass's time), and its index in the snapshot's list.
+/// benchmark those jumps were half the pass's time), with its pool.
 struct Queued {
     run: WaitingRun,
-    /// Index in [`Snapshot::waiting`].
-    at: u32,
     /// Its pool (index in `Pass::pools`), if its cluster has its GPU model.
     pool: Option<usize>,
 }
@@ -289,13 +287,12 @@ struct Pass<'a> {
     /// Active contracts: id -> (project, pool, unused GPUs).
     contracts: BTreeMap<ContractId, (ProjectId, usize, i64)>,
     decisions: Vec<Decision>,
-    /// Per entry of the snapshot's waiting list, its result once it waits. Written in place
-    /// (not pushed in pass order and permuted at the end): the stores do not hold the pass
-    /// up, and the results come out in snapshot order.
-    waiting: Vec<Option<Waiting>>,
+    /// The runs that wait, in the order the pass considered them. Pushed, not written at each
+    /// run's place in the snapshot: a store at a scattered place first loads what it replaces
+    /// (a cache miss per waiting run, the largest single cost of a pass on the base size).
+    waiting: Vec<Waiting>,
     /// Whether the snapshot lists its waiting runs in ascending id order (as the live service
-    /// and the simulator do): then the order is a counting sort and the results, written in
-    /// snapshot order, need no sort by id.
+    /// and the simulator do): then the order is a counting sort.
     waiting_by_id: bool,
 }
 
@@ -361,6 +358,15 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
         }
     }
     pass.finish()
+}
+
+/// A waiting run's order within its project as one integer: priority (highest first), then
+/// submission, then `at` (its index in the snapshot, which lists runs by id), in the low 32
+/// bits. Comparing keys compares `(Reverse(priority), submitted_at, at)`.
+fn within_key(w: &WaitingRun, at: u32) -> u128 {
+    let priority = (i64::from(i32::MAX) - i64::from(w.priority)) as u128;
+    let submitted = ((w.submitted_at as u64) ^ (1 << 63)) as u128;
+    (priority << 96) | (submitted << 32) | u128::from(at)
 }
 
 fn ceil_div(a: i128, b: i128) -> i128 {
@@ -515,9 +521,7 @@ impl<'a> Pass<'a> {
             projects,
             contracts,
             decisions: Vec::new(),
-            waiting: std::iter::repeat_with(|| None)
-                .take(snap.waiting.len())
-                .collect(),
+            waiting: Vec::with_capacity(snap.waiting.len()),
             waiting_by_id: snap.waiting.windows(2).all(|p| p[0].id < p[1].id),
         };
         pass.index_pools();
@@ -921,7 +925,7 @@ impl<'a> Pass<'a> {
         let kind = self.snap.policy.kind;
         // Consecutive runs mostly ask for the same pool: one lookup per change.
         let mut last: Option<((ClusterId, ModelId), Option<usize>)> = None;
-        let mut queued = |(at, w): (usize, &WaitingRun)| {
+        let mut queued = |w: &WaitingRun| {
             let key = (w.cluster, w.model);
             let pool = match last {
                 Some((k, p)) if k == key => p,
@@ -933,7 +937,6 @@ impl<'a> Pass<'a> {
             };
             Queued {
                 run: w.clone(),
-                at: at as u32,
                 pool,
             }
         };
@@ -954,33 +957,30 @@ impl<'a> Pass<'a> {
             for i in 1..starts.len() {
                 starts[i] += starts[i - 1];
             }
-            // Indices are scattered (4 bytes each, so the bucket ends stay in cache), then the
-            // runs are gathered: independent reads the processor overlaps.
+            // Each run's order within its project packed in one integer (`within_key`), read
+            // in snapshot order and scattered by rank (the bucket ends stay in cache); each
+            // project's keys are sorted (integers, not runs), then the runs are gathered by the
+            // index in the key's low bits: independent reads the processor overlaps.
             let mut next = starts.clone();
-            let mut by_rank = vec![0u32; self.snap.waiting.len()];
-            for (at, &b) in buckets.iter().enumerate() {
-                by_rank[next[b as usize]] = at as u32;
+            let mut keys = vec![0u128; self.snap.waiting.len()];
+            for (at, (w, &b)) in self.snap.waiting.iter().zip(&buckets).enumerate() {
+                keys[next[b as usize]] = within_key(w, at as u32);
                 next[b as usize] += 1;
             }
-            let mut out: Vec<Queued> = by_rank
-                .iter()
-                .map(|&at| queued((at as usize, &self.snap.waiting[at as usize])))
-                .collect();
             for b in starts.windows(2) {
-                out[b[0]..b[1]].sort_unstable_by_key(|q| {
-                    (std::cmp::Reverse(q.priority), q.submitted_at, q.at)
-                });
+                keys[b[0]..b[1]].sort_unstable();
             }
-            return out;
+            return keys
+                .iter()
+                .map(|&k| queued(&self.snap.waiting[k as u32 as usize]))
+                .collect();
         }
         // Keys are computed once per run (not per comparison); ids make them unique.
         let mut keyed: Vec<(OrderKey, Queued)> = self
             .snap
             .waiting
             .iter()
-            .enumerate()
-            .map(|entry| {
-                let w = entry.1;
+            .map(|w| {
                 let key = match kind {
                     PolicyKind::Tranche => (
                         fs.rank(w.project) as i64,
@@ -991,7 +991,7 @@ impl<'a> Pass<'a> {
                     PolicyKind::Fifo => (w.submitted_at, 0, 0, w.id),
                     PolicyKind::Legacy => (-i64::from(w.priority), w.submitted_at, 0, w.id),
                 };
-                (key, queued(entry))
+                (key, queued(w))
             })
             .collect();
         keyed.sort_unstable_by_key(|(k, _)| *k);
@@ -999,7 +999,7 @@ impl<'a> Pass<'a> {
     }
 
     fn wait(&mut self, w: &Queued, reason: WaitReason, estimated_start: Option<i64>) {
-        self.waiting[w.at as usize] = Some(Waiting {
+        self.waiting.push(Waiting {
             run: w.id,
             reason,
             estimated_start,
@@ -2000,10 +2000,6 @@ impl<'a> Pass<'a> {
     }
 
     fn finish(self) -> Outcome {
-        let mut waiting: Vec<Waiting> = self.waiting.into_iter().flatten().collect();
-        if !self.waiting_by_id {
-            waiting.sort_unstable_by_key(|w| w.run);
-        }
         let mut occupied: BTreeSet<NodeId> = BTreeSet::new();
         let any_draining = self.nodes.iter().any(|n| n.state == NodeState::Draining);
         for s in self.runs.iter().filter(|_| any_draining) {
@@ -2028,7 +2024,7 @@ impl<'a> Pass<'a> {
             .collect();
         Outcome {
             decisions: self.decisions,
-            waiting,
+            waiting: self.waiting,
             drained_nodes,
             project_order: self.fs.order(),
         }
@@ -2049,22 +2045,46 @@ mod tests {
         for (i, w) in snap.waiting.iter_mut().enumerate() {
             w.submitted_at = now - (i as i64 % 7) * 60;
         }
-        let fast = Pass::build(&snap, now);
-        assert!(fast.waiting_by_id);
-        let fast: Vec<RunId> = fast.order_waiting().iter().map(|w| w.id).collect();
-        let mut general = Pass::build(&snap, now);
-        general.waiting_by_id = false;
-        let general: Vec<RunId> = general.order_waiting().iter().map(|w| w.id).collect();
-        assert_eq!(fast.len(), snap.waiting.len());
+        // The counting sort's order and the general key's, of the same snapshot.
+        let both = |snap: &Snapshot| {
+            let fast = Pass::build(snap, now);
+            assert!(fast.waiting_by_id);
+            let fast: Vec<RunId> = fast.order_waiting().iter().map(|w| w.id).collect();
+            let mut general = Pass::build(snap, now);
+            general.waiting_by_id = false;
+            let general: Vec<RunId> = general.order_waiting().iter().map(|w| w.id).collect();
+            assert_eq!(fast.len(), snap.waiting.len());
+            (fast, general)
+        };
+        let (fast, general) = both(&snap);
         assert_eq!(fast, general);
-        // Results placed by index come out in id order, as a sort would give them.
+        // Extreme priorities and submissions check the packed key (`within_key`).
+        let mut ext = snap.clone();
+        for (i, w) in ext.waiting.iter_mut().enumerate() {
+            w.submitted_at = match i % 11 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => -1,
+                _ => now - (i as i64 % 7) * 60,
+            };
+            w.priority = match i % 13 {
+                0 => i32::MIN,
+                1 => i32::MAX,
+                2 => -1,
+                _ => w.priority,
+            };
+        }
+        let (fast, general) = both(&ext);
+        assert_eq!(fast, general);
+        // Every run either starts or waits, once.
         let out = schedule(&snap, now);
-        assert!(out.waiting.windows(2).all(|p| p[0].run < p[1].run));
-        let started = out
-            .decisions
-            .iter()
-            .filter(|d| matches!(d, Decision::Start { .. }))
-            .count();
-        assert_eq!(out.waiting.len() + started, snap.waiting.len());
+        let mut seen: Vec<RunId> = out.waiting.iter().map(|w| w.run).collect();
+        seen.extend(out.decisions.iter().filter_map(|d| match d {
+            Decision::Start { run, .. } => Some(*run),
+            _ => None,
+        }));
+        seen.sort_unstable();
+        let all: Vec<RunId> = snap.waiting.iter().map(|w| w.id).collect();
+        assert_eq!(seen, all);
     }
 }

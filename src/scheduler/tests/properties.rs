@@ -199,7 +199,8 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
         }
     }
     // Every waiting run that does not start has exactly one reason, with words.
-    let reasons: Vec<RunId> = out.waiting.iter().map(|w| w.run).collect();
+    let mut reasons: Vec<RunId> = out.waiting.iter().map(|w| w.run).collect();
+    reasons.sort_unstable();
     let expect: Vec<RunId> = waiting
         .keys()
         .copied()
