@@ -44,6 +44,8 @@ pub struct AppState {
     /// The runs of the scheduling snapshot kept between passes ([`crate::runs::live`]); the
     /// lock is held for a whole pass.
     pub live_runs: Arc<tokio::sync::Mutex<crate::runs::live::LiveCache>>,
+    /// Writes concurrent submissions together ([`crate::runs::batch`]).
+    pub submissions: Arc<crate::runs::batch::Combiner>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -89,6 +91,7 @@ impl AppState {
             sso: Arc::default(),
             project_facts: Arc::default(),
             live_runs: Arc::default(),
+            submissions: Arc::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! notifies `tranche_wake` so the loop runs a pass at commit.
 
 pub mod agents;
+pub mod batch;
 pub mod idle;
 pub mod live;
 pub mod service;
@@ -714,40 +715,30 @@ pub async fn submit(
     } else {
         format!("submitted by {}", actor.name)
     };
-    // One statement (atomic on its own): the run and its first timeline entry; nothing when
-    // the submitter already used the key. A queued run then asks for a pass (after the
-    // commit, so the pass sees it).
-    let id: Option<i64> = sqlx::query_scalar(
-        "WITH r AS ( \
-            INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                              priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256, \
-                              secret_env, secret_env_names) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $13 = 'queued' THEN now() END, $15, $16, $17, $18) \
-            ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-            RETURNING id), \
-         e AS (INSERT INTO run_events (run_id, kind, message) SELECT id, 'submitted', $14 FROM r) \
-         SELECT r.id FROM r",
-    )
-    .bind(checked.project_id)
-    .bind(checked.cluster_id)
-    .bind(checked.model_id)
-    .bind(actor.id)
-    .bind(run.gpus as i32)
-    .bind(run.min_runtime_s)
-    .bind(run.time_limit_s)
-    .bind(run.priority)
-    .bind(run.resumable)
-    .bind(&run.command)
-    .bind(&run.workdir)
-    .bind(sqlx::types::Json(&run.env))
-    .bind(state)
-    .bind(&message)
-    .bind(key.map(|k| k.key))
-    .bind(key.and_then(|k| k.fingerprint).map(|f| f.as_slice()))
-    .bind(seal_secret_env(&app.secret_key, &run.secret_env))
-    .bind(run.secret_env.keys().collect::<Vec<_>>())
-    .fetch_optional(&app.pool)
-    .await?;
+    // The run and its first timeline entry, in one statement with the concurrent submissions'
+    // ([`batch`]); nothing when the submitter already used the key. A queued run then asks
+    // for a pass (after the commit, so the pass sees it).
+    let row = batch::NewRow {
+        project_id: checked.project_id,
+        cluster_id: checked.cluster_id,
+        model_id: checked.model_id,
+        submitted_by: actor.id,
+        gpus: run.gpus as i32,
+        min_runtime_s: run.min_runtime_s,
+        time_limit_s: run.time_limit_s,
+        priority: run.priority,
+        resumable: run.resumable,
+        command: run.command.clone(),
+        workdir: run.workdir.clone(),
+        env: serde_json::to_value(&run.env).map_err(|e| AppError::Internal(e.into()))?,
+        state,
+        message,
+        key: key.map(|k| k.key.to_string()),
+        fingerprint: key.and_then(|k| k.fingerprint).map(|f| f.to_vec()),
+        secret_env: seal_secret_env(&app.secret_key, &run.secret_env),
+        secret_env_names: run.secret_env.keys().cloned().collect(),
+    };
+    let id = app.submissions.insert(&app.pool, row).await?;
     let Some(id) = id else {
         // A concurrent repeat won the race for the key.
         let earlier = match key {

@@ -1329,3 +1329,108 @@ async fn a_lost_node_is_shown_as_a_loss_not_as_a_preemption() {
     assert!(!body.contains("Preempted"), "{body}");
     assert!(body.contains("Its node was lost 1 time "), "{body}");
 }
+
+/// A run row for [`tranche::runs::batch`] in the demo organisation's `fm-pretrain-7b` on
+/// `local` H100, by `demo-researcher`, with `key`.
+async fn batch_row(app: &TestApp, key: Option<&str>) -> tranche::runs::batch::NewRow {
+    let (project, cluster, model, user): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT id FROM tree_nodes WHERE name = 'fm-pretrain-7b'), (SELECT id FROM clusters WHERE name = 'local'), \
+                (SELECT id FROM gpu_models WHERE name = 'H100'), (SELECT id FROM users WHERE name = 'demo-researcher')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    tranche::runs::batch::NewRow {
+        project_id: project,
+        cluster_id: cluster,
+        model_id: model,
+        submitted_by: user,
+        gpus: 1,
+        min_runtime_s: 0,
+        time_limit_s: 3_600,
+        priority: 0,
+        resumable: true,
+        command: "sleep 1".into(),
+        workdir: None,
+        env: json!({"A": "1"}),
+        state: "queued",
+        message: "submitted by demo-researcher".into(),
+        key: key.map(str::to_string),
+        fingerprint: None,
+        secret_env: None,
+        secret_env_names: Vec::new(),
+    }
+}
+
+/// Concurrent submissions are inserted together (one statement: they share its `now()`), each
+/// answered with its own id; a key used twice in the same batch makes one run; a batch with a
+/// row the database refuses is written row by row, the others kept, that one refused.
+#[tokio::test]
+async fn concurrent_submissions_are_written_together_each_with_its_own_answer() {
+    let o = org().await;
+    let before = count_runs(&o.app).await;
+    // 20 rows, the last 4 repeating the keys of the first 4.
+    let mut rows = Vec::new();
+    for i in 0..20 {
+        rows.push(batch_row(&o.app, Some(&format!("batch-{}", i % 16))).await);
+    }
+    let mut tasks = Vec::new();
+    for row in rows {
+        let state = o.app.state.clone();
+        tasks.push(tokio::spawn(async move {
+            state.submissions.insert(&state.pool, row).await
+        }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap().unwrap());
+    }
+    assert!(ids[..16].iter().all(Option::is_some), "{ids:?}");
+    assert!(ids[16..].iter().all(Option::is_none), "{ids:?}");
+    let made: Vec<i64> = ids.iter().flatten().copied().collect();
+    let (runs, stamps, events, keys): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT submitted_at), \
+                (SELECT count(*) FROM run_events e WHERE e.run_id = ANY($1) AND e.kind = 'submitted'), \
+                count(DISTINCT idempotency_key) FROM runs WHERE id = ANY($1)",
+    )
+    .bind(&made)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!((runs, events, keys), (16, 16, 16));
+    // The first submission is written alone (the writer was idle); the rest arrived while it
+    // was being written and went together.
+    assert!(stamps <= 2, "{stamps} statements for 16 runs");
+    assert_eq!(count_runs(&o.app).await, before + 16);
+
+    // A batch holding a row that breaks a constraint (0 GPUs, which the checks before a
+    // submission refuse) is written again row by row.
+    let mut rows = Vec::new();
+    for i in 0..5 {
+        rows.push(batch_row(&o.app, Some(&format!("second-{i}"))).await);
+    }
+    rows[2].gpus = 0;
+    let mut tasks = Vec::new();
+    for row in rows {
+        let state = o.app.state.clone();
+        tasks.push(tokio::spawn(async move {
+            state.submissions.insert(&state.pool, row).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    assert!(answers[2].is_err(), "{answers:?}");
+    for (i, a) in answers.iter().enumerate().filter(|(i, _)| *i != 2) {
+        assert!(matches!(a, Ok(Some(_))), "row {i}: {a:?}");
+    }
+    assert_eq!(count_runs(&o.app).await, before + 20);
+    let orphans: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_events e WHERE e.kind = 'submitted' AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id)",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(orphans, 0);
+}
