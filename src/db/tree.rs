@@ -69,6 +69,10 @@ pub struct TreeView {
     pub nodes: Vec<NodeView>,
     /// Parent links of every node, archived ones included, for scope checks.
     pub parents: Parents,
+    /// GPUs on nodes that are not down, by (cluster id, GPU model id): the largest gang a
+    /// submission may ask for (the same counter versions it: node state, GPU count, cluster
+    /// and model changes bump `tree`).
+    pub installed: HashMap<(i64, i64), i64>,
 }
 
 impl TreeView {
@@ -138,8 +142,19 @@ pub async fn load(
             .fetch_all(pool)
             .await?;
     let capacity = capacity(pool).await?;
+    let installed: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT cluster_id, gpu_model_id, sum(gpu_count)::BIGINT FROM nodes WHERE state <> 'down' \
+         GROUP BY cluster_id, gpu_model_id",
+    )
+    .fetch_all(pool)
+    .await?;
     let (period_start, period_end) = domain::budget_period(now, tz);
-    Ok(build(rows, capacity, period_start, period_end))
+    let mut tree = build(rows, capacity, period_start, period_end);
+    tree.installed = installed
+        .into_iter()
+        .map(|(c, m, gpus)| ((c, m), gpus))
+        .collect();
+    Ok(tree)
 }
 
 /// Values computed from the database, each kept with the version of the change counter it was
@@ -319,6 +334,7 @@ fn build(
         capacity,
         nodes,
         parents,
+        installed: HashMap::new(),
     }
 }
 

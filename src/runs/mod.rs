@@ -392,12 +392,13 @@ pub async fn check(
     pool: &PgPool,
     site: &Site,
     actor: &Account,
-    parents: &Parents,
+    tree: &crate::db::tree::TreeView,
     mut run: NewRun,
 ) -> Result<Checked, AppError> {
     check_fields(&mut run, site)?;
+    let parents = &tree.parents;
     // The project, cluster and GPU model by name in one query (a submission is on the hot
-    // path); each is NULL when unknown.
+    // path); each is NULL when unknown. The GPUs installed come from the cached tree.
     type Names = (
         Option<i64>,
         Option<String>,
@@ -406,12 +407,10 @@ pub async fn check(
         Option<i64>,
         Option<i32>,
         Option<i64>,
-        Option<i64>,
     );
-    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, installed): Names =
+    let (project_id, project_name, self_service, cluster_id, model_id, weight, price): Names =
         sqlx::query_as(
-            "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
-                    (SELECT sum(n.gpu_count) FROM nodes n WHERE n.cluster_id = c.id AND n.gpu_model_id = m.id AND n.state <> 'down')::BIGINT \
+            "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor \
              FROM (SELECT 1) AS one \
              LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
              LEFT JOIN clusters c ON lower(c.name) = lower($2) \
@@ -447,7 +446,11 @@ pub async fn check(
             crate::domain::quote(&run.gpu_model)
         )));
     };
-    let installed = installed.unwrap_or(0);
+    let installed = tree
+        .installed
+        .get(&(cluster_id, model_id))
+        .copied()
+        .unwrap_or(0);
     if run.gpus > installed {
         return Err(AppError::Refused {
             code: "larger_than_cluster",

@@ -401,7 +401,7 @@ async fn post_run(
     }
     let tree = state.tree().await?;
     let checked = match form.parse() {
-        Ok(run) => runs::check(&state.pool, &state.site, &me, &tree.parents, run).await,
+        Ok(run) => runs::check(&state.pool, &state.site, &me, &tree, run).await,
         Err(e) => Err(e),
     };
     let checked = match checked {

@@ -1434,3 +1434,44 @@ async fn concurrent_submissions_are_written_together_each_with_its_own_answer() 
     .unwrap();
     assert_eq!(orphans, 0);
 }
+
+/// Sets every node of the `local` cluster to `state`.
+async fn set_local_nodes(app: &TestApp, state: &str) {
+    sqlx::query(
+        "UPDATE nodes SET state = $1 WHERE cluster_id = (SELECT id FROM clusters WHERE name = 'local')",
+    )
+    .bind(state)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+/// The GPUs a submission may ask for come from the cached tree, which a node's state change
+/// invalidates: with every `local` node down even one GPU is larger than the cluster, and back
+/// up the same run is accepted.
+#[tokio::test]
+async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["installed-1"]).await;
+    let body = run_body("fm-pretrain-7b", 1, 0, true);
+    for (state, want) in [
+        ("up", StatusCode::CREATED),
+        ("down", StatusCode::CONFLICT),
+        ("up", StatusCode::CREATED),
+    ] {
+        set_local_nodes(&o.app, state).await;
+        let (status, answer) = o
+            .app
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&o.researcher),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(status, want, "nodes {state}: {answer}");
+        if want == StatusCode::CONFLICT {
+            assert_eq!(answer["error"]["code"], "larger_than_cluster");
+        }
+    }
+}

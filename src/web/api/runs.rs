@@ -34,7 +34,7 @@ async fn check(
     body: NewRun,
 ) -> Result<runs::Checked, AppError> {
     let tree = state.tree().await?;
-    runs::check(&state.pool, &state.site, me, &tree.parents, body).await
+    runs::check(&state.pool, &state.site, me, &tree, body).await
 }
 
 /// `POST /runs`. An `Idempotency-Key` header (1 to 255 characters) makes retries safe: a
