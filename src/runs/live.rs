@@ -89,6 +89,9 @@ pub struct LiveCache {
     holder: i64,
     /// `snapshot_cursor.passes` as this process last wrote it.
     passes: i64,
+    /// When a pass last looked for ended attempts among every running run (`None`: never, or
+    /// a pass failed since).
+    exits_swept: Option<std::time::Instant>,
 }
 
 impl LiveRuns {
@@ -206,5 +209,20 @@ impl LiveCache {
     /// Forgets the runs: the next refresh reads every run (after a failed pass).
     pub fn clear(&mut self) {
         self.runs = None;
+        self.exits_swept = None;
+    }
+
+    /// Whether this pass should look at every running run for ended attempts (the first
+    /// pass, the first after a failed one, and then every `every`); records it when so.
+    pub fn exit_sweep_due(&mut self, every: std::time::Duration) -> bool {
+        let now = std::time::Instant::now();
+        if self
+            .exits_swept
+            .is_some_and(|t| now.duration_since(t) < every)
+        {
+            return false;
+        }
+        self.exits_swept = Some(now);
+        true
     }
 }

@@ -49,6 +49,10 @@ pub async fn serialize_with_passes(conn: &mut PgConnection) -> Result<(), sqlx::
 
 /// How often the loop rewrites waiting reasons while passes follow each other closely.
 pub const REASONS_EVERY: Duration = Duration::from_secs(2);
+
+/// How often a pass looks for ended attempts among every starting or running run, not only
+/// among those with an exit noted since the last pass (a safety net: the notes suffice).
+pub const EXIT_SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// Shortest time between two passes woken by events: a burst of submissions is batched.
 pub const MIN_PASS_GAP: Duration = Duration::from_millis(100);
 
@@ -302,18 +306,21 @@ async fn end_exited_attempts(
     conn: &mut PgConnection,
     pool: &PgPool,
     site: &Site,
+    only: Option<&[i64]>,
 ) -> Result<usize, AppError> {
     // Run states change only in passes and in writes serialised with them, so no row lock.
-    let done: Vec<DoneRow> = sqlx::query_as(
+    let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), max(abs(p.exit_code)) \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
-         WHERE r.state IN ('starting', 'running') GROUP BY r.id \
+         WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
          HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+        among(only)
+    );
+    let done: Vec<DoneRow> = with_ids(sqlx::query_as(&sql), only)
+        .fetch_all(&mut *conn)
+        .await?;
     if done.is_empty() {
         return Ok(0);
     }
@@ -376,6 +383,27 @@ async fn end_exited_attempts(
     .execute(&mut *conn)
     .await?;
     Ok(ids.len())
+}
+
+/// The condition restricting a query over runs `r` to the runs `only` (bound as `$1` by
+/// [`with_ids`]), or nothing for every run.
+fn among(only: Option<&[i64]>) -> &'static str {
+    if only.is_some() {
+        "AND r.id = ANY($1)"
+    } else {
+        ""
+    }
+}
+
+/// Binds `only` as `$1` when the query was restricted by [`among`].
+fn with_ids<'q, O>(
+    q: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    only: Option<&'q [i64]>,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    match only {
+        Some(ids) => q.bind(ids),
+        None => q,
+    }
 }
 
 /// Handles a node whose agent is gone (silent past the timeout, or replaced by a new agent):
@@ -849,15 +877,36 @@ async fn pass_inner(
     // stopping runs whose processes all left end, and gangs with a failed member still
     // running are stopped.
     let clock = std::time::Instant::now();
-    let ended = end_exited_attempts(&mut tx, pool, site).await?;
-    let reaped: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT r.id, r.state FROM runs r WHERE (r.state = 'stopping' AND \
-            NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited')) \
-            OR (r.state IN ('starting', 'running') AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
-                AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0)) ORDER BY r.id",
+    // Exits reported since the last pass (noted by a trigger, migration ...120): only those
+    // runs can have ended or have a failed gang member, except once a minute and on a first
+    // pass, which look at every starting or running run.
+    let mut exits: Vec<i64> = sqlx::query_scalar("DELETE FROM placement_exits RETURNING run_id")
+        .fetch_all(&mut *tx)
+        .await?;
+    exits.sort_unstable();
+    exits.dedup();
+    let only = (!live.exit_sweep_due(EXIT_SWEEP_EVERY)).then_some(exits.as_slice());
+    let ended = end_exited_attempts(&mut tx, pool, site, only).await?;
+    // Stopping runs whose processes all left (few: the index on live states finds them), then
+    // gangs with a failed member still running.
+    let mut reaped: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT r.id, r.state FROM runs r WHERE r.state = 'stopping' AND \
+            NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited')",
     )
     .fetch_all(&mut *tx)
     .await?;
+    let sql = format!(
+        "SELECT r.id, r.state FROM runs r WHERE r.state IN ('starting', 'running') {} \
+         AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
+            AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0)",
+        among(only)
+    );
+    reaped.extend(
+        with_ids(sqlx::query_as::<_, (i64, String)>(&sql), only)
+            .fetch_all(&mut *tx)
+            .await?,
+    );
+    reaped.sort_unstable();
     for (run, state) in &reaped {
         if state == "stopping" {
             finish_if_exited(&mut tx, *run).await?;
