@@ -510,7 +510,8 @@ async fn load_snapshot(
     type NodeRow = (i64, i64, i64, i32, String, bool, String, i32, i64, bool);
     let nodes: Vec<NodeRow> = sqlx::query_as(
         "SELECT n.id, n.cluster_id, n.gpu_model_id, n.gpu_count, n.state, n.agent_session IS NOT NULL, n.name, n.outside_gpus, \
-                (SELECT count(*) FROM gpu_holds h WHERE h.node_id = n.id), c.executor = 'slurm' \
+                CASE WHEN n.outside_gpus > 0 THEN (SELECT count(*) FROM gpu_holds h WHERE h.node_id = n.id) ELSE 0 END, \
+                c.executor = 'slurm' \
          FROM nodes n JOIN clusters c ON c.id = n.cluster_id ORDER BY n.id",
     )
     .fetch_all(&mut *conn)
@@ -532,7 +533,9 @@ async fn load_snapshot(
             domain::quote(&name)
         ));
     }
-    // GPUs of each pool on nodes without a live agent, for the waiting reasons.
+    // GPUs of each pool on nodes without a live agent, for the waiting reasons. (A node's
+    // holds are counted only where Slurm jobs outside Tranche hold GPUs: counting them for
+    // 1,250 nodes made this query 28 ms a pass in the site workload.)
     let mut offline: HashMap<(i64, i64), u32> = HashMap::new();
     for (id, cluster, model, gpus, admin_state, online, name, outside_gpus, held, slurm) in nodes {
         names.nodes.insert(id, name);
