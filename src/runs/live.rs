@@ -92,6 +92,10 @@ pub struct LiveCache {
     /// When a pass last looked for ended attempts among every running run (`None`: never, or
     /// a pass failed since).
     exits_swept: Option<std::time::Instant>,
+    /// The waiting reason and estimated start (s since the epoch) this process last wrote for
+    /// each queued run, so a pass writes only those that changed. Emptied with the runs and
+    /// whenever another process may have written reasons (a full reload).
+    reasons: std::collections::HashMap<i64, (String, Option<i64>)>,
 }
 
 impl LiveRuns {
@@ -185,6 +189,8 @@ impl LiveCache {
                     );
                 }
                 self.runs = Some(LiveRuns::load_full(conn).await?);
+                // Another process may have written reasons meanwhile.
+                self.reasons.clear();
                 Refresh::Full
             }
         };
@@ -210,6 +216,39 @@ impl LiveCache {
     pub fn clear(&mut self) {
         self.runs = None;
         self.exits_swept = None;
+        self.reasons.clear();
+    }
+
+    /// Whether `reason` and `estimate` are what this process last wrote for queued run `id`.
+    pub fn reason_written(&self, id: i64, reason: &str, estimate: Option<i64>) -> bool {
+        self.reasons
+            .get(&id)
+            .is_some_and(|(r, e)| r == reason && *e == estimate)
+    }
+
+    /// Records the reasons just written (`ids`, `reasons`, `estimates` side by side) and
+    /// forgets the runs no longer `waiting`.
+    pub fn note_reasons(
+        &mut self,
+        ids: &[i64],
+        reasons: &[String],
+        estimates: &[Option<i64>],
+        waiting: &std::collections::HashSet<i64>,
+    ) {
+        self.reasons.retain(|id, _| waiting.contains(id));
+        for ((id, reason), estimate) in ids.iter().zip(reasons).zip(estimates) {
+            self.reasons.insert(*id, (reason.clone(), *estimate));
+        }
+    }
+
+    /// Forgets what was written for run `id` (it started: its reason is NULL now).
+    pub fn forget_reason(&mut self, id: i64) {
+        self.reasons.remove(&id);
+    }
+
+    /// Forgets every reason written (someone else wrote reasons).
+    pub fn forget_reasons(&mut self) {
+        self.reasons.clear();
     }
 
     /// Whether this pass should look at every running run for ended attempts (the first

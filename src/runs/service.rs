@@ -1096,24 +1096,35 @@ async fn pass_inner(
         notify_agents(&mut tx).await?;
     }
 
-    let mut ids = Vec::with_capacity(outcome.waiting.len());
-    let mut reasons = Vec::with_capacity(outcome.waiting.len());
-    let mut estimates: Vec<Option<i64>> = Vec::with_capacity(outcome.waiting.len());
-    for w in &outcome.waiting {
-        let Some(run) = by_id.get(&w.run) else {
-            continue;
-        };
-        ids.push(w.run.0);
-        reasons.push(wait_message(
-            &w.reason,
-            run,
-            &offline,
-            &names,
-            &site.currency,
-        ));
-        estimates.push(w.estimated_start.filter(|&t| t > now_s));
+    // A started run's reason was set NULL with its start: it is no longer the one written.
+    for run in &starts {
+        live.forget_reason(*run);
     }
-    report.waiting = ids.len();
+    report.waiting = outcome
+        .waiting
+        .iter()
+        .filter(|w| by_id.contains_key(&w.run))
+        .count();
+    // Reasons are worded and written only in the passes that write them, and only those that
+    // differ from what this process last wrote (at 50,000 waiting runs most stay the same).
+    let mut ids = Vec::new();
+    let mut reasons = Vec::new();
+    let mut estimates: Vec<Option<i64>> = Vec::new();
+    if write_reasons {
+        for w in &outcome.waiting {
+            let Some(run) = by_id.get(&w.run) else {
+                continue;
+            };
+            let reason = wait_message(&w.reason, run, &offline, &names, &site.currency);
+            let estimate = w.estimated_start.filter(|&t| t > now_s);
+            if live.reason_written(w.run.0, &reason, estimate) {
+                continue;
+            }
+            ids.push(w.run.0);
+            reasons.push(reason);
+            estimates.push(estimate);
+        }
+    }
     if write_reasons && !ids.is_empty() {
         sqlx::query(
             "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e) \
@@ -1132,7 +1143,13 @@ async fn pass_inner(
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
     }
     if write_reasons {
-        executor_down_reasons(&mut tx, site).await?;
+        let waiting: std::collections::HashSet<i64> =
+            outcome.waiting.iter().map(|w| w.run.0).collect();
+        live.note_reasons(&ids, &reasons, &estimates, &waiting);
+        if executor_down_reasons(&mut tx, site).await? {
+            // Those runs' reasons were overwritten: write them all again once it answers.
+            live.forget_reasons();
+        }
     }
     super::refresh_holds(&mut tx).await?;
     tx.commit().await?;
@@ -1171,13 +1188,14 @@ async fn free_indices(
 }
 
 /// Writes the waiting reason of queued runs on clusters whose executor does not answer.
-async fn executor_down_reasons(conn: &mut PgConnection, site: &Site) -> Result<(), sqlx::Error> {
+async fn executor_down_reasons(conn: &mut PgConnection, site: &Site) -> Result<bool, sqlx::Error> {
     let down: Vec<(i64, String, time::OffsetDateTime, Option<String>)> = sqlx::query_as(
         "SELECT id, name, executor_down_since, executor_error FROM clusters \
          WHERE executor = 'slurm' AND executor_down_since IS NOT NULL",
     )
     .fetch_all(&mut *conn)
     .await?;
+    let any = !down.is_empty();
     for (id, name, since, error) in down {
         let since = ledger::to_jiff(since).to_zoned(site.time_zone.clone());
         let reason = format!(
@@ -1194,7 +1212,7 @@ async fn executor_down_reasons(conn: &mut PgConnection, site: &Site) -> Result<(
         .execute(&mut *conn)
         .await?;
     }
-    Ok(())
+    Ok(any)
 }
 
 /// Starts the scheduler service, the agents' wake-up relay and the Slurm bridges on this

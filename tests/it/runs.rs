@@ -1475,3 +1475,43 @@ async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once()
         }
     }
 }
+
+/// The reason of run `id`, if any.
+async fn reason_of(app: &TestApp, id: i64) -> Option<String> {
+    sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// A pass writes only the reasons that changed since it last wrote them, so a run that waited,
+/// started (its reason cleared) and waits again for the same reason must have it written
+/// again: here "no live agent" before its start and after its node is lost. (Each pass here
+/// writes reasons, so the start pass already forgets the run as no longer waiting.)
+#[tokio::test]
+async fn a_run_waiting_again_for_the_same_reason_gets_it_written_again() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["again-1"]).await;
+    let silent = || async {
+        sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
+            .bind(nodes[0])
+            .execute(&o.app.pool)
+            .await
+            .unwrap();
+    };
+    silent().await;
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    let before = reason_of(&o.app, run).await.unwrap_or_default();
+    assert!(before.contains("no live agent"), "{before}");
+    register(&o.app, &o.agent, &["again-1"]).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    assert_eq!(reason_of(&o.app, run).await, None);
+    silent().await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "queued");
+    assert_eq!(reason_of(&o.app, run).await, Some(before));
+}
