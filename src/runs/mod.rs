@@ -1041,11 +1041,14 @@ pub struct RunRow {
     pub exit_code: Option<i32>,
     /// The approval decision's reason.
     pub decision_reason: Option<String>,
+    /// Why it waits, structured, for pages in the viewer's language (not in the API).
+    #[serde(skip)]
+    pub wait_note: Option<sqlx::types::Json<crate::i18n::wait::WaitNote>>,
 }
 
 const ROW_SELECT: &str = "SELECT r.id, t.name AS project, r.project_id, c.name AS cluster, m.name AS gpu_model, r.gpus, \
      r.min_runtime_s, r.time_limit_s, r.priority, r.resumable, r.command, r.state, u.name AS submitted_by, r.submitted_at, \
-     r.started_at, r.ended_at, r.attempt, r.wait_reason, r.estimated_start, r.exit_code, r.decision_reason \
+     r.started_at, r.ended_at, r.attempt, r.wait_reason, r.estimated_start, r.exit_code, r.decision_reason, r.wait_note \
      FROM runs r JOIN tree_nodes t ON t.id = r.project_id JOIN clusters c ON c.id = r.cluster_id \
      JOIN gpu_models m ON m.id = r.gpu_model_id JOIN users u ON u.id = r.submitted_by";
 
