@@ -1,10 +1,13 @@
 //! The interface in English, Spanish and Basque (docs/i18n.md): how a request's language is
-//! chosen.
+//! chosen, and a Basque researcher and a Spanish finance user in a real browser.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use fantoccini::Locator;
 
-use crate::support::TestApp;
+use crate::browser::{browser, click, set_value, sign_in, start_driver, text_of};
+use crate::support::{TestApp, demo_password};
+use tranche::i18n::Lang;
 
 /// The login page's heading for a request with these headers.
 async fn login_heading(app: &TestApp, headers: &[(header::HeaderName, &str)]) -> String {
@@ -113,4 +116,156 @@ async fn the_api_keeps_english_whatever_the_browser_asks() {
         json["error"]["message"].as_str().unwrap().is_ascii(),
         "{json}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    // One 8-GPU node on `local` that no agent serves: runs there wait for one.
+    app.declare_agent_nodes("web", 1).await;
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+
+    // Before signing in, the switch (a plain form, no JavaScript) turns the page Basque.
+    c.goto(&format!("{base}/login")).await.unwrap();
+    click(&c, "#lang-eu").await;
+    assert_eq!(text_of(&c, "h1").await, "Hasi saioa");
+    let (name, pw) = demo_password(&users, "researcher");
+    sign_in(&c, &base, &name, &pw).await;
+
+    // The home page.
+    assert_eq!(text_of(&c, "h1").await, format!("Kaixo, {name}"));
+    let nav = text_of(&c, "header nav").await;
+    assert!(
+        nav.contains("Exekuzioak") && nav.contains("Programa-zuhaitza"),
+        "{nav}"
+    );
+
+    // A form error: a GPU count that is not a number.
+    c.goto(&format!("{base}/runs/new")).await.unwrap();
+    assert_eq!(text_of(&c, "h1").await, "Bidali exekuzio bat");
+    for (select, value) in [
+        ("project", "fm-pretrain-7b"),
+        ("cluster", "local"),
+        ("gpu_model", "H100"),
+    ] {
+        c.find(Locator::Css(&format!("select[name={select}]")))
+            .await
+            .unwrap()
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+    set_value(&c, "input[name=gpus]", "bi").await;
+    set_value(&c, "textarea[name=command]", "python train.py").await;
+    click(&c, "button.confirm").await;
+    assert_eq!(
+        text_of(&c, ".field-error").await,
+        "GPU kopuruak zenbaki oso bat izan behar du (\"bi\" idatzi da)"
+    );
+    assert_eq!(
+        text_of(&c, "p.error[role=alert]").await,
+        "Zuzendu behean markatutako eremua."
+    );
+
+    // Fixed, it is submitted; no agent serves `local`, so it waits, and says why in Basque.
+    set_value(&c, "input[name=gpus]", "2").await;
+    click(&c, "button.confirm").await;
+    let notice = text_of(&c, ".notice").await;
+    assert!(notice.contains("exekuzioa bidali da"), "{notice}");
+    let url = c.current_url().await.unwrap().to_string();
+    let run: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let note_of = || async {
+        sqlx::query_scalar::<_, Option<sqlx::types::Json<tranche::i18n::wait::WaitNote>>>(
+            "SELECT wait_note FROM runs WHERE id = $1",
+        )
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    crate::live::until(
+        std::time::Duration::from_secs(60),
+        "the pass to write the waiting reason",
+        || async { note_of().await.is_some() },
+    )
+    .await;
+    let note = note_of().await.unwrap();
+    let expected = note.render(&tranche::i18n::wait::Render {
+        lang: Lang::Eu,
+        currency: &app.state.site.currency,
+        time_zone: &app.state.site.time_zone,
+    });
+    let english: String = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_ne!(expected, english);
+    c.goto(&url).await.unwrap();
+    let why = text_of(&c, "p.wait").await;
+    assert!(why.starts_with("Zergatik dagoen zain: "), "{why}");
+    assert!(why.contains(&expected), "{why} should contain {expected}");
+    assert!(!why.contains(&english), "{why}");
+    assert_eq!(text_of(&c, "h1 .state").await, "ilaran");
+
+    // Finance, in Spanish: the report page is Spanish, the CSV keeps its English columns and
+    // plain numbers.
+    click(&c, "form.signout button").await;
+    c.goto(&format!("{base}/login")).await.unwrap();
+    click(&c, "#lang-es").await;
+    assert_eq!(text_of(&c, "h1").await, "Iniciar sesión");
+    let (fin, fin_pw) = demo_password(&users, "finance");
+    sign_in(&c, &base, &fin, &fin_pw).await;
+    c.goto(&format!("{base}/reports")).await.unwrap();
+    assert_eq!(text_of(&c, "h1").await, "Informes de gasto");
+    let link = c.find(Locator::Css("a.csv")).await.unwrap();
+    assert_eq!(link.text().await.unwrap(), "Exportar CSV");
+    let href = link.attr("href").await.unwrap().unwrap();
+    // Money on the page has a decimal comma.
+    let cells: serde_json::Value = c
+        .execute(
+            "return Array.from(document.querySelectorAll('table.report tbody tr.total td.num')).map(c => c.textContent.trim()).filter(t => t.length > 0)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let cells: Vec<&str> = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!cells.is_empty());
+    assert!(cells.iter().all(|c| c.contains(',')), "{cells:?}");
+    let session = c.get_named_cookie("tranche_session").await.unwrap();
+    let csv_text = reqwest::Client::new()
+        .get(format!("{base}{href}"))
+        .header(
+            "cookie",
+            format!("tranche_session={}; tranche_lang=es", session.value()),
+        )
+        .header("accept-language", "es-ES,es")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(headers, tranche::ledger::reports::CSV_HEADER.to_vec());
+    let first = reader.records().next().unwrap().unwrap();
+    let spend = &first[10];
+    assert!(
+        spend.parse::<f64>().is_ok() && !spend.contains(','),
+        "total_spend {spend} is a plain number"
+    );
+    c.close().await.unwrap();
 }
