@@ -384,3 +384,14 @@ project-add-member = Add member (user name)
 project-add = Add
 project-budget-settings = Budget settings
 project-save-budget = Save budget
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } has spent { $pct }% of its { $month } budget: { $amount } of { $budget }
+alert-budget-forecast = { $project } is forecast to spend { $pct }% of its { $month } budget by the period's end: { $amount } of { $budget }
+alert-budget-subject = Tranche budget alert: { $project } at { $pct }% ({ $kind })
+alert-see-project = See the project
+alert-use-case-actual = AI use case { $name } has spent { $pct }% of its { $month } limit: { $amount } of { $limit }
+alert-use-case-forecast = AI use case { $name } is forecast to spend { $pct }% of its { $month } limit by the period's end: { $amount } of { $limit }
+alert-use-case-subject = Tranche AI use case alert: { $name } at { $pct }% ({ $kind })
+alert-see-use-case = See the use case

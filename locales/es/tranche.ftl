@@ -378,3 +378,20 @@ project-add-member = Añadir miembro (nombre de usuario)
 project-add = Añadir
 project-budget-settings = Ajustes de presupuesto
 project-save-budget = Guardar el presupuesto
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } ha gastado el { $pct } % de su presupuesto de { $month }: { $amount } de { $budget }
+alert-budget-forecast = Se prevé que { $project } gaste el { $pct } % de su presupuesto de { $month } al final del periodo: { $amount } de { $budget }
+alert-budget-subject = Alerta de presupuesto de Tranche: { $project } al { $pct } % ({ $kind ->
+    [actual] real
+   *[other] previsión
+})
+alert-see-project = Ver el proyecto
+alert-use-case-actual = El caso de uso de IA { $name } ha gastado el { $pct } % de su límite de { $month }: { $amount } de { $limit }
+alert-use-case-forecast = Se prevé que el caso de uso de IA { $name } gaste el { $pct } % de su límite de { $month } al final del periodo: { $amount } de { $limit }
+alert-use-case-subject = Alerta de caso de uso de IA de Tranche: { $name } al { $pct } % ({ $kind ->
+    [actual] real
+   *[other] previsión
+})
+alert-see-use-case = Ver el caso de uso

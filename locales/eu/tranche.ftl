@@ -378,3 +378,20 @@ project-add-member = Gehitu kidea (erabiltzaile-izena)
 project-add = Gehitu
 project-budget-settings = Aurrekontuaren ezarpenak
 project-save-budget = Gorde aurrekontua
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } proiektuak aurrekontuaren % { $pct } gastatu du ({ $month }): { $amount } / { $budget }
+alert-budget-forecast = { $project } proiektuak aldiaren amaierarako aurrekontuaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $budget }
+alert-budget-subject = Tranche aurrekontu-alerta: { $project }, % { $pct } ({ $kind ->
+    [actual] benetakoa
+   *[other] aurreikuspena
+})
+alert-see-project = Ikusi proiektua
+alert-use-case-actual = { $name } AA erabilera-kasuak bere mugaren % { $pct } gastatu du ({ $month }): { $amount } / { $limit }
+alert-use-case-forecast = { $name } AA erabilera-kasuak aldiaren amaierarako bere mugaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $limit }
+alert-use-case-subject = Tranche AA erabilera-kasuaren alerta: { $name }, % { $pct } ({ $kind ->
+    [actual] benetakoa
+   *[other] aurreikuspena
+})
+alert-see-use-case = Ikusi erabilera-kasua

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use fixed_decimal::Decimal;
 use icu_datetime::FixedCalendarDateTimeFormatter;
-use icu_datetime::fieldsets::{YMD, YMDT};
+use icu_datetime::fieldsets::{YM, YMD, YMDT};
 use icu_datetime::input::{Date, DateTime, Time};
 use icu_datetime::options::TimePrecision;
 use icu_decimal::DecimalFormatter;
@@ -25,6 +25,7 @@ struct Formatters {
     long_date: FixedCalendarDateTimeFormatter<Gregorian, YMD>,
     medium_date: FixedCalendarDateTimeFormatter<Gregorian, YMD>,
     date_time: FixedCalendarDateTimeFormatter<Gregorian, YMDT>,
+    month: FixedCalendarDateTimeFormatter<Gregorian, YM>,
 }
 
 fn locale(lang: Lang) -> icu_locale_core::Locale {
@@ -46,6 +47,8 @@ fn build(lang: Lang) -> Formatters {
             YMDT::medium().with_time_precision(TimePrecision::Minute),
         )
         .expect("compiled date-time data"),
+        month: FixedCalendarDateTimeFormatter::try_new(prefs(), YM::long())
+            .expect("compiled date data"),
     }
 }
 
@@ -110,6 +113,15 @@ pub fn long_date(lang: Lang, d: jiff::civil::Date) -> String {
     match (lang, icu_date(d)) {
         (Lang::En, _) | (_, None) => d.to_string(),
         (_, Some(date)) => of(lang).long_date.format(&date).to_string(),
+    }
+}
+
+/// The month of `d` with its year: `December 2026` (en), `diciembre de 2026` (es),
+/// `2026(e)ko abendua` (eu).
+pub fn month_year(lang: Lang, d: jiff::civil::Date) -> String {
+    match (lang, icu_date(d)) {
+        (Lang::En, _) | (_, None) => d.strftime("%B %Y").to_string(),
+        (_, Some(date)) => of(lang).month.format(&date).to_string(),
     }
 }
 
@@ -183,6 +195,9 @@ mod tests {
         assert_eq!(long_date(Lang::Es, d), "2 de diciembre de 2026");
         assert_eq!(long_date(Lang::Eu, d), "2026(e)ko abenduaren 2(a)");
         assert_eq!(medium_date(Lang::Es, d), "2 dic 2026");
+        assert_eq!(month_year(Lang::En, d), "December 2026");
+        assert_eq!(month_year(Lang::Es, d), "diciembre de 2026");
+        assert_eq!(month_year(Lang::Eu, d), "2026(e)ko abendua");
         assert_eq!(medium_date(Lang::Eu, d), "2026 abe. 2(a)");
     }
 

@@ -12,6 +12,7 @@
 #[cfg(test)]
 mod completeness;
 pub mod format;
+pub mod notice;
 pub mod wait;
 
 use std::cell::Cell;

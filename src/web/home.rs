@@ -159,7 +159,12 @@ async fn home_page(
             .await?
             .into_iter()
             .map(|n| NotificationView {
-                message: n.message,
+                message: match (&n.note, crate::i18n::current()) {
+                    (Some(note), lang) if lang != crate::i18n::Lang::En => {
+                        note.message(lang, &state.site.currency)
+                    }
+                    _ => n.message,
+                },
                 link: n.link,
                 when: crate::domain::format_local(
                     crate::ledger::to_jiff(n.created_at),
