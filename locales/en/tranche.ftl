@@ -395,3 +395,13 @@ alert-use-case-actual = AI use case { $name } has spent { $pct }% of its { $mont
 alert-use-case-forecast = AI use case { $name } is forecast to spend { $pct }% of its { $month } limit by the period's end: { $amount } of { $limit }
 alert-use-case-subject = Tranche AI use case alert: { $name } at { $pct }% ({ $kind })
 alert-see-use-case = See the use case
+
+## Run submission: checks and the cost preview
+
+run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)
+run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance })
+run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
+err-choose-project = choose a project
+err-choose-cluster = choose a cluster
+err-larger-than-cluster = asks for { $gpus } GPUs but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
+err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)

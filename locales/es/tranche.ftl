@@ -395,3 +395,13 @@ alert-use-case-subject = Alerta de caso de uso de IA de Tranche: { $name } al { 
    *[other] previsión
 })
 alert-see-use-case = Ver el caso de uso
+
+## Run submission: checks and the cost preview
+
+run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas y cualquier ejecución asignada puede desalojarla)
+run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance })
+run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable
+err-choose-project = elige un proyecto
+err-choose-cluster = elige un clúster
+err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
+err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)

@@ -395,3 +395,13 @@ alert-use-case-subject = Tranche AA erabilera-kasuaren alerta: { $name }, % { $p
    *[other] aurreikuspena
 })
 alert-see-use-case = Ikusi erabilera-kasua
+
+## Run submission: checks and the cost preview
+
+run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok kanpora dezake)
+run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance })
+run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
+err-choose-project = aukeratu proiektu bat
+err-choose-cluster = aukeratu kluster bat
+err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu (eroria ez dauden nodoetan); ezin izango litzateke inoiz abiatu
+err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)

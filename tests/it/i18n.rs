@@ -389,3 +389,53 @@ async fn a_budget_alert_reaches_a_basque_lead_in_basque() {
         "{english:?}"
     );
 }
+
+#[tokio::test]
+async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
+    let (app, _) = TestApp::with_demo().await;
+    tranche::db::users::set_password(&app.pool, None, "demo-researcher", "researcher-pw-1")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET language = 'es' WHERE name = 'demo-researcher'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut c = app.client();
+    c.login("demo-researcher", "researcher-pw-1").await;
+    let (_, form, _) = c.get("/runs/new").await;
+    let once = form
+        .split("name=\"once\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let fields = |cluster: &'static str, action: &'static str| {
+        vec![
+            ("project", "fm-pretrain-7b"),
+            ("cluster", cluster),
+            ("gpu_model", "H100"),
+            ("gpus", "2"),
+            ("min_runtime", "30"),
+            ("time_limit", "60"),
+            ("command", "python train.py"),
+            ("action", action),
+        ]
+    };
+    let mut refused = fields("local", "submit");
+    refused.push(("once", &once));
+    let (status, body, _) = c.post("/runs/new", &refused).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        body.contains("pide 2 GPU, pero el clúster local solo tiene 0 GPU H100"),
+        "{body}"
+    );
+    // The preview: 2 GPUs x 30 min = 1 GPU-hour at 2.50 USD.
+    let mut preview = fields("h100-east", "preview");
+    preview.push(("once", &once));
+    let (status, body, _) = c.post("/runs/new", &preview).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("1,0 horas de GPU protegidas, 2,50 USD del presupuesto del proyecto"),
+        "{body}"
+    );
+}
