@@ -44,6 +44,9 @@ pub struct AppState {
     /// The runs of the scheduling snapshot kept between passes ([`crate::runs::live`]); the
     /// lock is held for a whole pass.
     pub live_runs: Arc<tokio::sync::Mutex<crate::runs::live::LiveCache>>,
+    /// The organisation's default language, reread every few seconds
+    /// ([`crate::i18n::DefaultCache`]).
+    pub org_language: Arc<crate::i18n::DefaultCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -89,6 +92,7 @@ impl AppState {
             sso: Arc::default(),
             project_facts: Arc::default(),
             live_runs: Arc::default(),
+            org_language: Arc::default(),
         }
     }
 

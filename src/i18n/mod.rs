@@ -341,6 +341,46 @@ pub async fn org_default(db: impl sqlx::PgExecutor<'_>) -> Result<Lang, sqlx::Er
     Ok(code.as_deref().and_then(Lang::parse).unwrap_or(Lang::En))
 }
 
+/// How long a replica reuses the organisation's default it read (a change made on another
+/// replica shows there within this time; this one's own changes at once).
+const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The organisation's default language as this replica last read it, and when (one per
+/// [`crate::state::AppState`]).
+#[derive(Debug, Default)]
+pub struct DefaultCache(std::sync::Mutex<Option<(std::time::Instant, Lang)>>);
+
+impl DefaultCache {
+    /// [`org_default`], read at most every few seconds: pages whose browser names none of our
+    /// languages (benchmarks, scripts) must not cost a query each.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn get(&self, db: impl sqlx::PgExecutor<'_>) -> Result<Lang, sqlx::Error> {
+        let cached = *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, lang)) = cached
+            && at.elapsed() < DEFAULT_TTL
+        {
+            return Ok(lang);
+        }
+        let lang = org_default(db).await?;
+        self.remember(lang);
+        Ok(lang)
+    }
+
+    /// Records `lang` as the default just saved (or read).
+    pub fn remember(&self, lang: Lang) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((std::time::Instant::now(), lang));
+    }
+}
+
 /// Middleware for pages: resolves the request's language (cookie, `Accept-Language`, else the
 /// organisation's default; [`crate::auth::CurrentUser`] then applies the user's own choice)
 /// and runs the rest of the request with it.
@@ -351,10 +391,14 @@ pub async fn middleware(
 ) -> axum::response::Response {
     let lang = match requested(req.headers()) {
         Some(l) => l,
-        None => org_default(&state.pool).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the default language");
-            Lang::En
-        }),
+        None => state
+            .org_language
+            .get(&state.pool)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the default language");
+                Lang::En
+            }),
     };
     let here = req
         .uri()

@@ -198,6 +198,7 @@ async fn save_settings(
     )
     .await?;
     tx.commit().await?;
+    state.org_language.remember(lang);
     flash(&session, i18n::t("settings-saved")).await?;
     Ok(Redirect::to("/admin/settings").into_response())
 }

@@ -51,6 +51,8 @@ async fn the_language_comes_from_the_cookie_then_accept_language_then_the_org_de
         .execute(&app.pool)
         .await
         .unwrap();
+    // This replica rereads the default every few seconds; an admin's change here shows at once.
+    app.state.org_language.remember(Lang::Eu);
     assert_eq!(
         login_heading(&app, &[(al.clone(), "fr-FR,de;q=0.5")]).await,
         "Hasi saioa"
