@@ -112,7 +112,12 @@ impl Money {
     }
 
     /// Formats with two decimals and thousands separators, without currency: `12,345.67`.
+    /// In Spanish and Basque pages ([`crate::i18n::current`]): `12.345,67`.
     pub fn amount(self) -> String {
+        let lang = crate::i18n::current();
+        if lang != crate::i18n::Lang::En {
+            return crate::i18n::format::decimal(lang, self.0, -2);
+        }
         let sign = if self.0 < 0 { "-" } else { "" };
         let abs = self.0.unsigned_abs();
         format!("{sign}{}.{:02}", group_thousands(abs / 100), abs % 100)
@@ -195,6 +200,10 @@ pub fn format_milli_gpu_hours_plain(milli: i64) -> String {
 /// Formats milli-GPU-hours with one decimal and grouping: 1_234_560 -> `1,234.6`.
 pub fn format_milli_gpu_hours(milli: i64) -> String {
     let tenths = (milli + 50).div_euclid(100);
+    let lang = crate::i18n::current();
+    if lang != crate::i18n::Lang::En {
+        return crate::i18n::format::decimal(lang, tenths, -1);
+    }
     format!(
         "{}.{}",
         group_thousands((tenths / 10).unsigned_abs()),
@@ -587,10 +596,9 @@ pub fn parse_rfc3339(input: &str) -> Result<Option<jiff::Timestamp>, String> {
 }
 
 /// Formats an instant in `tz` with its UTC offset: `2026-10-25 01:30 +02:00`.
+/// Spanish and Basque pages get CLDR's date and time ([`crate::i18n::format::instant`]).
 pub fn format_local(ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
-    ts.to_zoned(tz.clone())
-        .strftime("%Y-%m-%d %H:%M %:z")
-        .to_string()
+    crate::i18n::format::instant(crate::i18n::current(), ts, tz)
 }
 
 /// The price of a capacity contract in minor units: GPUs x hours x billing weight x price per

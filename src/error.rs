@@ -116,7 +116,8 @@ impl AppError {
     /// The message safe to show a user (internal errors say only that something failed).
     pub fn public_message(&self) -> String {
         match self {
-            Self::Internal(_) => "something went wrong on our side; it has been logged".into(),
+            Self::Internal(_) => crate::i18n::t("error-internal"),
+            Self::Csrf => crate::i18n::t("error-csrf"),
             other => other.to_string(),
         }
     }
@@ -179,11 +180,22 @@ impl IntoResponse for AppError {
         let message = askama::filters::escape(self.public_message(), askama::filters::Html)
             .map(|m| m.to_string())
             .unwrap_or_default();
+        // The page's language (crate::i18n::middleware); English outside a page request.
+        let lang = crate::i18n::current();
+        let heading = if lang == crate::i18n::Lang::En {
+            self.status()
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_string()
+        } else {
+            crate::i18n::t1("error-heading", "status", self.status().as_u16())
+        };
         let body = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Error — Tranche</title>\
+            "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"><title>{} — Tranche</title>\
              <link rel=\"stylesheet\" href=\"/static/style.css\"></head><body><main class=\"narrow\">\
-             <h1>{}</h1><p class=\"error\">{message}</p><p><a href=\"/\">Back to Tranche</a></p></main></body></html>",
-            self.status().canonical_reason().unwrap_or("Error")
+             <h1>{heading}</h1><p class=\"error\">{message}</p><p><a href=\"/\">{}</a></p></main></body></html>",
+            crate::i18n::t("error-page-title"),
+            crate::i18n::t("error-back"),
         );
         (self.status(), Html(body)).into_response()
     }

@@ -18,6 +18,7 @@ pub mod domain;
 pub mod error;
 pub mod executor;
 pub mod export;
+pub mod i18n;
 pub mod ledger;
 pub mod mail;
 pub mod metrics;
@@ -41,6 +42,9 @@ pub async fn serve(
     state: state::AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Parse the translations and build the CLDR formatters before the first page.
+    i18n::load();
+    i18n::format::load();
     let cleanup = tokio::spawn({
         let store = tower_sessions_sqlx_store::PostgresStore::new(state.pool.clone());
         async move {

@@ -46,6 +46,9 @@ pub struct AppState {
     pub live_runs: Arc<tokio::sync::Mutex<crate::runs::live::LiveCache>>,
     /// Writes concurrent submissions together ([`crate::runs::batch`]).
     pub submissions: Arc<crate::runs::batch::Combiner>,
+    /// The organisation's default language, reread every few seconds
+    /// ([`crate::i18n::DefaultCache`]).
+    pub org_language: Arc<crate::i18n::DefaultCache>,
 }
 
 /// The `(run, attempt, node)` placements an agent session reported running and this replica
@@ -92,6 +95,7 @@ impl AppState {
             project_facts: Arc::default(),
             live_runs: Arc::default(),
             submissions: Arc::default(),
+            org_language: Arc::default(),
         }
     }
 

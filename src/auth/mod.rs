@@ -83,6 +83,8 @@ pub struct Account {
     pub projects: Vec<i64>,
     /// Bumped when the password changes; sessions from before are no longer valid.
     pub session_epoch: i32,
+    /// The interface language the user chose on the Account page, if any.
+    pub language: Option<crate::i18n::Lang>,
 }
 
 /// The columns [`Account::from_row`] reads, from `users u`.
@@ -91,7 +93,7 @@ const ACCOUNT_COLUMNS: &str = "u.id, u.name, \
     coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT DISTINCT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
-    u.session_epoch";
+    u.session_epoch, u.language";
 
 /// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
 type AccountRow = (
@@ -102,6 +104,7 @@ type AccountRow = (
     Vec<Option<i64>>,
     Vec<i64>,
     i32,
+    Option<String>,
 );
 
 /// Parent links of the whole tree (node id -> parent id), for scope checks.
@@ -175,6 +178,7 @@ impl Account {
             Vec<Option<i64>>,
             Vec<i64>,
             i32,
+            Option<String>,
         )> =
             sqlx::query_as(&format!(
                 "SELECT t.id, t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute', {ACCOUNT_COLUMNS} \
@@ -185,9 +189,9 @@ impl Account {
             .fetch_optional(pool)
             .await?;
         Ok(row.map(
-            |(token, stale, id, name, grant_ids, roles, nodes, projects, epoch)| {
+            |(token, stale, id, name, grant_ids, roles, nodes, projects, epoch, language)| {
                 (
-                    Self::from_row((id, name, grant_ids, roles, nodes, projects, epoch)),
+                    Self::from_row((id, name, grant_ids, roles, nodes, projects, epoch, language)),
                     token,
                     stale,
                 )
@@ -195,7 +199,9 @@ impl Account {
         ))
     }
 
-    fn from_row((id, name, grant_ids, roles, nodes, projects, session_epoch): AccountRow) -> Self {
+    fn from_row(
+        (id, name, grant_ids, roles, nodes, projects, session_epoch, language): AccountRow,
+    ) -> Self {
         Self {
             id,
             name,
@@ -213,6 +219,7 @@ impl Account {
                 .collect(),
             projects,
             session_epoch,
+            language: language.as_deref().and_then(crate::i18n::Lang::parse),
         }
     }
 
@@ -320,7 +327,12 @@ impl FromRequestParts<AppState> for CurrentUser {
             .await
             .map_err(|e| AppError::from(e).into_response())?
         {
-            Some(account) if Some(account.session_epoch) == epoch => Ok(Self(account)),
+            Some(account) if Some(account.session_epoch) == epoch => {
+                if let Some(lang) = account.language {
+                    crate::i18n::set_current(lang);
+                }
+                Ok(Self(account))
+            }
             _ => {
                 // Unknown, disabled, or the password changed since this session began.
                 session.flush().await.map_err(internal)?;

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use crate::config::Site;
 use crate::domain::Money;
 use crate::error::AppError;
+use crate::i18n::notice::Notice;
 use crate::ledger::{Period, to_time};
 
 /// An alert that fired.
@@ -113,6 +114,7 @@ pub async fn check_use_cases(
             .to_zoned(site.time_zone.clone())
             .strftime("%B %Y")
             .to_string();
+        let month_day = period.start.to_zoned(site.time_zone.clone()).date();
         for (id, name, owner, bag, limit, thresholds) in &cases {
             let spent = spend.get(id).copied().unwrap_or_default().total().0;
             let projected = if period == current {
@@ -155,7 +157,16 @@ pub async fn check_use_cases(
                         )
                     };
                     let link = format!("/ai/{id}");
-                    let mut recipients = notify(&mut tx, *owner, &message, &link).await?;
+                    let note = Notice::UseCase {
+                        use_case: name.clone(),
+                        pct: *pct,
+                        kind: kind.to_string(),
+                        month: month_day,
+                        amount,
+                        limit: *limit,
+                    };
+                    let mut recipients =
+                        notify_noted(&mut tx, *owner, &message, Some(&note), &link).await?;
                     let mut stop_rule = false;
                     if bag == "critical" && kind == "actual" && reaches(amount, *limit, 100) {
                         let reason = format!("spent {amount_s} of its {month} limit of {limit_s}");
@@ -170,14 +181,7 @@ pub async fn check_use_cases(
                     tx.commit().await?;
                     recipients.sort_unstable();
                     recipients.dedup();
-                    mail_later(
-                        pool,
-                        site,
-                        &recipients,
-                        format!("Tranche AI use case alert: {name} at {pct}% ({kind})"),
-                        format!("{message}.\n\nSee the use case: {link}\n"),
-                    )
-                    .await?;
+                    mail_noted(pool, site, &recipients, &note, &link).await?;
                     tracing::info!(use_case = %name, pct, kind, "use case limit alert");
                     fired.push(UseCaseFired {
                         use_case_id: *id,
@@ -217,6 +221,7 @@ async fn check_period(
         .to_zoned(site.time_zone.clone())
         .strftime("%B %Y")
         .to_string();
+    let month_day = period.start.to_zoned(site.time_zone.clone()).date();
     let mut fired = Vec::new();
     for (project, name, thresholds, budget, spent, usage) in rows {
         // A future period has not started: its spend so far is its forecast.
@@ -259,17 +264,19 @@ async fn check_period(
                         Money(budget).display(&site.currency)
                     )
                 };
+                let note = Notice::Budget {
+                    project: name.clone(),
+                    pct,
+                    kind: kind.to_string(),
+                    month: month_day,
+                    amount,
+                    budget,
+                };
+                let link = format!("/projects/{project}");
                 let recipients =
-                    notify(&mut tx, project, &message, &format!("/projects/{project}")).await?;
+                    notify_noted(&mut tx, project, &message, Some(&note), &link).await?;
                 tx.commit().await?;
-                mail_later(
-                    pool,
-                    site,
-                    &recipients,
-                    format!("Tranche budget alert: {name} at {pct}% ({kind})"),
-                    format!("{message}.\n\nSee the project: /projects/{project}\n"),
-                )
-                .await?;
+                mail_noted(pool, site, &recipients, &note, &link).await?;
                 tracing::info!(project = %name, pct, kind, "budget alert");
                 fired.push(Fired {
                     project_id: project,
@@ -293,9 +300,24 @@ pub async fn notify(
     message: &str,
     link: &str,
 ) -> Result<Vec<i64>, sqlx::Error> {
+    notify_noted(tx, node, message, None, link).await
+}
+
+/// [`notify`], storing `note` beside the English `message` so that pages show it in each
+/// reader's language ([`crate::i18n::notice`]).
+///
+/// # Errors
+/// Database errors.
+pub async fn notify_noted(
+    tx: &mut sqlx::PgConnection,
+    node: i64,
+    message: &str,
+    note: Option<&Notice>,
+    link: &str,
+) -> Result<Vec<i64>, sqlx::Error> {
     sqlx::query_scalar(
-        "INSERT INTO notifications (user_id, message, link) \
-         SELECT DISTINCT g.user_id, $2, $3 FROM role_grants g \
+        "INSERT INTO notifications (user_id, message, link, note) \
+         SELECT DISTINCT g.user_id, $2, $3, $4 FROM role_grants g \
          WHERE g.role = 'finance' \
             OR (g.role = 'lead' AND g.node_id IN ( \
                 WITH RECURSIVE up(id, parent_id) AS ( \
@@ -307,8 +329,39 @@ pub async fn notify(
     .bind(node)
     .bind(message)
     .bind(link)
+    .bind(note.map(sqlx::types::Json))
     .fetch_all(tx)
     .await
+}
+
+/// E-mails `note` to `recipients` ([`mail_later`]), each in their own language (their choice,
+/// else the organisation's default).
+///
+/// # Errors
+/// Database errors.
+pub async fn mail_noted(
+    pool: &PgPool,
+    site: &Site,
+    recipients: &[i64],
+    note: &Notice,
+    link: &str,
+) -> Result<(), sqlx::Error> {
+    if site.smtp.is_none() || recipients.is_empty() {
+        return Ok(());
+    }
+    let languages = crate::i18n::notice::recipient_languages(pool, recipients).await?;
+    for lang in crate::i18n::Lang::ALL {
+        let ids: Vec<i64> = languages
+            .iter()
+            .filter(|(_, l)| *l == lang)
+            .map(|(id, _)| *id)
+            .collect();
+        if !ids.is_empty() {
+            let (subject, body) = note.mail(lang, &site.currency, link);
+            mail_later(pool, site, &ids, subject, body).await?;
+        }
+    }
+    Ok(())
 }
 
 /// E-mails `recipients` (those with an address) in the background when SMTP is configured: a
@@ -391,6 +444,9 @@ pub struct Notification {
     pub link: String,
     /// Whether it was read.
     pub read: bool,
+    /// What it says, structured, for pages in the reader's language (not in the API).
+    #[serde(skip)]
+    pub note: Option<sqlx::types::Json<Notice>>,
 }
 
 /// The user's notifications, newest first (at most 50).
@@ -398,7 +454,7 @@ pub struct Notification {
 /// # Errors
 /// Database errors.
 pub async fn notifications(pool: &PgPool, user: i64) -> Result<Vec<Notification>, sqlx::Error> {
-    sqlx::query_as("SELECT id, created_at, message, link, read_at IS NOT NULL AS read FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 50")
+    sqlx::query_as("SELECT id, created_at, message, link, read_at IS NOT NULL AS read, note FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 50")
         .bind(user)
         .fetch_all(pool)
         .await

@@ -20,6 +20,7 @@ use crate::auth::{Account, Parents};
 use crate::config::Site;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger;
 use crate::state::AppState;
 
@@ -230,20 +231,29 @@ pub struct Preview {
 
 impl Preview {
     /// Plain words: "free, preemptible" or "16 protected GPU-hours, 72.00 USD".
+    /// In the page's language ([`crate::i18n::current`]; English in the API).
     pub fn describe(&self, currency: &str) -> String {
         if self.free {
-            return "free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)".into();
+            return i18n::t("run-preview-free");
         }
-        let mut text = format!(
-            "{} protected GPU-hours, {} from the project's budget (balance {})",
-            domain::format_milli_gpu_hours_plain(self.protected_milli_gpu_hours),
-            Money(self.cost_minor).display(currency),
-            Money(self.balance_minor).display(currency),
+        let hours = if i18n::current() == i18n::Lang::En {
+            domain::format_milli_gpu_hours_plain(self.protected_milli_gpu_hours)
+        } else {
+            domain::format_milli_gpu_hours(self.protected_milli_gpu_hours)
+        };
+        let mut text = i18n::ta(
+            "run-preview-cost",
+            &[
+                ("hours", &hours),
+                ("cost", &Money(self.cost_minor).display(currency)),
+                ("balance", &Money(self.balance_minor).display(currency)),
+            ],
         );
         if self.needs_approval {
-            text.push_str(&format!(
-                "; above the project's self-service limit of {} GPU-hours, so a lead must approve it",
-                self.self_service_gpu_hours
+            text.push_str(&i18n::t1(
+                "run-preview-approval",
+                "limit",
+                self.self_service_gpu_hours,
             ));
         }
         text
@@ -256,10 +266,10 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
     run.gpu_model = run.gpu_model.trim().to_string();
     run.command = run.command.trim().to_string();
     if run.project.is_empty() {
-        return Err(AppError::invalid("project", "choose a project"));
+        return Err(AppError::invalid("project", i18n::t("err-choose-project")));
     }
     if run.cluster.is_empty() {
-        return Err(AppError::invalid("cluster", "choose a cluster"));
+        return Err(AppError::invalid("cluster", i18n::t("err-choose-cluster")));
     }
     if run.gpu_model.is_empty() {
         return Err(AppError::invalid("gpu_model", "choose a GPU model"));
@@ -454,9 +464,14 @@ pub async fn check(
     if run.gpus > installed {
         return Err(AppError::Refused {
             code: "larger_than_cluster",
-            message: format!(
-                "asks for {} GPUs but cluster {} has only {installed} {} GPUs (on nodes not down); it could never start",
-                run.gpus, run.cluster, run.gpu_model
+            message: i18n::ta(
+                "err-larger-than-cluster",
+                &[
+                    ("gpus", &run.gpus),
+                    ("cluster", &run.cluster),
+                    ("installed", &installed),
+                    ("model", &run.gpu_model),
+                ],
             ),
         });
     }
@@ -475,10 +490,13 @@ pub async fn check(
     if !preview.free && cost.0 > balance.0 {
         return Err(AppError::Refused {
             code: "budget_exceeded",
-            message: format!(
-                "project {project_name} has {} left this period but the minimum runtime costs {}; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)",
-                Money(balance.0).display(&site.currency),
-                cost.display(&site.currency)
+            message: i18n::ta(
+                "err-budget-exceeded",
+                &[
+                    ("project", &project_name),
+                    ("balance", &Money(balance.0).display(&site.currency)),
+                    ("cost", &cost.display(&site.currency)),
+                ],
             ),
         });
     }
@@ -1035,11 +1053,14 @@ pub struct RunRow {
     pub exit_code: Option<i32>,
     /// The approval decision's reason.
     pub decision_reason: Option<String>,
+    /// Why it waits, structured, for pages in the viewer's language (not in the API).
+    #[serde(skip)]
+    pub wait_note: Option<sqlx::types::Json<crate::i18n::wait::WaitNote>>,
 }
 
 const ROW_SELECT: &str = "SELECT r.id, t.name AS project, r.project_id, c.name AS cluster, m.name AS gpu_model, r.gpus, \
      r.min_runtime_s, r.time_limit_s, r.priority, r.resumable, r.command, r.state, u.name AS submitted_by, r.submitted_at, \
-     r.started_at, r.ended_at, r.attempt, r.wait_reason, r.estimated_start, r.exit_code, r.decision_reason \
+     r.started_at, r.ended_at, r.attempt, r.wait_reason, r.estimated_start, r.exit_code, r.decision_reason, r.wait_note \
      FROM runs r JOIN tree_nodes t ON t.id = r.project_id JOIN clusters c ON c.id = r.cluster_id \
      JOIN gpu_models m ON m.id = r.gpu_model_id JOIN users u ON u.id = r.submitted_by";
 

@@ -773,6 +773,40 @@ fn wait_message(
     }
 }
 
+/// The waiting reason with the names its words need, for pages in any language
+/// ([`crate::i18n::wait`]).
+fn wait_note(
+    reason: &WaitReason,
+    run: &WaitingRun,
+    offline: &HashMap<(i64, i64), u32>,
+    names: &Names,
+) -> sqlx::types::Json<crate::i18n::wait::WaitNote> {
+    let projects = match reason {
+        WaitReason::FairShare { ahead, .. } => ahead
+            .as_slice()
+            .iter()
+            .map(|p| {
+                names
+                    .projects
+                    .get(&p.0)
+                    .cloned()
+                    .unwrap_or_else(|| format!("project {p}"))
+            })
+            .collect(),
+        _ => vec![],
+    };
+    sqlx::types::Json(crate::i18n::wait::WaitNote::Pass {
+        reason: reason.clone(),
+        model: names.models.get(&run.model.0).cloned().unwrap_or_default(),
+        offline: offline
+            .get(&(run.cluster.0, run.model.0))
+            .copied()
+            .unwrap_or(0),
+        projects,
+        outside: names.outside.get(&run.cluster.0).cloned(),
+    })
+}
+
 /// The waiting reason in words, before jobs outside Tranche are named.
 fn wait_words(
     reason: &WaitReason,
@@ -1106,10 +1140,12 @@ async fn pass_inner(
         .filter(|w| by_id.contains_key(&w.run))
         .count();
     // Reasons are worded and written only in the passes that write them, and only those that
-    // differ from what this process last wrote (at 50,000 waiting runs most stay the same).
+    // differ from what this process last wrote (at 50,000 waiting runs most stay the same;
+    // the structured note follows from the same reason as the English text).
     let mut ids = Vec::new();
     let mut reasons = Vec::new();
     let mut estimates: Vec<Option<i64>> = Vec::new();
+    let mut notes = Vec::new();
     if write_reasons {
         for w in &outcome.waiting {
             let Some(run) = by_id.get(&w.run) else {
@@ -1122,19 +1158,21 @@ async fn pass_inner(
             }
             ids.push(w.run.0);
             reasons.push(reason);
+            notes.push(wait_note(&w.reason, run, &offline, &names));
             estimates.push(estimate);
         }
     }
     if write_reasons && !ids.is_empty() {
         sqlx::query(
-            "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e) \
-             FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[]) AS u(id, w, e) \
+            "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e), wait_note = u.n \
+             FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::JSONB[]) AS u(id, w, e, n) \
              WHERE runs.id = u.id AND runs.state = 'queued' \
              AND (runs.wait_reason IS DISTINCT FROM u.w OR runs.estimated_start IS DISTINCT FROM to_timestamp(u.e))",
         )
         .bind(&ids)
         .bind(&reasons)
         .bind(&estimates)
+        .bind(&notes)
         .execute(&mut *tx)
         .await?;
     }
@@ -1201,14 +1239,20 @@ async fn executor_down_reasons(conn: &mut PgConnection, site: &Site) -> Result<b
         let reason = format!(
             "the Slurm controller of cluster {name} does not answer since {} ({}); new starts wait, running runs keep their state",
             since.strftime("%H:%M"),
-            error.unwrap_or_default()
+            error.as_deref().unwrap_or_default()
         );
+        let note = sqlx::types::Json(crate::i18n::wait::WaitNote::ExecutorDown {
+            cluster: name.clone(),
+            since: since.timestamp().as_second(),
+            error: error.clone().unwrap_or_default(),
+        });
         sqlx::query(
-            "UPDATE runs SET wait_reason = $2, estimated_start = NULL WHERE cluster_id = $1 AND state = 'queued' \
+            "UPDATE runs SET wait_reason = $2, estimated_start = NULL, wait_note = $3 WHERE cluster_id = $1 AND state = 'queued' \
              AND wait_reason IS DISTINCT FROM $2",
         )
         .bind(id)
         .bind(&reason)
+        .bind(&note)
         .execute(&mut *conn)
         .await?;
     }

@@ -36,6 +36,8 @@ struct AccountPage {
     email: String,
     form_label: String,
     tokens: Vec<TokenRow>,
+    /// The user's language choice: `en`, `es`, `eu` or `auto`.
+    language: &'static str,
 }
 
 fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -90,6 +92,7 @@ async fn page(
             email_error,
             email,
             form_label: label,
+            language: me.language.map_or("auto", |l| l.code()),
             tokens: rows
                 .into_iter()
                 .map(|t| TokenRow {

@@ -60,12 +60,12 @@ impl UseCaseForm {
             allowed_data: u.allowed_data.clone(),
             ai_action: u.ai_action.clone(),
             human_review: u.human_review.clone(),
-            monthly_limit: Money(u.monthly_limit_minor).amount().replace(',', ""),
+            monthly_limit: Money(u.monthly_limit_minor).plain(),
             metric: u.metric.clone(),
             stop_rule: u.stop_rule.clone(),
             services: u.services.join(", "),
             projects: u.projects.join(", "),
-            human_hourly_rate: Money(u.human_hourly_rate_minor).amount().replace(',', ""),
+            human_hourly_rate: Money(u.human_hourly_rate_minor).plain(),
         }
     }
 
@@ -1381,7 +1381,7 @@ async fn csv_export(
     let human = ai::human_minutes(&state.pool, period).await?;
     let last = ai::last_reviews(&state.pool).await?;
     let label = |p: Period| month_label(p, site).0;
-    let m = |v: Money| crate::export::Cell::number(v.amount().replace(',', ""));
+    let m = |v: Money| crate::export::Cell::number(v.plain());
     let t = crate::export::Cell::text;
     let rows = ai::visible(&state.pool, &me, &tree.parents)
         .await?

@@ -16,7 +16,7 @@ use crate::web::{Layout, PagePath, flash, period_label, render_status};
 #[template(path = "home.html")]
 struct HomePage {
     layout: Layout,
-    roles: Vec<&'static str>,
+    roles: Vec<String>,
     period: String,
     time_zone: String,
     led: Vec<(i64, String, String)>,
@@ -133,7 +133,13 @@ async fn home_page(
     let led = me
         .lead_nodes()
         .filter_map(|id| tree.node(id))
-        .map(|n| (n.id, n.name.clone(), n.effective.percent()))
+        .map(|n| {
+            (
+                n.id,
+                n.name.clone(),
+                crate::i18n::format::basis_points(n.effective.bp_rounded()),
+            )
+        })
         .collect();
     let projects = me
         .projects
@@ -143,7 +149,7 @@ async fn home_page(
             (
                 n.id,
                 n.name.clone(),
-                n.effective.percent(),
+                crate::i18n::format::basis_points(n.effective.bp_rounded()),
                 n.money_total.display(&state.site.currency),
             )
         })
@@ -153,7 +159,12 @@ async fn home_page(
             .await?
             .into_iter()
             .map(|n| NotificationView {
-                message: n.message,
+                message: match (&n.note, crate::i18n::current()) {
+                    (Some(note), lang) if lang != crate::i18n::Lang::En => {
+                        note.message(lang, &state.site.currency)
+                    }
+                    _ => n.message,
+                },
                 link: n.link,
                 when: crate::domain::format_local(
                     crate::ledger::to_jiff(n.created_at),
@@ -181,7 +192,11 @@ async fn home_page(
             notifications,
             unread,
             layout: Layout::for_user(session, me, "/").await?,
-            roles: me.role_names(),
+            roles: me
+                .role_names()
+                .into_iter()
+                .map(|r| crate::i18n::t(&format!("role-{r}")))
+                .collect(),
             period: period_label(&tree.period_start, &tree.period_end),
             time_zone: state.site.time_zone_name.clone(),
             led,

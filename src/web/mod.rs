@@ -10,6 +10,7 @@ pub mod charts;
 pub mod contracts;
 pub mod home;
 pub mod input;
+pub mod language;
 pub mod metrics;
 pub mod project;
 pub mod reports;
@@ -31,14 +32,15 @@ use tower_sessions_sqlx_store::PostgresStore;
 
 use crate::auth::{Account, csrf};
 use crate::error::AppError;
+use crate::i18n;
 use crate::state::AppState;
 
 /// What the shared page layout (`templates/base.html`) needs.
 pub struct Layout {
     /// The signed-in user's name, `None` on the login page.
     pub user_name: Option<String>,
-    /// Navigation links (href, label) for the user's roles.
-    pub nav: Vec<(&'static str, &'static str)>,
+    /// Navigation links (href, label) for the user's roles, labels in the page's language.
+    pub nav: Vec<(&'static str, String)>,
     /// The href of the current area, to mark it in the navigation.
     pub active: &'static str,
     /// The session's CSRF token for forms.
@@ -57,29 +59,34 @@ impl Layout {
         account: &Account,
         active: &'static str,
     ) -> Result<Self, AppError> {
-        let mut nav = vec![("/", "Home"), ("/runs", "Runs")];
+        let mut links = vec![("/", "nav-home"), ("/runs", "nav-runs")];
         if runs::can_submit(account) {
-            nav.push(("/runs/new", "Submit"));
+            links.push(("/runs/new", "nav-submit"));
         }
         if runs::is_lead(account) {
-            nav.push(("/approvals", "Approvals"));
+            links.push(("/approvals", "nav-approvals"));
         }
-        nav.extend([
-            ("/tree", "Program tree"),
-            ("/capacity", "Capacity"),
-            ("/contracts", "Contracts"),
-            ("/ai", "AI use cases"),
+        links.extend([
+            ("/tree", "nav-tree"),
+            ("/capacity", "nav-capacity"),
+            ("/contracts", "nav-contracts"),
+            ("/ai", "nav-ai"),
         ]);
         if account.sees_everything() || account.lead_nodes().next().is_some() {
-            nav.push(("/reports", "Spend"));
-            nav.push(("/dashboard", "Metrics"));
-            nav.push(("/audit", "Audit log"));
+            links.push(("/reports", "nav-spend"));
+            links.push(("/dashboard", "nav-metrics"));
+            links.push(("/audit", "nav-audit"));
         }
         if account.is_admin() {
-            nav.push(("/admin/inventory", "Inventory"));
-            nav.push(("/admin/users", "Users"));
+            links.push(("/admin/inventory", "nav-inventory"));
+            links.push(("/admin/users", "nav-users"));
+            links.push(("/admin/settings", "nav-settings"));
         }
-        nav.push(("/account/tokens", "Account"));
+        links.push(("/account/tokens", "nav-account"));
+        let nav = links
+            .into_iter()
+            .map(|(href, key)| (href, i18n::t(key)))
+            .collect();
         // Read first: removing marks the session modified, which costs a write on every page.
         let notice = match session
             .get::<String>("notice")
@@ -102,6 +109,64 @@ impl Layout {
             csrf: csrf::token(session).await?,
             notice,
         })
+    }
+}
+
+impl Layout {
+    /// The page's language (`<html lang>`).
+    pub fn lang(&self) -> &'static str {
+        i18n::current().code()
+    }
+
+    /// The languages for the switch: (code, own name, whether it is the page's).
+    pub fn languages(&self) -> Vec<(&'static str, &'static str, bool)> {
+        let now = i18n::current();
+        i18n::Lang::ALL
+            .iter()
+            .map(|l| (l.code(), l.native_name(), *l == now))
+            .collect()
+    }
+
+    /// Where the language switch comes back to: this page.
+    pub fn here(&self) -> String {
+        i18n::here()
+    }
+
+    /// The message `key` in the page's language.
+    pub fn t(&self, key: &str) -> String {
+        i18n::t(key)
+    }
+
+    /// The message `key` with one argument.
+    pub fn t1(&self, key: &str, name: &str, value: impl i18n::Arg) -> String {
+        i18n::t1(key, name, value)
+    }
+
+    /// The message `key` with two arguments.
+    pub fn t2(
+        &self,
+        key: &str,
+        n1: &str,
+        v1: impl i18n::Arg,
+        n2: &str,
+        v2: impl i18n::Arg,
+    ) -> String {
+        i18n::t2(key, n1, v1, n2, v2)
+    }
+
+    /// The message `key` with three arguments.
+    #[expect(clippy::too_many_arguments, reason = "three named message arguments")]
+    pub fn t3(
+        &self,
+        key: &str,
+        n1: &str,
+        v1: impl i18n::Arg,
+        n2: &str,
+        v2: impl i18n::Arg,
+        n3: &str,
+        v3: impl i18n::Arg,
+    ) -> String {
+        i18n::ta(key, &[(n1, &v1), (n2, &v2), (n3, &v3)])
     }
 }
 
@@ -154,11 +219,23 @@ pub fn render_status(status: StatusCode, t: &impl askama::Template) -> Result<Re
 }
 
 /// Formats a budget period for display with its last day and length:
-/// `2026-11-01 to 2026-11-30 (720 h)`.
+/// `2026-11-01 to 2026-11-30 (720 h)`; in Spanish `del 1 de noviembre de 2026 al 30 de
+/// noviembre de 2026 (720 h)`.
 pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
     let last = end.date().yesterday().unwrap_or(end.date());
     let hours = (end.timestamp().as_second() - start.timestamp().as_second()) / 3600;
-    format!("{} to {last} ({hours} h)", start.date())
+    let lang = i18n::current();
+    if lang == i18n::Lang::En {
+        return format!("{} to {last} ({hours} h)", start.date());
+    }
+    i18n::ta(
+        "home-period-range",
+        &[
+            ("start", &i18n::format::long_date(lang, start.date())),
+            ("end", &i18n::format::long_date(lang, last)),
+            ("hours", &hours),
+        ],
+    )
 }
 
 /// Checks budget alerts after a change in spend; a failure is logged, not shown (the
@@ -196,7 +273,7 @@ async fn stylesheet() -> Response {
 }
 
 async fn not_found() -> AppError {
-    AppError::NotFound("there is no such page".into())
+    AppError::NotFound(i18n::t("error-no-such-page"))
 }
 
 /// Runs each request's handler in its own task, so a client that disconnects (an agent
@@ -235,8 +312,13 @@ pub fn app(state: AppState) -> Router {
         .merge(metrics::router())
         .merge(runs::router())
         .merge(ai::router())
+        .merge(language::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn(csrf::protect))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            i18n::middleware,
+        ))
         .layer(sessions)
         // Signed-in pages are never cached by browsers or proxies.
         .layer(SetResponseHeaderLayer::if_not_present(

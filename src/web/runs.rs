@@ -17,6 +17,7 @@ use crate::auth::{Account, CurrentUser, Role};
 use crate::db::inventory;
 use crate::domain;
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::to_jiff;
 use crate::runs::{self, Filter, NewRun, RunRow};
 use crate::state::AppState;
@@ -72,17 +73,9 @@ fn local(state: &AppState, t: time::OffsetDateTime) -> String {
 
 /// Parses a duration typed as whole minutes (`90`) or hours and minutes (`1:30`) into
 /// seconds; the error names `field` and says what was typed.
-fn parse_minutes(typed: &str, field: &'static str, label: &str) -> Result<i64, AppError> {
+fn parse_minutes(typed: &str, field: &'static str, key: &str) -> Result<i64, AppError> {
     let t = typed.trim();
-    let bad = || {
-        AppError::invalid(
-            field,
-            format!(
-                "the {label} must be whole minutes (90) or hours and minutes (1:30); got {t}",
-                t = crate::domain::quote(t)
-            ),
-        )
-    };
+    let bad = || AppError::invalid(field, i18n::t1(key, "got", crate::domain::quote(t)));
     // Digits and at most one colon: no signs ("-0:30" is not half an hour).
     if !t.bytes().all(|b| b.is_ascii_digit() || b == b':') {
         return Err(bad());
@@ -117,10 +110,12 @@ fn parse_env(text: &str, field: &'static str) -> Result<BTreeMap<String, String>
         let Some((name, value)) = line.split_once('=') else {
             return Err(AppError::invalid(
                 field,
-                format!(
-                    "line {}: write NAME=value (got {})",
+                i18n::t2(
+                    "err-env-line",
+                    "line",
                     n + 1,
-                    crate::domain::quote(line.trim())
+                    "got",
+                    crate::domain::quote(line.trim()),
                 ),
             ));
         };
@@ -128,7 +123,7 @@ fn parse_env(text: &str, field: &'static str) -> Result<BTreeMap<String, String>
         if env.insert(name.clone(), value.to_string()).is_some() {
             return Err(AppError::invalid(
                 field,
-                format!("line {}: {name} is given twice", n + 1),
+                i18n::t2("err-env-twice", "line", n + 1, "name", &name),
             ));
         }
     }
@@ -193,23 +188,22 @@ impl RunForm {
         let gpus = self.gpus.trim().parse::<i64>().map_err(|_| {
             AppError::invalid(
                 "gpus",
-                format!(
-                    "the GPU count must be a whole number (got {})",
-                    crate::domain::quote(self.gpus.trim())
+                i18n::t1(
+                    "err-gpus-whole",
+                    "got",
+                    crate::domain::quote(self.gpus.trim()),
                 ),
             )
         })?;
-        let min_runtime_s = parse_minutes(&self.min_runtime, "min_runtime", "minimum runtime")?;
-        let time_limit_s = parse_minutes(&self.time_limit, "time_limit", "time limit")?;
+        let min_runtime_s =
+            parse_minutes(&self.min_runtime, "min_runtime", "err-min-runtime-format")?;
+        let time_limit_s = parse_minutes(&self.time_limit, "time_limit", "err-time-limit-format")?;
         let priority = match self.priority.trim() {
             "" => 0,
             p => p.parse::<i32>().map_err(|_| {
                 AppError::invalid(
                     "priority",
-                    format!(
-                        "the priority must be a whole number from -1000 to 1000 (got {p})",
-                        p = crate::domain::quote(p)
-                    ),
+                    i18n::t1("err-priority-whole", "got", crate::domain::quote(p)),
                 )
             })?,
         };
@@ -394,7 +388,7 @@ async fn post_run(
     {
         flash(
             &session,
-            format!("This form was already submitted: it is run {}.", earlier.id),
+            i18n::t1("run-already-submitted", "id", earlier.id.to_string()),
         )
         .await?;
         return Ok(Redirect::to(&format!("/runs/{}", earlier.id)).into_response());
@@ -423,11 +417,17 @@ async fn post_run(
     let run = runs::submit(&state, &me, &checked, key).await?;
     let (id, run_state) = (run.id, run.state);
     let notice = if run.repeated {
-        format!("This form was already submitted: it is run {id}.")
+        i18n::t1("run-already-submitted", "id", id.to_string())
     } else if run_state == "waiting_approval" {
-        format!("Run {id} submitted; it waits for a lead's approval.")
+        i18n::t1("run-submitted-approval", "id", id.to_string())
     } else {
-        format!("Run {id} submitted and queued: {preview}.")
+        i18n::t2(
+            "run-submitted-queued",
+            "id",
+            id.to_string(),
+            "preview",
+            &preview,
+        )
     };
     flash(&session, notice).await?;
     Ok(Redirect::to(&format!("/runs/{id}")).into_response())
@@ -448,6 +448,8 @@ struct RowView {
     submitted_at: String,
     min_runtime: String,
     protected_gpu_hours: String,
+    /// Whether its minimum runtime protects any GPU-hours (shown beside it).
+    protected: bool,
     command: String,
     /// For queued runs: why it waits and when it may start.
     waiting: Option<String>,
@@ -458,14 +460,40 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
     if r.state != "queued" {
         return None;
     }
-    let reason = r
-        .wait_reason
-        .clone()
-        .unwrap_or_else(|| "waiting for the scheduler's next pass".into());
+    let lang = i18n::current();
+    // English pages show the pass's own words (as the API does); other languages render the
+    // structured note, written beside them by the same pass.
+    let reason = match (&r.wait_reason, &r.wait_note) {
+        (None, _) => i18n::t("run-waiting-next-pass"),
+        (Some(words), _) if lang == i18n::Lang::En => words.clone(),
+        (Some(_), Some(note)) => note.render(&i18n::wait::Render {
+            lang,
+            currency: &state.site.currency,
+            time_zone: &state.site.time_zone,
+        }),
+        (Some(words), None) => words.clone(),
+    };
     Some(match r.estimated_start {
-        Some(t) => format!("{reason}; estimated start {}", local(state, t)),
-        None => format!("{reason}; no estimated start yet"),
+        Some(t) => i18n::t2(
+            "run-waiting-estimated",
+            "reason",
+            reason,
+            "at",
+            local(state, t),
+        ),
+        None => i18n::t1("run-waiting-no-estimate", "reason", reason),
     })
+}
+
+/// A run state in the page's language (`waiting approval`, `en cola`, `ilaran`).
+pub fn state_words(state: &str) -> String {
+    let key = format!("state-{state}");
+    let words = i18n::t(&key);
+    if words == key {
+        state.replace('_', " ")
+    } else {
+        words
+    }
 }
 
 fn row_view(state: &AppState, r: &RunRow) -> RowView {
@@ -475,15 +503,16 @@ fn row_view(state: &AppState, r: &RunRow) -> RowView {
         cluster: r.cluster.clone(),
         gpu_model: r.gpu_model.clone(),
         gpus: r.gpus,
-        state: r.state.replace('_', " "),
+        state: state_words(&r.state),
         state_class: r.state.clone(),
         submitted_by: r.submitted_by.clone(),
         submitted_at: local(state, r.submitted_at),
         min_runtime: if r.min_runtime_s == 0 {
-            "0 (free, preemptible)".into()
+            i18n::t("run-min-runtime-free")
         } else {
             duration(r.min_runtime_s)
         },
+        protected: i64::from(r.gpus) * r.min_runtime_s * 1000 / 3600 >= 50,
         protected_gpu_hours: domain::format_milli_gpu_hours(
             i64::from(r.gpus) * r.min_runtime_s * 1000 / 3600,
         ),
@@ -762,9 +791,9 @@ async fn cancel(
                 .fetch_one(&state.pool)
                 .await?;
             let notice = if now == "cancelled" {
-                format!("Run {id} cancelled.")
+                i18n::t1("run-cancelled", "id", id.to_string())
             } else {
-                format!("Cancel of run {id} requested; its processes are being stopped.")
+                i18n::t1("run-cancel-requested", "id", id.to_string())
             };
             flash(&session, notice).await?;
             Ok(Redirect::to(&format!("/runs/{id}")).into_response())

@@ -170,7 +170,7 @@ async fn login(
         (Some((id, hash @ Some(_), epoch)), _) => {
             if !password::verify(form.password.clone(), hash).await {
                 let page = with_layout(
-                    refuse("wrong user name or password"),
+                    refuse(&crate::i18n::t("login-wrong")),
                     login_layout(&session).await?,
                 );
                 return wrong(page);
@@ -214,7 +214,7 @@ async fn login(
             },
             Err(LdapError::WrongCredentials) => {
                 let page = with_layout(
-                    refuse("wrong user name or password"),
+                    refuse(&crate::i18n::t("login-wrong")),
                     login_layout(&session).await?,
                 );
                 wrong(page)
@@ -235,7 +235,7 @@ async fn login(
         _ => {
             password::verify(form.password.clone(), None).await;
             let page = with_layout(
-                refuse("wrong user name or password"),
+                refuse(&crate::i18n::t("login-wrong")),
                 login_layout(&session).await?,
             );
             wrong(page)

@@ -80,8 +80,11 @@ async fn tree_page(
             is_project: n.is_project,
             can_open: me.may_view(n.id, parents),
             indent: format!("{:.2}em", n.depth as f64 * 1.25 + 0.4),
-            share: n.share.to_string(),
-            effective: n.effective.percent(),
+            share: format!(
+                "{}%",
+                crate::i18n::format::basis_points(i64::from(n.share.bp()))
+            ),
+            effective: crate::i18n::format::basis_points(n.effective.bp_rounded()),
             gpu_hours: n
                 .entitlements
                 .iter()
@@ -93,7 +96,7 @@ async fn tree_page(
     render(&TreePage {
         layout: Layout::for_user(&session, &me, "/tree").await?,
         period: period_label(&tree.period_start, &tree.period_end),
-        hours: domain::group_thousands((tree.period_seconds() / 3600) as u64),
+        hours: crate::i18n::format::integer(crate::i18n::current(), tree.period_seconds() / 3600),
         time_zone: state.site.time_zone_name.clone(),
         currency: state.site.currency.clone(),
         capacity: tree.capacity.clone(),
@@ -195,7 +198,7 @@ async fn node_page(
         id,
         name: node.name.clone(),
         share: node.share.to_string(),
-        effective: node.effective.percent(),
+        effective: crate::i18n::format::basis_points(node.effective.bp_rounded()),
         money: node.money_total.display(&state.site.currency),
         can_edit_shares: me.leads(id, parents),
         children,
@@ -550,7 +553,7 @@ async fn project_page(
         id,
         name: node.name.clone(),
         share: node.share.to_string(),
-        effective: node.effective.percent(),
+        effective: crate::i18n::format::basis_points(node.effective.bp_rounded()),
         period: period_label(&tree.period_start, &tree.period_end),
         entitlement_money: node.money_total.display(cur),
         budget: budget.display(cur),

@@ -180,7 +180,7 @@ async fn lead_changes_a_share_in_the_browser() {
     c.close().await.unwrap();
 }
 
-async fn sign_in(c: &Client, base: &str, name: &str, pw: &str) {
+pub(crate) async fn sign_in(c: &Client, base: &str, name: &str, pw: &str) {
     c.goto(&format!("{base}/login")).await.unwrap();
     set_value(c, "input[name=name]", name).await;
     set_value(c, "input[name=password]", pw).await;

@@ -9,6 +9,7 @@ mod browser;
 mod contracts;
 mod embedded;
 mod hardening;
+mod i18n;
 mod incremental;
 mod live;
 mod mail;

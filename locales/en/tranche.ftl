@@ -1,0 +1,407 @@
+# Tranche's interface in English. Every message here exists in es/ and eu/ with the same
+# variables (src/i18n/completeness.rs). Domain terms: docs/glossary.md.
+
+## Layout
+
+nav-home = Home
+nav-runs = Runs
+nav-submit = Submit
+nav-approvals = Approvals
+nav-tree = Program tree
+nav-capacity = Capacity
+nav-contracts = Contracts
+nav-ai = AI use cases
+nav-spend = Spend
+nav-metrics = Metrics
+nav-audit = Audit log
+nav-inventory = Inventory
+nav-users = Users
+nav-settings = Settings
+nav-account = Account
+layout-sign-out = Sign out
+layout-language = Language
+layout-language-saved = Language changed.
+
+## Error pages
+
+error-heading = { $status ->
+    [400] Bad request
+    [403] Forbidden
+    [404] Not found
+    [409] Conflict
+    [413] Too large
+    [422] Cannot be accepted
+   *[other] Error
+}
+error-page-title = Error
+error-back = Back to Tranche
+error-internal = something went wrong on our side; it has been logged
+error-csrf = the form expired or came from another site; reload the page and try again
+error-no-such-page = there is no such page
+
+## Sign in
+
+login-title = Sign in
+login-with = Sign in with { $provider }
+login-or-password = Or with a Tranche password:
+login-user = User name
+login-password = Password
+login-submit = Sign in
+login-wrong = wrong user name or password
+
+## Home
+
+home-title = Home
+home-welcome = Welcome, { $name }
+home-roles = Your roles:
+home-no-roles = none yet — ask an admin.
+home-period = Budget period: { $period } ({ $zone }).
+home-period-range = { $start } to { $end } ({ $hours } h)
+home-notifications = Notifications
+home-mark-read = Mark all read
+home-ai = AI use cases
+home-idle = Idle GPUs (squatting)
+home-idle-note = Runs whose GPUs all report under { $threshold }% utilization.
+home-preemptions = Preemption notices
+home-node-losses = Runs whose node was lost
+home-run = Run { $id }
+home-active-runs = Your active runs
+home-no-active = None.
+home-submit = Submit a run
+home-all-runs = All your runs
+home-led = Nodes you lead
+home-led-share = { $share }% of the organisation
+home-projects = Your projects
+home-effective-share = Effective share
+home-entitlement = Entitlement this period
+home-see-tree = See the program tree
+role-admin = admin
+role-finance = finance
+role-lead = lead
+role-researcher = researcher
+
+## Table headings used on several pages
+
+th-what = What
+th-state = State
+th-command = Command
+th-project = Project
+th-cluster = Cluster
+th-model = Model
+th-gpu-model = GPU model
+th-gpus = GPUs
+th-node = Node
+th-when = When
+th-attempt = Attempt
+th-details = Details
+
+## Run states
+
+state-waiting_approval = waiting approval
+state-denied = denied
+state-queued = queued
+state-starting = starting
+state-running = running
+state-stopping = stopping
+state-completed = completed
+state-failed = failed
+state-cancelled = cancelled
+state-preempted = preempted
+state-timeout = timeout
+state-lost = lost
+
+## Runs list
+
+runs-title = Runs
+runs-submit = Submit a run
+runs-show = Show
+runs-state = State
+runs-project = Project
+runs-cluster = Cluster
+runs-filter = Filter
+runs-none = No runs match.
+runs-submitted = Submitted ({ $zone })
+runs-any = any
+runs-scope-all = everything I may see
+runs-scope-mine = submitted by me
+runs-scope-projects = my projects
+runs-state-active = active
+
+## Why a run waits (the run page and lists)
+
+run-waiting-estimated = { $reason }; estimated start { $at }
+run-waiting-no-estimate = { $reason }; no estimated start yet
+run-waiting-next-pass = waiting for the scheduler's next pass
+wait-reserved-suffix = ; reserved start about { $at }
+wait-fair-share = { $more ->
+    [0] { $projects }
+   *[other] { $projects } and { $more } more
+} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs; { NUMBER($position, type: "ordinal") ->
+    [one] { $position }st
+    [two] { $position }nd
+    [few] { $position }rd
+   *[other] { $position }th
+} in line in its project{ $reserved }
+wait-over-share = its project holds { $held } { $model } GPUs and its fair share (entitlement) is { $entitlement }; the other busy GPUs are within other projects' entitlements, so it waits for { $gpus } to free up{ $reserved }
+wait-idle-gpus = unallocated: waits for { $gpus } idle GPUs of its model ({ $free } idle now); it never preempts
+wait-reserved = waiting for { $gpus } { $model } GPUs; reserved start about { $at }
+wait-behind-reservation = GPUs are reserved for run { $run } from about { $at }, and this run would not end before then
+wait-protected = the GPUs it could take are protected until { $until } (minimum runtime of the runs on them)
+wait-gpus = waiting for { $gpus } GPUs of its model; { $free } free now
+wait-nodes-draining = node draining: the free GPUs are on nodes being drained; needs { $gpus }
+wait-budget = budget exhausted: its minimum runtime costs { $needs }, the project has { $has } left this period (it may still run unallocated with minimum runtime 0)
+wait-unallocated-cap = project's cap of { $cap } unallocated GPUs reached ({ $held } in use)
+wait-contracts = { $held } free GPUs are held for other projects' capacity contracts
+wait-in-line = in line: { $count ->
+    [one] { $count } run
+   *[other] { $count } runs
+} ahead of it
+wait-never-fits = asks for { $gpus } GPUs but only { $installed } of its model are installed; it can never start
+wait-no-live-agent = no live agent: none of the { $offline } { $model } GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes
+wait-no-live-agent-enough = no live agent on enough nodes: it needs { $gpus } { $model } GPUs, { $installed } are on nodes with a running `tranche agent` and { $offline } on nodes without one
+wait-gpus-some-offline = waiting for { $gpus } { $model } GPUs: { $free } free on nodes with a running `tranche agent`; { $offline } more are on nodes without one
+wait-draining-or-outside = waiting for { $gpus } GPUs: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, { $outside }
+wait-with-outside = { $reason }; outside Tranche, { $outside }
+wait-executor-down = the Slurm controller of cluster { $cluster } does not answer since { $since } ({ $error }); new starts wait, running runs keep their state
+runs-ahead = { $count ->
+    [one] { $count } run ahead of it
+   *[other] { $count } runs ahead of it
+}
+
+## The run page
+
+run-title = Run { $id }
+run-back = ← Runs
+run-why-waits = Why it waits:
+run-waits-approval = Waits for a lead's approval:
+run-waits-approval-why = its protected contract ({ $hours } GPU-hours) is above the project's self-service limit.
+run-decision = Decision:
+run-preempted = Preempted { $count ->
+    [one] { $count } time
+   *[other] { $count } times
+}: see the highlighted timeline entries.
+run-lost = Its node was lost { $count ->
+    [one] { $count } time
+   *[other] { $count } times
+} (the node's agent stopped or fell silent): not a preemption; see the highlighted timeline entries.
+run-project = Project
+run-gpus = GPUs
+run-gpus-on = { $gpus } × { $model } on { $cluster }
+run-min-runtime = Minimum runtime
+run-min-runtime-free = 0 (free, preemptible)
+run-protected-hours = ({ $hours } protected GPU-hours)
+run-time-limit = Time limit
+run-priority = Priority
+run-within-project = (within the project)
+run-resumable = Resumable
+run-resumable-yes = yes, requeued after a preemption
+run-resumable-no = no, ends as preempted
+run-submitted = Submitted
+run-submitted-by = by { $name }, { $at }
+run-started = Started
+run-started-attempt = { $at } (attempt { $attempt })
+run-ended = Ended
+run-exit = exit { $code }
+run-decision-reason = Decision reason
+run-command = Command
+run-workdir = Working directory
+run-env = Environment
+run-cancel = Cancel run { $id }
+run-approve-or-deny = Approve or deny
+run-approve-reason = Reason (optional)
+run-approve = Approve
+run-deny-reason = Reason (required; the researcher sees it)
+run-deny = Deny
+run-timeline = Timeline
+run-nothing-yet = Nothing yet.
+run-made-room = made room for
+run-link = run { $id }
+run-placements = Placements
+run-not-placed = Not placed on any node yet.
+run-gpu-indices = GPU indices
+run-executor-job = Executor job
+run-process = Process
+run-exit-code = Exit code
+run-utilization = GPU utilization
+run-submitted-queued = Run { $id } submitted and queued: { $preview }.
+run-submitted-approval = Run { $id } submitted; it waits for a lead's approval.
+run-already-submitted = This form was already submitted: it is run { $id }.
+run-cancelled = Run { $id } cancelled.
+run-cancel-requested = Cancel of run { $id } requested; its processes are being stopped.
+
+## The run form
+
+form-title = Submit a run
+form-intro = A run is a gang: all its GPUs start together or none do. Its <strong>minimum runtime</strong> is its time-slice contract: it is protected from preemption for that long and its cost is charged to the project's budget. Minimum runtime 0 makes it free and preemptible: it uses idle GPUs and any allocated run may take them back. Durations are minutes (90) or hours and minutes (1:30); the site maximum for the minimum runtime is { $max }.
+form-fix-field = Fix the field marked below.
+form-preview = Cost preview
+form-needs-approval-tag = needs approval
+form-needs-approval = Submitting puts it in a lead's approvals inbox; it starts only once approved.
+form-nothing-yet = Nothing is submitted yet: press Submit to queue it.
+form-where = Where
+form-project = Project
+form-no-projects = You are not a member of any project yet; ask a lead to add you.
+form-cluster = Cluster
+form-gpu-model = GPU model
+form-gpus = GPUs
+form-how-long = How long
+form-min-runtime = Minimum runtime
+form-time-limit = Time limit
+form-priority = Priority in the project
+form-resumable = Resumable (requeue after a preemption instead of ending)
+form-what = What
+form-command = Command
+form-workdir = Working directory (optional)
+form-env = Environment (optional, one NAME=value per line)
+form-secret-env = Secret environment (optional, one NAME=value per line)
+form-secret-note = Secret values are stored encrypted, shown as •••• to everyone (you included) and given only to the node agent that runs the job. Variables whose names contain TOKEN, SECRET, KEY or PASSWORD (such as <code>HF_TOKEN</code>) are kept secret even when typed in the environment above.
+form-preview-button = Preview cost
+form-submit = Submit
+err-gpus-whole = the GPU count must be a whole number (got { $got })
+err-min-runtime-format = the minimum runtime must be whole minutes (90) or hours and minutes (1:30); got { $got }
+err-time-limit-format = the time limit must be whole minutes (90) or hours and minutes (1:30); got { $got }
+err-priority-whole = the priority must be a whole number from -1000 to 1000 (got { $got })
+err-env-line = line { $line }: write NAME=value (got { $got })
+err-env-twice = line { $line }: { $name } is given twice
+
+## Account
+
+account-title = Your account
+account-language = Language
+account-language-note = The language of the interface for you. Without a choice of your own, Tranche follows your browser's language, else the organisation's default.
+account-language-auto = Browser or organisation default
+account-save = Save
+account-tokens = API tokens
+account-tokens-use = Use a token as <code>Authorization: Bearer TOKEN</code> for the <a href="/api/v1/openapi.json">JSON API</a>.
+account-token-created = Your new token, shown once — copy it now:
+account-token-label = Label
+account-token-create = Create a token
+account-token-created-at = Created
+account-token-used = Last used
+account-token-revoked = revoked { $at }
+account-token-revoke = revoke
+account-email = E-mail
+account-email-note = Budget alerts are also sent here when the site has e-mail configured.
+account-email-address = Address
+account-password = Password
+account-password-current = Current password
+account-password-new = New password (at least 10 characters)
+account-password-repeat = New password again
+account-password-change = Change password
+
+## Organisation settings (admins)
+
+settings-title = Organisation settings
+settings-default-language = Default language
+settings-default-language-note = For visitors whose browser asks for none of English, Spanish and Basque, and users who have not chosen a language.
+settings-save = Save
+settings-saved = Settings saved.
+
+## Spend reports
+
+reports-title = Spend reports
+reports-period = Period
+reports-node = Node
+reports-cluster = Cluster
+reports-all-clusters = all clusters
+reports-show = Show
+reports-export = Export CSV
+reports-ai-csv = AI use cases CSV
+reports-note = Amounts in { $currency }. Contracts: purchases less refunds, GPU-hours of contracts that stand. Runs: allocated run time charged to budgets. Free: unallocated GPU-hours (no charge). Forecast: spend so far projected to the period's end at the same rate. The CSV export keeps English column names and plain numbers (1234.56) in every language, for spreadsheets and scripts.
+reports-contracts = Contracts
+reports-contract-hours = Contract GPU-h
+reports-runs = Runs
+reports-run-hours = Run GPU-h
+reports-free-hours = Free GPU-h
+reports-total = Total spend
+reports-entitlement-hours = Entitlement GPU-h
+reports-entitlement-value = Entitlement value
+reports-budget = Budget
+reports-cap = Money cap
+reports-forecast = Forecast
+
+## Program tree
+
+tree-title = Program tree
+tree-intro = Entitlements for the budget period { $period } ({ $hours } hours, { $zone }): effective share × installed GPUs × hours; money at each model's billing weight and price.
+tree-share-of-parent = Share of parent
+tree-gpu-hours = GPU-hours
+tree-entitlement = Entitlement ({ $currency })
+tree-project-tag = project
+
+## Project page
+
+project-back = ← Program tree
+project-tag = project
+project-admin-link = Rename, move or archive this project
+project-share = Share of parent
+project-effective = { $share }% of the organisation
+project-period = Period
+project-entitlement = Entitlement
+project-balance = Balance this period
+project-balance-later = Balance { $month }
+project-balance-later-note = (contracts starting then are paid from it)
+project-budget = Period budget
+project-budget-default = (the entitlement's value)
+project-cap = Monthly money cap
+project-alerts = Budget alerts
+project-alerts-at = at { $thresholds } of the period budget, actual and forecast
+project-self-service = Self-service limit
+project-self-service-value = { $hours } GPU-hours per protected run (GPUs × minimum runtime); above it a lead approves
+project-runs-now = Runs now
+project-no-runs = No run is running or waiting.
+project-running = Running ({ $count })
+project-waiting = Waiting ({ $count })
+project-th-run = Run
+project-th-submitter = Submitter
+project-th-why = Why it waits
+project-fair-share = Fair share
+project-siblings-rank = Rank
+project-siblings-share = Share
+project-siblings-usage = Usage (GPU-hours)
+project-siblings-part = Part of usage
+project-owed = Owed vs received this period
+project-by-day = By day
+project-day = Day
+project-owed-to-date = Owed to date
+project-received-to-date = Received to date
+project-spend = Spend this period
+project-spend-contracts = Capacity contracts
+project-spend-runs = Allocated runs
+project-spend-total = Total
+project-spend-forecast = Forecast to the period's end
+project-spend-forecast-note = (contracts once, run spend at its rate so far)
+project-entitlements = Entitlement by cluster and GPU model
+project-money = Money
+project-contracts = Capacity contracts
+project-no-contracts = None.
+project-window = Window
+project-price = Price
+project-members = Members
+project-no-members = No members yet.
+project-remove = remove
+project-add-member = Add member (user name)
+project-add = Add
+project-budget-settings = Budget settings
+project-save-budget = Save budget
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } has spent { $pct }% of its { $month } budget: { $amount } of { $budget }
+alert-budget-forecast = { $project } is forecast to spend { $pct }% of its { $month } budget by the period's end: { $amount } of { $budget }
+alert-budget-subject = Tranche budget alert: { $project } at { $pct }% ({ $kind })
+alert-see-project = See the project
+alert-use-case-actual = AI use case { $name } has spent { $pct }% of its { $month } limit: { $amount } of { $limit }
+alert-use-case-forecast = AI use case { $name } is forecast to spend { $pct }% of its { $month } limit by the period's end: { $amount } of { $limit }
+alert-use-case-subject = Tranche AI use case alert: { $name } at { $pct }% ({ $kind })
+alert-see-use-case = See the use case
+
+## Run submission: checks and the cost preview
+
+run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)
+run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance })
+run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
+err-choose-project = choose a project
+err-choose-cluster = choose a cluster
+err-larger-than-cluster = asks for { $gpus } GPUs but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
+err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)

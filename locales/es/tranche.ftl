@@ -1,0 +1,407 @@
+# La interfaz de Tranche en español. Términos del dominio: docs/glossary.md.
+
+## Layout
+
+nav-home = Inicio
+nav-runs = Ejecuciones
+nav-submit = Enviar
+nav-approvals = Aprobaciones
+nav-tree = Árbol de programas
+nav-capacity = Capacidad
+nav-contracts = Contratos
+nav-ai = Casos de uso de IA
+nav-spend = Gasto
+nav-metrics = Métricas
+nav-audit = Registro de auditoría
+nav-inventory = Inventario
+nav-users = Usuarios
+nav-settings = Ajustes
+nav-account = Cuenta
+layout-sign-out = Cerrar sesión
+layout-language = Idioma
+layout-language-saved = Idioma cambiado.
+
+## Error pages
+
+error-heading = { $status ->
+    [400] Solicitud incorrecta
+    [403] Prohibido
+    [404] No encontrado
+    [409] Conflicto
+    [413] Demasiado grande
+    [422] No se puede aceptar
+   *[other] Error
+}
+error-page-title = Error
+error-back = Volver a Tranche
+error-internal = algo ha fallado por nuestra parte; ha quedado registrado
+error-csrf = el formulario ha caducado o viene de otro sitio; recarga la página y vuelve a intentarlo
+error-no-such-page = esa página no existe
+
+## Sign in
+
+login-title = Iniciar sesión
+login-with = Iniciar sesión con { $provider }
+login-or-password = O con una contraseña de Tranche:
+login-user = Nombre de usuario
+login-password = Contraseña
+login-submit = Iniciar sesión
+login-wrong = nombre de usuario o contraseña incorrectos
+
+## Home
+
+home-title = Inicio
+home-welcome = Hola, { $name }
+home-roles = Tus roles:
+home-no-roles = ninguno todavía; pídeselo a un administrador.
+home-period = Periodo presupuestario: { $period } ({ $zone }).
+home-period-range = del { $start } al { $end } ({ $hours } h)
+home-notifications = Avisos
+home-mark-read = Marcar todo como leído
+home-ai = Casos de uso de IA
+home-idle = GPU ociosas (acaparadas)
+home-idle-note = Ejecuciones cuyas GPU informan todas de un uso inferior al { $threshold } %.
+home-preemptions = Avisos de desalojo
+home-node-losses = Ejecuciones cuyo nodo se perdió
+home-run = Ejecución { $id }
+home-active-runs = Tus ejecuciones activas
+home-no-active = Ninguna.
+home-submit = Enviar una ejecución
+home-all-runs = Todas tus ejecuciones
+home-led = Nodos de los que eres responsable
+home-led-share = { $share } % de la organización
+home-projects = Tus proyectos
+home-effective-share = Cuota efectiva
+home-entitlement = Dotación en este periodo
+home-see-tree = Ver el árbol de programas
+role-admin = administración
+role-finance = finanzas
+role-lead = responsable
+role-researcher = investigación
+
+## Table headings used on several pages
+
+th-what = Qué
+th-state = Estado
+th-command = Orden
+th-project = Proyecto
+th-cluster = Clúster
+th-model = Modelo
+th-gpu-model = Modelo de GPU
+th-gpus = GPU
+th-node = Nodo
+th-when = Cuándo
+th-attempt = Intento
+th-details = Detalles
+
+## Run states
+
+state-waiting_approval = pendiente de aprobación
+state-denied = denegada
+state-queued = en cola
+state-starting = arrancando
+state-running = en ejecución
+state-stopping = deteniéndose
+state-completed = terminada
+state-failed = fallida
+state-cancelled = cancelada
+state-preempted = desalojada
+state-timeout = tiempo agotado
+state-lost = perdida
+
+## Runs list
+
+runs-title = Ejecuciones
+runs-submit = Enviar una ejecución
+runs-show = Mostrar
+runs-state = Estado
+runs-project = Proyecto
+runs-cluster = Clúster
+runs-filter = Filtrar
+runs-none = Ninguna ejecución coincide.
+runs-submitted = Enviada ({ $zone })
+runs-any = cualquiera
+runs-scope-all = todo lo que puedo ver
+runs-scope-mine = enviadas por mí
+runs-scope-projects = mis proyectos
+runs-state-active = activas
+
+## Why a run waits (the run page and lists)
+
+run-waiting-estimated = { $reason }; inicio estimado: { $at }
+run-waiting-no-estimate = { $reason }; aún sin inicio estimado
+run-waiting-next-pass = esperando la próxima pasada del planificador
+wait-reserved-suffix = ; inicio reservado hacia { $at }
+wait-fair-share = { $more ->
+    [0] { $projects }
+   *[other] { $projects } y { $more } más
+} van antes (están dentro de su dotación o más por debajo de su cuota equitativa) y ocupan o esperan las GPU que necesita; es la { $position }.ª de la cola de su proyecto{ $reserved }
+wait-over-share = su proyecto ocupa { $held } GPU { $model } y su cuota equitativa (dotación) es { $entitlement }; las demás GPU ocupadas están dentro de la dotación de otros proyectos, así que espera a que se liberen { $gpus }{ $reserved }
+wait-idle-gpus = sin asignación: espera { $gpus } GPU ociosas de su modelo (ahora hay { $free } ociosas); nunca desaloja a otras
+wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }
+wait-behind-reservation = hay GPU reservadas para la ejecución { $run } desde { $at } aproximadamente, y esta ejecución no terminaría antes
+wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan)
+wait-gpus = esperando { $gpus } GPU de su modelo; ahora hay { $free } libres
+wait-nodes-draining = nodo en vaciado: las GPU libres están en nodos que se están vaciando; necesita { $gpus }
+wait-budget = presupuesto agotado: su tiempo mínimo de ejecución cuesta { $needs } y al proyecto le quedan { $has } en este periodo (aún puede ejecutarse sin asignación con tiempo mínimo 0)
+wait-unallocated-cap = alcanzado el límite del proyecto de { $cap } GPU sin asignación ({ $held } en uso)
+wait-contracts = { $held } GPU libres están retenidas para contratos de capacidad de otros proyectos
+wait-in-line = en cola: { $count ->
+    [one] { $count } ejecución
+   *[other] { $count } ejecuciones
+} por delante
+wait-never-fits = pide { $gpus } GPU, pero de su modelo solo hay { $installed } instaladas; no podrá arrancar nunca
+wait-no-live-agent = ningún agente activo: ninguna de las { $offline } GPU { $model } de su clúster tiene un `tranche agent` en marcha; arrancará cuando haya agentes sirviendo sus nodos
+wait-no-live-agent-enough = no hay agentes activos en suficientes nodos: necesita { $gpus } GPU { $model }; { $installed } están en nodos con un `tranche agent` en marcha y { $offline } en nodos sin él
+wait-gpus-some-offline = esperando { $gpus } GPU { $model }: { $free } libres en nodos con un `tranche agent` en marcha; otras { $offline } están en nodos sin él
+wait-draining-or-outside = esperando { $gpus } GPU: las libres están en nodos que se están vaciando u ocupados por trabajos de Slurm ajenos a Tranche; fuera de Tranche, { $outside }
+wait-with-outside = { $reason }; fuera de Tranche, { $outside }
+wait-executor-down = el controlador de Slurm del clúster { $cluster } no responde desde { $since } ({ $error }); los nuevos arranques esperan y las ejecuciones en marcha conservan su estado
+runs-ahead = { $count ->
+    [one] { $count } ejecución por delante
+   *[other] { $count } ejecuciones por delante
+}
+
+## The run page
+
+run-title = Ejecución { $id }
+run-back = ← Ejecuciones
+run-why-waits = Por qué espera:
+run-waits-approval = Espera la aprobación de un responsable:
+run-waits-approval-why = su contrato protegido ({ $hours } horas de GPU) supera el límite de autoservicio del proyecto.
+run-decision = Decisión:
+run-preempted = Desalojada { $count ->
+    [one] una vez
+   *[other] { $count } veces
+}: mira las entradas resaltadas de la cronología.
+run-lost = Su nodo se perdió { $count ->
+    [one] una vez
+   *[other] { $count } veces
+} (el agente del nodo se detuvo o dejó de responder): no es un desalojo; mira las entradas resaltadas de la cronología.
+run-project = Proyecto
+run-gpus = GPU
+run-gpus-on = { $gpus } × { $model } en { $cluster }
+run-min-runtime = Tiempo mínimo de ejecución
+run-min-runtime-free = 0 (gratuita, desalojable)
+run-protected-hours = ({ $hours } horas de GPU protegidas)
+run-time-limit = Límite de tiempo
+run-priority = Prioridad
+run-within-project = (dentro del proyecto)
+run-resumable = Reanudable
+run-resumable-yes = sí, vuelve a la cola tras un desalojo
+run-resumable-no = no, termina como desalojada
+run-submitted = Enviada
+run-submitted-by = por { $name }, { $at }
+run-started = Iniciada
+run-started-attempt = { $at } (intento { $attempt })
+run-ended = Terminada
+run-exit = código de salida { $code }
+run-decision-reason = Motivo de la decisión
+run-command = Orden
+run-workdir = Directorio de trabajo
+run-env = Entorno
+run-cancel = Cancelar la ejecución { $id }
+run-approve-or-deny = Aprobar o denegar
+run-approve-reason = Motivo (opcional)
+run-approve = Aprobar
+run-deny-reason = Motivo (obligatorio; lo verá quien investiga)
+run-deny = Denegar
+run-timeline = Cronología
+run-nothing-yet = Nada todavía.
+run-made-room = dejó sitio a
+run-link = la ejecución { $id }
+run-placements = Ubicaciones
+run-not-placed = Aún no se ha ubicado en ningún nodo.
+run-gpu-indices = Índices de GPU
+run-executor-job = Trabajo del ejecutor
+run-process = Proceso
+run-exit-code = Código de salida
+run-utilization = Uso de GPU
+run-submitted-queued = Ejecución { $id } enviada y en cola: { $preview }.
+run-submitted-approval = Ejecución { $id } enviada; espera la aprobación de un responsable.
+run-already-submitted = Este formulario ya se envió: es la ejecución { $id }.
+run-cancelled = Ejecución { $id } cancelada.
+run-cancel-requested = Se ha pedido cancelar la ejecución { $id }; sus procesos se están deteniendo.
+
+## The run form
+
+form-title = Enviar una ejecución
+form-intro = Una ejecución es un bloque: todas sus GPU arrancan juntas o ninguna. Su <strong>tiempo mínimo de ejecución</strong> es su contrato por franja de tiempo: durante ese tiempo está protegida frente a desalojos y su coste se carga al presupuesto del proyecto. Con tiempo mínimo 0 es gratuita y desalojable: usa GPU ociosas y cualquier ejecución asignada puede recuperarlas. Las duraciones se escriben en minutos (90) o en horas y minutos (1:30); el máximo del sitio para el tiempo mínimo de ejecución es { $max }.
+form-fix-field = Corrige el campo marcado abajo.
+form-preview = Coste previsto
+form-needs-approval-tag = requiere aprobación
+form-needs-approval = Al enviarla irá a la bandeja de aprobaciones de un responsable; solo arrancará cuando se apruebe.
+form-nothing-yet = Todavía no se ha enviado nada: pulsa Enviar para ponerla en cola.
+form-where = Dónde
+form-project = Proyecto
+form-no-projects = Aún no eres miembro de ningún proyecto; pide a un responsable que te añada.
+form-cluster = Clúster
+form-gpu-model = Modelo de GPU
+form-gpus = GPU
+form-how-long = Cuánto tiempo
+form-min-runtime = Tiempo mínimo de ejecución
+form-time-limit = Límite de tiempo
+form-priority = Prioridad dentro del proyecto
+form-resumable = Reanudable (vuelve a la cola tras un desalojo en lugar de terminar)
+form-what = Qué
+form-command = Orden
+form-workdir = Directorio de trabajo (opcional)
+form-env = Entorno (opcional, un NOMBRE=valor por línea)
+form-secret-env = Entorno secreto (opcional, un NOMBRE=valor por línea)
+form-secret-note = Los valores secretos se guardan cifrados, se muestran como •••• a todo el mundo (también a ti) y solo se entregan al agente del nodo que ejecuta el trabajo. Las variables cuyo nombre contiene TOKEN, SECRET, KEY o PASSWORD (como <code>HF_TOKEN</code>) se mantienen en secreto aunque se escriban en el entorno de arriba.
+form-preview-button = Ver el coste
+form-submit = Enviar
+err-gpus-whole = el número de GPU debe ser un número entero (se ha escrito { $got })
+err-min-runtime-format = el tiempo mínimo de ejecución debe ir en minutos enteros (90) o en horas y minutos (1:30); se ha escrito { $got }
+err-time-limit-format = el límite de tiempo debe ir en minutos enteros (90) o en horas y minutos (1:30); se ha escrito { $got }
+err-priority-whole = la prioridad debe ser un número entero entre -1000 y 1000 (se ha escrito { $got })
+err-env-line = línea { $line }: escribe NOMBRE=valor (se ha escrito { $got })
+err-env-twice = línea { $line }: { $name } aparece dos veces
+
+## Account
+
+account-title = Tu cuenta
+account-language = Idioma
+account-language-note = El idioma de la interfaz para ti. Si no eliges ninguno, Tranche sigue el idioma de tu navegador y, si no, el predeterminado de la organización.
+account-language-auto = El del navegador o el de la organización
+account-save = Guardar
+account-tokens = Tokens de la API
+account-tokens-use = Usa un token como <code>Authorization: Bearer TOKEN</code> para la <a href="/api/v1/openapi.json">API JSON</a>.
+account-token-created = Tu nuevo token, que solo se muestra una vez; cópialo ahora:
+account-token-label = Etiqueta
+account-token-create = Crear un token
+account-token-created-at = Creado
+account-token-used = Último uso
+account-token-revoked = revocado { $at }
+account-token-revoke = revocar
+account-email = Correo electrónico
+account-email-note = Las alertas de presupuesto también se envían aquí cuando el sitio tiene el correo configurado.
+account-email-address = Dirección
+account-password = Contraseña
+account-password-current = Contraseña actual
+account-password-new = Contraseña nueva (al menos 10 caracteres)
+account-password-repeat = Repite la contraseña nueva
+account-password-change = Cambiar la contraseña
+
+## Organisation settings (admins)
+
+settings-title = Ajustes de la organización
+settings-default-language = Idioma predeterminado
+settings-default-language-note = Para quien visita con un navegador que no pide inglés, español ni euskera, y para quien no ha elegido idioma.
+settings-save = Guardar
+settings-saved = Ajustes guardados.
+
+## Spend reports
+
+reports-title = Informes de gasto
+reports-period = Periodo
+reports-node = Nodo
+reports-cluster = Clúster
+reports-all-clusters = todos los clústeres
+reports-show = Mostrar
+reports-export = Exportar CSV
+reports-ai-csv = CSV de casos de uso de IA
+reports-note = Importes en { $currency }. Contratos: compras menos reembolsos, horas de GPU de los contratos vigentes. Ejecuciones: tiempo de ejecuciones asignadas cargado a los presupuestos. Gratuitas: horas de GPU sin asignación (sin cargo). Previsión: el gasto hasta ahora proyectado al final del periodo al mismo ritmo. La exportación CSV mantiene los nombres de columna en inglés y números sin formato (1234.56) en todos los idiomas, para hojas de cálculo y scripts.
+reports-contracts = Contratos
+reports-contract-hours = Horas de GPU de contratos
+reports-runs = Ejecuciones
+reports-run-hours = Horas de GPU de ejecuciones
+reports-free-hours = Horas de GPU gratuitas
+reports-total = Gasto total
+reports-entitlement-hours = Horas de GPU de dotación
+reports-entitlement-value = Valor de la dotación
+reports-budget = Presupuesto
+reports-cap = Límite de gasto
+reports-forecast = Previsión
+
+## Program tree
+
+tree-title = Árbol de programas
+tree-intro = Dotaciones del periodo presupuestario { $period } ({ $hours } horas, { $zone }): cuota efectiva × GPU instaladas × horas; el dinero, al peso de facturación y al precio de cada modelo.
+tree-share-of-parent = Cuota sobre el padre
+tree-gpu-hours = Horas de GPU
+tree-entitlement = Dotación ({ $currency })
+tree-project-tag = proyecto
+
+## Project page
+
+project-back = ← Árbol de programas
+project-tag = proyecto
+project-admin-link = Renombrar, mover o archivar este proyecto
+project-share = Cuota sobre el padre
+project-effective = { $share } % de la organización
+project-period = Periodo
+project-entitlement = Dotación
+project-balance = Saldo de este periodo
+project-balance-later = Saldo de { $month }
+project-balance-later-note = (los contratos que empiezan entonces se pagan con él)
+project-budget = Presupuesto del periodo
+project-budget-default = (el valor de la dotación)
+project-cap = Límite de gasto mensual
+project-alerts = Alertas de presupuesto
+project-alerts-at = al { $thresholds } del presupuesto del periodo, real y previsto
+project-self-service = Límite de autoservicio
+project-self-service-value = { $hours } horas de GPU por ejecución protegida (GPU × tiempo mínimo de ejecución); por encima, aprueba un responsable
+project-runs-now = Ejecuciones ahora
+project-no-runs = No hay ninguna ejecución en marcha ni en espera.
+project-running = En ejecución ({ $count })
+project-waiting = En espera ({ $count })
+project-th-run = Ejecución
+project-th-submitter = Quién la envió
+project-th-why = Por qué espera
+project-fair-share = Cuota equitativa
+project-siblings-rank = Puesto
+project-siblings-share = Cuota
+project-siblings-usage = Uso (horas de GPU)
+project-siblings-part = Parte del uso
+project-owed = Debido frente a recibido en este periodo
+project-by-day = Por día
+project-day = Día
+project-owed-to-date = Debido hasta la fecha
+project-received-to-date = Recibido hasta la fecha
+project-spend = Gasto de este periodo
+project-spend-contracts = Contratos de capacidad
+project-spend-runs = Ejecuciones asignadas
+project-spend-total = Total
+project-spend-forecast = Previsión al final del periodo
+project-spend-forecast-note = (los contratos una vez; el gasto de ejecuciones a su ritmo actual)
+project-entitlements = Dotación por clúster y modelo de GPU
+project-money = Dinero
+project-contracts = Contratos de capacidad
+project-no-contracts = Ninguno.
+project-window = Franja
+project-price = Precio
+project-members = Miembros
+project-no-members = Todavía no hay miembros.
+project-remove = quitar
+project-add-member = Añadir miembro (nombre de usuario)
+project-add = Añadir
+project-budget-settings = Ajustes de presupuesto
+project-save-budget = Guardar el presupuesto
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } ha gastado el { $pct } % de su presupuesto de { $month }: { $amount } de { $budget }
+alert-budget-forecast = Se prevé que { $project } gaste el { $pct } % de su presupuesto de { $month } al final del periodo: { $amount } de { $budget }
+alert-budget-subject = Alerta de presupuesto de Tranche: { $project } al { $pct } % ({ $kind ->
+    [actual] real
+   *[other] previsión
+})
+alert-see-project = Ver el proyecto
+alert-use-case-actual = El caso de uso de IA { $name } ha gastado el { $pct } % de su límite de { $month }: { $amount } de { $limit }
+alert-use-case-forecast = Se prevé que el caso de uso de IA { $name } gaste el { $pct } % de su límite de { $month } al final del periodo: { $amount } de { $limit }
+alert-use-case-subject = Alerta de caso de uso de IA de Tranche: { $name } al { $pct } % ({ $kind ->
+    [actual] real
+   *[other] previsión
+})
+alert-see-use-case = Ver el caso de uso
+
+## Run submission: checks and the cost preview
+
+run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas y cualquier ejecución asignada puede desalojarla)
+run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance })
+run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable
+err-choose-project = elige un proyecto
+err-choose-cluster = elige un clúster
+err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
+err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)

@@ -1,0 +1,407 @@
+# Tranche-ren interfazea euskaraz. Domeinuko terminoak: docs/glossary.md.
+
+## Layout
+
+nav-home = Hasiera
+nav-runs = Exekuzioak
+nav-submit = Bidali
+nav-approvals = Onespenak
+nav-tree = Programa-zuhaitza
+nav-capacity = Edukiera
+nav-contracts = Kontratuak
+nav-ai = AA erabilera-kasuak
+nav-spend = Gastua
+nav-metrics = Neurketak
+nav-audit = Auditoria-erregistroa
+nav-inventory = Inbentarioa
+nav-users = Erabiltzaileak
+nav-settings = Ezarpenak
+nav-account = Kontua
+layout-sign-out = Saioa itxi
+layout-language = Hizkuntza
+layout-language-saved = Hizkuntza aldatu da.
+
+## Error pages
+
+error-heading = { $status ->
+    [400] Eskaera okerra
+    [403] Debekatuta
+    [404] Ez da aurkitu
+    [409] Gatazka
+    [413] Handiegia
+    [422] Ezin da onartu
+   *[other] Errorea
+}
+error-page-title = Errorea
+error-back = Itzuli Tranche-ra
+error-internal = zerbait gaizki joan da gure aldean; erregistratuta geratu da
+error-csrf = inprimakia iraungi da edo beste gune batetik dator; kargatu berriro orria eta saiatu berriro
+error-no-such-page = orri hori ez dago
+
+## Sign in
+
+login-title = Hasi saioa
+login-with = Hasi saioa { $provider } bidez
+login-or-password = Edo Tranche-ko pasahitz batekin:
+login-user = Erabiltzaile-izena
+login-password = Pasahitza
+login-submit = Hasi saioa
+login-wrong = erabiltzaile-izena edo pasahitza okerra da
+
+## Home
+
+home-title = Hasiera
+home-welcome = Kaixo, { $name }
+home-roles = Zure rolak:
+home-no-roles = bat ere ez oraindik; eskatu administratzaile bati.
+home-period = Aurrekontu-aldia: { $period } ({ $zone }).
+home-period-range = { $start } – { $end } ({ $hours } h)
+home-notifications = Jakinarazpenak
+home-mark-read = Markatu denak irakurritzat
+home-ai = AA erabilera-kasuak
+home-idle = GPU geldiak (hartuta baina erabili gabe)
+home-idle-note = GPU guztiek % { $threshold } baino erabilera txikiagoa adierazten duten exekuzioak.
+home-preemptions = Kanporatze-abisuak
+home-node-losses = Nodoa galdu duten exekuzioak
+home-run = { $id }. exekuzioa
+home-active-runs = Zure exekuzio aktiboak
+home-no-active = Bat ere ez.
+home-submit = Bidali exekuzio bat
+home-all-runs = Zure exekuzio guztiak
+home-led = Zuk zuzentzen dituzun nodoak
+home-led-share = erakundearen % { $share }
+home-projects = Zure proiektuak
+home-effective-share = Kuota efektiboa
+home-entitlement = Aldi honetako zuzkidura
+home-see-tree = Ikusi programa-zuhaitza
+role-admin = administratzailea
+role-finance = finantzak
+role-lead = arduraduna
+role-researcher = ikertzailea
+
+## Table headings used on several pages
+
+th-what = Zer
+th-state = Egoera
+th-command = Agindua
+th-project = Proiektua
+th-cluster = Klusterra
+th-model = Modeloa
+th-gpu-model = GPU modeloa
+th-gpus = GPUak
+th-node = Nodoa
+th-when = Noiz
+th-attempt = Saiakera
+th-details = Xehetasunak
+
+## Run states
+
+state-waiting_approval = onespenaren zain
+state-denied = ukatua
+state-queued = ilaran
+state-starting = abiatzen
+state-running = exekutatzen
+state-stopping = gelditzen
+state-completed = amaitua
+state-failed = huts egina
+state-cancelled = bertan behera utzia
+state-preempted = kanporatua
+state-timeout = denbora agortua
+state-lost = galdua
+
+## Runs list
+
+runs-title = Exekuzioak
+runs-submit = Bidali exekuzio bat
+runs-show = Erakutsi
+runs-state = Egoera
+runs-project = Proiektua
+runs-cluster = Klusterra
+runs-filter = Iragazi
+runs-none = Ez dago bat datorren exekuziorik.
+runs-submitted = Bidalia ({ $zone })
+runs-any = edozein
+runs-scope-all = ikus dezakedan guztia
+runs-scope-mine = nik bidaliak
+runs-scope-projects = nire proiektuak
+runs-state-active = aktiboak
+
+## Why a run waits (the run page and lists)
+
+run-waiting-estimated = { $reason }; hasiera zenbatetsia: { $at }
+run-waiting-no-estimate = { $reason }; oraindik ez dago hasiera zenbatetsirik
+run-waiting-next-pass = planifikatzailearen hurrengo pasaldiaren zain
+wait-reserved-suffix = ; hasiera erreserbatua { $at } inguruan
+wait-fair-share = { $more ->
+    [0] { $projects }
+   *[other] { $projects } eta beste { $more }
+} lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude; { $position }. da bere proiektuaren ilaran{ $reserved }
+wait-over-share = bere proiektuak { $held } { $model } GPU dauzka, eta haren kuota bidezkoa (zuzkidura) { $entitlement } da; gainerako GPU okupatuak beste proiektu batzuen zuzkiduraren barruan daude, beraz { $gpus } libratu arte itxaroten du{ $reserved }
+wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxaroten du (orain { $free } daude geldirik); ez du inoiz inor kanporatzen
+wait-reserved = { $gpus } { $model } GPUren zain; hasiera erreserbatua { $at } inguruan
+wait-behind-reservation = GPUak { $run }. exekuziorako erreserbatuta daude { $at } inguruan hasita, eta exekuzio hau ez litzateke lehenago amaituko
+wait-protected = har litzakeen GPUak { $until } arte daude babestuta (haietan dauden exekuzioen gutxieneko exekuzio-denbora)
+wait-gpus = bere modeloko { $gpus } GPUren zain; orain { $free } daude libre
+wait-nodes-draining = nodoa husten: GPU libreak husten ari diren nodoetan daude; { $gpus } behar ditu
+wait-budget = aurrekontua agortuta: gutxieneko exekuzio-denborak { $needs } balio du, eta proiektuari { $has } geratzen zaizkio aldi honetan (esleipenik gabe exekuta daiteke oraindik, gutxieneko denbora 0 jarrita)
+wait-unallocated-cap = proiektuak esleipenik gabeko { $cap } GPUko muga bete du ({ $held } erabiltzen)
+wait-contracts = { $held } GPU libre beste proiektu batzuen edukiera-kontratuetarako gordeta daude
+wait-in-line = ilaran: { $count ->
+    [one] exekuzio { $count }
+   *[other] { $count } exekuzio
+} aurretik
+wait-never-fits = { $gpus } GPU eskatzen ditu, baina bere modeloko { $installed } baino ez daude instalatuta; ezin izango da inoiz abiatu
+wait-no-live-agent = ez dago agente bizirik: bere klusterreko { $offline } { $model } GPUetako batek ere ez du `tranche agent` martxan; agenteek bere nodoak zerbitzatzen dituztenean abiatuko da
+wait-no-live-agent-enough = ez dago agente bizirik behar adina nodotan: { $gpus } { $model } GPU behar ditu; { $installed } `tranche agent` martxan duten nodoetan daude eta { $offline } agenterik gabekoetan
+wait-gpus-some-offline = { $gpus } { $model } GPUren zain: { $free } libre `tranche agent` martxan duten nodoetan; beste { $offline } agenterik gabeko nodoetan daude
+wait-draining-or-outside = { $gpus } GPUren zain: libreak husten ari diren nodoetan daude edo Tranche-tik kanpoko Slurm lanek betetzen dituzte; Tranche-tik kanpo, { $outside }
+wait-with-outside = { $reason }; Tranche-tik kanpo, { $outside }
+wait-executor-down = { $cluster } klusterreko Slurm kontrolatzaileak ez du erantzuten { $since }(e)tik ({ $error }); abiatze berriak zain daude, eta martxan dauden exekuzioek beren egoera gordetzen dute
+runs-ahead = { $count ->
+    [one] exekuzio { $count } aurretik
+   *[other] { $count } exekuzio aurretik
+}
+
+## The run page
+
+run-title = { $id }. exekuzioa
+run-back = ← Exekuzioak
+run-why-waits = Zergatik dagoen zain:
+run-waits-approval = Arduradun baten onespenaren zain:
+run-waits-approval-why = bere kontratu babestuak ({ $hours } GPU-ordu) proiektuaren autozerbitzu-muga gainditzen du.
+run-decision = Erabakia:
+run-preempted = { $count ->
+    [one] Behin
+   *[other] { $count } aldiz
+} kanporatu dute: ikusi kronologiako sarrera nabarmenduak.
+run-lost = Bere nodoa { $count ->
+    [one] behin
+   *[other] { $count } aldiz
+} galdu da (nodoaren agentea gelditu edo isildu egin da): ez da kanporatzea; ikusi kronologiako sarrera nabarmenduak.
+run-project = Proiektua
+run-gpus = GPUak
+run-gpus-on = { $gpus } × { $model }, { $cluster } klusterrean
+run-min-runtime = Gutxieneko exekuzio-denbora
+run-min-runtime-free = 0 (doakoa, kanpora daitekeena)
+run-protected-hours = ({ $hours } GPU-ordu babestu)
+run-time-limit = Denbora-muga
+run-priority = Lehentasuna
+run-within-project = (proiektuaren barruan)
+run-resumable = Berrabiagarria
+run-resumable-yes = bai, ilarara itzultzen da kanporatu ondoren
+run-resumable-no = ez, kanporatuta amaitzen da
+run-submitted = Bidalia
+run-submitted-by = { $name }(e)k bidalia, { $at }
+run-started = Hasia
+run-started-attempt = { $at } ({ $attempt }. saiakera)
+run-ended = Amaitua
+run-exit = irteera-kodea { $code }
+run-decision-reason = Erabakiaren arrazoia
+run-command = Agindua
+run-workdir = Lan-direktorioa
+run-env = Ingurunea
+run-cancel = Utzi bertan behera { $id }. exekuzioa
+run-approve-or-deny = Onetsi edo ukatu
+run-approve-reason = Arrazoia (aukerakoa)
+run-approve = Onetsi
+run-deny-reason = Arrazoia (derrigorrezkoa; ikertzaileak ikusiko du)
+run-deny = Ukatu
+run-timeline = Kronologia
+run-nothing-yet = Ezer ez oraindik.
+run-made-room = tokia egin dio:
+run-link = { $id }. exekuzioa
+run-placements = Kokapenak
+run-not-placed = Oraindik ez da inongo nodotan kokatu.
+run-gpu-indices = GPU indizeak
+run-executor-job = Exekutatzailearen lana
+run-process = Prozesua
+run-exit-code = Irteera-kodea
+run-utilization = GPU erabilera
+run-submitted-queued = { $id }. exekuzioa bidali da eta ilaran dago: { $preview }.
+run-submitted-approval = { $id }. exekuzioa bidali da; arduradun baten onespenaren zain dago.
+run-already-submitted = Inprimaki hau bidalita zegoen jada: { $id }. exekuzioa da.
+run-cancelled = { $id }. exekuzioa bertan behera utzi da.
+run-cancel-requested = { $id }. exekuzioa bertan behera uzteko eskatu da; bere prozesuak gelditzen ari dira.
+
+## The run form
+
+form-title = Bidali exekuzio bat
+form-intro = Exekuzio bat multzo bat da: bere GPU guztiak batera abiatzen dira edo bat ere ez. Bere <strong>gutxieneko exekuzio-denbora</strong> bere denbora-tarteko kontratua da: denbora horretan kanporatzetik babestuta dago, eta bere kostua proiektuaren aurrekontuari kargatzen zaio. Gutxieneko denbora 0 bada, doakoa eta kanpora daitekeena da: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok berreskura ditzake. Iraupenak minututan (90) edo ordu eta minututan (1:30) idazten dira; guneak gutxieneko exekuzio-denborarako duen gehienekoa { $max } da.
+form-fix-field = Zuzendu behean markatutako eremua.
+form-preview = Kostuaren aurrebista
+form-needs-approval-tag = onespena behar du
+form-needs-approval = Bidaltzean arduradun baten onespen-ontzira joango da; onetsi ondoren baino ez da abiatuko.
+form-nothing-yet = Oraindik ez da ezer bidali: sakatu Bidali ilaran jartzeko.
+form-where = Non
+form-project = Proiektua
+form-no-projects = Oraindik ez zara inongo proiektutako kide; eskatu arduradun bati zu gehitzeko.
+form-cluster = Klusterra
+form-gpu-model = GPU modeloa
+form-gpus = GPUak
+form-how-long = Zenbat denbora
+form-min-runtime = Gutxieneko exekuzio-denbora
+form-time-limit = Denbora-muga
+form-priority = Lehentasuna proiektuaren barruan
+form-resumable = Berrabiagarria (kanporatu ondoren ilarara itzultzen da, amaitu beharrean)
+form-what = Zer
+form-command = Agindua
+form-workdir = Lan-direktorioa (aukerakoa)
+form-env = Ingurunea (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
+form-secret-env = Ingurune sekretua (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
+form-secret-note = Balio sekretuak zifratuta gordetzen dira, •••• gisa erakusten zaizkie guztiei (zuri ere bai), eta lana exekutatzen duen nodoko agenteari baino ez zaizkio ematen. Izenean TOKEN, SECRET, KEY edo PASSWORD duten aldagaiak (<code>HF_TOKEN</code> adibidez) sekretu gordetzen dira goiko ingurunean idatzita ere.
+form-preview-button = Ikusi kostua
+form-submit = Bidali
+err-gpus-whole = GPU kopuruak zenbaki oso bat izan behar du ({ $got } idatzi da)
+err-min-runtime-format = gutxieneko exekuzio-denbora minutu osotan (90) edo ordu eta minututan (1:30) idatzi behar da; { $got } idatzi da
+err-time-limit-format = denbora-muga minutu osotan (90) edo ordu eta minututan (1:30) idatzi behar da; { $got } idatzi da
+err-priority-whole = lehentasunak -1000 eta 1000 arteko zenbaki oso bat izan behar du ({ $got } idatzi da)
+err-env-line = { $line }. lerroa: idatzi IZENA=balioa ({ $got } idatzi da)
+err-env-twice = { $line }. lerroa: { $name } bi aldiz dago
+
+## Account
+
+account-title = Zure kontua
+account-language = Hizkuntza
+account-language-note = Zuretzako interfazearen hizkuntza. Zuk bat aukeratzen ez baduzu, Tranche-k nabigatzailearen hizkuntza erabiltzen du, eta, bestela, erakundearen lehenetsia.
+account-language-auto = Nabigatzailearena edo erakundearena
+account-save = Gorde
+account-tokens = API tokenak
+account-tokens-use = Erabili token bat <code>Authorization: Bearer TOKEN</code> gisa <a href="/api/v1/openapi.json">JSON APIrako</a>.
+account-token-created = Zure token berria, behin bakarrik erakusten da; kopiatu orain:
+account-token-label = Etiketa
+account-token-create = Sortu token bat
+account-token-created-at = Sortua
+account-token-used = Azken erabilera
+account-token-revoked = baliogabetua { $at }
+account-token-revoke = baliogabetu
+account-email = Posta elektronikoa
+account-email-note = Aurrekontu-alertak hona ere bidaltzen dira guneak posta konfiguratuta duenean.
+account-email-address = Helbidea
+account-password = Pasahitza
+account-password-current = Uneko pasahitza
+account-password-new = Pasahitz berria (gutxienez 10 karaktere)
+account-password-repeat = Pasahitz berria berriro
+account-password-change = Aldatu pasahitza
+
+## Organisation settings (admins)
+
+settings-title = Erakundearen ezarpenak
+settings-default-language = Hizkuntza lehenetsia
+settings-default-language-note = Nabigatzaileak ez ingelesa, ez gaztelania, ez euskara eskatzen ez dien bisitarientzat, eta hizkuntzarik aukeratu ez duten erabiltzaileentzat.
+settings-save = Gorde
+settings-saved = Ezarpenak gorde dira.
+
+## Spend reports
+
+reports-title = Gastu-txostenak
+reports-period = Aldia
+reports-node = Nodoa
+reports-cluster = Klusterra
+reports-all-clusters = kluster guztiak
+reports-show = Erakutsi
+reports-export = Esportatu CSV
+reports-ai-csv = AA erabilera-kasuen CSVa
+reports-note = Zenbatekoak { $currency }-tan. Kontratuak: erosketak ken itzulketak, indarrean dauden kontratuen GPU-orduak. Exekuzioak: aurrekontuei kargatutako exekuzio esleituen denbora. Doakoak: esleipenik gabeko GPU-orduak (kargurik gabe). Aurreikuspena: orain arteko gastua aldiaren amaierara proiektatuta, erritmo berean. CSV esportazioak ingelesezko zutabe-izenak eta formaturik gabeko zenbakiak (1234.56) gordetzen ditu hizkuntza guztietan, kalkulu-orri eta scriptentzat.
+reports-contracts = Kontratuak
+reports-contract-hours = Kontratuen GPU-orduak
+reports-runs = Exekuzioak
+reports-run-hours = Exekuzioen GPU-orduak
+reports-free-hours = GPU-ordu doakoak
+reports-total = Gastua guztira
+reports-entitlement-hours = Zuzkiduraren GPU-orduak
+reports-entitlement-value = Zuzkiduraren balioa
+reports-budget = Aurrekontua
+reports-cap = Gastu-muga
+reports-forecast = Aurreikuspena
+
+## Program tree
+
+tree-title = Programa-zuhaitza
+tree-intro = { $period } aurrekontu-aldiko zuzkidurak ({ $hours } ordu, { $zone }): kuota efektiboa × instalatutako GPUak × orduak; dirua, modelo bakoitzaren fakturazio-pisuan eta prezioan.
+tree-share-of-parent = Gurasoarekiko kuota
+tree-gpu-hours = GPU-orduak
+tree-entitlement = Zuzkidura ({ $currency })
+tree-project-tag = proiektua
+
+## Project page
+
+project-back = ← Programa-zuhaitza
+project-tag = proiektua
+project-admin-link = Proiektu hau berrizendatu, mugitu edo artxibatu
+project-share = Gurasoarekiko kuota
+project-effective = erakundearen % { $share }
+project-period = Aldia
+project-entitlement = Zuzkidura
+project-balance = Aldi honetako saldoa
+project-balance-later = Saldoa: { $month }
+project-balance-later-note = (orduan hasten diren kontratuak handik ordaintzen dira)
+project-budget = Aldiko aurrekontua
+project-budget-default = (zuzkiduraren balioa)
+project-cap = Hileko gastu-muga
+project-alerts = Aurrekontu-alertak
+project-alerts-at = aldiko aurrekontuaren { $thresholds } iristean, benetakoa eta aurreikusia
+project-self-service = Autozerbitzu-muga
+project-self-service-value = { $hours } GPU-ordu exekuzio babestu bakoitzeko (GPUak × gutxieneko exekuzio-denbora); hortik gora, arduradun batek onesten du
+project-runs-now = Orain dauden exekuzioak
+project-no-runs = Ez dago exekuziorik martxan edo zain.
+project-running = Exekutatzen ({ $count })
+project-waiting = Zain ({ $count })
+project-th-run = Exekuzioa
+project-th-submitter = Bidaltzailea
+project-th-why = Zergatik dagoen zain
+project-fair-share = Kuota bidezkoa
+project-siblings-rank = Postua
+project-siblings-share = Kuota
+project-siblings-usage = Erabilera (GPU-orduak)
+project-siblings-part = Erabileraren zatia
+project-owed = Zor zaiona eta jasoa aldi honetan
+project-by-day = Egunez egun
+project-day = Eguna
+project-owed-to-date = Gaur arte zor zaiona
+project-received-to-date = Gaur arte jasoa
+project-spend = Aldi honetako gastua
+project-spend-contracts = Edukiera-kontratuak
+project-spend-runs = Exekuzio esleituak
+project-spend-total = Guztira
+project-spend-forecast = Aldiaren amaierarako aurreikuspena
+project-spend-forecast-note = (kontratuak behin; exekuzioen gastua orain arteko erritmoan)
+project-entitlements = Zuzkidura klusterka eta GPU modeloka
+project-money = Dirua
+project-contracts = Edukiera-kontratuak
+project-no-contracts = Bat ere ez.
+project-window = Tartea
+project-price = Prezioa
+project-members = Kideak
+project-no-members = Oraindik ez dago kiderik.
+project-remove = kendu
+project-add-member = Gehitu kidea (erabiltzaile-izena)
+project-add = Gehitu
+project-budget-settings = Aurrekontuaren ezarpenak
+project-save-budget = Gorde aurrekontua
+
+## Alerts (notifications and e-mails)
+
+alert-budget-actual = { $project } proiektuak aurrekontuaren % { $pct } gastatu du ({ $month }): { $amount } / { $budget }
+alert-budget-forecast = { $project } proiektuak aldiaren amaierarako aurrekontuaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $budget }
+alert-budget-subject = Tranche aurrekontu-alerta: { $project }, % { $pct } ({ $kind ->
+    [actual] benetakoa
+   *[other] aurreikuspena
+})
+alert-see-project = Ikusi proiektua
+alert-use-case-actual = { $name } AA erabilera-kasuak bere mugaren % { $pct } gastatu du ({ $month }): { $amount } / { $limit }
+alert-use-case-forecast = { $name } AA erabilera-kasuak aldiaren amaierarako bere mugaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $limit }
+alert-use-case-subject = Tranche AA erabilera-kasuaren alerta: { $name }, % { $pct } ({ $kind ->
+    [actual] benetakoa
+   *[other] aurreikuspena
+})
+alert-see-use-case = Ikusi erabilera-kasua
+
+## Run submission: checks and the cost preview
+
+run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok kanpora dezake)
+run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance })
+run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
+err-choose-project = aukeratu proiektu bat
+err-choose-cluster = aukeratu kluster bat
+err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu (eroria ez dauden nodoetan); ezin izango litzateke inoiz abiatu
+err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)

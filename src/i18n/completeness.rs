@@ -1,0 +1,154 @@
+//! The translation-completeness test: every language has every message and attribute of
+//! every other, with the same placeholders.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fluent_syntax::ast::{Entry, Expression, InlineExpression, Pattern, PatternElement};
+
+use super::SOURCES;
+
+/// Message or term id (with `.attribute`) -> the variables its pattern uses.
+type Keys = BTreeMap<String, BTreeSet<String>>;
+
+fn variables_of_inline(e: &InlineExpression<&str>, out: &mut BTreeSet<String>) {
+    match e {
+        InlineExpression::VariableReference { id } => {
+            out.insert(id.name.to_string());
+        }
+        InlineExpression::FunctionReference { arguments, .. } => {
+            for a in &arguments.positional {
+                variables_of_inline(a, out);
+            }
+            for a in &arguments.named {
+                variables_of_inline(&a.value, out);
+            }
+        }
+        InlineExpression::Placeable { expression } => variables_of(expression, out),
+        _ => {}
+    }
+}
+
+fn variables_of(e: &Expression<&str>, out: &mut BTreeSet<String>) {
+    match e {
+        Expression::Select { selector, variants } => {
+            variables_of_inline(selector, out);
+            for v in variants {
+                pattern_variables(&v.value, out);
+            }
+        }
+        Expression::Inline(i) => variables_of_inline(i, out),
+    }
+}
+
+fn pattern_variables(p: &Pattern<&str>, out: &mut BTreeSet<String>) {
+    for el in &p.elements {
+        if let PatternElement::Placeable { expression } = el {
+            variables_of(expression, out);
+        }
+    }
+}
+
+fn keys(name: &str, text: &'static str) -> Keys {
+    let resource = fluent_syntax::parser::parse(text)
+        .unwrap_or_else(|(_, errors)| panic!("{name} does not parse: {errors:?}"));
+    let mut keys = Keys::new();
+    for entry in resource.body {
+        let (id, value, attributes) = match entry {
+            Entry::Message(m) => (m.id.name.to_string(), m.value, m.attributes),
+            Entry::Term(t) => (format!("-{}", t.id.name), Some(t.value), t.attributes),
+            Entry::Junk { content } => panic!("{name} has unparsable text: {content}"),
+            _ => continue,
+        };
+        if let Some(v) = value {
+            let mut vars = BTreeSet::new();
+            pattern_variables(&v, &mut vars);
+            assert!(
+                keys.insert(id.clone(), vars).is_none(),
+                "{name}: {id} twice"
+            );
+        }
+        for a in attributes {
+            let mut vars = BTreeSet::new();
+            pattern_variables(&a.value, &mut vars);
+            keys.insert(format!("{id}.{}", a.id.name), vars);
+        }
+    }
+    keys
+}
+
+#[test]
+fn every_language_has_every_message_with_the_same_placeholders() {
+    let all: Vec<(&str, Keys)> = SOURCES
+        .iter()
+        .map(|(_, name, text)| (*name, keys(name, text)))
+        .collect();
+    let mut problems = vec![];
+    for (name, k) in &all {
+        for (other, ok) in &all {
+            for (key, vars) in ok {
+                match k.get(key) {
+                    None => problems.push(format!("{name} lacks {key} (in {other})")),
+                    Some(v) if v != vars => problems.push(format!(
+                        "{key}: {name} uses {v:?} but {other} uses {vars:?}"
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(
+        problems.is_empty(),
+        "translations differ:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_key_the_code_uses_exists() {
+    // Keys named in templates and code as string literals: `t("key")`, `t1("key"`, ...
+    let en = keys("en/tranche.ftl", SOURCES[0].2);
+    let mut missing = vec![];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![];
+    let mut dirs = vec![root.join("templates"), root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "html" || e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("a readable source");
+        let file = path.strip_prefix(root).unwrap_or(&path).display();
+        for prefix in ["t(\"", "t1(\"", "t2(\"", "ta(\"", "message(lang, \""] {
+            for (i, _) in text.match_indices(prefix) {
+                let rest = &text[i + prefix.len()..];
+                let before = text[..i].chars().next_back();
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let Some(end) = rest.find('"') else { continue };
+                let key = &rest[..end];
+                if key.contains('-')
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+                    && !en.contains_key(key)
+                {
+                    missing.push(format!("{file}: {key}"));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys missing from the files:\n{}",
+        missing.join("\n")
+    );
+}

@@ -1,0 +1,188 @@
+//! Alerts (in-app notifications and e-mails) in their reader's language.
+//!
+//! A budget or use-case alert stores, beside its English message (`notifications.message`, kept
+//! for old rows and English readers), a [`Notice`] in `notifications.note`; the home page
+//! renders it in the reader's language, and e-mails go out in each recipient's language
+//! ([`recipient_languages`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Lang, format, message};
+
+/// What an alert says, structured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "notice", rename_all = "snake_case")]
+pub enum Notice {
+    /// A project's spend reached a threshold of its period budget.
+    Budget {
+        /// The project's name.
+        project: String,
+        /// The threshold, percent.
+        pct: i32,
+        /// `actual` or `forecast`.
+        kind: String,
+        /// The period's first day, in the organisation's time zone.
+        month: jiff::civil::Date,
+        /// Spend (or forecast), minor units.
+        amount: i64,
+        /// The period budget, minor units.
+        budget: i64,
+    },
+    /// An AI use case's spend reached a threshold of its monthly limit.
+    UseCase {
+        /// The use case's name.
+        use_case: String,
+        /// The threshold, percent.
+        pct: i32,
+        /// `actual` or `forecast`.
+        kind: String,
+        /// The month's first day, in the organisation's time zone.
+        month: jiff::civil::Date,
+        /// Spend (or forecast), minor units.
+        amount: i64,
+        /// The monthly limit, minor units.
+        limit: i64,
+    },
+}
+
+impl Notice {
+    /// The notification's text in `lang`, money in `currency`.
+    pub fn message(&self, lang: Lang, currency: &str) -> String {
+        match self {
+            Notice::Budget {
+                project,
+                pct,
+                kind,
+                month,
+                amount,
+                budget,
+            } => message(
+                lang,
+                if kind == "actual" {
+                    "alert-budget-actual"
+                } else {
+                    "alert-budget-forecast"
+                },
+                &[
+                    ("project", project),
+                    ("pct", pct),
+                    ("month", &format::month_year(lang, *month)),
+                    ("amount", &format::money(lang, *amount, currency)),
+                    ("budget", &format::money(lang, *budget, currency)),
+                ],
+            ),
+            Notice::UseCase {
+                use_case,
+                pct,
+                kind,
+                month,
+                amount,
+                limit,
+            } => message(
+                lang,
+                if kind == "actual" {
+                    "alert-use-case-actual"
+                } else {
+                    "alert-use-case-forecast"
+                },
+                &[
+                    ("name", use_case),
+                    ("pct", pct),
+                    ("month", &format::month_year(lang, *month)),
+                    ("amount", &format::money(lang, *amount, currency)),
+                    ("limit", &format::money(lang, *limit, currency)),
+                ],
+            ),
+        }
+    }
+
+    /// The e-mail's subject and body in `lang`, `link` the page it points to.
+    pub fn mail(&self, lang: Lang, currency: &str, link: &str) -> (String, String) {
+        let (subject, see) = match self {
+            Notice::Budget {
+                project, pct, kind, ..
+            } => (
+                message(
+                    lang,
+                    "alert-budget-subject",
+                    &[("project", project), ("pct", pct), ("kind", kind)],
+                ),
+                message(lang, "alert-see-project", &[]),
+            ),
+            Notice::UseCase {
+                use_case,
+                pct,
+                kind,
+                ..
+            } => (
+                message(
+                    lang,
+                    "alert-use-case-subject",
+                    &[("name", use_case), ("pct", pct), ("kind", kind)],
+                ),
+                message(lang, "alert-see-use-case", &[]),
+            ),
+        };
+        let body = format!("{}.\n\n{see}: {link}\n", self.message(lang, currency));
+        (subject, body)
+    }
+}
+
+/// Each recipient's language: their own choice, else the organisation's default.
+///
+/// # Errors
+/// Database errors.
+pub async fn recipient_languages(
+    db: impl sqlx::PgExecutor<'_>,
+    users: &[i64],
+) -> Result<Vec<(i64, Lang)>, sqlx::Error> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT u.id, coalesce(u.language, o.default_language, 'en') FROM users u \
+         LEFT JOIN org_settings o ON o.id WHERE u.id = ANY($1) ORDER BY u.id",
+    )
+    .bind(users)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, code)| (id, Lang::parse(&code).unwrap_or(Lang::En)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(kind: &str) -> Notice {
+        Notice::Budget {
+            project: "p1".into(),
+            pct: 50,
+            kind: kind.into(),
+            month: jiff::civil::date(2026, 12, 1),
+            amount: 6_000,
+            budget: 1_000_000,
+        }
+    }
+
+    #[test]
+    fn a_budget_alert_in_three_languages() {
+        assert_eq!(
+            budget("actual").message(Lang::En, "USD"),
+            "p1 has spent 50% of its December 2026 budget: 60.00 USD of 10,000.00 USD"
+        );
+        assert_eq!(
+            budget("actual").message(Lang::Es, "USD"),
+            "p1 ha gastado el 50 % de su presupuesto de diciembre de 2026: 60,00 USD de 10.000,00 USD"
+        );
+        assert_eq!(
+            budget("forecast").message(Lang::Eu, "USD"),
+            "p1 proiektuak aldiaren amaierarako aurrekontuaren % 50 gastatuko duela aurreikusten da (2026(e)ko abendua): 60,00 USD / 10.000,00 USD"
+        );
+        let (subject, body) = budget("actual").mail(Lang::Eu, "USD", "/projects/7");
+        assert_eq!(subject, "Tranche aurrekontu-alerta: p1, % 50 (benetakoa)");
+        assert_eq!(
+            body,
+            "p1 proiektuak aurrekontuaren % 50 gastatu du (2026(e)ko abendua): 60,00 USD / 10.000,00 USD.\n\nIkusi proiektua: /projects/7\n"
+        );
+    }
+}

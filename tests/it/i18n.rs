@@ -1,0 +1,443 @@
+//! The interface in English, Spanish and Basque (docs/i18n.md): how a request's language is
+//! chosen, and a Basque researcher and a Spanish finance user in a real browser.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use fantoccini::Locator;
+
+use crate::browser::{browser, click, set_value, sign_in, start_driver, text_of};
+use crate::support::{TestApp, demo_password};
+use tranche::i18n::Lang;
+
+/// The login page's heading for a request with these headers.
+async fn login_heading(app: &TestApp, headers: &[(header::HeaderName, &str)]) -> String {
+    let mut req = Request::builder()
+        .uri("/login")
+        .header(header::HOST, "localhost");
+    for (name, value) in headers {
+        req = req.header(name, *value);
+    }
+    let (status, body, _) = app.send(req.body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let start = body.find("<h1>").expect("a heading") + 4;
+    let end = body[start..].find("</h1>").unwrap() + start;
+    body[start..end].to_string()
+}
+
+#[tokio::test]
+async fn the_language_comes_from_the_cookie_then_accept_language_then_the_org_default() {
+    let (app, _) = TestApp::with_admin().await;
+    let al = header::ACCEPT_LANGUAGE;
+    assert_eq!(login_heading(&app, &[]).await, "Sign in");
+    assert_eq!(
+        login_heading(&app, &[(al.clone(), "es-ES,es;q=0.9,en;q=0.5")]).await,
+        "Iniciar sesión"
+    );
+    assert_eq!(
+        login_heading(&app, &[(al.clone(), "eu,es;q=0.8")]).await,
+        "Hasi saioa"
+    );
+    // The switch's cookie wins over the browser.
+    assert_eq!(
+        login_heading(
+            &app,
+            &[(al.clone(), "es"), (header::COOKIE, "tranche_lang=eu")]
+        )
+        .await,
+        "Hasi saioa"
+    );
+    // A browser asking for none of ours gets the organisation's default.
+    sqlx::query("UPDATE org_settings SET default_language = 'eu'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // This replica rereads the default every few seconds; an admin's change here shows at once.
+    app.state.org_language.remember(Lang::Eu);
+    assert_eq!(
+        login_heading(&app, &[(al.clone(), "fr-FR,de;q=0.5")]).await,
+        "Hasi saioa"
+    );
+    assert_eq!(login_heading(&app, &[]).await, "Hasi saioa");
+}
+
+#[tokio::test]
+async fn an_admin_sets_the_default_and_a_user_s_own_choice_wins() {
+    let (app, password) = TestApp::with_admin().await;
+    let mut c = app.client();
+    c.login("admin", &password).await;
+    let (status, body, _) = c.get("/admin/settings").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _, location) = c
+        .post("/admin/settings", &[("default_language", "es")])
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location.as_deref(), Some("/admin/settings"));
+    assert_eq!(app.audit_count("settings.default_language").await, 1);
+    // The admin has no choice of their own: the organisation's default applies.
+    let (_, home, _) = c.get("/").await;
+    assert!(home.contains("<html lang=\"es\">"), "{home}");
+    assert!(home.contains("Hola, admin"), "{home}");
+    // Their own choice on the Account page wins, and is stored.
+    let (status, _, _) = c.post("/account/language", &[("lang", "eu")]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, account, _) = c.get("/account/tokens").await;
+    assert!(account.contains("Zure kontua"), "{account}");
+    assert!(account.contains("Hizkuntza aldatu da."), "{account}");
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT language FROM users WHERE name = 'admin'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored.as_deref(), Some("eu"));
+    // "auto" follows the browser (here: nothing, so the organisation's Spanish) again.
+    c.post("/account/language", &[("lang", "auto")]).await;
+    let (_, home, _) = c.get("/").await;
+    assert!(home.contains("Hola, admin"), "{home}");
+    // An unknown language is refused.
+    let (status, _, _) = c.post("/account/language", &[("lang", "fr")]).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn the_api_keeps_english_whatever_the_browser_asks() {
+    let (app, password) = TestApp::with_admin().await;
+    let mut c = app.client();
+    c.login("admin", &password).await;
+    let token = app.token_for("admin").await;
+    let req = Request::builder()
+        .uri("/api/v1/runs/999999")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::ACCEPT_LANGUAGE, "eu")
+        .body(Body::empty())
+        .unwrap();
+    let (status, body, _) = app.send(req).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["error"]["code"], "not_found");
+    assert!(
+        json["error"]["message"].as_str().unwrap().is_ascii(),
+        "{json}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
+    let (app, users) = TestApp::with_demo().await;
+    let base = app.serve().await;
+    // One 8-GPU node on `local` that no agent serves: runs there wait for one.
+    app.declare_agent_nodes("web", 1).await;
+    let driver = start_driver().await;
+    let c = browser(&driver).await;
+
+    // Before signing in, the switch (a plain form, no JavaScript) turns the page Basque.
+    c.goto(&format!("{base}/login")).await.unwrap();
+    click(&c, "#lang-eu").await;
+    assert_eq!(text_of(&c, "h1").await, "Hasi saioa");
+    let (name, pw) = demo_password(&users, "researcher");
+    sign_in(&c, &base, &name, &pw).await;
+
+    // The home page.
+    assert_eq!(text_of(&c, "h1").await, format!("Kaixo, {name}"));
+    let nav = text_of(&c, "header nav").await;
+    assert!(
+        nav.contains("Exekuzioak") && nav.contains("Programa-zuhaitza"),
+        "{nav}"
+    );
+
+    // A form error: a GPU count that is not a number.
+    c.goto(&format!("{base}/runs/new")).await.unwrap();
+    assert_eq!(text_of(&c, "h1").await, "Bidali exekuzio bat");
+    for (select, value) in [
+        ("project", "fm-pretrain-7b"),
+        ("cluster", "local"),
+        ("gpu_model", "H100"),
+    ] {
+        c.find(Locator::Css(&format!("select[name={select}]")))
+            .await
+            .unwrap()
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+    set_value(&c, "input[name=gpus]", "bi").await;
+    set_value(&c, "textarea[name=command]", "python train.py").await;
+    click(&c, "button.confirm").await;
+    assert_eq!(
+        text_of(&c, ".field-error").await,
+        "GPU kopuruak zenbaki oso bat izan behar du (\"bi\" idatzi da)"
+    );
+    assert_eq!(
+        text_of(&c, "p.error[role=alert]").await,
+        "Zuzendu behean markatutako eremua."
+    );
+
+    // Fixed, it is submitted; no agent serves `local`, so it waits, and says why in Basque.
+    set_value(&c, "input[name=gpus]", "2").await;
+    click(&c, "button.confirm").await;
+    let notice = text_of(&c, ".notice").await;
+    assert!(notice.contains("exekuzioa bidali da"), "{notice}");
+    let url = c.current_url().await.unwrap().to_string();
+    let run: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let note_of = || async {
+        sqlx::query_scalar::<_, Option<sqlx::types::Json<tranche::i18n::wait::WaitNote>>>(
+            "SELECT wait_note FROM runs WHERE id = $1",
+        )
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    crate::live::until(
+        std::time::Duration::from_secs(60),
+        "the pass to write the waiting reason",
+        || async { note_of().await.is_some() },
+    )
+    .await;
+    let note = note_of().await.unwrap();
+    let expected = note.render(&tranche::i18n::wait::Render {
+        lang: Lang::Eu,
+        currency: &app.state.site.currency,
+        time_zone: &app.state.site.time_zone,
+    });
+    let english: String = sqlx::query_scalar("SELECT wait_reason FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_ne!(expected, english);
+    c.goto(&url).await.unwrap();
+    let why = text_of(&c, "p.wait").await;
+    assert!(why.starts_with("Zergatik dagoen zain: "), "{why}");
+    assert!(why.contains(&expected), "{why} should contain {expected}");
+    assert!(!why.contains(&english), "{why}");
+    assert_eq!(text_of(&c, "h1 .state").await, "ilaran");
+
+    // Finance, in Spanish: the report page is Spanish, the CSV keeps its English columns and
+    // plain numbers.
+    click(&c, "form.signout button").await;
+    c.goto(&format!("{base}/login")).await.unwrap();
+    click(&c, "#lang-es").await;
+    assert_eq!(text_of(&c, "h1").await, "Iniciar sesión");
+    let (fin, fin_pw) = demo_password(&users, "finance");
+    sign_in(&c, &base, &fin, &fin_pw).await;
+    c.goto(&format!("{base}/reports")).await.unwrap();
+    assert_eq!(text_of(&c, "h1").await, "Informes de gasto");
+    let link = c.find(Locator::Css("a.csv")).await.unwrap();
+    assert_eq!(link.text().await.unwrap(), "Exportar CSV");
+    let href = link.attr("href").await.unwrap().unwrap();
+    // Money on the page has a decimal comma.
+    let cells: serde_json::Value = c
+        .execute(
+            "return Array.from(document.querySelectorAll('table.report tbody tr.total td.num')).map(c => c.textContent.trim()).filter(t => t.length > 0)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let cells: Vec<&str> = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!cells.is_empty());
+    assert!(cells.iter().all(|c| c.contains(',')), "{cells:?}");
+    let session = c.get_named_cookie("tranche_session").await.unwrap();
+    let csv_text = reqwest::Client::new()
+        .get(format!("{base}{href}"))
+        .header(
+            "cookie",
+            format!("tranche_session={}; tranche_lang=es", session.value()),
+        )
+        .header("accept-language", "es-ES,es")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(headers, tranche::ledger::reports::CSV_HEADER.to_vec());
+    let first = reader.records().next().unwrap().unwrap();
+    let spend = &first[10];
+    assert!(
+        spend.parse::<f64>().is_ok() && !spend.contains(','),
+        "total_spend {spend} is a plain number"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_alert_reaches_a_basque_lead_in_basque() {
+    use tranche::config::{Secret, Site, Smtp};
+    let (port, inbox, arrived) = crate::mail::smtp_sink().await;
+    let site = Site {
+        smtp: Some(Smtp {
+            url: Secret::new(format!("smtp://127.0.0.1:{port}")),
+            from: "Tranche <tranche@example.org>".into(),
+        }),
+        ..Site::for_tests()
+    };
+    let app = TestApp::with_site(site).await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "1.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    for n in ["n1", "n2"] {
+        tranche::db::inventory::add_node(&app.pool, &admin, cluster, n, "H100", "8")
+            .await
+            .unwrap();
+    }
+    let root = app.node_id("Organisation").await;
+    let p = tranche::db::tree::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p1",
+        tranche::db::tree::NodeKind::Project,
+        tranche::domain::Share::parse_percent("50").unwrap(),
+    )
+    .await
+    .unwrap();
+    let (lead, password) = tranche::db::users::create(&app.pool, None, "lead1", "lead", Some("p1"))
+        .await
+        .unwrap();
+    tranche::db::users::set_email(&app.pool, lead, "lead1@example.org")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET language = 'eu' WHERE id = $1")
+        .bind(lead)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let tree = app.state.tree().await.unwrap();
+    let update = tranche::db::tree::BudgetUpdate {
+        period_budget_minor: Some(10_000),
+        money_cap_minor: None,
+        self_service_gpu_hours: 64,
+        alert_thresholds: Some(vec![50]),
+    };
+    tranche::db::tree::update_project(
+        &app.pool,
+        &admin,
+        p,
+        &update,
+        &tree,
+        (&app.state.site, jiff::Timestamp::now()),
+    )
+    .await
+    .unwrap();
+    let token = app.token_for("lead1").await;
+    // 8 GPUs x 7.5 h x 1.00 = 60.00 of 100.00: the 50% threshold fires, actual and forecast.
+    let start = crate::support::tomorrow_at(1);
+    let end = start
+        .checked_add(jiff::SignedDuration::from_mins(450))
+        .unwrap();
+    let (status, body) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(serde_json::json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": start.to_string(), "end": end.to_string()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+    while inbox.lock().unwrap().len() < 2 {
+        tokio::time::timeout_at(deadline, arrived.notified())
+            .await
+            .expect("the e-mails did not arrive within 2 minutes");
+    }
+    let messages = inbox.lock().unwrap().clone();
+    let data = &messages
+        .iter()
+        .find(|(_, d)| d.contains("(benetakoa)"))
+        .expect("the actual-spend alert, in Basque")
+        .1;
+    assert!(
+        data.contains("Subject: Tranche aurrekontu-alerta: p1, % 50 (benetakoa)"),
+        "{data}"
+    );
+    // The body is quoted-printable: undo its soft line breaks.
+    let text = data.replace("=\n", "");
+    assert!(
+        text.contains("p1 proiektuak aurrekontuaren % 50 gastatu du (2026(e)ko")
+            && text.contains("60,00 USD / 100,00 USD"),
+        "{data}"
+    );
+    assert!(data.contains("Ikusi proiektua: /projects/"), "{data}");
+    // The notification on the home page is Basque too; the stored text stays English.
+    let mut c = app.client();
+    c.login("lead1", &password).await;
+    let (_, home, _) = c.get("/").await;
+    assert!(
+        home.contains("p1 proiektuak aurrekontuaren % 50 gastatu du"),
+        "{home}"
+    );
+    let english: Vec<String> =
+        sqlx::query_scalar("SELECT message FROM notifications WHERE user_id = $1")
+            .bind(lead)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert!(
+        english
+            .iter()
+            .any(|m| m.starts_with("p1 has spent 50% of its")),
+        "{english:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
+    let (app, _) = TestApp::with_demo().await;
+    tranche::db::users::set_password(&app.pool, None, "demo-researcher", "researcher-pw-1")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET language = 'es' WHERE name = 'demo-researcher'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut c = app.client();
+    c.login("demo-researcher", "researcher-pw-1").await;
+    let (_, form, _) = c.get("/runs/new").await;
+    let once = form
+        .split("name=\"once\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let fields = |cluster: &'static str, action: &'static str| {
+        vec![
+            ("project", "fm-pretrain-7b"),
+            ("cluster", cluster),
+            ("gpu_model", "H100"),
+            ("gpus", "2"),
+            ("min_runtime", "30"),
+            ("time_limit", "60"),
+            ("command", "python train.py"),
+            ("action", action),
+        ]
+    };
+    let mut refused = fields("local", "submit");
+    refused.push(("once", &once));
+    let (status, body, _) = c.post("/runs/new", &refused).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        body.contains("pide 2 GPU, pero el clúster local solo tiene 0 GPU H100"),
+        "{body}"
+    );
+    // The preview: 2 GPUs x 30 min = 1 GPU-hour at 2.50 USD.
+    let mut preview = fields("h100-east", "preview");
+    preview.push(("once", &once));
+    let (status, body, _) = c.post("/runs/new", &preview).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("1,0 horas de GPU protegidas, 2,50 USD del presupuesto del proyecto"),
+        "{body}"
+    );
+}
