@@ -104,6 +104,22 @@ pub(crate) async fn text_of(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// Waits for an element of class `class` whose text starts with `prefix` and returns its
+/// text: after a form is sent, the page it leaves may still show an older element of that
+/// class, which `text_of` could find just before it goes stale. `prefix` has no quote.
+pub(crate) async fn text_starting(c: &Client, class: &str, prefix: &str) -> String {
+    let xpath = format!(
+        "//*[contains(concat(' ', normalize-space(@class), ' '), ' {class} ') and starts-with(normalize-space(.), '{prefix}')]"
+    );
+    c.wait()
+        .for_element(Locator::XPath(&xpath))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 pub(crate) async fn set_value(c: &Client, css: &str, value: &str) {
     let field = c.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
@@ -540,11 +556,8 @@ async fn ai_use_case_from_registration_to_the_monthly_decision() {
     )
     .await;
     click(&c, "form[action='/ai/rules'] button").await;
-    let notice = text_of(&c, ".notice").await;
-    assert!(
-        notice.starts_with("Spend now maps to Support ticket triage"),
-        "{notice}"
-    );
+    let notice = text_starting(&c, "notice", "Spend now maps to Support ticket triage").await;
+    assert!(notice.ends_with("unassigned line(s) assigned."), "{notice}");
     click(&c, "form.signout button").await;
 
     // Finance imports this month's FOCUS export: 210.00 + 120.00 USD for support, 5.00 other.
