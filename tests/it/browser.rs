@@ -120,6 +120,13 @@ pub(crate) async fn text_starting(c: &Client, class: &str, prefix: &str) -> Stri
         .unwrap()
 }
 
+/// Waits until a `tag` element reads exactly `text` (no quote in it): after a click that
+/// loads another page, the page it leaves may still show an older `tag` element.
+pub(crate) async fn wait_for_text(c: &Client, tag: &str, text: &str) {
+    let xpath = format!("//{tag}[normalize-space(.)='{text}']");
+    c.wait().for_element(Locator::XPath(&xpath)).await.unwrap();
+}
+
 pub(crate) async fn set_value(c: &Client, css: &str, value: &str) {
     let field = c.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();

@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use fantoccini::Locator;
 
-use crate::browser::{browser, click, set_value, sign_in, start_driver, text_of};
+use crate::browser::{browser, click, set_value, sign_in, start_driver, text_of, wait_for_text};
 use crate::support::{TestApp, demo_password};
 use tranche::i18n::Lang;
 
@@ -132,7 +132,7 @@ async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
     // Before signing in, the switch (a plain form, no JavaScript) turns the page Basque.
     c.goto(&format!("{base}/login")).await.unwrap();
     click(&c, "#lang-eu").await;
-    assert_eq!(text_of(&c, "h1").await, "Hasi saioa");
+    wait_for_text(&c, "h1", "Hasi saioa").await;
     let (name, pw) = demo_password(&users, "researcher");
     sign_in(&c, &base, &name, &pw).await;
 
@@ -217,7 +217,7 @@ async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
     click(&c, "form.signout button").await;
     c.goto(&format!("{base}/login")).await.unwrap();
     click(&c, "#lang-es").await;
-    assert_eq!(text_of(&c, "h1").await, "Iniciar sesión");
+    wait_for_text(&c, "h1", "Iniciar sesión").await;
     let (fin, fin_pw) = demo_password(&users, "finance");
     sign_in(&c, &base, &fin, &fin_pw).await;
     c.goto(&format!("{base}/reports")).await.unwrap();
