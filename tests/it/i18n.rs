@@ -274,85 +274,14 @@ async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_alert_reaches_a_basque_lead_in_basque() {
-    use tranche::config::{Secret, Site, Smtp};
-    let (port, inbox, arrived) = crate::mail::smtp_sink().await;
-    let site = Site {
-        smtp: Some(Smtp {
-            url: Secret::new(format!("smtp://127.0.0.1:{port}")),
-            from: "Tranche <tranche@example.org>".into(),
-        }),
-        ..Site::for_tests()
-    };
-    let app = TestApp::with_site(site).await;
-    tranche::db::users::first_run(&app.pool).await.unwrap();
-    let admin = app.admin().await;
-    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "1.00")
-        .await
-        .unwrap();
-    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
-        .await
-        .unwrap();
-    for n in ["n1", "n2"] {
-        tranche::db::inventory::add_node(&app.pool, &admin, cluster, n, "H100", "8")
-            .await
-            .unwrap();
-    }
-    let root = app.node_id("Organisation").await;
-    let p = tranche::db::tree::create_node(
-        &app.pool,
-        &admin,
-        root,
-        "p1",
-        tranche::db::tree::NodeKind::Project,
-        tranche::domain::Share::parse_percent("50").unwrap(),
-    )
-    .await
-    .unwrap();
-    let (lead, password) = tranche::db::users::create(&app.pool, None, "lead1", "lead", Some("p1"))
-        .await
-        .unwrap();
-    tranche::db::users::set_email(&app.pool, lead, "lead1@example.org")
-        .await
-        .unwrap();
+    let site = crate::mail::alert_site().await;
+    let (app, lead, password) = (&site.app, site.lead, &site.password);
     sqlx::query("UPDATE users SET language = 'eu' WHERE id = $1")
         .bind(lead)
         .execute(&app.pool)
         .await
         .unwrap();
-    let tree = app.state.tree().await.unwrap();
-    let update = tranche::db::tree::BudgetUpdate {
-        period_budget_minor: Some(10_000),
-        money_cap_minor: None,
-        self_service_gpu_hours: 64,
-        alert_thresholds: Some(vec![50]),
-    };
-    tranche::db::tree::update_project(
-        &app.pool,
-        &admin,
-        p,
-        &update,
-        &tree,
-        (&app.state.site, jiff::Timestamp::now()),
-    )
-    .await
-    .unwrap();
-    let token = app.token_for("lead1").await;
-    // 8 GPUs x 7.5 h x 1.00 = 60.00 of 100.00: the 50% threshold fires, actual and forecast.
-    let start = crate::support::tomorrow_at(1);
-    let end = start
-        .checked_add(jiff::SignedDuration::from_mins(450))
-        .unwrap();
-    let (status, body) = app
-        .api("POST", "/api/v1/contracts", Some(&token), Some(serde_json::json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": start.to_string(), "end": end.to_string()})))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-    while inbox.lock().unwrap().len() < 2 {
-        tokio::time::timeout_at(deadline, arrived.notified())
-            .await
-            .expect("the e-mails did not arrive within 2 minutes");
-    }
-    let messages = inbox.lock().unwrap().clone();
+    let messages = site.spend_past_half().await;
     let data = &messages
         .iter()
         .find(|(_, d)| d.contains("(benetakoa)"))
@@ -372,7 +301,7 @@ async fn a_budget_alert_reaches_a_basque_lead_in_basque() {
     assert!(data.contains("Ikusi proiektua: /projects/"), "{data}");
     // The notification on the home page is Basque too; the stored text stays English.
     let mut c = app.client();
-    c.login("lead1", &password).await;
+    c.login("lead1", password).await;
     let (_, home, _) = c.get("/").await;
     assert!(
         home.contains("p1 proiektuak aurrekontuaren % 50 gastatu du"),

@@ -70,8 +70,21 @@ pub async fn smtp_sink() -> (u16, Inbox, Arc<tokio::sync::Notify>) {
     (port, inbox, arrived)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn budget_alerts_are_mailed_to_leads_with_an_address() {
+/// Project `p1` (50 % of a two-node H100 cluster `c`) and its lead `lead1` with the address
+/// `lead1@example.org`, on a site that mails through [`smtp_sink`]: the set-up of the budget
+/// alert tests.
+pub struct AlertSite {
+    pub app: TestApp,
+    pub admin: tranche::auth::Account,
+    pub project: i64,
+    pub lead: i64,
+    pub password: String,
+    pub inbox: Inbox,
+    pub arrived: Arc<tokio::sync::Notify>,
+}
+
+/// Builds an [`AlertSite`].
+pub async fn alert_site() -> AlertSite {
     let (port, inbox, arrived) = smtp_sink().await;
     let site = Site {
         smtp: Some(Smtp {
@@ -105,53 +118,86 @@ async fn budget_alerts_are_mailed_to_leads_with_an_address() {
     )
     .await
     .unwrap();
-    let (lead, _) = tranche::db::users::create(&app.pool, None, "lead1", "lead", Some("p1"))
+    let (lead, password) = tranche::db::users::create(&app.pool, None, "lead1", "lead", Some("p1"))
         .await
         .unwrap();
     tranche::db::users::set_email(&app.pool, lead, "lead1@example.org")
         .await
         .unwrap();
+    AlertSite {
+        app,
+        admin,
+        project: p,
+        lead,
+        password,
+        inbox,
+        arrived,
+    }
+}
+
+impl AlertSite {
+    /// Gives `p1` a budget of 100.00 with a 50 % alert threshold, buys 8 GPUs x 7.5 h
+    /// (60.00) as its lead and returns the two alert mails (actual spend and forecast) once
+    /// both arrived.
+    pub async fn spend_past_half(&self) -> Vec<(Vec<String>, String)> {
+        let AlertSite {
+            app,
+            admin,
+            project: p,
+            inbox,
+            arrived,
+            ..
+        } = self;
+        let p = *p;
+        let tree = app.state.tree().await.unwrap();
+        let update = tranche::db::tree::BudgetUpdate {
+            period_budget_minor: Some(10_000),
+            money_cap_minor: None,
+            self_service_gpu_hours: 64,
+            alert_thresholds: Some(vec![50]),
+        };
+        tranche::db::tree::update_project(
+            &app.pool,
+            admin,
+            p,
+            &update,
+            &tree,
+            (&app.state.site, jiff::Timestamp::now()),
+        )
+        .await
+        .unwrap();
+        let token = app.token_for("lead1").await;
+        // 8 GPUs x 7.5 h x 1.00 = 60.00 of 100.00.
+        let end = tomorrow_at(1)
+            .checked_add(jiff::SignedDuration::from_mins(450))
+            .unwrap();
+        let (status, body) = app
+            .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": end.to_string()})))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        // Mail goes out in the background, one message per alert: the 50% threshold fires for the
+        // actual spend and for the forecast (which is never below it). Wait for both signals (the
+        // timeout only guards against a hang), then read them.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while inbox.lock().unwrap().len() < 2 {
+            tokio::time::timeout_at(deadline, arrived.notified())
+                .await
+                .expect("the e-mails did not arrive within 2 minutes");
+        }
+        inbox.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_alerts_are_mailed_to_leads_with_an_address() {
+    let site = alert_site().await;
+    let (app, lead) = (&site.app, site.lead);
     assert!(
         tranche::db::users::set_email(&app.pool, lead, "not an address")
             .await
             .is_err()
     );
-    let tree = app.state.tree().await.unwrap();
-    let update = tranche::db::tree::BudgetUpdate {
-        period_budget_minor: Some(10_000),
-        money_cap_minor: None,
-        self_service_gpu_hours: 64,
-        alert_thresholds: Some(vec![50]),
-    };
-    tranche::db::tree::update_project(
-        &app.pool,
-        &admin,
-        p,
-        &update,
-        &tree,
-        (&app.state.site, jiff::Timestamp::now()),
-    )
-    .await
-    .unwrap();
-    let token = app.token_for("lead1").await;
-    // 8 GPUs x 7.5 h x 1.00 = 60.00 of 100.00.
-    let end = tomorrow_at(1)
-        .checked_add(jiff::SignedDuration::from_mins(450))
-        .unwrap();
-    let (status, body) = app
-        .api("POST", "/api/v1/contracts", Some(&token), Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": end.to_string()})))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    // Mail goes out in the background, one message per alert: the 50% threshold fires for the
-    // actual spend and for the forecast (which is never below it). Wait for both signals (the
-    // timeout only guards against a hang), then read them.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while inbox.lock().unwrap().len() < 2 {
-        tokio::time::timeout_at(deadline, arrived.notified())
-            .await
-            .expect("the e-mails did not arrive within 2 minutes");
-    }
-    let messages = inbox.lock().unwrap().clone();
+    let messages = site.spend_past_half().await;
     assert_eq!(messages.len(), 2);
     for (to, _) in &messages {
         assert_eq!(to, &vec!["lead1@example.org".to_string()]);
