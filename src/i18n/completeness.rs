@@ -78,13 +78,25 @@ fn keys(name: &str, text: &'static str) -> Keys {
 
 #[test]
 fn every_language_has_every_message_with_the_same_placeholders() {
-    let all: Vec<(&str, Keys)> = SOURCES
+    // Each area's file in each language, compared with the same area's file in the others.
+    let all: Vec<(&str, &str, Keys)> = SOURCES
         .iter()
-        .map(|(_, name, text)| (*name, keys(name, text)))
+        .map(|(lang, name, text)| {
+            let area = name.strip_prefix(lang.code()).unwrap_or(name);
+            (*name, area, keys(name, text))
+        })
         .collect();
     let mut problems = vec![];
-    for (name, k) in &all {
-        for (other, ok) in &all {
+    for (_, area, _) in &all {
+        for lang in super::Lang::ALL {
+            let name = format!("{}{area}", lang.code());
+            if !all.iter().any(|(n, ..)| *n == name) {
+                problems.push(format!("{name} is missing"));
+            }
+        }
+    }
+    for (name, area, k) in &all {
+        for (other, _, ok) in all.iter().filter(|(_, a, _)| a == area) {
             for (key, vars) in ok {
                 match k.get(key) {
                     None => problems.push(format!("{name} lacks {key} (in {other})")),
@@ -93,6 +105,18 @@ fn every_language_has_every_message_with_the_same_placeholders() {
                     )),
                     Some(_) => {}
                 }
+            }
+        }
+    }
+    // A message id belongs to one area: the bundle refuses a second.
+    let mut seen = BTreeMap::new();
+    for (name, _, k) in &all {
+        let lang = &name[..2];
+        for key in k.keys() {
+            if let Some(first) = seen.insert((lang, key.clone()), *name)
+                && first != *name
+            {
+                problems.push(format!("{key} is in both {first} and {name}"));
             }
         }
     }
@@ -108,7 +132,12 @@ fn every_language_has_every_message_with_the_same_placeholders() {
 #[test]
 fn every_key_the_code_uses_exists() {
     // Keys named in templates and code as string literals: `t("key")`, `t1("key"`, ...
-    let en = keys("en/tranche.ftl", SOURCES[0].2);
+    let mut en = Keys::new();
+    for (lang, name, text) in SOURCES {
+        if *lang == super::Lang::En {
+            en.extend(keys(name, text));
+        }
+    }
     let mut missing = vec![];
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![];

@@ -1,6 +1,6 @@
 //! The interface's languages: English, Spanish and Basque (docs/i18n.md).
 //!
-//! Messages live in Fluent files (`locales/{en,es,eu}/tranche.ftl`), embedded in the binary and
+//! Messages live in Fluent files (`locales/{en,es,eu}/AREA.ftl`), embedded in the binary and
 //! parsed once, on first use, into one bundle per language shared by every request; numbers,
 //! money and dates are formatted from CLDR data by ICU4X ([`format`]). A request's language is
 //! resolved once by [`middleware`] (the user's choice, else the `tranche_lang` cookie, else
@@ -99,24 +99,29 @@ impl std::fmt::Display for Lang {
     }
 }
 
-/// The Fluent sources, embedded: (language, file name, text).
-pub const SOURCES: [(Lang, &str, &str); 3] = [
-    (
-        Lang::En,
-        "en/tranche.ftl",
-        include_str!("../../locales/en/tranche.ftl"),
-    ),
-    (
-        Lang::Es,
-        "es/tranche.ftl",
-        include_str!("../../locales/es/tranche.ftl"),
-    ),
-    (
-        Lang::Eu,
-        "eu/tranche.ftl",
-        include_str!("../../locales/eu/tranche.ftl"),
-    ),
-];
+/// The Fluent sources of each area of the interface, embedded: (language, file name, text),
+/// for every language and every area in [`sources!`]'s list. Each language has a file of each
+/// area, with the same messages (src/i18n/completeness.rs); a message id is unique across a
+/// language's files.
+macro_rules! sources {
+    ($($area:literal),* $(,)?) => {
+        [$(
+            (Lang::En, concat!("en/", $area, ".ftl"),
+                include_str!(concat!("../../locales/en/", $area, ".ftl"))),
+            (Lang::Es, concat!("es/", $area, ".ftl"),
+                include_str!(concat!("../../locales/es/", $area, ".ftl"))),
+            (Lang::Eu, concat!("eu/", $area, ".ftl"),
+                include_str!(concat!("../../locales/eu/", $area, ".ftl"))),
+        )*]
+    };
+}
+
+/// Every message file: `tranche` (the layout, sign-in, home, runs, projects, the tree,
+/// reports, account, settings, alerts), `operations` (cluster, nodes, inventory, users,
+/// capacity, dashboard, idle flags, audit), `register` (AI use cases), `contracts` (capacity
+/// contracts, approvals, the ledger).
+pub const SOURCES: &[(Lang, &str, &str)] =
+    &sources!("tranche", "operations", "register", "contracts");
 
 /// One parsed bundle per language, built once.
 struct Catalog {
@@ -133,27 +138,31 @@ fn fluent_number(lang: Lang, v: &FluentValue) -> Option<String> {
     }
 }
 
+/// An empty bundle for `lang`, with our number formatting and without isolation marks.
+fn new_bundle(lang: Lang) -> FluentBundle<FluentResource> {
+    let id: unic_langid::LanguageIdentifier = lang.code().parse().expect("a valid language code");
+    let mut bundle = FluentBundle::new_concurrent(vec![id]);
+    // Pages are HTML: Unicode isolation marks around placeables would show up in tests,
+    // copies and e-mails; our placeables are names and numbers of one direction.
+    bundle.set_use_isolating(false);
+    bundle.add_builtins().expect("NUMBER is added once");
+    match lang {
+        Lang::En => bundle.set_formatter(Some(|v, _| fluent_number(Lang::En, v))),
+        Lang::Es => bundle.set_formatter(Some(|v, _| fluent_number(Lang::Es, v))),
+        Lang::Eu => bundle.set_formatter(Some(|v, _| fluent_number(Lang::Eu, v))),
+    }
+    bundle
+}
+
 static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
-    let mut bundles = HashMap::new();
-    for (lang, name, text) in SOURCES {
+    let mut bundles: HashMap<Lang, FluentBundle<FluentResource>> = HashMap::new();
+    for &(lang, name, text) in SOURCES {
         let resource = FluentResource::try_new(text.to_string())
             .unwrap_or_else(|(_, errors)| panic!("{name} does not parse: {errors:?}"));
-        let id: unic_langid::LanguageIdentifier =
-            lang.code().parse().expect("a valid language code");
-        let mut bundle = FluentBundle::new_concurrent(vec![id]);
-        // Pages are HTML: Unicode isolation marks around placeables would show up in tests,
-        // copies and e-mails; our placeables are names and numbers of one direction.
-        bundle.set_use_isolating(false);
-        bundle.add_builtins().expect("NUMBER is added once");
-        match lang {
-            Lang::En => bundle.set_formatter(Some(|v, _| fluent_number(Lang::En, v))),
-            Lang::Es => bundle.set_formatter(Some(|v, _| fluent_number(Lang::Es, v))),
-            Lang::Eu => bundle.set_formatter(Some(|v, _| fluent_number(Lang::Eu, v))),
-        }
+        let bundle = bundles.entry(lang).or_insert_with(|| new_bundle(lang));
         bundle
             .add_resource(resource)
             .unwrap_or_else(|errors| panic!("{name} repeats a message: {errors:?}"));
-        bundles.insert(lang, bundle);
     }
     Catalog { bundles }
 });

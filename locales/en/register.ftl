@@ -1,0 +1,1 @@
+# The AI use-case register in English. Domain terms: docs/glossary.md.

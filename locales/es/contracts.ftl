@@ -1,0 +1,2 @@
+# Contratos de capacidad, aprobaciones de ejecuciones protegidas y mensajes del libro mayor en
+# español. Términos: docs/glossary.md.

@@ -1,0 +1,1 @@
+# AA erabilera-kasuen erregistroa euskaraz. Terminoak: docs/glossary.md.
