@@ -628,8 +628,13 @@ pub fn gpu_hours_for(amount: Money, billing_weight_milli: i64, price_minor: i64)
 }
 
 /// Formats a duration in seconds as hours, without trailing zeros: 10800 -> `3`,
-/// 7125 -> `1.98`.
+/// 7125 -> `1.98` (in English; `1,98` in Spanish and Basque, grouped from 1.000 hours).
 pub fn format_hours(seconds: i64) -> String {
+    let lang = crate::i18n::current();
+    if lang != crate::i18n::Lang::En {
+        let hundredths = (seconds as f64 / 36.0).round() as i64;
+        return crate::i18n::format::decimal_trimmed(lang, hundredths, -2);
+    }
     if seconds % 3600 == 0 {
         return (seconds / 3600).to_string();
     }

@@ -48,6 +48,21 @@ login-user = User name
 login-password = Password
 login-submit = Sign in
 login-wrong = wrong user name or password
+login-throttled = too many failed sign-ins for this name from your address: try again in { $seconds } s
+login-local-off = password sign-in is turned off here: sign in with your organisation's account
+login-directory-down = the organisation's directory cannot be reached; try again in a few minutes
+login-provider-down = the organisation's identity provider cannot be reached; try again in a few minutes
+login-provider-timeout = the organisation's identity provider cannot be reached or did not answer in time; try again in a few minutes
+login-oidc-state = this sign-in does not belong to this browser session or was already used; start again with the sign-in button
+login-oidc-refused = the identity provider refused the sign-in: { $why }
+login-oidc-invalid = the identity provider's answer failed a check ({ $why }); nobody was signed in
+login-no-access = your account is in none of the groups that give access to Tranche; ask an administrator to add you to one
+login-name-taken = a Tranche account named { $name } already exists and is not linked to your organisation account; ask an administrator
+login-disabled = this account is disabled in Tranche
+signed-out-title = Signed out
+signed-out-heading = Signed out of Tranche
+signed-out-now = You are signed out of Tranche. Now signing you out at { $provider } too…
+signed-out-continue = Continue to { $provider }
 
 ## Home
 
@@ -300,6 +315,7 @@ settings-saved = Settings saved.
 ## Spend reports
 
 reports-title = Spend reports
+reports-all-models = all
 reports-period = Period
 reports-node = Node
 reports-cluster = Cluster
@@ -384,6 +400,14 @@ project-add-member = Add member (user name)
 project-add = Add
 project-budget-settings = Budget settings
 project-save-budget = Save budget
+project-none = none
+project-rank = Rank <strong>{ $rank } of { $count }</strong> among its siblings; { $usage } GPU-hours (billing-weighted, allocated) in the last 7 days, the scheduler's fair-share window. Siblings are served in order of share over usage; an idle sibling comes first.
+project-owed-line = Owed so far (hour by hour, the entitlement capped at the project's demand, as on the metrics page): <strong>{ $owed }</strong> GPU-hours; received (allocated runs): <strong>{ $received }</strong> GPU-hours ({ $pct }); impact (received of what was owed): <strong>{ $impact }</strong>.
+project-no-contracts-buy = <a href="/capacity">See the capacity calendar</a> to buy one.
+project-budget-field = Period budget ({ $currency }; empty = the entitlement's value)
+project-cap-field = Monthly money cap ({ $currency }; empty = none)
+project-self-service-field = Self-service limit (GPU-hours)
+project-thresholds-field = Alert thresholds (% of the budget, e.g. 50, 75, 90)
 
 ## Alerts (notifications and e-mails)
 
@@ -405,3 +429,27 @@ err-choose-project = choose a project
 err-choose-cluster = choose a cluster
 err-larger-than-cluster = asks for { $gpus } GPUs but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
 err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)
+
+## Charts
+
+# A percentage: the number already formatted for the language (CLDR: 12.5%, 12,5 %, % 12,5).
+percent = { $n }%
+
+chart-contracts = capacity contracts
+chart-runs = allocated runs
+chart-owed = owed (entitlement capped at demand)
+chart-received = received (allocated)
+chart-gpu-hours = GPU-hours
+chart-owed-received-title = { $project }: owed vs received this period (GPU-hours)
+chart-spend-by-period = Spend by period
+chart-spend-by-model = Spend by GPU model, { $period }
+
+## The page for a form refused by the text rule
+
+input-error-title = Check the form
+input-error-intro = Nothing was saved. What you sent is below, control characters shown as symbols (␀ for U+0000); correct it and send it again.
+input-error-again = Send again
+input-error-back = Back to Tranche
+input-control-char = { $field }: contains the control character U+{ $code } at character { $position }; remove it ({ $rule })
+input-rule-multiline = only printable text, tabs and line breaks are allowed here
+input-rule-line = only printable text on one line is allowed here

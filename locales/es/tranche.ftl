@@ -47,6 +47,21 @@ login-user = Nombre de usuario
 login-password = Contraseña
 login-submit = Iniciar sesión
 login-wrong = nombre de usuario o contraseña incorrectos
+login-throttled = demasiados inicios de sesión fallidos para este nombre desde su dirección: vuelva a intentarlo dentro de { $seconds } s
+login-local-off = el inicio de sesión con contraseña está desactivado aquí: inicie sesión con la cuenta de su organización
+login-directory-down = no se puede acceder al directorio de la organización; vuelva a intentarlo dentro de unos minutos
+login-provider-down = no se puede acceder al proveedor de identidad de la organización; vuelva a intentarlo dentro de unos minutos
+login-provider-timeout = no se puede acceder al proveedor de identidad de la organización o no ha respondido a tiempo; vuelva a intentarlo dentro de unos minutos
+login-oidc-state = este inicio de sesión no pertenece a esta sesión del navegador o ya se ha usado; empiece de nuevo con el botón de inicio de sesión
+login-oidc-refused = el proveedor de identidad ha rechazado el inicio de sesión: { $why }
+login-oidc-invalid = la respuesta del proveedor de identidad no ha superado una comprobación ({ $why }); no se ha iniciado ninguna sesión
+login-no-access = su cuenta no está en ninguno de los grupos que dan acceso a Tranche; pida a un administrador que le añada a uno
+login-name-taken = ya existe una cuenta de Tranche llamada { $name } que no está vinculada a la cuenta de su organización; consulte a un administrador
+login-disabled = esta cuenta está desactivada en Tranche
+signed-out-title = Sesión cerrada
+signed-out-heading = Ha cerrado la sesión de Tranche
+signed-out-now = Ha cerrado la sesión de Tranche. Ahora se cierra también su sesión en { $provider }…
+signed-out-continue = Continuar a { $provider }
 
 ## Home
 
@@ -294,6 +309,7 @@ settings-saved = Ajustes guardados.
 ## Spend reports
 
 reports-title = Informes de gasto
+reports-all-models = todos
 reports-period = Periodo
 reports-node = Nodo
 reports-cluster = Clúster
@@ -378,6 +394,14 @@ project-add-member = Añadir miembro (nombre de usuario)
 project-add = Añadir
 project-budget-settings = Ajustes de presupuesto
 project-save-budget = Guardar el presupuesto
+project-none = ninguno
+project-rank = Puesto <strong>{ $rank } de { $count }</strong> entre sus nodos hermanos; { $usage } h GPU (ponderadas por facturación, asignadas) en los últimos 7 días, la ventana de cuota equitativa del planificador. Los hermanos se atienden por orden de cuota frente a uso; un hermano sin uso va primero.
+project-owed-line = Debido hasta ahora (hora a hora, la dotación limitada a la demanda del proyecto, como en la página de métricas): <strong>{ $owed }</strong> h GPU; recibido (ejecuciones asignadas): <strong>{ $received }</strong> h GPU ({ $pct }); impacto (lo recibido de lo debido): <strong>{ $impact }</strong>.
+project-no-contracts-buy = <a href="/capacity">Vea el calendario de capacidad</a> para comprar uno.
+project-budget-field = Presupuesto del periodo ({ $currency }; vacío = el valor de la dotación)
+project-cap-field = Límite de gasto mensual ({ $currency }; vacío = ninguno)
+project-self-service-field = Límite de autoservicio (h GPU)
+project-thresholds-field = Umbrales de alerta (% del presupuesto, p. ej. 50, 75, 90)
 
 ## Alerts (notifications and e-mails)
 
@@ -405,3 +429,26 @@ err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster
 err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
 err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)
+
+## Gráficos
+
+percent = { $n } %
+
+chart-contracts = contratos de capacidad
+chart-runs = ejecuciones asignadas
+chart-owed = debido (dotación limitada a la demanda)
+chart-received = recibido (asignado)
+chart-gpu-hours = h GPU
+chart-owed-received-title = { $project }: debido frente a recibido en este periodo (h GPU)
+chart-spend-by-period = Gasto por periodo
+chart-spend-by-model = Gasto por modelo de GPU, { $period }
+
+## La página de un formulario rechazado por la regla del texto
+
+input-error-title = Revise el formulario
+input-error-intro = No se ha guardado nada. Lo que ha enviado está abajo, con los caracteres de control mostrados como símbolos (␀ para U+0000); corríjalo y vuelva a enviarlo.
+input-error-again = Enviar de nuevo
+input-error-back = Volver a Tranche
+input-control-char = { $field }: contiene el carácter de control U+{ $code } en el carácter { $position }; elimínelo ({ $rule })
+input-rule-multiline = aquí solo se admite texto imprimible, tabuladores y saltos de línea
+input-rule-line = aquí solo se admite texto imprimible en una línea

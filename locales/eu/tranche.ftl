@@ -47,6 +47,21 @@ login-user = Erabiltzaile-izena
 login-password = Pasahitza
 login-submit = Hasi saioa
 login-wrong = erabiltzaile-izena edo pasahitza okerra da
+login-throttled = huts egindako saio-hasiera gehiegi izen honetarako zure helbidetik: saiatu berriro { $seconds } s barru
+login-local-off = pasahitzarekin saioa hastea desaktibatuta dago hemen: hasi saioa zure erakundearen kontuarekin
+login-directory-down = ezin da erakundearen direktoriora iritsi; saiatu berriro minutu batzuk barru
+login-provider-down = ezin da erakundearen identitate-hornitzailera iritsi; saiatu berriro minutu batzuk barru
+login-provider-timeout = ezin da erakundearen identitate-hornitzailera iritsi edo ez du garaiz erantzun; saiatu berriro minutu batzuk barru
+login-oidc-state = saio-hasiera hau ez dagokio nabigatzailearen saio honi edo dagoeneko erabili da; hasi berriro saioa hasteko botoiarekin
+login-oidc-refused = identitate-hornitzaileak saio-hasiera ukatu du: { $why }
+login-oidc-invalid = identitate-hornitzailearen erantzunak ez du egiaztapen bat gainditu ({ $why }); ez da inor saioan sartu
+login-no-access = zure kontua ez dago Tranchen sarbidea ematen duen talderik batean ere; eskatu administratzaile bati talde batean sartzeko
+login-name-taken = { $name } izeneko Tranche kontu bat badago jada, eta ez dago zure erakundeko kontuari lotuta; galdetu administratzaile bati
+login-disabled = kontu hau desaktibatuta dago Tranchen
+signed-out-title = Saioa itxita
+signed-out-heading = Trancheko saioa itxi duzu
+signed-out-now = Trancheko saioa itxi duzu. Orain { $provider }-(e)ko saioa ere ixten ari gara…
+signed-out-continue = Jarraitu { $provider }-(e)ra
 
 ## Home
 
@@ -294,6 +309,7 @@ settings-saved = Ezarpenak gorde dira.
 ## Spend reports
 
 reports-title = Gastu-txostenak
+reports-all-models = guztiak
 reports-period = Aldia
 reports-node = Nodoa
 reports-cluster = Klusterra
@@ -378,6 +394,14 @@ project-add-member = Gehitu kidea (erabiltzaile-izena)
 project-add = Gehitu
 project-budget-settings = Aurrekontuaren ezarpenak
 project-save-budget = Gorde aurrekontua
+project-none = bat ere ez
+project-rank = <strong>{ $count }etik { $rank }.</strong> postua bere anai-arreben artean; { $usage } GPU-ordu (fakturazio-pisuarekin, esleituak) azken 7 egunetan, planifikatzailearen kuota bidezkoaren leihoa. Anai-arrebak kuota eta erabileraren arteko zatiduraren arabera zerbitzatzen dira; erabilerarik gabekoa lehenengo.
+project-owed-line = Orain arte zor zaiona (orduz ordu, zuzkidura proiektuaren eskariak mugatuta, metriken orrian bezala): <strong>{ $owed }</strong> GPU-ordu; jasoa (esleitutako exekuzioak): <strong>{ $received }</strong> GPU-ordu ({ $pct }); eragina (zor zitzaionetik jasoa): <strong>{ $impact }</strong>.
+project-no-contracts-buy = <a href="/capacity">Ikusi edukiera-egutegia</a> bat erosteko.
+project-budget-field = Aldiko aurrekontua ({ $currency }; hutsik = zuzkiduraren balioa)
+project-cap-field = Hileko gastu-muga ({ $currency }; hutsik = mugarik ez)
+project-self-service-field = Autozerbitzu-muga (GPU-orduak)
+project-thresholds-field = Alerta-atalaseak (aurrekontuaren %, adib. 50, 75, 90)
 
 ## Alerts (notifications and e-mails)
 
@@ -405,3 +429,26 @@ err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat
 err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu (eroria ez dauden nodoetan); ezin izango litzateke inoiz abiatu
 err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)
+
+## Grafikoak
+
+percent = % { $n }
+
+chart-contracts = edukiera-kontratuak
+chart-runs = esleitutako exekuzioak
+chart-owed = zor zaiona (zuzkidura eskariak mugatuta)
+chart-received = jasoa (esleitua)
+chart-gpu-hours = GPU-orduak
+chart-owed-received-title = { $project }: zor zaiona eta jasoa aldi honetan (GPU-orduak)
+chart-spend-by-period = Gastua aldika
+chart-spend-by-model = Gastua GPU modeloka, { $period }
+
+## Testuaren arauak ukatutako inprimakiaren orria
+
+input-error-title = Egiaztatu inprimakia
+input-error-intro = Ez da ezer gorde. Bidali duzuna behean dago, kontrol-karaktereak ikur gisa erakutsita (␀ U+0000rako); zuzendu eta bidali berriro.
+input-error-again = Bidali berriro
+input-error-back = Itzuli Tranchera
+input-control-char = { $field }: U+{ $code } kontrol-karakterea du { $position }. karakterean; kendu ({ $rule })
+input-rule-multiline = hemen testu inprimagarria, tabulazioak eta lerro-jauziak baino ez dira onartzen
+input-rule-line = hemen lerro bateko testu inprimagarria baino ez da onartzen

@@ -82,6 +82,17 @@ pub fn decimal(lang: Lang, units: i64, exponent: i16) -> String {
     of(lang).decimal.format(&d).to_string()
 }
 
+/// `x` rounded to `decimals` places, for figures computed as floating point (GPU-hours,
+/// percentages): `fixed(Lang::Eu, 13573.214, 1)` is `13.573,2`. English keeps the plain
+/// `13573.2` its pages have always shown (no grouping).
+pub fn fixed(lang: Lang, x: f64, decimals: u8) -> String {
+    if lang == Lang::En || !x.is_finite() {
+        return format!("{x:.*}", usize::from(decimals));
+    }
+    let units = (x * 10f64.powi(i32::from(decimals))).round() as i64;
+    decimal(lang, units, -i16::from(decimals))
+}
+
 /// Like [`decimal`] but without trailing zeros after the separator: `12,5` and `12`, not
 /// `12,50` and `12,00` (shares, GPU counts).
 pub fn decimal_trimmed(lang: Lang, units: i64, exponent: i16) -> String {
@@ -176,6 +187,10 @@ mod tests {
         assert_eq!(decimal_trimmed(Lang::En, 1250, -2), "12.5");
         assert_eq!(decimal_trimmed(Lang::Es, 1250, -2), "12,5");
         assert_eq!(decimal_trimmed(Lang::Eu, 1200, -2), "12");
+        assert_eq!(fixed(Lang::En, 13_573.214, 1), "13573.2");
+        assert_eq!(fixed(Lang::Eu, 13_573.214, 1), "13.573,2");
+        assert_eq!(fixed(Lang::Es, 1_234.56, 0), "1235");
+        assert_eq!(fixed(Lang::Es, 0.05, 1), "0,1");
     }
 
     #[test]

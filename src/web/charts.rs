@@ -1,8 +1,10 @@
 //! Server-side SVG charts, drawn with `plotters` (SVG backend, no system fonts needed): stacked
 //! bars of contract and run spend (spend reports), and two series per label, stacked or side by
-//! side (the metrics dashboard).
+//! side (the metrics dashboard). Legends and axis names are in the current language.
 
 use plotters::prelude::*;
+
+use crate::i18n;
 
 /// One bar: a label and two stacked amounts in minor units (contracts, runs).
 pub type Bar = (String, i64, i64);
@@ -17,10 +19,11 @@ pub fn stacked_bars(title: &str, bars: &[Bar], currency: &str) -> String {
         .iter()
         .map(|(l, c, r)| (l.clone(), *c as f64 / 100.0, *r as f64 / 100.0))
         .collect();
+    let (contracts, runs) = (i18n::t("chart-contracts"), i18n::t("chart-runs"));
     two_series(
         title,
         &major,
-        ("capacity contracts", "allocated runs"),
+        (&contracts, &runs),
         currency,
         Arrangement::Stacked,
     )
@@ -176,7 +179,7 @@ fn draw_owed(
                 String::new()
             }
         })
-        .y_desc("GPU-hours")
+        .y_desc(i18n::t("chart-gpu-hours"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()?;
     chart
@@ -187,7 +190,7 @@ fn draw_owed(
                 .map(|(i, (_, o, _))| (i as f64, *o)),
             OWED.stroke_width(2),
         ))?
-        .label("owed (entitlement capped at demand)")
+        .label(i18n::t("chart-owed"))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], OWED.stroke_width(2)));
     chart
         .draw_series(LineSeries::new(
@@ -197,7 +200,7 @@ fn draw_owed(
                 .map(|(i, (_, _, r))| (i as f64, *r)),
             RUNS.stroke_width(2),
         ))?
-        .label("received (allocated)")
+        .label(i18n::t("chart-received"))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], RUNS.stroke_width(2)));
     chart
         .configure_series_labels()

@@ -50,16 +50,21 @@ pub fn check_text(path: &str, value: &str) -> Result<(), AppError> {
         None => Ok(()),
         Some(c) => Err(AppError::InvalidText {
             field: domain::excerpt(path),
-            message: format!(
-                "{}: contains the control character U+{:04X} at character {}; remove it ({})",
-                domain::excerpt(path),
-                u32::from(c.character),
-                c.position,
-                if lines {
-                    "only printable text, tabs and line breaks are allowed here"
-                } else {
-                    "only printable text on one line is allowed here"
-                }
+            message: crate::i18n::ta(
+                "input-control-char",
+                &[
+                    ("field", &domain::excerpt(path)),
+                    ("code", &format!("{:04X}", u32::from(c.character))),
+                    ("position", &c.position.to_string()),
+                    (
+                        "rule",
+                        &crate::i18n::t(if lines {
+                            "input-rule-multiline"
+                        } else {
+                            "input-rule-line"
+                        }),
+                    ),
+                ],
             ),
         }),
     }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::db::tree::{NodeView, TreeView};
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::scheduler::fairshare::ShareKey;
 use crate::state::AppState;
 use crate::web::home::IdleView;
@@ -63,13 +64,14 @@ pub const STANDING_TTL: Duration = Duration::from_secs(1);
 /// too (the other failed, or is very slow).
 const REFRESH_PATIENCE: Duration = Duration::from_secs(5);
 
-/// Recently computed standings by project id: under load, the many viewers of a project share
+/// Recently computed standings by project id and language (the standing holds its sentences
+/// and figures formatted for the page's language): under load, the many viewers of a project share
 /// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer computes it
 /// anew while the others are shown the expired one until it is stored (no herd of identical
 /// computations), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
 /// are kept without the viewer's right to stop them, which the page adds.
 #[derive(Default)]
-pub struct StandingCache(Mutex<HashMap<i64, CachedStanding>>);
+pub struct StandingCache(Mutex<HashMap<(i64, i18n::Lang), CachedStanding>>);
 
 struct CachedStanding {
     at: Instant,
@@ -81,7 +83,7 @@ struct CachedStanding {
 impl StandingCache {
     /// The standing to show, or `None` when the caller is to compute it (nothing cached, or
     /// expired and nobody else recomputing it).
-    fn get(&self, project: i64) -> Option<Arc<Standing>> {
+    fn get(&self, project: (i64, i18n::Lang)) -> Option<Arc<Standing>> {
         let mut map = self
             .0
             .lock()
@@ -99,7 +101,7 @@ impl StandingCache {
         }
     }
 
-    fn put(&self, project: i64, standing: Arc<Standing>) {
+    fn put(&self, project: (i64, i18n::Lang), standing: Arc<Standing>) {
         let mut map = self
             .0
             .lock()
@@ -204,21 +206,17 @@ pub struct Standing {
     pub running: Vec<RunNow>,
     /// Waiting runs (queued, waiting for approval), with their reasons.
     pub waiting: Vec<RunNow>,
-    /// The project's rank among its siblings and how many there are.
-    pub rank: (usize, usize),
+    /// The project's rank among its siblings and its usage in the fair-share window, as a
+    /// sentence in the page's language (HTML: `<strong>` around the rank; its placeables are
+    /// numbers formatted here).
+    pub rank_line: String,
     /// The siblings by rank.
     pub siblings: Vec<SiblingRow>,
-    /// The project's usage in the window, billing-weighted GPU-hours.
-    pub usage: String,
-    /// Owed GPU-hours this period so far ([`OwedReceived`]), as shown.
-    pub owed: String,
-    /// Received (allocated) GPU-hours this period so far.
-    pub received: String,
-    /// Received as a percentage of owed (`—` when nothing is owed yet).
-    pub received_pct: String,
-    /// The project's impact this period: received of owed (hour by hour at most what was
-    /// owed) / owed, as a percentage (`—` when nothing is owed yet); the metrics page's figure.
-    pub impact: String,
+    /// Owed and received GPU-hours this period so far ([`OwedReceived`]), received as a
+    /// percentage of owed, and the impact (received of owed, hour by hour at most what was
+    /// owed, / owed: the metrics page's figure), as a sentence in the page's language (HTML:
+    /// `<strong>` around the figures; `—` for the percentages while nothing is owed).
+    pub owed_line: String,
     /// Per day of the period so far: (day, owed to date, received to date), GPU-hours.
     pub days: Vec<(String, String, String)>,
     /// The chart of the same, inline SVG.
@@ -238,11 +236,12 @@ pub async fn cached_standing(
     tree: &TreeView,
     project: &NodeView,
 ) -> Result<Arc<Standing>, AppError> {
-    if let Some(s) = state.project_cache.get(project.id) {
+    let key = (project.id, i18n::current());
+    if let Some(s) = state.project_cache.get(key) {
         return Ok(s);
     }
     let s = Arc::new(standing(state, tree, project).await?);
-    state.project_cache.put(project.id, s.clone());
+    state.project_cache.put(key, s.clone());
     Ok(s)
 }
 
@@ -391,7 +390,11 @@ pub async fn standing(
             share: s.share.to_string(),
             usage: hours(k.usage as i64),
             usage_pct: if total_usage > 0 {
-                format!("{:.1}", k.usage as f64 * 100.0 / total_usage as f64)
+                i18n::format::fixed(
+                    i18n::current(),
+                    k.usage as f64 * 100.0 / total_usage as f64,
+                    1,
+                )
             } else {
                 "0".into()
             },
@@ -432,35 +435,65 @@ pub async fn standing(
         received_to_date += r;
         days.push((
             label.clone(),
-            format!("{owed_to_date:.1}"),
-            format!("{received_to_date:.1}"),
+            i18n::format::fixed(i18n::current(), owed_to_date, 1),
+            i18n::format::fixed(i18n::current(), received_to_date, 1),
         ));
         points.push((label.clone(), owed_to_date, received_to_date));
     }
     let chart = crate::web::charts::owed_received(
-        &format!("{}: owed vs received this period (GPU-hours)", project.name),
+        &i18n::t1("chart-owed-received-title", "project", &project.name),
         &points,
     );
     let forecast = crate::ledger::alerts::forecast(contracts, runs, period, now);
+    let percent = |x: f64, decimals: u8| {
+        i18n::t1(
+            "percent",
+            "n",
+            i18n::format::fixed(i18n::current(), x * 100.0, decimals),
+        )
+    };
+    let owed_line = i18n::ta(
+        "project-owed-line",
+        &[
+            (
+                "owed",
+                &i18n::format::fixed(i18n::current(), owed.owed_gpu_hours, 1),
+            ),
+            (
+                "received",
+                &i18n::format::fixed(i18n::current(), owed.received_gpu_hours, 1),
+            ),
+            (
+                "pct",
+                &if owed.owed_gpu_hours > 0.0 {
+                    percent(owed.received_gpu_hours / owed.owed_gpu_hours, 0)
+                } else {
+                    "—".into()
+                },
+            ),
+            (
+                "impact",
+                &owed.impact().map_or_else(|| "—".into(), |i| percent(i, 1)),
+            ),
+        ],
+    );
+    let rank_line = i18n::ta(
+        "project-rank",
+        &[
+            ("rank", &rank.0),
+            ("count", &rank.1),
+            (
+                "usage",
+                &hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
+            ),
+        ],
+    );
     Ok(Standing {
         running,
         waiting,
-        rank,
+        rank_line,
         siblings: sibling_rows,
-        usage: hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
-        owed: format!("{:.1}", owed.owed_gpu_hours),
-        received: format!("{:.1}", owed.received_gpu_hours),
-        received_pct: if owed.owed_gpu_hours > 0.0 {
-            format!(
-                "{:.0}%",
-                owed.received_gpu_hours * 100.0 / owed.owed_gpu_hours
-            )
-        } else {
-            "—".into()
-        },
-        impact: owed
-            .impact()
-            .map_or_else(|| "—".into(), |i| format!("{:.1}%", i * 100.0)),
+        owed_line,
         days,
         chart,
         spend: (

@@ -13,6 +13,7 @@ use tower_sessions::Session;
 use crate::auth::{Account, CurrentUser};
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::Period;
 use crate::ledger::reports::{self, Filter, Row};
 use crate::state::AppState;
@@ -231,9 +232,9 @@ async fn page(
         query,
         error: None,
         currency: cur.clone(),
-        trend_svg: charts::stacked_bars("Spend by period", &trend, cur),
+        trend_svg: charts::stacked_bars(&i18n::t("chart-spend-by-period"), &trend, cur),
         split_svg: charts::stacked_bars(
-            &format!("Spend by GPU model, {}", r.period_label),
+            &i18n::t1("chart-spend-by-model", "period", &r.period_label),
             &split,
             cur,
         ),

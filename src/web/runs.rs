@@ -567,22 +567,30 @@ async fn list(
     let inv = inventory::clusters(&state.pool).await?;
     let scope = filter.scope.as_deref().unwrap_or("all");
     let scopes = [
-        ("all", "all I may see"),
-        ("mine", "submitted by me"),
-        ("projects", "my projects"),
+        ("all", "runs-scope-all"),
+        ("mine", "runs-scope-mine"),
+        ("projects", "runs-scope-projects"),
     ]
     .into_iter()
-    .map(|(v, l)| Opt {
+    .map(|(v, key)| Opt {
         value: v.into(),
-        label: l.into(),
+        label: i18n::t(key),
         selected: v == scope,
     })
     .collect();
-    let states = options(
+    let any = i18n::t("runs-any");
+    let mut states = options(
         std::iter::once("active".to_string()).chain(runs::STATES.iter().map(|s| s.to_string())),
         filter.state.as_deref().unwrap_or(""),
-        Some("any"),
+        Some(&any),
     );
+    for o in states.iter_mut().filter(|o| !o.value.is_empty()) {
+        o.label = if o.value == "active" {
+            i18n::t("runs-state-active")
+        } else {
+            state_words(&o.value)
+        };
+    }
     render_status(
         status,
         &ListPage {
@@ -594,12 +602,12 @@ async fn list(
             projects: options(
                 projects,
                 filter.project.as_deref().unwrap_or(""),
-                Some("any"),
+                Some(&any),
             ),
             clusters: options(
                 inv.iter().map(|c| c.name.clone()),
                 filter.cluster.as_deref().unwrap_or(""),
-                Some("any"),
+                Some(&any),
             ),
             time_zone: state.site.time_zone_name.clone(),
             can_submit: can_submit(&me),

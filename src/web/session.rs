@@ -17,6 +17,7 @@ use crate::auth::throttle::{self, ClientAddress, Try};
 use crate::auth::{SESSION_EPOCH, SESSION_UNTIL, SESSION_USER, csrf, password, sso};
 use crate::db::users;
 use crate::error::AppError;
+use crate::i18n;
 use crate::state::AppState;
 use crate::web::{Layout, render, render_status};
 
@@ -141,9 +142,7 @@ async fn login(
     // the same whether or not such a user exists.
     if let Try::Wait(seconds) = throttle::begin(&state.pool, &client, name).await? {
         tracing::info!(user = name, %client, wait_s = seconds, "sign-in delayed: too many failures");
-        let mut page = refuse(&format!(
-            "too many failed sign-ins for this name from your address: try again in {seconds} s"
-        ));
+        let mut page = refuse(&i18n::t1("login-throttled", "seconds", seconds));
         page.layout = login_layout(&session).await?;
         let mut response = render_status(StatusCode::TOO_MANY_REQUESTS, &page)?;
         response
@@ -170,7 +169,7 @@ async fn login(
         (Some((id, hash @ Some(_), epoch)), _) => {
             if !password::verify(form.password.clone(), hash).await {
                 let page = with_layout(
-                    refuse(&crate::i18n::t("login-wrong")),
+                    refuse(&i18n::t("login-wrong")),
                     login_layout(&session).await?,
                 );
                 return wrong(page);
@@ -183,9 +182,7 @@ async fn login(
                     "password sign-in refused: local sign-in is off"
                 );
                 let page = with_layout(
-                    refuse(
-                        "password sign-in is turned off here: sign in with your organisation's account",
-                    ),
+                    refuse(&i18n::t("login-local-off")),
                     login_layout(&session).await?,
                 );
                 return render_status(StatusCode::FORBIDDEN, &page);
@@ -207,14 +204,16 @@ async fn login(
                 }
                 Err(refusal) => {
                     tracing::info!(user = name, source = "ldap", reason = %refusal, "sign-in refused");
-                    let page =
-                        with_layout(refuse(&refusal.to_string()), login_layout(&session).await?);
+                    let page = with_layout(
+                        refuse(&refusal_words(&refusal)),
+                        login_layout(&session).await?,
+                    );
                     render_status(StatusCode::FORBIDDEN, &page)
                 }
             },
             Err(LdapError::WrongCredentials) => {
                 let page = with_layout(
-                    refuse(&crate::i18n::t("login-wrong")),
+                    refuse(&i18n::t("login-wrong")),
                     login_layout(&session).await?,
                 );
                 wrong(page)
@@ -222,9 +221,7 @@ async fn login(
             Err(LdapError::Unavailable(cause)) => {
                 tracing::warn!(user = name, error = %cause, "LDAP sign-in failed: directory unavailable");
                 let page = with_layout(
-                    refuse(
-                        "the organisation's directory cannot be reached; try again in a few minutes",
-                    ),
+                    refuse(&i18n::t("login-directory-down")),
                     login_layout(&session).await?,
                 );
                 render_status(StatusCode::SERVICE_UNAVAILABLE, &page)
@@ -235,11 +232,21 @@ async fn login(
         _ => {
             password::verify(form.password.clone(), None).await;
             let page = with_layout(
-                refuse(&crate::i18n::t("login-wrong")),
+                refuse(&i18n::t("login-wrong")),
                 login_layout(&session).await?,
             );
             wrong(page)
         }
+    }
+}
+
+/// Why a directory or identity-provider account may not sign in, in the page's language.
+fn refusal_words(refusal: &sso::Refusal) -> String {
+    match refusal {
+        sso::Refusal::NoAccess => i18n::t("login-no-access"),
+        sso::Refusal::BadName(why) => why.clone(),
+        sso::Refusal::NameTaken(name) => i18n::t1("login-name-taken", "name", name),
+        sso::Refusal::Disabled => i18n::t("login-disabled"),
     }
 }
 
@@ -345,7 +352,7 @@ async fn oidc_begin(
                 &state,
                 &session,
                 oidc_status(&e),
-                "the organisation's identity provider cannot be reached; try again in a few minutes",
+                &i18n::t("login-provider-down"),
             )
             .await
         }
@@ -404,10 +411,10 @@ async fn oidc_callback(
             tracing::info!(reason = %e, source = "oidc", "sign-in refused");
             let status = oidc_status(&e);
             let message = match &e {
-                OidcError::Unavailable(_) => {
-                    "the organisation's identity provider cannot be reached or did not answer in time; try again in a few minutes".to_string()
-                }
-                e => e.to_string(),
+                OidcError::Unavailable(_) => i18n::t("login-provider-timeout"),
+                OidcError::State => i18n::t("login-oidc-state"),
+                OidcError::Refused(why) => i18n::t1("login-oidc-refused", "why", why),
+                OidcError::InvalidToken(why) => i18n::t1("login-oidc-invalid", "why", why),
             };
             return oidc_refused(&state, &session, status, &message).await;
         }
@@ -428,7 +435,7 @@ async fn oidc_callback(
                 &state,
                 &session,
                 StatusCode::FORBIDDEN,
-                &refusal.to_string(),
+                &refusal_words(&refusal),
             )
             .await
         }
@@ -450,6 +457,7 @@ async fn logout(State(state): State<AppState>, session: Session) -> Result<Respo
         // A page that moves on by itself rather than a redirect: the pages' policy
         // `form-action 'self'` forbids a form's redirect to another site.
         return render(&SignedOut {
+            layout: login_layout(&session).await?,
             end_session: url,
             provider: oidc.settings.display_name.clone(),
         });
@@ -460,6 +468,8 @@ async fn logout(State(state): State<AppState>, session: Session) -> Result<Respo
 #[derive(askama::Template)]
 #[template(path = "signed_out.html")]
 struct SignedOut {
+    /// For the page's language (nobody is signed in any more).
+    layout: Layout,
     /// The provider's end-session URL with the hint and the way back.
     end_session: String,
     /// The provider's name.

@@ -16,6 +16,7 @@ use crate::auth::{Account, CurrentUser, Parents};
 use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind, TreeView};
 use crate::domain::{self, Money, Share};
 use crate::error::AppError;
+use crate::i18n;
 use crate::state::AppState;
 use crate::web::{Layout, PagePath, flash, period_label, render, render_status};
 
@@ -560,7 +561,7 @@ async fn project_page(
         budget_is_default: settings.period_budget_minor.is_none(),
         cap: settings
             .money_cap_minor
-            .map_or_else(|| "none".to_string(), |c| Money(c).display(cur)),
+            .map_or_else(|| i18n::t("project-none"), |c| Money(c).display(cur)),
         self_service: settings.self_service_gpu_hours,
         entitlements: tree
             .capacity
@@ -605,7 +606,7 @@ async fn project_page(
         form_cap,
         form_self_service,
         thresholds: if settings.alert_thresholds.is_empty() {
-            "none".into()
+            i18n::t("project-none")
         } else {
             settings
                 .alert_thresholds

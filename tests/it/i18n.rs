@@ -370,3 +370,221 @@ async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
         "{body}"
     );
 }
+
+/// The text a reader sees on an HTML page: its text nodes and its `title`, `placeholder` and
+/// `aria-label` attributes, entities decoded, whitespace collapsed; scripts, styles and code
+/// (`<code>`, `<pre>`) left out.
+fn visible_texts(html: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut rest = html;
+    let decode = |s: &str| {
+        s.replace("&#38;", "&")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#x27;", "'")
+            .replace("&#39;", "'")
+            .replace("&nbsp;", " ")
+            .replace("&hellip;", "…")
+            .replace("&amp;", "&")
+    };
+    let mut push = |s: &str| {
+        let s = decode(s).split_whitespace().collect::<Vec<_>>().join(" ");
+        if !s.is_empty() {
+            out.push(s);
+        }
+    };
+    while let Some(open) = rest.find('<') {
+        push(&rest[..open]);
+        let tag_end = rest[open..].find('>').map_or(rest.len(), |e| open + e + 1);
+        let tag = &rest[open..tag_end];
+        for attr in ["title=\"", "placeholder=\"", "aria-label=\""] {
+            if let Some(at) = tag.find(attr) {
+                let v = &tag[at + attr.len()..];
+                let v = &v[..v.find('"').unwrap_or(v.len())];
+                // An example of code (`/home/me/project`, `HF_TOKEN`) is not prose.
+                if v.contains(' ') {
+                    push(v);
+                }
+            }
+        }
+        rest = &rest[tag_end..];
+        // Code (commands, variable names, headers) is shown as written.
+        for skip in ["<script", "<style", "<title", "<code", "<pre"] {
+            if tag.starts_with(skip) {
+                let close = format!("</{}", &skip[1..]);
+                let end = rest.find(&close).unwrap_or(rest.len());
+                if skip == "<title" {
+                    push(&rest[..end]);
+                }
+                rest = &rest[end..];
+            }
+        }
+    }
+    push(rest);
+    out
+}
+
+/// Every value of every text column of the database but those that hold English messages the
+/// pages must not show as they are: the demo's names and free texts, which stay as typed.
+async fn data_strings(app: &TestApp) -> Vec<String> {
+    let columns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND data_type IN ('text', 'character varying')",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let messages = ["wait_reason", "message", "executor_error"];
+    let mut out = vec![];
+    for (table, column) in columns {
+        if messages.contains(&column.as_str()) {
+            continue;
+        }
+        let values: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT DISTINCT \"{column}\" FROM \"{table}\" WHERE \"{column}\" IS NOT NULL"
+        ))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        out.extend(values.into_iter().filter(|v| v.len() > 1));
+    }
+    // Longest first, so that a name containing another is removed whole.
+    out.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    out
+}
+
+/// Words that are the same in English and in the other language, or names that are not ours
+/// to translate.
+const SAME_IN_ALL: &[&str] = &[
+    "Tranche",
+    "GPU",
+    "GPUs",
+    "GPU-hours",
+    "ID",
+    "CSV",
+    "API",
+    "UTC",
+    "EUR",
+    "USD",
+    "OK",
+    "Slurm",
+    "OpenID",
+    "English",
+    "Español",
+    "Euskara",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
+    let (app, users) = TestApp::with_demo().await;
+    tranche::demo::load_history(&app.pool, &app.state.site)
+        .await
+        .unwrap()
+        .unwrap();
+    let today = jiff::Timestamp::now()
+        .to_zoned(app.state.site.time_zone.clone())
+        .date();
+    tranche::demo::load_use_cases(&app.pool, &app.state.site.currency, today)
+        .await
+        .unwrap()
+        .unwrap();
+    let id = |sql: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let run = id("SELECT max(id) FROM runs").await;
+    let project = id("SELECT node_id FROM projects ORDER BY node_id LIMIT 1").await;
+    let tree_node = id("SELECT min(id) FROM tree_nodes WHERE NOT is_project").await;
+    let cluster = id("SELECT min(id) FROM clusters").await;
+    let node = id("SELECT min(id) FROM nodes").await;
+    let use_case = id("SELECT min(id) FROM ai_use_cases").await;
+    let pages: Vec<(&str, String)> = vec![
+        ("admin", "/".into()),
+        ("admin", "/runs".into()),
+        ("admin", "/runs/new".into()),
+        ("admin", format!("/runs/{run}")),
+        ("lead", "/approvals".into()),
+        ("admin", "/tree".into()),
+        ("admin", format!("/tree/nodes/{tree_node}")),
+        ("admin", format!("/projects/{project}")),
+        ("finance", "/reports".into()),
+        ("lead", "/capacity".into()),
+        ("lead", "/contracts".into()),
+        ("lead", "/contracts/new".into()),
+        ("admin", "/dashboard".into()),
+        ("admin", "/audit".into()),
+        ("researcher", "/account/tokens".into()),
+        ("admin", "/admin/inventory".into()),
+        ("admin", format!("/admin/clusters/{cluster}")),
+        ("admin", format!("/admin/nodes/{node}")),
+        ("admin", "/admin/users".into()),
+        ("admin", "/admin/settings".into()),
+        ("admin", "/ai".into()),
+        ("admin", "/ai/new".into()),
+        ("admin", "/ai/spend".into()),
+        ("admin", format!("/ai/{use_case}")),
+        ("admin", format!("/ai/{use_case}/edit")),
+    ];
+    let data = data_strings(&app).await;
+    let mut clients = std::collections::HashMap::new();
+    for role in ["admin", "lead", "finance", "researcher"] {
+        let (name, pw) = demo_password(&users, role);
+        let mut c = app.client();
+        c.login(&name, &pw).await;
+        clients.insert(role, (c, name));
+    }
+    let mut left = vec![];
+    for (role, path) in &pages {
+        let (c, name) = clients.get_mut(role).unwrap();
+        let mut texts = std::collections::HashMap::new();
+        for lang in Lang::ALL {
+            sqlx::query("UPDATE users SET language = $1 WHERE name = $2")
+                .bind(lang.code())
+                .bind(&*name)
+                .execute(&app.pool)
+                .await
+                .unwrap();
+            let (status, body, _) = c.get(path).await;
+            assert_eq!(status, StatusCode::OK, "{path} as {role} in {lang}");
+            texts.insert(lang, visible_texts(&body));
+        }
+        let english: std::collections::HashSet<&String> = texts[&Lang::En].iter().collect();
+        for lang in [Lang::Es, Lang::Eu] {
+            for text in &texts[&lang] {
+                if !english.contains(text) {
+                    continue;
+                }
+                // What is left once names, data and numbers are taken out.
+                let mut rest = format!(" {text} ");
+                for d in &data {
+                    if rest.contains(d.as_str()) {
+                        rest = rest.replace(d.as_str(), " ");
+                    }
+                }
+                let words: Vec<&str> = rest
+                    .split(|c: char| !c.is_alphabetic() && c != '-')
+                    .map(|w| w.trim_matches('-'))
+                    .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+                    .filter(|w| !SAME_IN_ALL.contains(w))
+                    .collect();
+                if !words.is_empty() {
+                    left.push(format!("{path} ({lang}): {text:?}"));
+                }
+            }
+        }
+    }
+    left.sort();
+    left.dedup();
+    assert!(
+        left.is_empty(),
+        "{} texts left in English:\n{}",
+        left.len(),
+        left.join("\n")
+    );
+}
