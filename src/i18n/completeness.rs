@@ -155,7 +155,14 @@ fn every_key_the_code_uses_exists() {
     for path in files {
         let text = std::fs::read_to_string(&path).expect("a readable source");
         let file = path.strip_prefix(root).unwrap_or(&path).display();
-        for prefix in ["t(\"", "t1(\"", "t2(\"", "ta(\"", "message(lang, \""] {
+        for prefix in [
+            "t(\"",
+            "t1(\"",
+            "t2(\"",
+            "ta(\"",
+            "message(lang, \"",
+            "Said::new(\"",
+        ] {
             for (i, _) in text.match_indices(prefix) {
                 let rest = &text[i + prefix.len()..];
                 let before = text[..i].chars().next_back();

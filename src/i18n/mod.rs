@@ -13,6 +13,7 @@
 mod completeness;
 pub mod format;
 pub mod notice;
+pub mod said;
 pub mod wait;
 
 use std::cell::Cell;

@@ -4,8 +4,8 @@
 //! English text is stored as before (the API and old readers show it); the `Said` is stored
 //! beside it as JSON (`run_events.note`), and a page renders it in its reader's language.
 //! Arguments are text, whole numbers (which select plural forms and are written with the
-//! language's separators) or other `Said`s (a reason inside a sentence), rendered in the same
-//! language.
+//! language's separators) or other `Said`s (a reason inside a sentence, or a list of them),
+//! rendered in the same language.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +36,8 @@ pub enum SaidArg {
     Text(String),
     /// Another message, rendered in the same language.
     Said(Box<Said>),
+    /// Messages rendered in the same language and joined with `; `.
+    List(Vec<Said>),
 }
 
 impl From<&str> for SaidArg {
@@ -53,6 +55,12 @@ impl From<String> for SaidArg {
 impl From<&String> for SaidArg {
     fn from(v: &String) -> Self {
         SaidArg::Text(v.clone())
+    }
+}
+
+impl From<Vec<Said>> for SaidArg {
+    fn from(v: Vec<Said>) -> Self {
+        SaidArg::List(v)
     }
 }
 
@@ -108,6 +116,12 @@ impl Said {
                     SaidArg::Number(n) => FluentValue::from(*n as f64),
                     SaidArg::Text(t) => FluentValue::from(t.clone()),
                     SaidArg::Said(inner) => FluentValue::from(inner.render(lang)),
+                    SaidArg::List(all) => FluentValue::from(
+                        all.iter()
+                            .map(|s| s.render(lang))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ),
                 };
                 (name.as_str(), Rendered(value))
             })
@@ -141,7 +155,10 @@ mod tests {
         let said = Said::new("event-cancelled").arg("by", "miren");
         assert_eq!(said.english(), "cancelled by miren");
         assert_eq!(said.render(Lang::Es), "cancelada por miren");
-        assert_eq!(said.render(Lang::Eu), "miren erabiltzaileak bertan behera utzia");
+        assert_eq!(
+            said.render(Lang::Eu),
+            "miren erabiltzaileak bertan behera utzia"
+        );
         let back = Said::from_json(Some(&said.to_json())).unwrap();
         assert_eq!(back, said);
         assert_eq!(Said::from_json(None), None);
@@ -149,10 +166,35 @@ mod tests {
 
     #[test]
     fn numbers_are_grouped_for_the_language_and_nested_messages_follow_it() {
-        let said = Said::new("event-started").arg("gpus", 1024);
-        assert_eq!(said.english(), "started on 1,024 GPUs");
-        assert_eq!(said.render(Lang::Eu), "1.024 GPUtan abiarazia");
-        let outer = Said::new("event-history").arg("what", said);
-        assert_eq!(outer.render(Lang::Es), "iniciada en 1024 GPU (historial registrado)");
+        let said = Said::new("event-history-started").arg("gpus", 1024);
+        assert_eq!(said.english(), "started on 1,024 GPUs (recorded history)");
+        assert_eq!(
+            said.render(Lang::Eu),
+            "1.024 GPUtan abiarazia (erregistratutako historia)"
+        );
+        let exit = Said::new("exit-signal")
+            .arg("code", "137")
+            .arg("signal", "SIGKILL");
+        let outer = Said::new("event-exited").arg("status", exit);
+        assert_eq!(
+            outer.english(),
+            "exited with status 137 (killed by SIGKILL)"
+        );
+        assert_eq!(
+            outer.render(Lang::Es),
+            "terminó con estado 137 (terminado por SIGKILL)"
+        );
+        let places = vec![
+            Said::new("event-place")
+                .arg("node", "a1")
+                .arg("gpus", "0,1"),
+            Said::new("event-place").arg("node", "a2").arg("gpus", "3"),
+        ];
+        let started = Said::new("event-started-on").arg("places", places);
+        assert_eq!(started.english(), "started on a1 GPUs 0,1; a2 GPUs 3");
+        assert_eq!(
+            started.render(Lang::Eu),
+            "abiarazia hemen: a1, GPUak: 0,1; a2, GPUak: 3"
+        );
     }
 }

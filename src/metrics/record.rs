@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use sqlx::PgConnection;
 
+use crate::i18n::said::Said;
 use crate::scheduler::ProjectId;
 use crate::sim::replay::Replay;
 use crate::sim::setup::Plan;
@@ -113,7 +114,7 @@ pub async fn write(
         started.push(by_job[j].last().map(|&k| sh(rep.segments[k].start)));
         e_run.push(id);
         e_kind.push("submitted");
-        e_msg.push("submitted (recorded history)".to_string());
+        e_msg.push(Said::new("event-history-submitted"));
         e_attempt.push(0);
         e_at.push(sh(p.submit));
         for (a, &k) in by_job[j].iter().enumerate() {
@@ -123,32 +124,32 @@ pub async fn write(
             r.gpu_hours += f64::from(s.gpus) * (s.end - s.start) as f64 / 3600.0;
             e_run.push(id);
             e_kind.push("started");
-            e_msg.push(format!("started on {} GPUs (recorded history)", s.gpus));
+            e_msg.push(Said::new("event-history-started").arg("gpus", s.gpus));
             e_attempt.push(attempt);
             e_at.push(sh(s.start));
             let last = a + 1 == by_job[j].len();
             if last && o.end.is_some() {
                 e_run.push(id);
                 e_kind.push("succeeded");
-                e_msg.push("finished (recorded history)".to_string());
+                e_msg.push(Said::new("event-history-finished"));
                 e_attempt.push(attempt);
                 e_at.push(sh(s.end));
             } else if last {
                 e_run.push(id);
                 e_kind.push("cancelled");
-                e_msg.push("stopped when the recorded history ends".to_string());
+                e_msg.push(Said::new("event-history-ends"));
                 e_attempt.push(attempt);
                 e_at.push(sh(s.end));
             } else {
                 r.preemptions += 1;
                 e_run.push(id);
                 e_kind.push("preempted");
-                e_msg.push("preempted (recorded history)".to_string());
+                e_msg.push(Said::new("event-history-preempted"));
                 e_attempt.push(attempt);
                 e_at.push(sh(s.end));
                 e_run.push(id);
                 e_kind.push("requeued");
-                e_msg.push("requeued after preemption (recorded history)".to_string());
+                e_msg.push(Said::new("event-history-requeued"));
                 e_attempt.push(attempt);
                 e_at.push(sh(s.end));
             }
@@ -156,7 +157,7 @@ pub async fn write(
         if by_job[j].is_empty() && o.end.is_none() {
             e_run.push(id);
             e_kind.push("cancelled");
-            e_msg.push("stopped when the recorded history ends".to_string());
+            e_msg.push(Said::new("event-history-ends"));
             e_attempt.push(0);
             e_at.push(sh(end));
         }
@@ -187,15 +188,16 @@ pub async fn write(
     .execute(&mut *tx)
     .await?;
     sqlx::query(
-        "INSERT INTO run_events (run_id, kind, message, attempt, at) \
-         SELECT u.r, u.k, u.m, u.a, to_timestamp(u.t) \
-         FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::INT[], $5::FLOAT8[]) WITH ORDINALITY AS u(r, k, m, a, t, o) ORDER BY u.o",
+        "INSERT INTO run_events (run_id, kind, message, attempt, at, note) \
+         SELECT u.r, u.k, u.m, u.a, to_timestamp(u.t), u.n \
+         FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::INT[], $5::FLOAT8[], $6::JSONB[]) WITH ORDINALITY AS u(r, k, m, a, t, n, o) ORDER BY u.o",
     )
     .bind(&e_run)
     .bind(&e_kind)
-    .bind(&e_msg)
+    .bind(e_msg.iter().map(Said::english).collect::<Vec<_>>())
     .bind(&e_attempt)
     .bind(&e_at)
+    .bind(e_msg.iter().map(Said::to_json).collect::<Vec<_>>())
     .execute(&mut *tx)
     .await?;
     for &(from, to, installed, healthy) in &t.health {

@@ -11,6 +11,7 @@ use sqlx::PgPool;
 
 use crate::db::audit;
 use crate::error::AppError;
+use crate::i18n::said::Said;
 use crate::state::AppState;
 
 use super::service::{lose_node, serialize_with_passes};
@@ -312,7 +313,7 @@ pub async fn register(
             pool,
             site,
             id,
-            &format!("node {name}: its agent restarted, so the run's processes there are gone"),
+            &Said::new("event-agent-restarted").arg("node", &name),
         )
         .await?;
         sqlx::query(
@@ -375,7 +376,7 @@ pub async fn stop(
             pool,
             &state.site,
             *id,
-            &format!("node {name}: its agent stopped, so the run's processes there are gone"),
+            &Said::new("event-agent-stopped").arg("node", name),
         )
         .await?;
     }

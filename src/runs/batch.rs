@@ -18,6 +18,7 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::AppError;
+use crate::i18n::said::Said;
 
 /// At most this many rows per statement (bounded parameter arrays, bounded latency).
 const MAX_BATCH: usize = 500;
@@ -52,7 +53,7 @@ pub struct NewRow {
     /// `queued` or `waiting_approval`.
     pub state: &'static str,
     /// The `submitted` timeline entry.
-    pub message: String,
+    pub message: Said,
     /// Idempotency key.
     pub key: Option<String>,
     /// The request's fingerprint with the key (32 bytes).
@@ -141,10 +142,10 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
         "WITH u AS MATERIALIZED ( \
             SELECT nextval('runs_id_seq') AS id, u.* FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
                 $5::INT[], $6::BIGINT[], $7::BIGINT[], $8::INT[], $9::BOOL[], $10::TEXT[], $11::TEXT[], $12::JSONB[], \
-                $13::TEXT[], $14::TEXT[], $15::TEXT[], $16::BYTEA[], $17::BYTEA[], $18::JSONB[]) WITH ORDINALITY \
+                $13::TEXT[], $14::TEXT[], $15::TEXT[], $16::BYTEA[], $17::BYTEA[], $18::JSONB[], $19::JSONB[]) WITH ORDINALITY \
                 AS u(project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, priority, \
                      resumable, command, workdir, env, state, message, idempotency_key, idempotency_sha256, secret_env, \
-                     secret_env_names, ord)), \
+                     secret_env_names, note, ord)), \
          r AS ( \
             INSERT INTO runs (id, project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
                               priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256, \
@@ -155,7 +156,7 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
             FROM u ORDER BY ord \
             ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
             RETURNING id), \
-         e AS (INSERT INTO run_events (run_id, kind, message) SELECT u.id, 'submitted', u.message FROM u JOIN r ON r.id = u.id) \
+         e AS (INSERT INTO run_events (run_id, kind, message, note) SELECT u.id, 'submitted', u.message, u.note FROM u JOIN r ON r.id = u.id) \
          SELECT u.ord, r.id FROM u LEFT JOIN r ON r.id = u.id ORDER BY u.ord",
     )
     .bind(column!(|r| r.project_id))
@@ -171,11 +172,12 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
     .bind(column!(|r| r.workdir.clone()))
     .bind(column!(|r| sqlx::types::Json(r.env.clone())))
     .bind(column!(|r| r.state))
-    .bind(column!(|r| r.message.clone()))
+    .bind(column!(|r| r.message.english()))
     .bind(column!(|r| r.key.clone()))
     .bind(column!(|r| r.fingerprint.clone()))
     .bind(column!(|r| r.secret_env.clone()))
     .bind(column!(|r| sqlx::types::Json(r.secret_env_names.clone())))
+    .bind(column!(|r| r.message.to_json()))
     .fetch_all(pool)
     .await?;
     Ok(answers.into_iter().map(|(_, id)| id).collect())

@@ -384,7 +384,9 @@ pub async fn stop(
         &mut tx,
         run,
         "cancel_requested",
-        &format!("stopped as idle by {}: {reason}", actor.name),
+        &crate::i18n::said::Said::new("event-idle-stopped")
+            .arg("by", &actor.name)
+            .arg("reason", reason),
         None,
     )
     .await?;

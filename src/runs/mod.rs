@@ -21,6 +21,7 @@ use crate::config::Site;
 use crate::domain::{self, Money};
 use crate::error::AppError;
 use crate::i18n;
+use crate::i18n::said::Said;
 use crate::ledger;
 use crate::state::AppState;
 
@@ -579,18 +580,26 @@ pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
 /// and 128 + N is a process killed by signal N (as `sh` reports it).
 #[must_use]
 pub fn describe_exit(code: i32) -> String {
+    exit_said(code).english()
+}
+
+/// [`describe_exit`] as a message for the timeline.
+pub fn exit_said(code: i32) -> Said {
     let signal = code
         .checked_sub(128)
         .filter(|n| (1..=64).contains(n))
         .and_then(|n| nix::sys::signal::Signal::try_from(n).ok());
     match (code, signal) {
-        (127, _) => "status 127 (command not found, or the agent could not start it: see the run's log on the node)".to_string(),
-        (_, Some(sig)) => format!("status {code} (killed by {sig})"),
-        _ => format!("status {code}"),
+        (127, _) => Said::new("exit-127"),
+        (_, Some(sig)) => Said::new("exit-signal")
+            .arg("code", code.to_string())
+            .arg("signal", sig.to_string()),
+        _ => Said::new("exit-status").arg("code", code.to_string()),
     }
 }
 
-/// Appends a timeline entry.
+/// Appends a timeline entry: `said` in English as its message (the API's), and as its note
+/// (pages render it in their reader's language).
 ///
 /// # Errors
 /// Database errors.
@@ -598,17 +607,18 @@ pub async fn event(
     conn: &mut PgConnection,
     run: i64,
     kind: &str,
-    message: &str,
+    said: &Said,
     for_run: Option<i64>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO run_events (run_id, kind, message, for_run, attempt) \
-         SELECT $1, $2, $3, $4, attempt FROM runs WHERE id = $1",
+        "INSERT INTO run_events (run_id, kind, message, for_run, attempt, note) \
+         SELECT $1, $2, $3, $4, attempt, $5 FROM runs WHERE id = $1",
     )
     .bind(run)
     .bind(kind)
-    .bind(message)
+    .bind(said.english())
     .bind(for_run)
+    .bind(said.to_json())
     .execute(conn)
     .await?;
     Ok(())
@@ -727,14 +737,15 @@ pub async fn submit(
     };
     let run = &checked.run;
     let message = if checked.preview.needs_approval {
-        format!(
-            "submitted by {}; waits for a lead's approval ({} protected GPU-hours, self-service limit {})",
-            actor.name,
-            domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
-            checked.preview.self_service_gpu_hours
-        )
+        Said::new("event-submitted-approval")
+            .arg("by", &actor.name)
+            .arg(
+                "hours",
+                domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
+            )
+            .arg("limit", checked.preview.self_service_gpu_hours.to_string())
     } else {
-        format!("submitted by {}", actor.name)
+        Said::new("event-submitted").arg("by", &actor.name)
     };
     // The run and its first timeline entry, in one statement with the concurrent submissions'
     // ([`batch`]); nothing when the submitter already used the key. A queued run then asks
@@ -838,7 +849,7 @@ pub async fn cancel(
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
-    let by = format!("cancelled by {}", actor.name);
+    let by = Said::new("event-cancelled").arg("by", &actor.name);
     match state.as_str() {
         "waiting_approval" | "queued" => {
             sqlx::query("UPDATE runs SET state = 'cancelled', ended_at = now(), wait_reason = NULL, estimated_start = NULL WHERE id = $1")
@@ -951,9 +962,11 @@ pub async fn decide(
             .execute(&mut *tx)
             .await?;
         let message = if reason.is_empty() {
-            format!("approved by {}", actor.name)
+            Said::new("event-approved").arg("by", &actor.name)
         } else {
-            format!("approved by {}: {reason}", actor.name)
+            Said::new("event-approved-why")
+                .arg("by", &actor.name)
+                .arg("reason", reason)
         };
         event(&mut tx, id, "approved", &message, None).await?;
         wake(&mut tx).await?;
@@ -969,7 +982,9 @@ pub async fn decide(
             &mut tx,
             id,
             "denied",
-            &format!("denied by {}: {reason}", actor.name),
+            &Said::new("event-denied")
+                .arg("by", &actor.name)
+                .arg("reason", reason),
             None,
         )
         .await?;
@@ -1219,6 +1234,18 @@ pub struct Event {
     pub for_run: Option<i64>,
     /// The attempt it belongs to.
     pub attempt: i32,
+    /// The message as a [`Said`] (JSON), for pages in other languages; `None` for entries
+    /// written before timeline entries had one.
+    #[serde(skip)]
+    pub note: Option<serde_json::Value>,
+}
+
+impl Event {
+    /// The entry's message in the current language (the stored English for old entries).
+    pub fn words(&self) -> String {
+        Said::from_json(self.note.as_ref())
+            .map_or_else(|| self.message.clone(), |s| s.render(i18n::current()))
+    }
 }
 
 /// Where one attempt ran on one node.
@@ -1295,7 +1322,7 @@ pub async fn detail(
         env.insert(name.clone(), MASK.to_string());
     }
     let events = sqlx::query_as::<_, Event>(
-        "SELECT at, kind, message, for_run, attempt FROM run_events WHERE run_id = $1 ORDER BY id",
+        "SELECT at, kind, message, for_run, attempt, note FROM run_events WHERE run_id = $1 ORDER BY id",
     )
     .bind(id)
     .fetch_all(pool)
@@ -1343,14 +1370,23 @@ pub async fn preemption_notices(
     pool: &PgPool,
     actor: &Account,
 ) -> Result<Vec<(i64, time::OffsetDateTime, String, bool)>, AppError> {
-    Ok(sqlx::query_as(
-        "SELECT e.run_id, e.at, e.message, e.kind = 'lost' FROM run_events e JOIN runs r ON r.id = e.run_id \
-         WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
-         ORDER BY e.id DESC LIMIT 20",
-    )
-    .bind(actor.id)
-    .fetch_all(pool)
-    .await?)
+    let rows: Vec<(i64, time::OffsetDateTime, String, bool, Option<serde_json::Value>)> =
+        sqlx::query_as(
+            "SELECT e.run_id, e.at, e.message, e.kind = 'lost', e.note FROM run_events e JOIN runs r ON r.id = e.run_id \
+             WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
+             ORDER BY e.id DESC LIMIT 20",
+        )
+        .bind(actor.id)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(run, at, message, lost, note)| {
+            let words =
+                Said::from_json(note.as_ref()).map_or(message, |s| s.render(i18n::current()));
+            (run, at, words, lost)
+        })
+        .collect())
 }
 
 #[cfg(test)]

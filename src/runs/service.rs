@@ -15,6 +15,7 @@ use sqlx::{PgConnection, PgPool};
 use crate::config::Site;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n::said::Said;
 use crate::ledger;
 use crate::scheduler::{
     self, Cluster, ClusterId, Contract, ContractId, Decision, GpuModel, ModelId, Node, NodeId,
@@ -178,7 +179,7 @@ async fn settle(
                 conn,
                 run,
                 "unallocated",
-                "the project's budget is spent: the run goes on as unallocated (free, preemptible)",
+                &Said::new("event-unallocated"),
                 None,
             )
             .await?;
@@ -244,29 +245,13 @@ pub async fn finish_if_exited(conn: &mut PgConnection, run: i64) -> Result<(), A
         return Ok(());
     }
     let (to, kind_text, message) = match kind.as_deref() {
-        Some("preempted") if resumable => (
-            "queued",
-            "requeued",
-            "requeued after preemption; it keeps its history and runs again when GPUs are free",
-        ),
-        Some("preempted") => ("preempted", "ended", "ended as preempted (not resumable)"),
-        Some("cancelled") => (
-            "cancelled",
-            "cancelled",
-            "cancelled; its processes have stopped",
-        ),
-        Some("time_limit") => ("failed", "failed", "stopped at its time limit"),
-        Some("failed") => (
-            "failed",
-            "failed",
-            "a process of the gang failed; the others were stopped",
-        ),
-        Some("lost") if resumable => ("queued", "requeued", "requeued after its node was lost"),
-        _ => (
-            "lost",
-            "lost",
-            "its node was lost and the run is not resumable",
-        ),
+        Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
+        Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
+        Some("cancelled") => ("cancelled", "cancelled", "event-cancelled-stopped"),
+        Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
+        Some("failed") => ("failed", "failed", "event-gang-failed"),
+        Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
+        _ => ("lost", "lost", "event-lost"),
     };
     if to == "queued" {
         sqlx::query(
@@ -287,7 +272,7 @@ pub async fn finish_if_exited(conn: &mut PgConnection, run: i64) -> Result<(), A
         .execute(&mut *conn)
         .await?;
     }
-    event(conn, run, kind_text, message, None).await?;
+    event(conn, run, kind_text, &Said::new(message), None).await?;
     Ok(())
 }
 
@@ -339,8 +324,8 @@ async fn end_exited_attempts(
         codes.push(code);
         elapsed_s.push(elapsed.max(charged));
         messages.push(match code {
-            Some(c) if failed => format!("exited with {}", super::describe_exit(c)),
-            _ => "exited with status 0".to_string(),
+            Some(c) if failed => Said::new("event-exited").arg("status", super::exit_said(c)),
+            _ => Said::new("event-exited-0"),
         });
     }
     let now = jiff::Timestamp::now();
@@ -373,13 +358,14 @@ async fn end_exited_attempts(
         .execute(&mut *conn)
         .await?;
     sqlx::query(
-        "INSERT INTO run_events (run_id, kind, message, attempt) \
-         SELECT u.id, u.s, u.m, r.attempt FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS u(id, s, m) \
+        "INSERT INTO run_events (run_id, kind, message, attempt, note) \
+         SELECT u.id, u.s, u.m, r.attempt, u.n FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::JSONB[]) AS u(id, s, m, n) \
          JOIN runs r ON r.id = u.id",
     )
     .bind(&ids)
     .bind(&states)
-    .bind(&messages)
+    .bind(messages.iter().map(Said::english).collect::<Vec<_>>())
+    .bind(messages.iter().map(Said::to_json).collect::<Vec<_>>())
     .execute(&mut *conn)
     .await?;
     Ok(ids.len())
@@ -417,7 +403,7 @@ pub async fn lose_node(
     pool: &PgPool,
     site: &Site,
     node: i64,
-    why: &str,
+    why: &Said,
 ) -> Result<(), AppError> {
     let runs: Vec<(i64, String)> = sqlx::query_as(
         "UPDATE run_placements p SET proc_state = 'exited' FROM runs r \
@@ -726,23 +712,31 @@ async fn load_snapshot(
 }
 
 /// The preemption reason in words, with names (the run it made room for is shown apart).
-fn preempt_message(reason: &PreemptReason, names: &Names) -> String {
+fn preempt_said(reason: &PreemptReason, names: &Names) -> Said {
+    let node = |n: &NodeId| names.nodes.get(&n.0).cloned().unwrap_or_default();
+    let project = |p: &ProjectId| {
+        names
+            .projects
+            .get(&p.0)
+            .cloned()
+            .unwrap_or_else(|| p.to_string())
+    };
     match reason {
-        PreemptReason::NodeDraining { node } => format!(
-            "node {} is draining for repair",
-            names.nodes.get(&node.0).cloned().unwrap_or_default()
-        ),
-        PreemptReason::NodeDown { node } => format!(
-            "node {} is down",
-            names.nodes.get(&node.0).cloned().unwrap_or_default()
-        ),
-        other => other.describe_with(&|p| {
-            names
-                .projects
-                .get(&p.0)
-                .cloned()
-                .unwrap_or_else(|| p.to_string())
-        }),
+        PreemptReason::NodeDraining { node: n } => {
+            Said::new("preempt-node-draining").arg("node", node(n))
+        }
+        PreemptReason::NodeDown { node: n } => Said::new("preempt-node-down").arg("node", node(n)),
+        PreemptReason::Unallocated => Said::new("preempt-unallocated"),
+        PreemptReason::FairShare { for_project } => {
+            Said::new("preempt-fair-share").arg("project", project(for_project))
+        }
+        PreemptReason::Entitlement { for_project } => {
+            Said::new("preempt-entitlement").arg("project", project(for_project))
+        }
+        PreemptReason::Contract { contract } => {
+            Said::new("preempt-contract").arg("contract", contract.to_string())
+        }
+        PreemptReason::LegacyQuota => Said::new("preempt-legacy-quota"),
     }
 }
 
@@ -901,10 +895,9 @@ async fn pass_inner(
     .await?;
     for (node, name) in &lost {
         tracing::warn!(node = %name, "node agent silent past the timeout; node lost");
-        let why = format!(
-            "node {name} lost: its agent sent no heartbeat for {} s",
-            site.agent_timeout_s
-        );
+        let why = Said::new("event-node-silent")
+            .arg("node", name)
+            .arg("seconds", site.agent_timeout_s.to_string());
         lose_node(&mut tx, pool, site, *node, &why).await?;
     }
     report.nodes_lost = lost.len();
@@ -962,8 +955,9 @@ async fn pass_inner(
     .await?;
     if !confirmed.is_empty() {
         sqlx::query(
-            "INSERT INTO run_events (run_id, kind, message, attempt) \
-             SELECT r.id, 'running', 'its processes are running', r.attempt FROM runs r WHERE r.id = ANY($1)",
+            "INSERT INTO run_events (run_id, kind, message, attempt, note) \
+             SELECT r.id, 'running', 'its processes are running', r.attempt, '{\"key\": \"event-running\"}' \
+             FROM runs r WHERE r.id = ANY($1)",
         )
         .bind(&confirmed)
         .execute(&mut *tx)
@@ -981,7 +975,7 @@ async fn pass_inner(
             &mut tx,
             *run,
             "time_limit",
-            "reached its time limit; stopping",
+            &Said::new("event-time-limit"),
             None,
         )
         .await?;
@@ -1013,7 +1007,7 @@ async fn pass_inner(
 
     let mut starts: Vec<i64> = Vec::new();
     let mut contracts: Vec<Option<i64>> = Vec::new();
-    let mut messages: Vec<String> = Vec::new();
+    let mut messages: Vec<Said> = Vec::new();
     let mut hold_nodes: Vec<i64> = Vec::new();
     let mut hold_gpus: Vec<i32> = Vec::new();
     let mut hold_runs: Vec<i64> = Vec::new();
@@ -1033,7 +1027,7 @@ async fn pass_inner(
                 {
                     continue;
                 }
-                let message = preempt_message(reason, &names);
+                let message = preempt_said(reason, &names);
                 event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
                 begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
                 report.preempted += 1;
@@ -1059,11 +1053,14 @@ async fn pass_inner(
                     };
                     let gpus = &gpus;
                     let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
-                    words.push(format!(
-                        "{} GPUs {}",
-                        names.nodes.get(&node.0).cloned().unwrap_or_default(),
-                        list.join(",")
-                    ));
+                    words.push(
+                        Said::new("event-place")
+                            .arg(
+                                "node",
+                                names.nodes.get(&node.0).cloned().unwrap_or_default(),
+                            )
+                            .arg("gpus", list.join(",")),
+                    );
                     for g in gpus {
                         hold_nodes.push(node.0);
                         hold_gpus.push(*g as i32);
@@ -1080,11 +1077,12 @@ async fn pass_inner(
                         .admission_wait(w.min_runtime_s, (now_s - w.submitted_at) as f64);
                 }
                 contracts.push(contract.map(|c| c.0));
-                let mut message = format!("started on {}", words.join("; "));
-                if let Some(c) = contract {
-                    message.push_str(&format!(" (on capacity contract {c})"));
-                }
-                messages.push(message);
+                messages.push(match contract {
+                    Some(c) => Said::new("event-started-contract")
+                        .arg("places", words)
+                        .arg("contract", c.0.to_string()),
+                    None => Said::new("event-started-on").arg("places", words),
+                });
             }
             Decision::Reserve { .. } => {}
         }
@@ -1120,11 +1118,13 @@ async fn pass_inner(
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO run_events (run_id, kind, message, attempt, at) \
-             SELECT u.r, 'started', u.m, runs.attempt, runs.started_at FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(r, m) JOIN runs ON runs.id = u.r",
+            "INSERT INTO run_events (run_id, kind, message, attempt, at, note) \
+             SELECT u.r, 'started', u.m, runs.attempt, runs.started_at, u.n \
+             FROM unnest($1::BIGINT[], $2::TEXT[], $3::JSONB[]) AS u(r, m, n) JOIN runs ON runs.id = u.r",
         )
         .bind(&starts)
-        .bind(&messages)
+        .bind(messages.iter().map(Said::english).collect::<Vec<_>>())
+        .bind(messages.iter().map(Said::to_json).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await?;
         notify_agents(&mut tx).await?;

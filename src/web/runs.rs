@@ -485,6 +485,18 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
     })
 }
 
+/// A timeline entry's kind in the page's language (`cancel requested`, `kanporatua`): its
+/// `event-kind-*` message, else the kind's own words.
+fn event_kind_words(kind: &str) -> String {
+    let key = format!("event-kind-{kind}");
+    let words = i18n::t(&key);
+    if words == key {
+        kind.replace('_', " ")
+    } else {
+        words
+    }
+}
+
 /// A run state in the page's language (`waiting approval`, `en cola`, `ilaran`).
 pub fn state_words(state: &str) -> String {
     let key = format!("state-{state}");
@@ -688,8 +700,8 @@ async fn detail_page(
         .map(|e| EventView {
             at: local(state, e.at),
             preemption: matches!(e.kind.as_str(), "preempted" | "lost"),
-            kind: e.kind.replace('_', " "),
-            message: e.message.clone(),
+            kind: event_kind_words(&e.kind),
+            message: e.words(),
             for_run: e.for_run,
             attempt: e.attempt,
         })
@@ -699,7 +711,7 @@ async fn detail_page(
         .iter()
         .rev()
         .find(|e| matches!(e.kind.as_str(), "approved" | "denied"))
-        .map(|e| e.message.clone());
+        .map(runs::Event::words);
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
     render_status(
         status,

@@ -435,7 +435,15 @@ async fn data_strings(app: &TestApp) -> Vec<String> {
     .fetch_all(&app.pool)
     .await
     .unwrap();
-    let messages = ["wait_reason", "message", "executor_error"];
+    // English messages, and codes (kinds, states) that pages show in words.
+    let messages = [
+        "wait_reason",
+        "message",
+        "executor_error",
+        "kind",
+        "state",
+        "stop_kind",
+    ];
     let mut out = vec![];
     for (table, column) in columns {
         if messages.contains(&column.as_str()) {

@@ -391,7 +391,7 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
         &mut conn,
         victim,
         "preempted",
-        "preempted: its GPUs went to an allocated run",
+        &tranche::i18n::said::Said::new("preempt-unallocated"),
         Some(other),
     )
     .await
@@ -401,7 +401,9 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
         &mut conn,
         fragile,
         "lost",
-        "lost: its node stopped answering",
+        &tranche::i18n::said::Said::new("event-node-silent")
+            .arg("node", "n1")
+            .arg("seconds", "30"),
         None,
     )
     .await
@@ -415,10 +417,10 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
         .split_once("Runs whose node was lost")
         .expect("a list of node losses");
     assert!(
-        !preemptions.contains("its node stopped answering"),
+        !preemptions.contains("its agent sent no heartbeat"),
         "{body}"
     );
-    assert!(losses.contains("its node stopped answering"), "{body}");
+    assert!(losses.contains("its agent sent no heartbeat"), "{body}");
     assert!(
         losses.contains(&format!("href=\"/runs/{fragile}\"")),
         "{body}"

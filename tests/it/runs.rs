@@ -1354,7 +1354,7 @@ async fn batch_row(app: &TestApp, key: Option<&str>) -> tranche::runs::batch::Ne
         workdir: None,
         env: json!({"A": "1"}),
         state: "queued",
-        message: "submitted by demo-researcher".into(),
+        message: tranche::i18n::said::Said::new("event-submitted").arg("by", "demo-researcher"),
         key: key.map(str::to_string),
         fingerprint: None,
         secret_env: None,

@@ -29,6 +29,7 @@ use crate::error::AppError;
 use crate::executor::{
     Assignment, Executor, ExecutorError, ExecutorKind, ProcessReport, StopOrder,
 };
+use crate::i18n::said::Said;
 use crate::runs::{event, service, wake};
 use crate::state::AppState;
 
@@ -659,14 +660,16 @@ impl Bridge {
         env.insert("TRANCHE_RUN_ID".into(), first.run.to_string());
         env.insert("TRANCHE_ATTEMPT".into(), first.attempt.to_string());
         let refusal = if per_node.len() != 1 {
-            Some(format!(
-                "Slurm runs one GPU count per node in a job; the pass placed {}",
-                counts
-                    .iter()
-                    .map(|(n, g)| format!("{g} on {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+            Some(
+                Said::new("event-slurm-uneven").arg(
+                    "placed",
+                    counts
+                        .iter()
+                        .map(|(n, g)| format!("{g} on {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+            )
         } else {
             let job = JobSpec {
                 run: first.run,
@@ -702,10 +705,10 @@ impl Bridge {
                     return Ok(());
                 }
                 Err(CliError::Unreachable(m)) => return Err(ExecutorError::Unreachable(m)),
-                Err(CliError::Refused(m)) => Some(format!("Slurm refused the job: {m}")),
+                Err(CliError::Refused(m)) => Some(Said::new("event-slurm-refused").arg("why", m)),
             }
         };
-        let message = refusal.unwrap_or_default();
+        let message = refusal.unwrap_or_else(|| Said::new("event-slurm-refused").arg("why", ""));
         let mut tx = pool.begin().await?;
         service::serialize_with_passes(&mut tx).await?;
         event(&mut tx, first.run, "failed", &message, None).await?;
@@ -741,20 +744,19 @@ impl Bridge {
                 "TIMEOUT" => Some((
                     "time_limit",
                     "time_limit",
-                    format!("Slurm job {} reached its time limit", job.id),
+                    Said::new("event-slurm-timeout").arg("job", job.id.to_string()),
                 )),
                 "CANCELLED" => Some((
                     "cancelled",
                     "cancelled",
-                    format!(
-                        "cancelled outside Tranche: Slurm job {} was cancelled in Slurm",
-                        job.id
-                    ),
+                    Said::new("event-slurm-cancelled").arg("job", job.id.to_string()),
                 )),
                 "NODE_FAIL" | "BOOT_FAIL" => Some((
                     "lost",
                     "lost",
-                    format!("Slurm job {} ended {}: its node failed", job.id, job.state),
+                    Said::new("event-slurm-node-failed")
+                        .arg("job", job.id.to_string())
+                        .arg("state", &job.state),
                 )),
                 "COMPLETED" | "FAILED" => None,
                 other => {
@@ -762,7 +764,10 @@ impl Bridge {
                         &mut tx,
                         run,
                         "failed",
-                        &format!("Slurm job {} ended {other} ({})", job.id, job.reason),
+                        &Said::new("event-slurm-ended")
+                            .arg("job", job.id.to_string())
+                            .arg("state", other)
+                            .arg("reason", &job.reason),
                         None,
                     )
                     .await?;
@@ -803,7 +808,7 @@ impl Bridge {
                 &mut tx,
                 run,
                 "lost",
-                &format!("Slurm no longer knows job {job_id}; how it ended is unknown"),
+                &Said::new("event-slurm-vanished").arg("job", job_id.to_string()),
                 None,
             )
             .await?;
