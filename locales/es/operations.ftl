@@ -313,7 +313,16 @@ dashboard-no-drains = Ningún nodo se vació para reparación en este intervalo.
 dashboard-drains = { $count ->
     [one] En este intervalo empezó { $count } vaciado para reparación
    *[other] En este intervalo empezaron { $count } vaciados para reparación
-}: { $emptied } se vaciaron solos, { $human } necesitaron que la administración detuviera una ejecución protegida{ $share } y { $emptying } siguen vaciándose.
+}: { $emptied ->
+    [one] { $emptied } se vació solo
+   *[other] { $emptied } se vaciaron solos
+}, { $human ->
+    [one] { $human } necesitó que la administración detuviera una ejecución protegida
+   *[other] { $human } necesitaron que la administración detuviera una ejecución protegida
+}{ $share } y { $emptying ->
+    [one] { $emptying } sigue vaciándose
+   *[other] { $emptying } siguen vaciándose
+}.
 dashboard-drains-human-share = {" "}(el { $percent } % de los vaciados terminados necesitó a una persona)
 dashboard-chart-occupancy = Ocupación por grupo de GPU
 dashboard-chart-allocated = asignadas

@@ -690,7 +690,7 @@ mod tests {
         );
         assert_eq!(
             sync_scope(Lang::Es, || drains_text(&c)),
-            "En este intervalo empezó 1 vaciado para reparación: 1 se vaciaron solos, 0 necesitaron que la administración detuviera una ejecución protegida (el 0 % de los vaciados terminados necesitó a una persona) y 0 siguen vaciándose."
+            "En este intervalo empezó 1 vaciado para reparación: 1 se vació solo, 0 necesitaron que la administración detuviera una ejecución protegida (el 0 % de los vaciados terminados necesitó a una persona) y 0 siguen vaciándose."
         );
         assert_eq!(
             sync_scope(Lang::Eu, || drains_text(&DrainCounts::default())),
