@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::i18n::{t, t1};
+
 /// A share of the parent node, in basis points (1 bp = 0.01%; 10,000 = 100%).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Share(u16);
@@ -25,6 +27,21 @@ pub enum ShareError {
     /// More than two decimals.
     #[error("a share has at most two decimals (got {})", excerpt(.0))]
     TooPrecise(String),
+}
+
+impl ShareError {
+    /// The message in the current language (the API's English is [`fmt::Display`]'s, the
+    /// same words).
+    pub fn message(&self) -> String {
+        use crate::i18n::{t, t1};
+        match self {
+            Self::Empty => t("node-share-empty"),
+            Self::NotANumber(got) => t1("node-share-not-a-number", "got", quote(got)),
+            Self::Negative(got) => t1("node-share-negative", "got", excerpt(got)),
+            Self::OverHundred(got) => t1("node-share-over-hundred", "got", excerpt(got)),
+            Self::TooPrecise(got) => t1("node-share-too-precise", "got", excerpt(got)),
+        }
+    }
 }
 
 impl Share {
@@ -134,12 +151,13 @@ impl Money {
             .filter(|c| *c != ',' && *c != '_')
             .collect();
         if s.is_empty() {
-            return Err("enter an amount, for example 1500 or 1500.50".into());
+            return Err(t("inventory-amount-empty"));
         }
         if s.starts_with('-') {
-            return Err(format!(
-                "an amount cannot be negative (got {})",
-                excerpt(input.trim())
+            return Err(t1(
+                "inventory-amount-negative",
+                "got",
+                excerpt(input.trim()),
             ));
         }
         let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
@@ -147,27 +165,29 @@ impl Money {
             || !whole.chars().all(|c| c.is_ascii_digit())
             || !frac.chars().all(|c| c.is_ascii_digit())
         {
-            return Err(format!(
-                "{} is not an amount; enter digits such as 1500.50",
-                quote(input.trim())
+            return Err(t1(
+                "inventory-amount-not-a-number",
+                "got",
+                quote(input.trim()),
             ));
         }
         if frac.len() > 2 {
-            return Err(format!(
-                "an amount has at most two decimals (got {})",
-                excerpt(input.trim())
+            return Err(t1(
+                "inventory-amount-too-precise",
+                "got",
+                excerpt(input.trim()),
             ));
         }
         let whole: i64 = whole
             .parse()
-            .map_err(|_| format!("{} is too large", excerpt(input.trim())))?;
+            .map_err(|_| t1("inventory-amount-too-large", "got", excerpt(input.trim())))?;
         let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
         whole
             .checked_mul(100)
             .and_then(|w| w.checked_add(frac))
             .filter(|v| *v <= 1_000_000_000_000_000)
             .map(Money)
-            .ok_or_else(|| format!("{} is too large", input.trim()))
+            .ok_or_else(|| t1("inventory-amount-too-large", "got", input.trim()))
     }
 
     /// The amount as a plain decimal string without currency or grouping, e.g. `1234.50`.
@@ -305,19 +325,20 @@ fn div_round(num: i128, den: i128) -> i128 {
 pub fn node_name(input: &str) -> Result<String, String> {
     let name = input.trim();
     if name.is_empty() {
-        return Err("a name is required".into());
+        return Err(t("node-name-required"));
     }
     if name.chars().count() > 64 {
-        return Err(format!(
-            "a name has at most 64 characters (this one has {})",
-            name.chars().count()
+        return Err(t1(
+            "node-name-too-long",
+            "count",
+            crate::i18n::format::count(name.chars().count() as i64),
         ));
     }
     if name
         .chars()
         .any(|c| c.is_control() || is_invisible_format(c))
     {
-        return Err("a name cannot contain control or invisible formatting characters".into());
+        return Err(t("node-name-invisible"));
     }
     Ok(name.to_string())
 }
@@ -335,22 +356,33 @@ fn is_invisible_format(c: char) -> bool {
 /// The message to show next to the field.
 pub fn ident(input: &str, what: &str, max: usize) -> Result<String, String> {
     let name = input.trim();
+    // The message in the page's language when the files name `what` there, else in English.
+    let (lang, noun) = match what {
+        "user" => (crate::i18n::current(), t("inventory-noun-user")),
+        "cluster" => (crate::i18n::current(), t("inventory-noun-cluster")),
+        "GPU model" => (crate::i18n::current(), t("inventory-noun-gpu-model")),
+        "node" => (crate::i18n::current(), t("inventory-noun-node")),
+        other => (crate::i18n::Lang::En, other.to_string()),
+    };
+    let count = |n: usize| crate::i18n::format::integer_in(lang, n as i64);
+    let message = |key: &str, args: &[(&str, &dyn crate::i18n::Arg)]| {
+        let mut all: Vec<(&str, &dyn crate::i18n::Arg)> = vec![("what", &noun)];
+        all.extend_from_slice(args);
+        crate::i18n::message(lang, key, &all)
+    };
     if name.is_empty() {
-        return Err(format!("a {what} name is required"));
+        return Err(message("inventory-name-required", &[]));
     }
     if name.len() > max {
-        return Err(format!(
-            "a {what} name has at most {max} characters (this one has {})",
-            name.len()
+        return Err(message(
+            "inventory-name-too-long",
+            &[("max", &count(max)), ("count", &count(name.len()))],
         ));
     }
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-        return Err(format!(
-            "{name} is not a valid {what} name: use letters, digits, '.', '_' or '-', starting with a letter or digit",
-            name = quote(name)
-        ));
+        return Err(message("inventory-name-invalid", &[("name", &quote(name))]));
     }
     Ok(name.to_string())
 }
@@ -442,12 +474,31 @@ pub fn control_char(text: &str, multiline: bool) -> Option<ControlChar> {
 /// # Errors
 /// The message to show next to the field.
 pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String> {
-    let t = input.trim();
-    let v: i64 = t
-        .parse()
-        .map_err(|_| format!("{what} must be a whole number (got {t})", t = quote(t)))?;
+    let typed = input.trim();
+    // The message in the page's language when the files name `what` there, else in English.
+    let (lang, noun) = match what {
+        "the GPU count" => (crate::i18n::current(), t("inventory-noun-gpu-count")),
+        other => (crate::i18n::Lang::En, other.to_string()),
+    };
+    let v: i64 = typed.parse().map_err(|_| {
+        crate::i18n::message(
+            lang,
+            "inventory-number-whole",
+            &[("what", &noun), ("got", &quote(typed))],
+        )
+    })?;
     if v < min || v > max {
-        return Err(format!("{what} must be between {min} and {max} (got {v})"));
+        let n = |v: i64| crate::i18n::format::integer_in(lang, v);
+        return Err(crate::i18n::message(
+            lang,
+            "inventory-number-range",
+            &[
+                ("what", &noun),
+                ("min", &n(min)),
+                ("max", &n(max)),
+                ("got", &n(v)),
+            ],
+        ));
     }
     Ok(v)
 }
@@ -476,29 +527,30 @@ pub fn budget_period(now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> (jiff::Zo
 pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     let t = input.trim();
     let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    // The message in the page's language when the files name `what` there, else in English.
+    let (lang, noun) = match what {
+        "the billing weight" => (
+            crate::i18n::current(),
+            crate::i18n::t("inventory-noun-weight"),
+        ),
+        other => (crate::i18n::Lang::En, other.to_string()),
+    };
+    let message =
+        |key: &str, got: String| crate::i18n::message(lang, key, &[("what", &noun), ("got", &got)]);
     if t.starts_with('-') {
-        return Err(format!("{what} must be positive (got {t})", t = excerpt(t)));
+        return Err(message("inventory-number-positive", excerpt(t)));
     }
     if whole.is_empty() && frac.is_empty()
         || !whole.chars().all(|c| c.is_ascii_digit())
         || !frac.chars().all(|c| c.is_ascii_digit())
     {
-        return Err(format!(
-            "{what} must be a number such as 1 or 1.5 (got {t})",
-            t = quote(t)
-        ));
+        return Err(message("inventory-number-decimal", quote(t)));
     }
     if frac.len() > 3 {
-        return Err(format!(
-            "{what} has at most three decimals (got {t})",
-            t = excerpt(t)
-        ));
+        return Err(message("inventory-number-three-decimals", excerpt(t)));
     }
     if whole.trim_start_matches('0').len() > 3 {
-        return Err(format!(
-            "{what} must be at most 100 (got {t})",
-            t = excerpt(t)
-        ));
+        return Err(message("inventory-number-at-most-100", excerpt(t)));
     }
     let w: i64 = if whole.is_empty() {
         0
@@ -508,13 +560,10 @@ pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     let f: i64 = format!("{frac:0<3}").parse().unwrap_or(0);
     let v = w * 1000 + f;
     if v == 0 {
-        return Err(format!("{what} must be positive (got {t})", t = excerpt(t)));
+        return Err(message("inventory-number-positive", excerpt(t)));
     }
     if v > 100_000 {
-        return Err(format!(
-            "{what} must be at most 100 (got {t})",
-            t = excerpt(t)
-        ));
+        return Err(message("inventory-number-at-most-100", excerpt(t)));
     }
     Ok(v)
 }
@@ -645,6 +694,52 @@ pub fn format_hours(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn form_checks_speak_the_page_s_language_and_stay_english_elsewhere() {
+        use crate::i18n::{Lang, sync_scope};
+        assert_eq!(
+            ident("", "cluster", 64).unwrap_err(),
+            "a cluster name is required"
+        );
+        assert_eq!(
+            sync_scope(Lang::Eu, || ident("", "cluster", 64)).unwrap_err(),
+            "kluster izena behar da"
+        );
+        assert_eq!(
+            sync_scope(Lang::Es, || ident("a b", "GPU model", 32)).unwrap_err(),
+            "\"a b\" no es un nombre de modelo de GPU válido: usa letras, dígitos, '.', '_' o '-', y empieza por una letra o un dígito"
+        );
+        // A field the files have no word for keeps its English sentence.
+        assert_eq!(
+            sync_scope(Lang::Eu, || ident("", "partition", 64)).unwrap_err(),
+            "a partition name is required"
+        );
+        assert_eq!(
+            sync_scope(Lang::Eu, || int_in("100", "the GPU count", 1, 64)).unwrap_err(),
+            "GPU kopuruak 1 eta 64 arteko balio bat izan behar du (100 idatzi da)"
+        );
+        assert_eq!(
+            int_in("x", "the GPU count", 1, 64).unwrap_err(),
+            "the GPU count must be a whole number (got \"x\")"
+        );
+        assert_eq!(
+            sync_scope(Lang::Es, || parse_milli("0", "the billing weight")).unwrap_err(),
+            "el peso de facturación debe ser positivo (se ha escrito 0)"
+        );
+        assert_eq!(
+            sync_scope(Lang::Eu, || Money::parse("-3")).unwrap_err(),
+            "zenbateko bat ezin da negatiboa izan (-3 idatzi da)"
+        );
+        assert_eq!(
+            sync_scope(Lang::Es, || Share::parse_percent("abc")
+                .unwrap_err()
+                .message()),
+            "\"abc\" no es un número; escribe un porcentaje como 25 o 12.5"
+        );
+        let over = Share::parse_percent("100.01").unwrap_err();
+        assert_eq!(sync_scope(Lang::En, || over.message()), over.to_string());
+    }
 
     #[test]
     fn quoted_input_is_cut_at_60_characters() {

@@ -8,6 +8,7 @@ use crate::auth::Account;
 use crate::db::audit::{self, Change};
 use crate::domain;
 use crate::error::AppError;
+use crate::i18n::{t, t1};
 
 /// A GPU model.
 #[derive(Clone, Debug, serde::Serialize, sqlx::FromRow)]
@@ -152,9 +153,7 @@ fn require_admin(actor: &Account) -> Result<(), AppError> {
     if actor.is_admin() {
         Ok(())
     } else {
-        Err(AppError::Forbidden(
-            "only an admin can change the inventory".into(),
-        ))
+        Err(AppError::Forbidden(t("inventory-admins-change")))
     }
 }
 
@@ -175,10 +174,7 @@ pub async fn create_gpu_model(
         .map_err(|m| AppError::invalid("billing_weight", m))?;
     let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
     if price.0 > 100_000_000 {
-        return Err(AppError::invalid(
-            "price",
-            "a price per GPU-hour is at most 1,000,000.00",
-        ));
+        return Err(AppError::invalid("price", t("inventory-price-too-high")));
     }
     let mut tx = pool.begin().await?;
     let taken: bool = sqlx::query_scalar(
@@ -190,9 +186,10 @@ pub async fn create_gpu_model(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!(
-                "a GPU model named {name} already exists",
-                name = crate::domain::quote(&name)
+            t1(
+                "inventory-model-exists",
+                "name",
+                crate::domain::quote(&name),
             ),
         ));
     }
@@ -237,10 +234,7 @@ pub async fn update_gpu_model(
         .map_err(|m| AppError::invalid("billing_weight", m))?;
     let price = domain::Money::parse(price).map_err(|m| AppError::invalid("price", m))?;
     if price.0 > 100_000_000 {
-        return Err(AppError::invalid(
-            "price",
-            "a price per GPU-hour is at most 1,000,000.00",
-        ));
+        return Err(AppError::invalid("price", t("inventory-price-too-high")));
     }
     let mut tx = pool.begin().await?;
     let before: GpuModel = sqlx::query_as(
@@ -249,7 +243,7 @@ pub async fn update_gpu_model(
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| AppError::NotFound(format!("no GPU model with id {id}")))?;
+    .ok_or_else(|| AppError::NotFound(t1("inventory-model-not-found", "id", id.to_string())))?;
     sqlx::query("UPDATE gpu_models SET billing_weight_milli = $1, price_per_gpu_hour_minor = $2 WHERE id = $3")
         .bind(weight as i32)
         .bind(price.0)
@@ -289,9 +283,10 @@ pub async fn create_cluster(pool: &PgPool, actor: &Account, name: &str) -> Resul
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!(
-                "a cluster named {name} already exists",
-                name = crate::domain::quote(&name)
+            t1(
+                "inventory-cluster-exists",
+                "name",
+                crate::domain::quote(&name),
             ),
         ));
     }
@@ -336,7 +331,7 @@ pub async fn add_node(
         .bind(cluster_id)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no cluster with id {cluster_id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("cluster-not-found", "id", cluster_id.to_string())))?;
     let id = insert_node(
         &mut tx,
         Some(actor.id),
@@ -415,9 +410,10 @@ pub async fn insert_node(
     let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
         AppError::invalid(
             "gpu_model",
-            format!(
-                "there is no GPU model named {}",
-                crate::domain::quote(gpu_model.trim())
+            t1(
+                "cluster-no-such-model",
+                "name",
+                crate::domain::quote(gpu_model.trim()),
             ),
         )
     })?;
@@ -429,10 +425,7 @@ pub async fn insert_node(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!(
-                "a node named {name} already exists (host names are unique across clusters)",
-                name = crate::domain::quote(&name)
-            ),
+            t1("cluster-node-exists", "name", crate::domain::quote(&name)),
         ));
     }
     let id: i64 = sqlx::query_scalar("INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) VALUES ($1, $2, $3, $4) RETURNING id")
@@ -478,18 +471,12 @@ pub async fn set_node_state(
     if !matches!(state, "up" | "draining" | "down") {
         return Err(AppError::invalid(
             "state",
-            format!(
-                "a node state is up, draining or down (got {state})",
-                state = crate::domain::quote(state)
-            ),
+            t1("cluster-bad-state", "got", crate::domain::quote(state)),
         ));
     }
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > 1000) {
-        return Err(AppError::invalid(
-            "reason",
-            "a drain reason is at most 1,000 characters",
-        ));
+        return Err(AppError::invalid("reason", t("node-reason-too-long")));
     }
     let mut tx = pool.begin().await?;
     // Drains and the passes that requeue their runs must not interleave.
@@ -499,7 +486,7 @@ pub async fn set_node_state(
             .bind(node_id)
             .fetch_optional(&mut *tx)
             .await?
-            .ok_or_else(|| AppError::NotFound(format!("no node with id {node_id}")))?;
+            .ok_or_else(|| AppError::NotFound(t1("node-not-found", "id", node_id.to_string())))?;
     if before == "draining" && state == "down" {
         crate::db::drains::note_forced_down(&mut tx, node_id).await?;
     }
@@ -590,10 +577,7 @@ pub async fn drain_node(
 ) -> Result<(), AppError> {
     require_admin(actor)?;
     if reason.trim().is_empty() {
-        return Err(AppError::invalid(
-            "reason",
-            "say why the node is drained (what is to be repaired)",
-        ));
+        return Err(AppError::invalid("reason", t("node-reason-required")));
     }
     set_node_state(pool, actor, node_id, "draining", Some(reason)).await
 }

@@ -11,6 +11,7 @@ use crate::auth::{Account, Parents};
 use crate::db::audit::{self, Change};
 use crate::domain::{self, EffectiveShare, Entitlement, Money, Share};
 use crate::error::AppError;
+use crate::i18n::{t, t1, t2};
 
 /// Installed capacity of one GPU model on one cluster, with its billing terms.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -349,7 +350,7 @@ async fn lock_live(
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))
+    .ok_or_else(|| AppError::NotFound(t1("node-tree-not-found", "id", id.to_string())))
 }
 
 /// Sets the shares of some children of `parent_id` at once (so siblings can be rebalanced in
@@ -369,16 +370,14 @@ pub async fn set_child_shares(
     if let Some((dup, _)) = changes.iter().find(|(n, _)| !seen.insert(*n)) {
         return Err(AppError::invalid(
             "share",
-            format!("node {dup} appears more than once"),
+            t1("node-share-twice", "id", dup.to_string()),
         ));
     }
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
     lock_live(&mut tx, parent_id).await?;
     if !actor.leads(parent_id, &parents) {
-        return Err(AppError::Forbidden(
-            "only an admin or a lead of this node can change its children's shares".into(),
-        ));
+        return Err(AppError::Forbidden(t("node-shares-forbidden")));
     }
     let siblings: Vec<(i64, String, i32)> =
         sqlx::query_as("SELECT id, name, share_bp FROM tree_nodes WHERE parent_id = $1 AND NOT archived FOR UPDATE")
@@ -394,17 +393,22 @@ pub async fn set_child_shares(
     }
     for (id, _) in changes {
         if !siblings.iter().any(|(s, _, _)| s == id) {
-            return Err(AppError::NotFound(format!(
-                "node {id} is not a live child of node {parent_id}"
+            return Err(AppError::NotFound(t2(
+                "node-not-a-child",
+                "id",
+                id.to_string(),
+                "parent",
+                parent_id.to_string(),
             )));
         }
     }
     if total > 10_000 {
         return Err(AppError::invalid(
             "share",
-            format!(
-                "the shares of these siblings would sum to {}%; they may sum to at most 100%",
-                domain::format_bp(total)
+            t1(
+                "node-shares-over-100",
+                "sum",
+                crate::i18n::format::basis_points(total),
             ),
         ));
     }
@@ -465,17 +469,11 @@ async fn name_free(
     match taken {
         Some(false) => Err(AppError::invalid(
             "name",
-            format!(
-                "a node named {name} already exists; names are unique across the tree (ignoring case)",
-                name = crate::domain::quote(name)
-            ),
+            t1("node-name-taken", "name", crate::domain::quote(name)),
         )),
         Some(true) => Err(AppError::invalid(
             "name",
-            format!(
-                "the name {name} belongs to an archived node; choose another name",
-                name = crate::domain::quote(name)
-            ),
+            t1("node-name-archived", "name", crate::domain::quote(name)),
         )),
         None => Ok(()),
     }
@@ -497,21 +495,28 @@ async fn check_room(
     if used + i64::from(adding.bp()) > 10_000 {
         return Err(AppError::invalid(
             "share",
-            format!(
-                "the siblings already hold {}%, so at most {}% is left (asked for {adding})",
-                domain::format_bp(used),
-                domain::format_bp(10_000 - used)
+            crate::i18n::ta(
+                "node-no-room",
+                &[
+                    ("used", &crate::i18n::format::basis_points(used)),
+                    ("left", &crate::i18n::format::basis_points(10_000 - used)),
+                    (
+                        "asked",
+                        &crate::i18n::format::basis_points(i64::from(adding.bp())),
+                    ),
+                ],
             ),
         ));
     }
     Ok(())
 }
 
-fn require_admin(actor: &Account, what: &str) -> Result<(), AppError> {
+/// Refuses non-admins; `refusal` is the message (`only an admin can create tree nodes`).
+fn require_admin(actor: &Account, refusal: impl FnOnce() -> String) -> Result<(), AppError> {
     if actor.is_admin() {
         Ok(())
     } else {
-        Err(AppError::Forbidden(format!("only an admin can {what}")))
+        Err(AppError::Forbidden(refusal()))
     }
 }
 
@@ -528,16 +533,17 @@ pub async fn create_node(
     kind: NodeKind,
     share: Share,
 ) -> Result<i64, AppError> {
-    require_admin(actor, "create tree nodes")?;
+    require_admin(actor, || t("node-admins-create"))?;
     let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
     let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, parent_id).await?;
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!(
-                "{parent_name} is a project; projects have no children",
-                parent_name = crate::domain::quote(&parent_name)
+            t1(
+                "node-parent-is-project",
+                "name",
+                crate::domain::quote(&parent_name),
             ),
         ));
     }
@@ -583,7 +589,7 @@ pub async fn rename_node(
     id: i64,
     name: &str,
 ) -> Result<(), AppError> {
-    require_admin(actor, "rename tree nodes")?;
+    require_admin(actor, || t("node-admins-rename"))?;
     let name = domain::node_name(name).map_err(|m| AppError::invalid("name", m))?;
     let mut tx = pool.begin().await?;
     let (_, _, old, _, _) = lock_live(&mut tx, id).await?;
@@ -624,29 +630,27 @@ pub async fn move_node(
     id: i64,
     new_parent: i64,
 ) -> Result<(), AppError> {
-    require_admin(actor, "move tree nodes")?;
+    require_admin(actor, || t("node-admins-move"))?;
     let mut tx = pool.begin().await?;
     let (_, old_parent, name, _, share_bp) = lock_live(&mut tx, id).await?;
     let Some(old_parent) = old_parent else {
-        return Err(AppError::invalid("parent", "the root cannot be moved"));
+        return Err(AppError::invalid("parent", t("node-root-move")));
     };
     let (_, _, parent_name, parent_is_project, _) = lock_live(&mut tx, new_parent).await?;
     let parents = Parents::load(&mut *tx).await?;
     if parents.is_ancestor_or_self(id, new_parent) {
         return Err(AppError::invalid(
             "parent",
-            format!(
-                "{name} cannot move under itself or its own subtree",
-                name = crate::domain::quote(&name)
-            ),
+            t1("node-move-into-itself", "name", crate::domain::quote(&name)),
         ));
     }
     if parent_is_project {
         return Err(AppError::invalid(
             "parent",
-            format!(
-                "{parent_name} is a project; projects have no children",
-                parent_name = crate::domain::quote(&parent_name)
+            t1(
+                "node-parent-is-project",
+                "name",
+                crate::domain::quote(&parent_name),
             ),
         ));
     }
@@ -679,11 +683,11 @@ pub async fn move_node(
 /// # Errors
 /// Forbidden, NotFound, Invalid (the root, or live children remain).
 pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(), AppError> {
-    require_admin(actor, "archive tree nodes")?;
+    require_admin(actor, || t("node-admins-archive"))?;
     let mut tx = pool.begin().await?;
     let (_, parent, name, _, _) = lock_live(&mut tx, id).await?;
     if parent.is_none() {
-        return Err(AppError::invalid("node", "the root cannot be archived"));
+        return Err(AppError::invalid("node", t("node-root-archive")));
     }
     let live_children: i64 =
         sqlx::query_scalar("SELECT count(*) FROM tree_nodes WHERE parent_id = $1 AND NOT archived")
@@ -693,9 +697,12 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
     if live_children > 0 {
         return Err(AppError::invalid(
             "node",
-            format!(
-                "{name} still has {live_children} live children; archive or move them first",
-                name = crate::domain::quote(&name)
+            t2(
+                "node-has-children",
+                "name",
+                crate::domain::quote(&name),
+                "count",
+                live_children,
             ),
         ));
     }

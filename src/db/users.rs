@@ -8,6 +8,7 @@ use crate::auth::{Role, password};
 use crate::db::audit::{self, Change};
 use crate::domain;
 use crate::error::AppError;
+use crate::i18n::{t, t1};
 
 /// A user with their grants, for the admin page and API.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -77,21 +78,12 @@ async fn lead_node(
                 .ok_or_else(|| {
                     AppError::invalid(
                         "node",
-                        format!(
-                            "there is no tree node named {name}",
-                            name = crate::domain::quote(name)
-                        ),
+                        t1("users-no-such-node", "name", crate::domain::quote(name)),
                     )
                 })?,
         )),
-        (Role::Lead, None) => Err(AppError::invalid(
-            "node",
-            "a lead needs the tree node they lead",
-        )),
-        (_, Some(_)) => Err(AppError::invalid(
-            "node",
-            "only a lead is scoped to a tree node",
-        )),
+        (Role::Lead, None) => Err(AppError::invalid("node", t("users-lead-needs-node"))),
+        (_, Some(_)) => Err(AppError::invalid("node", t("users-only-lead-node"))),
         (_, None) => Ok(None),
     }
 }
@@ -111,10 +103,7 @@ pub async fn create(
     let role = Role::parse(role).ok_or_else(|| {
         AppError::invalid(
             "role",
-            format!(
-                "a role is admin, finance, lead or researcher (got {})",
-                crate::domain::quote(role.trim())
-            ),
+            t1("users-bad-role", "got", crate::domain::quote(role.trim())),
         )
     })?;
     let pw = password::generate();
@@ -128,10 +117,7 @@ pub async fn create(
     if taken {
         return Err(AppError::invalid(
             "name",
-            format!(
-                "a user named {name} already exists",
-                name = crate::domain::quote(&name)
-            ),
+            t1("users-exists", "name", crate::domain::quote(&name)),
         ));
     }
     let node_id = lead_node(&mut tx, role, node).await?;
@@ -217,10 +203,7 @@ pub async fn grant(
     let role = Role::parse(role).ok_or_else(|| {
         AppError::invalid(
             "role",
-            format!(
-                "a role is admin, finance, lead or researcher (got {})",
-                crate::domain::quote(role.trim())
-            ),
+            t1("users-bad-role", "got", crate::domain::quote(role.trim())),
         )
     })?;
     let mut tx = pool.begin().await?;
@@ -228,7 +211,7 @@ pub async fn grant(
         .bind(user_id)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("no user with id {user_id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("users-not-found", "id", user_id.to_string())))?;
     let node_id = lead_node(&mut tx, role, node).await?;
     let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO role_grants (user_id, role, node_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id",
@@ -238,8 +221,7 @@ pub async fn grant(
     .bind(node_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let id =
-        id.ok_or_else(|| AppError::invalid("role", format!("{name} already has that role")))?;
+    let id = id.ok_or_else(|| AppError::invalid("role", t1("users-has-role", "name", &name)))?;
     audit::record(
         &mut *tx,
         Change {
@@ -279,17 +261,22 @@ pub async fn revoke(
     .bind(user_id)
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| AppError::NotFound(format!("no grant {grant_id} for user {user_id}")))?;
+    .ok_or_else(|| {
+        AppError::NotFound(crate::i18n::t2(
+            "users-grant-not-found",
+            "grant",
+            grant_id.to_string(),
+            "user",
+            user_id.to_string(),
+        ))
+    })?;
     if role == "admin" {
         let admins: i64 =
             sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'")
                 .fetch_one(&mut *tx)
                 .await?;
         if admins <= 1 {
-            return Err(AppError::invalid(
-                "role",
-                "this is the last admin; grant admin to someone else first",
-            ));
+            return Err(AppError::invalid("role", t("users-last-admin")));
         }
     }
     sqlx::query("DELETE FROM role_grants WHERE id = $1")
@@ -454,7 +441,7 @@ pub async fn set_local_sign_in(
         Some("") => {
             return Err(AppError::invalid(
                 "break_glass",
-                "name the break-glass admin who keeps password sign-in",
+                t("users-break-glass-required"),
             ));
         }
         Some(name) => {
@@ -471,25 +458,25 @@ pub async fn set_local_sign_in(
                 None => {
                     return Err(AppError::invalid(
                         "break_glass",
-                        format!("there is no user named {quoted}"),
+                        t1("users-no-such-user", "name", &quoted),
                     ));
                 }
                 Some((_, true, _, _)) => {
                     return Err(AppError::invalid(
                         "break_glass",
-                        format!("{quoted} is disabled"),
+                        t1("users-disabled", "name", &quoted),
                     ));
                 }
                 Some((_, _, false, _)) => {
                     return Err(AppError::invalid(
                         "break_glass",
-                        format!("{quoted} has no local password"),
+                        t1("users-no-local-password", "name", &quoted),
                     ));
                 }
                 Some((_, _, _, false)) => {
                     return Err(AppError::invalid(
                         "break_glass",
-                        format!("{quoted} holds no admin role given by hand in Tranche"),
+                        t1("users-no-manual-admin", "name", &quoted),
                     ));
                 }
                 Some((id, false, true, true)) => Some(id),

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use fixed_decimal::Decimal;
 use icu_datetime::FixedCalendarDateTimeFormatter;
-use icu_datetime::fieldsets::{YM, YMD, YMDT};
+use icu_datetime::fieldsets::{YM, YMD, YMDE, YMDT};
 use icu_datetime::input::{Date, DateTime, Time};
 use icu_datetime::options::TimePrecision;
 use icu_decimal::DecimalFormatter;
@@ -24,6 +24,7 @@ struct Formatters {
     decimal: DecimalFormatter,
     long_date: FixedCalendarDateTimeFormatter<Gregorian, YMD>,
     medium_date: FixedCalendarDateTimeFormatter<Gregorian, YMD>,
+    weekday_date: FixedCalendarDateTimeFormatter<Gregorian, YMDE>,
     date_time: FixedCalendarDateTimeFormatter<Gregorian, YMDT>,
     month: FixedCalendarDateTimeFormatter<Gregorian, YM>,
 }
@@ -41,6 +42,8 @@ fn build(lang: Lang) -> Formatters {
         long_date: FixedCalendarDateTimeFormatter::try_new(prefs(), YMD::long())
             .expect("compiled date data"),
         medium_date: FixedCalendarDateTimeFormatter::try_new(prefs(), YMD::medium())
+            .expect("compiled date data"),
+        weekday_date: FixedCalendarDateTimeFormatter::try_new(prefs(), YMDE::medium())
             .expect("compiled date data"),
         date_time: FixedCalendarDateTimeFormatter::try_new(
             prefs(),
@@ -74,6 +77,21 @@ pub fn integer(lang: Lang, n: i64) -> String {
     of(lang).decimal.format(&Decimal::from(n)).to_string()
 }
 
+/// A whole number as the operations pages show it: the plain digits English pages have
+/// always shown (`1024`), the language's grouping otherwise (`1024` in Spanish, `1.024` in
+/// Basque, as [`integer`]).
+pub fn integer_in(lang: Lang, n: i64) -> String {
+    match lang {
+        Lang::En => n.to_string(),
+        _ => integer(lang, n),
+    }
+}
+
+/// [`integer_in`] in the current language.
+pub fn count(n: i64) -> String {
+    integer_in(super::current(), n)
+}
+
 /// `units` x 10^`exponent` with exactly `-exponent` decimals when `exponent` is negative:
 /// `decimal(Lang::Eu, 123456789, -2)` is `1.234.567,89`.
 pub fn decimal(lang: Lang, units: i64, exponent: i16) -> String {
@@ -91,6 +109,28 @@ pub fn fixed(lang: Lang, x: f64, decimals: u8) -> String {
     }
     let units = (x * 10f64.powi(i32::from(decimals))).round() as i64;
     decimal(lang, units, -i16::from(decimals))
+}
+
+/// A plain decimal as Rust writes it (`1234.56`, `-0.5`, `12`) in `lang`: itself in English,
+/// with the language's separators otherwise (`1.234,56` in Basque); text that is no such
+/// number comes back as it is.
+pub fn from_plain(lang: Lang, text: &str) -> String {
+    if lang == Lang::En {
+        return text.to_string();
+    }
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = whole.strip_prefix('-').unwrap_or(whole);
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+        || frac.len() > 18
+    {
+        return text.to_string();
+    }
+    match format!("{whole}{frac}").parse::<i64>() {
+        Ok(units) => decimal(lang, units, -(frac.len() as i16)),
+        Err(_) => text.to_string(),
+    }
 }
 
 /// Like [`decimal`] but without trailing zeros after the separator: `12,5` and `12`, not
@@ -141,6 +181,15 @@ pub fn medium_date(lang: Lang, d: jiff::civil::Date) -> String {
     match (lang, icu_date(d)) {
         (Lang::En, _) | (_, None) => d.to_string(),
         (_, Some(date)) => of(lang).medium_date.format(&date).to_string(),
+    }
+}
+
+/// A date with its weekday, for the capacity calendar's rows: `Mon 2026-12-07` (en, as it
+/// has always been), CLDR's medium form otherwise.
+pub fn weekday_date(lang: Lang, d: jiff::civil::Date) -> String {
+    match (lang, icu_date(d)) {
+        (Lang::En, _) | (_, None) => d.strftime("%a %Y-%m-%d").to_string(),
+        (_, Some(date)) => of(lang).weekday_date.format(&date).to_string(),
     }
 }
 
@@ -214,6 +263,28 @@ mod tests {
         assert_eq!(month_year(Lang::Es, d), "diciembre de 2026");
         assert_eq!(month_year(Lang::Eu, d), "2026(e)ko abendua");
         assert_eq!(medium_date(Lang::Eu, d), "2026 abe. 2(a)");
+    }
+
+    #[test]
+    fn calendar_days_with_their_weekday() {
+        let d = jiff::civil::date(2026, 12, 2);
+        assert_eq!(weekday_date(Lang::En, d), "Wed 2026-12-02");
+        assert_eq!(weekday_date(Lang::Es, d), "mié, 2 dic 2026");
+        assert_eq!(weekday_date(Lang::Eu, d), "2026 abe. 2(a), az.");
+    }
+
+    #[test]
+    fn plain_decimals_and_counts() {
+        assert_eq!(from_plain(Lang::En, "1234.56"), "1234.56");
+        assert_eq!(from_plain(Lang::Es, "1234.56"), "1234,56");
+        assert_eq!(from_plain(Lang::Eu, "12345.6"), "12.345,6");
+        assert_eq!(from_plain(Lang::Eu, "-0.5"), "\u{2212}0,5");
+        assert_eq!(from_plain(Lang::Es, "0.953"), "0,953");
+        assert_eq!(from_plain(Lang::Es, "12"), "12");
+        assert_eq!(from_plain(Lang::Eu, "NaN"), "NaN");
+        assert_eq!(integer_in(Lang::En, 1024), "1024");
+        assert_eq!(integer_in(Lang::Es, 1024), "1024");
+        assert_eq!(integer_in(Lang::Eu, 1024), "1.024");
     }
 
     #[test]

@@ -353,30 +353,34 @@ pub async fn stop(
     .fetch_optional(&mut *tx)
     .await?;
     let Some((run, project, submitted_by, attempt, cleared, state, current)) = row else {
-        return Err(AppError::NotFound(format!("no idle flag {flag_id}")));
+        return Err(AppError::NotFound(crate::i18n::t1(
+            "idle-not-found",
+            "id",
+            flag_id.to_string(),
+        )));
     };
     if !may_see(actor, parents, project, submitted_by) {
-        return Err(AppError::NotFound(format!("no idle flag {flag_id}")));
+        return Err(AppError::NotFound(crate::i18n::t1(
+            "idle-not-found",
+            "id",
+            flag_id.to_string(),
+        )));
     }
     if !actor.leads(project, parents) {
-        return Err(AppError::Forbidden(
-            "only a lead of the run's project may stop an idle run".into(),
-        ));
+        return Err(AppError::Forbidden(crate::i18n::t("idle-forbidden")));
     }
     let reason = reason.trim();
     if reason.is_empty() || reason.chars().count() > 1000 {
         return Err(AppError::invalid(
             "reason",
-            "give a reason for stopping the run (1 to 1000 characters)",
+            crate::i18n::t("idle-reason-required"),
         ));
     }
     if cleared.is_some() || attempt != current || !matches!(state.as_str(), "starting" | "running")
     {
         return Err(AppError::Refused {
             code: "flag_cleared",
-            message: format!(
-                "idle flag {flag_id} has cleared (the run's GPUs are busy again, or the attempt ended); nothing was stopped"
-            ),
+            message: crate::i18n::t1("idle-cleared", "id", flag_id.to_string()),
         });
     }
     super::service::begin_stop(&mut tx, pool, site, run, "cancelled").await?;

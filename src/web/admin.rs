@@ -12,17 +12,59 @@ use crate::auth::{Account, CurrentUser};
 use crate::db::{inventory, users};
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n::{self, t, t1, t2};
 use crate::state::AppState;
-use crate::web::{Layout, PagePath, flash, render_status};
+use crate::web::{Layout, PagePath, flash, int, render_status};
 
 fn require_admin(me: &Account) -> Result<(), AppError> {
     if me.is_admin() {
         Ok(())
     } else {
-        Err(AppError::Forbidden(
-            "only an admin may open this page".into(),
-        ))
+        Err(AppError::Forbidden(t("inventory-admins-only")))
     }
+}
+
+/// A node's status (`up`, `draining`, `down`, `lost`, `awaiting agent`) or admin state in the
+/// page's language; an unknown one as it is.
+pub fn node_status_words(status: &str) -> String {
+    match status {
+        "up" => t("node-status-up"),
+        "draining" => t("node-status-draining"),
+        "down" => t("node-status-down"),
+        "lost" => t("node-status-lost"),
+        "awaiting agent" => t("node-status-awaiting-agent"),
+        other => other.to_string(),
+    }
+}
+
+/// A role's name in the page's language (`researcher`, `investigación`, `ikertzailea`).
+fn role_words(role: &str) -> String {
+    match role {
+        "admin" => t("role-admin"),
+        "finance" => t("role-finance"),
+        "lead" => t("role-lead"),
+        "researcher" => t("role-researcher"),
+        other => other.to_string(),
+    }
+}
+
+/// The GPUs of a cluster per model, `8 × H100 16 × B200 ` (each followed by a space).
+fn gpus_text(gpus: &[(String, i64)]) -> String {
+    gpus.iter()
+        .map(|(model, n)| {
+            format!(
+                "{} ",
+                t2("inventory-gpus-of-model", "count", int(*n), "model", model)
+            )
+        })
+        .collect()
+}
+
+/// Text for an HTML message shown with `|safe`: `<`, `>`, `&` and quotes escaped.
+fn escape_html(text: &str) -> String {
+    askama::filters::escape(text, askama::filters::Html)
+        .map(|m| m.to_string())
+        .unwrap_or_default()
 }
 
 struct ModelRow {
@@ -49,7 +91,8 @@ struct InventoryPage {
     error: Option<String>,
     currency: String,
     models: Vec<ModelRow>,
-    clusters: Vec<inventory::Cluster>,
+    /// Each cluster with its node count and its GPUs per model, as shown.
+    clusters: Vec<(inventory::Cluster, String, String)>,
     form: InventoryForm,
 }
 
@@ -91,7 +134,15 @@ async fn inventory_page(
             error,
             currency: state.site.currency.clone(),
             models,
-            clusters: inventory::clusters(&state.pool).await?,
+            clusters: inventory::clusters(&state.pool)
+                .await?
+                .into_iter()
+                .map(|c| {
+                    let nodes = int(c.nodes.len() as i64);
+                    let gpus = gpus_text(&c.gpus);
+                    (c, nodes, gpus)
+                })
+                .collect(),
             form,
         },
     )
@@ -124,7 +175,7 @@ async fn model_create(
     match inventory::create_gpu_model(&state.pool, &me, &f.name, &f.billing_weight, &f.price).await
     {
         Ok(_) => {
-            flash(&session, format!("Added GPU model {}.", f.name.trim())).await?;
+            flash(&session, t1("inventory-model-added", "name", f.name.trim())).await?;
             Ok(Redirect::to("/admin/inventory").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -149,7 +200,7 @@ async fn model_update(
 ) -> Result<Response, AppError> {
     match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
         Ok(()) => {
-            flash(&session, "GPU model saved.").await?;
+            flash(&session, t("inventory-model-saved")).await?;
             Ok(Redirect::to("/admin/inventory").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -183,7 +234,11 @@ async fn cluster_create(
 ) -> Result<Response, AppError> {
     match inventory::create_cluster(&state.pool, &me, &f.name).await {
         Ok(id) => {
-            flash(&session, format!("Added cluster {}.", f.name.trim())).await?;
+            flash(
+                &session,
+                t1("inventory-cluster-added", "name", f.name.trim()),
+            )
+            .await?;
             Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -208,16 +263,22 @@ async fn cluster_create(
 struct ClusterPage {
     layout: Layout,
     cluster: inventory::Cluster,
-    /// Each node with its last heartbeat as shown (`—` for none) and its drain, in words.
-    rows: Vec<(inventory::Node, String, String)>,
+    /// `8 × H100 in 1 nodes.`: the cluster's GPUs and nodes in a sentence.
+    gpus_line: String,
+    /// Each node with its status and last heartbeat as shown (`—` for none) and its drain, in
+    /// words.
+    rows: Vec<(inventory::Node, String, String, String)>,
+    /// The admin states a node can be set to: (value, label).
+    states: Vec<(&'static str, String)>,
     models: Vec<inventory::GpuModel>,
     error: Option<String>,
     form_name: String,
     form_model: String,
     form_count: String,
-    /// `agent` or `slurm`, and for Slurm a line on its controller (partition, answering or
-    /// not since when).
+    /// `agent` or `slurm`, the same in words, and for Slurm a line on its controller
+    /// (partition, answering or not since when).
     executor: String,
+    executor_name: String,
     executor_note: String,
     /// Slurm jobs outside Tranche holding GPUs: job id, name, user, node, GPUs.
     outside: Vec<(i64, String, String, String, i32)>,
@@ -236,7 +297,7 @@ async fn cluster_page(
         .await?
         .into_iter()
         .find(|c| c.id == id)
-        .ok_or_else(|| AppError::NotFound(format!("no cluster with id {id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("cluster-not-found", "id", id.to_string())))?;
     let status = if error.is_some() {
         axum::http::StatusCode::UNPROCESSABLE_ENTITY
     } else {
@@ -251,10 +312,12 @@ async fn cluster_page(
             Some(at) => {
                 let at = crate::ledger::to_jiff(at);
                 let ago = (now.as_second() - at.as_second()).max(0);
-                format!(
-                    "{} ({})",
+                t2(
+                    "cluster-heartbeat",
+                    "at",
                     crate::domain::format_local(at, &state.site.time_zone),
-                    ago_text(ago)
+                    "ago",
+                    ago_text(ago),
                 )
             }
             None => "—".into(),
@@ -262,7 +325,7 @@ async fn cluster_page(
         .zip(&cluster.nodes)
         .map(|(h, n)| {
             let drain = drain_text(drains.get(&n.id), &state.site.time_zone);
-            (n.clone(), h, drain)
+            (n.clone(), node_status_words(&n.status), h, drain)
         })
         .collect();
     let (executor, partition, down_since, down_error): (
@@ -278,12 +341,23 @@ async fn cluster_page(
     .await?;
     let executor_note = match (&partition, down_since) {
         (None, _) => String::new(),
-        (Some(p), None) => format!("Slurm partition {p}: the controller answers."),
-        (Some(p), Some(at)) => format!(
-            "Slurm partition {p}: the controller does not answer since {} ({}); new starts wait.",
-            crate::domain::format_local(crate::ledger::to_jiff(at), &state.site.time_zone),
-            down_error.unwrap_or_default()
+        (Some(p), None) => t1("cluster-slurm-answers", "partition", p),
+        (Some(p), Some(at)) => i18n::ta(
+            "cluster-slurm-down",
+            &[
+                ("partition", p),
+                (
+                    "since",
+                    &crate::domain::format_local(crate::ledger::to_jiff(at), &state.site.time_zone),
+                ),
+                ("error", &down_error.unwrap_or_default()),
+            ],
         ),
+    };
+    let executor_name = match executor.as_str() {
+        "agent" => t("cluster-executor-agent"),
+        "slurm" => t("cluster-executor-slurm"),
+        other => other.to_string(),
     };
     let outside: Vec<(i64, String, String, String, i32)> = sqlx::query_as(
         "SELECT o.job_id, o.name, o.user_name, n.name, o.gpus FROM slurm_outside_jobs o JOIN nodes n ON n.id = o.node_id \
@@ -296,11 +370,23 @@ async fn cluster_page(
         status,
         &ClusterPage {
             executor,
+            executor_name,
             executor_note,
             outside,
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
+            gpus_line: t2(
+                "cluster-gpus-in-nodes",
+                "gpus",
+                gpus_text(&cluster.gpus),
+                "nodes",
+                cluster.nodes.len(),
+            ),
             cluster,
             rows,
+            states: ["up", "draining", "down"]
+                .into_iter()
+                .map(|s| (s, node_status_words(s)))
+                .collect(),
             models: inventory::gpu_models(&state.pool).await?,
             error,
             form_name: form.name,
@@ -314,13 +400,13 @@ async fn cluster_page(
     )
 }
 
-/// `45 s ago`, `12 min ago`, `3 h ago`, `2 days ago`.
+/// `45 s ago`, `12 min ago`, `3 h ago`, `2 days ago` (`hace 2 días`, `duela 2 egun`).
 fn ago_text(seconds: i64) -> String {
     match seconds {
-        s if s < 120 => format!("{s} s ago"),
-        s if s < 7200 => format!("{} min ago", s / 60),
-        s if s < 172_800 => format!("{} h ago", s / 3600),
-        s => format!("{} days ago", s / 86_400),
+        s if s < 120 => t1("cluster-ago-seconds", "count", s),
+        s if s < 7200 => t1("cluster-ago-minutes", "count", s / 60),
+        s if s < 172_800 => t1("cluster-ago-hours", "count", s / 3600),
+        s => t1("cluster-ago-days", "count", s / 86_400),
     }
 }
 
@@ -352,7 +438,7 @@ async fn node_create(
 ) -> Result<Response, AppError> {
     match inventory::add_node(&state.pool, &me, id, &f.name, &f.gpu_model, &f.gpu_count).await {
         Ok(_) => {
-            flash(&session, format!("Added node {}.", f.name.trim())).await?;
+            flash(&session, t1("cluster-node-added", "name", f.name.trim())).await?;
             Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -381,7 +467,15 @@ async fn node_state(
         .await?;
     match inventory::set_node_state(&state.pool, &me, id, &f.state, None).await {
         Ok(()) => {
-            flash(&session, format!("Node is now {}.", f.state.trim())).await?;
+            flash(
+                &session,
+                t1(
+                    "cluster-node-state-set",
+                    "state",
+                    node_status_words(f.state.trim()),
+                ),
+            )
+            .await?;
             Ok(Redirect::to(&format!(
                 "/admin/clusters/{}",
                 cluster_id.unwrap_or_default()
@@ -411,11 +505,8 @@ fn drain_text(drain: Option<&crate::db::drains::Drain>, tz: &jiff::tz::TimeZone)
     };
     let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
     match d.emptied_at {
-        Some(e) => format!("empty, ready for repair since {}", at(e)),
-        None => format!(
-            "draining since {}: its runs are requeued as each passes its minimum runtime",
-            at(d.drained_at)
-        ),
+        Some(e) => t1("node-drain-empty", "since", at(e)),
+        None => t1("node-drain-draining", "since", at(d.drained_at)),
     }
 }
 
@@ -446,6 +537,8 @@ struct NodePage {
     layout: Layout,
     node: inventory::Node,
     cluster: (i64, String),
+    /// The node's status in words.
+    status: String,
     drain: String,
     draining: bool,
     runs: Vec<NodeRun>,
@@ -470,7 +563,7 @@ async fn node_page(
             let n = c.nodes.iter().find(|n| n.id == id).cloned();
             n.map(|n| ((c.id, c.name), n))
         })
-        .ok_or_else(|| AppError::NotFound(format!("no node with id {id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("node-not-found", "id", id.to_string())))?;
     let tz = &state.site.time_zone;
     let at = |t: time::OffsetDateTime| domain::format_local(crate::ledger::to_jiff(t), tz);
     let history = crate::db::drains::of_node(&state.pool, id).await?;
@@ -496,6 +589,7 @@ async fn node_page(
         &NodePage {
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
             draining: node.state == "draining",
+            status: node_status_words(&node.status),
             node,
             cluster,
             drain,
@@ -509,11 +603,11 @@ async fn node_page(
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join(","),
-                    state: st,
+                    state: crate::web::runs::state_words(&st),
                     protected_until: match until {
-                        Some(u) if u > now => format!("protected until {}", at(u)),
-                        Some(_) => "past its minimum runtime".into(),
-                        None => "unallocated (never protected)".into(),
+                        Some(u) if u > now => t1("node-protected-until", "at", at(u)),
+                        Some(_) => t("node-past-min-runtime"),
+                        None => t("node-unallocated"),
                     },
                 })
                 .collect(),
@@ -521,17 +615,19 @@ async fn node_page(
                 .iter()
                 .map(|d| DrainRow {
                     reason: d.reason.clone(),
-                    by: d.drained_by.clone().unwrap_or_else(|| "system".into()),
+                    by: d.drained_by.clone().unwrap_or_else(|| t("node-system")),
                     drained_at: at(d.drained_at),
                     emptied_at: d.emptied_at.map_or_else(|| "—".into(), at),
                     needed_human: d.needed_human,
                     returned: d.returned_at.map_or_else(
-                        || "not yet".into(),
+                        || t("node-not-yet"),
                         |r| {
-                            format!(
-                                "{} by {}",
+                            t2(
+                                "node-returned-by",
+                                "at",
                                 at(r),
-                                d.returned_by.as_deref().unwrap_or("system")
+                                "by",
+                                d.returned_by.clone().unwrap_or_else(|| t("node-system")),
                             )
                         },
                     ),
@@ -567,7 +663,7 @@ async fn node_drain(
 ) -> Result<Response, AppError> {
     match inventory::drain_node(&state.pool, &me, id, &f.reason).await {
         Ok(()) => {
-            flash(&session, "Node is draining: it takes no new runs.").await?;
+            flash(&session, t("node-drained")).await?;
             Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -584,7 +680,7 @@ async fn node_return(
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     inventory::return_node(&state.pool, &me, id).await?;
-    flash(&session, "Node is back in service.").await?;
+    flash(&session, t("node-returned")).await?;
     Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
 }
 
@@ -593,15 +689,26 @@ async fn node_return(
 struct UsersPage {
     layout: Layout,
     error: Option<String>,
-    created: Option<(String, String)>,
+    /// The user just created and their password, in a sentence as HTML (both escaped).
+    created_html: Option<String>,
     users: Vec<users::UserRow>,
+    /// The roles for the selects: (value, label).
+    roles: Vec<(&'static str, String)>,
+    /// While local password sign-in is off for everyone but the break-glass admin: the
+    /// sentence that says so, as HTML (the admin's name escaped).
+    local_off_html: Option<String>,
     form_name: String,
     form_role: String,
     form_node: String,
-    /// The break-glass admin's name while local password sign-in is off for everyone else.
-    break_glass: Option<String>,
     /// What the break-glass field holds (the input, when re-rendered with an error).
     form_break_glass: String,
+}
+
+impl UsersPage {
+    /// A role's name in the page's language.
+    fn role(&self, role: &str) -> String {
+        role_words(role)
+    }
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -641,14 +748,28 @@ async fn users_page(
         &UsersPage {
             layout: Layout::for_user(session, me, "/admin/users").await?,
             error,
-            created,
+            created_html: created.map(|(name, password)| {
+                t2(
+                    "users-created",
+                    "name",
+                    escape_html(&name),
+                    "password",
+                    escape_html(&password),
+                )
+            }),
             users: list,
+            roles: ["researcher", "lead", "finance", "admin"]
+                .into_iter()
+                .map(|r| (r, role_words(r)))
+                .collect(),
+            local_off_html: break_glass
+                .as_deref()
+                .map(|b| t1("users-local-off", "name", escape_html(b))),
             form_break_glass: if form.break_glass.is_empty() {
-                break_glass.clone().unwrap_or_default()
+                break_glass.unwrap_or_default()
             } else {
                 form.break_glass
             },
-            break_glass,
             form_name: form.name,
             form_role: if form.role.is_empty() {
                 "researcher".into()
@@ -707,7 +828,7 @@ async fn grant_create(
     let node = Some(f.node.as_str()).filter(|n| !n.trim().is_empty());
     match users::grant(&state.pool, Some(me.id), id, &f.role, node).await {
         Ok(_) => {
-            flash(&session, "Role granted.").await?;
+            flash(&session, t("users-role-granted")).await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -734,7 +855,7 @@ async fn grant_revoke(
     require_admin(&me)?;
     match users::revoke(&state.pool, Some(me.id), id, grant).await {
         Ok(()) => {
-            flash(&session, "Role revoked.").await?;
+            flash(&session, t("users-role-revoked")).await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -766,7 +887,7 @@ async fn local_sign_in(
         "off" => users::set_local_sign_in(&state.pool, Some(me.id), Some(&f.break_glass)).await,
         other => Err(AppError::invalid(
             "local",
-            format!("local sign-in is on or off (got {})", domain::quote(other)),
+            t1("users-local-on-or-off", "got", domain::quote(other)),
         )),
     };
     match result {
@@ -774,9 +895,9 @@ async fn local_sign_in(
             flash(
                 &session,
                 if f.local == "on" {
-                    "Password sign-in is on for every local account."
+                    t("users-local-turned-on")
                 } else {
-                    "Password sign-in is off except for the break-glass admin."
+                    t("users-local-turned-off")
                 },
             )
             .await?;
@@ -813,4 +934,39 @@ pub fn router() -> Router<AppState> {
             "/admin/users/{id}/grants/{grant}/revoke",
             post(grant_revoke),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::i18n::{Lang, sync_scope};
+
+    #[test]
+    fn heartbeat_ages_and_node_states_in_three_languages() {
+        assert_eq!(sync_scope(Lang::En, || ago_text(45)), "45 s ago");
+        assert_eq!(sync_scope(Lang::En, || ago_text(3 * 86_400)), "3 days ago");
+        assert_eq!(sync_scope(Lang::Es, || ago_text(86_400 * 3)), "hace 3 días");
+        assert_eq!(sync_scope(Lang::Eu, || ago_text(600)), "duela 10 min");
+        assert_eq!(sync_scope(Lang::Eu, || ago_text(200_000)), "duela 2 egun");
+        assert_eq!(
+            sync_scope(Lang::En, || node_status_words("awaiting agent")),
+            "awaiting agent"
+        );
+        assert_eq!(
+            sync_scope(Lang::Es, || node_status_words("draining")),
+            "en vaciado"
+        );
+        assert_eq!(sync_scope(Lang::Eu, || node_status_words("down")), "eroria");
+        assert_eq!(
+            sync_scope(Lang::Eu, || gpus_text(&[
+                ("H100".into(), 1024),
+                ("B200".into(), 8)
+            ])),
+            "1.024 × H100 8 × B200 "
+        );
+        assert_eq!(
+            sync_scope(Lang::En, || gpus_text(&[("H100".into(), 1024)])),
+            "1024 × H100 "
+        );
+    }
 }

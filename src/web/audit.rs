@@ -9,6 +9,7 @@ use tower_sessions::Session;
 use crate::auth::{CurrentUser, Parents};
 use crate::db::audit;
 use crate::error::AppError;
+use crate::i18n::t;
 use crate::state::AppState;
 use crate::web::{Layout, render};
 
@@ -30,21 +31,24 @@ struct AuditPage {
     layout: Layout,
     everything: bool,
     entries: Vec<EntryRow>,
+    /// How many entries are shown, as the page writes it.
+    shown: String,
     time_zone: String,
 }
 
-/// A recorded value in words: strings as they are, `yes`/`no`, `none` for null, lists joined
-/// with commas, objects as `field: value` separated by semicolons.
+/// A recorded value in words (in the page's language): strings as they are, `yes`/`no`,
+/// `none` for null, lists joined with commas, objects as `field: value` separated by
+/// semicolons. Field names and numbers are shown as recorded.
 fn value_text(v: &serde_json::Value) -> String {
     use serde_json::Value;
     match v {
-        Value::Null => "none".into(),
-        Value::Bool(true) => "yes".into(),
-        Value::Bool(false) => "no".into(),
+        Value::Null => t("audit-none"),
+        Value::Bool(true) => t("audit-yes"),
+        Value::Bool(false) => t("audit-no"),
         Value::Number(n) => n.to_string(),
-        Value::String(s) if s.is_empty() => "(empty)".into(),
+        Value::String(s) if s.is_empty() => t("audit-empty"),
         Value::String(s) => s.clone(),
-        Value::Array(items) if items.is_empty() => "none".into(),
+        Value::Array(items) if items.is_empty() => t("audit-none"),
         Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(", "),
         Value::Object(fields) => fields
             .iter()
@@ -73,9 +77,7 @@ async fn audit_page(
     CurrentUser(me): CurrentUser,
 ) -> Result<Response, AppError> {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
-        return Err(AppError::Forbidden(
-            "the audit log is for admins, finance and leads".into(),
-        ));
+        return Err(AppError::Forbidden(t("audit-forbidden")));
     }
     let parents = Parents::load(&state.pool).await?;
     let entries = audit::visible(&state.pool, &me, &parents, 500)
@@ -83,17 +85,18 @@ async fn audit_page(
         .into_iter()
         .map(|e| EntryRow {
             at: crate::domain::format_local(crate::ledger::to_jiff(e.at), &state.site.time_zone),
-            who: e.actor.unwrap_or_else(|| "system".into()),
+            who: e.actor.unwrap_or_else(|| t("audit-system")),
             action: e.action,
             entity: e.entity,
             entity_id: e.entity_id,
             before: state_lines(e.before.as_ref()),
             after: state_lines(e.after.as_ref()),
         })
-        .collect();
+        .collect::<Vec<_>>();
     render(&AuditPage {
         layout: Layout::for_user(&session, &me, "/audit").await?,
         everything: me.sees_everything(),
+        shown: crate::web::int(entries.len() as i64),
         entries,
         time_zone: state.site.time_zone_name.clone(),
     })

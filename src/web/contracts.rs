@@ -22,6 +22,9 @@ use crate::web::{Layout, PagePath, flash, render, render_status};
 struct Cell {
     color: String,
     title: String,
+    /// The GPUs still contractable in the hour; `None` outside the calendar.
+    free: Option<i64>,
+    /// The same as shown.
     text: String,
 }
 
@@ -30,14 +33,18 @@ struct Day {
     date: String,
     max_contracted: i64,
     min_free: i64,
+    /// `max_contracted` and `min_free` as shown.
+    max_shown: String,
+    min_shown: String,
     cells: Vec<Cell>,
 }
 
 struct CalendarView {
     cluster: String,
     gpu_model: String,
-    installed: i64,
-    contractable: i64,
+    /// The installed and contractable GPUs and the contractable percentage, in a sentence
+    /// (HTML of numbers only).
+    intro_html: String,
     days: Vec<Day>,
 }
 
@@ -48,7 +55,6 @@ struct CapacityPage {
     pools: Vec<(String, String)>,
     selected: String,
     cal: Option<CalendarView>,
-    percent: u8,
     time_zone: String,
     can_buy: bool,
 }
@@ -87,7 +93,17 @@ async fn capacity(
             c.gpus.iter().map(move |(m, n)| {
                 (
                     format!("{}/{}", c.name, m),
-                    format!("{} — {} × {}", c.name, n, m),
+                    format!(
+                        "{} — {}",
+                        c.name,
+                        crate::i18n::t2(
+                            "inventory-gpus-of-model",
+                            "count",
+                            crate::web::int(*n),
+                            "model",
+                            m
+                        )
+                    ),
                 )
             })
         })
@@ -101,9 +117,10 @@ async fn capacity(
         Some((cluster, model)) => {
             // Both come from the inventory listed just above.
             let missing = || {
-                AppError::NotFound(format!(
-                    "no pool {selected}",
-                    selected = crate::domain::quote(&selected)
+                AppError::NotFound(crate::i18n::t1(
+                    "capacity-no-pool",
+                    "pool",
+                    crate::domain::quote(&selected),
                 ))
             };
             let cluster_id = inventory::cluster_id(&state.pool, cluster)
@@ -121,20 +138,24 @@ async fn capacity(
             )
             .await?;
             let tz = &state.site.time_zone;
+            let lang = crate::i18n::current();
             let mut days: Vec<Day> = Vec::new();
             for slot in &cal.hours {
                 let local = slot.start.to_zoned(tz.clone());
                 let date = local.date().to_string();
                 if days.last().is_none_or(|d| d.date != date) {
                     days.push(Day {
-                        label: local.strftime("%a %Y-%m-%d").to_string(),
+                        label: crate::i18n::format::weekday_date(lang, local.date()),
                         date: date.clone(),
                         max_contracted: 0,
                         min_free: cal.contractable,
+                        max_shown: String::new(),
+                        min_shown: String::new(),
                         cells: (0..24)
                             .map(|_| Cell {
                                 color: "#f4f4f4".into(),
-                                title: "past or not in this day".into(),
+                                title: crate::i18n::t("capacity-cell-past"),
+                                free: None,
                                 text: String::new(),
                             })
                             .collect(),
@@ -146,28 +167,49 @@ async fn capacity(
                 day.min_free = day.min_free.min(free);
                 let cell = &mut day.cells[usize::from(local.hour() as u8)];
                 // A repeated hour (clocks going back) shows its busier occurrence.
-                let shown_free = if cell.text.is_empty() {
-                    free
-                } else {
-                    free.min(cell.text.parse().unwrap_or(free))
-                };
+                let shown_free = cell.free.map_or(free, |f| free.min(f));
                 *cell = Cell {
                     color: heat(cal.contractable - shown_free, cal.contractable),
-                    title: format!(
-                        "{} {}: {} contracted, {} contractable left",
-                        date,
-                        local.strftime("%H:%M %:z"),
-                        cal.contractable - shown_free,
-                        shown_free
+                    title: crate::i18n::ta(
+                        "capacity-cell",
+                        &[
+                            (
+                                "date",
+                                &match lang {
+                                    crate::i18n::Lang::En => date.clone(),
+                                    _ => crate::i18n::format::medium_date(lang, local.date()),
+                                },
+                            ),
+                            ("time", &local.strftime("%H:%M %:z").to_string()),
+                            (
+                                "contracted",
+                                &crate::web::int(cal.contractable - shown_free),
+                            ),
+                            ("left", &crate::web::int(shown_free)),
+                        ],
                     ),
-                    text: shown_free.to_string(),
+                    free: Some(shown_free),
+                    text: crate::web::int(shown_free),
                 };
+            }
+            for day in &mut days {
+                day.max_shown = crate::web::int(day.max_contracted);
+                day.min_shown = crate::web::int(day.min_free);
             }
             Some(CalendarView {
                 cluster: cluster.to_string(),
                 gpu_model: model.to_string(),
-                installed: cal.installed,
-                contractable: cal.contractable,
+                intro_html: crate::i18n::ta(
+                    "capacity-intro",
+                    &[
+                        ("installed", &crate::web::int(cal.installed)),
+                        ("contractable", &crate::web::int(cal.contractable)),
+                        (
+                            "percent",
+                            &crate::web::int(i64::from(state.site.contractable_percent)),
+                        ),
+                    ],
+                ),
                 days,
             })
         }
@@ -178,7 +220,6 @@ async fn capacity(
         pools,
         selected,
         cal,
-        percent: state.site.contractable_percent,
         time_zone: state.site.time_zone_name.clone(),
         can_buy: can_buy(&me),
     })

@@ -79,7 +79,7 @@ fn view(state: &AppState, f: crate::runs::idle::Flag, can_stop: bool) -> IdleVie
             crate::ledger::to_jiff(f.idle_since),
             &state.site.time_zone,
         ),
-        gpu_hours: f.gpu_hours(),
+        gpu_hours: crate::i18n::format::from_plain(crate::i18n::current(), &f.gpu_hours()),
         value: f.value(&state.site.currency),
         project: f.project,
         submitter: f.submitter,
@@ -233,7 +233,11 @@ async fn stop_idle(
     match crate::runs::idle::stop(&state.pool, &state.site, &me, &tree.parents, id, &f.reason).await
     {
         Ok(run) => {
-            flash(&session, format!("Run {run} is stopping (idle).")).await?;
+            flash(
+                &session,
+                crate::i18n::t1("idle-stopping", "run", run.to_string()),
+            )
+            .await?;
             Ok(axum::response::Redirect::to(&format!("/runs/{run}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {

@@ -19,10 +19,11 @@ use tower_sessions::Session;
 use crate::auth::{Account, CurrentUser};
 use crate::error::AppError;
 use crate::export::Cell;
+use crate::i18n::{self, t, t1};
 use crate::metrics::{self, Figures, ProjectShare, history};
 use crate::state::AppState;
 use crate::web::input::Query;
-use crate::web::{Layout, charts, render};
+use crate::web::{Layout, charts, int, render};
 
 /// Longest window the API accepts, s (400 days).
 pub const MAX_WINDOW_S: i64 = 400 * 86_400;
@@ -81,9 +82,10 @@ fn parse_instant(field: &'static str, text: &str) -> Result<jiff::Timestamp, App
     text.trim().parse::<jiff::Timestamp>().map_err(|_| {
         AppError::invalid(
             field,
-            format!(
-                "{} is not an instant with an offset, such as 2026-12-01T00:00:00Z",
-                crate::domain::quote(text.trim())
+            t1(
+                "dashboard-bad-instant",
+                "got",
+                crate::domain::quote(text.trim()),
             ),
         )
     })
@@ -101,7 +103,7 @@ pub fn resolve_window(
     let now_s = now.as_second();
     if !q.from.trim().is_empty() || !q.to.trim().is_empty() {
         if q.from.trim().is_empty() {
-            return Err(AppError::invalid("from", "give from with to"));
+            return Err(AppError::invalid("from", t("dashboard-from-with-to")));
         }
         let from = parse_instant("from", &q.from)?.as_second();
         let to = if q.to.trim().is_empty() {
@@ -110,13 +112,10 @@ pub fn resolve_window(
             parse_instant("to", &q.to)?.as_second()
         };
         if to <= from {
-            return Err(AppError::invalid("to", "to must be after from"));
+            return Err(AppError::invalid("to", t("dashboard-to-after-from")));
         }
         if to - from > MAX_WINDOW_S {
-            return Err(AppError::invalid(
-                "from",
-                "a window is at most 400 days long",
-            ));
+            return Err(AppError::invalid("from", t("dashboard-window-too-long")));
         }
         return Ok((from, to, "custom".into()));
     }
@@ -134,20 +133,14 @@ pub fn resolve_window(
             };
             let (a, b) = (p.start.as_second(), p.end.as_second().min(now_s));
             if b <= a {
-                return Err(AppError::invalid(
-                    "period",
-                    "that budget period has not begun",
-                ));
+                return Err(AppError::invalid("period", t("dashboard-period-not-begun")));
             }
             return Ok((a, b, "period".into()));
         }
         other => {
             return Err(AppError::invalid(
                 "window",
-                format!(
-                    "{} is not a window; choose 24h, 7d, 30d or period",
-                    crate::domain::quote(other)
-                ),
+                t1("dashboard-bad-window", "got", crate::domain::quote(other)),
             ));
         }
     };
@@ -156,6 +149,15 @@ pub fn resolve_window(
         now_s,
         if w.is_empty() { "24h" } else { w }.into(),
     ))
+}
+
+/// A window's end as the page shows it: RFC 3339 as given (English), else the instant in the
+/// organisation's time zone in the page's language.
+fn window_end(rfc3339: &str, tz: &jiff::tz::TimeZone) -> String {
+    match (i18n::current(), rfc3339.parse::<jiff::Timestamp>()) {
+        (i18n::Lang::En, _) | (_, Err(_)) => rfc3339.to_string(),
+        (_, Ok(at)) => crate::domain::format_local(at, tz),
+    }
 }
 
 fn rfc3339(s: i64) -> String {
@@ -174,9 +176,7 @@ pub async fn dashboard(
     q: &MetricsQuery,
 ) -> Result<Dashboard, AppError> {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
-        return Err(AppError::Forbidden(
-            "metrics are for finance, admins and leads".into(),
-        ));
+        return Err(AppError::Forbidden(t("dashboard-forbidden")));
     }
     let now = jiff::Timestamp::now();
     let (from, to, window) = resolve_window(q, &state.site, now)?;
@@ -188,9 +188,10 @@ pub async fn dashboard(
     {
         return Err(AppError::invalid(
             "cluster",
-            format!(
-                "there is no cluster named {}",
-                crate::domain::quote(cluster)
+            t1(
+                "dashboard-no-such-cluster",
+                "name",
+                crate::domain::quote(cluster),
             ),
         ));
     }
@@ -259,18 +260,28 @@ pub async fn dashboard(
     })
 }
 
+/// `v` with `decimals` decimals in the page's language: `0.953` (en), `0,953` (es, eu),
+/// rounded as `{:.N}` rounds in every language.
+fn fixed(v: f64, decimals: usize) -> String {
+    i18n::format::from_plain(i18n::current(), &format!("{v:.decimals$}"))
+}
+
+/// A fraction as a percentage with one decimal: `75.0%` (en), `75,0 %` (es), `% 75,0` (eu).
 fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".into(), |x| format!("{:.1}%", 100.0 * x))
+    v.map_or_else(
+        || "–".into(),
+        |x| t1("dashboard-percent", "value", fixed(100.0 * x, 1)),
+    )
 }
 
 fn secs(s: f64) -> String {
     let s = s.round() as i64;
     if s < 120 {
-        format!("{s} s")
+        format!("{} s", int(s))
     } else if s < 7200 {
-        format!("{} min", s / 60)
+        format!("{} min", int(s / 60))
     } else {
-        format!("{:.1} h", s as f64 / 3600.0)
+        format!("{} h", fixed(s as f64 / 3600.0, 1))
     }
 }
 
@@ -278,7 +289,12 @@ fn waits_cell(w: &metrics::Waits) -> String {
     if w.runs == 0 {
         "–".into()
     } else {
-        format!("{} / {} ({})", secs(w.p50_s), secs(w.p90_s), w.runs)
+        format!(
+            "{} / {} ({})",
+            secs(w.p50_s),
+            secs(w.p90_s),
+            int(w.runs as i64)
+        )
     }
 }
 
@@ -301,9 +317,10 @@ struct ProjectView {
 #[template(path = "dashboard.html")]
 struct DashboardPage {
     layout: Layout,
-    windows: Vec<(&'static str, &'static str)>,
+    windows: Vec<(&'static str, String)>,
     window: String,
-    periods: Vec<String>,
+    /// Recent budget periods: (`YYYY-MM`, as shown).
+    periods: Vec<(String, String)>,
     period: String,
     clusters: Vec<String>,
     cluster: String,
@@ -321,19 +338,29 @@ struct DashboardPage {
 /// The drains sentence of the page.
 fn drains_text(c: &crate::db::drains::DrainCounts) -> String {
     if c.drains == 0 {
-        return "No node was drained for repair in this window.".into();
+        return t("dashboard-no-drains");
     }
     let share = c.needed_human_fraction().map_or_else(String::new, |f| {
-        format!(" ({:.0}% of finished drains needed a human)", 100.0 * f)
+        t1(
+            "dashboard-drains-human-share",
+            "percent",
+            fixed(100.0 * f, 0),
+        )
     });
-    format!(
-        "{} drains for repair began in this window: {} emptied by themselves, {} needed an admin to stop a protected run{}, {} still emptying.",
-        c.drains, c.emptied_by_themselves, c.needed_human, share, c.in_progress
+    i18n::ta(
+        "dashboard-drains",
+        &[
+            ("count", &c.drains),
+            ("emptied", &c.emptied_by_themselves),
+            ("human", &c.needed_human),
+            ("share", &share),
+            ("emptying", &c.in_progress),
+        ],
     )
 }
 
 fn h1(v: f64) -> String {
-    format!("{v:.1}")
+    fixed(v, 1)
 }
 
 async fn page(
@@ -357,15 +384,16 @@ async fn page(
                 pct(f.occupancy),
                 pct(f.occupancy_allocated),
                 pct(f.occupancy_unallocated),
-                format!("{:.3}", f.impact),
+                fixed(f.impact, 3),
                 pct(f.projects_served_share),
                 pct(f.utilization),
                 waits_cell(&f.waits.debug),
                 waits_cell(&f.waits.protected),
                 waits_cell(&f.waits.unallocated),
                 format!(
-                    "{} ({:.2})",
-                    f.preemptions, f.preemptions_per_1000_gpu_hours
+                    "{} ({})",
+                    int(f.preemptions as i64),
+                    fixed(f.preemptions_per_1000_gpu_hours, 2)
                 ),
             ],
         });
@@ -388,7 +416,7 @@ async fn page(
                 name: pr.name.clone(),
                 owed: h1(pr.owed_gpu_hours),
                 received: h1(pr.received_gpu_hours),
-                impact: pr.impact.map_or_else(|| "–".into(), |x| format!("{x:.3}")),
+                impact: pr.impact.map_or_else(|| "–".into(), |x| fixed(x, 3)),
             });
         }
     }
@@ -400,20 +428,23 @@ async fn page(
     render(&DashboardPage {
         layout: Layout::for_user(&session, &me, "/dashboard").await?,
         windows: vec![
-            ("24h", "last 24 hours"),
-            ("7d", "last 7 days"),
-            ("30d", "last 30 days"),
-            ("period", "a budget period"),
+            ("24h", t("dashboard-window-24h")),
+            ("7d", t("dashboard-window-7d")),
+            ("30d", t("dashboard-window-30d")),
+            ("period", t("dashboard-window-period")),
         ],
         window: d.window.clone(),
         periods: crate::ledger::reports::recent_periods(now, &state.site, 12)
             .iter()
             .rev()
             .map(|p| {
-                p.start
-                    .to_zoned(state.site.time_zone.clone())
-                    .strftime("%Y-%m")
-                    .to_string()
+                let start = p.start.to_zoned(state.site.time_zone.clone());
+                let value = start.strftime("%Y-%m").to_string();
+                let label = match i18n::current() {
+                    i18n::Lang::En => value.clone(),
+                    lang => i18n::format::month_year(lang, start.date()),
+                };
+                (value, label)
             })
             .collect(),
         period: q.period.trim().to_string(),
@@ -424,24 +455,30 @@ async fn page(
             .collect(),
         cluster: q.cluster.trim().to_string(),
         query,
-        from: d.from.clone(),
-        to: d.to.clone(),
+        from: window_end(&d.from, &state.site.time_zone),
+        to: window_end(&d.to, &state.site.time_zone),
         subtree: d.scope == "subtree",
         drains: drains_text(&d.drains),
         pools,
         projects,
         pools_svg: charts::two_series(
-            "Occupancy by pool",
+            &t("dashboard-chart-occupancy"),
             &pool_bars,
-            ("allocated", "unallocated"),
-            "% of healthy GPU-time",
+            (
+                &t("dashboard-chart-allocated"),
+                &t("dashboard-chart-unallocated"),
+            ),
+            &t("dashboard-chart-occupancy-axis"),
             charts::Arrangement::Stacked,
         ),
         impact_svg: charts::two_series(
-            "Owed vs received (GPU-hours)",
+            &t("dashboard-chart-owed"),
             &top,
-            ("owed", "received within owed"),
-            "GPU-hours",
+            (
+                &t("dashboard-chart-owed-series"),
+                &t("dashboard-chart-received-series"),
+            ),
+            &t("dashboard-chart-gpu-hours"),
             charts::Arrangement::SideBySide,
         ),
     })
@@ -631,4 +668,40 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/dashboard", get(page))
         .route("/dashboard.csv", get(csv_export))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::drains::DrainCounts;
+    use crate::i18n::{Lang, sync_scope};
+
+    #[test]
+    fn figures_and_the_drains_sentence_in_three_languages() {
+        let c = DrainCounts {
+            drains: 1,
+            emptied_by_themselves: 1,
+            needed_human: 0,
+            in_progress: 0,
+        };
+        assert_eq!(
+            sync_scope(Lang::En, || drains_text(&c)),
+            "1 drains for repair began in this window: 1 emptied by themselves, 0 needed an admin to stop a protected run (0% of finished drains needed a human), 0 still emptying."
+        );
+        assert_eq!(
+            sync_scope(Lang::Es, || drains_text(&c)),
+            "En este intervalo empezó 1 vaciado para reparación: 1 se vació solo, 0 necesitaron que la administración detuviera una ejecución protegida (el 0 % de los vaciados terminados necesitó a una persona) y 0 siguen vaciándose."
+        );
+        assert_eq!(
+            sync_scope(Lang::Eu, || drains_text(&DrainCounts::default())),
+            "Tarte honetan ez da nodorik hustu konpontzeko."
+        );
+        assert_eq!(sync_scope(Lang::En, || pct(Some(0.75))), "75.0%");
+        assert_eq!(sync_scope(Lang::Es, || pct(Some(0.75))), "75,0 %");
+        assert_eq!(sync_scope(Lang::Eu, || pct(Some(0.125))), "% 12,5");
+        assert_eq!(sync_scope(Lang::Eu, || secs(5400.0)), "90 min");
+        assert_eq!(sync_scope(Lang::Es, || secs(9000.0)), "2,5 h");
+        assert_eq!(sync_scope(Lang::En, || fixed(0.9534, 3)), "0.953");
+        assert_eq!(sync_scope(Lang::Eu, || fixed(1234.56, 1)), "1.234,6");
+    }
 }

@@ -238,6 +238,12 @@ pub fn period_label(start: &jiff::Zoned, end: &jiff::Zoned) -> String {
     )
 }
 
+/// A whole number as a page shows it ([`i18n::format::count`]): `1024` in English, `1.024`
+/// in Basque.
+pub fn int(n: impl Into<i64>) -> String {
+    i18n::format::count(n.into())
+}
+
 /// Checks budget alerts after a change in spend; a failure is logged, not shown (the
 /// roll-over task checks again within a minute).
 pub async fn check_alerts(state: &AppState) {

@@ -16,7 +16,7 @@ use crate::auth::{Account, CurrentUser, Parents};
 use crate::db::tree::{self as tree_db, BudgetUpdate, NodeKind, TreeView};
 use crate::domain::{self, Money, Share};
 use crate::error::AppError;
-use crate::i18n;
+use crate::i18n::{self, t, t1};
 use crate::state::AppState;
 use crate::web::{Layout, PagePath, flash, period_label, render, render_status};
 
@@ -161,11 +161,9 @@ async fn node_page(
     let parents = &tree.parents;
     let node = tree
         .node(id)
-        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("node-tree-not-found", "id", id.to_string())))?;
     if !me.may_view(id, parents) {
-        return Err(AppError::Forbidden(
-            "this node is outside what you may see".into(),
-        ));
+        return Err(AppError::Forbidden(t("node-outside-view")));
     }
     let status = if form.shares_error.is_some() || form.admin_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
@@ -183,7 +181,7 @@ async fn node_page(
                 .cloned()
                 .unwrap_or_else(|| domain::format_bp(i64::from(c.share.bp()))),
             invalid: form.invalid.contains(&c.id),
-            effective: c.effective.percent(),
+            effective: crate::i18n::format::basis_points(c.effective.bp_rounded()),
         })
         .collect();
     let move_targets = tree
@@ -198,12 +196,16 @@ async fn node_page(
         layout: Layout::for_user(session, me, "/tree").await?,
         id,
         name: node.name.clone(),
-        share: node.share.to_string(),
+        share: t1(
+            "node-percent",
+            "value",
+            crate::i18n::format::basis_points(i64::from(node.share.bp())),
+        ),
         effective: crate::i18n::format::basis_points(node.effective.bp_rounded()),
         money: node.money_total.display(&state.site.currency),
         can_edit_shares: me.leads(id, parents),
         children,
-        children_sum: domain::format_bp(node.children_bp),
+        children_sum: crate::i18n::format::basis_points(node.children_bp),
         shares_error: form.shares_error,
         is_admin: me.is_admin(),
         is_project: node.is_project,
@@ -253,10 +255,7 @@ async fn shares_post(
         let Ok(child) = child.parse::<i64>() else {
             return Err(AppError::invalid(
                 "share",
-                format!(
-                    "{key} is not a share field",
-                    key = crate::domain::quote(key)
-                ),
+                t1("node-not-a-share-field", "key", crate::domain::quote(key)),
             ));
         };
         form.typed_shares.insert(child, value.clone());
@@ -264,14 +263,14 @@ async fn shares_post(
             Ok(s) => changes.push((child, s)),
             Err(e) => {
                 form.invalid.insert(child);
-                errors.push(e.to_string());
+                errors.push(e.message());
             }
         }
     }
     if errors.is_empty() {
         match tree_db::set_child_shares(&state.pool, &me, id, &changes).await {
             Ok(()) => {
-                flash(&session, "Shares saved.").await?;
+                flash(&session, t("node-shares-saved")).await?;
                 return Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response());
             }
             Err(AppError::Invalid { message, .. }) => errors.push(message),
@@ -304,10 +303,7 @@ async fn child_post(
         "group" | "" => Ok(NodeKind::Group),
         other => Err(AppError::invalid(
             "kind",
-            format!(
-                "a node is a group or a project, not {other}",
-                other = crate::domain::quote(other)
-            ),
+            t1("node-bad-kind", "got", crate::domain::quote(other)),
         )),
     };
     let result = match (kind, Share::parse_percent(&f.share)) {
@@ -315,11 +311,11 @@ async fn child_post(
         (Ok(kind), Ok(share)) => tree_db::create_node(&state.pool, &me, id, &f.name, kind, share)
             .await
             .map(|_| ()),
-        (Ok(_), Err(e)) => Err(AppError::invalid("share", e.to_string())),
+        (Ok(_), Err(e)) => Err(AppError::invalid("share", e.message())),
     };
     match result {
         Ok(()) => {
-            flash(&session, format!("Added {}.", f.name.trim())).await?;
+            flash(&session, t1("node-child-added", "name", f.name.trim())).await?;
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -351,7 +347,7 @@ async fn rename_post(
 ) -> Result<Response, AppError> {
     match tree_db::rename_node(&state.pool, &me, id, &f.name).await {
         Ok(()) => {
-            flash(&session, "Renamed.").await?;
+            flash(&session, t("node-renamed")).await?;
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -392,11 +388,11 @@ async fn move_post(
 ) -> Result<Response, AppError> {
     let result = match f.parent.trim().parse::<i64>() {
         Ok(parent) => tree_db::move_node(&state.pool, &me, id, parent).await,
-        Err(_) => Err(AppError::invalid("parent", "choose the new parent")),
+        Err(_) => Err(AppError::invalid("parent", t("node-choose-parent"))),
     };
     match result {
         Ok(()) => {
-            flash(&session, "Moved.").await?;
+            flash(&session, t("node-moved")).await?;
             Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
@@ -424,7 +420,7 @@ async fn archive_post(
 ) -> Result<Response, AppError> {
     match tree_db::archive_node(&state.pool, &me, id).await {
         Ok(()) => {
-            flash(&session, "Archived.").await?;
+            flash(&session, t("node-archived")).await?;
             Ok(Redirect::to("/tree").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
