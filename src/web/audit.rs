@@ -21,8 +21,8 @@ struct EntryRow {
     entity: String,
     entity_id: Option<i64>,
     /// `field: value` lines.
-    before: Vec<String>,
-    after: Vec<String>,
+    before: Vec<(String, String)>,
+    after: Vec<(String, String)>,
 }
 
 #[derive(askama::Template)]
@@ -58,16 +58,17 @@ fn value_text(v: &serde_json::Value) -> String {
     }
 }
 
-/// A before or after state as `field: value` lines (one line for a value that is not an
+/// A before or after state as (field, value) lines, the field as the record names it
+/// (`owner_node_id`, shown as code in every language; empty for a value that is not an
 /// object); none for a missing state.
-fn state_lines(v: Option<&serde_json::Value>) -> Vec<String> {
+fn state_lines(v: Option<&serde_json::Value>) -> Vec<(String, String)> {
     match v {
         None => vec![],
         Some(serde_json::Value::Object(fields)) => fields
             .iter()
-            .map(|(k, v)| format!("{}: {}", k.replace('_', " "), value_text(v)))
+            .map(|(k, v)| (k.clone(), value_text(v)))
             .collect(),
-        Some(other) => vec![value_text(other)],
+        Some(other) => vec![(String::new(), value_text(other))],
     }
 }
 
@@ -115,17 +116,18 @@ mod tests {
     #[test]
     fn states_read_as_fields_and_values() {
         let v = json!({"label": "ci", "revoked": false, "alert_thresholds": [50, 75], "cap_minor": null, "nested": {"a_b": 1}});
+        let pair = |f: &str, v: &str| (f.to_string(), v.to_string());
         assert_eq!(
             state_lines(Some(&v)),
             [
-                "alert thresholds: 50, 75",
-                "cap minor: none",
-                "label: ci",
-                "nested: a b: 1",
-                "revoked: no",
+                pair("alert_thresholds", "50, 75"),
+                pair("cap_minor", "none"),
+                pair("label", "ci"),
+                pair("nested", "a b: 1"),
+                pair("revoked", "no"),
             ]
         );
-        assert_eq!(state_lines(Some(&json!(3))), ["3"]);
+        assert_eq!(state_lines(Some(&json!(3))), [pair("", "3")]);
         assert!(state_lines(None).is_empty());
     }
 }

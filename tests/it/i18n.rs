@@ -457,6 +457,24 @@ async fn data_strings(app: &TestApp) -> Vec<String> {
         .unwrap();
         out.extend(values.into_iter().filter(|v| v.len() > 1));
     }
+    // Texts inside JSON records (the audit log's before and after states).
+    let json_columns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND data_type = 'jsonb'",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    for (table, column) in json_columns {
+        let values: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT DISTINCT v #>> '{{}}' FROM \"{table}\" t, jsonb_path_query(t.\"{column}\", 'strict $.**') v \
+             WHERE jsonb_typeof(v) = 'string'"
+        ))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        out.extend(values.into_iter().filter(|v| v.len() > 1));
+    }
     // Longest first, so that a name containing another is removed whole.
     out.sort_by_key(|v| std::cmp::Reverse(v.len()));
     out
