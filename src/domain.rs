@@ -134,12 +134,13 @@ impl Money {
             .filter(|c| *c != ',' && *c != '_')
             .collect();
         if s.is_empty() {
-            return Err("enter an amount, for example 1500 or 1500.50".into());
+            return Err(crate::i18n::t("ai-amount-empty"));
         }
         if s.starts_with('-') {
-            return Err(format!(
-                "an amount cannot be negative (got {})",
-                excerpt(input.trim())
+            return Err(crate::i18n::t1(
+                "ai-amount-negative",
+                "got",
+                excerpt(input.trim()),
             ));
         }
         let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
@@ -147,27 +148,29 @@ impl Money {
             || !whole.chars().all(|c| c.is_ascii_digit())
             || !frac.chars().all(|c| c.is_ascii_digit())
         {
-            return Err(format!(
-                "{} is not an amount; enter digits such as 1500.50",
-                quote(input.trim())
+            return Err(crate::i18n::t1(
+                "ai-amount-not-digits",
+                "got",
+                quote(input.trim()),
             ));
         }
         if frac.len() > 2 {
-            return Err(format!(
-                "an amount has at most two decimals (got {})",
-                excerpt(input.trim())
+            return Err(crate::i18n::t1(
+                "ai-amount-decimals",
+                "got",
+                excerpt(input.trim()),
             ));
         }
         let whole: i64 = whole
             .parse()
-            .map_err(|_| format!("{} is too large", excerpt(input.trim())))?;
+            .map_err(|_| crate::i18n::t1("ai-amount-too-large", "got", excerpt(input.trim())))?;
         let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
         whole
             .checked_mul(100)
             .and_then(|w| w.checked_add(frac))
             .filter(|v| *v <= 1_000_000_000_000_000)
             .map(Money)
-            .ok_or_else(|| format!("{} is too large", input.trim()))
+            .ok_or_else(|| crate::i18n::t1("ai-amount-too-large", "got", input.trim()))
     }
 
     /// The amount as a plain decimal string without currency or grouping, e.g. `1234.50`.
@@ -542,22 +545,23 @@ pub fn parse_instant(
 ) -> Result<jiff::Timestamp, String> {
     let t = input.trim();
     if t.is_empty() {
-        return Err("enter a date and time, for example 2026-12-01 09:00".into());
+        return Err(crate::i18n::t("contract-when-empty"));
     }
     if let Some(ts) = parse_rfc3339(t)? {
         return Ok(ts);
     }
-    let civil: jiff::civil::DateTime = t.replace(' ', "T").parse().map_err(|_| {
-        format!(
-            "{} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset",
-            quote(t)
-        )
-    })?;
+    let civil: jiff::civil::DateTime = t
+        .replace(' ', "T")
+        .parse()
+        .map_err(|_| crate::i18n::t1("contract-when-not-a-time", "got", quote(t)))?;
     let ambiguous = tz.to_ambiguous_zoned(civil);
     if matches!(ambiguous.offset(), jiff::tz::AmbiguousOffset::Gap { .. }) {
-        return Err(format!(
-            "{} does not exist in {tz_name}: the clocks skip that hour; choose a time before or after it",
-            civil.strftime("%Y-%m-%d %H:%M")
+        return Err(crate::i18n::t2(
+            "contract-when-skipped",
+            "time",
+            civil.strftime("%Y-%m-%d %H:%M").to_string(),
+            "zone",
+            tz_name,
         ));
     }
     // Unambiguous or repeated: the earlier instant.
@@ -572,10 +576,7 @@ pub fn parse_instant(
 /// Our words for a date and time that reads well but names no instant we can represent
 /// (the library's own error text speaks of Unix seconds and parameters).
 fn out_of_range(input: &str) -> String {
-    format!(
-        "{}: the date is outside the supported range; enter a date from the year 1 to 9998",
-        quote(input)
-    )
+    crate::i18n::t1("contract-when-out-of-range", "got", quote(input))
 }
 
 /// Parses an instant in RFC 3339 with an offset (`2026-12-01T09:00:00+01:00`, `...Z`):
