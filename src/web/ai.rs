@@ -1045,9 +1045,9 @@ struct Upload {
 }
 
 async fn read_upload(req: axum::extract::Request, state: &AppState) -> Result<Upload, AppError> {
-    let mut multipart = Multipart::from_request(req, state)
-        .await
-        .map_err(|e| AppError::Malformed(format!("expected a file upload form: {e}")))?;
+    let mut multipart = Multipart::from_request(req, state).await.map_err(|e| {
+        AppError::Malformed(i18n::t1("ai-spend-not-upload", "error", e.to_string()))
+    })?;
     let mut up = Upload {
         format: String::new(),
         rate: String::new(),
@@ -1055,7 +1055,7 @@ async fn read_upload(req: axum::extract::Request, state: &AppState) -> Result<Up
         bytes: Vec::new(),
     };
     let bad = |e: axum::extract::multipart::MultipartError| {
-        AppError::Malformed(format!("the upload could not be read: {e}"))
+        AppError::Malformed(i18n::t1("ai-spend-unreadable", "error", e.to_string()))
     };
     while let Some(field) = multipart.next_field().await.map_err(bad)? {
         let name = field.name().unwrap_or("").to_string();
