@@ -10,6 +10,7 @@ mod contracts;
 mod embedded;
 mod hardening;
 mod i18n;
+mod i18n_register;
 mod incremental;
 mod live;
 mod mail;
