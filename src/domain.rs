@@ -591,22 +591,23 @@ pub fn parse_instant(
 ) -> Result<jiff::Timestamp, String> {
     let t = input.trim();
     if t.is_empty() {
-        return Err("enter a date and time, for example 2026-12-01 09:00".into());
+        return Err(crate::i18n::t("contract-when-empty"));
     }
     if let Some(ts) = parse_rfc3339(t)? {
         return Ok(ts);
     }
-    let civil: jiff::civil::DateTime = t.replace(' ', "T").parse().map_err(|_| {
-        format!(
-            "{} is not a date and time; use 2026-12-01 09:00 (local) or RFC 3339 with an offset",
-            quote(t)
-        )
-    })?;
+    let civil: jiff::civil::DateTime = t
+        .replace(' ', "T")
+        .parse()
+        .map_err(|_| crate::i18n::t1("contract-when-not-a-time", "got", quote(t)))?;
     let ambiguous = tz.to_ambiguous_zoned(civil);
     if matches!(ambiguous.offset(), jiff::tz::AmbiguousOffset::Gap { .. }) {
-        return Err(format!(
-            "{} does not exist in {tz_name}: the clocks skip that hour; choose a time before or after it",
-            civil.strftime("%Y-%m-%d %H:%M")
+        return Err(crate::i18n::t2(
+            "contract-when-skipped",
+            "time",
+            civil.strftime("%Y-%m-%d %H:%M").to_string(),
+            "zone",
+            tz_name,
         ));
     }
     // Unambiguous or repeated: the earlier instant.
@@ -621,10 +622,7 @@ pub fn parse_instant(
 /// Our words for a date and time that reads well but names no instant we can represent
 /// (the library's own error text speaks of Unix seconds and parameters).
 fn out_of_range(input: &str) -> String {
-    format!(
-        "{}: the date is outside the supported range; enter a date from the year 1 to 9998",
-        quote(input)
-    )
+    crate::i18n::t1("contract-when-out-of-range", "got", quote(input))
 }
 
 /// Parses an instant in RFC 3339 with an offset (`2026-12-01T09:00:00+01:00`, `...Z`):

@@ -21,6 +21,8 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::i18n;
+
 /// The largest number of cost lines in one file.
 pub const MAX_LINES: usize = 100_000;
 
@@ -141,8 +143,13 @@ pub fn file_hash(bytes: &[u8]) -> Vec<u8> {
 /// column or field, an amount or instant that does not parse, several currencies, no lines,
 /// over [`MAX_LINES`].
 pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("the file is not UTF-8 text (byte {})", e.valid_up_to()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        i18n::t1(
+            "ai-import-not-utf8",
+            "byte",
+            i18n::format::count(e.valid_up_to() as i64),
+        )
+    })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (currency, lines) = match format {
         Format::OpenAi => openai(text)?,
@@ -151,12 +158,15 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
         Format::Focus => focus(text)?,
     };
     if lines.is_empty() {
-        return Err("the file has no cost lines".into());
+        return Err(i18n::t("ai-import-no-lines"));
     }
     if lines.len() > MAX_LINES {
-        return Err(format!(
-            "the file has {} cost lines, more than {MAX_LINES}; split it",
-            lines.len()
+        return Err(i18n::t2(
+            "ai-import-too-many",
+            "count",
+            i18n::format::count(lines.len() as i64),
+            "max",
+            i18n::format::count(MAX_LINES as i64),
         ));
     }
     Ok(Parsed {
@@ -173,7 +183,7 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
 /// Not a number, or too large.
 pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
     let t = text.trim();
-    let bad = || format!("{} is not a number", crate::domain::quote(t));
+    let bad = || i18n::t1("ai-import-not-number", "got", crate::domain::quote(t));
     let (negative, t2) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
@@ -203,7 +213,7 @@ pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
             .checked_mul(10)
             .and_then(|w| w.checked_add(i128::from(d)))
             .filter(|w| *w < i128::from(i64::MAX))
-            .ok_or_else(|| format!("{} is too large", crate::domain::quote(t)))?;
+            .ok_or_else(|| too_large(t))?;
     }
     let next = if point >= 0 {
         usize::try_from(point)
@@ -217,9 +227,12 @@ pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
     if next >= 5 {
         whole += 1;
     }
-    let v =
-        i64::try_from(whole).map_err(|_| format!("{} is too large", crate::domain::quote(t)))?;
+    let v = i64::try_from(whole).map_err(|_| too_large(t))?;
     Ok(if negative { -v } else { v })
+}
+
+fn too_large(t: &str) -> String {
+    i18n::t1("ai-import-too-large", "got", crate::domain::quote(t))
 }
 
 /// Parses an instant: RFC 3339 (`2026-11-01T00:00:00Z`), a date-time without offset (UTC),
@@ -244,9 +257,10 @@ pub fn instant(text: &str) -> Result<jiff::Timestamp, String> {
             .map(|z| z.timestamp())
             .map_err(|e| e.to_string());
     }
-    Err(format!(
-        "{} is not a date or an instant such as 2026-11-01T00:00:00Z",
-        crate::domain::quote(t)
+    Err(i18n::t1(
+        "ai-import-not-instant",
+        "got",
+        crate::domain::quote(t),
     ))
 }
 
@@ -254,14 +268,18 @@ pub fn instant(text: &str) -> Result<jiff::Timestamp, String> {
 fn one_currency(current: &mut Option<String>, code: &str, at: &str) -> Result<(), String> {
     let code = code.trim().to_ascii_uppercase();
     if code.len() != 3 || !code.chars().all(|c| c.is_ascii_uppercase()) {
-        return Err(format!(
-            "{at}: {} is not a currency code such as USD",
-            crate::domain::quote(&code)
+        return Err(i18n::t2(
+            "ai-import-not-currency",
+            "at",
+            at,
+            "got",
+            crate::domain::quote(&code),
         ));
     }
     match current {
-        Some(c) if *c != code => Err(format!(
-            "{at}: the file mixes currencies ({c} and {code}); export one currency per file"
+        Some(c) if *c != code => Err(i18n::ta(
+            "ai-import-mixed",
+            &[("at", &at), ("first", c), ("second", &code)],
         )),
         Some(_) => Ok(()),
         None => {
@@ -271,25 +289,36 @@ fn one_currency(current: &mut Option<String>, code: &str, at: &str) -> Result<()
     }
 }
 
+/// "`at`: `end` is before `start`".
+fn before(at: &str, end: &str, start: &str) -> String {
+    i18n::ta(
+        "ai-import-before",
+        &[("at", &at), ("end", &end), ("start", &start)],
+    )
+}
+
+/// "`at`: `field` is empty".
+fn empty(at: &str, field: &str) -> String {
+    i18n::t2("ai-import-empty", "at", at, "field", field)
+}
+
 fn json_doc(text: &str) -> Result<Vec<Value>, String> {
-    let doc: Value =
-        serde_json::from_str(text).map_err(|e| format!("the file is not valid JSON: {e}"))?;
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| i18n::t1("ai-import-not-json", "error", e.to_string()))?;
     let data = match &doc {
         Value::Object(m) => m.get("data"),
         _ => None,
     };
     match data {
         Some(Value::Array(buckets)) => Ok(buckets.clone()),
-        _ => Err(
-            "the file has no `data` list of buckets; export the API's JSON answer as it is".into(),
-        ),
+        _ => Err(i18n::t("ai-import-no-data")),
     }
 }
 
 fn str_field<'a>(v: &'a Value, field: &str, at: &str) -> Result<&'a str, String> {
     v.get(field)
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{at}.{field} is missing or not text"))
+        .ok_or_else(|| i18n::t1("ai-import-not-text", "field", format!("{at}.{field}")))
 }
 
 fn opt_str(v: &Value, field: &str) -> Option<String> {
@@ -304,7 +333,7 @@ fn results<'a>(bucket: &'a Value, at: &str) -> Result<&'a Vec<Value>, String> {
     bucket
         .get("results")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{at}.results is missing or not a list"))
+        .ok_or_else(|| i18n::t1("ai-import-not-list", "field", format!("{at}.results")))
 }
 
 fn canonical(parts: &[&Value]) -> String {
@@ -325,21 +354,27 @@ fn openai(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                 .get(f)
                 .and_then(Value::as_i64)
                 .and_then(|s| jiff::Timestamp::from_second(s).ok())
-                .ok_or_else(|| format!("{at}.{f} is missing or not a Unix time in seconds"))
+                .ok_or_else(|| i18n::t1("ai-import-not-unix", "field", format!("{at}.{f}")))
         };
         let (start, end) = (time("start_time")?, time("end_time")?);
         if end < start {
-            return Err(format!("{at}: end_time is before start_time"));
+            return Err(before(&at, "end_time", "start_time"));
         }
         for (r, result) in results(bucket, &at)?.iter().enumerate() {
             let at = format!("{at}.results[{r}]");
             let amount = result
                 .get("amount")
-                .ok_or_else(|| format!("{at}.amount is missing"))?;
+                .ok_or_else(|| i18n::t1("ai-import-missing", "field", format!("{at}.amount")))?;
             let value = match amount.get("value") {
                 Some(Value::Number(n)) => n.to_string(),
                 Some(Value::String(s)) => s.clone(),
-                _ => return Err(format!("{at}.amount.value is missing or not a number")),
+                _ => {
+                    return Err(i18n::t1(
+                        "ai-import-not-number-field",
+                        "field",
+                        format!("{at}.amount.value"),
+                    ));
+                }
             };
             let amount_micro = decimal(&value, 6).map_err(|e| format!("{at}.amount.value: {e}"))?;
             one_currency(
@@ -378,7 +413,7 @@ fn anthropic(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
         let end = instant(str_field(bucket, "ending_at", &at)?)
             .map_err(|e| format!("{at}.ending_at: {e}"))?;
         if end < start {
-            return Err(format!("{at}: ending_at is before starting_at"));
+            return Err(before(&at, "ending_at", "starting_at"));
         }
         for (r, result) in results(bucket, &at)?.iter().enumerate() {
             let at = format!("{at}.results[{r}]");
@@ -386,7 +421,13 @@ fn anthropic(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
             let cents = match result.get("amount") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
-                _ => return Err(format!("{at}.amount is missing or not a decimal string")),
+                _ => {
+                    return Err(i18n::t1(
+                        "ai-import-not-decimal-string",
+                        "field",
+                        format!("{at}.amount"),
+                    ));
+                }
             };
             let amount_micro = decimal(&cents, 4).map_err(|e| format!("{at}.amount: {e}"))?;
             one_currency(&mut currency, str_field(result, "currency", &at)?, &at)?;
@@ -430,15 +471,21 @@ impl Csv {
             .from_reader(text.as_bytes());
         let headers: Vec<String> = reader
             .headers()
-            .map_err(|e| format!("the file is not CSV: {e}"))?
+            .map_err(|e| i18n::t1("ai-import-not-csv", "error", e.to_string()))?
             .iter()
             .map(str::to_string)
             .collect();
         let mut records = Vec::new();
         for r in reader.records() {
             let r = r.map_err(|e| match e.position() {
-                Some(p) => format!("line {}: not valid CSV: {e}", p.line()),
-                None => format!("not valid CSV: {e}"),
+                Some(p) => i18n::t2(
+                    "ai-import-bad-csv-line",
+                    "line",
+                    i18n::format::count(p.line() as i64),
+                    "error",
+                    e.to_string(),
+                ),
+                None => i18n::t1("ai-import-bad-csv", "error", e.to_string()),
             })?;
             if r.iter().all(str::is_empty) {
                 continue;
@@ -459,9 +506,12 @@ impl Csv {
 
     fn require(&self, name: &str) -> Result<usize, String> {
         self.column(name).ok_or_else(|| {
-            format!(
-                "the file has no {name} column (its columns: {})",
-                crate::domain::excerpt(&self.headers.join(", "))
+            i18n::t2(
+                "ai-import-no-column",
+                "column",
+                name,
+                "columns",
+                crate::domain::excerpt(&self.headers.join(", ")),
             )
         })
     }
@@ -497,17 +547,17 @@ fn github(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
         .map(|c| (*c, csv.column(c)))
         .collect();
     if scope_cols[0].1.is_none() && scope_cols[1].1.is_none() {
-        return Err("the file has neither a cost_center_name nor an organization column".into());
+        return Err(i18n::t("ai-import-no-scope-column"));
     }
     let mut lines = Vec::new();
     for (line, r) in &csv.records {
-        let at = format!("line {line}");
-        let day = get(r, Some(date)).ok_or_else(|| format!("{at}: date is empty"))?;
+        let at = i18n::t1("ai-import-line", "line", i18n::format::count(*line as i64));
+        let day = get(r, Some(date)).ok_or_else(|| empty(&at, "date"))?;
         let start = instant(&day).map_err(|e| format!("{at}: date: {e}"))?;
         let end = start + jiff::SignedDuration::from_hours(24);
-        let amount = get(r, Some(net)).ok_or_else(|| format!("{at}: net_amount is empty"))?;
+        let amount = get(r, Some(net)).ok_or_else(|| empty(&at, "net_amount"))?;
         let amount_micro = decimal(&amount, 6).map_err(|e| format!("{at}: net_amount: {e}"))?;
-        let product = get(r, Some(product)).ok_or_else(|| format!("{at}: product is empty"))?;
+        let product = get(r, Some(product)).ok_or_else(|| empty(&at, "product"))?;
         let service = if product.eq_ignore_ascii_case("copilot") {
             "GitHub Copilot".to_string()
         } else {
@@ -549,12 +599,12 @@ fn focus(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
     let mut currency = None;
     let mut lines = Vec::new();
     for (line, r) in &csv.records {
-        let at = format!("line {line}");
-        let amount = get(r, Some(cost)).ok_or_else(|| format!("{at}: BilledCost is empty"))?;
+        let at = i18n::t1("ai-import-line", "line", i18n::format::count(*line as i64));
+        let amount = get(r, Some(cost)).ok_or_else(|| empty(&at, "BilledCost"))?;
         let amount_micro = decimal(&amount, 6).map_err(|e| format!("{at}: BilledCost: {e}"))?;
         one_currency(
             &mut currency,
-            &get(r, Some(cur)).ok_or_else(|| format!("{at}: BillingCurrency is empty"))?,
+            &get(r, Some(cur)).ok_or_else(|| empty(&at, "BillingCurrency"))?,
             &at,
         )?;
         let start = instant(&get(r, Some(start_c)).unwrap_or_default())
@@ -562,17 +612,15 @@ fn focus(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
         let end = instant(&get(r, Some(end_c)).unwrap_or_default())
             .map_err(|e| format!("{at}: ChargePeriodEnd: {e}"))?;
         if end < start {
-            return Err(format!("{at}: ChargePeriodEnd is before ChargePeriodStart"));
+            return Err(before(&at, "ChargePeriodEnd", "ChargePeriodStart"));
         }
-        let service =
-            get(r, Some(service_c)).ok_or_else(|| format!("{at}: ServiceName is empty"))?;
+        let service = get(r, Some(service_c)).ok_or_else(|| empty(&at, "ServiceName"))?;
         let mut scopes: Vec<String> = get(r, sub).into_iter().collect();
         if let Some(tags) = get(r, tags_c) {
-            let parsed: Value = serde_json::from_str(&tags).map_err(|_| {
-                format!("{at}: Tags is not a JSON object such as {{\"team\":\"support\"}}")
-            })?;
+            let parsed: Value = serde_json::from_str(&tags)
+                .map_err(|_| i18n::t1("ai-import-tags-example", "at", &at))?;
             let Value::Object(map) = parsed else {
-                return Err(format!("{at}: Tags is not a JSON object"));
+                return Err(i18n::t1("ai-import-tags", "at", &at));
             };
             for (k, v) in map {
                 let v = match v {

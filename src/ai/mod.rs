@@ -21,6 +21,8 @@ use crate::db::audit::{self, Change};
 use crate::db::tree::TreeView;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
+use crate::i18n::notice::{Notice, StopReason};
 
 /// The three bags, with controls that grow in this order.
 pub const BAGS: [(&str, &str); 3] = [
@@ -122,28 +124,20 @@ impl Draft {
     pub fn check(mut self, me: &Account, tree: &TreeView) -> Result<Self, AppError> {
         self.name = self.name.trim().to_string();
         if self.name.is_empty() || self.name.chars().count() > 120 {
-            return Err(AppError::invalid(
-                "name",
-                "name: give the use case a name of 1 to 120 characters",
-            ));
+            return Err(AppError::invalid("name", i18n::t("ai-err-name")));
         }
         let Some(owner) = tree.node(self.owner_node_id) else {
-            return Err(AppError::invalid(
-                "owner",
-                "owner: choose the owner team from the program tree",
-            ));
+            return Err(AppError::invalid("owner", i18n::t("ai-err-owner")));
         };
         if !me.leads(owner.id, &tree.parents) {
-            return Err(AppError::Forbidden(format!(
-                "you do not lead {}, so you cannot register use cases for it",
-                owner.name
+            return Err(AppError::Forbidden(i18n::t1(
+                "ai-err-not-lead-register",
+                "node",
+                &owner.name,
             )));
         }
         if !BAGS.iter().any(|(code, _)| *code == self.bag) {
-            return Err(AppError::invalid(
-                "bag",
-                "bag: choose personal, team or critical",
-            ));
+            return Err(AppError::invalid("bag", i18n::t("ai-err-bag")));
         }
         for (field, text) in [
             ("allowed_data", &mut self.allowed_data),
@@ -156,21 +150,15 @@ impl Draft {
             if text.chars().count() > MAX_TEXT {
                 return Err(AppError::invalid(
                     field,
-                    format!("{field}: at most {MAX_TEXT} characters"),
+                    too_long(&format!("ai-field-{field}"), MAX_TEXT),
                 ));
             }
         }
         if self.metric.is_empty() {
-            return Err(AppError::invalid(
-                "metric",
-                "metric: say what shows that the use case deserves to continue",
-            ));
+            return Err(AppError::invalid("metric", i18n::t("ai-err-metric")));
         }
         if self.bag == "critical" && self.stop_rule.is_empty() {
-            return Err(AppError::invalid(
-                "stop_rule",
-                "stop_rule: a use case in the critical-systems bag needs a stop rule",
-            ));
+            return Err(AppError::invalid("stop_rule", i18n::t("ai-err-stop-rule")));
         }
         let mut services: Vec<String> = self
             .services
@@ -180,10 +168,7 @@ impl Draft {
             .collect();
         services.dedup();
         if services.len() > 50 || services.iter().any(|s| s.chars().count() > 200) {
-            return Err(AppError::invalid(
-                "services",
-                "services: at most 50 services of up to 200 characters each",
-            ));
+            return Err(AppError::invalid("services", i18n::t("ai-err-services")));
         }
         self.services = services;
         self.project_ids.sort_unstable();
@@ -192,13 +177,14 @@ impl Draft {
             let Some(node) = tree.node(*p).filter(|n| n.is_project) else {
                 return Err(AppError::invalid(
                     "projects",
-                    format!("projects: {p} is not a live GPU project"),
+                    i18n::t1("ai-err-not-live-project", "id", p.to_string()),
                 ));
             };
             if !me.leads(node.id, &tree.parents) {
-                return Err(AppError::Forbidden(format!(
-                    "you do not lead {}, so you cannot link it to a use case",
-                    node.name
+                return Err(AppError::Forbidden(i18n::t1(
+                    "ai-err-not-lead-link",
+                    "node",
+                    &node.name,
                 )));
             }
         }
@@ -258,6 +244,27 @@ impl UseCase {
     }
 }
 
+/// "`field`: at most `max` characters", the field named by the message `field_key`.
+fn too_long(field_key: &str, max: usize) -> String {
+    i18n::t2(
+        "ai-err-too-long",
+        "field",
+        i18n::t(field_key),
+        "max",
+        i18n::format::count(max as i64),
+    )
+}
+
+/// "you do not lead OWNER, so you cannot ..." for the message `key`.
+fn not_lead(key: &str, owner: &str) -> AppError {
+    AppError::Forbidden(i18n::t1(key, "owner", owner))
+}
+
+/// "there is no use case ID".
+fn no_use_case(id: i64) -> AppError {
+    AppError::NotFound(i18n::t1("ai-no-use-case", "id", id.to_string()))
+}
+
 /// All use cases, by name (callers filter with [`UseCase::may_view`]).
 ///
 /// # Errors
@@ -297,7 +304,7 @@ pub async fn get(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<UseCase, AppE
     .bind(id)
     .fetch_optional(db)
     .await?
-    .ok_or_else(|| AppError::NotFound(format!("there is no use case {id}")))
+    .ok_or_else(|| no_use_case(id))
 }
 
 /// One use case `me` may see.
@@ -312,9 +319,7 @@ pub async fn get_visible(
 ) -> Result<UseCase, AppError> {
     let u = get(pool, id).await?;
     if !u.may_view(me, parents) {
-        return Err(AppError::Forbidden(
-            "this use case belongs to a team you are not part of".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-not-your-team")));
     }
     Ok(u)
 }
@@ -343,10 +348,7 @@ fn name_taken(e: sqlx::Error, name: &str) -> AppError {
         Some("ai_use_cases_name_key") => AppError::Unprocessable {
             code: "name_taken",
             field: Some("name"),
-            message: format!(
-                "name: a use case called {} already exists",
-                domain::quote(name)
-            ),
+            message: i18n::t1("ai-err-name-taken", "name", domain::quote(name)),
         },
         _ => e.into(),
     }
@@ -422,13 +424,10 @@ pub async fn update(
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::NotFound(format!("there is no use case {id}")))?;
+        .ok_or_else(|| no_use_case(id))?;
     let before = get(&mut *tx, id).await?;
     if !before.may_manage(me, &tree.parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot change its use cases",
-            before.owner
-        )));
+        return Err(not_lead("ai-not-lead-change", &before.owner));
     }
     sqlx::query(
         "UPDATE ai_use_cases SET name = $2, owner_node_id = $3, bag = $4, allowed_data = $5, ai_action = $6, \
@@ -485,10 +484,7 @@ pub async fn set_status(
     if !STATUSES.contains(&status) {
         return Err(AppError::invalid(
             "status",
-            format!(
-                "status: {} is not one of proposed, pilot, active, stopped",
-                domain::quote(status)
-            ),
+            i18n::t1("ai-err-status", "got", domain::quote(status)),
         ));
     }
     let mut tx = pool.begin().await?;
@@ -498,14 +494,11 @@ pub async fn set_status(
             .fetch_optional(&mut *tx)
             .await?;
     let Some(current) = current else {
-        return Err(AppError::NotFound(format!("there is no use case {id}")));
+        return Err(no_use_case(id));
     };
     let u = get(&mut *tx, id).await?;
     if !u.may_manage(me, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot change its use cases",
-            u.owner
-        )));
+        return Err(not_lead("ai-not-lead-change", &u.owner));
     }
     if current != status {
         sqlx::query("UPDATE ai_use_cases SET status = $2, updated_at = now() WHERE id = $1")
@@ -534,7 +527,9 @@ pub async fn set_status(
 /// Raises "stop rule triggered" for a use case in `period` (once per period), in the
 /// caller's transaction, and notifies its owner team's leads and finance. Tranche cannot stop
 /// an outside service: the message says so and asks the owner to stop it and acknowledge.
-/// Returns the users notified, or `None` when it was raised before in the period.
+/// `reason` is the English text stored with the trigger; `why` the same structured, stored as
+/// the notification's [`Notice`] so that readers see it in their language. Returns the users
+/// notified, or `None` when it was raised before in the period.
 ///
 /// # Errors
 /// Database errors.
@@ -544,6 +539,7 @@ pub async fn stop_rule_triggered(
     owner: i64,
     period: crate::ledger::Period,
     reason: &str,
+    why: StopReason,
 ) -> Result<Option<Vec<i64>>, sqlx::Error> {
     let (start, _) = period.bounds();
     let name: String = sqlx::query_scalar("SELECT name FROM ai_use_cases WHERE id = $1")
@@ -565,8 +561,19 @@ pub async fn stop_rule_triggered(
     let message = format!(
         "Stop rule triggered for {name} (critical systems): {reason}. Tranche cannot stop an outside service: stop it, then acknowledge on the use case's page"
     );
+    let note = Notice::StopRule {
+        use_case: name,
+        reason: why,
+    };
     Ok(Some(
-        crate::ledger::alerts::notify(tx, owner, &message, &format!("/ai/{use_case}")).await?,
+        crate::ledger::alerts::notify_noted(
+            tx,
+            owner,
+            &message,
+            Some(&note),
+            &format!("/ai/{use_case}"),
+        )
+        .await?,
     ))
 }
 
@@ -606,6 +613,50 @@ pub async fn stop_triggers(pool: &PgPool, use_case: i64) -> Result<Vec<StopTrigg
     .await
 }
 
+/// What each trigger's stored English reason says, structured, for pages in another language
+/// (`triggers` of one use case, as [`stop_triggers`] lists them): the owner's report, or the
+/// limit crossed, read back from the actual-spend alert of the trigger's month whose English
+/// words are the stored reason; `None` for a reason that cannot be read back (never expected).
+///
+/// # Errors
+/// Database errors.
+pub async fn stop_reasons(
+    pool: &PgPool,
+    site: &crate::config::Site,
+    use_case: i64,
+    triggers: &[StopTrigger],
+) -> Result<Vec<Option<StopReason>>, sqlx::Error> {
+    let alerts: Vec<(time::OffsetDateTime, i64, i64)> = sqlx::query_as(
+        "SELECT period_start, spent_minor, limit_minor FROM ai_use_case_alerts \
+         WHERE use_case_id = $1 AND kind = 'actual' ORDER BY id",
+    )
+    .bind(use_case)
+    .fetch_all(pool)
+    .await?;
+    Ok(triggers
+        .iter()
+        .map(|t| {
+            if let Some(text) = t.reason.strip_prefix("stop criterion met: ") {
+                return Some(StopReason::Criterion {
+                    text: text.to_string(),
+                });
+            }
+            let month = crate::ledger::to_jiff(t.period_start)
+                .to_zoned(site.time_zone.clone())
+                .date();
+            alerts
+                .iter()
+                .filter(|(start, ..)| *start == t.period_start)
+                .map(|(_, amount, limit)| StopReason::Limit {
+                    month,
+                    amount: *amount,
+                    limit: *limit,
+                })
+                .find(|r| r.message(i18n::Lang::En, &site.currency) == t.reason)
+        })
+        .collect())
+}
+
 /// The owner acknowledges the open "stop rule triggered" of a use case, with a note (what was
 /// done), audited as `use_case.stop_acknowledge`.
 ///
@@ -623,15 +674,12 @@ pub async fn acknowledge_stop(
     if note.chars().count() > MAX_TEXT {
         return Err(AppError::invalid(
             "note",
-            format!("note: at most {MAX_TEXT} characters"),
+            too_long("ai-field-note", MAX_TEXT),
         ));
     }
     let u = get(pool, id).await?;
     if !u.may_manage(me, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot acknowledge for its use cases",
-            u.owner
-        )));
+        return Err(not_lead("ai-err-not-lead-acknowledge", &u.owner));
     }
     let mut tx = pool.begin().await?;
     let open: Vec<i64> = sqlx::query_scalar(
@@ -646,7 +694,7 @@ pub async fn acknowledge_stop(
     if open.is_empty() {
         return Err(AppError::Refused {
             code: "nothing_to_acknowledge",
-            message: "no stop rule is triggered for this use case".into(),
+            message: i18n::t("ai-err-nothing-to-acknowledge"),
         });
     }
     audit::record(
@@ -684,33 +732,27 @@ pub async fn report_stop_criterion(
 ) -> Result<(), AppError> {
     let reason = reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_TEXT {
-        return Err(AppError::invalid(
-            "reason",
-            "reason: say how the stop criterion was met (at most 2000 characters)",
-        ));
+        return Err(AppError::invalid("reason", i18n::t("ai-err-reason")));
     }
     let u = get(pool, id).await?;
     if !u.may_manage(me, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot report for its use cases",
-            u.owner
-        )));
+        return Err(not_lead("ai-err-not-lead-report", &u.owner));
     }
     if u.bag != "critical" {
-        return Err(AppError::invalid(
-            "reason",
-            "only use cases in the critical-systems bag have a stop rule that Tranche raises",
-        ));
+        return Err(AppError::invalid("reason", i18n::t("ai-err-not-critical")));
     }
     let mut tx = pool.begin().await?;
+    let why = StopReason::Criterion {
+        text: reason.to_string(),
+    };
     let reason = format!("stop criterion met: {reason}");
-    if stop_rule_triggered(&mut tx, id, u.owner_node_id, period, &reason)
+    if stop_rule_triggered(&mut tx, id, u.owner_node_id, period, &reason, why)
         .await?
         .is_none()
     {
         return Err(AppError::Refused {
             code: "already_triggered",
-            message: "the stop rule is already triggered this month".into(),
+            message: i18n::t("ai-err-already-triggered"),
         });
     }
     audit::record(
@@ -829,30 +871,24 @@ pub async fn record_review(
 ) -> Result<Review, AppError> {
     let decision = d.decision.trim();
     if !DECISIONS.contains(&decision) {
-        return Err(AppError::invalid(
-            "decision",
-            "decision: choose continue, expand or stop",
-        ));
+        return Err(AppError::invalid("decision", i18n::t("ai-err-decision")));
     }
     let metric_value = d.metric_value.trim();
     if metric_value.is_empty() || metric_value.chars().count() > 500 {
         return Err(AppError::invalid(
             "metric_value",
-            "metric value: give the metric's value this month (at most 500 characters)",
+            i18n::t("ai-err-metric-value"),
         ));
     }
     let comment = d.comment.trim();
     if comment.chars().count() > MAX_TEXT {
         return Err(AppError::invalid(
             "comment",
-            format!("comment: at most {MAX_TEXT} characters"),
+            too_long("ai-field-comment", MAX_TEXT),
         ));
     }
     if d.period.start > now {
-        return Err(AppError::invalid(
-            "month",
-            "month: decide on this month or a past one",
-        ));
+        return Err(AppError::invalid("month", i18n::t("ai-err-future-month")));
     }
     let mut tx = pool.begin().await?;
     let current: Option<(i64, String)> = sqlx::query_as(
@@ -862,37 +898,36 @@ pub async fn record_review(
     .fetch_optional(&mut *tx)
     .await?;
     let Some((limit, status)) = current else {
-        return Err(AppError::NotFound(format!("there is no use case {id}")));
+        return Err(no_use_case(id));
     };
     let u = get(&mut *tx, id).await?;
     if !u.may_manage(me, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot decide on its use cases",
-            u.owner
-        )));
+        return Err(not_lead("ai-err-not-lead-decide", &u.owner));
     }
     let new_limit = match (decision, d.new_limit) {
         ("expand", Some(l)) if l.0 > limit => Some(l.0),
         ("expand", Some(l)) => {
             return Err(AppError::invalid(
                 "new_limit",
-                format!(
-                    "new limit: expanding needs a limit above the current {} (got {})",
+                i18n::t2(
+                    "ai-err-expand-above",
+                    "current",
                     Money(limit).amount(),
-                    l.amount()
+                    "got",
+                    l.amount(),
                 ),
             ));
         }
         ("expand", None) => {
             return Err(AppError::invalid(
                 "new_limit",
-                "new limit: expanding needs the new monthly limit",
+                i18n::t("ai-err-expand-needs"),
             ));
         }
         (_, Some(_)) => {
             return Err(AppError::invalid(
                 "new_limit",
-                "new limit: only an expansion sets a new limit; leave it empty",
+                i18n::t("ai-err-only-expand"),
             ));
         }
         (_, None) => None,
@@ -996,10 +1031,7 @@ pub fn parse_hours(text: &str) -> Result<i32, AppError> {
     let bad = || {
         AppError::invalid(
             "hours",
-            format!(
-                "hours: {} is not a positive number of hours such as 1.5 or 0.25",
-                domain::quote(text.trim())
-            ),
+            i18n::t1("ai-err-hours", "got", domain::quote(text.trim())),
         )
     };
     let hundredths = import::decimal(text, 2).map_err(|_| bad())?;
@@ -1028,23 +1060,17 @@ pub async fn record_hours(
 ) -> Result<i64, AppError> {
     let (activity, note) = (activity.trim(), note.trim());
     if !ACTIVITIES.iter().any(|(a, _)| *a == activity) {
-        return Err(AppError::invalid(
-            "activity",
-            "activity: choose data, review or exceptions",
-        ));
+        return Err(AppError::invalid("activity", i18n::t("ai-err-activity")));
     }
     if minutes <= 0 {
-        return Err(AppError::invalid("hours", "hours: more than zero"));
+        return Err(AppError::invalid("hours", i18n::t("ai-err-hours-zero")));
     }
     if note.chars().count() > 500 {
-        return Err(AppError::invalid("note", "note: at most 500 characters"));
+        return Err(AppError::invalid("note", i18n::t("ai-err-note")));
     }
     let u = get(pool, id).await?;
     if !u.may_manage(me, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot record hours for its use cases",
-            u.owner
-        )));
+        return Err(not_lead("ai-err-not-lead-hours", &u.owner));
     }
     let (start, _) = period.bounds();
     let mut tx = pool.begin().await?;

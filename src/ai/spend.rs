@@ -16,6 +16,7 @@ use crate::auth::{Account, Parents};
 use crate::db::audit::{self, Change};
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::{Period, to_time};
 
 /// Millionths of a currency unit in one minor unit (a cent).
@@ -111,28 +112,17 @@ pub async fn add_rule(
 ) -> Result<(i64, u64), AppError> {
     let (source, service, scope) = (source.trim(), service.trim(), scope.trim());
     if source != "any" && Format::parse(source).is_none() {
-        return Err(AppError::invalid(
-            "source",
-            "source: choose any, openai, anthropic, github or focus",
-        ));
+        return Err(AppError::invalid("source", i18n::t("ai-err-source")));
     }
     if service.is_empty() && scope.is_empty() {
-        return Err(AppError::invalid(
-            "scope",
-            "give a service, a scope (project, workspace, cost centre or tag key=value) or both",
-        ));
+        return Err(AppError::invalid("scope", i18n::t("ai-err-rule-empty")));
     }
     if service.chars().count() > 200 || scope.chars().count() > 200 {
-        return Err(AppError::invalid(
-            "scope",
-            "service and scope: at most 200 characters each",
-        ));
+        return Err(AppError::invalid("scope", i18n::t("ai-err-rule-long")));
     }
     let uc = crate::ai::get(pool, use_case_id).await?;
     if !(me.sees_everything() || uc.may_manage(me, parents)) {
-        return Err(AppError::Forbidden(
-            "only finance, admins and the use case's leads map spend to it".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-err-rule-forbidden")));
     }
     let mut tx = pool.begin().await?;
     let id: Option<i64> = sqlx::query_scalar(
@@ -149,7 +139,7 @@ pub async fn add_rule(
     let Some(id) = id else {
         return Err(AppError::Refused {
             code: "rule_exists",
-            message: "a rule for this source, service and scope already exists".into(),
+            message: i18n::t("ai-err-rule-exists"),
         });
     };
     let all = rules(&mut *tx).await?;
@@ -199,10 +189,7 @@ pub fn parse_rate(text: &str) -> Result<i64, AppError> {
         Ok(r) if r > 0 => Ok(r),
         _ => Err(AppError::invalid(
             "rate",
-            format!(
-                "rate: {} is not a positive number such as 0.92",
-                domain::quote(text.trim())
-            ),
+            i18n::t1("ai-err-rate", "got", domain::quote(text.trim())),
         )),
     }
 }
@@ -272,14 +259,12 @@ pub async fn import(
     commit: bool,
 ) -> Result<Outcome, AppError> {
     if !may_import(me) {
-        return Err(AppError::Forbidden(
-            "only finance and admins import spend".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-spend-only-finance")));
     }
     let parsed: Parsed = import::parse(format, bytes).map_err(|m| AppError::Unprocessable {
         code: "malformed_file",
         field: Some("file"),
-        message: format!("{}: {m}; nothing was imported", format.label()),
+        message: i18n::t2("ai-err-malformed", "format", format.label(), "problem", m),
     })?;
     let rate = rate.map(str::trim).filter(|r| !r.is_empty());
     let rate_micro = match (parsed.currency == site_currency, rate) {
@@ -287,16 +272,19 @@ pub async fn import(
         (true, Some(_)) => {
             return Err(AppError::invalid(
                 "rate",
-                format!("rate: the file is already in {site_currency}; leave the rate empty"),
+                i18n::t1("ai-err-rate-not-needed", "currency", site_currency),
             ));
         }
         (false, None) => {
             return Err(AppError::Unprocessable {
                 code: "currency_mismatch",
                 field: Some("rate"),
-                message: format!(
-                    "the file is in {}, the organisation counts in {site_currency}; give the rate ({site_currency} per {}) to convert it, or export it in {site_currency}. Nothing was imported",
-                    parsed.currency, parsed.currency
+                message: i18n::t2(
+                    "ai-err-currency-mismatch",
+                    "file",
+                    &parsed.currency,
+                    "currency",
+                    site_currency,
                 ),
             });
         }

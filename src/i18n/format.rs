@@ -214,6 +214,28 @@ pub fn instant(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> Stri
     }
 }
 
+/// A duration in seconds as hours without trailing zeros, in the current language: `1.98` in
+/// English (as [`crate::domain::format_hours`] writes it), `1,98` in Spanish and Basque
+/// (rounded half up to hundredths).
+pub fn hours(seconds: i64) -> String {
+    crate::domain::format_hours(seconds)
+}
+
+/// Thousandths as a decimal without trailing zeros, in the current language: `1.5` in
+/// English (as [`crate::domain::format_milli`] writes it), `1,5` in Spanish and Basque.
+pub fn milli(v: i64) -> String {
+    match super::current() {
+        Lang::En => crate::domain::format_milli(v),
+        lang => decimal_trimmed(lang, v, -3),
+    }
+}
+
+/// A number with one decimal, in the current language: `1234.5` in English (Rust's `{:.1}`,
+/// as English pages have always written it), `1234,5` and `1.234,5` in Spanish and Basque.
+pub fn tenths(v: f64) -> String {
+    fixed(super::current(), v, 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +316,36 @@ mod tests {
         assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30 +01:00");
         assert_eq!(instant(Lang::Es, ts, &tz), "2 dic 2026, 09:30 +01:00");
         assert_eq!(instant(Lang::Eu, ts, &tz), "2026 abe. 2(a) (09:30) +01:00");
+    }
+
+    #[test]
+    fn counts_hours_and_decimals_in_the_current_language() {
+        let all = |lang| {
+            super::super::sync_scope(lang, || {
+                (count(12_345), hours(7125), milli(1500), tenths(1234.56))
+            })
+        };
+        assert_eq!(
+            all(Lang::En),
+            ("12345".into(), "1.98".into(), "1.5".into(), "1234.6".into())
+        );
+        assert_eq!(
+            all(Lang::Es),
+            (
+                "12.345".into(),
+                "1,98".into(),
+                "1,5".into(),
+                "1234,6".into()
+            )
+        );
+        assert_eq!(
+            all(Lang::Eu),
+            (
+                "12.345".into(),
+                "1,98".into(),
+                "1,5".into(),
+                "1.234,6".into()
+            )
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Alerts (in-app notifications and e-mails) in their reader's language.
 //!
-//! A budget or use-case alert stores, beside its English message (`notifications.message`, kept
+//! A budget or use-case alert, and an AI use case's "stop rule triggered", stores, beside its English message (`notifications.message`, kept
 //! for old rows and English readers), a [`Notice`] in `notifications.note`; the home page
 //! renders it in the reader's language, and e-mails go out in each recipient's language
 //! ([`recipient_languages`]).
@@ -43,6 +43,58 @@ pub enum Notice {
         /// The monthly limit, minor units.
         limit: i64,
     },
+    /// An AI use case of the critical-systems bag raised "stop rule triggered".
+    StopRule {
+        /// The use case's name.
+        use_case: String,
+        /// Why it was raised.
+        reason: StopReason,
+    },
+}
+
+/// Why an AI use case's stop rule was triggered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum StopReason {
+    /// Its owner reported that the stop criterion is met, in their words.
+    Criterion {
+        /// What the owner wrote.
+        text: String,
+    },
+    /// Its actual spend reached its monthly limit.
+    Limit {
+        /// The month's first day, in the organisation's time zone.
+        month: jiff::civil::Date,
+        /// Spend, minor units.
+        amount: i64,
+        /// The monthly limit, minor units.
+        limit: i64,
+    },
+}
+
+impl StopReason {
+    /// The reason in `lang`, money in `currency`: in English, the text stored with the trigger
+    /// (`stop criterion met: ...`, `spent 120.00 EUR of its November 2026 limit of 100.00 EUR`).
+    pub fn message(&self, lang: Lang, currency: &str) -> String {
+        match self {
+            StopReason::Criterion { text } => {
+                message(lang, "ai-stop-reason-criterion", &[("text", text)])
+            }
+            StopReason::Limit {
+                month,
+                amount,
+                limit,
+            } => message(
+                lang,
+                "ai-stop-reason-limit",
+                &[
+                    ("amount", &format::money(lang, *amount, currency)),
+                    ("month", &format::month_year(lang, *month)),
+                    ("limit", &format::money(lang, *limit, currency)),
+                ],
+            ),
+        }
+    }
 }
 
 impl Notice {
@@ -93,6 +145,14 @@ impl Notice {
                     ("limit", &format::money(lang, *limit, currency)),
                 ],
             ),
+            Notice::StopRule { use_case, reason } => message(
+                lang,
+                "ai-stop-notice",
+                &[
+                    ("name", use_case),
+                    ("reason", &reason.message(lang, currency)),
+                ],
+            ),
         }
     }
 
@@ -120,6 +180,10 @@ impl Notice {
                     "alert-use-case-subject",
                     &[("name", use_case), ("pct", pct), ("kind", kind)],
                 ),
+                message(lang, "alert-see-use-case", &[]),
+            ),
+            Notice::StopRule { use_case, .. } => (
+                message(lang, "ai-stop-subject", &[("name", use_case)]),
                 message(lang, "alert-see-use-case", &[]),
             ),
         };
@@ -183,6 +247,57 @@ mod tests {
         assert_eq!(
             body,
             "p1 proiektuak aurrekontuaren % 50 gastatu du (2026(e)ko abendua): 60,00 USD / 10.000,00 USD.\n\nIkusi proiektua: /projects/7\n"
+        );
+    }
+
+    #[test]
+    fn a_stop_rule_notice_in_three_languages() {
+        let limit = Notice::StopRule {
+            use_case: "Pager triage".into(),
+            reason: StopReason::Limit {
+                month: jiff::civil::date(2026, 11, 1),
+                amount: 12_000,
+                limit: 10_000,
+            },
+        };
+        // English: the text stored in `notifications.message` (src/ai/mod.rs).
+        assert_eq!(
+            limit.message(Lang::En, "EUR"),
+            "Stop rule triggered for Pager triage (critical systems): spent 120.00 EUR of its \
+             November 2026 limit of 100.00 EUR. Tranche cannot stop an outside service: stop it, \
+             then acknowledge on the use case's page"
+        );
+        assert_eq!(
+            limit.message(Lang::Es, "EUR"),
+            "Regla de parada activada para Pager triage (sistemas críticos): ha gastado 120,00 EUR; \
+             su límite de noviembre de 2026 es de 100,00 EUR. Tranche no puede detener un servicio \
+             externo: detenlo tú y después confírmalo en la página del caso de uso"
+        );
+        assert_eq!(
+            limit.message(Lang::Eu, "EUR"),
+            "Pager triage erabilera-kasuaren gelditze-araua aktibatu da (sistema kritikoak): \
+             120,00 EUR gastatu ditu; muga: 100,00 EUR (2026(e)ko azaroa). Tranche-k ezin du \
+             kanpoko zerbitzu bat gelditu: gelditu zuk, eta gero berretsi erabilera-kasuaren orrian"
+        );
+        let criterion = StopReason::Criterion {
+            text: "a reply went out unreviewed".into(),
+        };
+        assert_eq!(
+            criterion.message(Lang::En, "EUR"),
+            "stop criterion met: a reply went out unreviewed"
+        );
+        assert_eq!(
+            criterion.message(Lang::Eu, "EUR"),
+            "gelditze-irizpidea bete da: a reply went out unreviewed"
+        );
+        let (subject, body) = limit.mail(Lang::Eu, "EUR", "/ai/3");
+        assert_eq!(
+            subject,
+            "Tranche AA erabilera-kasua: Pager triage erabilera-kasuaren gelditze-araua aktibatu da"
+        );
+        assert!(
+            body.ends_with(".\n\nIkusi erabilera-kasua: /ai/3\n"),
+            "{body}"
         );
     }
 }

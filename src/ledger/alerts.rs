@@ -170,9 +170,15 @@ pub async fn check_use_cases(
                     let mut stop_rule = false;
                     if bag == "critical" && kind == "actual" && reaches(amount, *limit, 100) {
                         let reason = format!("spent {amount_s} of its {month} limit of {limit_s}");
-                        if let Some(more) =
-                            crate::ai::stop_rule_triggered(&mut tx, *id, *owner, period, &reason)
-                                .await?
+                        let why = crate::i18n::notice::StopReason::Limit {
+                            month: month_day,
+                            amount,
+                            limit: *limit,
+                        };
+                        if let Some(more) = crate::ai::stop_rule_triggered(
+                            &mut tx, *id, *owner, period, &reason, why,
+                        )
+                        .await?
                         {
                             recipients.extend(more);
                             stop_rule = true;

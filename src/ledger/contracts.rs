@@ -11,6 +11,7 @@ use crate::config::Site;
 use crate::db::audit::{self, Change};
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::{self, to_jiff, to_time};
 use crate::scheduler::admission::peak_contracted;
 
@@ -129,17 +130,19 @@ async fn resolve(
     .ok_or_else(|| {
         AppError::invalid(
             "project",
-            format!(
-                "there is no project named {}",
-                crate::domain::quote(req.project.trim())
+            i18n::t1(
+                "contract-err-no-project",
+                "name",
+                crate::domain::quote(req.project.trim()),
             ),
         )
     })?;
     let parents = crate::auth::Parents::load(&mut *conn).await?;
     if !actor.leads(project_id, &parents) {
-        return Err(AppError::Forbidden(format!(
-            "only an admin or a lead of {} can buy contracts for it",
-            req.project.trim()
+        return Err(AppError::Forbidden(i18n::t1(
+            "contract-err-not-lead",
+            "project",
+            req.project.trim(),
         )));
     }
     let cluster_id = crate::db::inventory::cluster_id(&mut *conn, &req.cluster)
@@ -147,9 +150,10 @@ async fn resolve(
         .ok_or_else(|| {
             AppError::invalid(
                 "cluster",
-                format!(
-                    "there is no cluster named {}",
-                    crate::domain::quote(req.cluster.trim())
+                i18n::t1(
+                    "contract-err-no-cluster",
+                    "name",
+                    crate::domain::quote(req.cluster.trim()),
                 ),
             )
         })?;
@@ -162,9 +166,10 @@ async fn resolve(
     .ok_or_else(|| {
         AppError::invalid(
             "gpu_model",
-            format!(
-                "there is no GPU model named {}",
-                crate::domain::quote(req.gpu_model.trim())
+            i18n::t1(
+                "contract-err-no-model",
+                "name",
+                crate::domain::quote(req.gpu_model.trim()),
             ),
         )
     })?;
@@ -176,21 +181,26 @@ async fn resolve(
     if installed == 0 {
         return Err(AppError::invalid(
             "gpu_model",
-            format!(
-                "cluster {} has no {} GPUs",
+            i18n::t2(
+                "contract-err-no-gpus",
+                "cluster",
                 req.cluster.trim(),
-                req.gpu_model.trim()
+                "model",
+                req.gpu_model.trim(),
             ),
         ));
     }
     if req.gpus < 1 || req.gpus > installed {
         return Err(AppError::invalid(
             "gpus",
-            format!(
-                "the GPU count must be between 1 and {installed} (the {} GPUs installed on {}), got {}",
-                req.gpu_model.trim(),
-                req.cluster.trim(),
-                req.gpus
+            i18n::ta(
+                "contract-err-gpu-count",
+                &[
+                    ("installed", &i18n::format::count(installed)),
+                    ("model", &req.gpu_model.trim()),
+                    ("cluster", &req.cluster.trim()),
+                    ("got", &i18n::format::count(req.gpus)),
+                ],
             ),
         ));
     }
@@ -198,36 +208,37 @@ async fn resolve(
     if req.start < now {
         return Err(AppError::invalid(
             "start",
-            format!(
-                "the window starts in the past ({}); it must start after now",
-                domain::format_local(req.start, tz)
+            i18n::t1(
+                "contract-err-past",
+                "start",
+                domain::format_local(req.start, tz),
             ),
         ));
     }
     if req.end <= req.start {
         return Err(AppError::invalid(
             "end",
-            format!(
-                "the window must end after it starts (it starts {} and ends {})",
+            i18n::t2(
+                "contract-err-order",
+                "start",
                 domain::format_local(req.start, tz),
-                domain::format_local(req.end, tz)
+                "end",
+                domain::format_local(req.end, tz),
             ),
         ));
     }
     let seconds = req.end.as_second() - req.start.as_second();
     if seconds < 60 {
-        return Err(AppError::invalid(
-            "end",
-            "a contract lasts at least one minute",
-        ));
+        return Err(AppError::invalid("end", i18n::t("contract-err-minute")));
     }
     if req.end.as_second() > now.as_second() + HORIZON_SECONDS {
         let limit = jiff::Timestamp::from_second(now.as_second() + HORIZON_SECONDS).unwrap_or(now);
         return Err(AppError::invalid(
             "end",
-            format!(
-                "contracts can be bought up to 8 weeks ahead, until {}",
-                domain::format_local(limit, tz)
+            i18n::t1(
+                "contract-err-horizon",
+                "until",
+                domain::format_local(limit, tz),
             ),
         ));
     }
@@ -278,17 +289,25 @@ fn capacity_check(q: &Quote, req: &Request, peak: (i64, i64), site: &Site) -> Re
         let at = jiff::Timestamp::from_second(peak.1).unwrap_or(req.start);
         return Err(AppError::Refused {
             code: "capacity_exceeded",
-            message: format!(
-                "not enough contractable capacity: {} of the {} {} GPUs on {} may be contracted ({}%), {} are already contracted at {}, so only {} more can be; asked for {}",
-                q.contractable,
-                q.installed,
-                req.gpu_model.trim(),
-                req.cluster.trim(),
-                site.contractable_percent,
-                peak.0,
-                domain::format_local(at, &site.time_zone),
-                (q.contractable - peak.0).max(0),
-                q.gpus
+            message: i18n::ta(
+                "contract-err-capacity",
+                &[
+                    ("contractable", &i18n::format::count(q.contractable)),
+                    ("installed", &i18n::format::count(q.installed)),
+                    ("model", &req.gpu_model.trim()),
+                    ("cluster", &req.cluster.trim()),
+                    (
+                        "percent",
+                        &i18n::format::count(i64::from(site.contractable_percent)),
+                    ),
+                    ("peak", &i18n::format::count(peak.0)),
+                    ("at", &domain::format_local(at, &site.time_zone)),
+                    (
+                        "left",
+                        &i18n::format::count((q.contractable - peak.0).max(0)),
+                    ),
+                    ("gpus", &i18n::format::count(q.gpus)),
+                ],
             ),
         });
     }
@@ -304,15 +323,29 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
         );
         return Err(AppError::Refused {
             code: "budget_exceeded",
-            message: format!(
-                "not enough budget: the contract needs {} {} GPU-hours ({}), {} has {} left in its {} budget ({})",
-                domain::format_milli_gpu_hours((q.gpu_hours * 1000.0).round() as i64),
-                req.gpu_model.trim(),
-                Money(q.price_minor).display(&site.currency),
-                req.project.trim(),
-                domain::format_milli_gpu_hours((left.floor() * 1000.0) as i64),
-                req.start.to_zoned(site.time_zone.clone()).strftime("%B %Y"),
-                Money(q.balance_minor).display(&site.currency)
+            message: i18n::ta(
+                "contract-err-budget",
+                &[
+                    (
+                        "hours",
+                        &domain::format_milli_gpu_hours((q.gpu_hours * 1000.0).round() as i64),
+                    ),
+                    ("model", &req.gpu_model.trim()),
+                    ("price", &Money(q.price_minor).display(&site.currency)),
+                    ("project", &req.project.trim()),
+                    (
+                        "left",
+                        &domain::format_milli_gpu_hours((left.floor() * 1000.0) as i64),
+                    ),
+                    (
+                        "month",
+                        &i18n::format::month_year(
+                            i18n::current(),
+                            req.start.to_zoned(site.time_zone.clone()).date(),
+                        ),
+                    ),
+                    ("balance", &Money(q.balance_minor).display(&site.currency)),
+                ],
             ),
         });
     }
@@ -392,10 +425,12 @@ pub async fn buy(
     {
         return Err(AppError::Refused {
             code: "price_changed",
-            message: format!(
-                "the price changed since the preview: {} then, {} now; preview again",
+            message: i18n::t2(
+                "contract-err-price-changed",
+                "then",
                 Money(expected).display(&site.currency),
-                Money(q.price_minor).display(&site.currency)
+                "now",
+                Money(q.price_minor).display(&site.currency),
             ),
         });
     }
@@ -495,27 +530,29 @@ pub async fn cancel(
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?
-            .ok_or_else(|| AppError::NotFound(format!("no contract with id {id}")))?;
+            .ok_or_else(|| AppError::NotFound(i18n::t1("contract-err-not-found", "id", id.to_string())))?;
     let parents = crate::auth::Parents::load(&mut *tx).await?;
     if !actor.may_view(project_id, &parents) {
         // Contracts outside what the caller may see do not exist for them.
-        return Err(AppError::NotFound(format!("no contract with id {id}")));
+        return Err(AppError::NotFound(i18n::t1(
+            "contract-err-not-found",
+            "id",
+            id.to_string(),
+        )));
     }
     if !actor.leads(project_id, &parents) {
-        return Err(AppError::Forbidden(
-            "only an admin or a lead of the project can cancel its contracts".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("contract-err-not-lead-cancel")));
     }
     if state != "active" {
         return Err(AppError::Refused {
             code: "not_cancellable",
-            message: "this contract is already cancelled".into(),
+            message: i18n::t("contract-err-already-cancelled"),
         });
     }
     if to_jiff(starts_at) <= now {
         return Err(AppError::Refused {
             code: "not_cancellable",
-            message: "this contract has started; a started contract cannot be cancelled".into(),
+            message: i18n::t("contract-err-started"),
         });
     }
     let refund = price * i64::from(site.refund_percent) / 100;

@@ -906,15 +906,12 @@ pub async fn decide(
 ) -> Result<(), AppError> {
     let reason = reason.trim();
     if !approve && reason.is_empty() {
-        return Err(AppError::invalid(
-            "reason",
-            "say why the run is denied; the researcher sees it",
-        ));
+        return Err(AppError::invalid("reason", i18n::t("approvals-err-reason")));
     }
     if reason.len() > 2000 {
         return Err(AppError::invalid(
             "reason",
-            "the reason must be at most 2000 characters",
+            i18n::t("approvals-err-reason-long"),
         ));
     }
     let mut tx = pool.begin().await?;
@@ -923,9 +920,7 @@ pub async fn decide(
         return Err(AppError::NotFound(format!("no run {id}")));
     }
     if !actor.leads(o.project_id, parents) {
-        return Err(AppError::Forbidden(
-            "only a lead of the run's project (or a node above it) may approve or deny it".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("approvals-err-not-lead")));
     }
     let row: (String, i64, i64, i32, i64) = sqlx::query_as(
         "SELECT r.state, r.gpus::BIGINT, r.min_runtime_s, m.billing_weight_milli, m.price_per_gpu_hour_minor \
@@ -939,7 +934,18 @@ pub async fn decide(
     if state != "waiting_approval" {
         return Err(AppError::Refused {
             code: "not_waiting_approval",
-            message: format!("run {id} is not waiting for approval (it is {state})"),
+            message: i18n::t2(
+                "approvals-err-not-waiting",
+                "id",
+                id.to_string(),
+                "state",
+                // English keeps the state's code, as the API has always said it.
+                if i18n::current() == i18n::Lang::En {
+                    state.clone()
+                } else {
+                    i18n::t(&format!("state-{state}"))
+                },
+            ),
         });
     }
     if approve {
@@ -948,10 +954,12 @@ pub async fn decide(
         if cost.0 > balance.0 {
             return Err(AppError::Refused {
                 code: "budget_exceeded",
-                message: format!(
-                    "the project has {} left this period but the run's minimum runtime costs {}",
+                message: i18n::t2(
+                    "approvals-err-budget",
+                    "balance",
                     balance.display(&site.currency),
-                    cost.display(&site.currency)
+                    "cost",
+                    cost.display(&site.currency),
                 ),
             });
         }

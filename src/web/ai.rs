@@ -17,6 +17,7 @@ use crate::auth::{Account, CurrentUser};
 use crate::db::tree::TreeView;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::Period;
 use crate::state::AppState;
 use crate::web::input::Form;
@@ -74,18 +75,21 @@ impl UseCaseForm {
             .nodes
             .iter()
             .find(|n| n.name == self.owner.trim())
-            .ok_or_else(|| {
-                AppError::invalid(
-                    "owner",
-                    "owner: choose the owner team from the program tree",
-                )
-            })?;
-        let monthly_limit = Money::parse(&self.monthly_limit)
-            .map_err(|m| AppError::invalid("monthly_limit", format!("monthly limit: {m}")))?;
+            .ok_or_else(|| AppError::invalid("owner", i18n::t("ai-err-owner")))?;
+        let monthly_limit = Money::parse(&self.monthly_limit).map_err(|m| {
+            AppError::invalid(
+                "monthly_limit",
+                i18n::t1("ai-err-monthly-limit", "problem", m),
+            )
+        })?;
         let human_hourly_rate = match self.human_hourly_rate.trim() {
             "" => Money(0),
-            t => Money::parse(t)
-                .map_err(|m| AppError::invalid("human_hourly_rate", format!("hourly rate: {m}")))?,
+            t => Money::parse(t).map_err(|m| {
+                AppError::invalid(
+                    "human_hourly_rate",
+                    i18n::t1("ai-err-hourly-rate", "problem", m),
+                )
+            })?,
         };
         let mut project_ids = Vec::new();
         for name in self
@@ -101,7 +105,7 @@ impl UseCaseForm {
                 .ok_or_else(|| {
                     AppError::invalid(
                         "projects",
-                        format!("projects: {} is not a GPU project", domain::quote(name)),
+                        i18n::t1("ai-err-not-gpu-project", "name", domain::quote(name)),
                     )
                 })?;
             project_ids.push(node.id);
@@ -128,17 +132,21 @@ pub struct RegisterRow {
     id: i64,
     name: String,
     owner: String,
-    bag: &'static str,
+    /// The bag's label in the page's language.
+    bag: String,
+    /// The status in the page's language.
     status: String,
     spend: String,
     limit: String,
-    /// Spend as a percentage of the limit, whole percent.
-    pct: i64,
+    /// Spend as a percentage of the limit, whole percent, in the page's language (`12%`,
+    /// `12 %`, `% 12`).
+    pct: String,
     over: bool,
     /// Last month's spend, for the trend.
     previous: String,
-    /// Up, down or flat against last month's spend (the month so far, scaled to its length).
-    trend: &'static str,
+    /// Up, down or flat against last month's spend (the month so far, scaled to its length),
+    /// in the page's language.
+    trend: String,
     /// The latest decision: `continue (November 2026)`, or empty.
     last_decision: String,
     /// Human cost this month.
@@ -160,10 +168,36 @@ pub fn trend(so_far: i64, previous: i64, elapsed_s: i64, length_s: i64) -> &'sta
     }
 }
 
-fn bag_static(code: &str) -> &'static str {
-    BAGS.iter()
-        .find(|(c, _)| *c == code)
-        .map_or("", |(_, label)| label)
+/// A bag's label in the page's language (`Critical systems`); empty for an unknown code.
+fn bag_words(code: &str) -> String {
+    if BAGS.iter().any(|(c, _)| *c == code) {
+        i18n::t(&format!("ai-bag-{code}"))
+    } else {
+        String::new()
+    }
+}
+
+/// A code (status, decision, activity, trend) in the page's language, by the message
+/// `prefix-code`; the code itself when there is no such message.
+fn code_words(prefix: &str, code: &str) -> String {
+    let key = format!("{prefix}-{code}");
+    let words = i18n::t(&key);
+    if words == key {
+        code.to_string()
+    } else {
+        words
+    }
+}
+
+/// A whole percentage in the page's language: `12%`, `12 %`, `% 12`.
+fn percent(pct: i64) -> String {
+    i18n::t1("ai-percent", "pct", i18n::format::count(pct))
+}
+
+/// The month of a period's first instant, in the page's language: `November 2026`,
+/// `noviembre de 2026`, `2026(e)ko azaroa`.
+fn month_words(start: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    i18n::format::month_year(i18n::current(), start.to_zoned(tz.clone()).date())
 }
 
 fn pct(spent: Money, limit: i64) -> i64 {
@@ -218,29 +252,29 @@ async fn list(
                 )
                 .display(cur),
                 previous: p.display(cur),
-                trend: trend(s.0, p.0, elapsed, length),
+                trend: code_words("ai-trend", trend(s.0, p.0, elapsed, length)),
                 last_decision: last
                     .iter()
                     .find(|r| r.use_case_id == u.id)
                     .map(|r| {
-                        format!(
-                            "{} ({})",
-                            r.decision,
-                            crate::ledger::to_jiff(r.period_start)
-                                .to_zoned(tz.clone())
-                                .strftime("%B %Y")
+                        i18n::t2(
+                            "ai-last-decision",
+                            "decision",
+                            code_words("ai-decision", &r.decision),
+                            "month",
+                            month_words(crate::ledger::to_jiff(r.period_start), &tz),
                         )
                     })
                     .unwrap_or_default(),
                 id: u.id,
-                bag: bag_static(&u.bag),
-                pct: pct(s, u.monthly_limit_minor),
+                bag: bag_words(&u.bag),
+                pct: percent(pct(s, u.monthly_limit_minor)),
                 over: s.0 > u.monthly_limit_minor,
                 spend: s.display(cur),
                 limit: Money(u.monthly_limit_minor).display(cur),
                 name: u.name,
                 owner: u.owner,
-                status: u.status,
+                status: code_words("ai-status", &u.status),
             }
         })
         .collect();
@@ -248,11 +282,7 @@ async fn list(
         StatusCode::OK,
         &ListPage {
             layout: Layout::for_user(&session, &me, "/ai").await?,
-            month: period
-                .start
-                .to_zoned(state.site.time_zone.clone())
-                .strftime("%B %Y")
-                .to_string(),
+            month: month_words(period.start, &state.site.time_zone),
             rows,
             can_register: may_register(&me),
             can_import: spend::may_import(&me),
@@ -270,7 +300,8 @@ struct FormPage {
     error: Option<String>,
     owners: Vec<String>,
     projects: Vec<String>,
-    bags: Vec<(&'static str, &'static str)>,
+    /// (code, label in the page's language).
+    bags: Vec<(&'static str, String)>,
     currency: String,
 }
 
@@ -283,9 +314,7 @@ async fn form_page(
     error: Option<String>,
 ) -> Result<Response, AppError> {
     if !may_register(me) {
-        return Err(AppError::Forbidden(
-            "only leads and admins register use cases".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-only-leads-register")));
     }
     let tree = state.tree().await?;
     let led = |n: &&crate::db::tree::NodeView| me.leads(n.id, &tree.parents);
@@ -313,7 +342,10 @@ async fn form_page(
                 .filter(led)
                 .map(|n| n.name.clone())
                 .collect(),
-            bags: BAGS.to_vec(),
+            bags: BAGS
+                .iter()
+                .map(|(code, _)| (*code, bag_words(code)))
+                .collect(),
             currency: state.site.currency.clone(),
         },
     )
@@ -348,9 +380,7 @@ async fn create(
     Form(form): Form<UseCaseForm>,
 ) -> Result<Response, AppError> {
     if !may_register(&me) {
-        return Err(AppError::Forbidden(
-            "only leads and admins register use cases".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-only-leads-register")));
     }
     let tree = state.tree().await?;
     let result = match form.draft(&tree) {
@@ -361,7 +391,7 @@ async fn create(
         Ok(id) => {
             flash(
                 &session,
-                format!("Registered the use case {}.", form.name.trim()),
+                i18n::t1("ai-registered", "name", form.name.trim()),
             )
             .await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
@@ -378,17 +408,21 @@ async fn create(
 struct DetailPage {
     layout: Layout,
     u: UseCase,
-    bag: &'static str,
+    /// The bag's label and the status, in the page's language.
+    bag: String,
+    status: String,
     month: String,
     gpu: String,
     imported: String,
     total: String,
     limit: String,
-    pct: i64,
+    /// Spend as a percentage of the limit, in the page's language.
+    pct: String,
     over: bool,
     can_manage: bool,
     can_map: bool,
-    statuses: [&'static str; 4],
+    /// (code, label in the page's language).
+    statuses: Vec<(&'static str, String)>,
     rules: Vec<spend::Rule>,
     error: Option<String>,
     /// Alerts of this month: (message).
@@ -400,14 +434,16 @@ struct DetailPage {
     /// The review form: months offered (value, label), and what was typed.
     months: Vec<(String, String)>,
     review: ReviewForm,
-    decisions: [&'static str; 3],
+    /// (code, label in the page's language).
+    decisions: Vec<(&'static str, String)>,
     /// The decisions so far, newest first.
     history: Vec<ReviewView>,
     /// Human work this month: hours and their cost, and the rate.
     human_hours: String,
     human_cost: String,
     human_rate: String,
-    activities: [(&'static str, &'static str); 3],
+    /// (code, label in the page's language).
+    activities: Vec<(&'static str, String)>,
     hours_form: HoursForm,
 }
 
@@ -443,11 +479,12 @@ pub struct ReviewForm {
     comment: String,
 }
 
+/// A period's value for a form (`2026-11`) and its month in the page's language.
 fn month_label(p: Period, site: &crate::config::Site) -> (String, String) {
     let z = p.start.to_zoned(site.time_zone.clone());
     (
         z.strftime("%Y-%m").to_string(),
-        z.strftime("%B %Y").to_string(),
+        month_words(p.start, &site.time_zone),
     )
 }
 
@@ -483,51 +520,63 @@ async fn detail_page(
     let alerts = alerts
         .into_iter()
         .map(|(pct, kind, spent, limit)| {
-            let (s, l) = (
-                Money(spent).display(&site.currency),
-                Money(limit).display(&site.currency),
-            );
-            if kind == "actual" {
-                format!("{pct}% of the monthly limit reached: {s} of {l}")
+            let key = if kind == "actual" {
+                "ai-alert-actual"
             } else {
-                format!(
-                    "forecast to reach {pct}% of the monthly limit by the month's end: {s} of {l}"
-                )
-            }
+                "ai-alert-forecast"
+            };
+            i18n::ta(
+                key,
+                &[
+                    ("pct", &i18n::format::count(i64::from(pct))),
+                    ("spent", &Money(spent).display(&site.currency)),
+                    ("limit", &Money(limit).display(&site.currency)),
+                ],
+            )
         })
         .collect();
     let triggers_raw = ai::stop_triggers(&state.pool, id).await?;
     let open_trigger = triggers_raw.iter().any(|t| t.acknowledged_at.is_none());
+    // English pages show the stored reason; other languages its structured form, when it
+    // reads back.
+    let lang = i18n::current();
+    let reasons = if lang == i18n::Lang::En {
+        vec![None; triggers_raw.len()]
+    } else {
+        ai::stop_reasons(&state.pool, site, id, &triggers_raw).await?
+    };
     let triggers = triggers_raw
         .into_iter()
-        .map(|t| {
+        .zip(reasons)
+        .map(|(t, why)| {
             let ack = match (t.acknowledged_by, t.acknowledged_at) {
-                (Some(by), Some(when)) => {
-                    format!("acknowledged by {by} on {}: {}", at(when), t.note)
-                }
+                (Some(by), Some(when)) => i18n::ta(
+                    "ai-acknowledged",
+                    &[("name", &by), ("at", &at(when)), ("note", &t.note)],
+                ),
                 _ => String::new(),
             };
-            (at(t.triggered_at), t.reason, ack)
+            let reason = why.map_or(t.reason, |w| w.message(lang, &site.currency));
+            (at(t.triggered_at), reason, ack)
         })
         .collect();
     let history = ai::reviews(&state.pool, id)
         .await?
         .into_iter()
         .map(|r| ReviewView {
-            month: crate::ledger::to_jiff(r.period_start)
-                .to_zoned(tz.clone())
-                .strftime("%B %Y")
-                .to_string(),
+            month: month_words(crate::ledger::to_jiff(r.period_start), tz),
             decision: match r.new_limit_minor {
-                Some(l) => format!("expand to {}", Money(l).display(&site.currency)),
-                None => r.decision,
+                Some(l) => i18n::t1("ai-expand-to", "limit", Money(l).display(&site.currency)),
+                None => code_words("ai-decision", &r.decision),
             },
             metric_value: r.metric_value,
             comment: r.comment,
-            spend: format!(
-                "{} of {}",
+            spend: i18n::t2(
+                "ai-spend-of",
+                "spent",
                 Money(r.spent_minor).display(&site.currency),
-                Money(r.limit_minor).display(&site.currency)
+                "limit",
+                Money(r.limit_minor).display(&site.currency),
             ),
             by: r.decided_by.unwrap_or_default(),
             at: at(r.decided_at),
@@ -565,21 +614,21 @@ async fn detail_page(
         },
         &DetailPage {
             layout: Layout::for_user(session, me, "/ai").await?,
-            bag: bag_static(&u.bag),
-            month: period
-                .start
-                .to_zoned(state.site.time_zone.clone())
-                .strftime("%B %Y")
-                .to_string(),
+            bag: bag_words(&u.bag),
+            status: code_words("ai-status", &u.status),
+            month: month_words(period.start, &state.site.time_zone),
             gpu: Money(s.gpu_minor).display(cur),
             imported: micro_to_money(s.imported_micro).display(cur),
             total: total.display(cur),
             limit: Money(u.monthly_limit_minor).display(cur),
-            pct: pct(total, u.monthly_limit_minor),
+            pct: percent(pct(total, u.monthly_limit_minor)),
             over: total.0 > u.monthly_limit_minor,
             can_manage,
             can_map: can_manage || me.sees_everything(),
-            statuses: STATUSES,
+            statuses: STATUSES
+                .iter()
+                .map(|s| (*s, code_words("ai-status", s)))
+                .collect(),
             rules,
             error,
             alerts,
@@ -588,12 +637,18 @@ async fn detail_page(
             critical: u.bag == "critical",
             months,
             review,
-            decisions: ai::DECISIONS,
+            decisions: ai::DECISIONS
+                .iter()
+                .map(|d| (*d, code_words("ai-decision", d)))
+                .collect(),
             history,
-            human_hours: domain::format_hours(minutes * 60),
+            human_hours: i18n::format::hours(minutes * 60),
             human_cost: ai::human_cost(minutes, u.human_hourly_rate_minor).display(&site.currency),
             human_rate: Money(u.human_hourly_rate_minor).display(&site.currency),
-            activities: ai::ACTIVITIES,
+            activities: ai::ACTIVITIES
+                .iter()
+                .map(|(a, _)| (*a, code_words("ai-activity", a)))
+                .collect(),
             hours_form: hours_form.unwrap_or_else(|| HoursForm {
                 month: month_label(period, site).0,
                 activity: "review".into(),
@@ -622,9 +677,10 @@ async fn edit_form(
     let tree = state.tree().await?;
     let u = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     if !u.may_manage(&me, &tree.parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot change its use cases",
-            u.owner
+        return Err(AppError::Forbidden(i18n::t1(
+            "ai-not-lead-change",
+            "owner",
+            &u.owner,
         )));
     }
     form_page(
@@ -648,9 +704,10 @@ async fn update(
     let tree = state.tree().await?;
     let u = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     if !u.may_manage(&me, &tree.parents) {
-        return Err(AppError::Forbidden(format!(
-            "you do not lead {}, so you cannot change its use cases",
-            u.owner
+        return Err(AppError::Forbidden(i18n::t1(
+            "ai-not-lead-change",
+            "owner",
+            &u.owner,
         )));
     }
     let result = match form.draft(&tree) {
@@ -659,7 +716,7 @@ async fn update(
     };
     match result {
         Ok(()) => {
-            flash(&session, "Use case saved.").await?;
+            flash(&session, i18n::t("ai-saved")).await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -686,7 +743,17 @@ async fn set_status(
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     match ai::set_status(&state.pool, &me, &tree.parents, id, &form.status).await {
         Ok(u) => {
-            flash(&session, format!("{} is now {}.", u.name, u.status)).await?;
+            flash(
+                &session,
+                i18n::t2(
+                    "ai-status-now",
+                    "name",
+                    &u.name,
+                    "status",
+                    code_words("ai-status", &u.status),
+                ),
+            )
+            .await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -713,7 +780,7 @@ async fn add_rule(
 ) -> Result<Response, AppError> {
     let tree = state.tree().await?;
     let Ok(id) = form.use_case.trim().parse::<i64>() else {
-        return Err(AppError::NotFound("there is no such use case".into()));
+        return Err(AppError::NotFound(i18n::t("ai-no-such-use-case")));
     };
     let uc = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let back = if spend::may_import(&me) {
@@ -734,14 +801,15 @@ async fn add_rule(
     {
         Ok((_, assigned)) => {
             crate::web::check_alerts(&state).await;
-            flash(
-                &session,
-                format!(
-                    "Spend now maps to {}; {assigned} unassigned line(s) assigned.",
-                    uc.name
-                ),
-            )
-            .await?;
+            let notice = i18n::ta(
+                "ai-rule-added",
+                &[
+                    ("name", &uc.name),
+                    ("count", &assigned),
+                    ("n", &i18n::format::count(assigned as i64)),
+                ],
+            );
+            flash(&session, notice).await?;
             Ok(Redirect::to(&back).into_response())
         }
         Err(e) => {
@@ -794,8 +862,8 @@ struct SpendPage {
     preview: Option<PreviewView>,
     imports: Vec<ImportLine>,
     unassigned: Vec<(String, String, String, String, String, String)>,
-    unassigned_count: i64,
-    unassigned_total: String,
+    /// "3 line(s), 12.00 USD." in the page's language.
+    unassigned_count: String,
     rules: Vec<spend::Rule>,
     use_cases: Vec<(i64, String)>,
     rule: RuleForm,
@@ -806,13 +874,15 @@ struct PreviewView {
     format: &'static str,
     currency: String,
     rate: String,
-    lines: usize,
-    new_lines: usize,
-    skipped: usize,
+    /// Line counts, written for the page's language.
+    lines: String,
+    new_lines: String,
+    skipped: String,
     amount: String,
     covers: String,
     already: bool,
-    shares: Vec<(String, usize, String)>,
+    /// (use case, lines, amount).
+    shares: Vec<(String, String, String)>,
 }
 
 async fn spend_page(
@@ -823,9 +893,7 @@ async fn spend_page(
     error: Option<String>,
 ) -> Result<Response, AppError> {
     if !spend::may_import(me) {
-        return Err(AppError::Forbidden(
-            "only finance and admins see imported spend".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-spend-only-finance-see")));
     }
     let cur = &state.site.currency;
     let tz = &state.site.time_zone;
@@ -838,10 +906,23 @@ async fn spend_page(
             source: Format::parse(&i.source).map_or(i.source.clone(), |f| f.label().to_string()),
             file_name: i.file_name,
             currency: match i.rate_micro {
-                Some(r) => format!("{} at {} {cur}", i.currency, domain::format_milli(r / 1000)),
+                Some(r) => i18n::ta(
+                    "ai-spend-import-rate",
+                    &[
+                        ("currency", &i.currency),
+                        ("rate", &i18n::format::milli(r / 1000)),
+                        ("site", cur),
+                    ],
+                ),
                 None => i.currency,
             },
-            lines: format!("{} new, {} already imported", i.rows_new, i.rows_skipped),
+            lines: i18n::t2(
+                "ai-spend-import-lines",
+                "new",
+                i18n::format::count(i64::from(i.rows_new)),
+                "skipped",
+                i18n::format::count(i64::from(i.rows_skipped)),
+            ),
             amount: micro_to_money(i.amount_micro).display(cur),
             by: i.imported_by.unwrap_or_default(),
             at: at(i.imported_at),
@@ -852,10 +933,12 @@ async fn spend_page(
         .into_iter()
         .map(|l| {
             (
-                crate::ledger::to_jiff(l.period_start)
-                    .to_zoned(jiff::tz::TimeZone::UTC)
-                    .date()
-                    .to_string(),
+                i18n::format::medium_date(
+                    i18n::current(),
+                    crate::ledger::to_jiff(l.period_start)
+                        .to_zoned(jiff::tz::TimeZone::UTC)
+                        .date(),
+                ),
                 l.source,
                 l.service,
                 l.scopes.join(", "),
@@ -869,24 +952,43 @@ async fn spend_page(
         format: Format::parse(o.format).map_or("", Format::label),
         currency: o.currency.clone(),
         rate: o.rate.clone().unwrap_or_default(),
-        lines: o.lines,
-        new_lines: o.new_lines,
-        skipped: o.skipped_lines,
+        lines: i18n::format::count(o.lines as i64),
+        new_lines: i18n::format::count(o.new_lines as i64),
+        skipped: i18n::format::count(o.skipped_lines as i64),
         amount: micro_to_money(o.amount_micro).display(cur),
-        covers: format!("{} to {}", o.covers.0, o.covers.1),
+        covers: i18n::t2(
+            "ai-spend-covers-range",
+            "from",
+            day_words(&o.covers.0),
+            "to",
+            day_words(&o.covers.1),
+        ),
         already: o.already_imported,
         shares: o
             .shares
             .iter()
             .map(|s| {
                 (
-                    s.use_case.clone(),
-                    s.lines,
+                    if s.use_case_id.is_none() {
+                        i18n::t("ai-unassigned")
+                    } else {
+                        s.use_case.clone()
+                    },
+                    i18n::format::count(s.lines as i64),
                     micro_to_money(s.amount_micro).display(cur),
                 )
             })
             .collect(),
     });
+    // Built apart: a message's arguments must not be held across an await.
+    let unassigned_count = i18n::ta(
+        "ai-spend-unassigned-count",
+        &[
+            ("count", &count),
+            ("n", &i18n::format::count(count)),
+            ("total", &micro_to_money(total).display(cur)),
+        ],
+    );
     let tree = state.tree().await?;
     let use_cases = ai::visible(&state.pool, me, &tree.parents)
         .await?
@@ -909,12 +1011,20 @@ async fn spend_page(
             preview,
             imports,
             unassigned,
-            unassigned_count: count,
-            unassigned_total: micro_to_money(total).display(cur),
+            unassigned_count,
             rules: spend::rules(&state.pool).await?,
             use_cases,
             rule: view.rule,
         },
+    )
+}
+
+/// A day written `2026-11-01`, in the page's language (`1 nov 2026`); as written when it is
+/// not a date.
+fn day_words(day: &str) -> String {
+    day.parse::<jiff::civil::Date>().map_or_else(
+        |_| day.to_string(),
+        |d| i18n::format::medium_date(i18n::current(), d),
     )
 }
 
@@ -935,9 +1045,9 @@ struct Upload {
 }
 
 async fn read_upload(req: axum::extract::Request, state: &AppState) -> Result<Upload, AppError> {
-    let mut multipart = Multipart::from_request(req, state)
-        .await
-        .map_err(|e| AppError::Malformed(format!("expected a file upload form: {e}")))?;
+    let mut multipart = Multipart::from_request(req, state).await.map_err(|e| {
+        AppError::Malformed(i18n::t1("ai-spend-not-upload", "error", e.to_string()))
+    })?;
     let mut up = Upload {
         format: String::new(),
         rate: String::new(),
@@ -945,7 +1055,7 @@ async fn read_upload(req: axum::extract::Request, state: &AppState) -> Result<Up
         bytes: Vec::new(),
     };
     let bad = |e: axum::extract::multipart::MultipartError| {
-        AppError::Malformed(format!("the upload could not be read: {e}"))
+        AppError::Malformed(i18n::t1("ai-spend-unreadable", "error", e.to_string()))
     };
     while let Some(field) = multipart.next_field().await.map_err(bad)? {
         let name = field.name().unwrap_or("").to_string();
@@ -977,9 +1087,7 @@ async fn preview(
     req: axum::extract::Request,
 ) -> Result<Response, AppError> {
     if !spend::may_import(&me) {
-        return Err(AppError::Forbidden(
-            "only finance and admins import spend".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-spend-only-finance")));
     }
     let up = read_upload(req, &state).await?;
     let view = |preview| SpendView {
@@ -994,7 +1102,7 @@ async fn preview(
             &session,
             &me,
             view(None),
-            Some("format: choose the export's format".into()),
+            Some(i18n::t("ai-spend-choose-format")),
         )
         .await;
     };
@@ -1004,7 +1112,7 @@ async fn preview(
             &session,
             &me,
             view(None),
-            Some("file: choose a file to import".into()),
+            Some(i18n::t("ai-spend-choose-file")),
         )
         .await;
     }
@@ -1041,9 +1149,7 @@ async fn preview(
                 &session,
                 &me,
                 view(None),
-                Some(format!(
-                    "{message} (choose the file again: browsers do not send it back)"
-                )),
+                Some(i18n::t1("ai-spend-choose-again", "problem", message)),
             )
             .await
         }
@@ -1063,9 +1169,7 @@ async fn confirm(
     Form(form): Form<ConfirmForm>,
 ) -> Result<Response, AppError> {
     if !spend::may_import(&me) {
-        return Err(AppError::Forbidden(
-            "only finance and admins import spend".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("ai-spend-only-finance")));
     }
     // Taken out first: confirming twice imports once.
     let pending = session
@@ -1080,7 +1184,7 @@ async fn confirm(
             &session,
             &me,
             SpendView::default(),
-            Some("this preview was already used or has expired; upload the file again".into()),
+            Some(i18n::t("ai-spend-expired")),
         )
         .await;
     };
@@ -1100,13 +1204,19 @@ async fn confirm(
         Ok(o) => {
             crate::web::check_alerts(&state).await;
             let notice = if o.already_imported {
-                "This file was imported before; nothing was added.".to_string()
+                i18n::t("ai-spend-imported-before")
             } else {
-                format!(
-                    "Imported {} new line(s) ({}); {} already imported.",
-                    o.new_lines,
-                    micro_to_money(o.amount_micro).display(&state.site.currency),
-                    o.skipped_lines
+                i18n::ta(
+                    "ai-spend-imported-new",
+                    &[
+                        ("count", &o.new_lines),
+                        ("n", &i18n::format::count(o.new_lines as i64)),
+                        (
+                            "amount",
+                            &micro_to_money(o.amount_micro).display(&state.site.currency),
+                        ),
+                        ("skipped", &i18n::format::count(o.skipped_lines as i64)),
+                    ],
                 )
             };
             flash(&session, notice).await?;
@@ -1130,13 +1240,12 @@ async fn review(
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let result = async {
         let period = crate::ledger::reports::parse_period(&form.month, &state.site)
-            .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+            .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
         let new_limit = match form.new_limit.trim() {
             "" => None,
-            t => Some(
-                Money::parse(t)
-                    .map_err(|m| AppError::invalid("new_limit", format!("new limit: {m}")))?,
-            ),
+            t => Some(Money::parse(t).map_err(|m| {
+                AppError::invalid("new_limit", i18n::t1("ai-err-new-limit", "problem", m))
+            })?),
         };
         let spent = spend::by_use_case(&state.pool, period)
             .await?
@@ -1165,7 +1274,15 @@ async fn review(
     match result {
         Ok(r) => {
             crate::web::check_alerts(&state).await;
-            flash(&session, format!("Decision recorded: {}.", r.decision)).await?;
+            flash(
+                &session,
+                i18n::t1(
+                    "ai-decision-recorded",
+                    "decision",
+                    code_words("ai-decision", &r.decision),
+                ),
+            )
+            .await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -1186,7 +1303,7 @@ async fn hours(
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let result = async {
         let period = crate::ledger::reports::parse_period(&form.month, &state.site)
-            .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+            .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
         let minutes = ai::parse_hours(&form.hours)?;
         ai::record_hours(
             &state.pool,
@@ -1203,7 +1320,11 @@ async fn hours(
     .await;
     match result {
         Ok(_) => {
-            flash(&session, format!("Recorded {} h.", form.hours.trim())).await?;
+            flash(
+                &session,
+                i18n::t1("ai-hours-recorded", "hours", form.hours.trim()),
+            )
+            .await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -1231,7 +1352,7 @@ async fn acknowledge(
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     match ai::acknowledge_stop(&state.pool, &me, &tree.parents, id, &form.note).await {
         Ok(()) => {
-            flash(&session, "Stop rule acknowledged.").await?;
+            flash(&session, i18n::t("ai-stop-acknowledged")).await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -1254,11 +1375,7 @@ async fn stop_criterion(
     match ai::report_stop_criterion(&state.pool, &me, &tree.parents, period, id, &form.reason).await
     {
         Ok(()) => {
-            flash(
-                &session,
-                "Stop rule triggered; stop the service, then acknowledge.",
-            )
-            .await?;
+            flash(&session, i18n::t("ai-stop-raised")).await?;
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
@@ -1300,21 +1417,19 @@ pub async fn home_notes(
     let mut notes = Vec::new();
     for u in &cases {
         if open.contains(&u.id) {
-            notes.push((
-                u.id,
-                u.name.clone(),
-                "stop rule triggered: stop the service, then acknowledge".to_string(),
-            ));
+            notes.push((u.id, u.name.clone(), i18n::t("ai-home-stop")));
         }
         let s = spend.get(&u.id).copied().unwrap_or_default().total();
         if s.0 > u.monthly_limit_minor {
             notes.push((
                 u.id,
                 u.name.clone(),
-                format!(
-                    "over its monthly limit: {} of {}",
+                i18n::t2(
+                    "ai-home-over",
+                    "spent",
                     s.display(cur),
-                    Money(u.monthly_limit_minor).display(cur)
+                    "limit",
+                    Money(u.monthly_limit_minor).display(cur),
                 ),
             ));
         }
@@ -1322,9 +1437,10 @@ pub async fn home_notes(
             notes.push((
                 u.id,
                 u.name.clone(),
-                format!(
-                    "waits for your decision on {}",
-                    month_label(previous, &state.site).1
+                i18n::t1(
+                    "ai-home-review",
+                    "month",
+                    month_label(previous, &state.site).1,
                 ),
             ));
         }

@@ -14,6 +14,7 @@ use crate::auth::{Account, CurrentUser};
 use crate::db::inventory;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n;
 use crate::ledger::contracts::{self, Request};
 use crate::ledger::to_jiff;
 use crate::state::AppState;
@@ -260,8 +261,9 @@ struct QuoteView {
     unit_price: String,
     balance: String,
     balance_after: String,
-    peak: i64,
-    contractable: i64,
+    /// GPU counts, written for the page's language.
+    peak: String,
+    contractable: String,
 }
 
 #[derive(askama::Template)]
@@ -278,23 +280,36 @@ struct ContractFormPage {
     models: Vec<String>,
 }
 
+impl ContractFormPage {
+    /// How the previewed price is made: `= 2 GPUs × 8 h × weight 1.5 × 2.50 USD per weighted
+    /// GPU-hour`.
+    fn formula(&self, q: &QuoteView) -> String {
+        i18n::ta(
+            "contract-price-formula",
+            &[
+                ("gpus", &self.form.gpus),
+                ("hours", &q.hours),
+                ("weight", &q.weight),
+                ("unit", &q.unit_price),
+            ],
+        )
+    }
+}
+
 /// Parses the form into a request, naming the field at fault.
 fn parse_form(f: &ContractForm, state: &AppState) -> Result<Request, AppError> {
     // The range (1 to the GPUs installed) is checked with the pool's numbers on admission.
     let gpus = f.gpus.trim().parse::<i64>().map_err(|_| {
         AppError::invalid(
             "gpus",
-            format!(
-                "the GPU count must be a whole number (got {})",
-                crate::domain::quote(f.gpus.trim())
-            ),
+            i18n::t1("err-gpus-whole", "got", crate::domain::quote(f.gpus.trim())),
         )
     })?;
     let site = &state.site;
     let start = domain::parse_instant(&f.start, &site.time_zone, &site.time_zone_name)
-        .map_err(|m| AppError::invalid("start", format!("start: {m}")))?;
+        .map_err(|m| AppError::invalid("start", i18n::t1("contract-err-start", "problem", m)))?;
     let end = domain::parse_instant(&f.end, &site.time_zone, &site.time_zone_name)
-        .map_err(|m| AppError::invalid("end", format!("end: {m}")))?;
+        .map_err(|m| AppError::invalid("end", i18n::t1("contract-err-end", "problem", m)))?;
     Ok(Request {
         project: f.project.clone(),
         cluster: f.cluster.clone(),
@@ -315,9 +330,7 @@ async fn form_page(
     quote: Option<QuoteView>,
 ) -> Result<Response, AppError> {
     if !can_buy(me) {
-        return Err(AppError::Forbidden(
-            "only leads and admins buy capacity contracts".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("contract-only-leads")));
     }
     let tree = state.tree().await?;
     let projects = tree
@@ -394,18 +407,19 @@ async fn preview(
                 end_local: domain::format_local(req.end, tz),
                 start_utc: req.start.to_string(),
                 end_utc: req.end.to_string(),
-                hours: domain::format_hours(q.seconds),
-                gpu_hours: format!("{:.1}", q.gpu_hours),
+                hours: i18n::format::hours(q.seconds),
+                gpu_hours: i18n::format::tenths(q.gpu_hours),
                 price: Money(q.price_minor).display(cur),
-                weight: domain::format_milli(q.billing_weight_milli),
-                unit_price: format!(
-                    "{} per weighted GPU-hour",
-                    Money(q.price_per_gpu_hour_minor).display(cur)
+                weight: i18n::format::milli(q.billing_weight_milli),
+                unit_price: i18n::t1(
+                    "contract-unit-price",
+                    "price",
+                    Money(q.price_per_gpu_hour_minor).display(cur),
                 ),
                 balance: Money(q.balance_minor).display(cur),
                 balance_after: Money(q.balance_minor - q.price_minor).display(cur),
-                peak: q.peak_contracted,
-                contractable: q.contractable,
+                peak: i18n::format::count(q.peak_contracted),
+                contractable: i18n::format::count(q.contractable),
             };
             // A one-time token ties the confirmation to this preview and its price.
             let token = crate::auth::random_hex(16);
@@ -446,20 +460,19 @@ async fn buy(
             contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now()).await
         }
         (_, Err(e)) => Err(e),
-        _ => Err(AppError::invalid(
-            "quote",
-            "this preview was already used or has expired; preview the price again before confirming",
-        )),
+        _ => Err(AppError::invalid("quote", i18n::t("contract-expired"))),
     };
     match result {
         Ok((c, _)) => {
             crate::web::check_alerts(&state).await;
             flash(
                 &session,
-                format!(
-                    "Bought contract #{} for {}.",
-                    c.id,
-                    Money(c.price_minor).display(&state.site.currency)
+                i18n::t2(
+                    "contract-bought",
+                    "id",
+                    c.id.to_string(),
+                    "price",
+                    Money(c.price_minor).display(&state.site.currency),
                 ),
             )
             .await?;
@@ -502,11 +515,13 @@ pub fn window_label(
     tz: &jiff::tz::TimeZone,
 ) -> String {
     let (s, e) = (to_jiff(start), to_jiff(end));
-    let hours = domain::format_hours(e.as_second() - s.as_second());
-    format!(
-        "{} → {} ({hours} h)",
-        domain::format_local(s, tz),
-        domain::format_local(e, tz)
+    i18n::ta(
+        "contract-window",
+        &[
+            ("start", &domain::format_local(s, tz)),
+            ("end", &domain::format_local(e, tz)),
+            ("hours", &i18n::format::hours(e.as_second() - s.as_second())),
+        ],
     )
 }
 
@@ -536,9 +551,13 @@ async fn list_page(
             price: Money(c.price_minor).display(cur),
             state: match c.refund_minor {
                 Some(r) if c.state == "cancelled" => {
-                    format!("cancelled, {} refunded", Money(r).display(cur))
+                    i18n::t1("contract-state-refunded", "refund", Money(r).display(cur))
                 }
-                _ => c.state,
+                _ => {
+                    let key = format!("contract-state-{}", c.state);
+                    let words = i18n::t(&key);
+                    if words == key { c.state } else { words }
+                }
             },
         })
         .collect();
@@ -577,10 +596,12 @@ async fn cancel(
         Ok(c) => {
             flash(
                 &session,
-                format!(
-                    "Cancelled contract #{}; {} refunded.",
-                    c.id,
-                    Money(c.refund_minor.unwrap_or(0)).display(&state.site.currency)
+                i18n::t2(
+                    "contract-cancelled",
+                    "id",
+                    c.id.to_string(),
+                    "refund",
+                    Money(c.refund_minor.unwrap_or(0)).display(&state.site.currency),
                 ),
             )
             .await?;

@@ -247,9 +247,14 @@ pub fn int(n: impl Into<i64>) -> String {
 /// Checks budget alerts after a change in spend; a failure is logged, not shown (the
 /// roll-over task checks again within a minute).
 pub async fn check_alerts(state: &AppState) {
-    if let Err(e) =
-        crate::ledger::alerts::check(&state.pool, &state.site, jiff::Timestamp::now()).await
-    {
+    // Alerts store their English text (beside a note for other readers), so the check runs in
+    // English whatever the page's language: amounts in it are written by `Money::display`.
+    let checked = i18n::scope(
+        i18n::Lang::En,
+        crate::ledger::alerts::check(&state.pool, &state.site, jiff::Timestamp::now()),
+    )
+    .await;
+    if let Err(e) = checked {
         tracing::warn!(error = %e, "budget alert check failed");
     }
 }

@@ -847,8 +847,12 @@ async fn decide(
     .await
     {
         Ok(()) => {
-            let verb = if approve { "approved" } else { "denied" };
-            flash(&session, format!("Run {id} {verb}.")).await?;
+            let key = if approve {
+                "approvals-approved"
+            } else {
+                "approvals-denied"
+            };
+            flash(&session, i18n::t1(key, "id", id.to_string())).await?;
             let back = if from_inbox {
                 "/approvals".to_string()
             } else {
@@ -904,6 +908,22 @@ struct ApprovalsPage {
     is_lead: bool,
 }
 
+impl ApprovalsPage {
+    /// What a waiting run asks for, after its link: `: 2 × H100 on east for p1`.
+    fn what(&self, row: &InboxRow) -> String {
+        let r = &row.run;
+        i18n::ta(
+            "approvals-run-what",
+            &[
+                ("gpus", &r.gpus.to_string()),
+                ("model", &r.gpu_model),
+                ("cluster", &r.cluster),
+                ("project", &r.project),
+            ],
+        )
+    }
+}
+
 /// Whether `me` leads something (and so may have an approvals inbox): leads and admins.
 pub fn is_lead(me: &Account) -> bool {
     me.is_admin() || me.lead_nodes().next().is_some()
@@ -937,7 +957,15 @@ async fn approvals_page(
     // A failure on a run no longer in the inbox still shows (at the top).
     let error = failed
         .filter(|(id, _, _)| !rows.iter().any(|r: &InboxRow| r.run.id == *id))
-        .map(|(id, e, _)| format!("run {id}: {}", e.public_message()));
+        .map(|(id, e, _)| {
+            i18n::t2(
+                "approvals-error-on-run",
+                "id",
+                id.to_string(),
+                "problem",
+                e.public_message(),
+            )
+        });
     render_status(
         status,
         &ApprovalsPage {

@@ -24,7 +24,7 @@ async fn demo_in(currency: &str) -> (TestApp, Vec<tranche::demo::DemoUser>) {
     (app, users)
 }
 
-fn use_case(name: &str, owner: i64, limit_minor: i64) -> Value {
+pub(crate) fn use_case(name: &str, owner: i64, limit_minor: i64) -> Value {
     json!({
         "name": name,
         "owner_node_id": owner,
@@ -315,7 +315,12 @@ async fn the_register_form_keeps_input_on_error_and_registers() {
     assert!(list.contains("Document RAG") && list.contains("active"));
 }
 
-async fn import(app: &TestApp, token: &str, query: &str, body: &str) -> (StatusCode, Value) {
+pub(crate) async fn import(
+    app: &TestApp,
+    token: &str,
+    query: &str,
+    body: &str,
+) -> (StatusCode, Value) {
     app.api_raw(
         "POST",
         &format!("/api/v1/spend-imports?{query}"),
@@ -696,7 +701,7 @@ async fn finance_uploads_in_the_browser_with_a_preview() {
 }
 
 /// A FOCUS file with one line per (cents, tag) on the first day of the current period.
-fn focus_this_month(app: &TestApp, lines: &[(i64, &str)]) -> String {
+pub(crate) fn focus_this_month(app: &TestApp, lines: &[(i64, &str)]) -> String {
     let period = tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site);
     let day = period.start.to_zoned(jiff::tz::TimeZone::UTC).date();
     let next = day.tomorrow().unwrap();

@@ -11,6 +11,7 @@ mod embedded;
 mod hardening;
 mod i18n;
 mod i18n_operations;
+mod i18n_register;
 mod incremental;
 mod live;
 mod mail;

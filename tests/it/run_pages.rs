@@ -15,7 +15,7 @@ async fn signed_in(role: &str) -> (TestApp, Vec<DemoUser>, Client) {
     (app, users, client)
 }
 
-async fn login(app: &TestApp, users: &[DemoUser], role: &str) -> Client {
+pub(crate) async fn login(app: &TestApp, users: &[DemoUser], role: &str) -> Client {
     let (name, pw) = demo_password(users, role);
     let mut c = app.client();
     c.login(&name, &pw).await;
@@ -55,7 +55,7 @@ async fn run_count(app: &TestApp) -> i64 {
 }
 
 /// Submits through the form; returns the new run's id from the redirect.
-async fn submit(c: &mut Client, gpus: &str, min_runtime: &str, command: &str) -> i64 {
+pub(crate) async fn submit(c: &mut Client, gpus: &str, min_runtime: &str, command: &str) -> i64 {
     let (status, body, location) = c
         .post(
             "/runs/new",
