@@ -275,3 +275,8 @@ ai-import-line = line { $line }
 ai-import-empty = { $at }: { $field } is empty
 ai-import-tags-example = { $at }: Tags is not a JSON object such as {"{"}"team":"support"{"}"}
 ai-import-tags = { $at }: Tags is not a JSON object
+
+ai-format-openai = OpenAI costs API (JSON)
+ai-format-anthropic = Anthropic cost report (JSON)
+ai-format-github = GitHub billing usage report (CSV)
+ai-format-focus = FOCUS 1.x (CSV)

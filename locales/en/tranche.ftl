@@ -66,6 +66,11 @@ signed-out-continue = Continue to { $provider }
 
 ## Home
 
+home-approvals = { $count ->
+    [0] No runs wait for your approval.
+    [one] { $shown } run waiting for your approval
+   *[other] { $shown } runs waiting for your approval
+}
 home-title = Home
 home-welcome = Welcome, { $name }
 home-roles = Your roles:

@@ -278,3 +278,8 @@ ai-import-line = línea { $line }
 ai-import-empty = { $at }: { $field } está vacío
 ai-import-tags-example = { $at }: Tags no es un objeto JSON como {"{"}"team":"support"{"}"}
 ai-import-tags = { $at }: Tags no es un objeto JSON
+
+ai-format-openai = API de costes de OpenAI (JSON)
+ai-format-anthropic = Informe de costes de Anthropic (JSON)
+ai-format-github = Informe de uso para facturación de GitHub (CSV)
+ai-format-focus = FOCUS 1.x (CSV)

@@ -65,6 +65,11 @@ signed-out-continue = Continuar a { $provider }
 
 ## Home
 
+home-approvals = { $count ->
+    [0] Ninguna ejecución espera su aprobación.
+    [one] { $shown } ejecución espera su aprobación
+   *[other] { $shown } ejecuciones esperan su aprobación
+}
 home-title = Inicio
 home-welcome = Hola, { $name }
 home-roles = Tus roles:

@@ -278,3 +278,8 @@ ai-import-line = { $line }. lerroa
 ai-import-empty = { $at }: { $field } hutsik dago
 ai-import-tags-example = { $at }: Tags ez da {"{"}"team":"support"{"}"} bezalako JSON objektu bat
 ai-import-tags = { $at }: Tags ez da JSON objektu bat
+
+ai-format-openai = OpenAIren kostuen APIa (JSON)
+ai-format-anthropic = Anthropicen kostu-txostena (JSON)
+ai-format-github = GitHuben fakturazio-erabileraren txostena (CSV)
+ai-format-focus = FOCUS 1.x (CSV)

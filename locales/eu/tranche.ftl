@@ -65,6 +65,11 @@ signed-out-continue = Jarraitu { $provider }-(e)ra
 
 ## Home
 
+home-approvals = { $count ->
+    [0] Ez dago zure onespenaren zain dagoen exekuziorik.
+    [one] { $shown } exekuzio zure onespenaren zain
+   *[other] { $shown } exekuzio zure onespenaren zain
+}
 home-title = Hasiera
 home-welcome = Kaixo, { $name }
 home-roles = Zure rolak:

@@ -64,14 +64,14 @@ impl Format {
         }
     }
 
-    /// A label for people.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::OpenAi => "OpenAI costs API (JSON)",
-            Self::Anthropic => "Anthropic cost report (JSON)",
-            Self::GitHub => "GitHub billing usage report (CSV)",
-            Self::Focus => "FOCUS 1.x (CSV)",
-        }
+    /// A label for people, in the current language.
+    pub fn label(self) -> String {
+        crate::i18n::t(match self {
+            Self::OpenAi => "ai-format-openai",
+            Self::Anthropic => "ai-format-anthropic",
+            Self::GitHub => "ai-format-github",
+            Self::Focus => "ai-format-focus",
+        })
     }
 }
 

@@ -854,7 +854,7 @@ struct ImportLine {
 struct SpendPage {
     layout: Layout,
     currency: String,
-    formats: Vec<(&'static str, &'static str)>,
+    formats: Vec<(&'static str, String)>,
     form_format: String,
     form_rate: String,
     error: Option<String>,
@@ -871,7 +871,7 @@ struct SpendPage {
 
 struct PreviewView {
     token: String,
-    format: &'static str,
+    format: String,
     currency: String,
     rate: String,
     /// Line counts, written for the page's language.
@@ -903,7 +903,7 @@ async fn spend_page(
         .into_iter()
         .map(|i| ImportLine {
             id: i.id,
-            source: Format::parse(&i.source).map_or(i.source.clone(), |f| f.label().to_string()),
+            source: Format::parse(&i.source).map_or(i.source.clone(), |f| f.label()),
             file_name: i.file_name,
             currency: match i.rate_micro {
                 Some(r) => i18n::ta(
@@ -949,7 +949,7 @@ async fn spend_page(
         .collect();
     let preview = view.preview.map(|(o, token)| PreviewView {
         token,
-        format: Format::parse(o.format).map_or("", Format::label),
+        format: Format::parse(o.format).map_or_else(String::new, Format::label),
         currency: o.currency.clone(),
         rate: o.rate.clone().unwrap_or_default(),
         lines: i18n::format::count(o.lines as i64),

@@ -1004,10 +1004,14 @@ pub struct HomeRuns {
 impl HomeRuns {
     /// "3 runs waiting for your approval" for leads; `None` for others.
     pub fn approvals_label(&self) -> Option<String> {
-        self.waiting_approval.map(|n| match n {
-            0 => "No runs wait for your approval.".to_string(),
-            1 => "1 run waiting for your approval".to_string(),
-            n => format!("{n} runs waiting for your approval"),
+        self.waiting_approval.map(|n| {
+            i18n::t2(
+                "home-approvals",
+                "count",
+                n,
+                "shown",
+                i18n::format::count(n as i64),
+            )
         })
     }
 }

@@ -457,6 +457,23 @@ async fn data_strings(app: &TestApp) -> Vec<String> {
         .unwrap();
         out.extend(values.into_iter().filter(|v| v.len() > 1));
     }
+    // Texts in lists (tags, names).
+    let array_columns: Vec<(String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND data_type = 'ARRAY' AND udt_name IN ('_text', '_varchar')",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    for (table, column) in array_columns {
+        let values: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT DISTINCT v::text FROM \"{table}\" t, unnest(t.\"{column}\") v"
+        ))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        out.extend(values.into_iter().filter(|v| v.len() > 1));
+    }
     // Texts inside JSON records (the audit log's before and after states).
     let json_columns: Vec<(String, String)> = sqlx::query_as(
         "SELECT table_name::text, column_name::text FROM information_schema.columns \
@@ -496,6 +513,16 @@ const SAME_IN_ALL: &[&str] = &[
     "OK",
     "Slurm",
     "OpenID",
+    "OpenAI",
+    "Anthropic",
+    "GitHub",
+    "Copilot",
+    "FOCUS",
+    // The same word in Spanish.
+    "Total",
+    "Roles",
+    // Units.
+    "min",
     "English",
     "Español",
     "Euskara",
