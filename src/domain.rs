@@ -478,6 +478,8 @@ pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String
     // The message in the page's language when the files name `what` there, else in English.
     let (lang, noun) = match what {
         "the GPU count" => (crate::i18n::current(), t("inventory-noun-gpu-count")),
+        "an alert threshold" => (crate::i18n::current(), t("project-noun-threshold")),
+        "the self-service limit" => (crate::i18n::current(), t("project-noun-self-service")),
         other => (crate::i18n::Lang::En, other.to_string()),
     };
     let v: i64 = typed.parse().map_err(|_| {

@@ -287,6 +287,8 @@ err-env-twice = line { $line }: { $name } is given twice
 
 ## Account
 
+account-never = never
+account-label-too-long = a label has at most 100 characters
 account-title = Your account
 account-language = Language
 account-language-note = The language of the interface for you. Without a choice of your own, Tranche follows your browser's language, else the organisation's default.
@@ -406,6 +408,9 @@ project-add-member = Add member (user name)
 project-add = Add
 project-budget-settings = Budget settings
 project-save-budget = Save budget
+project-budget-saved = Budget saved.
+project-noun-threshold = an alert threshold
+project-noun-self-service = the self-service limit
 project-none = none
 project-rank = Rank <strong>{ $rank } of { $count }</strong> among its siblings; { $usage } GPU-hours (billing-weighted, allocated) in the last 7 days, the scheduler's fair-share window. Siblings are served in order of share over usage; an idle sibling comes first.
 project-owed-line = Owed so far (hour by hour, the entitlement capped at the project's demand, as on the metrics page): <strong>{ $owed }</strong> GPU-hours; received (allocated runs): <strong>{ $received }</strong> GPU-hours ({ $pct }); impact (received of what was owed): <strong>{ $impact }</strong>.
@@ -525,3 +530,30 @@ event-history-finished = finished (recorded history)
 event-history-ends = stopped when the recorded history ends
 event-history-preempted = preempted (recorded history)
 event-history-requeued = requeued after preemption (recorded history)
+
+## A run's checks (the form and the API)
+
+err-run-gpus = the GPU count must be a whole number from 1 to 100000
+err-run-time-limit = the time limit must be from 1 second to { $max } seconds (30 days)
+err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } ({ $seconds } s)
+err-run-min-over-limit = the minimum runtime cannot be longer than the time limit
+err-run-priority = the priority must be from -1000 to 1000
+err-run-command = the command must be 1 to 8192 characters of text
+err-run-workdir = the working directory must be an absolute path
+err-run-env-twice = { $name } is given twice, in the environment and as a secret
+err-run-env-many = at most 64 environment variables
+err-run-env-name = { $name } is not an environment variable name (letters, digits, _)
+err-run-env-reserved = { $name } is set by Tranche and cannot be given
+err-run-env-value = the value of { $name } is too long or not text
+
+## The project's budget form and members
+
+budget-err-too-large = an amount is at most 10,000,000,000,000.00
+budget-err-negative = a period budget cannot be negative
+budget-err-cap-negative = a money cap cannot be negative
+budget-err-self-service = the self-service limit must be between 0 and 100000 GPU-hours
+budget-err-forbidden = only an admin or a lead above this project can change its budget
+budget-err-threshold-twice = the alert threshold { $pct }% is given twice; give each percentage once
+budget-err-thresholds = alert thresholds are up to 10 percentages from 1 to 100
+budget-err-over-entitlement = the budgets of the projects under { $node } would sum to { $sum }, more than its entitlement of { $entitlement }; lower this or another project's budget
+project-err-no-user = there is no user named { $name }

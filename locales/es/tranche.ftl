@@ -281,6 +281,8 @@ err-env-twice = línea { $line }: { $name } aparece dos veces
 
 ## Account
 
+account-never = nunca
+account-label-too-long = una etiqueta tiene como máximo 100 caracteres
 account-title = Tu cuenta
 account-language = Idioma
 account-language-note = El idioma de la interfaz para ti. Si no eliges ninguno, Tranche sigue el idioma de tu navegador y, si no, el predeterminado de la organización.
@@ -400,6 +402,9 @@ project-add-member = Añadir miembro (nombre de usuario)
 project-add = Añadir
 project-budget-settings = Ajustes de presupuesto
 project-save-budget = Guardar el presupuesto
+project-budget-saved = Presupuesto guardado.
+project-noun-threshold = un umbral de alerta
+project-noun-self-service = el límite de autoservicio
 project-none = ninguno
 project-rank = Puesto <strong>{ $rank } de { $count }</strong> entre sus nodos hermanos; { $usage } h GPU (ponderadas por facturación, asignadas) en los últimos 7 días, la ventana de cuota equitativa del planificador. Los hermanos se atienden por orden de cuota frente a uso; un hermano sin uso va primero.
 project-owed-line = Debido hasta ahora (hora a hora, la dotación limitada a la demanda del proyecto, como en la página de métricas): <strong>{ $owed }</strong> h GPU; recibido (ejecuciones asignadas): <strong>{ $received }</strong> h GPU ({ $pct }); impacto (lo recibido de lo debido): <strong>{ $impact }</strong>.
@@ -524,3 +529,30 @@ event-history-finished = terminada (historial registrado)
 event-history-ends = detenida al terminar el historial registrado
 event-history-preempted = desalojada (historial registrado)
 event-history-requeued = vuelve a la cola tras el desalojo (historial registrado)
+
+## Comprobaciones de una ejecución (el formulario y la API)
+
+err-run-gpus = el número de GPU debe ser un número entero de 1 a 100000
+err-run-time-limit = el límite de tiempo debe ser de 1 segundo a { $max } segundos (30 días)
+err-run-min-runtime = el tiempo mínimo de ejecución debe ser de 0 al máximo del sitio, { $hours } h ({ $seconds } s)
+err-run-min-over-limit = el tiempo mínimo de ejecución no puede superar el límite de tiempo
+err-run-priority = la prioridad debe ser de -1000 a 1000
+err-run-command = la orden debe tener de 1 a 8192 caracteres de texto
+err-run-workdir = el directorio de trabajo debe ser una ruta absoluta
+err-run-env-twice = { $name } se da dos veces, en el entorno y como secreto
+err-run-env-many = como máximo 64 variables de entorno
+err-run-env-name = { $name } no es un nombre de variable de entorno (letras, dígitos, _)
+err-run-env-reserved = { $name } lo fija Tranche y no se puede dar
+err-run-env-value = el valor de { $name } es demasiado largo o no es texto
+
+## El formulario de presupuesto del proyecto y sus miembros
+
+budget-err-too-large = un importe es como máximo 10.000.000.000.000,00
+budget-err-negative = un presupuesto del periodo no puede ser negativo
+budget-err-cap-negative = un límite de gasto no puede ser negativo
+budget-err-self-service = el límite de autoservicio debe estar entre 0 y 100000 h GPU
+budget-err-forbidden = solo un administrador o un responsable por encima de este proyecto puede cambiar su presupuesto
+budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; dé cada porcentaje una sola vez
+budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100
+budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduzca este u otro presupuesto de proyecto
+project-err-no-user = no hay ningún usuario llamado { $name }

@@ -281,6 +281,8 @@ err-env-twice = { $line }. lerroa: { $name } bi aldiz dago
 
 ## Account
 
+account-never = inoiz ez
+account-label-too-long = etiketa batek gehienez 100 karaktere ditu
 account-title = Zure kontua
 account-language = Hizkuntza
 account-language-note = Zuretzako interfazearen hizkuntza. Zuk bat aukeratzen ez baduzu, Tranche-k nabigatzailearen hizkuntza erabiltzen du, eta, bestela, erakundearen lehenetsia.
@@ -400,6 +402,9 @@ project-add-member = Gehitu kidea (erabiltzaile-izena)
 project-add = Gehitu
 project-budget-settings = Aurrekontuaren ezarpenak
 project-save-budget = Gorde aurrekontua
+project-budget-saved = Aurrekontua gorde da.
+project-noun-threshold = alerta-atalase batek
+project-noun-self-service = autozerbitzu-mugak
 project-none = bat ere ez
 project-rank = <strong>{ $count }etik { $rank }.</strong> postua bere anai-arreben artean; { $usage } GPU-ordu (fakturazio-pisuarekin, esleituak) azken 7 egunetan, planifikatzailearen kuota bidezkoaren leihoa. Anai-arrebak kuota eta erabileraren arteko zatiduraren arabera zerbitzatzen dira; erabilerarik gabekoa lehenengo.
 project-owed-line = Orain arte zor zaiona (orduz ordu, zuzkidura proiektuaren eskariak mugatuta, metriken orrian bezala): <strong>{ $owed }</strong> GPU-ordu; jasoa (esleitutako exekuzioak): <strong>{ $received }</strong> GPU-ordu ({ $pct }); eragina (zor zitzaionetik jasoa): <strong>{ $impact }</strong>.
@@ -524,3 +529,30 @@ event-history-finished = amaitua (erregistratutako historia)
 event-history-ends = gelditua erregistratutako historia amaitzean
 event-history-preempted = kanporatua (erregistratutako historia)
 event-history-requeued = ilarara itzulia kanporatu ondoren (erregistratutako historia)
+
+## Exekuzio baten egiaztapenak (inprimakia eta APIa)
+
+err-run-gpus = GPU kopuruak 1etik 100000rako zenbaki oso bat izan behar du
+err-run-time-limit = denbora-mugak segundo 1etik { $max } segundora bitartekoa izan behar du (30 egun)
+err-run-min-runtime = gutxieneko exekuzio-denborak 0tik gunearen gehienezkora bitartekoa izan behar du: { $hours } h ({ $seconds } s)
+err-run-min-over-limit = gutxieneko exekuzio-denbora ezin da denbora-muga baino luzeagoa izan
+err-run-priority = lehentasunak -1000tik 1000ra bitartekoa izan behar du
+err-run-command = aginduak 1etik 8192ra bitarteko testu-karaktere izan behar ditu
+err-run-workdir = lan-direktorioak bide-izen absolutua izan behar du
+err-run-env-twice = { $name } bi aldiz eman da, ingurunean eta sekretu gisa
+err-run-env-many = gehienez 64 ingurune-aldagai
+err-run-env-name = { $name } ez da ingurune-aldagai baten izena (letrak, digituak, _)
+err-run-env-reserved = { $name } Tranchek ezartzen du eta ezin da eman
+err-run-env-value = { $name } aldagaiaren balioa luzeegia da edo ez da testua
+
+## Proiektuaren aurrekontu-inprimakia eta kideak
+
+budget-err-too-large = zenbateko bat gehienez 10.000.000.000.000,00 da
+budget-err-negative = aldiko aurrekontua ezin da negatiboa izan
+budget-err-cap-negative = gastu-muga ezin da negatiboa izan
+budget-err-self-service = autozerbitzu-mugak 0 eta 100000 GPU-ordu artekoa izan behar du
+budget-err-forbidden = administratzaile batek edo proiektu honen gaineko arduradun batek bakarrik alda dezake bere aurrekontua
+budget-err-threshold-twice = % { $pct } alerta-atalasea bi aldiz eman da; eman ehuneko bakoitza behin
+budget-err-thresholds = alerta-atalaseak gehienez 10 ehuneko dira, 1etik 100era
+budget-err-over-entitlement = { $node } nodoaren azpiko proiektuen aurrekontuek { $sum } batuko lukete, bere { $entitlement } zuzkidura baino gehiago; jaitsi hau edo beste proiektu baten aurrekontua
+project-err-no-user = ez dago { $name } izeneko erabiltzailerik

@@ -816,25 +816,25 @@ pub async fn update_project(
     {
         return Err(AppError::invalid(
             "period_budget",
-            "an amount is at most 10,000,000,000,000.00",
+            crate::i18n::t("budget-err-too-large"),
         ));
     }
     if update.period_budget_minor.is_some_and(|v| v < 0) {
         return Err(AppError::invalid(
             "period_budget",
-            "a period budget cannot be negative",
+            crate::i18n::t("budget-err-negative"),
         ));
     }
     if update.money_cap_minor.is_some_and(|v| v < 0) {
         return Err(AppError::invalid(
             "money_cap",
-            "a money cap cannot be negative",
+            crate::i18n::t("budget-err-cap-negative"),
         ));
     }
     if !(0..=100_000).contains(&update.self_service_gpu_hours) {
         return Err(AppError::invalid(
             "self_service_gpu_hours",
-            "the self-service limit must be between 0 and 100000 GPU-hours",
+            crate::i18n::t("budget-err-self-service"),
         ));
     }
     let mut tx = pool.begin().await?;
@@ -848,9 +848,7 @@ pub async fn update_project(
     .await?
     .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
     if !actor.leads_strictly_above(id, &parents) {
-        return Err(AppError::Forbidden(
-            "only an admin or a lead above this project can change its budget".into(),
-        ));
+        return Err(AppError::Forbidden(crate::i18n::t("budget-err-forbidden")));
     }
     let thresholds = match &update.alert_thresholds {
         Some(t) => {
@@ -859,16 +857,13 @@ pub async fn update_project(
             if let Some(pair) = t.windows(2).find(|w| w[0] == w[1]) {
                 return Err(AppError::invalid(
                     "alert_thresholds",
-                    format!(
-                        "the alert threshold {}% is given twice; give each percentage once",
-                        pair[0]
-                    ),
+                    crate::i18n::t1("budget-err-threshold-twice", "pct", pair[0].to_string()),
                 ));
             }
             if t.len() > 10 || t.iter().any(|p| !(1..=100).contains(p)) {
                 return Err(AppError::invalid(
                     "alert_thresholds",
-                    "alert thresholds are up to 10 percentages from 1 to 100",
+                    crate::i18n::t("budget-err-thresholds"),
                 ));
             }
             t
@@ -918,11 +913,13 @@ pub async fn update_project(
             if sum > led.money_total.0 {
                 return Err(AppError::invalid(
                     "period_budget",
-                    format!(
-                        "the budgets of the projects under {} would sum to {}, more than its entitlement of {}; lower this or another project's budget",
-                        led.name,
-                        Money(sum).amount(),
-                        led.money_total.amount()
+                    crate::i18n::ta(
+                        "budget-err-over-entitlement",
+                        &[
+                            ("node", &led.name),
+                            ("sum", &Money(sum).amount()),
+                            ("entitlement", &led.money_total.amount()),
+                        ],
                     ),
                 ));
             }
@@ -997,9 +994,10 @@ pub async fn set_member(
         .ok_or_else(|| {
             AppError::invalid(
                 "user",
-                format!(
-                    "there is no user named {}",
-                    crate::domain::quote(user_name.trim())
+                crate::i18n::t1(
+                    "project-err-no-user",
+                    "name",
+                    crate::domain::quote(user_name.trim()),
                 ),
             )
         })?;

@@ -276,54 +276,44 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         return Err(AppError::invalid("gpu_model", "choose a GPU model"));
     }
     if !(1..=100_000).contains(&run.gpus) {
-        return Err(AppError::invalid(
-            "gpus",
-            "the GPU count must be a whole number from 1 to 100000",
-        ));
+        return Err(AppError::invalid("gpus", i18n::t("err-run-gpus")));
     }
     if !(1..=MAX_TIME_LIMIT_S).contains(&run.time_limit_s) {
         return Err(AppError::invalid(
             "time_limit_s",
-            format!("the time limit must be from 1 second to {MAX_TIME_LIMIT_S} seconds (30 days)"),
+            i18n::t1("err-run-time-limit", "max", MAX_TIME_LIMIT_S.to_string()),
         ));
     }
     if run.min_runtime_s < 0 || run.min_runtime_s > site.max_min_runtime_s {
         return Err(AppError::invalid(
             "min_runtime_s",
-            format!(
-                "the minimum runtime must be from 0 to the site maximum of {} ({} s)",
+            i18n::t2(
+                "err-run-min-runtime",
+                "hours",
                 domain::format_hours(site.max_min_runtime_s),
-                site.max_min_runtime_s
+                "seconds",
+                site.max_min_runtime_s.to_string(),
             ),
         ));
     }
     if run.min_runtime_s > run.time_limit_s {
         return Err(AppError::invalid(
             "min_runtime_s",
-            "the minimum runtime cannot be longer than the time limit",
+            i18n::t("err-run-min-over-limit"),
         ));
     }
     if !(-1000..=1000).contains(&run.priority) {
-        return Err(AppError::invalid(
-            "priority",
-            "the priority must be from -1000 to 1000",
-        ));
+        return Err(AppError::invalid("priority", i18n::t("err-run-priority")));
     }
     if run.command.is_empty() || run.command.len() > 8192 || run.command.contains('\0') {
-        return Err(AppError::invalid(
-            "command",
-            "the command must be 1 to 8192 characters of text",
-        ));
+        return Err(AppError::invalid("command", i18n::t("err-run-command")));
     }
     if let Some(dir) = &run.workdir {
         let dir = dir.trim();
         if dir.is_empty() {
             run.workdir = None;
         } else if dir.len() > 4096 || dir.chars().any(char::is_control) || !dir.starts_with('/') {
-            return Err(AppError::invalid(
-                "workdir",
-                "the working directory must be an absolute path",
-            ));
+            return Err(AppError::invalid("workdir", i18n::t("err-run-workdir")));
         } else {
             run.workdir = Some(dir.to_string());
         }
@@ -337,13 +327,13 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         if run.secret_env.contains_key(&k) {
             return Err(AppError::invalid(
                 "env",
-                format!("{k} is given twice, in the environment and as a secret"),
+                i18n::t1("err-run-env-twice", "name", &k),
             ));
         }
         run.secret_env.insert(k, v);
     }
     if run.env.len() + run.secret_env.len() > 64 {
-        return Err(AppError::invalid("env", "at most 64 environment variables"));
+        return Err(AppError::invalid("env", i18n::t("err-run-env-many")));
     }
     for (field, k, v) in run
         .env
@@ -354,7 +344,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         if field == "secret_env" && run.env.contains_key(k) {
             return Err(AppError::invalid(
                 "env",
-                format!("{k} is given twice, in the environment and as a secret"),
+                i18n::t1("err-run-env-twice", "name", k),
             ));
         }
         let ok_name = !k.is_empty()
@@ -364,22 +354,19 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         if !ok_name {
             return Err(AppError::invalid(
                 field,
-                format!(
-                    "{k} is not an environment variable name (letters, digits, _)",
-                    k = crate::domain::quote(k)
-                ),
+                i18n::t1("err-run-env-name", "name", crate::domain::quote(k)),
             ));
         }
         if k == "CUDA_VISIBLE_DEVICES" || k.starts_with("TRANCHE_") {
             return Err(AppError::invalid(
                 field,
-                format!("{k} is set by Tranche and cannot be given"),
+                i18n::t1("err-run-env-reserved", "name", k),
             ));
         }
         if v.len() > 4096 || v.contains('\0') {
             return Err(AppError::invalid(
                 field,
-                format!("the value of {k} is too long or not text"),
+                i18n::t1("err-run-env-value", "name", k),
             ));
         }
     }

@@ -99,7 +99,9 @@ async fn page(
                     id: t.id,
                     label: t.label,
                     created: rfc3339(t.created_at),
-                    used: t.last_used_at.map_or_else(|| "never".into(), rfc3339),
+                    used: t
+                        .last_used_at
+                        .map_or_else(|| crate::i18n::t("account-never"), rfc3339),
                     revoked: t.revoked_at.map(rfc3339),
                 })
                 .collect(),
@@ -132,7 +134,7 @@ async fn create_token(
             &state,
             &session,
             &me,
-            Some("a label has at most 100 characters".into()),
+            Some(crate::i18n::t("account-label-too-long")),
             None,
             None,
             f.label,

@@ -702,7 +702,7 @@ async fn budget_post(
     };
     match result {
         Ok(()) => {
-            flash(&session, "Budget saved.").await?;
+            flash(&session, t("project-budget-saved")).await?;
             Ok(Redirect::to(&format!("/projects/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
