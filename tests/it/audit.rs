@@ -482,10 +482,16 @@ async fn tokens_and_approval_decisions_are_audited_and_shown_like_every_page() {
         .unwrap();
     assert!(!body.contains(&raw), "raw time {raw} shown");
     assert!(body.contains("When (UTC)"));
-    assert!(body.contains("reason: not this month"), "{body}");
-    assert!(body.contains("state: waiting_approval"), "{body}");
-    assert!(body.contains("label: laptop"), "{body}");
-    assert!(body.contains("revoked: yes"), "{body}");
+    assert!(
+        body.contains("<code>reason</code>: not this month"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<code>state</code>: waiting_approval"),
+        "{body}"
+    );
+    assert!(body.contains("<code>label</code>: laptop"), "{body}");
+    assert!(body.contains("<code>revoked</code>: yes"), "{body}");
     for json_mark in ["{&#34;", "{&quot;", "{\""] {
         assert!(!body.contains(json_mark), "raw JSON on the page: {body}");
     }

@@ -341,7 +341,7 @@ async fn a_basque_admin_reads_the_operations_pages() {
             "<th>Noiz (",
             "<th>Nor</th>",
             "node.drain",
-            "reason: GPU 3 aldatu (XID 79)",
+            "<code>reason</code>: GPU 3 aldatu (XID 79)",
         ],
         &[
             "<h1>Audit log</h1>",
