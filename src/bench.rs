@@ -22,8 +22,15 @@ pub struct TreeBenchArgs {
     /// Requests per client (after one warm-up request each).
     #[arg(long, default_value_t = 100)]
     pub requests: usize,
+    /// The lead's language for the page: `en`, `es` or `eu` (set as the user's own choice).
+    #[arg(long, default_value = "en", value_parser = parse_lang)]
+    pub lang: crate::i18n::Lang,
     #[command(flatten)]
     pub db: crate::config::DbArgs,
+}
+
+fn parse_lang(s: &str) -> Result<crate::i18n::Lang, String> {
+    crate::i18n::Lang::parse(s).ok_or_else(|| format!("{s:?} is not one of en, es, eu"))
 }
 
 /// The value at quantile `q` (0..=1) of sorted `values`, nearest-rank method.
@@ -277,6 +284,11 @@ async fn run(args: &TreeBenchArgs, options: PgConnectOptions) -> anyhow::Result<
         .iter()
         .find(|u| u.role == "lead")
         .context("demo lead")?;
+    sqlx::query("UPDATE users SET language = $1 WHERE name = $2")
+        .bind(args.lang.code())
+        .bind(&lead.name)
+        .execute(&pool)
+        .await?;
     let state = AppState::new(pool.clone(), Site::from_env()?);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
@@ -328,8 +340,10 @@ async fn run(args: &TreeBenchArgs, options: PgConnectOptions) -> anyhow::Result<
         .fetch_one(&pool)
         .await?;
     println!(
-        "GET /tree as the demo lead: {nodes} tree nodes, {} clients x {} requests",
-        args.clients, args.requests
+        "GET /tree as the demo lead in {}: {nodes} tree nodes, {} clients x {} requests",
+        args.lang.native_name(),
+        args.clients,
+        args.requests
     );
     println!(
         "requests: {} in {:.2} s = {:.0} per second",
