@@ -66,9 +66,10 @@ const REFRESH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Recently computed standings by project id and language (the standing holds its sentences
 /// and figures formatted for the page's language): under load, the many viewers of a project share
-/// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer computes it
-/// anew while the others are shown the expired one until it is stored (no herd of identical
-/// computations), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
+/// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer starts its
+/// recomputation in the background, and every viewer is shown the expired one until the new
+/// one is stored (no herd of identical computations, and no viewer waits for one but the
+/// first of all), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
 /// are kept without the viewer's right to stop them, which the page adds.
 #[derive(Default)]
 pub struct StandingCache(Mutex<HashMap<(i64, i18n::Lang), CachedStanding>>);
@@ -80,23 +81,36 @@ struct CachedStanding {
     refreshing: Option<Instant>,
 }
 
+/// What [`StandingCache::get`] found.
+enum Lookup {
+    /// A standing to show as it is (fresh, or expired while another viewer refreshes it).
+    Show(Arc<Standing>),
+    /// An expired standing to show, which this viewer is to refresh.
+    Refresh(Arc<Standing>),
+    /// Nothing: this viewer computes it.
+    Missing,
+}
+
 impl StandingCache {
-    /// The standing to show, or `None` when the caller is to compute it (nothing cached, or
-    /// expired and nobody else recomputing it).
-    fn get(&self, project: (i64, i18n::Lang)) -> Option<Arc<Standing>> {
+    /// The standing to show and whether the caller is to refresh it.
+    fn get(&self, project: (i64, i18n::Lang)) -> Lookup {
         let mut map = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let entry = map.get_mut(&project)?;
+        let Some(entry) = map.get_mut(&project) else {
+            return Lookup::Missing;
+        };
         if entry.at.elapsed() < STANDING_TTL {
-            return Some(entry.standing.clone());
+            return Lookup::Show(entry.standing.clone());
         }
         match entry.refreshing {
-            Some(since) if since.elapsed() < REFRESH_PATIENCE => Some(entry.standing.clone()),
+            Some(since) if since.elapsed() < REFRESH_PATIENCE => {
+                Lookup::Show(entry.standing.clone())
+            }
             _ => {
                 entry.refreshing = Some(Instant::now());
-                None
+                Lookup::Refresh(entry.standing.clone())
             }
         }
     }
@@ -227,22 +241,40 @@ pub struct Standing {
     pub idle: Vec<IdleView>,
 }
 
-/// The standing of `project`, computed at most [`STANDING_TTL`] ago.
+/// The standing of `project`, at most [`STANDING_TTL`] plus one computation old
+/// ([`StandingCache`]).
 ///
 /// # Errors
 /// Database errors.
 pub async fn cached_standing(
     state: &AppState,
-    tree: &TreeView,
+    tree: &Arc<TreeView>,
     project: &NodeView,
 ) -> Result<Arc<Standing>, AppError> {
     let key = (project.id, i18n::current());
-    if let Some(s) = state.project_cache.get(key) {
-        return Ok(s);
+    match state.project_cache.get(key) {
+        Lookup::Show(s) => Ok(s),
+        Lookup::Refresh(s) => {
+            // Refreshed in the background, in this page's language: no viewer waits for a
+            // recomputation but the first (under load one takes long enough to show as a
+            // viewer's multi-second outlier).
+            let (state, tree, project) = (state.clone(), tree.clone(), project.clone());
+            tokio::spawn(i18n::scope(key.1, async move {
+                match standing(&state, &tree, &project).await {
+                    Ok(fresh) => state.project_cache.put(key, Arc::new(fresh)),
+                    Err(e) => {
+                        tracing::warn!(project = project.id, error = %e, "project standing not refreshed")
+                    }
+                }
+            }));
+            Ok(s)
+        }
+        Lookup::Missing => {
+            let s = Arc::new(standing(state, tree, project).await?);
+            state.project_cache.put(key, s.clone());
+            Ok(s)
+        }
     }
-    let s = Arc::new(standing(state, tree, project).await?);
-    state.project_cache.put(key, s.clone());
-    Ok(s)
 }
 
 type RunRow = (
