@@ -564,10 +564,11 @@ pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
 
 /// A process exit status in words: the number, and what it usually means when it says more
 /// than "the command failed": 127 is a command not found (or one the agent could not start),
-/// and 128 + N is a process killed by signal N (as `sh` reports it).
+/// and 128 + N is a process killed by signal N (as `sh` reports it). In the current language
+/// (English outside a page).
 #[must_use]
 pub fn describe_exit(code: i32) -> String {
-    exit_said(code).english()
+    exit_said(code).render(i18n::current())
 }
 
 /// [`describe_exit`] as a message for the timeline.

@@ -485,27 +485,26 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
     })
 }
 
-/// A timeline entry's kind in the page's language (`cancel requested`, `kanporatua`): its
-/// `event-kind-*` message, else the kind's own words.
-fn event_kind_words(kind: &str) -> String {
-    let key = format!("event-kind-{kind}");
+/// A code (`cancel_requested`) in the page's language: the message `PREFIX-CODE`, else the
+/// code's own words (`cancel requested`).
+fn code_words(prefix: &str, code: &str) -> String {
+    let key = format!("{prefix}-{code}");
     let words = i18n::t(&key);
     if words == key {
-        kind.replace('_', " ")
+        code.replace('_', " ")
     } else {
         words
     }
 }
 
+/// A timeline entry's kind in the page's language (`cancel requested`, `kanporatua`).
+fn event_kind_words(kind: &str) -> String {
+    code_words("event-kind", kind)
+}
+
 /// A run state in the page's language (`waiting approval`, `en cola`, `ilaran`).
 pub fn state_words(state: &str) -> String {
-    let key = format!("state-{state}");
-    let words = i18n::t(&key);
-    if words == key {
-        state.replace('_', " ")
-    } else {
-        words
-    }
+    code_words("state", state)
 }
 
 fn row_view(state: &AppState, r: &RunRow) -> RowView {

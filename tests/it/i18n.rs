@@ -428,9 +428,11 @@ fn visible_texts(html: &str) -> Vec<String> {
 /// Every value of every text column of the database but those that hold English messages the
 /// pages must not show as they are: the demo's names and free texts, which stay as typed.
 async fn data_strings(app: &TestApp) -> Vec<String> {
-    let columns: Vec<(String, String)> = sqlx::query_as(
-        "SELECT table_name::text, column_name::text FROM information_schema.columns \
-         WHERE table_schema = 'public' AND data_type IN ('text', 'character varying')",
+    // Text columns, lists of texts (tags, names) and JSON records (the audit log's states).
+    let columns: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND (data_type IN ('text', 'character varying', 'jsonb') \
+               OR (data_type = 'ARRAY' AND udt_name IN ('_text', '_varchar')))",
     )
     .fetch_all(&app.pool)
     .await
@@ -445,51 +447,23 @@ async fn data_strings(app: &TestApp) -> Vec<String> {
         "stop_kind",
     ];
     let mut out = vec![];
-    for (table, column) in columns {
+    for (table, column, kind) in columns {
         if messages.contains(&column.as_str()) {
             continue;
         }
-        let values: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT DISTINCT \"{column}\" FROM \"{table}\" WHERE \"{column}\" IS NOT NULL"
-        ))
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
-        out.extend(values.into_iter().filter(|v| v.len() > 1));
-    }
-    // Texts in lists (tags, names).
-    let array_columns: Vec<(String, String)> = sqlx::query_as(
-        "SELECT table_name::text, column_name::text FROM information_schema.columns \
-         WHERE table_schema = 'public' AND data_type = 'ARRAY' AND udt_name IN ('_text', '_varchar')",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    for (table, column) in array_columns {
-        let values: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT DISTINCT v::text FROM \"{table}\" t, unnest(t.\"{column}\") v"
-        ))
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
-        out.extend(values.into_iter().filter(|v| v.len() > 1));
-    }
-    // Texts inside JSON records (the audit log's before and after states).
-    let json_columns: Vec<(String, String)> = sqlx::query_as(
-        "SELECT table_name::text, column_name::text FROM information_schema.columns \
-         WHERE table_schema = 'public' AND data_type = 'jsonb'",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    for (table, column) in json_columns {
-        let values: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT DISTINCT v #>> '{{}}' FROM \"{table}\" t, jsonb_path_query(t.\"{column}\", 'strict $.**') v \
-             WHERE jsonb_typeof(v) = 'string'"
-        ))
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+        let sql = match kind.as_str() {
+            "ARRAY" => {
+                format!("SELECT DISTINCT v::text FROM \"{table}\" t, unnest(t.\"{column}\") v")
+            }
+            "jsonb" => format!(
+                "SELECT DISTINCT v #>> '{{}}' FROM \"{table}\" t, jsonb_path_query(t.\"{column}\", 'strict $.**') v \
+                 WHERE jsonb_typeof(v) = 'string'"
+            ),
+            _ => format!(
+                "SELECT DISTINCT \"{column}\" FROM \"{table}\" WHERE \"{column}\" IS NOT NULL"
+            ),
+        };
+        let values: Vec<String> = sqlx::query_scalar(&sql).fetch_all(&app.pool).await.unwrap();
         out.extend(values.into_iter().filter(|v| v.len() > 1));
     }
     // Longest first, so that a name containing another is removed whole.
