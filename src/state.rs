@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use crate::auth::Account;
 use crate::auth::secrets::SecretKey;
 use crate::config::Site;
 use crate::db::tree::{self, TreeCache, TreeView};
@@ -121,6 +122,22 @@ impl AppState {
         tree::load_cached(
             &self.pool,
             &self.tree_cache,
+            jiff::Timestamp::now(),
+            &self.site.time_zone,
+        )
+        .await
+    }
+
+    /// The program tree at the version read with `account` ([`Account::tree_version`]): the
+    /// same as [`Self::tree`] without reading the counter again.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn tree_for(&self, account: &Account) -> Result<Arc<TreeView>, sqlx::Error> {
+        tree::load_at_version(
+            &self.pool,
+            &self.tree_cache,
+            account.tree_version,
             jiff::Timestamp::now(),
             &self.site.time_zone,
         )

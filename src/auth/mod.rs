@@ -85,6 +85,9 @@ pub struct Account {
     pub session_epoch: i32,
     /// The interface language the user chose on the Account page, if any.
     pub language: Option<crate::i18n::Lang>,
+    /// The program tree's change counter, read with the account (one round trip fewer for a
+    /// request that needs the tree: see [`crate::state::AppState::tree_for`]).
+    pub tree_version: i64,
 }
 
 /// The columns [`Account::from_row`] reads, from `users u`.
@@ -93,9 +96,11 @@ const ACCOUNT_COLUMNS: &str = "u.id, u.name, \
     coalesce(array(SELECT g.role FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT g.node_id FROM role_grants g WHERE g.user_id = u.id ORDER BY g.role, g.node_id), '{}'), \
     coalesce(array(SELECT DISTINCT m.project_id FROM project_members m WHERE m.user_id = u.id ORDER BY m.project_id), '{}'), \
-    u.session_epoch, u.language";
+    u.session_epoch, u.language, \
+    coalesce((SELECT c.version FROM change_counters c WHERE c.name = 'tree'), 0)";
 
-/// A user row with grant ids, roles and lead nodes as parallel arrays, and project ids.
+/// A user row with grant ids, roles and lead nodes as parallel arrays, project ids, and the
+/// tree's version.
 type AccountRow = (
     i64,
     String,
@@ -105,6 +110,7 @@ type AccountRow = (
     Vec<i64>,
     i32,
     Option<String>,
+    i64,
 );
 
 /// Parent links of the whole tree (node id -> parent id), for scope checks.
@@ -179,6 +185,7 @@ impl Account {
             Vec<i64>,
             i32,
             Option<String>,
+            i64,
         )> =
             sqlx::query_as(&format!(
                 "SELECT t.id, t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute', {ACCOUNT_COLUMNS} \
@@ -189,9 +196,11 @@ impl Account {
             .fetch_optional(pool)
             .await?;
         Ok(row.map(
-            |(token, stale, id, name, grant_ids, roles, nodes, projects, epoch, language)| {
+            |(token, stale, id, name, grant_ids, roles, nodes, projects, epoch, language, tree)| {
                 (
-                    Self::from_row((id, name, grant_ids, roles, nodes, projects, epoch, language)),
+                    Self::from_row((
+                        id, name, grant_ids, roles, nodes, projects, epoch, language, tree,
+                    )),
                     token,
                     stale,
                 )
@@ -200,7 +209,7 @@ impl Account {
     }
 
     fn from_row(
-        (id, name, grant_ids, roles, nodes, projects, session_epoch, language): AccountRow,
+        (id, name, grant_ids, roles, nodes, projects, session_epoch, language, tree_version): AccountRow,
     ) -> Self {
         Self {
             id,
@@ -220,6 +229,7 @@ impl Account {
             projects,
             session_epoch,
             language: language.as_deref().and_then(crate::i18n::Lang::parse),
+            tree_version,
         }
     }
 

@@ -395,8 +395,9 @@ pub async fn check(
 ) -> Result<Checked, AppError> {
     check_fields(&mut run, site)?;
     let parents = &tree.parents;
-    // The project, cluster and GPU model by name in one query (a submission is on the hot
-    // path); each is NULL when unknown. The GPUs installed come from the cached tree.
+    // The project, cluster and GPU model by name, and the project's balance with what its
+    // running runs hold, in one query (a submission is on the hot path); each is NULL when
+    // unknown. The GPUs installed come from the cached tree.
     type Names = (
         Option<i64>,
         Option<String>,
@@ -405,18 +406,29 @@ pub async fn check(
         Option<i64>,
         Option<i32>,
         Option<i64>,
+        Option<i64>,
+        Option<Vec<i64>>,
+        Option<Vec<i32>>,
+        Option<Vec<i64>>,
     );
-    let (project_id, project_name, self_service, cluster_id, model_id, weight, price): Names =
-        sqlx::query_as(
-            "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor \
+    let now = jiff::Timestamp::now();
+    #[rustfmt::skip]
+    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p): Names =
+        sqlx::query_as(&format!(
+            "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
+                    b.balance_minor, hd.seconds, hd.weights, hd.prices \
              FROM (SELECT 1) AS one \
              LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
+             LEFT JOIN ledger_accounts b ON b.kind = 'project_budget' AND b.project_id = t.id AND b.period_start = $4 \
+             LEFT JOIN LATERAL ({HOLDS}) hd ON true \
              LEFT JOIN clusters c ON lower(c.name) = lower($2) \
              LEFT JOIN gpu_models m ON lower(m.name) = lower($3)",
-        )
+            HOLDS = holds_of("t.id")
+        ))
         .bind(&run.project)
         .bind(&run.cluster)
         .bind(&run.gpu_model)
+        .bind(ledger::Period::containing(now, site).bounds().0)
         .fetch_one(pool)
         .await?;
     let (Some(project_id), Some(project_name), Some(self_service)) =
@@ -464,7 +476,11 @@ pub async fn check(
         });
     }
     let cost = domain::contract_price(run.gpus, run.min_runtime_s, i64::from(weight), price);
-    let balance = available_balance(pool, site, project_id).await?;
+    let balance = match balance {
+        Some(b) => b,
+        None => ledger::balance(pool, project_id, now, site).await?.0,
+    };
+    let balance = Money((balance - held_minor(held_s, held_w, held_p)).max(0));
     let protected_milli = run.gpus * run.min_runtime_s * 1000 / 3600;
     let preview = Preview {
         protected_milli_gpu_hours: protected_milli,
@@ -499,6 +515,34 @@ pub async fn check(
     })
 }
 
+/// A subquery giving, for the project whose id is the SQL expression `project`, what its
+/// running allocated runs hold per GPU model as parallel arrays (NULL when nothing):
+/// `seconds` (GPU-seconds of minimum runtime not charged yet), `weights` (billing weight,
+/// milli) and `prices` (minor units per GPU-hour). Read by [`held_minor`].
+fn holds_of(project: &str) -> String {
+    format!(
+        "SELECT array_agg(h.gpu_seconds) AS seconds, array_agg(m.billing_weight_milli) AS weights, \
+                array_agg(m.price_per_gpu_hour_minor) AS prices \
+         FROM project_holds h JOIN gpu_models m ON m.id = h.gpu_model_id WHERE h.project_id = {project}"
+    )
+}
+
+/// The minimum-runtime cost (minor units) of what [`holds_of`] reads, priced as contracts are.
+fn held_minor(
+    seconds: Option<Vec<i64>>,
+    weights: Option<Vec<i32>>,
+    prices: Option<Vec<i64>>,
+) -> i64 {
+    let (weights, prices) = (weights.unwrap_or_default(), prices.unwrap_or_default());
+    seconds
+        .unwrap_or_default()
+        .iter()
+        .zip(&weights)
+        .zip(&prices)
+        .map(|((s, w), p)| domain::contract_price(1, *s, i64::from(*w), *p).0)
+        .sum()
+}
+
 /// A project's balance in the current period less what its running allocated runs hold: the
 /// part of their minimum-runtime cost not charged yet (minor units, never below zero), as of
 /// the last [`refresh_holds`].
@@ -513,29 +557,32 @@ pub async fn available_balance(
     let now = jiff::Timestamp::now();
     // The period's balance and the holds in one query; the account is granted first if the
     // period has none yet.
-    let (balance, gpu_seconds, weights, prices): (Option<i64>, Vec<i64>, Vec<i32>, Vec<i64>) =
-        sqlx::query_as(
-            "SELECT (SELECT balance_minor FROM ledger_accounts \
-                     WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2), \
-                    COALESCE(array_agg(h.gpu_seconds), '{}'), COALESCE(array_agg(m.billing_weight_milli), '{}'), \
-                    COALESCE(array_agg(m.price_per_gpu_hour_minor), '{}') \
-             FROM project_holds h JOIN gpu_models m ON m.id = h.gpu_model_id WHERE h.project_id = $1",
-        )
-        .bind(project)
-        .bind(ledger::Period::containing(now, site).bounds().0)
-        .fetch_one(pool)
-        .await?;
+    #[expect(
+        clippy::type_complexity,
+        reason = "the balance, then what holds_of reads"
+    )]
+    let (balance, seconds, weights, prices): (
+        Option<i64>,
+        Option<Vec<i64>>,
+        Option<Vec<i32>>,
+        Option<Vec<i64>>,
+    ) = sqlx::query_as(&format!(
+        "SELECT (SELECT balance_minor FROM ledger_accounts \
+                 WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2), \
+                hd.seconds, hd.weights, hd.prices FROM ({}) hd",
+        holds_of("$1")
+    ))
+    .bind(project)
+    .bind(ledger::Period::containing(now, site).bounds().0)
+    .fetch_one(pool)
+    .await?;
     let balance = match balance {
         Some(b) => b,
         None => ledger::balance(pool, project, now, site).await?.0,
     };
-    let held: i64 = gpu_seconds
-        .iter()
-        .zip(&weights)
-        .zip(&prices)
-        .map(|((s, w), p)| domain::contract_price(1, *s, i64::from(*w), *p).0)
-        .sum();
-    Ok(Money((balance - held).max(0)))
+    Ok(Money(
+        (balance - held_minor(seconds, weights, prices)).max(0),
+    ))
 }
 
 /// Rewrites `project_holds` from the runs: per project and GPU model, the GPU-seconds of

@@ -303,6 +303,25 @@ fn fair_share_words(
 }
 
 impl WaitReason {
+    /// Its kind, as the JSON `kind` field names it (`fair_share`, `over_share`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            WaitReason::FairShare { .. } => "fair_share",
+            WaitReason::OverShare { .. } => "over_share",
+            WaitReason::IdleGpus { .. } => "idle_gpus",
+            WaitReason::Reserved { .. } => "reserved",
+            WaitReason::BehindReservation { .. } => "behind_reservation",
+            WaitReason::Protected { .. } => "protected",
+            WaitReason::Gpus { .. } => "gpus",
+            WaitReason::NodesDraining { .. } => "nodes_draining",
+            WaitReason::Budget { .. } => "budget",
+            WaitReason::UnallocatedCap { .. } => "unallocated_cap",
+            WaitReason::Contracts { .. } => "contracts",
+            WaitReason::InLine { .. } => "in_line",
+            WaitReason::NeverFits { .. } => "never_fits",
+        }
+    }
+
     /// Its reserved start, when the pass reserved GPUs for it.
     pub fn reserved_at(&self) -> Option<i64> {
         match self {

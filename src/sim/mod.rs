@@ -74,6 +74,9 @@ pub struct JobRow {
     pub wait_s: Option<i64>,
     /// Refused at submission as larger than the cluster.
     pub rejected: bool,
+    /// The kind of the first waiting reason it was given (`fair_share`, `protected`, ...:
+    /// [`crate::scheduler::WaitReason::code`]); empty when no pass left it waiting.
+    pub first_reason: Option<String>,
 }
 
 /// A policy name on the command line.
@@ -237,6 +240,7 @@ fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> 
             end: o.end,
             wait_s: o.first_start.map(|s| s - p.submit),
             rejected: o.rejected,
+            first_reason: rep.first_reason[job].map(str::to_string),
         })
         .collect()
 }

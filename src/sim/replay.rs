@@ -65,6 +65,9 @@ pub struct Replay {
     /// Per job: the first estimated start a pass gave it, and whether that estimate came with
     /// a reservation ([`crate::scheduler::WaitReason::reserved_at`]).
     pub first_estimate: Vec<Option<(i64, bool)>>,
+    /// Per job: the kind of the first waiting reason a pass gave it
+    /// ([`crate::scheduler::WaitReason::code`]); `None` for jobs that never waited a pass.
+    pub first_reason: Vec<Option<&'static str>>,
     /// Allocated GPU-seconds of work lost to preemption (redone later), per project.
     pub lost_by_project: BTreeMap<ProjectId, f64>,
 }
@@ -119,6 +122,7 @@ pub fn replay(
         passes: 0,
         end: window.0,
         first_estimate: vec![None; n],
+        first_reason: vec![None; n],
         lost_by_project: BTreeMap::new(),
     };
     let mut next_arrival = 0usize;
@@ -222,6 +226,7 @@ pub fn replay(
         r.passes += 1;
         for w in &out.waiting {
             let j = w.run.0 as usize;
+            r.first_reason[j].get_or_insert(w.reason.code());
             if let Some(e) = w.estimated_start
                 && r.first_estimate[j].is_none()
             {

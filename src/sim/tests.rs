@@ -258,6 +258,10 @@ fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
             assert_eq!(r.project, j.tenant);
             assert_eq!(r.wait_s, r.first_start.map(|s| s - j.submit));
             assert!(r.wait_s.is_none_or(|w| w >= 0), "{policy} job {i}");
+            // A job that waited was left waiting by the pass at its arrival, with a reason.
+            if r.wait_s.is_some_and(|w| w > 0) {
+                assert!(r.first_reason.is_some(), "{policy} job {i}");
+            }
         }
     }
 }

@@ -300,7 +300,7 @@ async fn form_page(
     preview: Option<(String, bool)>,
     error: Option<AppError>,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let projects: Vec<String> = tree
         .nodes
         .iter()
@@ -393,7 +393,7 @@ async fn post_run(
         .await?;
         return Ok(Redirect::to(&format!("/runs/{}", earlier.id)).into_response());
     }
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let checked = match form.parse() {
         Ok(run) => runs::check(&state.pool, &state.site, &me, &tree, run).await,
         Err(e) => Err(e),
@@ -563,7 +563,7 @@ async fn list(
             *f = None;
         }
     }
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let (rows, error, status) = match runs::list(&state.pool, &me, &tree.parents, &filter).await {
         Ok(rows) => (rows, None, StatusCode::OK),
         Err(e) if shown_on_form(&e) => (Vec::new(), Some(e.public_message()), e.status()),
@@ -691,7 +691,7 @@ async fn detail_page(
     error: Option<AppError>,
     reason: String,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let d = runs::detail(&state.pool, me, &tree.parents, id).await?;
     let events: Vec<EventView> = d
         .events
@@ -802,7 +802,7 @@ async fn cancel(
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     match runs::cancel(&state.pool, &state.site, &me, &tree.parents, id).await {
         Ok(()) => {
             let now: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
@@ -832,7 +832,7 @@ async fn decide(
     approve: bool,
     form: ActionForm,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let from_inbox = form.from == "approvals";
     match runs::decide(
         &state.pool,
@@ -934,7 +934,7 @@ async fn approvals_page(
     me: &Account,
     failed: Option<(i64, AppError, String)>,
 ) -> Result<Response, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let rows = runs::approvals(&state.pool, me, &tree.parents).await?;
     let status = failed
         .as_ref()
@@ -1021,7 +1021,7 @@ impl HomeRuns {
 /// # Errors
 /// Database errors.
 pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let researcher = me.has(Role::Researcher) || !me.projects.is_empty();
     let (notices, active) = if researcher {
         let (losses, preemptions): (Vec<_>, Vec<_>) = runs::preemption_notices(&state.pool, me)

@@ -33,7 +33,7 @@ async fn check(
     me: &crate::auth::Account,
     body: NewRun,
 ) -> Result<runs::Checked, AppError> {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(me).await?;
     runs::check(&state.pool, &state.site, me, &tree, body).await
 }
 
@@ -103,7 +103,7 @@ pub(super) async fn get_runs(
     ApiUser(me): ApiUser,
     ApiQuery(filter): ApiQuery<Filter>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let rows = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
     ok(json!({"runs": rows}))
 }
@@ -113,7 +113,7 @@ pub(super) async fn get_run(
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let detail = runs::detail(&state.pool, &me, &tree.parents, id).await?;
     ok(serde_json::to_value(detail).map_err(|e| AppError::Internal(e.into()))?)
 }
@@ -123,7 +123,7 @@ pub(super) async fn cancel_run(
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     runs::cancel(&state.pool, &state.site, &me, &tree.parents, id).await?;
     state_answer(&state, id).await
 }
@@ -153,7 +153,7 @@ async fn decide(
     approve: bool,
     reason: &str,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     runs::decide(
         &state.pool,
         &state.site,
@@ -197,7 +197,7 @@ pub(super) async fn get_approvals(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let rows = runs::approvals(&state.pool, &me, &tree.parents).await?;
     ok(json!({"runs": rows}))
 }
@@ -232,7 +232,7 @@ pub(super) async fn get_idle_flags(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<IdleQuery>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let flags = crate::runs::idle::open_flags(&state.pool, &me, &tree.parents, q.project).await?;
     ok(json!({
         "threshold_percent": state.site.idle_utilization_percent,
@@ -264,7 +264,7 @@ pub(super) async fn stop_idle(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<IdleStop>,
 ) -> ApiResult {
-    let tree = state.tree().await?;
+    let tree = state.tree_for(&me).await?;
     let run = crate::runs::idle::stop(
         &state.pool,
         &state.site,
