@@ -909,6 +909,13 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
     for agent in &mut agents {
         let _ = agent.wait().await;
     }
+    // Their runs' processes outlive them (a restarted agent would adopt them): stop them, or
+    // the next benchmark shares the machine with thousands of them.
+    let mut left = 0;
+    for (name, count) in &shares {
+        let nodes = crate::agent::node_names(name, *count as u32);
+        left += crate::agent::kill_recorded(&logs.join(format!("{name}-state")), &nodes);
+    }
     // CPU time of the agents and the run processes they waited for (a killed agent's
     // children still running are not counted), and of this process: the server and the
     // clients.
@@ -993,7 +1000,9 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
         "agent sync of {} nodes holding {held} assignments: whole state {full_ms:.1} ms ({full_b} bytes), delta {delta_ms:.1} ms ({delta_b} bytes)",
         probe_nodes.len()
     );
-    println!("finished so far: {succeeded} succeeded, {failed} failed");
+    println!(
+        "finished so far: {succeeded} succeeded, {failed} failed; {left} runs' processes still running, stopped"
+    );
     let per_run = if succeeded + failed > 0 {
         format!(
             " ({:.2} ms per finished run)",

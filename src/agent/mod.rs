@@ -157,6 +157,14 @@ pub fn node_names(host: &str, nodes: u32) -> Vec<String> {
     }
 }
 
+/// Kills the run processes that agents with this `--state-dir` recorded for `nodes` and left
+/// running (an agent killed on purpose, as `tranche bench runs` does at its end, leaves its
+/// runs' process groups behind, by design: a restarted agent adopts or stops them). Only
+/// processes proven to be the recorded ones are signalled. Returns how many groups were killed.
+pub fn kill_recorded(state_dir: &std::path::Path, nodes: &[String]) -> usize {
+    supervisor::ProcessRecords::new(state_dir.to_path_buf()).kill_leftovers(nodes)
+}
+
 /// The node host name: `given` when set and not blank, else this machine's host name.
 ///
 /// # Errors

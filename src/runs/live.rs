@@ -92,6 +92,8 @@ pub struct LiveCache {
     /// When a pass last looked for ended attempts among every running run (`None`: never, or
     /// a pass failed since).
     exits_swept: Option<std::time::Instant>,
+    /// When a pass last rewrote `project_holds` (`None`: never, or a pass failed since).
+    holds_refreshed: Option<std::time::Instant>,
     /// The waiting reason and estimated start (s since the epoch) this process last wrote for
     /// each queued run, so a pass writes only those that changed. Emptied with the runs and
     /// whenever another process may have written reasons (a full reload).
@@ -99,6 +101,30 @@ pub struct LiveCache {
 }
 
 impl LiveRuns {
+    /// Starting and running runs past their time limit at `now` (their start, rounded up to
+    /// the second, plus the limit is not after `now`), by ascending id.
+    #[must_use]
+    pub fn past_time_limit(&self, now: jiff::Timestamp) -> Vec<i64> {
+        let now_ns = now.as_nanosecond();
+        self.running
+            .values()
+            .filter(|r| i128::from(r.started_at + r.time_limit_s) * 1_000_000_000 <= now_ns)
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Starting and running runs with at least `every_s` seconds of their attempt uncharged at
+    /// `now` (from their start rounded up to the second), by ascending id.
+    #[must_use]
+    pub fn charge_due(&self, now: jiff::Timestamp, every_s: i64) -> Vec<i64> {
+        let now_ns = now.as_nanosecond();
+        self.running
+            .values()
+            .filter(|r| i128::from(r.started_at + r.charged_s + every_s) * 1_000_000_000 <= now_ns)
+            .map(|r| r.id)
+            .collect()
+    }
+
     /// Reads every queued and running run.
     ///
     /// # Errors
@@ -216,6 +242,7 @@ impl LiveCache {
     pub fn clear(&mut self) {
         self.runs = None;
         self.exits_swept = None;
+        self.holds_refreshed = None;
         self.reasons.clear();
     }
 
@@ -263,5 +290,70 @@ impl LiveCache {
         }
         self.exits_swept = Some(now);
         true
+    }
+
+    /// Whether this pass should rewrite `project_holds` ([`super::refresh_holds`]): when it
+    /// started, stopped, ended or charged runs (`changed`), on the first pass, the first after
+    /// a failed one, and then every `every` (for a writer that changed runs without it);
+    /// records it when so.
+    pub fn holds_due(&mut self, changed: bool, every: std::time::Duration) -> bool {
+        let now = std::time::Instant::now();
+        if !changed
+            && self
+                .holds_refreshed
+                .is_some_and(|t| now.duration_since(t) < every)
+        {
+            return false;
+        }
+        self.holds_refreshed = Some(now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(id: i64, started_at: i64, time_limit_s: i64, charged_s: i64) -> RunningRow {
+        RunningRow {
+            id,
+            project: 1,
+            cluster: 1,
+            model: 1,
+            started_at,
+            min_runtime_s: 0,
+            time_limit_s,
+            priority: 0,
+            contract: None,
+            charged_s,
+            node_ids: vec![1],
+            gpu_indices: vec![0],
+        }
+    }
+
+    #[test]
+    fn time_limits_and_charges_fall_due_at_their_second() {
+        let runs = LiveRuns {
+            waiting: BTreeMap::new(),
+            running: [
+                running(3, 1_000, 100, 0),
+                running(1, 1_000, 50, 40),
+                running(2, 1_010, 100, 0),
+            ]
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect(),
+        };
+        let at = |s: i64, ms: i64| jiff::Timestamp::new(s, (ms * 1_000_000) as i32).unwrap();
+        // Run 1 ends its limit at 1,050; runs 3 and 2 at 1,100 and 1,110.
+        assert_eq!(runs.past_time_limit(at(1_049, 999)), Vec::<i64>::new());
+        assert_eq!(runs.past_time_limit(at(1_050, 0)), vec![1]);
+        assert_eq!(runs.past_time_limit(at(1_100, 500)), vec![1, 3]);
+        assert_eq!(runs.past_time_limit(at(1_110, 0)), vec![1, 2, 3]);
+        // Uncharged seconds: run 1 from 1,040, run 3 from 1,000, run 2 from 1,010.
+        assert_eq!(runs.charge_due(at(1_059, 999), 60), Vec::<i64>::new());
+        assert_eq!(runs.charge_due(at(1_060, 0), 60), vec![3]);
+        assert_eq!(runs.charge_due(at(1_070, 0), 60), vec![2, 3]);
+        assert_eq!(runs.charge_due(at(1_100, 0), 60), vec![1, 2, 3]);
     }
 }

@@ -54,6 +54,11 @@ pub const REASONS_EVERY: Duration = Duration::from_secs(2);
 /// How often a pass looks for ended attempts among every starting or running run, not only
 /// among those with an exit noted since the last pass (a safety net: the notes suffice).
 pub const EXIT_SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// A running run is charged by the pass once this many seconds of its attempt are uncharged.
+pub const CHARGE_EVERY_S: i64 = 60;
+/// A pass that starts, stops, ends or charges no run rewrites `project_holds` at most this
+/// often (only for writers that changed runs without rewriting it themselves).
+pub const HOLDS_EVERY: Duration = Duration::from_secs(10);
 /// Shortest time between two passes woken by events: a burst of submissions is batched.
 pub const MIN_PASS_GAP: Duration = Duration::from_millis(100);
 
@@ -964,12 +969,16 @@ async fn pass_inner(
         .await?;
     }
 
-    let expired: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM runs WHERE state IN ('starting', 'running') \
-         AND started_at + make_interval(secs => time_limit_s) <= now() ORDER BY id",
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    // Runs past their time limit and runs due a charge, from the starting and running runs
+    // brought up to date (every starting or running run holds its GPUs, so the cache has it):
+    // no scan of the running runs. Stopping and charging them changes runs, which a second
+    // refresh reads back before the core sees them.
+    let clock = std::time::Instant::now();
+    let mut refresh = live.refresh(&mut tx).await?;
+    let expired = live.runs().past_time_limit(now);
+    let mut due = live.runs().charge_due(now, CHARGE_EVERY_S);
+    // Stopping a run settles it.
+    due.retain(|r| expired.binary_search(r).is_err());
     for run in &expired {
         event(
             &mut tx,
@@ -982,20 +991,17 @@ async fn pass_inner(
         begin_stop(&mut tx, pool, site, *run, "time_limit").await?;
     }
     report.timed_out = expired.len();
-
-    let due: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM runs WHERE state IN ('starting', 'running') \
-         AND extract(epoch FROM now() - started_at) - charged_s >= 60 ORDER BY id",
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    for run in due {
+    for &run in &due {
         settle(pool, &mut tx, site, run).await?;
     }
-
-    let clock = std::time::Instant::now();
-    let refresh = live.refresh(&mut tx).await?;
+    if !expired.is_empty() || !due.is_empty() {
+        refresh = match (refresh, live.refresh(&mut tx).await?) {
+            (Refresh::Incremental(a), Refresh::Incremental(b)) => Refresh::Incremental(a + b),
+            _ => Refresh::Full,
+        };
+    }
     report.refresh = Some(refresh);
+    let charged = !due.is_empty();
     let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
     report.timings_ms[1] = clock.elapsed().as_millis() as u64;
     let clock = std::time::Instant::now();
@@ -1189,7 +1195,12 @@ async fn pass_inner(
             live.forget_reasons();
         }
     }
-    super::refresh_holds(&mut tx).await?;
+    let changed =
+        report.started + report.preempted + report.timed_out + report.ended + report.nodes_lost > 0
+            || charged;
+    if live.holds_due(changed, HOLDS_EVERY) {
+        super::refresh_holds(&mut tx).await?;
+    }
     tx.commit().await?;
     report.timings_ms[3] = clock.elapsed().as_millis() as u64;
     Ok(report)

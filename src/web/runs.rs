@@ -300,7 +300,7 @@ async fn form_page(
     preview: Option<(String, bool)>,
     error: Option<AppError>,
 ) -> Result<Response, AppError> {
-    let tree = state.tree_for(&me).await?;
+    let tree = state.tree_for(me).await?;
     let projects: Vec<String> = tree
         .nodes
         .iter()
@@ -691,7 +691,7 @@ async fn detail_page(
     error: Option<AppError>,
     reason: String,
 ) -> Result<Response, AppError> {
-    let tree = state.tree_for(&me).await?;
+    let tree = state.tree_for(me).await?;
     let d = runs::detail(&state.pool, me, &tree.parents, id).await?;
     let events: Vec<EventView> = d
         .events
@@ -934,7 +934,7 @@ async fn approvals_page(
     me: &Account,
     failed: Option<(i64, AppError, String)>,
 ) -> Result<Response, AppError> {
-    let tree = state.tree_for(&me).await?;
+    let tree = state.tree_for(me).await?;
     let rows = runs::approvals(&state.pool, me, &tree.parents).await?;
     let status = failed
         .as_ref()
@@ -1021,7 +1021,7 @@ impl HomeRuns {
 /// # Errors
 /// Database errors.
 pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppError> {
-    let tree = state.tree_for(&me).await?;
+    let tree = state.tree_for(me).await?;
     let researcher = me.has(Role::Researcher) || !me.projects.is_empty();
     let (notices, active) = if researcher {
         let (losses, preemptions): (Vec<_>, Vec<_>) = runs::preemption_notices(&state.pool, me)
