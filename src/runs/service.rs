@@ -1379,7 +1379,13 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                     "scheduling pass"
                 );
             }
-            Ok(_) => {}
+            Ok(r) => tracing::debug!(
+                elapsed_ms = began.elapsed().as_millis() as u64,
+                timings_ms = ?r.timings_ms,
+                waiting = r.waiting,
+                reasons = write_reasons,
+                "scheduling pass that changed no run"
+            ),
             Err(e) => tracing::error!(error = %e, "scheduling pass failed; nothing was applied"),
         }
         // Idle (squatting) flags follow the pass: raised and cleared on the leader only.
