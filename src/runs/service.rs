@@ -77,7 +77,9 @@ pub struct PassReport {
     pub waiting: usize,
     /// Runs whose attempt ended (agents' exit reports turned into states).
     pub ended: usize,
-    /// Milliseconds spent: ending attempts, loading the snapshot, the core, writing decisions.
+    /// Milliseconds spent: ending attempts; bringing the runs up to date, stopping those past
+    /// their time limit, charging those due and loading the snapshot; the core; writing
+    /// decisions.
     pub timings_ms: [u64; 4],
     /// How the snapshot's runs were brought up to date (`None` when the pass failed first).
     pub refresh: Option<Refresh>,
