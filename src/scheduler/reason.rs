@@ -423,3 +423,51 @@ pub struct Outcome {
     /// Projects in fair-share rank order at the start of the pass.
     pub project_order: Vec<ProjectId>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_json_kinds() {
+        let reasons = [
+            WaitReason::FairShare {
+                position_in_project: 1,
+                ahead: Ahead::default(),
+                ahead_total: 0,
+                reserved_at: None,
+            },
+            WaitReason::OverShare {
+                held: 1,
+                entitled_milli: 500,
+                gpus: 1,
+                reserved_at: None,
+            },
+            WaitReason::IdleGpus { gpus: 1, free: 0 },
+            WaitReason::Reserved {
+                gpus: 1,
+                model: "H100".into(),
+                at: 0,
+            },
+            WaitReason::BehindReservation {
+                run: RunId(1),
+                at: 0,
+            },
+            WaitReason::Protected { until: 0 },
+            WaitReason::Gpus { gpus: 1, free: 0 },
+            WaitReason::NodesDraining { gpus: 1 },
+            WaitReason::Budget { needs: 1, has: 0 },
+            WaitReason::UnallocatedCap { cap: 1, held: 1 },
+            WaitReason::Contracts { held: 1 },
+            WaitReason::InLine { ahead: 1 },
+            WaitReason::NeverFits {
+                gpus: 9,
+                installed: 8,
+            },
+        ];
+        for r in &reasons {
+            let json = serde_json::to_value(r).unwrap();
+            assert_eq!(json["kind"].as_str(), Some(r.code()), "{r:?}");
+        }
+    }
+}
