@@ -410,16 +410,31 @@ pub async fn charge_usage_at(
     charge(pool, conn, site, at, Some(at), usage).await
 }
 
-/// The charge of [`charge_usage`] and [`charge_usage_at`]: `(project, (cluster, model),
-/// gpu_seconds, allocated, run)` into the period containing `now`, posted at `posted_at` (the
-/// database's clock when `None`).
+/// One run-time charge for [`charge_usages`]: GPU-seconds on a project's pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// The project paying.
+    pub project: i64,
+    /// Cluster id.
+    pub cluster: i64,
+    /// GPU model id (its billing weight and price apply).
+    pub gpu_model: i64,
+    /// GPU-seconds used.
+    pub gpu_seconds: i64,
+    /// Allocated time is charged while the balance lasts; unallocated time is recorded free.
+    pub allocated: bool,
+    /// The run that used it, if the posting names one.
+    pub run: Option<i64>,
+}
+
+/// The charge of [`charge_usage`] and [`charge_usage_at`].
 async fn charge(
     pool: &PgPool,
     conn: &mut PgConnection,
     site: &Site,
     now: jiff::Timestamp,
     posted_at: Option<jiff::Timestamp>,
-    (project, (cluster, model), gpu_seconds, allocated, run_id): (
+    (project, (cluster, gpu_model), gpu_seconds, allocated, run): (
         i64,
         (i64, i64),
         i64,
@@ -427,85 +442,201 @@ async fn charge(
         Option<i64>,
     ),
 ) -> Result<Charge, AppError> {
-    let account = current_account(pool, conn, project, now, site).await?;
-    let (balance, period_start): (i64, time::OffsetDateTime) = sqlx::query_as(
-        "SELECT balance_minor, period_start FROM ledger_accounts WHERE id = $1 FOR UPDATE",
-    )
-    .bind(account)
-    .fetch_one(&mut *conn)
-    .await?;
-    let (weight, price): (i32, i64) = sqlx::query_as(
-        "SELECT billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE id = $1",
-    )
-    .bind(model)
-    .fetch_one(&mut *conn)
-    .await?;
-    let per_hour_milli = i128::from(weight) * i128::from(price);
-    let full_cost = |secs: i64| -> i64 {
-        ((i128::from(secs) * per_hour_milli * 2 + 3_600_000) / 7_200_000) as i64
+    let usage = Usage {
+        project,
+        cluster,
+        gpu_model,
+        gpu_seconds,
+        allocated,
+        run,
     };
-    let mut charged_secs = if allocated { gpu_seconds } else { 0 };
-    if full_cost(charged_secs) > balance {
-        // As many whole GPU-seconds as the balance pays for.
-        charged_secs = if per_hour_milli == 0 {
-            gpu_seconds
-        } else {
-            (i128::from(balance) * 3_600_000 / per_hour_milli) as i64
-        }
-        .min(gpu_seconds);
-        while charged_secs > 0 && full_cost(charged_secs) > balance {
-            charged_secs -= 1;
-        }
+    let charges = charge_usages(pool, conn, site, now, posted_at, &[usage]).await?;
+    Ok(charges[0])
+}
+
+/// Records many usages as [`charge_usage`] records one, in a fixed number of statements: the
+/// budget accounts of their projects for the period containing `now` (granted if missing) are
+/// locked in id order, the usages are charged in the order given against each project's
+/// running balance, and every posting is written by one insert, stamped `posted_at` (the
+/// database's clock when `None`). Returns one [`Charge`] per usage, in order. A charge costs
+/// `GPU-seconds x billing weight (thousandths) x price per GPU-hour (minor units) / 3,600,000`
+/// rounded half up, and takes no more whole GPU-seconds than the balance pays for.
+///
+/// # Errors
+/// NotFound for a project that is not live; database errors.
+pub async fn charge_usages(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    now: jiff::Timestamp,
+    posted_at: Option<jiff::Timestamp>,
+    usages: &[Usage],
+) -> Result<Vec<Charge>, AppError> {
+    use std::collections::HashMap;
+    if usages.is_empty() {
+        return Ok(Vec::new());
     }
-    let amount = full_cost(charged_secs);
-    let free_secs = gpu_seconds - charged_secs;
+    let period = Period::containing(now, site);
+    let (start, _) = period.bounds();
+    let mut projects: Vec<i64> = usages.iter().map(|u| u.project).collect();
+    projects.sort_unstable();
+    projects.dedup();
+    let lock = "SELECT project_id, id, balance_minor FROM ledger_accounts \
+                WHERE kind = 'project_budget' AND project_id = ANY($1) AND period_start = $2 ORDER BY id FOR UPDATE";
+    let mut accounts: HashMap<i64, (i64, i64)> = sqlx::query_as::<_, (i64, i64, i64)>(lock)
+        .bind(&projects)
+        .bind(start)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(p, id, balance)| (p, (id, balance)))
+        .collect();
+    // A project charged before its period's budget was opened (the roll-over opens it within
+    // a minute): opened here, then locked like the others.
+    let missing: Vec<i64> = projects
+        .iter()
+        .copied()
+        .filter(|p| !accounts.contains_key(p))
+        .collect();
+    if !missing.is_empty() {
+        for &p in &missing {
+            period_account(pool, conn, p, period, site).await?;
+        }
+        accounts.extend(
+            sqlx::query_as::<_, (i64, i64, i64)>(lock)
+                .bind(&missing)
+                .bind(start)
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .map(|(p, id, balance)| (p, (id, balance))),
+        );
+    }
+    let mut models: Vec<i64> = usages.iter().map(|u| u.gpu_model).collect();
+    models.sort_unstable();
+    models.dedup();
+    let rates: HashMap<i64, i128> = sqlx::query_as::<_, (i64, i32, i64)>(
+        "SELECT id, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE id = ANY($1)",
+    )
+    .bind(&models)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|(id, weight, price)| (id, i128::from(weight) * i128::from(price)))
+    .collect();
     let spend = global_account(conn, "run_spend").await?;
-    let insert = "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note, at) \
-                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12, now()))";
-    let posted_at = posted_at.map(to_time);
-    if charged_secs > 0 {
-        sqlx::query(insert)
-            .bind("usage")
-            .bind(account)
-            .bind(spend)
-            .bind(amount)
-            .bind(project)
-            .bind(period_start)
-            .bind(cluster)
-            .bind(model)
-            .bind(charged_secs)
-            .bind(run_id)
-            .bind("allocated run time")
-            .bind(posted_at)
-            .execute(&mut *conn)
-            .await?;
-    }
-    if free_secs > 0 {
-        sqlx::query(insert)
-            .bind("usage_free")
-            .bind(account)
-            .bind(spend)
-            .bind(0_i64)
-            .bind(project)
-            .bind(period_start)
-            .bind(cluster)
-            .bind(model)
-            .bind(free_secs)
-            .bind(run_id)
-            .bind(if allocated {
+    let mut rows = Postings::default();
+    let mut out = Vec::with_capacity(usages.len());
+    for u in usages {
+        let (account, balance) = accounts
+            .get_mut(&u.project)
+            .ok_or_else(|| AppError::NotFound(format!("no live project with id {}", u.project)))?;
+        let per_hour_milli = *rates
+            .get(&u.gpu_model)
+            .ok_or_else(|| AppError::NotFound(format!("no GPU model with id {}", u.gpu_model)))?;
+        let full_cost = |secs: i64| -> i64 {
+            ((i128::from(secs) * per_hour_milli * 2 + 3_600_000) / 7_200_000) as i64
+        };
+        let mut charged_secs = if u.allocated { u.gpu_seconds } else { 0 };
+        if full_cost(charged_secs) > *balance {
+            // As many whole GPU-seconds as the balance pays for.
+            charged_secs = if per_hour_milli == 0 {
+                u.gpu_seconds
+            } else {
+                (i128::from(*balance) * 3_600_000 / per_hour_milli) as i64
+            }
+            .min(u.gpu_seconds);
+            while charged_secs > 0 && full_cost(charged_secs) > *balance {
+                charged_secs -= 1;
+            }
+        }
+        let amount = full_cost(charged_secs);
+        let free_secs = u.gpu_seconds - charged_secs;
+        if charged_secs > 0 {
+            *balance -= amount;
+            rows.push(
+                u,
+                "usage",
+                *account,
+                amount,
+                charged_secs,
+                "allocated run time",
+            );
+        }
+        if free_secs > 0 {
+            let note = if u.allocated {
                 "beyond the balance: free, preemptible"
             } else {
                 "unallocated run time"
-            })
-            .bind(posted_at)
-            .execute(&mut *conn)
-            .await?;
+            };
+            rows.push(u, "usage_free", *account, 0, free_secs, note);
+        }
+        out.push(Charge {
+            charged_minor: if charged_secs > 0 { amount } else { 0 },
+            charged_gpu_seconds: charged_secs,
+            free_gpu_seconds: free_secs,
+        });
     }
-    Ok(Charge {
-        charged_minor: if charged_secs > 0 { amount } else { 0 },
-        charged_gpu_seconds: charged_secs,
-        free_gpu_seconds: free_secs,
-    })
+    if rows.kind.is_empty() {
+        return Ok(out);
+    }
+    sqlx::query(
+        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note, at) \
+         SELECT u.kind, u.account, $7, u.amount, u.project, $8, u.cluster, u.model, u.secs, u.run, u.note, coalesce($9, now()) \
+         FROM unnest($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[]) \
+              WITH ORDINALITY AS u(kind, account, amount, project, cluster, model, secs, run, note, n) ORDER BY u.n",
+    )
+    .bind(&rows.kind)
+    .bind(&rows.account)
+    .bind(&rows.amount)
+    .bind(&rows.project)
+    .bind(&rows.cluster)
+    .bind(&rows.model)
+    .bind(spend)
+    .bind(start)
+    .bind(posted_at.map(to_time))
+    .bind(&rows.secs)
+    .bind(&rows.run)
+    .bind(&rows.note)
+    .execute(&mut *conn)
+    .await?;
+    Ok(out)
+}
+
+/// The columns of the usage postings [`charge_usages`] writes, one entry per posting.
+#[derive(Default)]
+struct Postings {
+    kind: Vec<&'static str>,
+    account: Vec<i64>,
+    amount: Vec<i64>,
+    project: Vec<i64>,
+    cluster: Vec<i64>,
+    model: Vec<i64>,
+    secs: Vec<i64>,
+    run: Vec<Option<i64>>,
+    note: Vec<&'static str>,
+}
+
+impl Postings {
+    fn push(
+        &mut self,
+        u: &Usage,
+        kind: &'static str,
+        account: i64,
+        amount: i64,
+        secs: i64,
+        note: &'static str,
+    ) {
+        self.kind.push(kind);
+        self.account.push(account);
+        self.amount.push(amount);
+        self.project.push(u.project);
+        self.cluster.push(u.cluster);
+        self.model.push(u.gpu_model);
+        self.secs.push(secs);
+        self.run.push(u.run);
+        self.note.push(note);
+    }
 }
 
 /// A ledger posting as a project sees it.

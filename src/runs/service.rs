@@ -130,9 +130,14 @@ pub async fn notify_agents(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// Charges a starting or running run's time since its last charge (GPU-seconds at its model's
-/// billing weight and price while the balance lasts, the rest free: [`ledger::charge_usage`]).
-/// When the charge could not be paid in full, the run's page says it goes on unallocated.
+/// Run, project, cluster, model, GPUs, minimum runtime (s), charged (s), elapsed (s).
+type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64);
+
+/// Charges starting or running runs' time since their last charge (GPU-seconds at their
+/// model's billing weight and price while the balance lasts, the rest free:
+/// [`ledger::charge_usages`]), in a fixed number of statements however many runs fall due.
+/// When a protected run's charge could not be paid in full, its page says it goes on
+/// unallocated (once an attempt). Other ids are skipped.
 ///
 /// # Errors
 /// Database errors.
@@ -140,57 +145,66 @@ async fn settle(
     pool: &PgPool,
     conn: &mut PgConnection,
     site: &Site,
-    run: i64,
+    runs: &[i64],
 ) -> Result<(), AppError> {
-    let row: Option<(i64, i64, i64, i32, i64, i64, i64)> = sqlx::query_as(
-        "SELECT project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
+    let rows: Vec<SettleRow> = sqlx::query_as(
+        "SELECT id, project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - started_at)))::BIGINT \
-         FROM runs WHERE id = $1 AND state IN ('starting', 'running') AND started_at IS NOT NULL",
+         FROM runs WHERE id = ANY($1) AND state IN ('starting', 'running') AND started_at IS NOT NULL ORDER BY id",
     )
-    .bind(run)
-    .fetch_optional(&mut *conn)
+    .bind(runs)
+    .fetch_all(&mut *conn)
     .await?;
-    let Some((project, cluster, model, gpus, min_runtime, charged, elapsed)) = row else {
-        return Ok(());
-    };
-    let secs = elapsed - charged;
-    if secs <= 0 {
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|&(.., charged, elapsed)| elapsed > charged)
+        .collect();
+    if rows.is_empty() {
         return Ok(());
     }
-    let charge = ledger::charge_usage(
-        pool,
-        conn,
-        site,
-        jiff::Timestamp::now(),
-        project,
-        (cluster, model),
-        secs * i64::from(gpus),
-        min_runtime > 0,
-        Some(run),
+    let usages: Vec<ledger::Usage> = rows
+        .iter()
+        .map(
+            |&(id, project, cluster, model, gpus, min_runtime, charged, elapsed)| ledger::Usage {
+                project,
+                cluster,
+                gpu_model: model,
+                gpu_seconds: (elapsed - charged) * i64::from(gpus),
+                allocated: min_runtime > 0,
+                run: Some(id),
+            },
+        )
+        .collect();
+    let charges =
+        ledger::charge_usages(pool, conn, site, jiff::Timestamp::now(), None, &usages).await?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let elapsed: Vec<i64> = rows.iter().map(|r| r.7).collect();
+    sqlx::query(
+        "UPDATE runs SET charged_s = u.e FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, e) WHERE runs.id = u.id",
     )
+    .bind(&ids)
+    .bind(&elapsed)
+    .execute(&mut *conn)
     .await?;
-    sqlx::query("UPDATE runs SET charged_s = $2 WHERE id = $1")
-        .bind(run)
-        .bind(elapsed)
+    let unallocated: Vec<i64> = rows
+        .iter()
+        .zip(&charges)
+        .filter(|(r, c)| r.5 > 0 && c.free_gpu_seconds > 0)
+        .map(|(r, _)| r.0)
+        .collect();
+    if !unallocated.is_empty() {
+        let said = Said::new("event-unallocated");
+        sqlx::query(
+            "INSERT INTO run_events (run_id, kind, message, attempt, note) \
+             SELECT r.id, 'unallocated', $2, r.attempt, $3 FROM runs r WHERE r.id = ANY($1) \
+             AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id AND e.kind = 'unallocated' AND e.attempt = r.attempt) \
+             ORDER BY r.id",
+        )
+        .bind(&unallocated)
+        .bind(said.english())
+        .bind(said.to_json())
         .execute(&mut *conn)
         .await?;
-    if min_runtime > 0 && charge.free_gpu_seconds > 0 {
-        let already: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM run_events WHERE run_id = $1 AND kind = 'unallocated' AND attempt = (SELECT attempt FROM runs WHERE id = $1))",
-        )
-        .bind(run)
-        .fetch_one(&mut *conn)
-        .await?;
-        if !already {
-            event(
-                conn,
-                run,
-                "unallocated",
-                &Said::new("event-unallocated"),
-                None,
-            )
-            .await?;
-        }
     }
     Ok(())
 }
@@ -209,7 +223,7 @@ pub async fn begin_stop(
     run: i64,
     kind: &str,
 ) -> Result<(), AppError> {
-    settle(pool, conn, site, run).await?;
+    settle(pool, conn, site, &[run]).await?;
     sqlx::query(
         "UPDATE runs SET state = 'stopping', stop_kind = $2, kill_at = now() + make_interval(secs => $3) WHERE id = $1",
     )
@@ -993,9 +1007,7 @@ async fn pass_inner(
         begin_stop(&mut tx, pool, site, *run, "time_limit").await?;
     }
     report.timed_out = expired.len();
-    for &run in &due {
-        settle(pool, &mut tx, site, run).await?;
-    }
+    settle(pool, &mut tx, site, &due).await?;
     if !expired.is_empty() || !due.is_empty() {
         refresh = match (refresh, live.refresh(&mut tx).await?) {
             (Refresh::Incremental(a), Refresh::Incremental(b)) => Refresh::Incremental(a + b),

@@ -432,6 +432,87 @@ async fn a_contract_crossing_a_period_boundary_is_paid_whole_when_bought() {
 }
 
 /// One random ledger operation.
+/// Usages charged together (a pass charging every run that fell due) are charged in their
+/// order against each project's running balance, exactly as one charge after another: at
+/// weight 1.5 and 2.00 a GPU-hour a GPU-second costs 1/12 of a minor unit.
+#[tokio::test]
+async fn usages_charged_together_draw_each_balance_in_order() {
+    let app = TestApp::new().await;
+    org(&app, "H100", "1.5", "2.00", 1).await;
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    let (p1, p2) = (app.node_id("p1").await, app.node_id("p2").await);
+    let (b1, b2) = (
+        app.balance_at("p1", now).await,
+        app.balance_at("p2", now).await,
+    );
+    assert!(b1 > 10, "p1 has a budget to spend: {b1}");
+    let cluster: i64 = sqlx::query_scalar("SELECT id FROM clusters")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let model: i64 = sqlx::query_scalar("SELECT id FROM gpu_models")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let half = b1 / 2;
+    let usage = |project, gpu_seconds, allocated| ledger::Usage {
+        project,
+        cluster,
+        gpu_model: model,
+        gpu_seconds,
+        allocated,
+        run: None,
+    };
+    let usages = [
+        usage(p1, 12 * half, true), // costs `half` exactly
+        usage(p2, 1_000, false),    // unallocated: free
+        usage(p1, 12 * b1, true),   // more than what is left: 12 x (b1 - half) s paid
+        usage(p1, 100, true),       // nothing left: free
+    ];
+    let mut tx = app.pool.begin().await.unwrap();
+    let charges = ledger::charge_usages(&app.pool, &mut tx, &site, now, None, &usages)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let left = b1 - half;
+    let expect = |minor, paid, free| ledger::Charge {
+        charged_minor: minor,
+        charged_gpu_seconds: paid,
+        free_gpu_seconds: free,
+    };
+    assert_eq!(
+        charges,
+        vec![
+            expect(half, 12 * half, 0),
+            expect(0, 0, 1_000),
+            expect(left, 12 * left, 12 * b1 - 12 * left),
+            expect(0, 0, 100),
+        ]
+    );
+    assert_eq!(app.balance_at("p1", now).await, 0);
+    assert_eq!(app.balance_at("p2", now).await, b2);
+    // One posting per paid or free part, in the usages' order.
+    let postings: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+        "SELECT kind, project_id, amount_minor, gpu_seconds FROM ledger_postings WHERE kind LIKE 'usage%' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let kinds = |k: &str| k.to_string();
+    assert_eq!(
+        postings,
+        vec![
+            (kinds("usage"), p1, half, 12 * half),
+            (kinds("usage_free"), p2, 0, 1_000),
+            (kinds("usage"), p1, left, 12 * left),
+            (kinds("usage_free"), p1, 0, 12 * b1 - 12 * left),
+            (kinds("usage_free"), p1, 0, 100),
+        ]
+    );
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Buy {

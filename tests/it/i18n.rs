@@ -214,7 +214,7 @@ async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
 
     // Finance, in Spanish: the report page is Spanish, the CSV keeps its English columns and
     // plain numbers.
-    click(&c, "form.signout button").await;
+    crate::browser::sign_out(&c).await;
     c.goto(&format!("{base}/login")).await.unwrap();
     click(&c, "#lang-es").await;
     wait_for_text(&c, "h1", "Iniciar sesión").await;
@@ -269,7 +269,7 @@ async fn a_basque_researcher_and_a_spanish_finance_user_in_the_browser() {
         spend.parse::<f64>().is_ok() && !spend.contains(','),
         "total_spend {spend} is a plain number"
     );
-    c.close().await.unwrap();
+    crate::browser::close(c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

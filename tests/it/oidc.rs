@@ -994,5 +994,5 @@ async fn oidc_browser_signs_in_on_the_providers_pages_and_out_again() {
         .for_element(Locator::Css("form[action='/login']"))
         .await
         .unwrap();
-    c.close().await.unwrap();
+    crate::browser::close(c).await;
 }
