@@ -94,10 +94,24 @@ pub struct LiveCache {
     exits_swept: Option<std::time::Instant>,
     /// When a pass last rewrote `project_holds` (`None`: never, or a pass failed since).
     holds_refreshed: Option<std::time::Instant>,
-    /// The waiting reason and estimated start (s since the epoch) this process last wrote for
-    /// each queued run, so a pass writes only those that changed. Emptied with the runs and
-    /// whenever another process may have written reasons (a full reload).
-    reasons: std::collections::HashMap<i64, (String, Option<i64>)>,
+    /// The waiting reason this process last wrote for each queued run, so a pass words and
+    /// writes only those that changed. Emptied with the runs and whenever another process may
+    /// have written reasons (a full reload).
+    reasons: std::collections::HashMap<i64, WrittenReason>,
+}
+
+/// What a waiting reason's words follow from: the core's reason, the estimated start (s since
+/// the epoch) and `context`, a fingerprint of everything else the words name (the run's
+/// pool's offline GPUs, its cluster's jobs outside Tranche, the names of projects, nodes and
+/// models). Equal values word alike, so a pass compares these before wording anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenReason {
+    /// The core's reason.
+    pub reason: crate::scheduler::WaitReason,
+    /// Estimated start, s since the epoch.
+    pub estimate: Option<i64>,
+    /// Fingerprint of the words' other inputs.
+    pub context: u64,
 }
 
 impl LiveRuns {
@@ -246,26 +260,28 @@ impl LiveCache {
         self.reasons.clear();
     }
 
-    /// Whether `reason` and `estimate` are what this process last wrote for queued run `id`.
-    pub fn reason_written(&self, id: i64, reason: &str, estimate: Option<i64>) -> bool {
+    /// Whether `reason`, `estimate` and `context` are what this process last wrote for queued
+    /// run `id` ([`WrittenReason`]; then its words are too).
+    pub fn reason_written(
+        &self,
+        id: i64,
+        reason: &crate::scheduler::WaitReason,
+        estimate: Option<i64>,
+        context: u64,
+    ) -> bool {
         self.reasons
             .get(&id)
-            .is_some_and(|(r, e)| r == reason && *e == estimate)
+            .is_some_and(|w| w.context == context && w.estimate == estimate && w.reason == *reason)
     }
 
-    /// Records the reasons just written (`ids`, `reasons`, `estimates` side by side) and
-    /// forgets the runs no longer `waiting`.
+    /// Records the reasons just written and forgets the runs no longer `waiting`.
     pub fn note_reasons(
         &mut self,
-        ids: &[i64],
-        reasons: &[String],
-        estimates: &[Option<i64>],
+        written: Vec<(i64, WrittenReason)>,
         waiting: &std::collections::HashSet<i64>,
     ) {
         self.reasons.retain(|id, _| waiting.contains(id));
-        for ((id, reason), estimate) in ids.iter().zip(reasons).zip(estimates) {
-            self.reasons.insert(*id, (reason.clone(), *estimate));
-        }
+        self.reasons.extend(written);
     }
 
     /// Forgets what was written for run `id` (it started: its reason is NULL now).

@@ -51,6 +51,11 @@ pub async fn serialize_with_passes(conn: &mut PgConnection) -> Result<(), sqlx::
 /// How often the loop rewrites waiting reasons while passes follow each other closely.
 pub const REASONS_EVERY: Duration = Duration::from_secs(2);
 
+/// The most waiting reasons one pass writes: when more changed (every reason of a site's
+/// 50,000 waiting runs may change at once), the rest are written by the passes that follow at
+/// once, so no pass spends seconds on words.
+pub const REASONS_PER_PASS: usize = 1_000;
+
 /// How often a pass looks for ended attempts among every starting or running run, not only
 /// among those with an exit noted since the last pass (a safety net: the notes suffice).
 pub const EXIT_SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -83,6 +88,12 @@ pub struct PassReport {
     pub timings_ms: [u64; 4],
     /// How the snapshot's runs were brought up to date (`None` when the pass failed first).
     pub refresh: Option<Refresh>,
+    /// Waiting runs whose changed reason this pass left for the next (past
+    /// [`REASONS_PER_PASS`]).
+    pub reasons_left: usize,
+    /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
+    /// then writing them.
+    pub reasons_ms: [u64; 2],
 }
 
 /// The snapshot a pass would schedule from now, built twice in one transaction holding the
@@ -762,6 +773,61 @@ fn preempt_said(reason: &PreemptReason, names: &Names) -> Said {
 }
 
 /// The waiting reason in words, with names, money and live agents.
+/// Fingerprints of what a waiting reason's words name besides the reason
+/// ([`super::live::WrittenReason::context`]), computed once a pass.
+struct ReasonContexts<'a> {
+    /// The names of projects, nodes and models and the currency, together.
+    names: u64,
+    /// Per cluster, its jobs outside Tranche in words.
+    outside: HashMap<i64, u64>,
+    offline: &'a HashMap<(i64, i64), u32>,
+}
+
+impl<'a> ReasonContexts<'a> {
+    fn new(names: &Names, offline: &'a HashMap<(i64, i64), u32>, currency: &str) -> Self {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let sorted = |m: &HashMap<i64, String>| {
+            let mut v: Vec<(&i64, &String)> = m.iter().collect();
+            v.sort_unstable();
+            v.into_iter()
+                .map(|(k, v)| (*k, v.clone()))
+                .collect::<Vec<_>>()
+        };
+        let mut h = DefaultHasher::new();
+        (
+            sorted(&names.projects),
+            sorted(&names.nodes),
+            sorted(&names.models),
+        )
+            .hash(&mut h);
+        currency.hash(&mut h);
+        let outside = names
+            .outside
+            .iter()
+            .map(|(cluster, words)| {
+                let mut h = DefaultHasher::new();
+                words.hash(&mut h);
+                (*cluster, h.finish())
+            })
+            .collect();
+        Self {
+            names: h.finish(),
+            outside,
+            offline,
+        }
+    }
+
+    /// The context of a waiting run's words.
+    fn of(&self, run: &WaitingRun) -> u64 {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        self.names.hash(&mut h);
+        self.outside.get(&run.cluster.0).hash(&mut h);
+        self.offline.get(&(run.cluster.0, run.model.0)).hash(&mut h);
+        h.finish()
+    }
+}
+
 fn wait_message(
     reason: &WaitReason,
     run: &WaitingRun,
@@ -1159,29 +1225,52 @@ async fn pass_inner(
         .iter()
         .filter(|w| by_id.contains_key(&w.run))
         .count();
-    // Reasons are worded and written only in the passes that write them, and only those that
-    // differ from what this process last wrote (at 50,000 waiting runs most stay the same;
-    // the structured note follows from the same reason as the English text).
+    // Reasons are worded and written only in the passes that write them, only those whose
+    // reason or context differs from what this process last wrote (at 50,000 waiting runs most
+    // stay the same), and at most REASONS_PER_PASS of them, queue order first: the rest follow
+    // in the next passes, which come at once (the structured note follows from the same
+    // reason as the English text).
     let mut ids = Vec::new();
     let mut reasons = Vec::new();
     let mut estimates: Vec<Option<i64>> = Vec::new();
     let mut notes = Vec::new();
+    let mut written = Vec::new();
+    let reasons_clock = std::time::Instant::now();
     if write_reasons {
+        let contexts = ReasonContexts::new(&names, &offline, &site.currency);
         for w in &outcome.waiting {
             let Some(run) = by_id.get(&w.run) else {
                 continue;
             };
-            let reason = wait_message(&w.reason, run, &offline, &names, &site.currency);
             let estimate = w.estimated_start.filter(|&t| t > now_s);
-            if live.reason_written(w.run.0, &reason, estimate) {
+            let context = contexts.of(run);
+            if live.reason_written(w.run.0, &w.reason, estimate, context) {
+                continue;
+            }
+            if ids.len() == REASONS_PER_PASS {
+                report.reasons_left += 1;
                 continue;
             }
             ids.push(w.run.0);
-            reasons.push(reason);
+            reasons.push(wait_message(
+                &w.reason,
+                run,
+                &offline,
+                &names,
+                &site.currency,
+            ));
             notes.push(wait_note(&w.reason, run, &offline, &names));
             estimates.push(estimate);
+            let key = super::live::WrittenReason {
+                reason: w.reason.clone(),
+                estimate,
+                context,
+            };
+            written.push((w.run.0, key));
         }
     }
+    report.reasons_ms[0] = reasons_clock.elapsed().as_millis() as u64;
+    let reasons_clock = std::time::Instant::now();
     if write_reasons && !ids.is_empty() {
         sqlx::query(
             "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e), wait_note = u.n \
@@ -1196,6 +1285,7 @@ async fn pass_inner(
         .execute(&mut *tx)
         .await?;
     }
+    report.reasons_ms[1] = reasons_clock.elapsed().as_millis() as u64;
     if !outcome.drained_nodes.is_empty() {
         let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
@@ -1203,7 +1293,7 @@ async fn pass_inner(
     if write_reasons {
         let waiting: std::collections::HashSet<i64> =
             outcome.waiting.iter().map(|w| w.run.0).collect();
-        live.note_reasons(&ids, &reasons, &estimates, &waiting);
+        live.note_reasons(written, &waiting);
         if executor_down_reasons(&mut tx, site).await? {
             // Those runs' reasons were overwritten: write them all again once it answers.
             live.forget_reasons();
@@ -1376,7 +1466,9 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 tracing::warn!(error = %e, "cannot record the GPUs' health for the metrics");
             }
         }
-        if write_reasons && result.is_ok() {
+        // Reasons left past REASONS_PER_PASS keep the next pass writing, without waiting.
+        let reasons_left = result.as_ref().map_or(0, |r| r.reasons_left);
+        if write_reasons && result.is_ok() && reasons_left == 0 {
             reasons_written = began;
         }
         match result {
@@ -1398,6 +1490,8 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 timings_ms = ?r.timings_ms,
                 waiting = r.waiting,
                 reasons = write_reasons,
+                reasons_left,
+                reasons_ms = ?r.reasons_ms,
                 "scheduling pass that changed no run"
             ),
             Err(e) => tracing::error!(error = %e, "scheduling pass failed; nothing was applied"),
@@ -1408,7 +1502,9 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         }
         // Sleep until woken or the tick (sooner when reasons are due to be written); then take
         // every wake-up already queued, so a burst of submissions costs one pass.
-        let wait = if write_reasons {
+        let wait = if reasons_left > 0 {
+            MIN_PASS_GAP
+        } else if write_reasons {
             tick
         } else {
             REASONS_EVERY.min(tick)

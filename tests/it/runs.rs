@@ -1515,3 +1515,52 @@ async fn a_run_waiting_again_for_the_same_reason_gets_it_written_again() {
     assert_eq!(state_of(&o.app, run).await, "queued");
     assert_eq!(reason_of(&o.app, run).await, Some(before));
 }
+
+/// When more waiting reasons change than one pass writes (every reason of a site's queue may
+/// change at once), a pass writes `REASONS_PER_PASS` of them, queue order first, and the next
+/// pass the rest; no run keeps a reason that was due.
+#[tokio::test]
+async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
+    let o = org().await;
+    // A node whose agent went quiet: runs may ask for its GPUs and wait for it.
+    let (_, nodes) = register(&o.app, &o.agent, &["bounded-1"]).await;
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    let first = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    assert!(
+        reason_of(&o.app, first).await.is_some(),
+        "the run waits with a reason"
+    );
+    let extra = service::REASONS_PER_PASS as i64 + 500;
+    sqlx::query(
+        "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                           priority, resumable, command, state, queued_at) \
+         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                priority, resumable, command, 'queued', now() FROM runs, generate_series(1, $1) WHERE id = $2",
+    )
+    .bind(extra)
+    .bind(first)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    let unworded = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM runs WHERE state = 'queued' AND wait_reason IS NULL",
+        )
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(unworded().await, extra);
+    let report = pass(&o.app).await;
+    assert_eq!(report.reasons_left, 500);
+    assert_eq!(unworded().await, 500);
+    let report = pass(&o.app).await;
+    assert_eq!(report.reasons_left, 0);
+    assert_eq!(unworded().await, 0);
+}
