@@ -53,7 +53,8 @@ pub const REASONS_EVERY: Duration = Duration::from_secs(2);
 
 /// The most waiting reasons one pass writes: when more changed (every reason of a site's
 /// 50,000 waiting runs may change at once), the rest are written by the passes that follow at
-/// once, so no pass spends seconds on words.
+/// once, so no pass spends seconds on words (docs/design.md section 7, "Waiting reasons
+/// written in bounded slices").
 pub const REASONS_PER_PASS: usize = 1_000;
 
 /// How often a pass looks for ended attempts among every starting or running run, not only
