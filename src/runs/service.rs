@@ -235,22 +235,55 @@ pub async fn begin_stop(
     run: i64,
     kind: &str,
 ) -> Result<(), AppError> {
-    settle(pool, conn, site, &[run]).await?;
+    begin_stops(conn, pool, site, &[run], kind).await
+}
+
+/// [`begin_stop`] for many runs with one `kind`, in a fixed number of statements however many
+/// there are (a pass may preempt hundreds at once): one charge of them all, one update, one
+/// delete of their holds, one notice to the agents; then those whose every process has already
+/// exited end at once ([`finish_if_exited`]).
+///
+/// # Errors
+/// Database errors.
+pub async fn begin_stops(
+    conn: &mut PgConnection,
+    pool: &PgPool,
+    site: &Site,
+    runs: &[i64],
+    kind: &str,
+) -> Result<(), AppError> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    settle(pool, conn, site, runs).await?;
     sqlx::query(
-        "UPDATE runs SET state = 'stopping', stop_kind = $2, kill_at = now() + make_interval(secs => $3) WHERE id = $1",
+        "UPDATE runs SET state = 'stopping', stop_kind = $2, kill_at = now() + make_interval(secs => $3) WHERE id = ANY($1)",
     )
-    .bind(run)
+    .bind(runs)
     .bind(kind)
     .bind(site.grace_s as f64)
     .execute(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM gpu_holds WHERE run_id = $1")
-        .bind(run)
+    sqlx::query("DELETE FROM gpu_holds WHERE run_id = ANY($1)")
+        .bind(runs)
         .execute(&mut *conn)
         .await?;
     notify_agents(conn).await?;
     wake(conn).await?;
-    finish_if_exited(conn, run).await
+    // Only runs with no process left to stop can end now: the others end when their agents
+    // report the exits.
+    let exited: Vec<i64> = sqlx::query_scalar(
+        "SELECT r.id FROM runs r WHERE r.id = ANY($1) \
+         AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited') \
+         ORDER BY r.id",
+    )
+    .bind(runs)
+    .fetch_all(&mut *conn)
+    .await?;
+    for run in exited {
+        finish_if_exited(conn, run).await?;
+    }
+    Ok(())
 }
 
 /// State, stop kind, resumable, every process exited, largest exit status.
@@ -1071,8 +1104,8 @@ async fn pass_inner(
             None,
         )
         .await?;
-        begin_stop(&mut tx, pool, site, *run, "time_limit").await?;
     }
+    begin_stops(&mut tx, pool, site, &expired, "time_limit").await?;
     report.timed_out = expired.len();
     settle(pool, &mut tx, site, &due).await?;
     if !expired.is_empty() || !due.is_empty() {
@@ -1102,29 +1135,53 @@ async fn pass_inner(
     let mut place_nodes: Vec<i64> = Vec::new();
     let mut place_gpus: Vec<String> = Vec::new();
     let by_id: HashMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
+    // Preemptions first, all together (their timeline entries in one statement, their stops in
+    // a fixed number, [`begin_stops`]): the starts below take the GPUs they free.
+    let (mut preempted, mut preempt_said_of, mut preempt_for) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for decision in &outcome.decisions {
+        let Decision::Preempt {
+            run,
+            reason,
+            for_run,
+        } = decision
+        else {
+            continue;
+        };
+        if let PreemptReason::NodeDown { node } = reason
+            && names.slurm_nodes.contains(&node.0)
+        {
+            continue;
+        }
+        preempted.push(run.0);
+        preempt_said_of.push(preempt_said(reason, &names));
+        preempt_for.push(for_run.map(|r| r.0));
+        if let Some(kind) = serde_json::to_value(reason)
+            .ok()
+            .and_then(|v| v["kind"].as_str().map(str::to_string))
+        {
+            state.metrics.preempted(&kind);
+        }
+    }
+    if !preempted.is_empty() {
+        sqlx::query(
+            "INSERT INTO run_events (run_id, kind, message, for_run, attempt, note) \
+             SELECT u.id, 'preempted', u.m, u.f, r.attempt, u.n \
+             FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::JSONB[]) WITH ORDINALITY AS u(id, m, f, n, i) \
+             JOIN runs r ON r.id = u.id ORDER BY u.i",
+        )
+        .bind(&preempted)
+        .bind(preempt_said_of.iter().map(Said::english).collect::<Vec<_>>())
+        .bind(&preempt_for)
+        .bind(preempt_said_of.iter().map(Said::to_json).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?;
+        begin_stops(&mut tx, pool, site, &preempted, "preempted").await?;
+        report.preempted = preempted.len();
+    }
     for decision in &outcome.decisions {
         match decision {
-            Decision::Preempt {
-                run,
-                reason,
-                for_run,
-            } => {
-                if let PreemptReason::NodeDown { node } = reason
-                    && names.slurm_nodes.contains(&node.0)
-                {
-                    continue;
-                }
-                let message = preempt_said(reason, &names);
-                event(&mut tx, run.0, "preempted", &message, for_run.map(|r| r.0)).await?;
-                begin_stop(&mut tx, pool, site, run.0, "preempted").await?;
-                report.preempted += 1;
-                if let Some(kind) = serde_json::to_value(reason)
-                    .ok()
-                    .and_then(|v| v["kind"].as_str().map(str::to_string))
-                {
-                    state.metrics.preempted(&kind);
-                }
-            }
+            Decision::Preempt { .. } => {}
             Decision::Start {
                 run,
                 placement,
