@@ -382,8 +382,16 @@ pub async fn charge_usage(
     allocated: bool,
     run_id: Option<i64>,
 ) -> Result<Charge, AppError> {
-    let usage = (project, pool_ids, gpu_seconds, allocated, run_id);
-    charge(pool, conn, site, now, None, usage).await
+    let (cluster, gpu_model) = pool_ids;
+    let usage = Usage {
+        project,
+        cluster,
+        gpu_model,
+        gpu_seconds,
+        allocated,
+        run: run_id,
+    };
+    Ok(charge_usages(pool, conn, site, now, None, &[usage]).await?[0])
 }
 
 /// Like [`charge_usage`], for run time used in the past: the charge goes to the budget of the
@@ -406,8 +414,16 @@ pub async fn charge_usage_at(
     allocated: bool,
     run_id: Option<i64>,
 ) -> Result<Charge, AppError> {
-    let usage = (project, pool_ids, gpu_seconds, allocated, run_id);
-    charge(pool, conn, site, at, Some(at), usage).await
+    let (cluster, gpu_model) = pool_ids;
+    let usage = Usage {
+        project,
+        cluster,
+        gpu_model,
+        gpu_seconds,
+        allocated,
+        run: run_id,
+    };
+    Ok(charge_usages(pool, conn, site, at, Some(at), &[usage]).await?[0])
 }
 
 /// One run-time charge for [`charge_usages`]: GPU-seconds on a project's pool.
@@ -425,33 +441,6 @@ pub struct Usage {
     pub allocated: bool,
     /// The run that used it, if the posting names one.
     pub run: Option<i64>,
-}
-
-/// The charge of [`charge_usage`] and [`charge_usage_at`].
-async fn charge(
-    pool: &PgPool,
-    conn: &mut PgConnection,
-    site: &Site,
-    now: jiff::Timestamp,
-    posted_at: Option<jiff::Timestamp>,
-    (project, (cluster, gpu_model), gpu_seconds, allocated, run): (
-        i64,
-        (i64, i64),
-        i64,
-        bool,
-        Option<i64>,
-    ),
-) -> Result<Charge, AppError> {
-    let usage = Usage {
-        project,
-        cluster,
-        gpu_model,
-        gpu_seconds,
-        allocated,
-        run,
-    };
-    let charges = charge_usages(pool, conn, site, now, posted_at, &[usage]).await?;
-    Ok(charges[0])
 }
 
 /// Records many usages as [`charge_usage`] records one, in a fixed number of statements: the

@@ -645,15 +645,35 @@ pub async fn event(
     said: &Said,
     for_run: Option<i64>,
 ) -> Result<(), sqlx::Error> {
+    events(conn, &[run], kind, std::slice::from_ref(said), &[for_run]).await
+}
+
+/// Appends one timeline entry of `kind` to each of `runs` (`said` and `for_run` side by side
+/// with them) in one statement, in the order given, as [`event`] does for one.
+///
+/// # Errors
+/// Database errors.
+pub async fn events(
+    conn: &mut PgConnection,
+    runs: &[i64],
+    kind: &str,
+    said: &[Said],
+    for_run: &[Option<i64>],
+) -> Result<(), sqlx::Error> {
+    if runs.is_empty() {
+        return Ok(());
+    }
     sqlx::query(
         "INSERT INTO run_events (run_id, kind, message, for_run, attempt, note) \
-         SELECT $1, $2, $3, $4, attempt, $5 FROM runs WHERE id = $1",
+         SELECT u.id, $2, u.m, u.f, r.attempt, u.n \
+         FROM unnest($1::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::JSONB[]) WITH ORDINALITY AS u(id, m, f, n, i) \
+         JOIN runs r ON r.id = u.id ORDER BY u.i",
     )
-    .bind(run)
+    .bind(runs)
     .bind(kind)
-    .bind(said.english())
+    .bind(said.iter().map(Said::english).collect::<Vec<_>>())
     .bind(for_run)
-    .bind(said.to_json())
+    .bind(said.iter().map(Said::to_json).collect::<Vec<_>>())
     .execute(conn)
     .await?;
     Ok(())

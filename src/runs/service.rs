@@ -395,20 +395,20 @@ async fn end_exited_attempts(
         });
     }
     let now = jiff::Timestamp::now();
-    for ((project, cluster, model, allocated), secs) in charges {
-        ledger::charge_usage(
-            pool,
-            conn,
-            site,
-            now,
-            project,
-            (cluster, model),
-            secs,
-            allocated,
-            None,
+    let usages: Vec<ledger::Usage> = charges
+        .into_iter()
+        .map(
+            |((project, cluster, gpu_model, allocated), gpu_seconds)| ledger::Usage {
+                project,
+                cluster,
+                gpu_model,
+                gpu_seconds,
+                allocated,
+                run: None,
+            },
         )
-        .await?;
-    }
+        .collect();
+    ledger::charge_usages(pool, conn, site, now, None, &usages).await?;
     sqlx::query(
         "UPDATE runs SET state = u.s, ended_at = now(), exit_code = u.c, charged_s = u.e \
          FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[]) AS u(id, s, c, e) WHERE runs.id = u.id",
@@ -820,13 +820,11 @@ struct ReasonContexts<'a> {
 impl<'a> ReasonContexts<'a> {
     fn new(names: &Names, offline: &'a HashMap<(i64, i64), u32>, currency: &str) -> Self {
         use std::hash::{DefaultHasher, Hash, Hasher};
-        let sorted = |m: &HashMap<i64, String>| {
-            let mut v: Vec<(&i64, &String)> = m.iter().collect();
+        fn sorted(m: &HashMap<i64, String>) -> Vec<(&i64, &String)> {
+            let mut v: Vec<_> = m.iter().collect();
             v.sort_unstable();
-            v.into_iter()
-                .map(|(k, v)| (*k, v.clone()))
-                .collect::<Vec<_>>()
-        };
+            v
+        }
         let mut h = DefaultHasher::new();
         (
             sorted(&names.projects),
@@ -1058,13 +1056,15 @@ async fn pass_inner(
             .await?,
     );
     reaped.sort_unstable();
+    let mut failed = Vec::new();
     for (run, state) in &reaped {
         if state == "stopping" {
             finish_if_exited(&mut tx, *run).await?;
         } else {
-            begin_stop(&mut tx, pool, site, *run, "failed").await?;
+            failed.push(*run);
         }
     }
+    begin_stops(&mut tx, pool, site, &failed, "failed").await?;
     report.ended = ended + reaped.len();
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;
     let confirmed: Vec<i64> = sqlx::query_scalar(
@@ -1095,16 +1095,14 @@ async fn pass_inner(
     let mut due = live.runs().charge_due(now, CHARGE_EVERY_S);
     // Stopping a run settles it.
     due.retain(|r| expired.binary_search(r).is_err());
-    for run in &expired {
-        event(
-            &mut tx,
-            *run,
-            "time_limit",
-            &Said::new("event-time-limit"),
-            None,
-        )
-        .await?;
-    }
+    super::events(
+        &mut tx,
+        &expired,
+        "time_limit",
+        &vec![Said::new("event-time-limit"); expired.len()],
+        &vec![None; expired.len()],
+    )
+    .await?;
     begin_stops(&mut tx, pool, site, &expired, "time_limit").await?;
     report.timed_out = expired.len();
     settle(pool, &mut tx, site, &due).await?;
@@ -1164,17 +1162,13 @@ async fn pass_inner(
         }
     }
     if !preempted.is_empty() {
-        sqlx::query(
-            "INSERT INTO run_events (run_id, kind, message, for_run, attempt, note) \
-             SELECT u.id, 'preempted', u.m, u.f, r.attempt, u.n \
-             FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::JSONB[]) WITH ORDINALITY AS u(id, m, f, n, i) \
-             JOIN runs r ON r.id = u.id ORDER BY u.i",
+        super::events(
+            &mut tx,
+            &preempted,
+            "preempted",
+            &preempt_said_of,
+            &preempt_for,
         )
-        .bind(&preempted)
-        .bind(preempt_said_of.iter().map(Said::english).collect::<Vec<_>>())
-        .bind(&preempt_for)
-        .bind(preempt_said_of.iter().map(Said::to_json).collect::<Vec<_>>())
-        .execute(&mut *tx)
         .await?;
         begin_stops(&mut tx, pool, site, &preempted, "preempted").await?;
         report.preempted = preempted.len();
