@@ -128,15 +128,25 @@ impl LiveRuns {
     }
 
     /// Starting and running runs with at least `every_s` seconds of their attempt uncharged at
-    /// `now` (from their start rounded up to the second), by ascending id.
+    /// `now` (from their start rounded up to the second): at most `most` of them, those
+    /// uncharged longest first (ties by id), by ascending id; and how many more are due.
     #[must_use]
-    pub fn charge_due(&self, now: jiff::Timestamp, every_s: i64) -> Vec<i64> {
+    pub fn charge_due(&self, now: jiff::Timestamp, every_s: i64, most: usize) -> (Vec<i64>, usize) {
         let now_ns = now.as_nanosecond();
-        self.running
+        let mut due: Vec<(i64, i64)> = self
+            .running
             .values()
             .filter(|r| i128::from(r.started_at + r.charged_s + every_s) * 1_000_000_000 <= now_ns)
-            .map(|r| r.id)
-            .collect()
+            .map(|r| (r.started_at + r.charged_s, r.id))
+            .collect();
+        let left = due.len().saturating_sub(most);
+        if left > 0 {
+            due.select_nth_unstable(most);
+            due.truncate(most);
+        }
+        let mut ids: Vec<i64> = due.into_iter().map(|(_, id)| id).collect();
+        ids.sort_unstable();
+        (ids, left)
     }
 
     /// Reads every queued and running run.
@@ -367,9 +377,15 @@ mod tests {
         assert_eq!(runs.past_time_limit(at(1_100, 500)), vec![1, 3]);
         assert_eq!(runs.past_time_limit(at(1_110, 0)), vec![1, 2, 3]);
         // Uncharged seconds: run 1 from 1,040, run 3 from 1,000, run 2 from 1,010.
-        assert_eq!(runs.charge_due(at(1_059, 999), 60), Vec::<i64>::new());
-        assert_eq!(runs.charge_due(at(1_060, 0), 60), vec![3]);
-        assert_eq!(runs.charge_due(at(1_070, 0), 60), vec![2, 3]);
-        assert_eq!(runs.charge_due(at(1_100, 0), 60), vec![1, 2, 3]);
+        let all = usize::MAX;
+        assert_eq!(runs.charge_due(at(1_059, 999), 60, all), (vec![], 0));
+        assert_eq!(runs.charge_due(at(1_060, 0), 60, all), (vec![3], 0));
+        assert_eq!(runs.charge_due(at(1_070, 0), 60, all), (vec![2, 3], 0));
+        assert_eq!(runs.charge_due(at(1_100, 0), 60, all), (vec![1, 2, 3], 0));
+        // Bounded: the longest uncharged first (3 from 1,000, then 2 from 1,010), the rest
+        // counted.
+        assert_eq!(runs.charge_due(at(1_100, 0), 60, 2), (vec![2, 3], 1));
+        assert_eq!(runs.charge_due(at(1_100, 0), 60, 1), (vec![3], 2));
+        assert_eq!(runs.charge_due(at(1_100, 0), 60, 0), (vec![], 3));
     }
 }

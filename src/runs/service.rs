@@ -25,7 +25,7 @@ use crate::scheduler::{
 use crate::state::AppState;
 
 use super::live::{LiveRuns, Refresh, RunningRow};
-use super::{ASSIGN_CHANNEL, WAKE_CHANNEL, event, wake};
+use super::{ASSIGN_CHANNEL, WAKE_CHANNEL, wake};
 
 /// Advisory lock key held (session level) by the active scheduling loop.
 const LEADER_LOCK: i64 = 0x7472_616e_6368_6501;
@@ -62,6 +62,10 @@ pub const REASONS_PER_PASS: usize = 1_000;
 pub const EXIT_SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// A running run is charged by the pass once this many seconds of its attempt are uncharged.
 pub const CHARGE_EVERY_S: i64 = 60;
+/// At most this many runs are charged by one pass (10,000 runs started in the same seconds fall
+/// due together); the rest are charged by the passes that follow at once, longest uncharged
+/// first (docs/design.md section 7, "Time limits and charges from memory").
+pub const CHARGES_PER_PASS: usize = 1_000;
 /// A pass that starts, stops, ends or charges no run rewrites `project_holds` at most this
 /// often (only for writers that changed runs without rewriting it themselves).
 pub const HOLDS_EVERY: Duration = Duration::from_secs(10);
@@ -92,6 +96,8 @@ pub struct PassReport {
     /// Waiting runs whose changed reason this pass left for the next (past
     /// [`REASONS_PER_PASS`]).
     pub reasons_left: usize,
+    /// Runs due a charge that this pass left for the next (past [`CHARGES_PER_PASS`]).
+    pub charges_left: usize,
     /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
     /// then writing them.
     pub reasons_ms: [u64; 2],
@@ -241,7 +247,7 @@ pub async fn begin_stop(
 /// [`begin_stop`] for many runs with one `kind`, in a fixed number of statements however many
 /// there are (a pass may preempt hundreds at once): one charge of them all, one update, one
 /// delete of their holds, one notice to the agents; then those whose every process has already
-/// exited end at once ([`finish_if_exited`]).
+/// exited end at once ([`finish_exited`]).
 ///
 /// # Errors
 /// Database errors.
@@ -272,73 +278,78 @@ pub async fn begin_stops(
     wake(conn).await?;
     // Only runs with no process left to stop can end now: the others end when their agents
     // report the exits.
-    let exited: Vec<i64> = sqlx::query_scalar(
-        "SELECT r.id FROM runs r WHERE r.id = ANY($1) \
-         AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited') \
-         ORDER BY r.id",
+    finish_exited(conn, runs).await
+}
+
+/// Id, state, stop kind, resumable, every process exited, largest exit status.
+type StopRow = (i64, String, Option<String>, bool, bool, Option<i32>);
+
+/// Ends each of `runs` that is stopping and whose every process of its current attempt has
+/// exited: requeued (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed`
+/// or `lost`; the others are left as they are. A fixed number of statements however many
+/// there are (a pass can end hundreds of preempted attempts at once): one locking read, one
+/// update, and one timeline insert per kind of end.
+///
+/// # Errors
+/// Database errors.
+pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), AppError> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<StopRow> = sqlx::query_as(
+        "SELECT r.id, r.state, r.stop_kind, r.resumable, \
+                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
+                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
+         FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE",
     )
     .bind(runs)
     .fetch_all(&mut *conn)
     .await?;
-    for run in exited {
-        finish_if_exited(conn, run).await?;
+    let (mut ids, mut states, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+    // Per timeline kind: the runs and what their entry says.
+    let mut entries: BTreeMap<&str, (Vec<i64>, Vec<Said>)> = BTreeMap::new();
+    for (id, state, kind, resumable, all_exited, code) in rows {
+        if state != "stopping" || !all_exited {
+            continue;
+        }
+        let (to, kind_text, message) = match kind.as_deref() {
+            Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
+            Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
+            Some("cancelled") => ("cancelled", "cancelled", "event-cancelled-stopped"),
+            Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
+            Some("failed") => ("failed", "failed", "event-gang-failed"),
+            Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
+            _ => ("lost", "lost", "event-lost"),
+        };
+        ids.push(id);
+        states.push(to);
+        codes.push(code);
+        let entry = entries.entry(kind_text).or_default();
+        entry.0.push(id);
+        entry.1.push(Said::new(message));
     }
-    Ok(())
-}
-
-/// State, stop kind, resumable, every process exited, largest exit status.
-type StopRow = (String, Option<String>, bool, bool, Option<i32>);
-
-/// Ends a stopping run once every process of its current attempt has exited: requeued
-/// (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed` or `lost`.
-///
-/// # Errors
-/// Database errors.
-pub async fn finish_if_exited(conn: &mut PgConnection, run: i64) -> Result<(), AppError> {
-    let row: Option<StopRow> = sqlx::query_as(
-        "SELECT r.state, r.stop_kind, r.resumable, \
-                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
-                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
-         FROM runs r WHERE r.id = $1 FOR UPDATE",
+    if ids.is_empty() {
+        return Ok(());
+    }
+    // A requeued run waits again from now and keeps no stop kind; an ended one keeps it.
+    sqlx::query(
+        "UPDATE runs SET state = u.s, kill_at = NULL, exit_code = u.c, \
+                queued_at = CASE WHEN u.s = 'queued' THEN now() ELSE runs.queued_at END, \
+                stop_kind = CASE WHEN u.s = 'queued' THEN NULL ELSE runs.stop_kind END, \
+                ended_at = CASE WHEN u.s = 'queued' THEN runs.ended_at ELSE now() END \
+         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[]) AS u(id, s, c) WHERE runs.id = u.id",
     )
-    .bind(run)
-    .fetch_optional(&mut *conn)
+    .bind(&ids)
+    .bind(&states)
+    .bind(&codes)
+    .execute(&mut *conn)
     .await?;
-    let Some((state, kind, resumable, all_exited, code)) = row else {
-        return Ok(());
-    };
-    if state != "stopping" || !all_exited {
-        return Ok(());
-    }
-    let (to, kind_text, message) = match kind.as_deref() {
-        Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
-        Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
-        Some("cancelled") => ("cancelled", "cancelled", "event-cancelled-stopped"),
-        Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
-        Some("failed") => ("failed", "failed", "event-gang-failed"),
-        Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
-        _ => ("lost", "lost", "event-lost"),
-    };
-    if to == "queued" {
-        sqlx::query(
-            "UPDATE runs SET state = 'queued', queued_at = now(), stop_kind = NULL, kill_at = NULL, exit_code = $2 WHERE id = $1",
-        )
-        .bind(run)
-        .bind(code)
-        .execute(&mut *conn)
-        .await?;
+    if states.contains(&"queued") {
         wake(conn).await?;
-    } else {
-        sqlx::query(
-            "UPDATE runs SET state = $2, ended_at = now(), kill_at = NULL, exit_code = $3 WHERE id = $1",
-        )
-        .bind(run)
-        .bind(to)
-        .bind(code)
-        .execute(&mut *conn)
-        .await?;
     }
-    event(conn, run, kind_text, &Said::new(message), None).await?;
+    for (kind, (runs, said)) in entries {
+        super::events(conn, &runs, kind, &said, &vec![None; runs.len()]).await?;
+    }
     Ok(())
 }
 
@@ -484,17 +495,24 @@ pub async fn lose_node(
         .bind(node)
         .execute(&mut *conn)
         .await?;
+    let (mut live, mut stopping) = (Vec::new(), Vec::new());
     for (run, state) in runs {
         match state.as_str() {
-            "starting" | "running" => {
-                event(conn, run, "lost", why, None).await?;
-                begin_stop(conn, pool, site, run, "lost").await?;
-            }
-            "stopping" => finish_if_exited(conn, run).await?,
+            "starting" | "running" => live.push(run),
+            "stopping" => stopping.push(run),
             _ => {}
         }
     }
-    Ok(())
+    super::events(
+        conn,
+        &live,
+        "lost",
+        &vec![why.clone(); live.len()],
+        &vec![None; live.len()],
+    )
+    .await?;
+    begin_stops(conn, pool, site, &live, "lost").await?;
+    finish_exited(conn, &stopping).await
 }
 
 /// Names for messages: projects, nodes and runs' projects.
@@ -1056,14 +1074,10 @@ async fn pass_inner(
             .await?,
     );
     reaped.sort_unstable();
-    let mut failed = Vec::new();
-    for (run, state) in &reaped {
-        if state == "stopping" {
-            finish_if_exited(&mut tx, *run).await?;
-        } else {
-            failed.push(*run);
-        }
-    }
+    let (stopping, failed): (Vec<_>, Vec<_>) = reaped.iter().partition(|(_, s)| s == "stopping");
+    let ids = |rows: Vec<&(i64, String)>| rows.into_iter().map(|(run, _)| *run).collect::<Vec<_>>();
+    finish_exited(&mut tx, &ids(stopping)).await?;
+    let failed = ids(failed);
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
     report.ended = ended + reaped.len();
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;
@@ -1092,7 +1106,10 @@ async fn pass_inner(
     let clock = std::time::Instant::now();
     let mut refresh = live.refresh(&mut tx).await?;
     let expired = live.runs().past_time_limit(now);
-    let mut due = live.runs().charge_due(now, CHARGE_EVERY_S);
+    let (mut due, charges_left) = live
+        .runs()
+        .charge_due(now, CHARGE_EVERY_S, CHARGES_PER_PASS);
+    report.charges_left = charges_left;
     // Stopping a run settles it.
     due.retain(|r| expired.binary_search(r).is_err());
     super::events(
@@ -1518,8 +1535,10 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 tracing::warn!(error = %e, "cannot record the GPUs' health for the metrics");
             }
         }
-        // Reasons left past REASONS_PER_PASS keep the next pass writing, without waiting.
+        // Reasons left past REASONS_PER_PASS keep the next pass writing, and charges left past
+        // CHARGES_PER_PASS the next charging, without waiting.
         let reasons_left = result.as_ref().map_or(0, |r| r.reasons_left);
+        let charges_left = result.as_ref().map_or(0, |r| r.charges_left);
         if write_reasons && result.is_ok() && reasons_left == 0 {
             reasons_written = began;
         }
@@ -1532,6 +1551,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                     started = r.started,
                     preempted = r.preempted,
                     timed_out = r.timed_out,
+                    charges_left = r.charges_left,
                     nodes_lost = r.nodes_lost,
                     waiting = r.waiting,
                     "scheduling pass"
@@ -1543,6 +1563,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 waiting = r.waiting,
                 reasons = write_reasons,
                 reasons_left,
+                charges_left,
                 reasons_ms = ?r.reasons_ms,
                 "scheduling pass that changed no run"
             ),
@@ -1554,7 +1575,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         }
         // Sleep until woken or the tick (sooner when reasons are due to be written); then take
         // every wake-up already queued, so a burst of submissions costs one pass.
-        let wait = if reasons_left > 0 {
+        let wait = if reasons_left + charges_left > 0 {
             MIN_PASS_GAP
         } else if write_reasons {
             tick

@@ -1564,3 +1564,212 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     assert_eq!(report.reasons_left, 0);
     assert_eq!(unworded().await, 0);
 }
+
+/// Stopping runs whose processes all exited end together in one pass, each as its stop kind
+/// says: preempted and resumable requeues (waiting again from now, its stop kind gone, and
+/// here started again at once),
+/// preempted and not resumable ends `preempted`, a cancel ends `cancelled`, a time limit ends
+/// `failed`, with their timeline entries; a stopping run whose process has not exited stays.
+#[tokio::test]
+async fn stopping_runs_that_exited_together_each_end_as_their_stop_kind_says() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["f-1"]).await;
+    let requeued = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let preempted = submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await;
+    let cancelled = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let timed_out = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let still = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let all = [requeued, preempted, cancelled, timed_out, still];
+    pass(&o.app).await;
+    let running: Vec<Value> = all
+        .iter()
+        .map(|r| json!({"run": r, "attempt": 1, "node": nodes[0], "state": "running"}))
+        .collect();
+    sync(&o.app, &o.agent, &session, &nodes, json!(running)).await;
+    pass(&o.app).await;
+    let queued_at = "SELECT (extract(epoch FROM queued_at) * 1e6)::BIGINT FROM runs WHERE id = ANY($1) ORDER BY id";
+    let queued_before: Vec<i64> = sqlx::query_scalar(queued_at)
+        .bind(&all[..])
+        .fetch_all(&o.app.pool)
+        .await
+        .unwrap();
+    let site = &o.app.state.site;
+    let mut tx = o.app.pool.begin().await.unwrap();
+    service::begin_stops(
+        &mut tx,
+        &o.app.pool,
+        site,
+        &[requeued, preempted, still],
+        "preempted",
+    )
+    .await
+    .unwrap();
+    service::begin_stops(&mut tx, &o.app.pool, site, &[timed_out], "time_limit")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{cancelled}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    for run in all {
+        assert_eq!(state_of(&o.app, run).await, "stopping");
+    }
+    // Every process but `still`'s exits, reported in one sync.
+    let exited: Vec<Value> = all[..4]
+        .iter()
+        .map(|r| json!({"run": r, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}))
+        .collect();
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!(exited)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let report = pass(&o.app).await;
+    assert_eq!(report.ended, 4);
+    let rows: Vec<(i64, String, Option<String>, bool, bool)> = sqlx::query_as(
+        "SELECT id, state, stop_kind, kill_at IS NULL, ended_at IS NOT NULL FROM runs \
+         WHERE id = ANY($1) ORDER BY id",
+    )
+    .bind(&all[..])
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    let expected = [
+        // Requeued, then started again by the same pass on the GPUs the others left.
+        (requeued, "starting", None, true, false),
+        (preempted, "preempted", Some("preempted"), true, true),
+        (cancelled, "cancelled", Some("cancelled"), true, true),
+        (timed_out, "failed", Some("time_limit"), true, true),
+        (still, "stopping", Some("preempted"), false, false),
+    ];
+    for ((id, state, kind, no_kill, ended), want) in rows.into_iter().zip(expected) {
+        assert_eq!(
+            (id, state.as_str(), kind.as_deref(), no_kill, ended),
+            want,
+            "run {id}"
+        );
+    }
+    // Only the requeued run waits again from now.
+    let queued_after: Vec<i64> = sqlx::query_scalar(queued_at)
+        .bind(&all[..])
+        .fetch_all(&o.app.pool)
+        .await
+        .unwrap();
+    for ((run, before), after) in all.iter().zip(&queued_before).zip(&queued_after) {
+        assert_eq!(after > before, *run == requeued, "run {run}");
+    }
+    // Their last entries but the new start (`still`'s has none: it is still stopping).
+    let last: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT ON (run_id) run_id, kind, note->>'key' FROM run_events \
+         WHERE run_id = ANY($1) AND kind <> 'started' ORDER BY run_id, id DESC",
+    )
+    .bind(&all[..4])
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        last,
+        vec![
+            (
+                requeued,
+                "requeued".into(),
+                "event-requeued-preempted".into()
+            ),
+            (preempted, "ended".into(), "event-ended-preempted".into()),
+            (
+                cancelled,
+                "cancelled".into(),
+                "event-cancelled-stopped".into()
+            ),
+            (
+                timed_out,
+                "failed".into(),
+                "event-time-limit-stopped".into()
+            ),
+        ]
+    );
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(requeued)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempt, 2);
+}
+
+/// Runs started in the same seconds fall due a charge together: a pass charges at most
+/// `CHARGES_PER_PASS` of them, those uncharged longest first, and the next pass the rest; each
+/// is charged up to the pass that charged it.
+#[tokio::test]
+async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
+    let o = org().await;
+    let extra = 200;
+    let count = service::CHARGES_PER_PASS + extra;
+    let names: Vec<String> = (1..=count.div_ceil(8))
+        .map(|i| format!("due-{i}"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    register(&o.app, &o.agent, &names).await;
+    let first = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let ours: Vec<i64> = sqlx::query_scalar(
+        "WITH copies AS (INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, \
+                min_runtime_s, time_limit_s, priority, resumable, command, state, queued_at) \
+         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                priority, resumable, command, 'queued', now() FROM runs, generate_series(2, $1) WHERE id = $2 \
+         RETURNING id) SELECT $2 UNION ALL SELECT id FROM copies ORDER BY 1",
+    )
+    .bind(count as i64)
+    .bind(first)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(ours.len(), count);
+    // One pass starts them all (and charges whatever of the demo's was due).
+    pass(&o.app).await;
+    let starting: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE id = ANY($1) AND state = 'starting'")
+            .bind(&ours)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(starting, count as i64);
+    // Moved back in time rather than waited for: the last CHARGES_PER_PASS by id started
+    // 150 s ago, the first `extra` 90 s ago.
+    let (early, late) = ours.split_at(extra);
+    for (runs, secs) in [(late, 150), (early, 90)] {
+        sqlx::query(
+            "UPDATE runs SET started_at = started_at - make_interval(secs => $2) WHERE id = ANY($1)",
+        )
+        .bind(runs)
+        .bind(f64::from(secs))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    }
+    let charged = |runs: &[i64]| {
+        let runs = runs.to_vec();
+        let pool = o.app.pool.clone();
+        async move {
+            let (low, high): (i64, i64) = sqlx::query_as(
+                "SELECT min(charged_s), max(charged_s) FROM runs WHERE id = ANY($1)",
+            )
+            .bind(&runs)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (low, high)
+        }
+    };
+    let report = pass(&o.app).await;
+    assert_eq!(report.charges_left, extra);
+    let (low, high) = charged(late).await;
+    assert!(low >= 150 && high < 180, "charged {low} to {high} s");
+    assert_eq!(charged(early).await, (0, 0));
+    let report = pass(&o.app).await;
+    assert_eq!(report.charges_left, 0);
+    let (low, high) = charged(early).await;
+    assert!(low >= 90 && high < 120, "charged {low} to {high} s");
+}
