@@ -17,7 +17,7 @@
 //! meanwhile, this process restarted, a pass of ours rolled back and with it its consumption)
 //! reloads every run, as does the first pass of a process.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sqlx::PgConnection;
 
@@ -63,13 +63,136 @@ const RUNNING_SQL: &str = "SELECT r.id, r.project_id AS project, r.cluster_id AS
      array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
      FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running')";
 
-/// The queued and running runs of the snapshot, by id.
+/// The fair-share window, seconds: usage posted less than this long ago counts
+/// (docs/design.md section 3).
+pub const USAGE_WINDOW_S: i64 = 7 * 86_400;
+
+/// The queued and running runs of the snapshot, by id, and the fair-share usage.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveRuns {
     /// Queued runs by id.
     pub waiting: BTreeMap<i64, WaitingRow>,
     /// Starting and running runs (with GPU holds) by id.
     pub running: BTreeMap<i64, RunningRow>,
+    /// Allocated GPU-seconds used inside the fair-share window.
+    pub usage: UsageWindow,
+}
+
+/// Allocated GPU-seconds of the `usage` postings inside the fair-share window, by project and
+/// GPU model (docs/design.md section 7, "Usage window"): a full read sums the window's
+/// postings; [`Self::advance`] adds the postings noted in `usage_changes` since and subtracts
+/// those whose instant left the window, so a pass reads the postings of its last seconds, not
+/// of the week.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageWindow {
+    /// GPU-seconds by (project, GPU model); no zero entries.
+    pub seconds: BTreeMap<(i64, i64), i64>,
+    /// The window's start the sums follow (postings after it count), as the database
+    /// computed it; `None` before the first read.
+    since: Option<time::OffsetDateTime>,
+}
+
+/// Sums the usage postings inside the window; consumes `usage_changes` when `$2`, in the same
+/// statement, so no posting is both summed and left to be added again.
+const USAGE_FULL_SQL: &str = "WITH consumed AS (DELETE FROM usage_changes WHERE $2 RETURNING 1) \
+     SELECT lp.project_id, lp.gpu_model_id, sum(lp.gpu_seconds)::BIGINT FROM ledger_postings lp \
+     WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.at > $1 GROUP BY 1, 2";
+
+/// The change of the sums from window start `$2` to `$1`: the noted postings inside the new
+/// window (consumed), less the earlier postings whose instant left it. One statement, so the
+/// postings noted and the postings read are of one snapshot.
+const USAGE_ADVANCE_SQL: &str = "WITH consumed AS (DELETE FROM usage_changes RETURNING posting_id) \
+     SELECT project_id, gpu_model_id, sum(s)::BIGINT FROM ( \
+        SELECT lp.project_id, lp.gpu_model_id, lp.gpu_seconds AS s FROM ledger_postings lp \
+        WHERE lp.id IN (SELECT posting_id FROM consumed) AND lp.kind = 'usage' \
+          AND lp.gpu_model_id IS NOT NULL AND lp.at > $1 \
+        UNION ALL \
+        SELECT lp.project_id, lp.gpu_model_id, -lp.gpu_seconds FROM ledger_postings lp \
+        WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.at > $2 AND lp.at <= $1 \
+          AND lp.id NOT IN (SELECT posting_id FROM consumed) \
+     ) x GROUP BY 1, 2";
+
+impl UsageWindow {
+    /// The window's start now (the transaction's instant less [`USAGE_WINDOW_S`]).
+    async fn start(conn: &mut PgConnection) -> Result<time::OffsetDateTime, sqlx::Error> {
+        sqlx::query_scalar("SELECT now() - make_interval(secs => $1)")
+            .bind(USAGE_WINDOW_S as f64)
+            .fetch_one(conn)
+            .await
+    }
+
+    /// Sums every usage posting inside the window; consumes the noted postings when `consume`.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn load(conn: &mut PgConnection, consume: bool) -> Result<Self, sqlx::Error> {
+        let since = Self::start(conn).await?;
+        let rows: Vec<(i64, i64, i64)> = sqlx::query_as(USAGE_FULL_SQL)
+            .bind(since)
+            .bind(consume)
+            .fetch_all(&mut *conn)
+            .await?;
+        Ok(Self {
+            seconds: rows
+                .into_iter()
+                .filter(|r| r.2 != 0)
+                .map(|(p, m, s)| ((p, m), s))
+                .collect(),
+            since: Some(since),
+        })
+    }
+
+    /// Brings the sums to the window ending now: adds the postings noted since the last read
+    /// and subtracts those that left the window (a full read if the window's start moved
+    /// back, as after a clock change, or was never read).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn advance(&mut self, conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+        let since = Self::start(conn).await?;
+        let Some(old) = self.since.filter(|&old| old <= since) else {
+            *self = Self::load(conn, true).await?;
+            return Ok(());
+        };
+        let rows: Vec<(i64, i64, i64)> = sqlx::query_as(USAGE_ADVANCE_SQL)
+            .bind(since)
+            .bind(old)
+            .fetch_all(&mut *conn)
+            .await?;
+        for (project, model, delta) in rows {
+            let entry = self.seconds.entry((project, model)).or_default();
+            *entry += delta;
+            if *entry == 0 {
+                self.seconds.remove(&(project, model));
+            }
+        }
+        self.since = Some(since);
+        Ok(())
+    }
+
+    /// Billing-weighted GPU-seconds by project: the sum over its models of GPU-seconds x
+    /// `weight_milli(model)` / 1,000, rounded half away from zero (as PostgreSQL rounds the
+    /// numeric sum to BIGINT). A model without a weight counts nothing.
+    #[must_use]
+    pub fn weighted(&self, weight_milli: impl Fn(i64) -> Option<i64>) -> HashMap<i64, i64> {
+        let mut milli: HashMap<i64, i128> = HashMap::new();
+        for (&(project, model), &secs) in &self.seconds {
+            if let Some(w) = weight_milli(model) {
+                *milli.entry(project).or_default() += i128::from(secs) * i128::from(w);
+            }
+        }
+        milli
+            .into_iter()
+            .map(|(p, m)| {
+                let rounded = if m >= 0 {
+                    (m + 500) / 1000
+                } else {
+                    -((-m + 500) / 1000)
+                };
+                (p, rounded as i64)
+            })
+            .collect()
+    }
 }
 
 /// How [`LiveCache::refresh`] brought the runs up to date.
@@ -149,11 +272,12 @@ impl LiveRuns {
         (ids, left)
     }
 
-    /// Reads every queued and running run.
+    /// Reads every queued and running run and the usage inside the window (consuming the
+    /// noted usage postings when `consume`: a pass does, a comparison does not).
     ///
     /// # Errors
     /// Database errors.
-    pub async fn load_full(conn: &mut PgConnection) -> Result<Self, sqlx::Error> {
+    pub async fn load_full(conn: &mut PgConnection, consume: bool) -> Result<Self, sqlx::Error> {
         let waiting: Vec<WaitingRow> = sqlx::query_as(WAITING_SQL).fetch_all(&mut *conn).await?;
         let running: Vec<RunningRow> = sqlx::query_as(&format!("{RUNNING_SQL} GROUP BY r.id"))
             .fetch_all(&mut *conn)
@@ -161,6 +285,7 @@ impl LiveRuns {
         Ok(Self {
             waiting: waiting.into_iter().map(|w| (w.0, w)).collect(),
             running: running.into_iter().map(|r| (r.id, r)).collect(),
+            usage: UsageWindow::load(conn, consume).await?,
         })
     }
 
@@ -230,6 +355,7 @@ impl LiveCache {
                 if !ids.is_empty() {
                     runs.reload(conn, &ids).await?;
                 }
+                runs.usage.advance(conn).await?;
                 Refresh::Incremental(ids.len())
             }
             _ => {
@@ -238,7 +364,7 @@ impl LiveCache {
                         "another pass consumed run changes since this one; reloading every run"
                     );
                 }
-                self.runs = Some(LiveRuns::load_full(conn).await?);
+                self.runs = Some(LiveRuns::load_full(conn, true).await?);
                 // Another process may have written reasons meanwhile.
                 self.reasons.clear();
                 Refresh::Full
@@ -369,6 +495,7 @@ mod tests {
             .into_iter()
             .map(|r| (r.id, r))
             .collect(),
+            ..LiveRuns::default()
         };
         let at = |s: i64, ms: i64| jiff::Timestamp::new(s, (ms * 1_000_000) as i32).unwrap();
         // Run 1 ends its limit at 1,050; runs 3 and 2 at 1,100 and 1,110.
@@ -387,5 +514,26 @@ mod tests {
         assert_eq!(runs.charge_due(at(1_100, 0), 60, 2), (vec![2, 3], 1));
         assert_eq!(runs.charge_due(at(1_100, 0), 60, 1), (vec![3], 2));
         assert_eq!(runs.charge_due(at(1_100, 0), 60, 0), (vec![], 3));
+    }
+
+    #[test]
+    fn weighted_usage_rounds_the_weighted_sum_as_postgresql_rounds_numeric() {
+        let usage = UsageWindow {
+            seconds: [((1, 10), 3), ((1, 20), 1), ((2, 10), 1), ((3, 30), 7)]
+                .into_iter()
+                .collect(),
+            since: None,
+        };
+        // Model 10 weighs 1.5, model 20 weighs 1.0 and model 30 has no weight (gone).
+        let weight = |m: i64| match m {
+            10 => Some(1_500),
+            20 => Some(1_000),
+            _ => None,
+        };
+        let got = usage.weighted(weight);
+        // Project 1: 3 x 1.5 + 1 x 1.0 = 5.5, rounded half away from zero; project 2: 1.5.
+        assert_eq!(got.get(&1), Some(&6));
+        assert_eq!(got.get(&2), Some(&2));
+        assert_eq!(got.get(&3), None);
     }
 }

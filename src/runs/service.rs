@@ -123,7 +123,7 @@ pub async fn snapshot_pair(state: &AppState) -> Result<(Snapshot, Snapshot, Refr
         let how = live.refresh(&mut tx).await?;
         let (incremental, _, _) =
             load_snapshot(&state.pool, &mut tx, &state.site, now, live.runs()).await?;
-        let full_runs = LiveRuns::load_full(&mut tx).await?;
+        let full_runs = LiveRuns::load_full(&mut tx, false).await?;
         let (full, _, _) =
             load_snapshot(&state.pool, &mut tx, &state.site, now, &full_runs).await?;
         tx.commit().await?;
@@ -649,15 +649,9 @@ async fn load_snapshot(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let usage: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
-        "SELECT lp.project_id, (sum(lp.gpu_seconds * m.billing_weight_milli) / 1000)::BIGINT \
-         FROM ledger_postings lp JOIN gpu_models m ON m.id = lp.gpu_model_id \
-         WHERE lp.kind = 'usage' AND lp.at > now() - interval '7 days' GROUP BY lp.project_id",
-    )
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .collect();
+    // Billing-weighted usage in the window, kept up to date with the runs (the weights as
+    // they are now).
+    let usage = runs.usage.weighted(|m| price_of.get(&m).map(|w| w.0));
     let (period_start, _) = ledger::Period::containing(now, site).bounds();
     let mut balances: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
         "SELECT project_id, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",

@@ -22,7 +22,7 @@ use crate::state::AppState;
 use crate::web::home::IdleView;
 
 /// The fair-share window the scheduler uses, seconds (as `runs::service`'s usage query).
-pub const WINDOW_S: i64 = 7 * 86_400;
+pub const WINDOW_S: i64 = crate::runs::live::USAGE_WINDOW_S;
 
 /// A run of the project now.
 pub struct RunNow {

@@ -1,6 +1,7 @@
 //! Incremental scheduling snapshots (src/runs/live.rs) on real PostgreSQL: after random
 //! sequences of submissions, cancels, approvals, denials, agent reports (running, exits),
-//! agent restarts, passes and passes of another replica, the runs a pass would schedule from,
+//! agent restarts, usage postings near the fair-share window's start, passes and passes of
+//! another replica, the runs a pass would schedule from (with the fair-share usage),
 //! kept in memory and brought up to date from `run_changes`, equal a full reload; and changes
 //! committed out of order are not missed. Delta agent syncs send only the orders that changed.
 
@@ -40,6 +41,14 @@ enum Op {
     Exit { nth: usize, code: i32 },
     /// The agent stops (its nodes are lost at once) and registers again.
     Restart,
+    /// Allocated run time of a project recorded in the past: `edge_ms` milliseconds after the
+    /// fair-share window's start (negative: before it), so some postings leave the window
+    /// while the steps that follow run, and some never count.
+    Usage {
+        project: usize,
+        edge_ms: i64,
+        gpu_seconds: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -53,6 +62,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::ReportRunning),
         2 => (0..8usize, prop_oneof![Just(0i32), Just(1)]).prop_map(|(nth, code)| Op::Exit { nth, code }),
         1 => Just(Op::Restart),
+        2 => (0..2usize, prop_oneof![Just(-1_000i64), 1..300i64, Just(3_600_000), Just(600_000_000)], 1..7_200i64)
+            .prop_map(|(project, edge_ms, gpu_seconds)| Op::Usage { project, edge_ms, gpu_seconds }),
     ]
 }
 
@@ -208,6 +219,37 @@ async fn apply(o: &Org, session: &mut String, op: &Op) {
                 .await;
             assert_eq!(status, StatusCode::OK, "{answer}");
             *session = register_again(o).await;
+        }
+        Op::Usage {
+            project,
+            edge_ms,
+            gpu_seconds,
+        } => {
+            let (project, cluster, model): (i64, i64, i64) = sqlx::query_as(
+                "SELECT p.node_id, c.id, m.id FROM projects p JOIN tree_nodes t ON t.id = p.node_id, \
+                        clusters c, gpu_models m WHERE t.name = $1 AND c.name = 'local' AND m.name = 'H100'",
+            )
+            .bind(PROJECTS[*project])
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+            let window = jiff::SignedDuration::from_secs(tranche::runs::live::USAGE_WINDOW_S);
+            let at = jiff::Timestamp::now() - window + jiff::SignedDuration::from_millis(*edge_ms);
+            let mut tx = o.app.pool.begin().await.unwrap();
+            tranche::ledger::charge_usage_at(
+                &o.app.pool,
+                &mut tx,
+                &o.app.state.site,
+                at,
+                project,
+                (cluster, model),
+                *gpu_seconds,
+                true,
+                None,
+            )
+            .await
+            .unwrap();
+            tx.commit().await.unwrap();
         }
     }
 }
