@@ -885,6 +885,9 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
         .bind(plan.waiting as i64)
         .execute(&pool)
         .await?;
+        // Planner statistics as a site's autovacuum keeps them: without them, the scratch
+        // database's tables (empty when its passes began) are scanned whole each pass.
+        sqlx::query("ANALYZE").execute(&pool).await?;
         sqlx::query("SELECT pg_notify($1, '')")
             .bind(crate::runs::WAKE_CHANNEL)
             .execute(&pool)

@@ -96,19 +96,21 @@ pub struct UsageWindow {
 /// statement, so no posting is both summed and left to be added again.
 const USAGE_FULL_SQL: &str = "WITH consumed AS (DELETE FROM usage_changes WHERE $2 RETURNING 1) \
      SELECT lp.project_id, lp.gpu_model_id, sum(lp.gpu_seconds)::BIGINT FROM ledger_postings lp \
-     WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.at > $1 GROUP BY 1, 2";
+     WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.project_id IS NOT NULL AND lp.at > $1 \
+     GROUP BY 1, 2";
 
 /// The change of the sums from window start `$2` to `$1`: the noted postings inside the new
-/// window (consumed), less the earlier postings whose instant left it. One statement, so the
-/// postings noted and the postings read are of one snapshot.
-const USAGE_ADVANCE_SQL: &str = "WITH consumed AS (DELETE FROM usage_changes RETURNING posting_id) \
+/// window (consumed; the notes carry what the sums need, so they are not joined back to the
+/// ledger), less the earlier postings whose instant left it. One statement, so the postings
+/// noted and the postings read are of one snapshot.
+const USAGE_ADVANCE_SQL: &str = "WITH consumed AS (DELETE FROM usage_changes \
+        RETURNING posting_id, project_id, gpu_model_id, gpu_seconds, at) \
      SELECT project_id, gpu_model_id, sum(s)::BIGINT FROM ( \
-        SELECT lp.project_id, lp.gpu_model_id, lp.gpu_seconds AS s FROM ledger_postings lp \
-        WHERE lp.id IN (SELECT posting_id FROM consumed) AND lp.kind = 'usage' \
-          AND lp.gpu_model_id IS NOT NULL AND lp.at > $1 \
+        SELECT project_id, gpu_model_id, gpu_seconds AS s FROM consumed WHERE at > $1 \
         UNION ALL \
         SELECT lp.project_id, lp.gpu_model_id, -lp.gpu_seconds FROM ledger_postings lp \
-        WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.at > $2 AND lp.at <= $1 \
+        WHERE lp.kind = 'usage' AND lp.gpu_model_id IS NOT NULL AND lp.project_id IS NOT NULL \
+          AND lp.at > $2 AND lp.at <= $1 \
           AND lp.id NOT IN (SELECT posting_id FROM consumed) \
      ) x GROUP BY 1, 2";
 
