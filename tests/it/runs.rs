@@ -1772,4 +1772,17 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
     assert_eq!(report.charges_left, 0);
     let (low, high) = charged(early).await;
     assert!(low >= 90 && high < 120, "charged {low} to {high} s");
+    // Each run's charge is one posting; the balances follow them.
+    let postings: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM ledger_postings WHERE run_id = ANY($1) AND kind IN ('usage', 'usage_free')",
+    )
+    .bind(&ours)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(postings >= count as i64, "{postings} postings");
+    assert_eq!(
+        tranche::ledger::problems(&o.app.pool).await.unwrap(),
+        Vec::<String>::new()
+    );
 }
