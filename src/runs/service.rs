@@ -1068,10 +1068,15 @@ async fn pass_inner(
             .await?,
     );
     reaped.sort_unstable();
-    let (stopping, failed): (Vec<_>, Vec<_>) = reaped.iter().partition(|(_, s)| s == "stopping");
-    let ids = |rows: Vec<&(i64, String)>| rows.into_iter().map(|(run, _)| *run).collect::<Vec<_>>();
-    finish_exited(&mut tx, &ids(stopping)).await?;
-    let failed = ids(failed);
+    let (mut stopping, mut failed) = (Vec::new(), Vec::new());
+    for (run, state) in &reaped {
+        if state == "stopping" {
+            stopping.push(*run);
+        } else {
+            failed.push(*run);
+        }
+    }
+    finish_exited(&mut tx, &stopping).await?;
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
     report.ended = ended + reaped.len();
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;

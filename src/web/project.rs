@@ -21,7 +21,7 @@ use crate::scheduler::fairshare::ShareKey;
 use crate::state::AppState;
 use crate::web::home::IdleView;
 
-/// The fair-share window the scheduler uses, seconds (as `runs::service`'s usage query).
+/// The fair-share window the scheduler uses, seconds ([`crate::runs::live::USAGE_WINDOW_S`]).
 pub const WINDOW_S: i64 = crate::runs::live::USAGE_WINDOW_S;
 
 /// A run of the project now.
