@@ -390,6 +390,21 @@ impl LiveCache {
             .unwrap_or_else(|| EMPTY.get_or_init(LiveRuns::default))
     }
 
+    /// Sets the seconds charged of running runs, `(run, charged_s)`, as the pass's own charges
+    /// wrote them (a write of `charged_s` alone notes no change, migration ...125). Runs not in
+    /// the snapshot are skipped. If the pass's transaction does not commit, the caller clears
+    /// the cache ([`Self::clear`]).
+    pub fn set_charged(&mut self, charged: &[(i64, i64)]) {
+        let Some(runs) = self.runs.as_mut() else {
+            return;
+        };
+        for &(id, charged_s) in charged {
+            if let Some(r) = runs.running.get_mut(&id) {
+                r.charged_s = charged_s;
+            }
+        }
+    }
+
     /// Forgets the runs: the next refresh reads every run (after a failed pass).
     pub fn clear(&mut self) {
         self.runs = None;

@@ -106,12 +106,27 @@ pub struct PassReport {
 /// The snapshot a pass would schedule from now, built twice in one transaction holding the
 /// pass lock: from this replica's incremental runs ([`super::live::LiveCache::refresh`], which
 /// consumes the pending changes as a pass does) and from a full reload of every run. Equal
-/// unless a change was missed; the property test in `tests/it/runs.rs` and
-/// `tranche bench runs --verify` compare them. Commits, so the consumption stands.
+/// unless a change was missed; the property test in `tests/it/incremental.rs` compares them.
+#[derive(Debug)]
+pub struct SnapshotPair {
+    /// The core's input from the incremental runs.
+    pub incremental: Snapshot,
+    /// The core's input from a full reload.
+    pub full: Snapshot,
+    /// The incremental runs themselves (with what the core does not read, such as the
+    /// seconds charged).
+    pub incremental_runs: LiveRuns,
+    /// The runs of the full reload.
+    pub full_runs: LiveRuns,
+    /// How the incremental runs were brought up to date.
+    pub how: Refresh,
+}
+
+/// Builds a [`SnapshotPair`]. Commits, so the consumption stands.
 ///
 /// # Errors
 /// Database errors.
-pub async fn snapshot_pair(state: &AppState) -> Result<(Snapshot, Snapshot, Refresh), AppError> {
+pub async fn snapshot_pair(state: &AppState) -> Result<SnapshotPair, AppError> {
     let mut live = state.live_runs.lock().await;
     let result = async {
         let mut tx = state.pool.begin().await?;
@@ -127,7 +142,13 @@ pub async fn snapshot_pair(state: &AppState) -> Result<(Snapshot, Snapshot, Refr
         let (full, _, _) =
             load_snapshot(&state.pool, &mut tx, &state.site, now, &full_runs).await?;
         tx.commit().await?;
-        Ok::<_, AppError>((incremental, full, how))
+        Ok::<_, AppError>(SnapshotPair {
+            incremental,
+            full,
+            incremental_runs: live.runs().clone(),
+            full_runs,
+            how,
+        })
     }
     .await;
     if result.is_err() {
@@ -155,7 +176,9 @@ type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64);
 /// model's billing weight and price while the balance lasts, the rest free:
 /// [`ledger::charge_usages`]), in a fixed number of statements however many runs fall due.
 /// When a protected run's charge could not be paid in full, its page says it goes on
-/// unallocated (once an attempt). Other ids are skipped.
+/// unallocated (once an attempt). Other ids are skipped. Returns each charged run with its new
+/// `charged_s` (seconds of its attempt charged), by ascending id: that write alone does not
+/// note the run in `run_changes` (migration ...125), so a pass sets it in its snapshot.
 ///
 /// # Errors
 /// Database errors.
@@ -164,7 +187,7 @@ async fn settle(
     conn: &mut PgConnection,
     site: &Site,
     runs: &[i64],
-) -> Result<(), AppError> {
+) -> Result<Vec<(i64, i64)>, AppError> {
     let rows: Vec<SettleRow> = sqlx::query_as(
         "SELECT id, project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - started_at)))::BIGINT \
@@ -178,7 +201,7 @@ async fn settle(
         .filter(|&(.., charged, elapsed)| elapsed > charged)
         .collect();
     if rows.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let usages: Vec<ledger::Usage> = rows
         .iter()
@@ -224,7 +247,7 @@ async fn settle(
         .execute(&mut *conn)
         .await?;
     }
-    Ok(())
+    Ok(ids.into_iter().zip(elapsed).collect())
 }
 
 /// Stops a starting or running run: charges its time, releases its GPUs (the core may give
@@ -261,6 +284,7 @@ pub async fn begin_stops(
     if runs.is_empty() {
         return Ok(());
     }
+    // The state change below notes the runs in `run_changes`.
     settle(pool, conn, site, runs).await?;
     sqlx::query(
         "UPDATE runs SET state = 'stopping', stop_kind = $2, kill_at = now() + make_interval(secs => $3) WHERE id = ANY($1)",
@@ -1100,8 +1124,9 @@ async fn pass_inner(
 
     // Runs past their time limit and runs due a charge, from the starting and running runs
     // brought up to date (every starting or running run holds its GPUs, so the cache has it):
-    // no scan of the running runs. Stopping and charging them changes runs, which a second
-    // refresh reads back before the core sees them.
+    // no scan of the running runs. Stopping runs changes them, which a second refresh reads
+    // back before the core sees them, with the usage just posted; the new charges are set in
+    // the snapshot as they are written (they note no change).
     let clock = std::time::Instant::now();
     let mut refresh = live.refresh(&mut tx).await?;
     let expired = live.runs().past_time_limit(now);
@@ -1121,7 +1146,8 @@ async fn pass_inner(
     .await?;
     begin_stops(&mut tx, pool, site, &expired, "time_limit").await?;
     report.timed_out = expired.len();
-    settle(pool, &mut tx, site, &due).await?;
+    let charges = settle(pool, &mut tx, site, &due).await?;
+    live.set_charged(&charges);
     if !expired.is_empty() || !due.is_empty() {
         refresh = match (refresh, live.refresh(&mut tx).await?) {
             (Refresh::Incremental(a), Refresh::Incremental(b)) => Refresh::Incremental(a + b),

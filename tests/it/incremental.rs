@@ -1,6 +1,7 @@
 //! Incremental scheduling snapshots (src/runs/live.rs) on real PostgreSQL: after random
 //! sequences of submissions, cancels, approvals, denials, agent reports (running, exits),
-//! agent restarts, usage postings near the fair-share window's start, passes and passes of
+//! agent restarts, usage postings near the fair-share window's start, runs falling due a
+//! charge (which the pass sets in its snapshot, noting no change), passes and passes of
 //! another replica, the runs a pass would schedule from (with the fair-share usage),
 //! kept in memory and brought up to date from `run_changes`, equal a full reload; and changes
 //! committed out of order are not missed. Delta agent syncs send only the orders that changed.
@@ -41,6 +42,10 @@ enum Op {
     Exit { nth: usize, code: i32 },
     /// The agent stops (its nodes are lost at once) and registers again.
     Restart,
+    /// The nth starting or running run (by id) began `secs` earlier than it did, so the next
+    /// pass charges it (a charge falls due each minute of an attempt) and sets the new charge
+    /// in its snapshot, with no change noted.
+    Age { nth: usize, secs: i64 },
     /// Allocated run time of a project recorded in the past: `edge_ms` milliseconds after the
     /// fair-share window's start (negative: before it), so some postings leave the window
     /// while the steps that follow run, and some never count.
@@ -62,6 +67,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::ReportRunning),
         2 => (0..8usize, prop_oneof![Just(0i32), Just(1)]).prop_map(|(nth, code)| Op::Exit { nth, code }),
         1 => Just(Op::Restart),
+        2 => (0..8usize, prop_oneof![Just(61i64), 120..600i64]).prop_map(|(nth, secs)| Op::Age { nth, secs }),
         2 => (0..2usize, prop_oneof![Just(-1_000i64), 1..300i64, Just(3_600_000), Just(600_000_000)], 1..7_200i64)
             .prop_map(|(project, edge_ms, gpu_seconds)| Op::Usage { project, edge_ms, gpu_seconds }),
     ]
@@ -220,6 +226,24 @@ async fn apply(o: &Org, session: &mut String, op: &Op) {
             assert_eq!(status, StatusCode::OK, "{answer}");
             *session = register_again(o).await;
         }
+        Op::Age { nth, secs } => {
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT id FROM runs WHERE state IN ('starting', 'running') ORDER BY id",
+            )
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+            if !ids.is_empty() {
+                sqlx::query(
+                    "UPDATE runs SET started_at = started_at - make_interval(secs => $2) WHERE id = $1",
+                )
+                .bind(ids[nth % ids.len()])
+                .bind(*secs as f64)
+                .execute(&o.app.pool)
+                .await
+                .unwrap();
+            }
+        }
         Op::Usage {
             project,
             edge_ms,
@@ -280,12 +304,15 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let (o, mut session) = setup().await;
-            let (_, _, first) = service::snapshot_pair(&o.app.state).await.unwrap();
+            let first = service::snapshot_pair(&o.app.state).await.unwrap().how;
             prop_assert_eq!(first, Refresh::Full);
             for (step, op) in ops.iter().enumerate() {
                 apply(&o, &mut session, op).await;
-                let (incremental, full, how) = service::snapshot_pair(&o.app.state).await.unwrap();
-                prop_assert_eq!(&incremental, &full, "step {} ({:?}) of {:?}", step, op, ops);
+                let pair = service::snapshot_pair(&o.app.state).await.unwrap();
+                let how = pair.how;
+                prop_assert_eq!(&pair.incremental, &pair.full, "step {} ({:?}) of {:?}", step, op, ops);
+                prop_assert_eq!(&pair.incremental_runs.running, &pair.full_runs.running, "step {} ({:?}) of {:?}", step, op, ops);
+                prop_assert_eq!(&pair.incremental_runs.waiting, &pair.full_runs.waiting, "step {} ({:?}) of {:?}", step, op, ops);
                 if matches!(op, Op::OtherPass) {
                     prop_assert_eq!(how, Refresh::Full, "another replica's pass went unnoticed");
                 } else {
@@ -316,7 +343,7 @@ async fn changes_committed_out_of_order_are_not_missed() {
         assert_eq!(status, StatusCode::CREATED, "{answer}");
         ids.push(answer["id"].as_i64().unwrap());
     }
-    let (_, _, how) = service::snapshot_pair(&o.app.state).await.unwrap();
+    let how = service::snapshot_pair(&o.app.state).await.unwrap().how;
     assert_eq!(how, Refresh::Full);
     // A: first to write (its change row takes the lower number), last to commit.
     let mut a = o.app.pool.begin().await.unwrap();
@@ -331,7 +358,12 @@ async fn changes_committed_out_of_order_are_not_missed() {
         .execute(&o.app.pool)
         .await
         .unwrap();
-    let (incremental, full, how) = service::snapshot_pair(&o.app.state).await.unwrap();
+    let service::SnapshotPair {
+        incremental,
+        full,
+        how,
+        ..
+    } = service::snapshot_pair(&o.app.state).await.unwrap();
     assert_eq!(how, Refresh::Incremental(1));
     assert_eq!(incremental, full);
     let priority = |snap: &tranche::scheduler::Snapshot, id: i64| {
@@ -347,7 +379,12 @@ async fn changes_committed_out_of_order_are_not_missed() {
         "A has not committed"
     );
     a.commit().await.unwrap();
-    let (incremental, full, how) = service::snapshot_pair(&o.app.state).await.unwrap();
+    let service::SnapshotPair {
+        incremental,
+        full,
+        how,
+        ..
+    } = service::snapshot_pair(&o.app.state).await.unwrap();
     assert_eq!(how, Refresh::Incremental(1));
     assert_eq!(
         priority(&incremental, ids[0]),
