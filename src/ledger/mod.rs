@@ -655,18 +655,41 @@ pub struct Entry {
     pub note: String,
 }
 
-/// A project's postings, oldest first.
+/// The most postings one page of [`entries`] holds.
+pub const ENTRIES_MAX: i64 = 1_000;
+
+/// A page of a project's postings, newest first: at most `limit` (clamped to 1 ..=
+/// [`ENTRIES_MAX`]) of those with an id below `before` (all when `None`). Returns them and,
+/// when older postings remain, the `before` of the next page (the last id returned). A site
+/// charging its running runs every minute posts millions of rows a day, so a project's ledger
+/// is read a page at a time (by the index `ledger_postings_project_id`, migration ...126).
 ///
 /// # Errors
 /// Database errors.
-pub async fn entries(pool: &PgPool, project: i64) -> Result<Vec<Entry>, sqlx::Error> {
-    sqlx::query_as(
+pub async fn entries(
+    pool: &PgPool,
+    project: i64,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<(Vec<Entry>, Option<i64>), sqlx::Error> {
+    let limit = limit.clamp(1, ENTRIES_MAX);
+    let mut page: Vec<Entry> = sqlx::query_as(
         "SELECT p.id, p.at, p.kind, CASE WHEN a.kind = 'project_budget' AND a.project_id = $1 THEN p.amount_minor ELSE -p.amount_minor END AS amount_minor, \
                 p.period_start, m.name AS gpu_model, p.gpu_seconds, p.contract_id, p.run_id, p.note \
          FROM ledger_postings p LEFT JOIN gpu_models m ON m.id = p.gpu_model_id JOIN ledger_accounts a ON a.id = p.to_account \
-         WHERE p.project_id = $1 ORDER BY p.id",
+         WHERE p.project_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3",
     )
     .bind(project)
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(limit + 1)
     .fetch_all(pool)
-    .await
+    .await?;
+    let more = page.len() as i64 > limit;
+    page.truncate(limit as usize);
+    let next = if more {
+        page.last().map(|e| e.id)
+    } else {
+        None
+    };
+    Ok((page, next))
 }

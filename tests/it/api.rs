@@ -352,3 +352,118 @@ async fn a_partial_budget_update_keeps_the_other_settings() {
     assert_eq!(settings.money_cap_minor, None);
     assert_eq!(settings.period_budget_minor, Some(5_000_000));
 }
+
+/// A project's ledger comes a page at a time, newest first: following `next_before` from the
+/// first page visits every posting of the project exactly once, in descending id order (as the
+/// database lists them), each page at most `limit` long; the last page says there is no next.
+#[tokio::test]
+async fn the_ledger_comes_a_page_at_a_time_newest_first() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let project = "fm-pretrain-7b";
+    let (id, cluster, model): (i64, i64, i64) = sqlx::query_as(
+        "SELECT t.id, c.id, m.id FROM tree_nodes t, clusters c, gpu_models m \
+         WHERE t.name = $1 AND c.name = 'local' AND m.name = 'H100'",
+    )
+    .bind(project)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    for k in 1..=20 {
+        let mut tx = app.pool.begin().await.unwrap();
+        tranche::ledger::charge_usage_at(
+            &app.pool,
+            &mut tx,
+            &app.state.site,
+            jiff::Timestamp::now() - jiff::SignedDuration::from_mins(k),
+            id,
+            (cluster, model),
+            60 * k,
+            true,
+            None,
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let expected: Vec<i64> = sqlx::query_scalar(
+        "SELECT p.id FROM ledger_postings p JOIN tree_nodes t ON t.id = p.project_id \
+         WHERE t.name = $1 ORDER BY p.id DESC",
+    )
+    .bind(project)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(expected.len() >= 20, "{expected:?}");
+    let mut seen: Vec<i64> = Vec::new();
+    let mut before: Option<i64> = None;
+    let mut pages = 0;
+    loop {
+        let path = match before {
+            Some(b) => format!("/api/v1/ledger?project={project}&limit=7&before={b}"),
+            None => format!("/api/v1/ledger?project={project}&limit=7"),
+        };
+        let (status, body) = app.api("GET", &path, Some(&lead), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let page: Vec<i64> = body["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_i64().unwrap())
+            .collect();
+        assert!(page.len() <= 7, "{}", page.len());
+        seen.extend(&page);
+        pages += 1;
+        match body["next_before"].as_i64() {
+            Some(next) => {
+                assert_eq!(
+                    Some(&next),
+                    page.last(),
+                    "the next page starts below this one"
+                );
+                before = Some(next);
+            }
+            None => {
+                assert!(body["next_before"].is_null(), "{body}");
+                break;
+            }
+        }
+        assert!(pages <= expected.len(), "pagination does not end");
+    }
+    assert_eq!(seen, expected);
+    assert_eq!(pages, expected.len().div_ceil(7));
+    // Out-of-range limits are clamped, not refused; a cursor below every id gives nothing; a
+    // limit that is not a number is refused as the runs list refuses it.
+    let (status, body) = app
+        .api(
+            "GET",
+            &format!("/api/v1/ledger?project={project}&limit=0"),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["entries"].as_array().unwrap().len(), 1);
+    assert_eq!(body["next_before"].as_i64(), Some(expected[0]));
+    let (status, body) = app
+        .api(
+            "GET",
+            &format!("/api/v1/ledger?project={project}&before=-5"),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["entries"], json!([]));
+    assert!(body["next_before"].is_null());
+    let (status, body) = app
+        .api(
+            "GET",
+            &format!("/api/v1/ledger?project={project}&limit=many"),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "malformed_request", "{body}");
+}

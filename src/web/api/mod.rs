@@ -938,6 +938,12 @@ async fn get_metrics(
 #[derive(serde::Deserialize)]
 struct LedgerQuery {
     project: String,
+    /// Only postings with a smaller id (the previous page's `next_before`).
+    #[serde(default)]
+    before: Option<i64>,
+    /// At most this many (default 500, clamped to 1 ..= `ledger::ENTRIES_MAX`).
+    #[serde(default)]
+    limit: Option<i64>,
 }
 
 async fn get_ledger(
@@ -962,11 +968,14 @@ async fn get_ledger(
     }
     let balance =
         crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;
+    let (entries, next_before) =
+        crate::ledger::entries(&state.pool, project, q.before, q.limit.unwrap_or(500)).await?;
     ok(json!({
         "project": q.project.trim(),
         "currency": state.site.currency,
         "balance_minor": balance.0,
-        "entries": crate::ledger::entries(&state.pool, project).await?,
+        "entries": entries,
+        "next_before": next_before,
     }))
 }
 

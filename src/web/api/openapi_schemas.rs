@@ -867,6 +867,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("contract_id", nullable(int())),
                     ])),
                 ),
+                ("next_before", nullable(int())),
             ]),
         ),
         (
