@@ -223,6 +223,45 @@ pub struct LiveCache {
     /// writes only those that changed. Emptied with the runs and whenever another process may
     /// have written reasons (a full reload).
     reasons: std::collections::HashMap<i64, WrittenReason>,
+    /// What writing waiting reasons costs, to size the next pass's slice of them.
+    pub reason_slice: Slice,
+    /// What charging runs costs, to size the next pass's slice of them.
+    pub charge_slice: Slice,
+}
+
+/// Sizes a pass's slice of the work that may wait for the passes after it (waiting reasons to
+/// write, runs to charge) to a time budget, from what the earlier slices cost per item
+/// (docs/design.md section 7, "Slices sized by time"). The cost of a slice is partly fixed
+/// (its statements), which the per-item figure also carries; sized by it, slices settle where
+/// fixed cost plus items times their own cost fills the budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Slice {
+    /// One item's cost, ns: the mean of the last measure and the figure before it; `None`
+    /// before the first measure.
+    per_item_ns: Option<f64>,
+}
+
+impl Slice {
+    /// How many items fit `budget` at the measured cost per item, from `floor` (so the work
+    /// always advances, however slow the machine) to `ceiling`; `floor` before any measure.
+    #[must_use]
+    pub fn size(self, budget: std::time::Duration, floor: usize, ceiling: usize) -> usize {
+        let floor = floor.min(ceiling);
+        match self.per_item_ns {
+            None => floor,
+            Some(ns) if ns <= 0.0 => ceiling,
+            Some(ns) => ((budget.as_nanos() as f64 / ns) as usize).clamp(floor, ceiling),
+        }
+    }
+
+    /// Records that a slice of `items` took `took` (a slice of none says nothing).
+    pub fn record(&mut self, items: usize, took: std::time::Duration) {
+        if items == 0 {
+            return;
+        }
+        let ns = took.as_nanos() as f64 / items as f64;
+        self.per_item_ns = Some(self.per_item_ns.map_or(ns, |old| f64::midpoint(old, ns)));
+    }
 }
 
 /// What a waiting reason's words follow from: the core's reason, the estimated start (s since
@@ -498,6 +537,33 @@ mod tests {
             node_ids: vec![1],
             gpu_indices: vec![0],
         }
+    }
+
+    /// A slice is the floor until measured, then what fits the budget at the mean of the
+    /// last two per-item figures, never below the floor nor above the ceiling.
+    #[test]
+    fn slices_fit_the_budget_at_the_measured_cost() {
+        use std::time::Duration;
+        let budget = Duration::from_millis(20);
+        let mut slice = Slice::default();
+        assert_eq!(slice.size(budget, 100, 1_000), 100);
+        // 1,000 items in 100 ms: 100 us each, so 200 fit 20 ms.
+        slice.record(1_000, Duration::from_millis(100));
+        assert_eq!(slice.size(budget, 100, 1_000), 200);
+        // Then 200 in 4 ms (20 us each): the mean, 60 us, fits 333.
+        slice.record(200, Duration::from_millis(4));
+        assert_eq!(slice.size(budget, 100, 1_000), 333);
+        // Nothing done says nothing.
+        slice.record(0, Duration::from_secs(5));
+        assert_eq!(slice.size(budget, 100, 1_000), 333);
+        // A slow machine still advances by the floor; a fast one stops at the ceiling.
+        slice.record(10, Duration::from_secs(10));
+        assert_eq!(slice.size(budget, 100, 1_000), 100);
+        let mut fast = Slice::default();
+        fast.record(1_000, Duration::from_micros(10));
+        assert_eq!(fast.size(budget, 100, 1_000), 1_000);
+        // A floor above the ceiling is the ceiling.
+        assert_eq!(fast.size(budget, 5_000, 1_000), 1_000);
     }
 
     #[test]

@@ -54,8 +54,14 @@ pub const REASONS_EVERY: Duration = Duration::from_secs(2);
 /// The most waiting reasons one pass writes: when more changed (every reason of a site's
 /// 50,000 waiting runs may change at once), the rest are written by the passes that follow at
 /// once, so no pass spends seconds on words (docs/design.md section 7, "Waiting reasons
-/// written in bounded slices").
+/// written in bounded slices"). Within it, a pass writes what fits [`REASONS_BUDGET`].
 pub const REASONS_PER_PASS: usize = 1_000;
+/// The fewest waiting reasons a pass with reasons to write writes, however slow the last were.
+pub const REASONS_PER_PASS_MIN: usize = 100;
+/// The time a pass means to spend on waiting reasons (comparing, wording, writing): a slice
+/// of them is sized to it from what the last slices cost ([`super::live::Slice`]), so passes
+/// stay well inside their 100 ms target while the rest follows.
+pub const REASONS_BUDGET: Duration = Duration::from_millis(20);
 
 /// How often a pass looks for ended attempts among every starting or running run, not only
 /// among those with an exit noted since the last pass (a safety net: the notes suffice).
@@ -64,8 +70,15 @@ pub const EXIT_SWEEP_EVERY: Duration = Duration::from_secs(60);
 pub const CHARGE_EVERY_S: i64 = 60;
 /// At most this many runs are charged by one pass (10,000 runs started in the same seconds fall
 /// due together); the rest are charged by the passes that follow at once, longest uncharged
-/// first (docs/design.md section 7, "Time limits and charges from memory").
+/// first (docs/design.md section 7, "Time limits and charges from memory"). Within it, a pass
+/// charges what fits [`CHARGES_BUDGET`].
 pub const CHARGES_PER_PASS: usize = 1_000;
+/// The fewest runs a pass with charges due charges, however slow the last charges were (at
+/// most one pass per [`MIN_PASS_GAP`], 1,000 a second: a site's 10,000 running runs need 167).
+pub const CHARGES_PER_PASS_MIN: usize = 100;
+/// The time a pass means to spend charging runs; a slice of them is sized to it as the
+/// waiting reasons' is to [`REASONS_BUDGET`].
+pub const CHARGES_BUDGET: Duration = Duration::from_millis(20);
 /// A pass that starts, stops, ends or charges no run rewrites `project_holds` at most this
 /// often (only for writers that changed runs without rewriting it themselves).
 pub const HOLDS_EVERY: Duration = Duration::from_secs(10);
@@ -93,14 +106,23 @@ pub struct PassReport {
     pub timings_ms: [u64; 4],
     /// How the snapshot's runs were brought up to date (`None` when the pass failed first).
     pub refresh: Option<Refresh>,
-    /// Waiting runs whose changed reason this pass left for the next (past
-    /// [`REASONS_PER_PASS`]).
+    /// Waiting reasons this pass wrote.
+    pub reasons_written: usize,
+    /// Waiting runs whose changed reason this pass left for the next (past its slice,
+    /// [`REASONS_BUDGET`]).
     pub reasons_left: usize,
-    /// Runs due a charge that this pass left for the next (past [`CHARGES_PER_PASS`]).
+    /// Runs due a charge that this pass left for the next (past its slice,
+    /// [`CHARGES_BUDGET`]).
     pub charges_left: usize,
     /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
     /// then writing them.
     pub reasons_ms: [u64; 2],
+    /// Milliseconds of the second phase: bringing the runs up to date, stopping those past
+    /// their time limit and charging those due, loading the rest of the snapshot.
+    pub snapshot_ms: [u64; 3],
+    /// Milliseconds of the last phase outside the reasons: preemptions, starts,
+    /// `project_holds`, commit.
+    pub writes_ms: [u64; 4],
 }
 
 /// The snapshot a pass would schedule from now, built twice in one transaction holding the
@@ -885,14 +907,17 @@ impl<'a> ReasonContexts<'a> {
         }
     }
 
-    /// The context of a waiting run's words.
-    fn of(&self, run: &WaitingRun) -> u64 {
+    /// The context of a waiting run's words: that of its pool, hashed once a pass for each
+    /// pool (`memo`; a site's 50,000 waiting runs share a few pools).
+    fn of(&self, run: &WaitingRun, memo: &mut HashMap<(i64, i64), u64>) -> u64 {
         use std::hash::{DefaultHasher, Hash, Hasher};
-        let mut h = DefaultHasher::new();
-        self.names.hash(&mut h);
-        self.outside.get(&run.cluster.0).hash(&mut h);
-        self.offline.get(&(run.cluster.0, run.model.0)).hash(&mut h);
-        h.finish()
+        *memo.entry((run.cluster.0, run.model.0)).or_insert_with(|| {
+            let mut h = DefaultHasher::new();
+            self.names.hash(&mut h);
+            self.outside.get(&run.cluster.0).hash(&mut h);
+            self.offline.get(&(run.cluster.0, run.model.0)).hash(&mut h);
+            h.finish()
+        })
     }
 }
 
@@ -1129,10 +1154,12 @@ async fn pass_inner(
     // the snapshot as they are written (they note no change).
     let clock = std::time::Instant::now();
     let mut refresh = live.refresh(&mut tx).await?;
+    report.snapshot_ms[0] = clock.elapsed().as_millis() as u64;
     let expired = live.runs().past_time_limit(now);
-    let (mut due, charges_left) = live
-        .runs()
-        .charge_due(now, CHARGE_EVERY_S, CHARGES_PER_PASS);
+    let most = live
+        .charge_slice
+        .size(CHARGES_BUDGET, CHARGES_PER_PASS_MIN, CHARGES_PER_PASS);
+    let (mut due, charges_left) = live.runs().charge_due(now, CHARGE_EVERY_S, most);
     report.charges_left = charges_left;
     // Stopping a run settles it.
     due.retain(|r| expired.binary_search(r).is_err());
@@ -1146,7 +1173,9 @@ async fn pass_inner(
     .await?;
     begin_stops(&mut tx, pool, site, &expired, "time_limit").await?;
     report.timed_out = expired.len();
+    let charging = std::time::Instant::now();
     let charges = settle(pool, &mut tx, site, &due).await?;
+    live.charge_slice.record(due.len(), charging.elapsed());
     live.set_charged(&charges);
     if !expired.is_empty() || !due.is_empty() {
         refresh = match (refresh, live.refresh(&mut tx).await?) {
@@ -1156,8 +1185,10 @@ async fn pass_inner(
     }
     report.refresh = Some(refresh);
     let charged = !due.is_empty();
+    report.snapshot_ms[1] = clock.elapsed().as_millis() as u64 - report.snapshot_ms[0];
     let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
     report.timings_ms[1] = clock.elapsed().as_millis() as u64;
+    report.snapshot_ms[2] = report.timings_ms[1] - report.snapshot_ms[0] - report.snapshot_ms[1];
     let clock = std::time::Instant::now();
     snap.validate()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid snapshot: {e}")))?;
@@ -1215,6 +1246,8 @@ async fn pass_inner(
         begin_stops(&mut tx, pool, site, &preempted, "preempted").await?;
         report.preempted = preempted.len();
     }
+    report.writes_ms[0] = clock.elapsed().as_millis() as u64;
+    let writes_clock = std::time::Instant::now();
     for decision in &outcome.decisions {
         match decision {
             Decision::Preempt { .. } => {}
@@ -1309,6 +1342,7 @@ async fn pass_inner(
         .await?;
         notify_agents(&mut tx).await?;
     }
+    report.writes_ms[1] = writes_clock.elapsed().as_millis() as u64;
 
     // A started run's reason was set NULL with its start: it is no longer the one written.
     for run in &starts {
@@ -1321,27 +1355,32 @@ async fn pass_inner(
         .count();
     // Reasons are worded and written only in the passes that write them, only those whose
     // reason or context differs from what this process last wrote (at 50,000 waiting runs most
-    // stay the same), and at most REASONS_PER_PASS of them, queue order first: the rest follow
-    // in the next passes, which come at once (the structured note follows from the same
-    // reason as the English text).
+    // stay the same), and a slice of them sized to REASONS_BUDGET, queue order first: the
+    // rest follow in the next passes, which come at once (the structured note follows from
+    // the same reason as the English text).
     let mut ids = Vec::new();
     let mut reasons = Vec::new();
     let mut estimates: Vec<Option<i64>> = Vec::new();
     let mut notes = Vec::new();
     let mut written = Vec::new();
     let reasons_clock = std::time::Instant::now();
+    let reasons_began = reasons_clock;
+    let most = live
+        .reason_slice
+        .size(REASONS_BUDGET, REASONS_PER_PASS_MIN, REASONS_PER_PASS);
     if write_reasons {
         let contexts = ReasonContexts::new(&names, &offline, &site.currency);
+        let mut memo = HashMap::new();
         for w in &outcome.waiting {
             let Some(run) = by_id.get(&w.run) else {
                 continue;
             };
             let estimate = w.estimated_start.filter(|&t| t > now_s);
-            let context = contexts.of(run);
+            let context = contexts.of(run, &mut memo);
             if live.reason_written(w.run.0, &w.reason, estimate, context) {
                 continue;
             }
-            if ids.len() == REASONS_PER_PASS {
+            if ids.len() == most {
                 report.reasons_left += 1;
                 continue;
             }
@@ -1380,6 +1419,8 @@ async fn pass_inner(
         .await?;
     }
     report.reasons_ms[1] = reasons_clock.elapsed().as_millis() as u64;
+    report.reasons_written = ids.len();
+    live.reason_slice.record(ids.len(), reasons_began.elapsed());
     if !outcome.drained_nodes.is_empty() {
         let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
@@ -1396,10 +1437,14 @@ async fn pass_inner(
     let changed =
         report.started + report.preempted + report.timed_out + report.ended + report.nodes_lost > 0
             || charged;
+    let writes_clock = std::time::Instant::now();
     if live.holds_due(changed, HOLDS_EVERY) {
         super::refresh_holds(&mut tx).await?;
     }
+    report.writes_ms[2] = writes_clock.elapsed().as_millis() as u64;
+    let writes_clock = std::time::Instant::now();
     tx.commit().await?;
+    report.writes_ms[3] = writes_clock.elapsed().as_millis() as u64;
     report.timings_ms[3] = clock.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -1572,6 +1617,9 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 tracing::info!(
                     elapsed_ms = began.elapsed().as_millis() as u64,
                     timings_ms = ?r.timings_ms,
+                    snapshot_ms = ?r.snapshot_ms,
+                    writes_ms = ?r.writes_ms,
+                    reasons_ms = ?r.reasons_ms,
                     ended = r.ended,
                     started = r.started,
                     preempted = r.preempted,
@@ -1585,6 +1633,8 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
             Ok(r) => tracing::debug!(
                 elapsed_ms = began.elapsed().as_millis() as u64,
                 timings_ms = ?r.timings_ms,
+                snapshot_ms = ?r.snapshot_ms,
+                writes_ms = ?r.writes_ms,
                 waiting = r.waiting,
                 reasons = write_reasons,
                 reasons_left,

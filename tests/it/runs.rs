@@ -1517,8 +1517,9 @@ async fn a_run_waiting_again_for_the_same_reason_gets_it_written_again() {
 }
 
 /// When more waiting reasons change than one pass writes (every reason of a site's queue may
-/// change at once), a pass writes `REASONS_PER_PASS` of them, queue order first, and the next
-/// pass the rest; no run keeps a reason that was due.
+/// change at once), a pass writes a slice of them (at most `REASONS_PER_PASS`, at least
+/// `REASONS_PER_PASS_MIN`, sized to the time budget), queue order first, and the next passes
+/// the rest; no run keeps a reason that was due.
 #[tokio::test]
 async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     let o = org().await;
@@ -1557,12 +1558,33 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
         .unwrap()
     };
     assert_eq!(unworded().await, extra);
-    let report = pass(&o.app).await;
-    assert_eq!(report.reasons_left, 500);
-    assert_eq!(unworded().await, 500);
-    let report = pass(&o.app).await;
-    assert_eq!(report.reasons_left, 0);
-    assert_eq!(unworded().await, 0);
+    // Queue order is id order here (one project, one priority, one instant): what is left
+    // unworded is always the end of the queue.
+    let worded_before_unworded = || async {
+        sqlx::query_scalar::<_, bool>(
+            "SELECT coalesce(max(id) FILTER (WHERE wait_reason IS NOT NULL)                  < min(id) FILTER (WHERE wait_reason IS NULL), true)              FROM runs WHERE state = 'queued'",
+        )
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    let mut left = extra as usize;
+    let mut passes = 0;
+    while left > 0 {
+        let report = pass(&o.app).await;
+        passes += 1;
+        let most = left.min(service::REASONS_PER_PASS);
+        assert!(
+            (service::REASONS_PER_PASS_MIN.min(most)..=most).contains(&report.reasons_written),
+            "pass {passes} wrote {} of {left}",
+            report.reasons_written
+        );
+        assert_eq!(report.reasons_left, left - report.reasons_written);
+        left = report.reasons_left;
+        assert_eq!(unworded().await, left as i64);
+        assert!(worded_before_unworded().await, "pass {passes} left a gap");
+    }
+    assert!(passes >= 2, "{extra} reasons are more than one pass writes");
 }
 
 /// Stopping runs whose processes all exited end together in one pass, each as its stop kind
@@ -1700,9 +1722,10 @@ async fn stopping_runs_that_exited_together_each_end_as_their_stop_kind_says() {
     assert_eq!(attempt, 2);
 }
 
-/// Runs started in the same seconds fall due a charge together: a pass charges at most
-/// `CHARGES_PER_PASS` of them, those uncharged longest first, and the next pass the rest; each
-/// is charged up to the pass that charged it.
+/// Runs started in the same seconds fall due a charge together: a pass charges a slice of them
+/// (at most `CHARGES_PER_PASS`, at least `CHARGES_PER_PASS_MIN`, sized to the time budget),
+/// those uncharged longest first, and the next passes the rest; each is charged up to the
+/// pass that charged it.
 #[tokio::test]
 async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
     let o = org().await;
@@ -1763,13 +1786,43 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
             (low, high)
         }
     };
-    let report = pass(&o.app).await;
-    assert_eq!(report.charges_left, extra);
+    let uncharged = |runs: &[i64]| {
+        let runs = runs.to_vec();
+        let pool = o.app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM runs WHERE id = ANY($1) AND charged_s = 0",
+            )
+            .bind(&runs)
+            .fetch_one(&pool)
+            .await
+            .unwrap() as usize
+        }
+    };
+    // Each pass charges at least its floor (or all that is left) and at most the ceiling,
+    // the runs uncharged longest first: no early run while a late one waits.
+    let mut left = count;
+    let mut passes = 0;
+    while left > 0 {
+        let report = pass(&o.app).await;
+        passes += 1;
+        let done = left - report.charges_left;
+        let most = left.min(service::CHARGES_PER_PASS);
+        assert!(
+            (service::CHARGES_PER_PASS_MIN.min(most)..=most).contains(&done),
+            "pass {passes} charged {done} of {left}"
+        );
+        left = report.charges_left;
+        let (late_left, early_left) = (uncharged(late).await, uncharged(early).await);
+        assert_eq!(late_left + early_left, left);
+        assert!(
+            late_left == 0 || early_left == extra,
+            "pass {passes} charged an early run while {late_left} late ones wait"
+        );
+    }
+    assert!(passes >= 2, "{count} charges are more than one pass makes");
     let (low, high) = charged(late).await;
     assert!(low >= 150 && high < 180, "charged {low} to {high} s");
-    assert_eq!(charged(early).await, (0, 0));
-    let report = pass(&o.app).await;
-    assert_eq!(report.charges_left, 0);
     let (low, high) = charged(early).await;
     assert!(low >= 90 && high < 120, "charged {low} to {high} s");
     // Each run's charge is one posting; the balances follow them.
