@@ -59,8 +59,8 @@ pub const REASONS_PER_PASS: usize = 1_000;
 /// The fewest waiting reasons a pass with reasons to write writes, however slow the last were.
 pub const REASONS_PER_PASS_MIN: usize = 100;
 /// The time a pass means to spend on waiting reasons (comparing, wording, writing): a slice
-/// of them is sized to it from what the last slices cost ([`super::live::Slice`]), so passes
-/// stay well inside their 100 ms target while the rest follows.
+/// of them is sized to it from what the last slices cost ([`super::live::Slice`]), leaving
+/// most of a pass's 100 ms target to the rest of its work.
 pub const REASONS_BUDGET: Duration = Duration::from_millis(20);
 
 /// How often a pass looks for ended attempts among every starting or running run, not only

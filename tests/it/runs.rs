@@ -1562,7 +1562,9 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     // unworded is always the end of the queue.
     let worded_before_unworded = || async {
         sqlx::query_scalar::<_, bool>(
-            "SELECT coalesce(max(id) FILTER (WHERE wait_reason IS NOT NULL)                  < min(id) FILTER (WHERE wait_reason IS NULL), true)              FROM runs WHERE state = 'queued'",
+            "SELECT coalesce(max(id) FILTER (WHERE wait_reason IS NOT NULL) \
+                 < min(id) FILTER (WHERE wait_reason IS NULL), true) \
+             FROM runs WHERE state = 'queued'",
         )
         .fetch_one(&o.app.pool)
         .await
@@ -1772,31 +1774,20 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
         .await
         .unwrap();
     }
+    // The least and most seconds charged of `runs`, and how many are still uncharged.
     let charged = |runs: &[i64]| {
         let runs = runs.to_vec();
         let pool = o.app.pool.clone();
         async move {
-            let (low, high): (i64, i64) = sqlx::query_as(
-                "SELECT min(charged_s), max(charged_s) FROM runs WHERE id = ANY($1)",
+            let (low, high, uncharged): (i64, i64, i64) = sqlx::query_as(
+                "SELECT min(charged_s), max(charged_s), count(*) FILTER (WHERE charged_s = 0) \
+                 FROM runs WHERE id = ANY($1)",
             )
             .bind(&runs)
             .fetch_one(&pool)
             .await
             .unwrap();
-            (low, high)
-        }
-    };
-    let uncharged = |runs: &[i64]| {
-        let runs = runs.to_vec();
-        let pool = o.app.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM runs WHERE id = ANY($1) AND charged_s = 0",
-            )
-            .bind(&runs)
-            .fetch_one(&pool)
-            .await
-            .unwrap() as usize
+            (low, high, uncharged as usize)
         }
     };
     // Each pass charges at least its floor (or all that is left) and at most the ceiling,
@@ -1813,7 +1804,7 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
             "pass {passes} charged {done} of {left}"
         );
         left = report.charges_left;
-        let (late_left, early_left) = (uncharged(late).await, uncharged(early).await);
+        let (late_left, early_left) = (charged(late).await.2, charged(early).await.2);
         assert_eq!(late_left + early_left, left);
         assert!(
             late_left == 0 || early_left == extra,
@@ -1821,9 +1812,9 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
         );
     }
     assert!(passes >= 2, "{count} charges are more than one pass makes");
-    let (low, high) = charged(late).await;
+    let (low, high, _) = charged(late).await;
     assert!(low >= 150 && high < 180, "charged {low} to {high} s");
-    let (low, high) = charged(early).await;
+    let (low, high, _) = charged(early).await;
     assert!(low >= 90 && high < 120, "charged {low} to {high} s");
     // Each run's charge is one posting; the balances follow them.
     let postings: i64 = sqlx::query_scalar(
