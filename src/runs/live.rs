@@ -227,6 +227,9 @@ pub struct LiveCache {
     pub reason_slice: Slice,
     /// What charging runs costs, to size the next pass's slice of them.
     pub charge_slice: Slice,
+    /// What applying the core's starts and preemptions costs, to size the next pass's share
+    /// of them ([`crate::scheduler::Outcome::moves_within`]).
+    pub move_slice: Slice,
 }
 
 /// Sizes a pass's slice of the work that may wait for the passes after it (waiting reasons to

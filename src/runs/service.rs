@@ -82,6 +82,17 @@ pub const CHARGES_BUDGET: Duration = Duration::from_millis(20);
 /// A pass that starts, stops, ends or charges no run rewrites `project_holds` at most this
 /// often (only for writers that changed runs without rewriting it themselves).
 pub const HOLDS_EVERY: Duration = Duration::from_secs(10);
+/// The time a pass means to take before its waiting reasons ([`REASONS_BUDGET`]): once the
+/// core has decided, the starts and preemptions that fit what is left of it at their measured
+/// cost are applied ([`super::live::Slice`]), at least [`MOVES_PER_PASS_MIN`], and the passes
+/// that follow at once decide again what is left (docs/design.md section 7, "Moves in
+/// slices"). A pass that took longer than half of it to decide gets as long again for its
+/// moves, so slices never cost more than half of what the passes could apply.
+pub const PASS_BUDGET: Duration = Duration::from_millis(80);
+/// The fewest starts and preemptions a pass applies, however little of [`PASS_BUDGET`] is left.
+pub const MOVES_PER_PASS_MIN: usize = 50;
+/// The most starts and preemptions one pass applies.
+pub const MOVES_PER_PASS: usize = 1_000;
 /// Shortest time between two passes woken by events: a burst of submissions is batched.
 pub const MIN_PASS_GAP: Duration = Duration::from_millis(100);
 
@@ -114,6 +125,12 @@ pub struct PassReport {
     /// Runs due a charge that this pass left for the next (past its slice,
     /// [`CHARGES_BUDGET`]).
     pub charges_left: usize,
+    /// Starts and preemptions the core decided that this pass left for the next (past its
+    /// share of [`PASS_BUDGET`]).
+    pub moves_left: usize,
+    /// Whether this pass was to write waiting reasons and left them to the next, which applies
+    /// the rest of the moves.
+    pub reasons_deferred: bool,
     /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
     /// then writing them.
     pub reasons_ms: [u64; 2],
@@ -1052,6 +1069,7 @@ async fn pass_inner(
 ) -> Result<PassReport, AppError> {
     let pool = &state.pool;
     let site = &state.site;
+    let began = std::time::Instant::now();
     let mut report = PassReport::default();
     let mut tx = pool.begin().await?;
     serialize_with_passes(&mut tx).await?;
@@ -1195,6 +1213,21 @@ async fn pass_inner(
     let outcome = scheduler::schedule(&snap, now_s);
     report.timings_ms[2] = clock.elapsed().as_millis() as u64;
     let clock = std::time::Instant::now();
+    // The moves that fit what is left of the pass's budget, or as long as the pass took to
+    // decide them if that is longer; the next pass, at once, the rest.
+    let spent = began.elapsed();
+    let most = live.move_slice.size(
+        PASS_BUDGET.saturating_sub(spent).max(spent),
+        MOVES_PER_PASS_MIN,
+        MOVES_PER_PASS,
+    );
+    let (applied, moves_left) = outcome.moves_within(most);
+    let (decisions, cut) = outcome.decisions.split_at(applied);
+    report.moves_left = moves_left;
+    // Reasons follow from every move the core decided: with some left, the pass that applies
+    // the last of them writes them.
+    report.reasons_deferred = write_reasons && moves_left > 0;
+    let write_reasons = write_reasons && moves_left == 0;
 
     let mut starts: Vec<i64> = Vec::new();
     let mut contracts: Vec<Option<i64>> = Vec::new();
@@ -1210,7 +1243,7 @@ async fn pass_inner(
     // a fixed number, [`begin_stops`]): the starts below take the GPUs they free.
     let (mut preempted, mut preempt_said_of, mut preempt_for) =
         (Vec::new(), Vec::new(), Vec::new());
-    for decision in &outcome.decisions {
+    for decision in decisions {
         let Decision::Preempt {
             run,
             reason,
@@ -1248,7 +1281,7 @@ async fn pass_inner(
     }
     report.writes_ms[0] = clock.elapsed().as_millis() as u64;
     let writes_clock = std::time::Instant::now();
-    for decision in &outcome.decisions {
+    for decision in decisions {
         match decision {
             Decision::Preempt { .. } => {}
             Decision::Start {
@@ -1343,16 +1376,23 @@ async fn pass_inner(
         notify_agents(&mut tx).await?;
     }
     report.writes_ms[1] = writes_clock.elapsed().as_millis() as u64;
+    live.move_slice
+        .record(report.started + report.preempted, clock.elapsed());
 
     // A started run's reason was set NULL with its start: it is no longer the one written.
     for run in &starts {
         live.forget_reason(*run);
     }
+    // Runs whose start was left for the next pass wait still.
     report.waiting = outcome
         .waiting
         .iter()
         .filter(|w| by_id.contains_key(&w.run))
-        .count();
+        .count()
+        + cut
+            .iter()
+            .filter(|d| matches!(d, Decision::Start { .. }))
+            .count();
     // Reasons are worded and written only in the passes that write them, only those whose
     // reason or context differs from what this process last wrote (at 50,000 waiting runs most
     // stay the same), and a slice of them sized to REASONS_BUDGET, queue order first: the
@@ -1421,7 +1461,8 @@ async fn pass_inner(
     report.reasons_ms[1] = reasons_clock.elapsed().as_millis() as u64;
     report.reasons_written = ids.len();
     live.reason_slice.record(ids.len(), reasons_began.elapsed());
-    if !outcome.drained_nodes.is_empty() {
+    // Draining nodes are empty only once every move the core decided is applied.
+    if moves_left == 0 && !outcome.drained_nodes.is_empty() {
         let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
     }
@@ -1609,7 +1650,9 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         // CHARGES_PER_PASS the next charging, without waiting.
         let reasons_left = result.as_ref().map_or(0, |r| r.reasons_left);
         let charges_left = result.as_ref().map_or(0, |r| r.charges_left);
-        if write_reasons && result.is_ok() && reasons_left == 0 {
+        let moves_left = result.as_ref().map_or(0, |r| r.moves_left);
+        let deferred = result.as_ref().is_ok_and(|r| r.reasons_deferred);
+        if write_reasons && result.is_ok() && reasons_left == 0 && !deferred {
             reasons_written = began;
         }
         match result {
@@ -1625,6 +1668,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                     preempted = r.preempted,
                     timed_out = r.timed_out,
                     charges_left = r.charges_left,
+                    moves_left = r.moves_left,
                     nodes_lost = r.nodes_lost,
                     waiting = r.waiting,
                     "scheduling pass"
@@ -1648,8 +1692,10 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         if let Err(e) = super::idle::check(state).await {
             tracing::warn!(error = %e, "idle flag check failed; the next pass retries");
         }
-        // Sleep until woken or the tick (sooner when reasons are due to be written); then take
-        // every wake-up already queued, so a burst of submissions costs one pass.
+        // Moves left: the next pass at once. Otherwise sleep until woken or the tick (sooner
+        // when reasons are due to be written); then take every wake-up already queued, so a
+        // burst of submissions costs one pass. The lock connection must still be alive, or
+        // another replica may lead now.
         let wait = if reasons_left + charges_left > 0 {
             MIN_PASS_GAP
         } else if write_reasons {
@@ -1657,14 +1703,17 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         } else {
             REASONS_EVERY.min(tick)
         };
-        tokio::select! {
-            n = listener.recv() => {
-                n?;
-                tokio::time::sleep(MIN_PASS_GAP.saturating_sub(began.elapsed())).await;
-            }
-            () = tokio::time::sleep(wait) => {
-                // The lock connection must still be alive, or another replica may lead now.
-                sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
+        if moves_left > 0 {
+            sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
+        } else {
+            tokio::select! {
+                n = listener.recv() => {
+                    n?;
+                    tokio::time::sleep(MIN_PASS_GAP.saturating_sub(began.elapsed())).await;
+                }
+                () = tokio::time::sleep(wait) => {
+                    sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
+                }
             }
         }
         while listener.next_buffered().is_some() {}

@@ -424,6 +424,30 @@ pub struct Outcome {
     pub project_order: Vec<ProjectId>,
 }
 
+impl Outcome {
+    /// How many of the decisions a caller applies when it may apply `most` moves, a move being
+    /// a start or a preemption (a reservation writes nothing), and how many moves that leaves:
+    /// (decisions to apply, moves left). The pass appends decisions as it makes them, each on
+    /// the state the ones before it left, so every prefix is a state the pass went through: no
+    /// GPU held twice, every preemption before the start on the GPUs it frees. The next pass
+    /// decides again what was left (docs/design.md section 7, "Moves in slices"); the draining
+    /// nodes found empty hold only when nothing is left.
+    #[must_use]
+    pub fn moves_within(&self, most: usize) -> (usize, usize) {
+        let is_move = |d: &Decision| matches!(d, Decision::Start { .. } | Decision::Preempt { .. });
+        let mut moves = 0;
+        for (i, d) in self.decisions.iter().enumerate() {
+            if is_move(d) {
+                if moves == most {
+                    return (i, self.decisions[i..].iter().filter(|d| is_move(d)).count());
+                }
+                moves += 1;
+            }
+        }
+        (self.decisions.len(), 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,5 +493,45 @@ mod tests {
             let json = serde_json::to_value(r).unwrap();
             assert_eq!(json["kind"].as_str(), Some(r.code()), "{r:?}");
         }
+    }
+
+    /// A prefix ends before the first move past the bound; reservations before it go with it,
+    /// and the moves after it are counted.
+    #[test]
+    fn moves_within_cuts_before_the_first_move_past_the_bound() {
+        let reserve = |id| Decision::Reserve {
+            run: RunId(id),
+            at: 0,
+            gpus: 1,
+        };
+        let start = |id| Decision::Start {
+            run: RunId(id),
+            placement: vec![(NodeId(1), vec![0])],
+            contract: None,
+            non_preemptible: false,
+        };
+        let preempt = |id| Decision::Preempt {
+            run: RunId(id),
+            reason: PreemptReason::Unallocated,
+            for_run: Some(RunId(3)),
+        };
+        let out = Outcome {
+            decisions: vec![
+                reserve(9),
+                preempt(1),
+                preempt(2),
+                start(3),
+                reserve(8),
+                start(4),
+            ],
+            ..Outcome::default()
+        };
+        assert_eq!(out.moves_within(0), (1, 4));
+        assert_eq!(out.moves_within(1), (2, 3));
+        assert_eq!(out.moves_within(2), (3, 2));
+        assert_eq!(out.moves_within(3), (5, 1));
+        assert_eq!(out.moves_within(4), (6, 0));
+        assert_eq!(out.moves_within(100), (6, 0));
+        assert_eq!(Outcome::default().moves_within(0), (0, 0));
     }
 }

@@ -1589,6 +1589,82 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     assert!(passes >= 2, "{extra} reasons are more than one pass writes");
 }
 
+/// When the core decides more starts than fit what is left of a pass's budget, the pass applies
+/// a slice of them (at least `MOVES_PER_PASS_MIN`, at most `MOVES_PER_PASS`), queue order
+/// first, and the next passes the rest, each on GPUs no other run holds.
+#[tokio::test]
+async fn a_pass_applies_a_bounded_number_of_moves_and_the_next_the_rest() {
+    let o = org().await;
+    let count = service::MOVES_PER_PASS_MIN * 5;
+    let names: Vec<String> = (1..=count.div_ceil(8))
+        .map(|i| format!("moves-{i}"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    register(&o.app, &o.agent, &names).await;
+    // Whatever of the demo's could start has started.
+    while pass(&o.app).await.moves_left > 0 {}
+    let first = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let ours: Vec<i64> = sqlx::query_scalar(
+        "WITH copies AS (INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, \
+                min_runtime_s, time_limit_s, priority, resumable, command, state, queued_at) \
+         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                priority, resumable, command, 'queued', now() FROM runs, generate_series(2, $1) WHERE id = $2 \
+         RETURNING id) SELECT $2 UNION ALL SELECT id FROM copies ORDER BY 1",
+    )
+    .bind(count as i64)
+    .bind(first)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    // (started, lowest id still queued, highest id started) among ours.
+    let progress = || async {
+        sqlx::query_as::<_, (i64, Option<i64>, Option<i64>)>(
+            "SELECT count(*) FILTER (WHERE state = 'starting'), \
+                    min(id) FILTER (WHERE state = 'queued'), max(id) FILTER (WHERE state = 'starting') \
+             FROM runs WHERE id = ANY($1)",
+        )
+        .bind(&ours)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    // As in a fresh process, whose first slice is the floor whatever the machine.
+    o.app.state.live_runs.lock().await.move_slice = Default::default();
+    let mut left = count;
+    let mut passes = 0;
+    while left > 0 {
+        let report = pass(&o.app).await;
+        passes += 1;
+        let most = left.min(service::MOVES_PER_PASS);
+        if passes == 1 {
+            assert_eq!(report.started, service::MOVES_PER_PASS_MIN);
+        }
+        assert!(
+            (service::MOVES_PER_PASS_MIN.min(most)..=most).contains(&report.started),
+            "pass {passes} started {} of {left}",
+            report.started
+        );
+        assert_eq!(report.preempted, 0);
+        assert_eq!(report.moves_left, left - report.started);
+        left = report.moves_left;
+        let (started, queued_from, started_to) = progress().await;
+        assert_eq!(started as usize, count - left, "pass {passes}");
+        assert!(
+            queued_from.is_none() || started_to.is_none() || started_to < queued_from,
+            "pass {passes} started a run while one submitted before it waits"
+        );
+    }
+    // One run per GPU: each of ours holds one GPU, no GPU twice.
+    let (holds, gpus): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT (node_id, gpu_index)) FROM gpu_holds WHERE run_id = ANY($1)",
+    )
+    .bind(&ours)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!((holds, gpus), (count as i64, count as i64));
+}
+
 /// Stopping runs whose processes all exited end together in one pass, each as its stop kind
 /// says: preempted and resumable requeues (waiting again from now, its stop kind gone, and
 /// here started again at once),
@@ -1752,8 +1828,8 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
     .await
     .unwrap();
     assert_eq!(ours.len(), count);
-    // One pass starts them all (and charges whatever of the demo's was due).
-    pass(&o.app).await;
+    // Passes start them all, a slice each (and charge whatever of the demo's was due).
+    while pass(&o.app).await.moves_left > 0 {}
     let starting: i64 =
         sqlx::query_scalar("SELECT count(*) FROM runs WHERE id = ANY($1) AND state = 'starting'")
             .bind(&ours)
