@@ -128,9 +128,6 @@ pub struct PassReport {
     /// Starts and preemptions the core decided that this pass left for the next (past its
     /// share of [`PASS_BUDGET`]).
     pub moves_left: usize,
-    /// Whether this pass was to write waiting reasons and left them to the next, which applies
-    /// the rest of the moves.
-    pub reasons_deferred: bool,
     /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
     /// then writing them.
     pub reasons_ms: [u64; 2],
@@ -1226,7 +1223,6 @@ async fn pass_inner(
     report.moves_left = moves_left;
     // Reasons follow from every move the core decided: with some left, the pass that applies
     // the last of them writes them.
-    report.reasons_deferred = write_reasons && moves_left > 0;
     let write_reasons = write_reasons && moves_left == 0;
 
     let mut starts: Vec<i64> = Vec::new();
@@ -1650,9 +1646,9 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         // CHARGES_PER_PASS the next charging, without waiting.
         let reasons_left = result.as_ref().map_or(0, |r| r.reasons_left);
         let charges_left = result.as_ref().map_or(0, |r| r.charges_left);
+        // A pass that left moves wrote no reasons: the one that applies the last of them does.
         let moves_left = result.as_ref().map_or(0, |r| r.moves_left);
-        let deferred = result.as_ref().is_ok_and(|r| r.reasons_deferred);
-        if write_reasons && result.is_ok() && reasons_left == 0 && !deferred {
+        if write_reasons && result.is_ok() && reasons_left == 0 && moves_left == 0 {
             reasons_written = began;
         }
         match result {
@@ -1696,16 +1692,16 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         // when reasons are due to be written); then take every wake-up already queued, so a
         // burst of submissions costs one pass. The lock connection must still be alive, or
         // another replica may lead now.
-        let wait = if reasons_left + charges_left > 0 {
-            MIN_PASS_GAP
-        } else if write_reasons {
-            tick
-        } else {
-            REASONS_EVERY.min(tick)
-        };
         if moves_left > 0 {
             sqlx::query("SELECT 1").execute(&mut lock_conn).await?;
         } else {
+            let wait = if reasons_left + charges_left > 0 {
+                MIN_PASS_GAP
+            } else if write_reasons {
+                tick
+            } else {
+                REASONS_EVERY.min(tick)
+            };
             tokio::select! {
                 n = listener.recv() => {
                     n?;

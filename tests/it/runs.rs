@@ -1538,17 +1538,7 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
         "the run waits with a reason"
     );
     let extra = service::REASONS_PER_PASS as i64 + 500;
-    sqlx::query(
-        "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                           priority, resumable, command, state, queued_at) \
-         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                priority, resumable, command, 'queued', now() FROM runs, generate_series(1, $1) WHERE id = $2",
-    )
-    .bind(extra)
-    .bind(first)
-    .execute(&o.app.pool)
-    .await
-    .unwrap();
+    queued_copies(&o.app, first, extra as usize + 1).await;
     let unworded = || async {
         sqlx::query_scalar::<_, i64>(
             "SELECT count(*) FROM runs WHERE state = 'queued' AND wait_reason IS NULL",
@@ -1589,22 +1579,19 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     assert!(passes >= 2, "{extra} reasons are more than one pass writes");
 }
 
-/// When the core decides more starts than fit what is left of a pass's budget, the pass applies
-/// a slice of them (at least `MOVES_PER_PASS_MIN`, at most `MOVES_PER_PASS`), queue order
-/// first, and the next passes the rest, each on GPUs no other run holds.
-#[tokio::test]
-async fn a_pass_applies_a_bounded_number_of_moves_and_the_next_the_rest() {
-    let o = org().await;
-    let count = service::MOVES_PER_PASS_MIN * 5;
-    let names: Vec<String> = (1..=count.div_ceil(8))
-        .map(|i| format!("moves-{i}"))
+/// Registers 8-GPU nodes `{prefix}-1`, `{prefix}-2`, ... with at least `gpus` GPUs in all.
+async fn register_gpus(o: &Org, prefix: &str, gpus: usize) {
+    let names: Vec<String> = (1..=gpus.div_ceil(8))
+        .map(|i| format!("{prefix}-{i}"))
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     register(&o.app, &o.agent, &names).await;
-    // Whatever of the demo's could start has started.
-    while pass(&o.app).await.moves_left > 0 {}
-    let first = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
-    let ours: Vec<i64> = sqlx::query_scalar(
+}
+
+/// Queues copies of run `first` (written straight to the database) up to `count` runs in all:
+/// their ids and `first`'s, ascending (queue order).
+async fn queued_copies(app: &TestApp, first: i64, count: usize) -> Vec<i64> {
+    sqlx::query_scalar(
         "WITH copies AS (INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, \
                 min_runtime_s, time_limit_s, priority, resumable, command, state, queued_at) \
          SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
@@ -1613,9 +1600,23 @@ async fn a_pass_applies_a_bounded_number_of_moves_and_the_next_the_rest() {
     )
     .bind(count as i64)
     .bind(first)
-    .fetch_all(&o.app.pool)
+    .fetch_all(&app.pool)
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// When the core decides more starts than fit what is left of a pass's budget, the pass applies
+/// a slice of them (at least `MOVES_PER_PASS_MIN`, at most `MOVES_PER_PASS`), queue order
+/// first, and the next passes the rest, each on GPUs no other run holds.
+#[tokio::test]
+async fn a_pass_applies_a_bounded_number_of_moves_and_the_next_the_rest() {
+    let o = org().await;
+    let count = service::MOVES_PER_PASS_MIN * 5;
+    register_gpus(&o, "moves", count).await;
+    // Whatever of the demo's could start has started.
+    while pass(&o.app).await.moves_left > 0 {}
+    let first = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let ours = queued_copies(&o.app, first, count).await;
     // (started, lowest id still queued, highest id started) among ours.
     let progress = || async {
         sqlx::query_as::<_, (i64, Option<i64>, Option<i64>)>(
@@ -1809,24 +1810,9 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
     let o = org().await;
     let extra = 200;
     let count = service::CHARGES_PER_PASS + extra;
-    let names: Vec<String> = (1..=count.div_ceil(8))
-        .map(|i| format!("due-{i}"))
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    register(&o.app, &o.agent, &names).await;
+    register_gpus(&o, "due", count).await;
     let first = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
-    let ours: Vec<i64> = sqlx::query_scalar(
-        "WITH copies AS (INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, \
-                min_runtime_s, time_limit_s, priority, resumable, command, state, queued_at) \
-         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
-                priority, resumable, command, 'queued', now() FROM runs, generate_series(2, $1) WHERE id = $2 \
-         RETURNING id) SELECT $2 UNION ALL SELECT id FROM copies ORDER BY 1",
-    )
-    .bind(count as i64)
-    .bind(first)
-    .fetch_all(&o.app.pool)
-    .await
-    .unwrap();
+    let ours = queued_copies(&o.app, first, count).await;
     assert_eq!(ours.len(), count);
     // Passes start them all, a slice each (and charge whatever of the demo's was due).
     while pass(&o.app).await.moves_left > 0 {}
