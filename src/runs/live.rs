@@ -233,28 +233,57 @@ pub struct LiveCache {
 }
 
 /// Sizes a pass's slice of the work that may wait for the passes after it (waiting reasons to
-/// write, runs to charge) to a time budget, from what the earlier slices cost per item
-/// (docs/design.md section 7, "Slices sized by time"). The cost of a slice is partly fixed
-/// (its statements), which the per-item figure also carries; sized by it, slices settle where
-/// fixed cost plus items times their own cost fills the budget.
+/// write, runs to charge, the core's moves to apply) to a time budget, from what the earlier
+/// slices cost (docs/design.md section 7, "Slices sized by time"). A slice's cost is a fixed
+/// part (its statements) plus a cost per item; both are fitted by least squares to the recent
+/// measures, each weighing half as much as the one after it, so a slice fills its budget as
+/// soon as two measures of different sizes are known instead of creeping towards it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Slice {
-    /// One item's cost, ns: the mean of the last measure and the figure before it; `None`
-    /// before the first measure.
-    per_item_ns: Option<f64>,
+    /// The measures' decayed sums: weight, items, ns, items squared, items times ns.
+    sums: [f64; 5],
 }
 
 impl Slice {
-    /// How many items fit `budget` at the measured cost per item, from `floor` (so the work
-    /// always advances, however slow the machine) to `ceiling`; `floor` before any measure.
+    /// How many items fit `budget` at the fitted cost, from `floor` (so the work always
+    /// advances, however slow the machine) to `ceiling`; `floor` before any measure.
     #[must_use]
     pub fn size(self, budget: std::time::Duration, floor: usize, ceiling: usize) -> usize {
         let floor = floor.min(ceiling);
-        match self.per_item_ns {
-            None => floor,
-            Some(ns) if ns <= 0.0 => ceiling,
-            Some(ns) => ((budget.as_nanos() as f64 / ns) as usize).clamp(floor, ceiling),
+        let Some((fixed, per_item)) = self.cost() else {
+            return floor;
+        };
+        if per_item <= 0.0 {
+            return ceiling;
         }
+        let room = budget.as_nanos() as f64 - fixed;
+        if room <= 0.0 {
+            return floor;
+        }
+        ((room / per_item) as usize).clamp(floor, ceiling)
+    }
+
+    /// The fitted cost of a slice, ns: its fixed part and its cost per item. Where the recent
+    /// measures' sizes hardly differ (their spread under a tenth of their mean) or the fit
+    /// gives a negative part, the whole cost is taken per item (fixed part 0). `None` before
+    /// any measure.
+    #[must_use]
+    pub fn cost(self) -> Option<(f64, f64)> {
+        let [w, n, t, nn, nt] = self.sums;
+        if w <= 0.0 || n <= 0.0 {
+            return None;
+        }
+        let (mean_n, mean_t) = (n / w, t / w);
+        let var = nn / w - mean_n * mean_n;
+        let cov = nt / w - mean_n * mean_t;
+        if var > (mean_n / 10.0).powi(2) && cov > 0.0 {
+            let per_item = cov / var;
+            let fixed = mean_t - per_item * mean_n;
+            if fixed >= 0.0 {
+                return Some((fixed, per_item));
+            }
+        }
+        Some((0.0, mean_t / mean_n))
     }
 
     /// Records that a slice of `items` took `took` (a slice of none says nothing).
@@ -262,8 +291,10 @@ impl Slice {
         if items == 0 {
             return;
         }
-        let ns = took.as_nanos() as f64 / items as f64;
-        self.per_item_ns = Some(self.per_item_ns.map_or(ns, |old| f64::midpoint(old, ns)));
+        let (n, t) = (items as f64, took.as_nanos() as f64);
+        for (sum, x) in self.sums.iter_mut().zip([1.0, n, t, n * n, n * t]) {
+            *sum = *sum / 2.0 + x;
+        }
     }
 }
 
@@ -542,31 +573,55 @@ mod tests {
         }
     }
 
-    /// A slice is the floor until measured, then what fits the budget at the mean of the
-    /// last two per-item figures, never below the floor nor above the ceiling.
+    /// A slice is the floor until measured, then what fits the budget at the fitted fixed
+    /// part and cost per item, never below the floor nor above the ceiling.
     #[test]
     fn slices_fit_the_budget_at_the_measured_cost() {
         use std::time::Duration;
-        let budget = Duration::from_millis(20);
+        let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
         let mut slice = Slice::default();
-        assert_eq!(slice.size(budget, 100, 1_000), 100);
-        // 1,000 items in 100 ms: 100 us each, so 200 fit 20 ms.
-        slice.record(1_000, Duration::from_millis(100));
-        assert_eq!(slice.size(budget, 100, 1_000), 200);
-        // Then 200 in 4 ms (20 us each): the mean, 60 us, fits 333.
-        slice.record(200, Duration::from_millis(4));
-        assert_eq!(slice.size(budget, 100, 1_000), 333);
+        assert_eq!(slice.size(ms(20.0), 100, 1_000), 100);
+        // One measure, 1,000 items in 100 ms: all of it per item (100 us), 200 fit 20 ms.
+        slice.record(1_000, ms(100.0));
+        assert_eq!(slice.size(ms(20.0), 100, 1_000), 200);
+
+        // Slices costing 10 ms plus 10 us an item: 100 in 11 ms, 500 in 15 ms, 300 in 13 ms.
+        // The fit finds both parts, so 15 ms fits 500 and 12 ms 200 (taken all per item,
+        // the mean of 110 and 30 us, 15 ms would fit 214).
+        let mut fixed = Slice::default();
+        fixed.record(100, ms(11.0));
+        fixed.record(500, ms(15.0));
+        assert_eq!(fixed.size(ms(15.001), 10, 1_000), 500);
+        assert_eq!(fixed.size(ms(12.001), 10, 1_000), 200);
+        fixed.record(300, ms(13.0));
+        assert_eq!(fixed.size(ms(15.001), 10, 1_000), 500);
         // Nothing done says nothing.
-        slice.record(0, Duration::from_secs(5));
-        assert_eq!(slice.size(budget, 100, 1_000), 333);
+        fixed.record(0, Duration::from_secs(5));
+        assert_eq!(fixed.size(ms(15.001), 10, 1_000), 500);
+        // The fixed part alone fills 9 ms: the floor.
+        assert_eq!(fixed.size(ms(9.0), 10, 1_000), 10);
+
+        // Equal sizes say nothing of a fixed part: 100 in 5 ms twice is 50 us an item.
+        let mut equal = Slice::default();
+        equal.record(100, ms(5.0));
+        equal.record(100, ms(5.0));
+        assert_eq!(equal.size(ms(20.0), 10, 1_000), 400);
+        // A fit with a negative fixed part (100 in 1 ms, 500 in 15 ms) is taken all per item:
+        // weighted means 366.67 items and 10.333 ms (the older measure counts half), 28.18 us
+        // an item, so 709 fit 20 ms.
+        let mut steep = Slice::default();
+        steep.record(100, ms(1.0));
+        steep.record(500, ms(15.0));
+        assert_eq!(steep.size(ms(20.0), 10, 1_000), 709);
+
         // A slow machine still advances by the floor; a fast one stops at the ceiling.
         slice.record(10, Duration::from_secs(10));
-        assert_eq!(slice.size(budget, 100, 1_000), 100);
+        assert_eq!(slice.size(ms(20.0), 100, 1_000), 100);
         let mut fast = Slice::default();
         fast.record(1_000, Duration::from_micros(10));
-        assert_eq!(fast.size(budget, 100, 1_000), 1_000);
+        assert_eq!(fast.size(ms(20.0), 100, 1_000), 1_000);
         // A floor above the ceiling is the ceiling.
-        assert_eq!(fast.size(budget, 5_000, 1_000), 1_000);
+        assert_eq!(fast.size(ms(20.0), 5_000, 1_000), 1_000);
     }
 
     #[test]

@@ -128,8 +128,8 @@ pub struct PassReport {
     /// Starts and preemptions the core decided that this pass left for the next (past its
     /// share of [`PASS_BUDGET`]).
     pub moves_left: usize,
-    /// Milliseconds of the last phase spent on waiting reasons: comparing and wording them,
-    /// then writing them.
+    /// Milliseconds of the last phase spent on waiting reasons: comparing them with those
+    /// written, then wording and writing a slice of the changed ones.
     pub reasons_ms: [u64; 2],
     /// Milliseconds of the second phase: bringing the runs up to date, stopping those past
     /// their time limit and charging those due, loading the rest of the snapshot.
@@ -1394,16 +1394,13 @@ async fn pass_inner(
     // stay the same), and a slice of them sized to REASONS_BUDGET, queue order first: the
     // rest follow in the next passes, which come at once (the structured note follows from
     // the same reason as the English text).
-    let mut ids = Vec::new();
-    let mut reasons = Vec::new();
-    let mut estimates: Vec<Option<i64>> = Vec::new();
-    let mut notes = Vec::new();
-    let mut written = Vec::new();
     let reasons_clock = std::time::Instant::now();
-    let reasons_began = reasons_clock;
     let most = live
         .reason_slice
         .size(REASONS_BUDGET, REASONS_PER_PASS_MIN, REASONS_PER_PASS);
+    // The comparison of every waiting run is the same whatever the slice; the slice's cost,
+    // which sizes the next one, is its wording and writing.
+    let mut changed = Vec::new();
     if write_reasons {
         let contexts = ReasonContexts::new(&names, &offline, &site.currency);
         let mut memo = HashMap::new();
@@ -1416,31 +1413,39 @@ async fn pass_inner(
             if live.reason_written(w.run.0, &w.reason, estimate, context) {
                 continue;
             }
-            if ids.len() == most {
+            if changed.len() == most {
                 report.reasons_left += 1;
                 continue;
             }
-            ids.push(w.run.0);
-            reasons.push(wait_message(
-                &w.reason,
-                run,
-                &offline,
-                &names,
-                &site.currency,
-            ));
-            notes.push(wait_note(&w.reason, run, &offline, &names));
-            estimates.push(estimate);
-            let key = super::live::WrittenReason {
-                reason: w.reason.clone(),
-                estimate,
-                context,
-            };
-            written.push((w.run.0, key));
+            changed.push((w, *run, estimate, context));
         }
     }
     report.reasons_ms[0] = reasons_clock.elapsed().as_millis() as u64;
     let reasons_clock = std::time::Instant::now();
-    if write_reasons && !ids.is_empty() {
+    let mut ids = Vec::with_capacity(changed.len());
+    let mut reasons = Vec::with_capacity(changed.len());
+    let mut estimates: Vec<Option<i64>> = Vec::with_capacity(changed.len());
+    let mut notes = Vec::with_capacity(changed.len());
+    let mut written = Vec::with_capacity(changed.len());
+    for &(w, run, estimate, context) in &changed {
+        ids.push(w.run.0);
+        reasons.push(wait_message(
+            &w.reason,
+            run,
+            &offline,
+            &names,
+            &site.currency,
+        ));
+        notes.push(wait_note(&w.reason, run, &offline, &names));
+        estimates.push(estimate);
+        let key = super::live::WrittenReason {
+            reason: w.reason.clone(),
+            estimate,
+            context,
+        };
+        written.push((w.run.0, key));
+    }
+    if !ids.is_empty() {
         sqlx::query(
             "UPDATE runs SET wait_reason = u.w, estimated_start = to_timestamp(u.e), wait_note = u.n \
              FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::JSONB[]) AS u(id, w, e, n) \
@@ -1456,7 +1461,7 @@ async fn pass_inner(
     }
     report.reasons_ms[1] = reasons_clock.elapsed().as_millis() as u64;
     report.reasons_written = ids.len();
-    live.reason_slice.record(ids.len(), reasons_began.elapsed());
+    live.reason_slice.record(ids.len(), reasons_clock.elapsed());
     // Draining nodes are empty only once every move the core decided is applied.
     if moves_left == 0 && !outcome.drained_nodes.is_empty() {
         let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
