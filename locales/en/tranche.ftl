@@ -157,12 +157,13 @@ wait-reserved-suffix = ; reserved start about { $at }
 wait-fair-share = { $more ->
     [0] { $projects }
    *[other] { $projects } and { $more } more
-} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs; { NUMBER($position, type: "ordinal") ->
+} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs{ $reserved }
+wait-position = { NUMBER($position, type: "ordinal") ->
     [one] { $position }st
     [two] { $position }nd
     [few] { $position }rd
    *[other] { $position }th
-} in line in its project{ $reserved }
+} in line in its project
 wait-over-share = its project holds { $held } { $model } GPUs and its fair share (entitlement) is { $entitlement }; the other busy GPUs are within other projects' entitlements, so it waits for { $gpus } to free up{ $reserved }
 wait-idle-gpus = unallocated: waits for { $gpus } idle GPUs of its model ({ $free } idle now); it never preempts
 wait-reserved = waiting for { $gpus } { $model } GPUs; reserved start about { $at }

@@ -156,7 +156,8 @@ wait-reserved-suffix = ; inicio reservado hacia { $at }
 wait-fair-share = { $more ->
     [0] { $projects }
    *[other] { $projects } y { $more } más
-} van antes (están dentro de su dotación o más por debajo de su cuota equitativa) y ocupan o esperan las GPU que necesita; es la { $position }.ª de la cola de su proyecto{ $reserved }
+} van antes (están dentro de su dotación o más por debajo de su cuota equitativa) y ocupan o esperan las GPU que necesita{ $reserved }
+wait-position = es la { $position }.ª de la cola de su proyecto
 wait-over-share = su proyecto ocupa { $held } GPU { $model } y su cuota equitativa (dotación) es { $entitlement }; las demás GPU ocupadas están dentro de la dotación de otros proyectos, así que espera a que se liberen { $gpus }{ $reserved }
 wait-idle-gpus = sin asignación: espera { $gpus } GPU ociosas de su modelo (ahora hay { $free } ociosas); nunca desaloja a otras
 wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }

@@ -156,7 +156,8 @@ wait-reserved-suffix = ; hasiera erreserbatua { $at } inguruan
 wait-fair-share = { $more ->
     [0] { $projects }
    *[other] { $projects } eta beste { $more }
-} lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude; { $position }. da bere proiektuaren ilaran{ $reserved }
+} lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude{ $reserved }
+wait-position = { $position }. da bere proiektuaren ilaran
 wait-over-share = bere proiektuak { $held } { $model } GPU dauzka, eta haren kuota bidezkoa (zuzkidura) { $entitlement } da; gainerako GPU okupatuak beste proiektu batzuen zuzkiduraren barruan daude, beraz { $gpus } libratu arte itxaroten du{ $reserved }
 wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxaroten du (orain { $free } daude geldirik); ez du inoiz inor kanporatzen
 wait-reserved = { $gpus } { $model } GPUren zain; hasiera erreserbatua { $at } inguruan

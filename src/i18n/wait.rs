@@ -37,6 +37,21 @@ pub enum WaitNote {
     },
 }
 
+impl WaitNote {
+    /// Whether its words go with the run's place in its project's line (a fair-share reason:
+    /// the runs ahead are other projects', and its own project's runs before it come first).
+    #[must_use]
+    pub fn names_place_in_line(&self) -> bool {
+        matches!(
+            self,
+            WaitNote::Pass {
+                reason: WaitReason::FairShare { .. },
+                ..
+            }
+        )
+    }
+}
+
 /// The context a note is rendered in: language, currency and time zone of the organisation.
 pub struct Render<'a> {
     /// The viewer's language.
@@ -143,7 +158,6 @@ fn pass_words(
             ],
         ),
         WaitReason::FairShare {
-            position_in_project,
             ahead_total,
             reserved_at,
             ..
@@ -155,7 +169,6 @@ fn pass_words(
                 &[
                     ("projects", &list),
                     ("more", &more),
-                    ("position", position_in_project),
                     ("reserved", &reserved(r, *reserved_at)),
                 ],
             )
@@ -259,18 +272,17 @@ mod tests {
         ahead.push(ProjectId(1));
         ahead.push(ProjectId(2));
         let note = pass(WaitReason::FairShare {
-            position_in_project: 2,
             ahead,
             ahead_total: 5,
             reserved_at: None,
         });
         assert_eq!(
             render(&note, Lang::En),
-            "vision, nlp and 3 more come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs; 2nd in line in its project"
+            "vision, nlp and 3 more come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs"
         );
         assert_eq!(
             render(&note, Lang::Eu),
-            "vision, nlp eta beste 3 lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude; 2. da bere proiektuaren ilaran"
+            "vision, nlp eta beste 3 lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude"
         );
     }
 

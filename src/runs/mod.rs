@@ -11,7 +11,7 @@ pub mod idle;
 pub mod live;
 pub mod service;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
@@ -1134,6 +1134,52 @@ pub struct RunRow {
     /// Why it waits, structured, for pages in the viewer's language (not in the API).
     #[serde(skip)]
     pub wait_note: Option<sqlx::types::Json<crate::i18n::wait::WaitNote>>,
+    /// Queued allocated runs: its place in its project's line (1 = next), computed when read
+    /// ([`place_in_line`]); `None` for other runs.
+    #[sqlx(skip)]
+    pub position_in_project: Option<i64>,
+}
+
+/// Sets the place in its project's line of each queued allocated run among `rows`: the order
+/// in which the scheduler considers a project's waiting runs (priority, highest first, then
+/// the second it was queued, then id; docs/design.md section 3.1), counting the project's
+/// queued allocated runs. Computed when read rather than stored with the waiting reason: it
+/// changes with every start of the project while the reason stays.
+///
+/// # Errors
+/// Database errors.
+pub async fn place_in_line(pool: &PgPool, rows: &mut [RunRow]) -> Result<(), AppError> {
+    let queued: Vec<i64> = rows
+        .iter()
+        .filter(|r| r.state == "queued" && r.min_runtime_s > 0)
+        .map(|r| r.id)
+        .collect();
+    if queued.is_empty() {
+        return Ok(());
+    }
+    let projects: Vec<i64> = rows
+        .iter()
+        .filter(|r| queued.contains(&r.id))
+        .map(|r| r.project_id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let places: HashMap<i64, i64> = sqlx::query_as(
+        "SELECT id, place FROM (SELECT id, row_number() OVER (PARTITION BY project_id \
+         ORDER BY priority DESC, extract(epoch FROM queued_at)::BIGINT, id) AS place \
+         FROM runs WHERE state = 'queued' AND min_runtime_s > 0 AND project_id = ANY($1)) line \
+         WHERE id = ANY($2)",
+    )
+    .bind(&projects)
+    .bind(&queued)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    for r in rows.iter_mut() {
+        r.position_in_project = places.get(&r.id).copied();
+    }
+    Ok(())
 }
 
 const ROW_SELECT: &str = "SELECT r.id, t.name AS project, r.project_id, c.name AS cluster, m.name AS gpu_model, r.gpus, \
@@ -1247,7 +1293,7 @@ pub async fn list(
          AND ($7::TEXT IS NULL OR lower(c.name) = lower($7)) \
          ORDER BY r.id DESC LIMIT $8"
     );
-    let rows = sqlx::query_as::<_, RunRow>(&sql)
+    let mut rows = sqlx::query_as::<_, RunRow>(&sql)
         .bind(visible)
         .bind(actor.id)
         .bind(scope)
@@ -1258,6 +1304,7 @@ pub async fn list(
         .bind(limit)
         .fetch_all(pool)
         .await?;
+    place_in_line(pool, &mut rows).await?;
     Ok(rows)
 }
 
@@ -1368,10 +1415,11 @@ pub async fn detail(
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
         return Err(AppError::NotFound(format!("no run {id}")));
     }
-    let run = sqlx::query_as::<_, RunRow>(&format!("{ROW_SELECT} WHERE r.id = $1"))
+    let mut run = sqlx::query_as::<_, RunRow>(&format!("{ROW_SELECT} WHERE r.id = $1"))
         .bind(id)
         .fetch_one(pool)
         .await?;
+    place_in_line(pool, std::slice::from_mut(&mut run)).await?;
     let (workdir, env, secret_env): (
         Option<String>,
         sqlx::types::Json<BTreeMap<String, String>>,

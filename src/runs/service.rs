@@ -1047,8 +1047,8 @@ pub async fn pass(state: &AppState) -> Result<PassReport, AppError> {
 }
 
 /// A pass that writes waiting runs' reasons only when `write_reasons` (the loop writes them at
-/// most every [`REASONS_EVERY`] under load: positions in line change with every pass, and
-/// rewriting thousands of rows each time would slow the passes that start runs).
+/// most every [`REASONS_EVERY`] under load: the projects ahead and the estimates change with
+/// most passes that start runs, and rewriting thousands of rows each time would slow them).
 async fn pass_with(state: &AppState, write_reasons: bool) -> Result<PassReport, AppError> {
     let mut live = state.live_runs.lock().await;
     let result = pass_inner(state, write_reasons, &mut live).await;

@@ -269,7 +269,6 @@ struct ProjectState {
     unalloc_held: u32,
     legacy_cap: u32,
     legacy_np: u32,
-    waiting_seen: usize,
     /// Effective share: product of the shares from the top of the tree, `0.0..=1.0`.
     eff: f64,
 }
@@ -496,7 +495,6 @@ impl<'a> Pass<'a> {
                     unalloc_held: 0,
                     legacy_cap: p.legacy_cap,
                     legacy_np: 0,
-                    waiting_seen: 0,
                     eff,
                 },
             );
@@ -1222,13 +1220,6 @@ impl<'a> Pass<'a> {
 
     fn consider_tranche(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
-        let position = {
-            let ps = self.projects.get_mut(&w.project);
-            ps.map_or(1, |ps| {
-                ps.waiting_seen += 1;
-                ps.waiting_seen
-            })
-        };
         if !self.budget_allows(w, pool) {
             return;
         }
@@ -1260,17 +1251,11 @@ impl<'a> Pass<'a> {
                 Err(p) => protected_until = p,
             }
         }
-        self.explain_blocked(w, pool, position, protected_until);
+        self.explain_blocked(w, pool, protected_until);
         self.note_ahead(pool, w.project);
     }
 
-    fn explain_blocked(
-        &mut self,
-        w: &Queued,
-        pool: usize,
-        position: usize,
-        protected_until: Option<i64>,
-    ) {
+    fn explain_blocked(&mut self, w: &Queued, pool: usize, protected_until: Option<i64>) {
         let mut estimate = None;
         let holder = if self.pools[pool].reservation.is_none() {
             estimate = self.reserve(w, pool);
@@ -1300,7 +1285,6 @@ impl<'a> Pass<'a> {
             WaitReason::NodesDraining { gpus: w.gpus }
         } else if ahead_total > 0 {
             WaitReason::FairShare {
-                position_in_project: position,
                 ahead,
                 ahead_total,
                 reserved_at,

@@ -147,9 +147,10 @@ impl Ahead {
 pub enum WaitReason {
     /// Other projects' runs of its pool come first (they are within their entitlement or
     /// further below their fair share) and took or wait for the GPUs it could use.
+    /// Its place in its project's line is not part of the reason: it changes with every start
+    /// of the project while the reason stays, so the pages and the API compute it when they
+    /// are read (docs/design.md section 3.6).
     FairShare {
-        /// Its place among its project's waiting runs in this pool (1 = next).
-        position_in_project: usize,
         /// The first projects ahead of it in this pass, in order.
         ahead: Ahead,
         /// How many projects are ahead of it in all.
@@ -253,17 +254,6 @@ pub fn format_instant(t: i64) -> String {
     }
 }
 
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
 /// Milli-GPUs as a number of GPUs with at most one decimal ("12", "0.8").
 pub fn format_milli(m: i64) -> String {
     let tenths = m.max(0) / 100;
@@ -283,12 +273,7 @@ fn reserved_words(at: Option<i64>) -> String {
 
 /// The fair-share waiting reason for projects named `ahead` (the first few of `total`), with
 /// its reserved start when it has one.
-fn fair_share_words(
-    ahead: &[String],
-    total: usize,
-    position: usize,
-    reserved_at: Option<i64>,
-) -> String {
+fn fair_share_words(ahead: &[String], total: usize, reserved_at: Option<i64>) -> String {
     let more = total.saturating_sub(ahead.len());
     let list = if more > 0 {
         format!("{} and {more} more", ahead.join(", "))
@@ -296,8 +281,7 @@ fn fair_share_words(
         ahead.join(", ")
     };
     format!(
-        "{list} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs; {} in line in its project{}",
-        ordinal(position),
+        "{list} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs{}",
         reserved_words(reserved_at)
     )
 }
@@ -341,13 +325,12 @@ impl WaitReason {
     pub fn describe_with(&self, project: &dyn Fn(ProjectId) -> String) -> String {
         match self {
             WaitReason::FairShare {
-                position_in_project,
                 ahead,
                 ahead_total,
                 reserved_at,
             } => {
                 let names: Vec<String> = ahead.as_slice().iter().map(|&p| project(p)).collect();
-                fair_share_words(&names, *ahead_total, *position_in_project, *reserved_at)
+                fair_share_words(&names, *ahead_total, *reserved_at)
             }
             WaitReason::OverShare {
                 held,
@@ -456,7 +439,6 @@ mod tests {
     fn codes_are_the_json_kinds() {
         let reasons = [
             WaitReason::FairShare {
-                position_in_project: 1,
                 ahead: Ahead::default(),
                 ahead_total: 0,
                 reserved_at: None,

@@ -288,6 +288,7 @@ type RunRow = (
     i64,
     Option<String>,
     Option<time::OffsetDateTime>,
+    Option<i64>,
 );
 
 /// Gathers the project page's standing for `project` (for anyone who may see the project: all
@@ -309,8 +310,12 @@ pub async fn standing(
 
     // Runs now.
     let rows: Vec<RunRow> = sqlx::query_as(
-        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.estimated_start \
-         FROM runs r JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id \
+        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.estimated_start, \
+         CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
+         FROM runs r LEFT JOIN (SELECT id, row_number() OVER (ORDER BY priority DESC, \
+         extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \
+         WHERE project_id = $1 AND state = 'queued' AND min_runtime_s > 0) line ON line.id = r.id \
+         JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id \
          JOIN clusters c ON c.id = r.cluster_id \
          WHERE r.project_id = $1 AND r.state IN ('waiting_approval', 'queued', 'starting', 'running', 'stopping') \
          ORDER BY r.id LIMIT 500",
@@ -319,7 +324,8 @@ pub async fn standing(
     .fetch_all(pool)
     .await?;
     let (mut running, mut waiting) = (Vec::new(), Vec::new());
-    for (id, submitter, gpus, model, cluster, st, started, min_rt, reason, estimate) in rows {
+    for (id, submitter, gpus, model, cluster, st, started, min_rt, reason, estimate, place) in rows
+    {
         let what = format!("{gpus} × {model} on {cluster}");
         if st == "queued" || st == "waiting_approval" {
             let mut detail = match (st.as_str(), reason) {
@@ -327,6 +333,12 @@ pub async fn standing(
                 (_, Some(r)) => r,
                 (_, None) => "waiting for the next scheduling pass".to_string(),
             };
+            // The place in line, as on the run page (`runs::place_in_line`), in English as
+            // the rest of the standing (it is shared by every viewer).
+            if let Some(place) = place {
+                let words = i18n::message(i18n::Lang::En, "wait-position", &[("position", &place)]);
+                detail.push_str(&format!("; {words}"));
+            }
             if let Some(e) = estimate {
                 detail.push_str(&format!(" (estimated start {})", at(e)));
             }

@@ -473,6 +473,13 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
         }),
         (Some(words), None) => words.clone(),
     };
+    // The place in line is computed when read (it is not part of the stored reason).
+    let reason = match (&r.wait_note, r.position_in_project) {
+        (Some(note), Some(place)) if note.names_place_in_line() => {
+            format!("{reason}; {}", i18n::t1("wait-position", "position", place))
+        }
+        _ => reason,
+    };
     Some(match r.estimated_start {
         Some(t) => i18n::t2(
             "run-waiting-estimated",

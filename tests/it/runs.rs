@@ -1892,3 +1892,124 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
         Vec::<String>::new()
     );
 }
+
+/// A run's place in its project's line is computed when read, not stored with its waiting
+/// reason: when a run ahead of it in its project leaves the line, the run's stored reason (and
+/// its row) stays as it was while the API and the run page give its new place.
+#[tokio::test]
+async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
+    let (app, users) = TestApp::with_demo().await;
+    let o = Org {
+        researcher: app.token_for("demo-researcher").await,
+        lead: app.token_for("demo-lead").await,
+        agent: agents::create_token(&app.pool, "local").await.unwrap(),
+        app,
+    };
+    register(&o.app, &o.agent, &["line-1"]).await;
+    // fm-pretrain-70b holds the node, protected; fm-pretrain-7b (idle) is first in line for
+    // it; two more 70b runs wait behind 7b, by fair share.
+    let mut body = run_body("fm-pretrain-70b", 8, 3_600, true);
+    body["time_limit_s"] = json!(86_400);
+    let holder = submit(&o, body).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, holder).await, "starting");
+    submit(&o, run_body("fm-pretrain-7b", 8, 600, true)).await;
+    let first = submit(&o, run_body("fm-pretrain-70b", 8, 600, true)).await;
+    let second = submit(&o, run_body("fm-pretrain-70b", 8, 600, true)).await;
+    pass(&o.app).await;
+    let place = |run: i64| {
+        let o = &o;
+        async move {
+            let (status, answer) = o
+                .app
+                .api(
+                    "GET",
+                    &format!("/api/v1/runs/{run}"),
+                    Some(&o.researcher),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            answer["position_in_project"].as_i64()
+        }
+    };
+    // The places among 70b's queued allocated runs: the demo's own count too, so each is
+    // computed here from the rows, in the core's order within a project.
+    let expected = |run: i64| {
+        let o = &o;
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM runs q, runs r WHERE r.id = $1 AND q.project_id = r.project_id \
+                 AND q.state = 'queued' AND q.min_runtime_s > 0 \
+                 AND (q.priority, -extract(epoch FROM q.queued_at)::BIGINT, -q.id) \
+                     >= (r.priority, -extract(epoch FROM r.queued_at)::BIGINT, -r.id)",
+            )
+            .bind(run)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap()
+        }
+    };
+    let before = expected(second).await;
+    assert_eq!(place(first).await, Some(before - 1));
+    assert_eq!(place(second).await, Some(before));
+    let stored = || async {
+        sqlx::query_as::<_, (String, String, Option<String>)>(
+            "SELECT xmin::TEXT, wait_note->'reason'->>'kind', wait_reason FROM runs WHERE id = $1",
+        )
+        .bind(second)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    let (row, kind, reason) = stored().await;
+    assert_eq!(kind, "fair_share", "{reason:?}");
+    let reason = reason.unwrap();
+    assert!(reason.contains("fm-pretrain-7b come first"), "{reason}");
+
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{first}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(expected(second).await, before - 1);
+    assert_eq!(place(second).await, Some(before - 1));
+    assert_eq!(place(first).await, None, "a cancelled run is in no line");
+    // Same reason, same row: the pass wrote nothing for it.
+    assert_eq!(stored().await, (row, kind, Some(reason.clone())));
+    // The run page gives the reason and the new place.
+    let mut client = crate::run_pages::login(&o.app, &users, "researcher").await;
+    let (status, page, _) = client.get(&format!("/runs/{second}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let n = before - 1;
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    let ordinal = format!("{n}{suffix}");
+    assert!(
+        page.contains(&format!("{ordinal} in line in its project")),
+        "{ordinal}: {page}"
+    );
+    // So does the project page's list of waiting runs.
+    let project: i64 = sqlx::query_scalar("SELECT project_id FROM runs WHERE id = $1")
+        .bind(second)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, page, _) = client.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(&format!("{ordinal} in line in its project")),
+        "{ordinal}: {page}"
+    );
+}

@@ -532,6 +532,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
             ("ended_at", nullable(s())),
             ("exit_code", nullable(int())),
             ("wait_reason", nullable(s())),
+            ("position_in_project", nullable(int())),
             ("decision_reason", nullable(s())),
             ("estimated_start", nullable(s())),
         ])
