@@ -1255,6 +1255,10 @@ impl<'a> Pass<'a> {
         self.note_ahead(pool, w.project);
     }
 
+    /// Records why `w` waits after it could neither start nor preempt. Behind another run's
+    /// reservation that it would outlast, the reservation is the reason whether or not GPUs are
+    /// free: the rules let such a run neither take the GPUs the reservation counts on nor
+    /// preempt (section 3.4 of docs/design.md), so no other cause would free it.
     fn explain_blocked(&mut self, w: &Queued, pool: usize, protected_until: Option<i64>) {
         let mut estimate = None;
         let holder = if self.pools[pool].reservation.is_none() {
@@ -1271,7 +1275,8 @@ impl<'a> Pass<'a> {
         let reason = if let Some(until) = protected_until {
             WaitReason::Protected { until }
         } else if let Some(r) = p.reservation.as_ref().filter(|_| !holder)
-            && (p.free - p.hold).max(0) >= i64::from(w.gpus)
+            && ((p.free - p.hold).max(0) >= i64::from(w.gpus)
+                || self.now.saturating_add(w.time_limit_s) > r.at)
         {
             WaitReason::BehindReservation {
                 run: r.run,

@@ -491,4 +491,12 @@ fn a_run_that_ends_before_the_reservation_may_preempt_behind_it() {
     let out = schedule(&long.snap, T0);
     assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
     assert!(!started(&out).contains(&slow));
+    // No GPU is free, but what keeps it waiting is the reservation it would outlast.
+    assert_eq!(
+        reason_of(&out, slow),
+        &WaitReason::BehindReservation {
+            run: gang_run,
+            at: reserved
+        }
+    );
 }
