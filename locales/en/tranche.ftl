@@ -248,6 +248,7 @@ run-utilization = GPU utilization
 run-submitted-queued = Run { $id } submitted and queued: { $preview }.
 run-submitted-approval = Run { $id } submitted; it waits for a lead's approval.
 run-already-submitted = This form was already submitted: it is run { $id }.
+run-form-resent = This form was already submitted as run { $id } with other values. Check the values below and submit again to create a new run.
 run-cancelled = Run { $id } cancelled.
 run-cancel-requested = Cancel of run { $id } requested; its processes are being stopped.
 

@@ -242,6 +242,7 @@ run-utilization = Uso de GPU
 run-submitted-queued = Ejecución { $id } enviada y en cola: { $preview }.
 run-submitted-approval = Ejecución { $id } enviada; espera la aprobación de un responsable.
 run-already-submitted = Este formulario ya se envió: es la ejecución { $id }.
+run-form-resent = Este formulario ya se envió como la ejecución { $id } con otros valores. Revise los valores y vuelva a enviarlo para crear una ejecución nueva.
 run-cancelled = Ejecución { $id } cancelada.
 run-cancel-requested = Se ha pedido cancelar la ejecución { $id }; sus procesos se están deteniendo.
 

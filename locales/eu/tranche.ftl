@@ -242,6 +242,7 @@ run-utilization = GPU erabilera
 run-submitted-queued = { $id }. exekuzioa bidali da eta ilaran dago: { $preview }.
 run-submitted-approval = { $id }. exekuzioa bidali da; arduradun baten onespenaren zain dago.
 run-already-submitted = Inprimaki hau bidalita zegoen jada: { $id }. exekuzioa da.
+run-form-resent = Inprimaki hau beste balio batzuekin bidali zen jada, { $id }. exekuzio gisa. Egiaztatu balioak eta bidali berriro exekuzio berri bat sortzeko.
 run-cancelled = { $id }. exekuzioa bertan behera utzi da.
 run-cancel-requested = { $id }. exekuzioa bertan behera uzteko eskatu da; bere prozesuak gelditzen ari dira.
 

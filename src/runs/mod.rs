@@ -702,27 +702,50 @@ pub struct Submitted {
     pub repeated: bool,
 }
 
-/// The run `actor` already submitted with `key` (an idempotency key), if any.
+/// What an idempotency key of `actor` was used for before ([`key_use`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Never used: a submission with it creates a run.
+    New,
+    /// Used for the same request (or stored without a fingerprint, which matches any): the
+    /// earlier run, `repeated`.
+    Repeat(Submitted),
+    /// Used for another request: run `id`.
+    Other {
+        /// The run the key was first used for.
+        id: i64,
+    },
+}
+
+/// What `key` of `actor` was used for, against the request's `fingerprint` (from
+/// [`NewRun::fingerprint`]).
 ///
 /// # Errors
 /// Database errors.
-pub async fn submitted_with_key(
+pub async fn key_use(
     pool: &PgPool,
     actor: &Account,
     key: &str,
-) -> Result<Option<Submitted>, AppError> {
-    let row: Option<(i64, String)> = sqlx::query_as(
-        "SELECT id, state FROM runs WHERE submitted_by = $1 AND idempotency_key = $2",
+    fingerprint: &[u8; 32],
+) -> Result<KeyUse, AppError> {
+    let row: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT id, state, idempotency_sha256 FROM runs WHERE submitted_by = $1 AND idempotency_key = $2",
     )
     .bind(actor.id)
     .bind(key)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(id, state)| Submitted {
-        id,
-        state,
-        repeated: true,
-    }))
+    Ok(match row {
+        None => KeyUse::New,
+        Some((id, _, Some(stored))) if stored.as_slice() != fingerprint.as_slice() => {
+            KeyUse::Other { id }
+        }
+        Some((id, state, _)) => KeyUse::Repeat(Submitted {
+            id,
+            state,
+            repeated: true,
+        }),
+    })
 }
 
 /// The run `actor` already submitted with `key`, if any, when it was submitted with the same
@@ -736,40 +759,28 @@ pub async fn repeat_of(
     key: &str,
     fingerprint: &[u8; 32],
 ) -> Result<Option<Submitted>, AppError> {
-    let row: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query_as(
-        "SELECT id, state, idempotency_sha256 FROM runs WHERE submitted_by = $1 AND idempotency_key = $2",
-    )
-    .bind(actor.id)
-    .bind(key)
-    .fetch_optional(pool)
-    .await?;
-    match row {
-        None => Ok(None),
-        Some((id, _, Some(stored))) if stored.as_slice() != fingerprint.as_slice() => {
-            Err(AppError::Unprocessable {
-                code: "idempotency_mismatch",
-                field: Some("Idempotency-Key"),
-                message: format!(
-                    "this Idempotency-Key was already used for another request (run {id}); \
-                     send that request again, or use a new key for a new run"
-                ),
-            })
-        }
-        Some((id, state, _)) => Ok(Some(Submitted {
-            id,
-            state,
-            repeated: true,
-        })),
+    match key_use(pool, actor, key, fingerprint).await? {
+        KeyUse::New => Ok(None),
+        KeyUse::Repeat(earlier) => Ok(Some(earlier)),
+        KeyUse::Other { id } => Err(AppError::Unprocessable {
+            code: "idempotency_mismatch",
+            field: Some("Idempotency-Key"),
+            message: format!(
+                "this Idempotency-Key was already used for another request (run {id}); \
+                 send that request again, or use a new key for a new run"
+            ),
+        }),
     }
 }
 
-/// An idempotency key with the fingerprint of the request it comes with, when known.
+/// An idempotency key with the fingerprint of the request it comes with.
 #[derive(Debug, Clone, Copy)]
 pub struct Key<'a> {
-    /// 1 to 255 characters, per submitter.
+    /// 1 to 255 characters, per submitter: the API's `Idempotency-Key` or the run form's
+    /// one-time field.
     pub key: &'a str,
-    /// [`NewRun::fingerprint`] of the API request; `None` for the run form's one-time key.
-    pub fingerprint: Option<&'a [u8; 32]>,
+    /// [`NewRun::fingerprint`] of the request.
+    pub fingerprint: &'a [u8; 32],
 }
 
 /// Submits a checked run: it enters the queue, or the approvals inbox when it needs approval.
@@ -821,7 +832,7 @@ pub async fn submit(
         state,
         message,
         key: key.map(|k| k.key.to_string()),
-        fingerprint: key.and_then(|k| k.fingerprint).map(|f| f.to_vec()),
+        fingerprint: key.map(|k| k.fingerprint.to_vec()),
         secret_env: seal_secret_env(&app.secret_key, &run.secret_env),
         secret_env_names: run.secret_env.keys().cloned().collect(),
     };
@@ -829,11 +840,7 @@ pub async fn submit(
     let Some(id) = id else {
         // A concurrent repeat won the race for the key.
         let earlier = match key {
-            Some(Key {
-                key,
-                fingerprint: Some(f),
-            }) => repeat_of(&app.pool, actor, key, f).await?,
-            Some(Key { key, .. }) => submitted_with_key(&app.pool, actor, key).await?,
+            Some(Key { key, fingerprint }) => repeat_of(&app.pool, actor, key, fingerprint).await?,
             None => None,
         };
         return earlier.ok_or_else(|| {

@@ -379,22 +379,40 @@ async fn post_run(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Form(form): Form<RunForm>,
+    Form(mut form): Form<RunForm>,
 ) -> Result<Response, AppError> {
-    let key = Some(form.once.trim()).filter(|k| (1..=255).contains(&k.len()));
+    let parsed = form.parse();
+    // The one-time field is the form's idempotency key, with the request's fingerprint: a
+    // double click answers with the first run; a form sent again with other values (back,
+    // edit, submit) is shown again with a new key, so that it can be sent as a new run.
+    let once = form.once.trim().to_string();
+    let key = Some(once.as_str()).filter(|k| (1..=255).contains(&k.len()));
+    let fingerprint = parsed
+        .as_ref()
+        .ok()
+        .map(|run| run.fingerprint(&state.secret_key));
     if form.action == "submit"
-        && let Some(key) = key
-        && let Some(earlier) = runs::submitted_with_key(&state.pool, &me, key).await?
+        && let (Some(key), Some(fingerprint)) = (key, &fingerprint)
     {
-        flash(
-            &session,
-            i18n::t1("run-already-submitted", "id", earlier.id.to_string()),
-        )
-        .await?;
-        return Ok(Redirect::to(&format!("/runs/{}", earlier.id)).into_response());
+        match runs::key_use(&state.pool, &me, key, fingerprint).await? {
+            runs::KeyUse::New => {}
+            runs::KeyUse::Repeat(earlier) => {
+                flash(
+                    &session,
+                    i18n::t1("run-already-submitted", "id", earlier.id.to_string()),
+                )
+                .await?;
+                return Ok(Redirect::to(&format!("/runs/{}", earlier.id)).into_response());
+            }
+            runs::KeyUse::Other { id } => {
+                form.once = String::new();
+                let e = AppError::Conflict(i18n::t1("run-form-resent", "id", id.to_string()));
+                return form_page(&state, &session, &me, form, None, Some(e)).await;
+            }
+        }
     }
     let tree = state.tree_for(&me).await?;
-    let checked = match form.parse() {
+    let checked = match parsed {
         Ok(run) => runs::check(&state.pool, &state.site, &me, &tree, run).await,
         Err(e) => Err(e),
     };
@@ -410,10 +428,9 @@ async fn post_run(
         let approval = checked.preview.needs_approval;
         return form_page(&state, &session, &me, form, Some((preview, approval)), None).await;
     }
-    let key = key.map(|key| runs::Key {
-        key,
-        fingerprint: None,
-    });
+    let key = key
+        .zip(fingerprint.as_ref())
+        .map(|(key, fingerprint)| runs::Key { key, fingerprint });
     let run = runs::submit(&state, &me, &checked, key).await?;
     let (id, run_state) = (run.id, run.state);
     let notice = if run.repeated {
@@ -685,9 +702,34 @@ struct DetailPage {
     can_cancel: bool,
     can_decide: bool,
     error: Option<String>,
-    /// The typed decision reason, kept after an error.
-    reason: String,
+    /// The typed decision reason, kept after an error in the form it was typed in.
+    reason: TypedReason,
     time_zone: String,
+}
+
+/// A decision reason typed into the approve or the deny form, kept after an error so that it
+/// comes back in the same form (never in the other one, where a second click would send an
+/// approval note as a denial).
+#[derive(Default)]
+struct TypedReason {
+    approve: bool,
+    text: String,
+}
+
+impl TypedReason {
+    fn new(approve: bool, text: String) -> Self {
+        Self { approve, text }
+    }
+
+    /// What the approve form shows.
+    fn for_approve(&self) -> &str {
+        if self.approve { &self.text } else { "" }
+    }
+
+    /// What the deny form shows.
+    fn for_deny(&self) -> &str {
+        if self.approve { "" } else { &self.text }
+    }
 }
 
 async fn detail_page(
@@ -696,7 +738,7 @@ async fn detail_page(
     me: &Account,
     id: i64,
     error: Option<AppError>,
-    reason: String,
+    reason: TypedReason,
 ) -> Result<Response, AppError> {
     let tree = state.tree_for(me).await?;
     let d = runs::detail(&state.pool, me, &tree.parents, id).await?;
@@ -789,7 +831,7 @@ async fn detail(
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
-    detail_page(&state, &session, &me, id, None, String::new()).await
+    detail_page(&state, &session, &me, id, None, TypedReason::default()).await
 }
 
 /// The hidden fields of the cancel, approve and deny forms.
@@ -825,7 +867,7 @@ async fn cancel(
             Ok(Redirect::to(&format!("/runs/{id}")).into_response())
         }
         Err(e @ (AppError::Invalid { .. } | AppError::Refused { .. })) => {
-            detail_page(&state, &session, &me, id, Some(e), String::new()).await
+            detail_page(&state, &session, &me, id, Some(e), TypedReason::default()).await
         }
         Err(e) => Err(e),
     }
@@ -868,9 +910,11 @@ async fn decide(
         }
         Err(e @ (AppError::Invalid { .. } | AppError::Refused { .. })) => {
             if from_inbox {
-                approvals_page(&state, &session, &me, Some((id, e, form.reason))).await
+                let typed = TypedReason::new(approve, form.reason);
+                approvals_page(&state, &session, &me, Some((id, e, typed))).await
             } else {
-                detail_page(&state, &session, &me, id, Some(e), form.reason).await
+                let typed = TypedReason::new(approve, form.reason);
+                detail_page(&state, &session, &me, id, Some(e), typed).await
             }
         }
         Err(e) => Err(e),
@@ -901,7 +945,7 @@ async fn deny(
 struct InboxRow {
     run: RowView,
     error: Option<String>,
-    reason: String,
+    reason: TypedReason,
 }
 
 #[derive(askama::Template)]
@@ -939,19 +983,22 @@ async fn approvals_page(
     state: &AppState,
     session: &Session,
     me: &Account,
-    failed: Option<(i64, AppError, String)>,
+    failed: Option<(i64, AppError, TypedReason)>,
 ) -> Result<Response, AppError> {
     let tree = state.tree_for(me).await?;
     let rows = runs::approvals(&state.pool, me, &tree.parents).await?;
     let status = failed
         .as_ref()
         .map_or(StatusCode::OK, |(_, e, _)| e.status());
+    let mut failed = failed;
     let rows = rows
         .iter()
         .map(|r| {
-            let (error, reason) = match &failed {
-                Some((id, e, reason)) if *id == r.id => (Some(e.public_message()), reason.clone()),
-                _ => (None, String::new()),
+            let (error, reason) = match &mut failed {
+                Some((id, e, reason)) if *id == r.id => {
+                    (Some(e.public_message()), std::mem::take(reason))
+                }
+                _ => (None, TypedReason::default()),
             };
             InboxRow {
                 run: row_view(state, r),

@@ -270,6 +270,29 @@ async fn a_large_run_waits_for_the_lead_who_denies_it_with_a_reason() {
     );
     assert!(body.contains("python big.py"));
 
+    // An approval note that is too long comes back in the approve form, not the deny form,
+    // where a second click would send it as a denial.
+    let note = "ship it ".repeat(300);
+    let (status, body, _) = lead
+        .post(
+            &format!("/runs/{id}/approve"),
+            &[("reason", note.as_str()), ("from", "approvals")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let approve_form = body
+        .split(&format!(r#"action="/runs/{id}/approve""#))
+        .nth(1)
+        .and_then(|rest| rest.split("</form>").next())
+        .expect("the approve form");
+    let deny_form = body
+        .split(&format!(r#"action="/runs/{id}/deny""#))
+        .nth(1)
+        .and_then(|rest| rest.split("</form>").next())
+        .expect("the deny form");
+    assert!(approve_form.contains(note.trim_end()), "{approve_form}");
+    assert!(!deny_form.contains("ship it"), "{deny_form}");
+
     // Denied without a reason: the inbox shows why, and the run still waits.
     let deny = format!("/runs/{id}/deny");
     let (status, body, _) = lead
@@ -463,4 +486,42 @@ async fn a_form_submitted_twice_makes_one_run() {
     assert_eq!(run_count(&app).await, 1);
     let (_, body, _) = c.get(first.as_deref().unwrap()).await;
     assert!(body.contains("This form was already submitted"), "{body}");
+    // Back, edit, Submit: the key was used for other values. The form comes back with what
+    // was typed, a word about the first run and a new key; nothing is created yet.
+    let first_id = first
+        .as_deref()
+        .unwrap()
+        .trim_start_matches("/runs/")
+        .to_string();
+    let edited: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|&(k, v)| (k, if k == "command" { "echo edited" } else { v }))
+        .collect();
+    let (status, body, _) = c.post("/runs/new", &edited).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body.contains(&format!(
+            "already submitted as run {first_id} with other values"
+        )),
+        "{body}"
+    );
+    assert!(body.contains("echo edited"), "{body}");
+    let fresh = body
+        .split(r#"name="once" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a one-time field")
+        .to_string();
+    assert_eq!(fresh.len(), 32, "{fresh}");
+    assert_ne!(fresh, once);
+    assert_eq!(run_count(&app).await, 1);
+    // Sent again as shown, it is a new run.
+    let resent: Vec<(&str, &str)> = edited
+        .iter()
+        .map(|&(k, v)| (k, if k == "once" { fresh.as_str() } else { v }))
+        .collect();
+    let (status, _, second) = c.post("/runs/new", &resent).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_ne!(second, first);
+    assert_eq!(run_count(&app).await, 2);
 }

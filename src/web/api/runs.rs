@@ -72,7 +72,7 @@ pub(super) async fn post_run(
     let checked = check(&state, &me, body).await?;
     let key = key.map(|key| runs::Key {
         key,
-        fingerprint: Some(&fingerprint),
+        fingerprint: &fingerprint,
     });
     let run = runs::submit(&state, &me, &checked, key).await?;
     if run.repeated {
