@@ -364,9 +364,22 @@ pub async fn load_history(
     if !loaded || history {
         return Ok(None);
     }
-    let submitter: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
-        .fetch_one(&mut *lock)
-        .await?;
+    // The history's submitter is an account of its own that cannot sign in and belongs to no
+    // project: recorded under a real user, every past run of every project would be that
+    // user's own, and so visible to them whatever their projects.
+    let submitter: i64 = sqlx::query_scalar(
+        "INSERT INTO users (name, password_hash, disabled) VALUES ('demo-history', NULL, true) \
+         ON CONFLICT (name) DO UPDATE SET disabled = true RETURNING id",
+    )
+    .fetch_one(&mut *lock)
+    .await?;
+    sqlx::query(
+        "INSERT INTO role_grants (user_id, role, node_id) SELECT $1, 'researcher', NULL \
+         WHERE NOT EXISTS (SELECT 1 FROM role_grants WHERE user_id = $1)",
+    )
+    .bind(submitter)
+    .execute(&mut *lock)
+    .await?;
     // The demo tree as the simulator's (paths of names), and the database id of each project.
     let mut tree = Vec::new();
     let mut ids: std::collections::HashMap<String, i64> = std::collections::HashMap::new();

@@ -39,6 +39,16 @@ pub enum AppError {
     /// `malformed_request`.
     #[error("{0}")]
     Malformed(String),
+    /// A JSON body whose shape is not the operation's (not an object, a value of the wrong
+    /// type, a missing, unknown or repeated field): 422 `invalid_input`, naming the field as a
+    /// path into the body (`gpus`, `env.SEED`, `nodes[0].name`) when there is one.
+    #[error("{message}")]
+    BadShape {
+        /// The field at fault, as a path into the body.
+        field: Option<String>,
+        /// A message for a person, in JSON's terms.
+        message: String,
+    },
     /// A body over the size limit: 413 `payload_too_large`.
     #[error("the request body is too large (at most 2 MiB)")]
     TooLarge,
@@ -83,9 +93,10 @@ impl AppError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Invalid { .. } | Self::InvalidText { .. } | Self::Unprocessable { .. } => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            Self::Invalid { .. }
+            | Self::BadShape { .. }
+            | Self::InvalidText { .. }
+            | Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Malformed(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
@@ -99,7 +110,7 @@ impl AppError {
     /// The stable machine-readable code used in JSON errors.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Invalid { .. } => "invalid_input",
+            Self::Invalid { .. } | Self::BadShape { .. } => "invalid_input",
             Self::InvalidText { .. } => "invalid_text",
             Self::Malformed(_) => "malformed_request",
             Self::TooLarge => "payload_too_large",
@@ -217,6 +228,7 @@ impl IntoResponse for ApiError {
         let field = match &self.0 {
             AppError::Invalid { field, .. } => *field,
             AppError::InvalidText { field, .. } => Some(field.as_str()),
+            AppError::BadShape { field, .. } => field.as_deref(),
             AppError::Unprocessable { field, .. } => *field,
             _ => None,
         };

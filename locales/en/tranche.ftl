@@ -325,6 +325,7 @@ settings-saved = Settings saved.
 ## Spend reports
 
 reports-title = Spend reports
+reports-err-role = spend reports are for finance, admins and leads
 reports-all-models = all
 reports-period = Period
 reports-node = Node

@@ -319,6 +319,7 @@ settings-saved = Ajustes guardados.
 ## Spend reports
 
 reports-title = Informes de gasto
+reports-err-role = los informes de gasto son para finanzas, administradores y responsables
 reports-all-models = todos
 reports-period = Periodo
 reports-node = Nodo

@@ -319,6 +319,7 @@ settings-saved = Ezarpenak gorde dira.
 ## Spend reports
 
 reports-title = Gastu-txostenak
+reports-err-role = gastu-txostenak finantzetarako, administratzaileentzat eta arduradunentzat dira
 reports-all-models = guztiak
 reports-period = Aldia
 reports-node = Nodoa

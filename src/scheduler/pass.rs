@@ -1242,6 +1242,7 @@ impl<'a> Pass<'a> {
         // instant: it then gives back every GPU it takes (its victims' too) before the
         // reserved run needs them, so the reservation keeps its time.
         let mut protected_until = None;
+        let mut barred = false;
         if self.ends_by_reservation(pool, w) {
             match self.try_preempt(w, pool, contract) {
                 Ok(()) => {
@@ -1250,16 +1251,40 @@ impl<'a> Pass<'a> {
                 }
                 Err(p) => protected_until = p,
             }
+        } else {
+            barred = self.may_find_victims(w, pool, contract);
         }
-        self.explain_blocked(w, pool, protected_until);
+        self.explain_blocked(w, pool, protected_until, barred);
         self.note_ahead(pool, w.project);
     }
 
+    /// Whether the preemption rule's cheap bounds (those [`Self::try_preempt`] checks first)
+    /// leave room for a move of `w`: unprotected runs of projects it may take GPUs from, and
+    /// GPUs beyond entitlements, enough for its need. A necessary condition, not a move.
+    fn may_find_victims(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> bool {
+        let need = i64::from(w.gpus) - self.usable(pool, w, self.held_for(contract));
+        let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
+        let rank = self.fs.rank(w.project).min(self.fs.len());
+        let p = &self.pools[pool];
+        let from = if gain > 0 { 0 } else { rank + 1 };
+        let bound = p.unalloc_gpus + p.preemptible_by_rank.get(from).copied().unwrap_or(0);
+        let own =
+            (self.held_in(w.project, pool) * 1000 - self.entitled_milli(w.project, pool)).max(0);
+        let surplus = p.surplus_total - own;
+        need > 0 && bound >= need && p.unalloc_gpus + (surplus + gain + 999) / 1000 >= need
+    }
+
     /// Records why `w` waits after it could neither start nor preempt. Behind another run's
-    /// reservation that it would outlast, the reservation is the reason whether or not GPUs are
-    /// free: the rules let such a run neither take the GPUs the reservation counts on nor
-    /// preempt (section 3.4 of docs/design.md), so no other cause would free it.
-    fn explain_blocked(&mut self, w: &Queued, pool: usize, protected_until: Option<i64>) {
+    /// reservation that it would outlast, the reservation is the reason when GPUs are free for
+    /// it, or when it is `barred`: the rule's bounds leave room for a preemption, which the
+    /// reservation forbids it (section 3.4 of docs/design.md).
+    fn explain_blocked(
+        &mut self,
+        w: &Queued,
+        pool: usize,
+        protected_until: Option<i64>,
+        barred: bool,
+    ) {
         let mut estimate = None;
         let holder = if self.pools[pool].reservation.is_none() {
             estimate = self.reserve(w, pool);
@@ -1275,8 +1300,7 @@ impl<'a> Pass<'a> {
         let reason = if let Some(until) = protected_until {
             WaitReason::Protected { until }
         } else if let Some(r) = p.reservation.as_ref().filter(|_| !holder)
-            && ((p.free - p.hold).max(0) >= i64::from(w.gpus)
-                || self.now.saturating_add(w.time_limit_s) > r.at)
+            && ((p.free - p.hold).max(0) >= i64::from(w.gpus) || barred)
         {
             WaitReason::BehindReservation {
                 run: r.run,

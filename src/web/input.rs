@@ -125,10 +125,19 @@ pub fn check_json(value: &Value) -> Result<(), AppError> {
 /// # Errors
 /// 422 `invalid_text` for the first parameter at fault.
 pub async fn check_path<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<(), AppError> {
-    if let Ok(params) = axum::extract::RawPathParams::from_request_parts(parts, state).await {
-        for (name, value) in &params {
-            check_text(name, value)?;
+    match axum::extract::RawPathParams::from_request_parts(parts, state).await {
+        Ok(params) => {
+            for (name, value) in &params {
+                check_text(name, value)?;
+            }
         }
+        Err(axum::extract::rejection::RawPathParamsRejection::InvalidUtf8InPathParam(e)) => {
+            // The rejection names the segment only in its text: "Invalid UTF-8 in `id`".
+            let text = e.body_text();
+            let name = text.split('`').nth(1).unwrap_or("path");
+            return Err(not_utf8(name));
+        }
+        Err(_) => {}
     }
     Ok(())
 }
@@ -328,6 +337,176 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// Parses a JSON request body into a value, refusing an object that names a field twice
+/// (`serde_json::Value` would keep the last silently, so a proxy reading the first and the
+/// server reading the last would see two requests).
+///
+/// # Errors
+/// 400 `malformed_request` when it is not JSON (with the position); 422 `invalid_input` for a
+/// repeated field (named).
+pub fn unique_json(bytes: &[u8]) -> Result<Value, AppError> {
+    let not_json = |e: serde_json::Error| {
+        AppError::Malformed(format!("Failed to parse the request body as JSON: {e}"))
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let Unique(value) = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        if e.inner().is_data() {
+            shape_error(e)
+        } else {
+            not_json(e.into_inner())
+        }
+    })?;
+    de.end().map_err(not_json)?;
+    Ok(value)
+}
+
+/// Reads a checked JSON value as the operation's body type.
+///
+/// # Errors
+/// 422 `invalid_input` naming the field: a value of the wrong type, a missing or an unknown
+/// field, in JSON's terms (an integer, an object), never the server's type names.
+pub fn from_json_value<T: DeserializeOwned>(value: Value) -> Result<T, AppError> {
+    serde_path_to_error::deserialize(value).map_err(shape_error)
+}
+
+fn shape_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> AppError {
+    let path = e.path().to_string();
+    let text = e.into_inner().to_string();
+    // serde_json appends the position; the field says where.
+    let text = match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    let named = ["missing field `", "unknown field `", "duplicate field `"]
+        .iter()
+        .find_map(|p| text.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    let field = match (path.as_str(), named) {
+        (".", None) => None,
+        (".", Some(n)) => Some(n.to_string()),
+        (p, Some(n)) if !p.ends_with(n) => Some(format!("{p}.{n}")),
+        (p, _) => Some(p.to_string()),
+    };
+    let words = domain::shorten_quoted(&in_json_terms(&text));
+    let field = field.map(|f| domain::excerpt(&f));
+    let message = match (&field, named) {
+        (Some(f), None) => format!("{f}: {words}"),
+        _ => words,
+    };
+    AppError::BadShape { field, message }
+}
+
+/// A deserializer's message in JSON's terms: "expected i64" becomes "expected an integer",
+/// "map" an object, "sequence" an array, a struct's name an object.
+fn in_json_terms(message: &str) -> String {
+    const TERMS: [(&str, &str); 14] = [
+        ("i64", "an integer"),
+        ("u64", "an integer from 0"),
+        ("usize", "an integer from 0"),
+        ("i32", "an integer from -2147483648 to 2147483647"),
+        ("u32", "an integer from 0 to 4294967295"),
+        ("i16", "an integer from -32768 to 32767"),
+        ("u16", "an integer from 0 to 65535"),
+        ("i8", "an integer from -128 to 127"),
+        ("u8", "an integer from 0 to 255"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("a map", "an object"),
+        ("a sequence", "an array"),
+        ("unit", "null"),
+    ];
+    let mut out = message
+        .replace("invalid type: map", "invalid type: object")
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("invalid type: unit value", "invalid type: null");
+    if let Some(at) = out.find("expected ") {
+        let rest = &out[at + "expected ".len()..];
+        let replaced = if rest.starts_with("struct ") {
+            Some("an object".to_string())
+        } else {
+            TERMS
+                .iter()
+                .find(|(rust, _)| {
+                    rest.strip_prefix(rust)
+                        .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
+                })
+                .map(|(rust, json)| format!("{json}{}", &rest[rust.len()..]))
+        };
+        if let Some(r) = replaced {
+            out.replace_range(at + "expected ".len().., &r);
+        }
+    }
+    out
+}
+
+/// A JSON value read with [`UniqueVisitor`].
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+/// Builds a `serde_json::Value` as its own visitor does, refusing a repeated object key.
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        <Unique as serde::Deserialize>::deserialize(d).map(|u| u.0)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Unique(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate field `{}`",
+                    domain::excerpt(&key)
+                )));
+            }
+            let Unique(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +539,48 @@ mod tests {
         let e = check_json(&serde_json::json!({"nodes": [{"name": "x\u{1b}"}]})).unwrap_err();
         assert!(matches!(e, AppError::InvalidText { ref field, .. } if field == "nodes[0].name"));
         assert_eq!(visible("a\0b\u{7f}"), "a\u{2400}b\u{2421}");
+    }
+
+    #[test]
+    fn shape_errors_speak_json_and_name_nested_fields() {
+        assert_eq!(
+            in_json_terms("invalid type: string \"4\", expected u32"),
+            "invalid type: string \"4\", expected an integer from 0 to 4294967295"
+        );
+        assert_eq!(
+            in_json_terms("invalid type: sequence, expected struct NewRun with 12 elements"),
+            "invalid type: array, expected an object"
+        );
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            n: i64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Outer {
+            items: Vec<Inner>,
+        }
+        let value = unique_json(br#"{"items": [{"n": 1}, {"n": "x"}]}"#).unwrap();
+        match from_json_value::<Outer>(value).unwrap_err() {
+            AppError::BadShape { field, message } => {
+                assert_eq!(field.as_deref(), Some("items[1].n"));
+                assert!(message.ends_with("expected an integer"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let value = unique_json(br#"{"items": [{}]}"#).unwrap();
+        match from_json_value::<Outer>(value).unwrap_err() {
+            AppError::BadShape { field, .. } => assert_eq!(field.as_deref(), Some("items[0].n")),
+            other => panic!("{other:?}"),
+        }
+        match unique_json(br#"{"a": {"b": 1, "b": 2}}"#).unwrap_err() {
+            AppError::BadShape { message, .. } => assert!(message.contains("duplicate field `b`")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            unique_json(b"{\"a\": 1} x"),
+            Err(AppError::Malformed(_))
+        ));
     }
 }

@@ -42,9 +42,7 @@ struct Resolved {
 
 async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Resolved, AppError> {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
-        return Err(AppError::Forbidden(
-            "spend reports are for finance, admins and leads".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("reports-err-role")));
     }
     let now = jiff::Timestamp::now();
     let period = if q.period.trim().is_empty() {

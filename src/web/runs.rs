@@ -1098,13 +1098,18 @@ pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppEr
             .await?
             .iter()
             .map(|r| {
-                let what = format!(
-                    "{} × {} on {} for {}",
-                    r.gpus, r.gpu_model, r.cluster, r.project
+                let what = i18n::ta(
+                    "run-what",
+                    &[
+                        ("gpus", &r.gpus.to_string()),
+                        ("model", &r.gpu_model),
+                        ("cluster", &r.cluster),
+                        ("project", &r.project),
+                    ],
                 );
                 let state_words = match waiting_words(state, r) {
-                    Some(w) => format!("queued: {w}"),
-                    None => r.state.replace('_', " "),
+                    Some(w) => format!("{}: {w}", state_words(&r.state)),
+                    None => state_words(&r.state),
                 };
                 (r.id, what, state_words, r.command.clone())
             })

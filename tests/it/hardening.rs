@@ -1205,3 +1205,103 @@ async fn error_messages_quote_at_most_60_characters_of_the_input() {
         }
     }
 }
+
+/// A body whose shape is not the operation's is a 422 naming the field in JSON's terms (never
+/// the server's type names), a field sent twice is refused rather than read as the last, and a
+/// path segment that is not UTF-8 is `invalid_text`; none of them creates anything.
+#[tokio::test]
+async fn a_body_of_the_wrong_shape_is_a_422_naming_the_field() {
+    let (app, _) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let before = run_count(&app).await;
+    let with = |field: &str, value: Value| {
+        let mut body = run_json();
+        body[field] = value;
+        serde_json::to_vec(&body).unwrap()
+    };
+    let mut missing = run_json();
+    missing.as_object_mut().unwrap().remove("project");
+    let cases: Vec<(Vec<u8>, Option<&str>, &str)> = vec![
+        (
+            with("gpus", json!("4")),
+            Some("gpus"),
+            "expected an integer",
+        ),
+        (
+            with("gpus", json!(1.5)),
+            Some("gpus"),
+            "expected an integer",
+        ),
+        (
+            with("gpus", json!(1e30)),
+            Some("gpus"),
+            "expected an integer",
+        ),
+        (
+            with("resumable", json!("yes")),
+            Some("resumable"),
+            "expected a boolean",
+        ),
+        (with("env", json!([1])), Some("env"), "expected an object"),
+        (
+            serde_json::to_vec(&missing).unwrap(),
+            Some("project"),
+            "missing field `project`",
+        ),
+        (b"[]".to_vec(), None, "must be a JSON object"),
+        (
+            br#"{"project":"fm-pretrain-7b","project":"fm-red-team","cluster":"h100-east"}"#
+                .to_vec(),
+            Some("project"),
+            "duplicate field `project`",
+        ),
+    ];
+    for (body, field, words) in cases {
+        let shown = String::from_utf8_lossy(&body).to_string();
+        let (status, answer) = app
+            .api_raw(
+                "POST",
+                "/api/v1/runs",
+                Some(&researcher),
+                "application/json",
+                body,
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{shown}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "invalid_input", "{answer}");
+        assert_eq!(
+            answer["error"]["field"].as_str(),
+            field,
+            "{shown}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{shown}: {message}");
+        for rust in ["i64", "u32", "struct", "NewRun", "sequence", "map"] {
+            assert!(!message.contains(rust), "{shown}: {message}");
+        }
+    }
+    // Still not JSON at all: 400 without a field.
+    let (status, answer) = app
+        .api_raw(
+            "POST",
+            "/api/v1/runs",
+            Some(&researcher),
+            "application/json",
+            b"{\"gpus\": 1} x".to_vec(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["field"], Value::Null, "{answer}");
+    // A path segment that is not UTF-8, as a query value that is not.
+    let (status, answer) = app
+        .api("GET", "/api/v1/runs/%FF", Some(&researcher), None)
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_text", "{answer}");
+    assert_eq!(answer["error"]["field"], "id", "{answer}");
+    assert_eq!(run_count(&app).await, before);
+}

@@ -743,6 +743,27 @@ async fn demo_history_is_recorded_once_charged_when_used_and_shows_in_the_metric
         .unwrap();
     assert_eq!(again, runs);
     assert_eq!(count_postings().await, postings);
+    // The history is nobody's own: its submitter cannot sign in, and a researcher sees no
+    // past run of a project he is not a member of.
+    let submitters: (i64, String, bool, Option<String>) = sqlx::query_as(
+        "SELECT count(DISTINCT u.id), min(u.name), bool_and(u.disabled), max(u.password_hash) \
+         FROM runs r JOIN users u ON u.id = r.submitted_by",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(submitters, (1, "demo-history".to_string(), true, None));
+    let researcher = app.token_for("demo-researcher").await;
+    let (status, answer) = app
+        .api(
+            "GET",
+            "/api/v1/runs?project=fm-red-team",
+            Some(&researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["runs"], serde_json::json!([]), "{answer}");
     // Nothing recorded is left for the scheduler, and the ledger balances.
     let active: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM runs WHERE state NOT IN ('succeeded', 'cancelled')",

@@ -65,21 +65,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                     ApiError(AppError::Malformed(rejection.body_text()))
                 }
             })?;
-        let mut value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            ApiError(AppError::Malformed(format!(
-                "Failed to parse the request body as JSON: {e}"
-            )))
-        })?;
+        let mut value = crate::web::input::unique_json(&bytes)?;
+        // Every body is an object (serde would also read a struct from an array, by position).
+        if !value.is_object() {
+            return Err(ApiError(AppError::BadShape {
+                field: None,
+                message: "the body must be a JSON object".into(),
+            }));
+        }
         crate::web::input::check_json(&value)?;
         whole_numbers_as_integers(&mut value);
-        serde_json::from_value::<T>(value).map(Self).map_err(|e| {
-            ApiError(AppError::Invalid {
-                field: None,
-                message: domain::shorten_quoted(&format!(
-                    "Failed to deserialize the JSON body into the target type: {e}"
-                )),
-            })
-        })
+        crate::web::input::from_json_value(value)
+            .map(Self)
+            .map_err(ApiError)
     }
 }
 
