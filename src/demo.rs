@@ -514,6 +514,12 @@ pub async fn load_history(
         .execute(&mut *lock)
         .await?;
     lock.commit().await?;
+    // Thousands of rows at once: without fresh statistics the planner takes these tables for
+    // empty until autovacuum comes by, and the metrics' reads of the history's events ran
+    // for seconds (a scan per row) on the first pages after `demo`.
+    sqlx::query("ANALYZE runs, run_events, ledger_postings")
+        .execute(pool)
+        .await?;
     Ok(Some(out))
 }
 
