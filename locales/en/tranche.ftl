@@ -178,7 +178,10 @@ wait-in-line = in line: { $count ->
     [one] { $count } run
    *[other] { $count } runs
 } ahead of it
-wait-never-fits = asks for { $gpus } GPUs but only { $installed } of its model are installed; it can never start
+wait-never-fits = asks for { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+ } but only { $installed } of its model are installed; it can never start
 wait-no-live-agent = no live agent: none of the { $offline } { $model } GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes
 wait-no-live-agent-enough = no live agent on enough nodes: it needs { $gpus } { $model } GPUs, { $installed } are on nodes with a running `tranche agent` and { $offline } on nodes without one
 wait-gpus-some-offline = waiting for { $gpus } { $model } GPUs: { $free } free on nodes with a running `tranche agent`; { $offline } more are on nodes without one
@@ -240,6 +243,7 @@ run-made-room = made room for
 run-link = run { $id }
 run-placements = Placements
 run-not-placed = Not placed on any node yet.
+run-no-placement = No placement was recorded for this run.
 run-gpu-indices = GPU indices
 run-executor-job = Executor job
 run-process = Process
@@ -441,7 +445,10 @@ run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's 
 run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
 err-choose-project = choose a project
 err-choose-cluster = choose a cluster
-err-larger-than-cluster = asks for { $gpus } GPUs but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
+err-larger-than-cluster = asks for { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+ } but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
 err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)
 
 ## Charts
@@ -538,7 +545,7 @@ event-history-requeued = requeued after preemption (recorded history)
 
 err-run-gpus = the GPU count must be a whole number from 1 to 100000
 err-run-time-limit = the time limit must be from 1 second to { $max } seconds (30 days)
-err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } ({ $seconds } s)
+err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } h ({ $seconds } s)
 err-run-min-over-limit = the minimum runtime cannot be longer than the time limit
 err-run-priority = the priority must be from -1000 to 1000
 err-run-command = the command must be 1 to 8192 characters of text
@@ -560,3 +567,4 @@ budget-err-threshold-twice = the alert threshold { $pct }% is given twice; give 
 budget-err-thresholds = alert thresholds are up to 10 percentages from 1 to 100
 budget-err-over-entitlement = the budgets of the projects under { $node } would sum to { $sum }, more than its entitlement of { $entitlement }; lower this or another project's budget
 project-err-no-user = there is no user named { $name }
+project-err-user-empty = enter the name of a user to add or remove

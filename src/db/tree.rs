@@ -987,6 +987,12 @@ pub async fn set_member(
             "only an admin or a lead of this project can change its members".into(),
         ));
     }
+    if user_name.trim().is_empty() {
+        return Err(AppError::invalid(
+            "user",
+            crate::i18n::t("project-err-user-empty"),
+        ));
+    }
     let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
         .bind(user_name.trim())
         .fetch_optional(&mut *tx)

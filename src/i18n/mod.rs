@@ -462,5 +462,14 @@ mod tests {
         assert_eq!(runs(Lang::Eu, 3), "3 exekuzio aurretik");
         // Numbers inside messages take the language's separators.
         assert_eq!(runs(Lang::Eu, 12345), "12.345 exekuzio aurretik");
+        let never = |n: i64| {
+            message(
+                Lang::En,
+                "wait-never-fits",
+                &[("gpus", &n), ("installed", &0)],
+            )
+        };
+        assert!(never(1).starts_with("asks for 1 GPU but"), "{}", never(1));
+        assert!(never(2).starts_with("asks for 2 GPUs but"), "{}", never(2));
     }
 }

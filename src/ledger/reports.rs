@@ -133,7 +133,7 @@ struct Sums {
 ///
 /// # Errors
 /// Forbidden when the actor may not see the node (finance and admins see all, leads their
-/// subtree); NotFound for an unknown node.
+/// subtree; an unknown node too, for leads); NotFound for an unknown node (finance, admins).
 pub async fn rows(
     pool: &PgPool,
     site: &Site,
@@ -142,14 +142,16 @@ pub async fn rows(
     now: jiff::Timestamp,
 ) -> Result<Vec<Row>, AppError> {
     let tree = tree_db::load(pool, filter.period.start, &site.time_zone).await?;
-    let top = tree
-        .node(filter.node)
-        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {}", filter.node)))?;
+    // A lead is told the same for a node outside their subtree and for no node at all, so
+    // that ids do not reveal which nodes exist.
     if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {
         return Err(AppError::Forbidden(
             "spend reports are for finance, admins and the leads of the node".into(),
         ));
     }
+    let top = tree
+        .node(filter.node)
+        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {}", filter.node)))?;
     let (start, _) = filter.period.bounds();
     let postings: Vec<(i64, Option<String>, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT p.project_id, m.name, p.kind, sum(p.amount_minor)::bigint, sum(p.gpu_seconds)::bigint, coalesce(c.state = 'cancelled', false) \

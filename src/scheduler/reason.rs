@@ -374,7 +374,8 @@ impl WaitReason {
             }
             WaitReason::InLine { ahead } => format!("in line: {ahead} runs ahead of it"),
             WaitReason::NeverFits { gpus, installed } => format!(
-                "asks for {gpus} GPUs but only {installed} of its model are installed; it can never start"
+                "asks for {gpus} {} but only {installed} of its model are installed; it can never start",
+                if *gpus == 1 { "GPU" } else { "GPUs" }
             ),
         }
     }

@@ -53,16 +53,18 @@ fn options(
     out
 }
 
-/// A duration in words: `45 min`, `2 h`, `1 h 30 min`, `90 s`.
+/// A duration in words: `45 min`, `2 h`, `1 h 30 min`, `11 h 45 min 4 s`, `0 min`.
 fn duration(seconds: i64) -> String {
-    if seconds % 60 != 0 {
-        return format!("{seconds} s");
-    }
-    let (h, m) = (seconds / 3600, seconds % 3600 / 60);
-    match (h, m) {
-        (0, m) => format!("{m} min"),
-        (h, 0) => format!("{h} h"),
-        (h, m) => format!("{h} h {m} min"),
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    let parts: Vec<String> = [(h, "h"), (m, "min"), (s, "s")]
+        .iter()
+        .filter(|(n, _)| *n != 0)
+        .map(|(n, unit)| format!("{n} {unit}"))
+        .collect();
+    if parts.is_empty() {
+        "0 min".into()
+    } else {
+        parts.join(" ")
     }
 }
 
@@ -1175,6 +1177,8 @@ mod tests {
         assert_eq!(duration(2700), "45 min");
         assert_eq!(duration(7200), "2 h");
         assert_eq!(duration(5400), "1 h 30 min");
-        assert_eq!(duration(90), "90 s");
+        assert_eq!(duration(90), "1 min 30 s");
+        assert_eq!(duration(42_304), "11 h 45 min 4 s");
+        assert_eq!(duration(0), "0 min");
     }
 }

@@ -110,6 +110,16 @@ fn page_rows(i: &Ids) -> Vec<Row> {
             [303, 403, 200, 200, 200],
         ),
         ("/dashboard.csv".into(), [303, 403, 200, 200, 200]),
+        // An unknown node answers a lead as a node outside their subtree does (ids do not
+        // tell which nodes exist); finance and admins see that it does not exist.
+        (
+            "/reports.csv?node=99999999".into(),
+            [303, 403, 403, 404, 404],
+        ),
+        (
+            format!("/reports.csv?node={}", i.weather),
+            [303, 403, 403, 200, 200],
+        ),
         // Prometheus' scrape: off without TRANCHE_METRICS_TOKEN, whoever is signed in.
         ("/metrics".into(), [404, 404, 404, 404, 404]),
         // OpenID Connect sign-in: off without TRANCHE_OIDC_ISSUER, whoever asks (with it, the
