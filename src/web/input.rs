@@ -204,10 +204,12 @@ struct Field {
 
 /// Shows control characters as visible symbols: C0 as the Unicode control pictures
 /// (U+2400 to U+241F), DEL as `␡`, C1 as `�`.
-fn visible(text: &str) -> String {
+/// In a single-line field (`multiline` false) tabs and line breaks too: an `<input>` would
+/// hide a tab and drop a line break on sending again.
+fn visible(text: &str, multiline: bool) -> String {
     text.chars()
         .map(|c| match u32::from(c) {
-            v @ 0..=0x1f if !matches!(c, '\t' | '\n' | '\r') => {
+            v @ 0..=0x1f if !(multiline && matches!(c, '\t' | '\n' | '\r')) => {
                 char::from_u32(0x2400 + v).unwrap_or('\u{fffd}')
             }
             0x7f => '\u{2421}',
@@ -250,9 +252,9 @@ fn refused_form(error: AppError, action: &str, raw: &[u8]) -> Response {
             value: if secret(&name) {
                 String::new()
             } else {
-                visible(&value)
+                visible(&value, multiline(&name))
             },
-            name: visible(&name),
+            name: visible(&name, false),
         })
         .collect();
     let page = RefusedForm {
@@ -538,7 +540,9 @@ mod tests {
         assert!(check_text("name", "caf\u{e9} \u{1f600}").is_ok());
         let e = check_json(&serde_json::json!({"nodes": [{"name": "x\u{1b}"}]})).unwrap_err();
         assert!(matches!(e, AppError::InvalidText { ref field, .. } if field == "nodes[0].name"));
-        assert_eq!(visible("a\0b\u{7f}"), "a\u{2400}b\u{2421}");
+        assert_eq!(visible("a\0b\u{7f}", false), "a\u{2400}b\u{2421}");
+        assert_eq!(visible("a\tb\r\n", false), "a\u{2409}b\u{240d}\u{240a}");
+        assert_eq!(visible("a\tb\r\n", true), "a\tb\r\n");
     }
 
     #[test]
