@@ -81,6 +81,7 @@ approvals-none = No runs wait for your approval.
 approvals-not-lead = You lead no part of the program tree, so no runs wait for you.
 approvals-run = Run { $id }
 approvals-run-what = : { $gpus } × { $model } on { $cluster } for { $project }
+run-what-on = { $gpus } × { $model } on { $cluster }
 run-what = { $gpus } × { $model } on { $cluster } for { $project }
 approvals-protected = Protected
 approvals-protected-hours = { $hours } GPU-hours

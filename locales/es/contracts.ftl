@@ -81,6 +81,7 @@ approvals-none = No hay ejecuciones pendientes de tu aprobación.
 approvals-not-lead = No eres responsable de ninguna parte del árbol de programas, así que ninguna ejecución espera tu aprobación.
 approvals-run = Ejecución { $id }
 approvals-run-what = : { $gpus } × { $model } en { $cluster } para { $project }
+run-what-on = { $gpus } × { $model } en { $cluster }
 run-what = { $gpus } × { $model } en { $cluster } para { $project }
 approvals-protected = Protegida
 approvals-protected-hours = { $hours } horas de GPU

@@ -560,4 +560,6 @@ budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; dé
 budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100
 budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduzca este u otro presupuesto de proyecto
 project-err-no-user = no hay ningún usuario llamado { $name }
+project-waits-approval = espera la aprobación de un responsable
+project-run-since = desde { $at }; { $protection }
 project-err-user-empty = escriba el nombre del usuario que quiere añadir o quitar

@@ -81,6 +81,7 @@ approvals-none = Ez dago zure onespenaren zain dagoen exekuziorik.
 approvals-not-lead = Ez zara programa-zuhaitzeko inongo atalen arduraduna; beraz, ez dago zure zain dagoen exekuziorik.
 approvals-run = { $id }. exekuzioa
 approvals-run-what = : { $gpus } × { $model }, { $cluster } klusterrean, { $project } proiekturako
+run-what-on = { $gpus } × { $model }, { $cluster } klusterrean
 run-what = { $gpus } × { $model }, { $cluster } klusterrean, { $project } proiekturako
 approvals-protected = Babestua
 approvals-protected-hours = { $hours } GPU-ordu

@@ -287,6 +287,7 @@ type RunRow = (
     Option<time::OffsetDateTime>,
     i64,
     Option<String>,
+    Option<sqlx::types::Json<i18n::wait::WaitNote>>,
     Option<time::OffsetDateTime>,
     Option<i64>,
 );
@@ -310,7 +311,7 @@ pub async fn standing(
 
     // Runs now.
     let rows: Vec<RunRow> = sqlx::query_as(
-        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.estimated_start, \
+        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.wait_note, r.estimated_start, \
          CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
          FROM runs r LEFT JOIN (SELECT id, row_number() OVER (ORDER BY priority DESC, \
          extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \
@@ -323,30 +324,33 @@ pub async fn standing(
     .bind(project.id)
     .fetch_all(pool)
     .await?;
+    // In the viewer's language: the cache keeps one standing per project and language.
     let (mut running, mut waiting) = (Vec::new(), Vec::new());
-    for (id, submitter, gpus, model, cluster, st, started, min_rt, reason, estimate, place) in rows
+    for (id, submitter, gpus, model, cluster, st, started, min_rt, words, note, estimate, place) in
+        rows
     {
-        let what = format!("{gpus} × {model} on {cluster}");
+        let what = i18n::ta(
+            "run-what-on",
+            &[("gpus", &gpus), ("model", &model), ("cluster", &cluster)],
+        );
+        let state_words = crate::web::runs::state_words(&st);
         if st == "queued" || st == "waiting_approval" {
-            let mut detail = match (st.as_str(), reason) {
-                ("waiting_approval", _) => "waits for a lead's approval".to_string(),
-                (_, Some(r)) => r,
-                (_, None) => "waiting for the next scheduling pass".to_string(),
+            let detail = if st == "waiting_approval" {
+                i18n::t("project-waits-approval")
+            } else {
+                crate::web::runs::reason_words(
+                    state,
+                    words.as_deref(),
+                    note.as_deref(),
+                    place,
+                    estimate,
+                )
             };
-            // The place in line, as on the run page (`runs::place_in_line`), in English as
-            // the rest of the standing (it is shared by every viewer).
-            if let Some(place) = place {
-                let words = i18n::message(i18n::Lang::En, "wait-position", &[("position", &place)]);
-                detail.push_str(&format!("; {words}"));
-            }
-            if let Some(e) = estimate {
-                detail.push_str(&format!(" (estimated start {})", at(e)));
-            }
             waiting.push(RunNow {
                 id,
                 submitter,
                 what,
-                state: st,
+                state: state_words,
                 detail,
             });
         } else {
@@ -354,13 +358,13 @@ pub async fn standing(
                 Some(s) => {
                     let until = s + time::Duration::seconds(min_rt);
                     let protection = if min_rt == 0 {
-                        "unallocated".to_string()
+                        i18n::t("node-unallocated")
                     } else if crate::ledger::to_jiff(until) > now {
-                        format!("protected until {}", at(until))
+                        i18n::t1("node-protected-until", "at", at(until))
                     } else {
-                        "past its minimum runtime".to_string()
+                        i18n::t("node-past-min-runtime")
                     };
-                    format!("since {}; {protection}", at(s))
+                    i18n::t2("project-run-since", "at", at(s), "protection", protection)
                 }
                 None => String::new(),
             };
@@ -368,7 +372,7 @@ pub async fn standing(
                 id,
                 submitter,
                 what,
-                state: st,
+                state: state_words,
                 detail,
             });
         }

@@ -479,27 +479,44 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
     if r.state != "queued" {
         return None;
     }
+    Some(reason_words(
+        state,
+        r.wait_reason.as_deref(),
+        r.wait_note.as_deref(),
+        r.position_in_project,
+        r.estimated_start,
+    ))
+}
+
+/// Why a queued run waits, in the page's language, with its place in its project's line (when
+/// the reason names it) and its estimated start: English pages show the pass's own `words` (as
+/// the API does); other languages render the structured `note` the same pass wrote beside them.
+pub fn reason_words(
+    state: &AppState,
+    words: Option<&str>,
+    note: Option<&i18n::wait::WaitNote>,
+    place: Option<i64>,
+    estimate: Option<time::OffsetDateTime>,
+) -> String {
     let lang = i18n::current();
-    // English pages show the pass's own words (as the API does); other languages render the
-    // structured note, written beside them by the same pass.
-    let reason = match (&r.wait_reason, &r.wait_note) {
+    let reason = match (words, note) {
         (None, _) => i18n::t("run-waiting-next-pass"),
-        (Some(words), _) if lang == i18n::Lang::En => words.clone(),
+        (Some(words), _) if lang == i18n::Lang::En => words.to_string(),
         (Some(_), Some(note)) => note.render(&i18n::wait::Render {
             lang,
             currency: &state.site.currency,
             time_zone: &state.site.time_zone,
         }),
-        (Some(words), None) => words.clone(),
+        (Some(words), None) => words.to_string(),
     };
     // The place in line is computed when read (it is not part of the stored reason).
-    let reason = match (&r.wait_note, r.position_in_project) {
+    let reason = match (note, place) {
         (Some(note), Some(place)) if note.names_place_in_line() => {
             format!("{reason}; {}", i18n::t1("wait-position", "position", place))
         }
         _ => reason,
     };
-    Some(match r.estimated_start {
+    match estimate {
         Some(t) => i18n::t2(
             "run-waiting-estimated",
             "reason",
@@ -508,7 +525,7 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
             local(state, t),
         ),
         None => i18n::t1("run-waiting-no-estimate", "reason", reason),
-    })
+    }
 }
 
 /// A code (`cancel_requested`) in the page's language: the message `PREFIX-CODE`, else the

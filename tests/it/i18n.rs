@@ -531,6 +531,22 @@ async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
     let cluster = id("SELECT min(id) FROM clusters").await;
     let node = id("SELECT min(id) FROM nodes").await;
     let use_case = id("SELECT min(id) FROM ai_use_cases").await;
+    // A project with runs waiting now, one queued (with the pass's reason) and one for
+    // approval: its standing's tables.
+    let busy = id("SELECT id FROM tree_nodes WHERE name = 'fm-pretrain-7b'").await;
+    let token = app.token_for("demo-researcher").await;
+    for (gpus, min_runtime_s) in [(1, 600), (16, 5 * 3600)] {
+        let body = serde_json::json!({
+            "project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+            "gpus": gpus, "min_runtime_s": min_runtime_s, "time_limit_s": 6 * 3600,
+            "priority": 0, "resumable": true, "command": "python train.py"
+        });
+        let (status, answer) = app
+            .api("POST", "/api/v1/runs", Some(&token), Some(body))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    tranche::runs::service::pass(&app.state).await.unwrap();
     let pages: Vec<(&str, String)> = vec![
         ("admin", "/".into()),
         ("admin", "/runs".into()),
@@ -540,6 +556,8 @@ async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
         ("admin", "/tree".into()),
         ("admin", format!("/tree/nodes/{tree_node}")),
         ("admin", format!("/projects/{project}")),
+        ("admin", format!("/projects/{busy}")),
+        ("researcher", "/".into()),
         ("finance", "/reports".into()),
         ("lead", "/capacity".into()),
         ("lead", "/contracts".into()),
