@@ -14,8 +14,8 @@ use tower_sessions::Session;
 use crate::error::AppError;
 
 const SESSION_KEY: &str = "csrf";
-/// Largest form body accepted (1 MiB).
-const MAX_FORM: usize = 1 << 20;
+/// Largest form body accepted (2 MiB, as axum's limit on API bodies: one 413 for both).
+const MAX_FORM: usize = 2 << 20;
 
 /// The session's CSRF token, created on first use.
 ///
@@ -83,7 +83,8 @@ pub async fn protect(session: Session, req: Request, next: Next) -> Response {
     }
     let (parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_FORM).await else {
-        return AppError::invalid("form", "the form is too large").into_response();
+        // Over the limit (or cut off): the same 413 as the API's, never a field error.
+        return AppError::TooLarge.into_response();
     };
     let multipart = parts
         .headers

@@ -1305,3 +1305,24 @@ async fn a_body_of_the_wrong_shape_is_a_422_naming_the_field() {
     assert_eq!(answer["error"]["field"], "id", "{answer}");
     assert_eq!(run_count(&app).await, before);
 }
+
+/// A page form over the size limit is the same 413 as an API body over it, not a field error;
+/// one just under the page's limit is read (and refused for what it says, not its size).
+#[tokio::test]
+async fn a_form_over_the_limit_is_a_413_like_the_api() {
+    let (app, users) = TestApp::with_demo().await;
+    let mut c = login(&app, &users, "researcher").await;
+    let before = run_count(&app).await;
+    let big = with(&run_form(), "command", &"x".repeat(3 << 20));
+    let (status, body) = post(&mut c, "/runs/new", &big).await;
+    assert_eq!(
+        status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        &body[..body.len().min(300)]
+    );
+    let under = with(&run_form(), "command", &"x".repeat(3 << 19));
+    let (status, _) = post(&mut c, "/runs/new", &under).await;
+    assert_ne!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(run_count(&app).await, before);
+}
