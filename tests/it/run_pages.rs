@@ -459,17 +459,21 @@ async fn a_preemption_shows_on_the_home_page_and_the_timeline() {
     );
 }
 
+/// The run form's one-time field, from its page.
+fn one_time_key(body: &str) -> String {
+    body.split(r#"name="once" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a one-time field")
+        .to_string()
+}
+
 #[tokio::test]
 async fn a_form_submitted_twice_makes_one_run() {
     let (app, _, mut c) = signed_in("researcher").await;
     // The form carries its one-time key, kept through a preview.
     let (_, body, _) = c.get("/runs/new").await;
-    let once = body
-        .split(r#"name="once" value=""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a one-time field")
-        .to_string();
+    let once = one_time_key(&body);
     assert_eq!(once.len(), 32, "{once}");
     let mut fields = with_action(run_form("1", "30", "echo once"), "preview");
     fields.push(("once", &once));
@@ -506,12 +510,7 @@ async fn a_form_submitted_twice_makes_one_run() {
         "{body}"
     );
     assert!(body.contains("echo edited"), "{body}");
-    let fresh = body
-        .split(r#"name="once" value=""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a one-time field")
-        .to_string();
+    let fresh = one_time_key(&body);
     assert_eq!(fresh.len(), 32, "{fresh}");
     assert_ne!(fresh, once);
     assert_eq!(run_count(&app).await, 1);
