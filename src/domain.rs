@@ -53,7 +53,8 @@ impl Share {
         (bp <= 10_000).then_some(Self(bp))
     }
 
-    /// Parses a percentage such as `25`, `12.5`, `33.33` or `40%` (at most two decimals).
+    /// Parses a percentage such as `25`, `12.5`, `12,5`, `33.33` or `40%` (at most two
+    /// decimals; separators as [`decimal_parts`] reads them).
     ///
     /// # Errors
     /// Empty, non-numeric, negative, over 100 or more than two decimals.
@@ -68,11 +69,9 @@ impl Share {
             }
             return Err(ShareError::NotANumber(input.trim().to_string()));
         }
-        let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-        let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
-        if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
+        let Some((whole, frac)) = decimal_parts(s) else {
             return Err(ShareError::NotANumber(input.trim().to_string()));
-        }
+        };
         if frac.len() > 2 {
             return Err(ShareError::TooPrecise(input.trim().to_string()));
         }
@@ -118,6 +117,65 @@ pub fn format_bp(bp: i64) -> String {
     }
 }
 
+/// Reads a typed non-negative decimal number into its whole and fraction digits, accepting
+/// both conventions people type: `1,234.5` (English) and `1.234,5` (Spanish, Basque).
+///
+/// Rules (docs/i18n.md): spaces and `_` are ignored. When both `.` and `,` occur, the last
+/// one is the decimal separator and the other groups thousands. When one of them occurs more
+/// than once, it groups thousands. When one occurs once, it is the decimal separator, except
+/// when exactly three digits follow it: then the page's language decides (`,` groups in
+/// English, `.` in Spanish and Basque), so `1.234` is one thousand two hundred and
+/// thirty-four on a Spanish page and a number with three decimals on an English one. Groups
+/// must be of exactly three digits after the first (one to three).
+///
+/// Returns `None` when the text is not a number by these rules (letters, a sign, misplaced
+/// separators); the whole part may be empty (`.5`).
+pub fn decimal_parts(input: &str) -> Option<(String, String)> {
+    let s: String = input
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '\u{a0}' | '\u{202f}'))
+        .collect();
+    let is_sep = |c: char| c == '.' || c == ',';
+    let last = s.rfind(is_sep);
+    let decimal = match last {
+        None => None,
+        Some(at) => {
+            let l = s[at..].chars().next()?;
+            let other = if l == '.' { ',' } else { '.' };
+            let count = s.matches(l).count();
+            if s.contains(other) {
+                (count == 1).then_some(l)?;
+                Some(at)
+            } else if count > 1 {
+                None
+            } else {
+                let grouping = match crate::i18n::current() {
+                    crate::i18n::Lang::En => ',',
+                    _ => '.',
+                };
+                let tail = &s[at + 1..];
+                (tail.len() != 3 || at == 0 || l != grouping).then_some(at)
+            }
+        }
+    };
+    let (whole, frac) = match decimal {
+        Some(at) => (&s[..at], &s[at + 1..]),
+        None => (s.as_str(), ""),
+    };
+    let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+    let groups: Vec<&str> = whole.split(is_sep).collect();
+    let grouped_well = groups.len() == 1
+        || (groups[0].len() >= 1 && groups[0].len() <= 3 && groups[1..].iter().all(|g| g.len() == 3));
+    if !grouped_well || !groups.iter().all(|g| digits(g)) || !digits(frac) {
+        return None;
+    }
+    if whole.is_empty() && frac.is_empty() {
+        return None;
+    }
+    Some((groups.concat(), frac.to_string()))
+}
+
 /// An amount of money in integer minor units (cents for USD/EUR); never a float.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Money(pub i64);
@@ -140,54 +198,35 @@ impl Money {
         format!("{sign}{}.{:02}", group_thousands(abs / 100), abs % 100)
     }
 
-    /// Parses a decimal amount such as `1234.5` or `1,234.50` into minor units (two decimals).
+    /// Parses a decimal amount such as `1234.5`, `1,234.50` or `1.234,50` into minor units (two
+    /// decimals; separators as [`decimal_parts`] reads them, so `2,50` is two and a half).
     ///
     /// # Errors
     /// Empty, negative, non-numeric, more than two decimals, or too large.
     pub fn parse(input: &str) -> Result<Self, String> {
-        let s: String = input
-            .trim()
-            .chars()
-            .filter(|c| *c != ',' && *c != '_')
-            .collect();
+        let s = input.trim();
         if s.is_empty() {
             return Err(t("inventory-amount-empty"));
         }
         if s.starts_with('-') {
-            return Err(t1(
-                "inventory-amount-negative",
-                "got",
-                excerpt(input.trim()),
-            ));
+            return Err(t1("inventory-amount-negative", "got", excerpt(s)));
         }
-        let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
-        if whole.is_empty()
-            || !whole.chars().all(|c| c.is_ascii_digit())
-            || !frac.chars().all(|c| c.is_ascii_digit())
-        {
-            return Err(t1(
-                "inventory-amount-not-a-number",
-                "got",
-                quote(input.trim()),
-            ));
-        }
+        let Some((whole, frac)) = decimal_parts(s).filter(|(w, _)| !w.is_empty()) else {
+            return Err(t1("inventory-amount-not-a-number", "got", quote(s)));
+        };
         if frac.len() > 2 {
-            return Err(t1(
-                "inventory-amount-too-precise",
-                "got",
-                excerpt(input.trim()),
-            ));
+            return Err(t1("inventory-amount-too-precise", "got", excerpt(s)));
         }
         let whole: i64 = whole
             .parse()
-            .map_err(|_| t1("inventory-amount-too-large", "got", excerpt(input.trim())))?;
+            .map_err(|_| t1("inventory-amount-too-large", "got", excerpt(s)))?;
         let frac: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
         whole
             .checked_mul(100)
             .and_then(|w| w.checked_add(frac))
             .filter(|v| *v <= 1_000_000_000_000_000)
             .map(Money)
-            .ok_or_else(|| t1("inventory-amount-too-large", "got", input.trim()))
+            .ok_or_else(|| t1("inventory-amount-too-large", "got", excerpt(s)))
     }
 
     /// The amount as a plain decimal string without currency or grouping, e.g. `1234.50`.
@@ -522,13 +561,13 @@ pub fn budget_period(now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> (jiff::Zo
     (start, end)
 }
 
-/// Parses a positive decimal with up to three decimals into thousandths: `1.5` -> 1500.
+/// Parses a positive decimal with up to three decimals into thousandths: `1.5` or `1,5` -> 1500
+/// (separators as [`decimal_parts`] reads them).
 ///
 /// # Errors
 /// The message to show next to the field (non-numeric, zero/negative, too precise, over 100).
 pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     let t = input.trim();
-    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
     // The message in the page's language when the files name `what` there, else in English.
     let (lang, noun) = match what {
         "the billing weight" => (
@@ -542,12 +581,9 @@ pub fn parse_milli(input: &str, what: &str) -> Result<i64, String> {
     if t.starts_with('-') {
         return Err(message("inventory-number-positive", excerpt(t)));
     }
-    if whole.is_empty() && frac.is_empty()
-        || !whole.chars().all(|c| c.is_ascii_digit())
-        || !frac.chars().all(|c| c.is_ascii_digit())
-    {
+    let Some((whole, frac)) = decimal_parts(t) else {
         return Err(message("inventory-number-decimal", quote(t)));
-    }
+    };
     if frac.len() > 3 {
         return Err(message("inventory-number-three-decimals", excerpt(t)));
     }
@@ -806,6 +842,42 @@ mod tests {
         assert!(Money::parse("-1").is_err());
         assert!(Money::parse("1.234").is_err());
         assert!(Money::parse("x").is_err());
+    }
+
+    #[test]
+    fn typed_decimals_follow_either_convention() {
+        use crate::i18n::{Lang, sync_scope};
+        let money = |lang, s: &str| sync_scope(lang, || Money::parse(s)).map(|m| m.0);
+        for lang in [Lang::En, Lang::Es, Lang::Eu] {
+            // A separator followed by one or two digits is the decimal one, in every language.
+            assert_eq!(money(lang, "2,50"), Ok(250), "{lang:?}");
+            assert_eq!(money(lang, "2.50"), Ok(250), "{lang:?}");
+            assert_eq!(money(lang, "500,5"), Ok(50_050), "{lang:?}");
+            // Both present: the last one is the decimal separator.
+            assert_eq!(money(lang, "1.234,56"), Ok(123_456), "{lang:?}");
+            assert_eq!(money(lang, "1,234.56"), Ok(123_456), "{lang:?}");
+            assert_eq!(money(lang, "1 234,56"), Ok(123_456), "{lang:?}");
+            // Repeated: thousands.
+            assert_eq!(money(lang, "1.234.567"), Ok(123_456_700), "{lang:?}");
+            assert_eq!(money(lang, "1,234,567"), Ok(123_456_700), "{lang:?}");
+            // Badly grouped or mixed the wrong way round: refused, not guessed.
+            for bad in ["1,5,00", "12,34.5", "1.234.5,6,7", "1,2345.00", ",5", "1,,5"] {
+                assert!(money(lang, bad).is_err(), "{lang:?} {bad}");
+            }
+        }
+        // One separator and three digits: the page's language decides.
+        assert_eq!(money(Lang::En, "1,234"), Ok(123_400));
+        assert_eq!(money(Lang::Es, "1.234"), Ok(123_400));
+        assert_eq!(money(Lang::Eu, "1.234"), Ok(123_400));
+        assert!(money(Lang::En, "1.234").is_err());
+        assert!(money(Lang::Es, "1,234").is_err());
+        // An amount shown on a Spanish page reads back as the same amount.
+        let shown = sync_scope(Lang::Es, || Money(1_234_567).amount());
+        assert_eq!(money(Lang::Es, &shown), Ok(1_234_567), "{shown}");
+        // Shares and weights read a decimal comma too.
+        assert_eq!(Share::parse_percent("12,5").unwrap().bp(), 1250);
+        assert_eq!(parse_milli("1,5", "the billing weight"), Ok(1500));
+        assert!(parse_milli("1,5,0", "the billing weight").is_err());
     }
 
     #[test]

@@ -48,9 +48,9 @@ inventory-number-three-decimals = { $what } tiene como máximo tres decimales (s
 inventory-number-at-most-100 = { $what } debe ser como máximo 100 (se ha escrito { $got })
 inventory-noun-gpu-count = el número de GPU
 inventory-noun-weight = el peso de facturación
-inventory-amount-empty = escribe un importe, por ejemplo 1500 o 1500.50
+inventory-amount-empty = escribe un importe, por ejemplo 1500 o 1500,50
 inventory-amount-negative = un importe no puede ser negativo (se ha escrito { $got })
-inventory-amount-not-a-number = { $got } no es un importe; escribe cifras como 1500.50
+inventory-amount-not-a-number = { $got } no es un importe; escribe cifras como 1500,50
 inventory-amount-too-precise = un importe tiene como máximo dos decimales (se ha escrito { $got })
 inventory-amount-too-large = { $got } es demasiado grande
 

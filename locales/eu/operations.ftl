@@ -49,9 +49,9 @@ inventory-number-three-decimals = { $what } gehienez hiru hamartar izan ditzake 
 inventory-number-at-most-100 = { $what } ezin du 100 gainditu ({ $got } idatzi da)
 inventory-noun-gpu-count = GPU kopuruak
 inventory-noun-weight = fakturazio-pisuak
-inventory-amount-empty = idatzi zenbateko bat, adibidez 1500 edo 1500.50
+inventory-amount-empty = idatzi zenbateko bat, adibidez 1500 edo 1500,50
 inventory-amount-negative = zenbateko bat ezin da negatiboa izan ({ $got } idatzi da)
-inventory-amount-not-a-number = { $got } ez da zenbateko bat; idatzi 1500.50 bezalako zifrak
+inventory-amount-not-a-number = { $got } ez da zenbateko bat; idatzi 1500,50 bezalako zifrak
 inventory-amount-too-precise = zenbateko batek gehienez bi hamartar izan ditzake ({ $got } idatzi da)
 inventory-amount-too-large = { $got } handiegia da
 

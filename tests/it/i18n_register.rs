@@ -139,7 +139,7 @@ async fn the_register_speaks_basque_and_spanish() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         form.contains(
-            "hileko muga: &#34;bost ehun&#34; ez da zenbateko bat; idatzi 1500.50 bezalako zifrak"
+            "hileko muga: &#34;bost ehun&#34; ez da zenbateko bat; idatzi 1500,50 bezalako zifrak"
         ),
         "{form}"
     );
