@@ -4,11 +4,15 @@
 //! `tranche serve` starts it and stops it on shutdown; other subcommands join it while it runs
 //! and otherwise start it for their own duration.
 //!
-//! Ownership: the process that must stop the server is named in `DATA_DIR/postgres.owner`
-//! (pid, start time, and whether it is a `serve`). A `serve` that finds the server running
-//! without a live `serve` owner (its owner was killed with SIGKILL, or a short command started
-//! it) takes it over, so the server never outlives the last `serve` unowned. A process stops
-//! the server only while the file still names it.
+//! Ownership: the processes that keep the server running are listed in
+//! `DATA_DIR/postgres.owner`, one line each (pid, start time, and whether it is a `serve`):
+//! the process that started the server, and every `serve` that opened it. A process that
+//! leaves removes its line, and stops the server only when no live process is left on the
+//! list. So a `serve` started while the previous one is still shutting down keeps the server
+//! (the old one leaves it to the new one), and one that finds the server orphaned (its owner
+//! was killed with SIGKILL) takes it over, so the server never outlives the last `serve`.
+//! Reading and changing the list, starting and stopping happen under an exclusive lock on
+//! `DATA_DIR/postgres.lock`, so a start cannot interleave with a stop.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +40,7 @@ pub struct Embedded {
     owned: bool,
 }
 
-/// Who owns a running server: a line `PID START_TIME KIND` of `postgres.owner`.
+/// One process keeping a running server: a line `PID START_TIME KIND` of `postgres.owner`.
 #[derive(Debug, PartialEq, Eq)]
 struct Owner {
     pid: i32,
@@ -54,36 +58,48 @@ impl Owner {
         }
     }
 
-    fn read(path: &Path) -> Option<Self> {
-        let text = std::fs::read_to_string(path).ok()?;
-        let mut fields = text.split_whitespace();
-        Some(Owner {
-            pid: fields.next()?.parse().ok()?,
-            started: fields.next()?.parse().ok()?,
-            serve: fields.next()? == "serve",
-        })
+    fn is(&self, other: &Owner) -> bool {
+        self.pid == other.pid && self.started == other.started
     }
 
-    fn write(&self, path: &Path) -> anyhow::Result<()> {
+    /// The live owners listed in `path` (none when it is missing or unreadable).
+    fn read_live(path: &Path) -> Vec<Self> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                Some(Owner {
+                    pid: fields.next()?.parse().ok()?,
+                    started: fields.next()?.parse().ok()?,
+                    serve: fields.next()? == "serve",
+                })
+            })
+            .filter(|o| crate::process::is_alive(o.pid, o.started))
+            .collect()
+    }
+
+    fn write_all(owners: &[Self], path: &Path) -> anyhow::Result<()> {
         let tmp = path.with_extension("owner.tmp");
-        let kind = if self.serve { "serve" } else { "command" };
-        std::fs::write(&tmp, format!("{} {} {kind}\n", self.pid, self.started))?;
+        let text: String = owners
+            .iter()
+            .map(|o| {
+                let kind = if o.serve { "serve" } else { "command" };
+                format!("{} {} {kind}\n", o.pid, o.started)
+            })
+            .collect();
+        std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(())
-    }
-
-    fn is_alive(&self) -> bool {
-        crate::process::is_alive(self.pid, self.started)
     }
 }
 
 /// How [`Embedded::open`] treats a server that is already running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// Join it; stop only a server this process started.
+    /// Join it; stop only a server this process started (and only when no `serve` is left).
     Join,
-    /// As `tranche serve`: take over a running server that no live `serve` owns, and stop it
-    /// on exit.
+    /// As `tranche serve`: keep the running server, listed as an owner, and stop it on exit
+    /// when no other live owner is left.
     TakeOver,
 }
 
@@ -129,27 +145,41 @@ impl Embedded {
         }
         std::fs::create_dir_all(&this.socket_dir)?;
         this.give_to_postgres(&this.socket_dir.clone())?;
+        let _lock = this.lock()?;
         if !this.pgdata.join("PG_VERSION").exists() {
             this.init()?;
         }
         let serve = claim == Claim::TakeOver;
+        let mut owners = Owner::read_live(&this.owner_file);
         if !this.is_running()? {
             this.start()?;
-            Owner::me(serve).write(&this.owner_file)?;
-            this.owned = true;
-        } else if serve {
-            let owner = Owner::read(&this.owner_file);
-            if owner.as_ref().is_none_or(|o| !o.serve || !o.is_alive()) {
-                tracing::info!(
-                    pgdata = %this.pgdata.display(),
-                    previous_owner = ?owner.map(|o| o.pid),
-                    "taking over the running embedded PostgreSQL; it stops when this serve stops"
-                );
-                Owner::me(true).write(&this.owner_file)?;
-                this.owned = true;
-            }
+        } else if !serve {
+            return Ok(this);
+        } else if !owners.iter().any(|o| o.serve) {
+            tracing::info!(
+                pgdata = %this.pgdata.display(),
+                "taking over the running embedded PostgreSQL; it stops when this serve stops"
+            );
         }
+        owners.push(Owner::me(serve));
+        Owner::write_all(&owners, &this.owner_file)?;
+        this.owned = true;
         Ok(this)
+    }
+
+    /// An exclusive lock on `DATA_DIR/postgres.lock`, held while the owner list is read and
+    /// changed and the server started or stopped; released when dropped.
+    fn lock(&self) -> anyhow::Result<std::fs::File> {
+        let path = self.owner_file.with_extension("lock");
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        file.lock()
+            .with_context(|| format!("cannot lock {}", path.display()))?;
+        Ok(file)
     }
 
     /// Connection options for the Tranche database over the socket.
@@ -170,8 +200,8 @@ impl Embedded {
         )
     }
 
-    /// Whether this process owns the server (started or took it over), and so stops it when
-    /// done unless another process took it over since.
+    /// Whether this process is listed as an owner of the server (started it, or opened it as
+    /// `serve`), and so stops it when done unless another live owner is left.
     pub fn owned(&self) -> bool {
         self.owned
     }
@@ -303,21 +333,30 @@ impl Embedded {
         Ok(())
     }
 
-    /// Stops the server with `pg_ctl stop -m fast` if this process owns it (and no `serve`
-    /// took it over since), and removes the owner file.
+    /// Removes this process from the owners and stops the server with `pg_ctl stop -m fast`
+    /// when no live owner is left (another `serve` keeps it running otherwise).
     ///
     /// # Errors
-    /// `pg_ctl` failing.
+    /// The owner file cannot be written, or `pg_ctl` failing.
     pub fn stop_if_owned(&self) -> anyhow::Result<()> {
         if !self.owned {
             return Ok(());
         }
+        let _lock = self.lock()?;
         let me = Owner::me(false);
-        match Owner::read(&self.owner_file) {
-            Some(o) if o.pid == me.pid && o.started == me.started => {}
-            // A `serve` took it over: it stops the server.
-            Some(_) => return Ok(()),
-            None => {}
+        let mut owners = Owner::read_live(&self.owner_file);
+        let listed = owners.iter().any(|o| o.is(&me));
+        owners.retain(|o| !o.is(&me));
+        if !owners.is_empty() {
+            tracing::info!(
+                owners = ?owners.iter().map(|o| o.pid).collect::<Vec<_>>(),
+                "leaving the embedded PostgreSQL running for the processes still using it"
+            );
+            return Owner::write_all(&owners, &self.owner_file);
+        }
+        if !listed {
+            // The list was removed by hand: nobody else claims the server either.
+            tracing::warn!("this process was not on the embedded PostgreSQL's owner list");
         }
         let out = self
             .command("pg_ctl")

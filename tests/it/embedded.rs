@@ -170,3 +170,63 @@ async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(dir.with_extension("log"));
 }
+
+/// Sends SIGINT to a `serve` and waits for it to exit cleanly.
+async fn interrupt(child: std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        let mut child = child;
+        child.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "serve exits cleanly on SIGINT: {status}");
+}
+
+/// Whether the server on `port` answers its health check, which reads the database.
+async fn healthy_now(port: u16) -> bool {
+    reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A restart where the new `serve` opens the database before the old one has exited (a
+/// supervisor starting the new process while the old one shuts down): the old one leaves
+/// PostgreSQL running for the new one, whichever stops first, and the last one stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_serves_keep_postgres_until_the_last_one_stops() {
+    let dir = std::env::temp_dir().join(format!("tranche-overlap-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let (a_port, b_port, c_port) = (free_port(), free_port(), free_port());
+    let a = start_serve(&dir, a_port);
+    wait_healthy(a_port).await;
+    let postmaster = postmaster_pid(&dir).expect("the first serve started PostgreSQL");
+    let b = start_serve(&dir, b_port);
+    wait_healthy(b_port).await;
+    // The old one stops first: the new one keeps its database.
+    interrupt(a).await;
+    assert!(healthy_now(b_port).await, "the newer serve lost its database");
+    assert_eq!(postmaster_pid(&dir), Some(postmaster), "kept, not restarted");
+    // The newer one stops first: the older one keeps its database.
+    let c = start_serve(&dir, c_port);
+    wait_healthy(c_port).await;
+    interrupt(c).await;
+    assert!(healthy_now(b_port).await, "the older serve lost its database");
+    // The last one stops the server.
+    interrupt(b).await;
+    let left = postgres_processes(&dir.join("postgres"));
+    assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("log"));
+}
