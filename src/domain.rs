@@ -166,7 +166,7 @@ pub fn decimal_parts(input: &str) -> Option<(String, String)> {
     let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
     let groups: Vec<&str> = whole.split(is_sep).collect();
     let grouped_well = groups.len() == 1
-        || (groups[0].len() >= 1 && groups[0].len() <= 3 && groups[1..].iter().all(|g| g.len() == 3));
+        || ((1..=3).contains(&groups[0].len()) && groups[1..].iter().all(|g| g.len() == 3));
     if !grouped_well || !groups.iter().all(|g| digits(g)) || !digits(frac) {
         return None;
     }
@@ -861,7 +861,14 @@ mod tests {
             assert_eq!(money(lang, "1.234.567"), Ok(123_456_700), "{lang:?}");
             assert_eq!(money(lang, "1,234,567"), Ok(123_456_700), "{lang:?}");
             // Badly grouped or mixed the wrong way round: refused, not guessed.
-            for bad in ["1,5,00", "12,34.5", "1.234.5,6,7", "1,2345.00", ",5", "1,,5"] {
+            for bad in [
+                "1,5,00",
+                "12,34.5",
+                "1.234.5,6,7",
+                "1,2345.00",
+                ",5",
+                "1,,5",
+            ] {
                 assert!(money(lang, bad).is_err(), "{lang:?} {bad}");
             }
         }

@@ -216,13 +216,23 @@ async fn overlapping_serves_keep_postgres_until_the_last_one_stops() {
     wait_healthy(b_port).await;
     // The old one stops first: the new one keeps its database.
     interrupt(a).await;
-    assert!(healthy_now(b_port).await, "the newer serve lost its database");
-    assert_eq!(postmaster_pid(&dir), Some(postmaster), "kept, not restarted");
+    assert!(
+        healthy_now(b_port).await,
+        "the newer serve lost its database"
+    );
+    assert_eq!(
+        postmaster_pid(&dir),
+        Some(postmaster),
+        "kept, not restarted"
+    );
     // The newer one stops first: the older one keeps its database.
     let c = start_serve(&dir, c_port);
     wait_healthy(c_port).await;
     interrupt(c).await;
-    assert!(healthy_now(b_port).await, "the older serve lost its database");
+    assert!(
+        healthy_now(b_port).await,
+        "the older serve lost its database"
+    );
     // The last one stops the server.
     interrupt(b).await;
     let left = postgres_processes(&dir.join("postgres"));
