@@ -228,6 +228,15 @@ fn percent_var(name: &str, default: u8) -> anyhow::Result<u8> {
 }
 
 impl Site {
+    /// Seconds between two passes beyond which the server counts as having been down (or its
+    /// scheduler stalled), so agent silence is counted afresh from the pass after it: two
+    /// thirds of the agent timeout (an agent that synced just before the outage is then still
+    /// within its timeout when it can sync again), and at least two ticks, so a quiet server's
+    /// regular passes never count as an outage.
+    pub fn watch_gap_s(&self) -> i64 {
+        (self.agent_timeout_s * 2 / 3).max(2 * self.tick_s)
+    }
+
     /// Reads the site settings from the environment.
     ///
     /// # Errors

@@ -1080,12 +1080,22 @@ async fn pass_inner(
     let now = ledger::to_jiff(now_db);
     let now_s = now.as_second();
 
+    // Agents silent past the timeout lose their nodes. Silence counts from the later of the
+    // last heartbeat and the end of the server's last outage: a pass finding the previous one
+    // older than `watch_gap_s` starts a new watch, so agents that could not reach a stopped
+    // server get a full timeout to sync again (docs/agent-protocol.md, "Timeouts").
     let lost: Vec<(i64, String)> = sqlx::query_as(
-        "UPDATE nodes SET agent_session = NULL WHERE agent_session IS NOT NULL \
-         AND agent_seen_at < now() - make_interval(secs => $1) \
-         AND cluster_id IN (SELECT id FROM clusters WHERE executor = 'agent') RETURNING id, name",
+        "WITH watch AS (UPDATE snapshot_cursor SET \
+            watch_since = CASE WHEN pass_at IS NULL OR watch_since IS NULL \
+                OR pass_at < now() - make_interval(secs => $2) THEN now() ELSE watch_since END, \
+            pass_at = now() RETURNING watch_since) \
+         UPDATE nodes SET agent_session = NULL FROM watch WHERE agent_session IS NOT NULL \
+         AND GREATEST(agent_seen_at, watch.watch_since) < now() - make_interval(secs => $1) \
+         AND cluster_id IN (SELECT id FROM clusters WHERE executor = 'agent') \
+         RETURNING nodes.id, nodes.name",
     )
     .bind(site.agent_timeout_s as f64)
+    .bind(site.watch_gap_s() as f64)
     .fetch_all(&mut *tx)
     .await?;
     for (node, name) in &lost {

@@ -100,6 +100,24 @@ async fn state_of(app: &TestApp, run: i64) -> String {
         .unwrap()
 }
 
+/// Makes a node's agent (every node's with `None`) silent for the last hour while the
+/// server's passes ran throughout (so the silence is the agent's, not an outage's).
+async fn silent_for_an_hour(app: &TestApp, node: Option<i64>) {
+    sqlx::query(
+        "UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE $1::bigint IS NULL OR id = $1",
+    )
+    .bind(node)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE snapshot_cursor SET pass_at = now(), watch_since = now() - interval '1 hour'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
 async fn pass(app: &TestApp) -> service::PassReport {
     service::pass(&app.state).await.expect("pass")
 }
@@ -630,11 +648,7 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(state_of(&o.app, resumable).await, "starting");
     assert_eq!(state_of(&o.app, fragile).await, "starting");
     // The agent's last heartbeat is past the timeout.
-    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
-        .bind(nodes[0])
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
     let report = pass(&o.app).await;
     assert_eq!(report.nodes_lost, 1);
     assert_eq!(state_of(&o.app, resumable).await, "queued");
@@ -661,6 +675,44 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
         .await
         .unwrap();
     assert_eq!(attempt, 2);
+}
+
+/// A server that was down for an hour does not blame agents for the syncs it could not
+/// answer: the first pass after the outage starts a new watch, and only silence within it
+/// loses a node.
+#[tokio::test]
+async fn a_server_outage_is_not_counted_as_agent_silence() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["outage-1"]).await;
+    let fragile = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    // The server's last pass and the agent's last sync were an hour ago: the server was down.
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE snapshot_cursor SET pass_at = now() - interval '1 hour', \
+         watch_since = now() - interval '1 day'",
+    )
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(pass(&o.app).await.nodes_lost, 0);
+    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    let watching_for: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM now() - watch_since)::float8 FROM snapshot_cursor",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(watching_for < 60.0, "a new watch began: {watching_for} s");
+    // Silence while the server runs still loses the node.
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    assert_eq!(state_of(&o.app, fragile).await, "lost");
 }
 
 #[tokio::test]
@@ -771,11 +823,7 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     assert_eq!(state_of(&o.app, run).await, "starting", "nothing changed");
     // Once the first has been silent past the timeout, a second agent registering the node
     // ends the first one's session; the run it had is requeued rather than started twice.
-    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
-        .bind(nodes[0])
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
     let (_, _) = register(&o.app, &o.agent, &["g-1"]).await;
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -1314,10 +1362,7 @@ async fn a_lost_node_is_shown_as_a_loss_not_as_a_preemption() {
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "starting");
     // Its agent goes silent (stopped, restarting): the node is lost and the run requeued.
-    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour'")
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
+    silent_for_an_hour(&o.app, None).await;
     assert_eq!(pass(&o.app).await.nodes_lost, 1);
     assert_eq!(state_of(&o.app, run).await, "queued");
     tranche::db::users::set_password(&o.app.pool, None, "demo-researcher", "researcher-pw-1")
@@ -1494,11 +1539,7 @@ async fn a_run_waiting_again_for_the_same_reason_gets_it_written_again() {
     let o = org().await;
     let (_, nodes) = register(&o.app, &o.agent, &["again-1"]).await;
     let silent = || async {
-        sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
-            .bind(nodes[0])
-            .execute(&o.app.pool)
-            .await
-            .unwrap();
+        silent_for_an_hour(&o.app, Some(nodes[0])).await;
     };
     silent().await;
     assert_eq!(pass(&o.app).await.nodes_lost, 1);
@@ -1525,11 +1566,7 @@ async fn a_pass_writes_a_bounded_number_of_reasons_and_the_next_the_rest() {
     let o = org().await;
     // A node whose agent went quiet: runs may ask for its GPUs and wait for it.
     let (_, nodes) = register(&o.app, &o.agent, &["bounded-1"]).await;
-    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
-        .bind(nodes[0])
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
     assert_eq!(pass(&o.app).await.nodes_lost, 1);
     let first = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     pass(&o.app).await;
