@@ -51,6 +51,10 @@ pub struct Site {
     pub time_zone: jiff::tz::TimeZone,
     /// Its name as configured.
     pub time_zone_name: String,
+    /// The zones the budget periods follow: `time_zone` throughout until
+    /// [`crate::ledger::zones::record`] reads the recorded ones (a changed `time_zone` takes
+    /// effect for periods at the end of the current one).
+    pub periods: crate::domain::PeriodCalendar,
     /// Whether session cookies carry the `Secure` flag (`TRANCHE_SECURE_COOKIES`, default false;
     /// set it to true behind HTTPS).
     pub secure_cookies: bool,
@@ -258,6 +262,7 @@ impl Site {
         let trust_forwarded_for = bool_var("TRANCHE_TRUST_FORWARDED_FOR")?;
         Ok(Self {
             currency,
+            periods: crate::domain::PeriodCalendar::new(time_zone.clone()),
             time_zone,
             time_zone_name,
             secure_cookies,
@@ -291,6 +296,7 @@ impl Site {
             currency: "USD".into(),
             time_zone: jiff::tz::TimeZone::UTC,
             time_zone_name: "UTC".into(),
+            periods: crate::domain::PeriodCalendar::new(jiff::tz::TimeZone::UTC),
             secure_cookies: false,
             contractable_percent: 70,
             refund_percent: 100,

@@ -704,8 +704,12 @@ pub async fn load_use_cases(
             .execute(pool)
             .await?;
     }
-    let tree =
-        crate::db::tree::load(pool, jiff::Timestamp::now(), &jiff::tz::TimeZone::UTC).await?;
+    let tree = crate::db::tree::load(
+        pool,
+        jiff::Timestamp::now(),
+        &crate::domain::PeriodCalendar::new(jiff::tz::TimeZone::UTC),
+    )
+    .await?;
     let mut names = Vec::new();
     for (name, team, bag, data, action, review, limit, metric, stop, tag) in USE_CASES {
         let owner = tree

@@ -561,6 +561,60 @@ pub fn budget_period(now: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> (jiff::Zo
     (start, end)
 }
 
+/// The time zones whose calendar months the budget periods follow: the first zone from the
+/// beginning, each later one from the instant a change took effect (always the end of a period,
+/// so a period never has two zones). Built from the site's recorded zones
+/// ([`crate::ledger::zones`]); a site that never changed zone has one.
+///
+/// A zone's first period starts where the previous zone's last one ended and ends with the
+/// new zone's month that contains the day fifteen days later (docs/design.md, "Budget periods
+/// across a time-zone change"), so it is about a month long whichever way the offset moved:
+/// never a second period for the same month, never an hour-long one.
+#[derive(Clone, Debug)]
+pub struct PeriodCalendar {
+    /// `(effective from, zone)`, in order; the first entry's instant is ignored.
+    zones: Vec<(jiff::Timestamp, jiff::tz::TimeZone)>,
+}
+
+impl PeriodCalendar {
+    /// Months in one zone throughout.
+    pub fn new(tz: jiff::tz::TimeZone) -> Self {
+        Self {
+            zones: vec![(jiff::Timestamp::MIN, tz)],
+        }
+    }
+
+    /// The calendar with months in `tz` from `from` on (a period end of this calendar).
+    #[must_use]
+    pub fn then(mut self, from: jiff::Timestamp, tz: jiff::tz::TimeZone) -> Self {
+        self.zones.push((from, tz));
+        self
+    }
+
+    /// The budget period containing `now`, as `[start, end)` in the zone it follows.
+    pub fn period(&self, now: jiff::Timestamp) -> (jiff::Zoned, jiff::Zoned) {
+        let i = self
+            .zones
+            .iter()
+            .rposition(|(from, _)| *from <= now)
+            .unwrap_or(0);
+        let (from, tz) = &self.zones[i];
+        let next = self.zones.get(i + 1).map(|(t, _)| *t);
+        let (mut start, mut end) = budget_period(now, tz);
+        if i > 0 {
+            let first_end = budget_period(*from + jiff::SignedDuration::from_hours(15 * 24), tz).1;
+            if now < first_end.timestamp() {
+                start = from.to_zoned(tz.clone());
+                end = first_end;
+            }
+        }
+        if let Some(next) = next.filter(|n| *n < end.timestamp()) {
+            end = next.to_zoned(tz.clone());
+        }
+        (start, end)
+    }
+}
+
 /// Parses a positive decimal with up to three decimals into thousandths: `1.5` or `1,5` -> 1500
 /// (separators as [`decimal_parts`] reads them).
 ///
@@ -842,6 +896,50 @@ mod tests {
         assert!(Money::parse("-1").is_err());
         assert!(Money::parse("1.234").is_err());
         assert!(Money::parse("x").is_err());
+    }
+
+    #[test]
+    fn periods_across_a_zone_change_tile_time_with_month_long_periods() {
+        // Both directions: east (UTC -> Madrid) and west (Madrid -> UTC), changing at the end of
+        // December in the old zone.
+        let utc = jiff::tz::TimeZone::UTC;
+        let madrid = jiff::tz::TimeZone::get("Europe/Madrid").unwrap();
+        for (old, new) in [(utc.clone(), madrid.clone()), (madrid, utc)] {
+            let december: jiff::Timestamp = "2026-12-15T00:00:00Z".parse().unwrap();
+            let change = budget_period(december, &old).1.timestamp();
+            let calendar = PeriodCalendar::new(old.clone()).then(change, new.clone());
+            let mut at: jiff::Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
+            let (mut start, mut end) = calendar.period(at);
+            let mut starts = vec![];
+            while at < "2027-03-20T00:00:00Z".parse().unwrap() {
+                let (s, e) = calendar.period(at);
+                assert!(
+                    s.timestamp() <= at && at < e.timestamp(),
+                    "{at} in [{s}, {e})"
+                );
+                if s != start {
+                    // A new period starts exactly where the previous one ended.
+                    assert_eq!(s.timestamp(), end.timestamp(), "{at}");
+                    starts.push(s.timestamp());
+                    (start, end) = (s, e);
+                }
+                let days = end.timestamp().duration_since(start.timestamp()).as_hours() / 24;
+                assert!((27..=32).contains(&days), "{start} to {end}: {days} days");
+                at += jiff::SignedDuration::from_mins(30);
+            }
+            assert!(
+                starts.contains(&change),
+                "the new zone starts at the change"
+            );
+            // After the first period, the new zone's own months.
+            let march: jiff::Timestamp = "2027-03-10T00:00:00Z".parse().unwrap();
+            assert_eq!(calendar.period(march), budget_period(march, &new));
+            assert_eq!(
+                starts.len(),
+                4,
+                "December, January, February, March: {starts:?}"
+            );
+        }
     }
 
     #[test]

@@ -183,9 +183,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => {
-            let site = Site::from_env()?;
+            let mut site = Site::from_env()?;
             let database = open(&args).await?;
-            let result = match tranche::demo::load(&database.pool).await {
+            let zones =
+                tranche::ledger::zones::record(&database.pool, &mut site, jiff::Timestamp::now())
+                    .await;
+            let result = match zones {
+                Err(e) => Err(e),
+                Ok(()) => tranche::demo::load(&database.pool).await,
+            };
+            let result = match result {
                 Ok(Some(users)) => demo_agent_setup(&database.pool)
                     .await
                     .map(|(names, token)| Some((users, names, token))),
@@ -464,7 +471,7 @@ fn user_error(e: tranche::error::AppError) -> anyhow::Error {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let site = Site::from_env()?;
+    let mut site = Site::from_env()?;
     let sso = tranche::auth::sso::Sso::from_env()?;
     // Claim the address first: a server that cannot listen starts no database.
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -478,7 +485,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         db::embedded::Claim::TakeOver,
     )
     .await?;
-    let result = serve_on(listener, &database, site, sso, key).await;
+    let result =
+        match tranche::ledger::zones::record(&database.pool, &mut site, jiff::Timestamp::now())
+            .await
+        {
+            Ok(()) => serve_on(listener, &database, site, sso, key).await,
+            Err(e) => Err(e),
+        };
     // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)

@@ -123,7 +123,7 @@ impl AppState {
             &self.pool,
             &self.tree_cache,
             jiff::Timestamp::now(),
-            &self.site.time_zone,
+            &self.site.periods,
         )
         .await
     }
@@ -139,7 +139,7 @@ impl AppState {
             &self.tree_cache,
             account.tree_version,
             jiff::Timestamp::now(),
-            &self.site.time_zone,
+            &self.site.periods,
         )
         .await
     }

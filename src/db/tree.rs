@@ -129,14 +129,14 @@ pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sq
 }
 
 /// Loads the tree and computes effective shares and entitlements for the budget period that
-/// contains `now` in time zone `tz`.
+/// contains `now` in `periods`.
 ///
 /// # Errors
 /// Database errors.
 pub async fn load(
     pool: &PgPool,
     now: jiff::Timestamp,
-    tz: &jiff::tz::TimeZone,
+    periods: &domain::PeriodCalendar,
 ) -> Result<TreeView, sqlx::Error> {
     let rows: Vec<NodeRow> =
         sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
@@ -149,7 +149,7 @@ pub async fn load(
     )
     .fetch_all(pool)
     .await?;
-    let (period_start, period_end) = domain::budget_period(now, tz);
+    let (period_start, period_end) = periods.period(now);
     let mut tree = build(rows, capacity, period_start, period_end);
     tree.installed = installed
         .into_iter()
@@ -229,14 +229,14 @@ pub async fn load_cached(
     pool: &PgPool,
     cache: &TreeCache,
     now: jiff::Timestamp,
-    tz: &jiff::tz::TimeZone,
+    periods: &domain::PeriodCalendar,
 ) -> Result<Arc<TreeView>, sqlx::Error> {
     let version = counter_versions(pool, &["tree"])
         .await?
         .first()
         .copied()
         .unwrap_or(0);
-    load_at_version(pool, cache, version, now, tz).await
+    load_at_version(pool, cache, version, now, periods).await
 }
 
 /// [`load_cached`] with the tree's version already read (with other counters, in one query).
@@ -248,13 +248,13 @@ pub async fn load_at_version(
     cache: &TreeCache,
     version: i64,
     now: jiff::Timestamp,
-    tz: &jiff::tz::TimeZone,
+    periods: &domain::PeriodCalendar,
 ) -> Result<Arc<TreeView>, sqlx::Error> {
-    let period = domain::budget_period(now, tz).0.timestamp().as_second();
+    let period = periods.period(now).0.timestamp().as_second();
     if let Some(tree) = cache.get(&(), version, period) {
         return Ok(tree);
     }
-    let tree = Arc::new(load(pool, now, tz).await?);
+    let tree = Arc::new(load(pool, now, periods).await?);
     cache.put((), version, period, Arc::clone(&tree));
     Ok(tree)
 }

@@ -7,12 +7,13 @@
 pub mod alerts;
 pub mod contracts;
 pub mod reports;
+pub mod zones;
 
 use sqlx::{PgConnection, PgPool};
 
 use crate::config::Site;
 use crate::db::tree as tree_db;
-use crate::domain::{self, Money};
+use crate::domain::Money;
 use crate::error::AppError;
 
 /// A budget period as UTC instants `[start, end)`.
@@ -25,9 +26,10 @@ pub struct Period {
 }
 
 impl Period {
-    /// The period containing `now` in the site's time zone (a calendar month).
+    /// The period containing `now`: a calendar month in the zone the site's periods follow
+    /// ([`Site::periods`]).
     pub fn containing(now: jiff::Timestamp, site: &Site) -> Self {
-        let (s, e) = domain::budget_period(now, &site.time_zone);
+        let (s, e) = site.periods.period(now);
         Self {
             start: s.timestamp(),
             end: e.timestamp(),
@@ -73,7 +75,7 @@ pub async fn period_budgets(
     period: Period,
     site: &Site,
 ) -> Result<Vec<(i64, Money)>, AppError> {
-    let tree = tree_db::load(pool, period.start, &site.time_zone).await?;
+    let tree = tree_db::load(pool, period.start, &site.periods).await?;
     let settings: Vec<(i64, Option<i64>, Option<i64>)> =
         sqlx::query_as("SELECT node_id, period_budget_minor, money_cap_minor FROM projects")
             .fetch_all(pool)
@@ -216,7 +218,7 @@ pub async fn follow_budget_change(
             start: to_jiff(start),
             end: to_jiff(end),
         };
-        let entitlement = tree_db::load(pool, period.start, &site.time_zone)
+        let entitlement = tree_db::load(pool, period.start, &site.periods)
             .await?
             .node(project)
             .map_or(0, |n| n.money_total.0);

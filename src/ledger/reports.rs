@@ -141,7 +141,7 @@ pub async fn rows(
     filter: &Filter,
     now: jiff::Timestamp,
 ) -> Result<Vec<Row>, AppError> {
-    let tree = tree_db::load(pool, filter.period.start, &site.time_zone).await?;
+    let tree = tree_db::load(pool, filter.period.start, &site.periods).await?;
     // A lead is told the same for a node outside their subtree and for no node at all, so
     // that ids do not reveal which nodes exist.
     if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {

@@ -172,7 +172,7 @@ pub async fn tree_and_facts(
         &state.tree_cache,
         tree_version,
         now,
-        &state.site.time_zone,
+        &state.site.periods,
     )
     .await?;
     let period = crate::ledger::Period::containing(now, &state.site);

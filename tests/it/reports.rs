@@ -306,3 +306,68 @@ async fn a_contract_purchase_counts_once_in_the_forecast_and_only_usage_is_a_rat
         .unwrap();
     assert!(fired.is_empty(), "{fired:?}");
 }
+
+/// A site that changes `TRANCHE_TIME_ZONE` mid-month and restarts keeps the month's period
+/// (no second grant); the new zone's months begin where the old period ends.
+#[tokio::test]
+async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
+    let (app, _) = TestApp::with_demo().await;
+    let mid_month: jiff::Timestamp = "2026-12-10T12:00:00Z".parse().unwrap();
+    let mut site = tranche::config::Site::for_tests();
+    ledger::zones::record(&app.pool, &mut site, mid_month)
+        .await
+        .unwrap();
+    let granted = ledger::roll_over(&app.pool, mid_month, &site)
+        .await
+        .unwrap();
+    assert!(granted.granted > 0);
+    let accounts = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM ledger_accounts WHERE kind = 'project_budget'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let before = accounts().await;
+    let december = ledger::Period::containing(mid_month, &site);
+    assert_eq!(december.end.to_string(), "2027-01-01T00:00:00Z");
+
+    // Restart in Madrid (UTC+1 in winter): the month under way keeps its UTC period.
+    let mut madrid = tranche::config::Site {
+        time_zone: jiff::tz::TimeZone::get("Europe/Madrid").unwrap(),
+        time_zone_name: "Europe/Madrid".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    madrid.periods = tranche::domain::PeriodCalendar::new(madrid.time_zone.clone());
+    ledger::zones::record(&app.pool, &mut madrid, mid_month)
+        .await
+        .unwrap();
+    assert_eq!(ledger::Period::containing(mid_month, &madrid), december);
+    let again = ledger::roll_over(&app.pool, mid_month, &madrid)
+        .await
+        .unwrap();
+    assert_eq!(again.granted, 0, "no second grant for December");
+    assert_eq!(accounts().await, before);
+    // January follows Madrid from where December ended: to 31 January 23:00 UTC.
+    let january = ledger::Period::containing("2027-01-15T00:00:00Z".parse().unwrap(), &madrid);
+    assert_eq!(january.start, december.end);
+    assert_eq!(january.end.to_string(), "2027-01-31T23:00:00Z");
+    let february = ledger::Period::containing(january.end, &madrid);
+    assert_eq!(february.end.to_string(), "2027-02-28T23:00:00Z");
+
+    // Back to UTC before the change took effect: nothing changes at all.
+    let mut utc = tranche::config::Site::for_tests();
+    ledger::zones::record(&app.pool, &mut utc, mid_month)
+        .await
+        .unwrap();
+    let zones: i64 = sqlx::query_scalar("SELECT count(*) FROM period_zones")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(zones, 1, "the pending change is dropped");
+    assert_eq!(
+        ledger::Period::containing("2027-01-15T00:00:00Z".parse().unwrap(), &utc).end,
+        "2027-02-01T00:00:00Z".parse().unwrap()
+    );
+}

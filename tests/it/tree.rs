@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 use tranche::db::tree::{self as tree_db, NodeKind};
-use tranche::domain::Share;
+use tranche::domain::{PeriodCalendar, Share};
 
 use crate::support::{TestApp, demo_password};
 
@@ -15,9 +15,13 @@ fn mid_november() -> jiff::Timestamp {
 #[tokio::test]
 async fn demo_entitlements_match_hand_computed_values() {
     let (app, _) = TestApp::with_demo().await;
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
-        .await
-        .unwrap();
+    let tree = tree_db::load(
+        &app.pool,
+        mid_november(),
+        &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
+    )
+    .await
+    .unwrap();
     assert_eq!(tree.period_seconds(), 30 * 24 * 3600);
     let cols: Vec<(&str, &str, i64)> = tree
         .capacity
@@ -84,9 +88,13 @@ async fn effective_share_and_rounding_on_uneven_shares() {
     )
     .await
     .unwrap();
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
-        .await
-        .unwrap();
+    let tree = tree_db::load(
+        &app.pool,
+        mid_november(),
+        &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
+    )
+    .await
+    .unwrap();
     let node = tree.node(p).unwrap();
     // 0.3333 * 0.3333 = 0.11108889 -> 11.11% shown.
     assert_eq!(node.effective.percent(), "11.11");
@@ -100,9 +108,13 @@ async fn effective_share_and_rounding_on_uneven_shares() {
 async fn a_month_with_a_clock_change_has_one_more_hour() {
     let (app, _) = TestApp::with_demo().await;
     let berlin = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
-    let tree = tree_db::load(&app.pool, "2026-10-10T00:00:00Z".parse().unwrap(), &berlin)
-        .await
-        .unwrap();
+    let tree = tree_db::load(
+        &app.pool,
+        "2026-10-10T00:00:00Z".parse().unwrap(),
+        &PeriodCalendar::new(berlin),
+    )
+    .await
+    .unwrap();
     assert_eq!(tree.period_seconds(), (31 * 24 + 1) * 3600);
     let root = tree.nodes.first().unwrap();
     // 1,024 H100 over 745 h = 762,880 GPU-hours.
@@ -135,9 +147,13 @@ async fn lead_changes_a_childs_share_and_effective_shares_follow() {
     let (_, body, _) = c.get(&format!("/tree/nodes/{fm}")).await;
     assert!(body.contains("Shares saved."));
     // Post-training: 50% x 35% = 17.5%.
-    let tree = tree_db::load(&app.pool, mid_november(), &jiff::tz::TimeZone::UTC)
-        .await
-        .unwrap();
+    let tree = tree_db::load(
+        &app.pool,
+        mid_november(),
+        &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         tree.node(post_training).unwrap().effective.percent(),
         "17.5"

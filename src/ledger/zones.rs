@@ -1,0 +1,100 @@
+//! The time zones the budget periods follow (`period_zones`): a change of
+//! `TRANCHE_TIME_ZONE` takes effect at the end of the current period instead of opening a
+//! second period (and a second grant) for the month under way (docs/design.md, "Budget
+//! periods across a time-zone change").
+
+use sqlx::PgPool;
+
+use crate::config::Site;
+use crate::domain::PeriodCalendar;
+use crate::ledger::{Period, to_jiff, to_time};
+
+/// Reads the recorded zones into `site.periods`, first recording the configured zone: on an
+/// empty table as the zone from the beginning; when it differs from the zone in effect, as a
+/// change from the end of the period containing `now`. A change not yet in effect is replaced
+/// by the configured zone, or dropped when the configured zone is the one in effect.
+///
+/// # Errors
+/// Database errors; a recorded zone this build does not know.
+pub async fn record(pool: &PgPool, site: &mut Site, now: jiff::Timestamp) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("LOCK TABLE period_zones IN EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let rows = read(&mut tx).await?;
+    let configured = site.time_zone_name.as_str();
+    match rows.as_slice() {
+        [] => {
+            sqlx::query(
+                "INSERT INTO period_zones (effective_from, time_zone) VALUES ('epoch', $1)",
+            )
+            .bind(configured)
+            .execute(&mut *tx)
+            .await?;
+        }
+        [.., (_, in_effect), (pending_from, pending)] if *pending_from > now => {
+            if in_effect == configured {
+                sqlx::query("DELETE FROM period_zones WHERE effective_from = $1")
+                    .bind(to_time(*pending_from))
+                    .execute(&mut *tx)
+                    .await?;
+            } else if pending != configured {
+                sqlx::query("UPDATE period_zones SET time_zone = $2 WHERE effective_from = $1")
+                    .bind(to_time(*pending_from))
+                    .bind(configured)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        [.., (_, in_effect)] if in_effect != configured => {
+            let calendar = calendar(&rows)?;
+            let (_, end) = calendar.period(now);
+            tracing::warn!(
+                from = %in_effect,
+                to = %configured,
+                at = %end.timestamp(),
+                "the time zone changed: budget periods follow the new one from the end of the current period"
+            );
+            sqlx::query("INSERT INTO period_zones (effective_from, time_zone) VALUES ($1, $2)")
+                .bind(to_time(end.timestamp()))
+                .bind(configured)
+                .execute(&mut *tx)
+                .await?;
+        }
+        _ => {}
+    }
+    let rows = read(&mut tx).await?;
+    tx.commit().await?;
+    site.periods = calendar(&rows)?;
+    let period = Period::containing(now, site);
+    tracing::debug!(start = %period.start, end = %period.end, "current budget period");
+    Ok(())
+}
+
+async fn read(tx: &mut sqlx::PgConnection) -> Result<Vec<(jiff::Timestamp, String)>, sqlx::Error> {
+    let rows: Vec<(time::OffsetDateTime, String)> = sqlx::query_as(
+        "SELECT effective_from, time_zone FROM period_zones ORDER BY effective_from",
+    )
+    .fetch_all(tx)
+    .await?;
+    Ok(rows.into_iter().map(|(t, z)| (to_jiff(t), z)).collect())
+}
+
+fn calendar(rows: &[(jiff::Timestamp, String)]) -> anyhow::Result<PeriodCalendar> {
+    let zone = |name: &str| {
+        jiff::tz::TimeZone::get(name).map_err(|e| {
+            anyhow::anyhow!(
+                "the budget periods follow the time zone {name:?}, unknown to this build: {e}"
+            )
+        })
+    };
+    let mut rows = rows.iter();
+    let Some((_, first)) = rows.next() else {
+        anyhow::bail!("no time zone recorded for the budget periods");
+    };
+    let mut calendar = PeriodCalendar::new(zone(first)?);
+    for (from, name) in rows {
+        calendar = calendar.then(*from, zone(name)?);
+    }
+    Ok(calendar)
+}
