@@ -419,8 +419,7 @@ type DoneRow = (i64, i64, i64, i64, i32, i64, i64, i64, bool, Option<i32>);
 
 /// Ends, in a few set-based statements, every starting or running attempt whose processes all
 /// exited: succeeded when every exit status is 0, else failed. Their time is charged with one
-/// ledger charge per project, cluster, model and kind (allocated or not). Returns how many
-/// ended.
+/// ledger charge per run (naming it), all written by one insert. Returns how many ended.
 ///
 /// # Errors
 /// Database errors.
@@ -446,15 +445,20 @@ async fn end_exited_attempts(
     if done.is_empty() {
         return Ok(0);
     }
-    let mut charges: BTreeMap<(i64, i64, i64, bool), i64> = BTreeMap::new();
+    let mut usages = Vec::new();
     let (mut ids, mut states, mut codes, mut elapsed_s, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code) in done {
         let secs = (elapsed - charged).max(0) * i64::from(gpus);
         if secs > 0 {
-            *charges
-                .entry((project, cluster, model, min_runtime > 0))
-                .or_default() += secs;
+            usages.push(ledger::Usage {
+                project,
+                cluster,
+                gpu_model: model,
+                gpu_seconds: secs,
+                allocated: min_runtime > 0,
+                run: Some(id),
+            });
         }
         ids.push(id);
         states.push(if failed { "failed" } else { "succeeded" });
@@ -466,19 +470,6 @@ async fn end_exited_attempts(
         });
     }
     let now = jiff::Timestamp::now();
-    let usages: Vec<ledger::Usage> = charges
-        .into_iter()
-        .map(
-            |((project, cluster, gpu_model, allocated), gpu_seconds)| ledger::Usage {
-                project,
-                cluster,
-                gpu_model,
-                gpu_seconds,
-                allocated,
-                run: None,
-            },
-        )
-        .collect();
     ledger::charge_usages(pool, conn, site, now, None, &usages).await?;
     sqlx::query(
         "UPDATE runs SET state = u.s, ended_at = now(), exit_code = u.c, charged_s = u.e \

@@ -512,6 +512,12 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     assert_eq!(state_of(&o.app, a).await, "starting");
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, a).await, "running");
+    // They ran for an hour before exiting.
+    sqlx::query("UPDATE runs SET started_at = now() - interval '1 hour' WHERE id = ANY($1)")
+        .bind([a, b])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
     let exits = json!([
         {"run": a, "attempt": 1, "node": node_of(a), "state": "exited", "exit_code": 0},
         {"run": b, "attempt": 1, "node": node_of(b), "state": "exited", "exit_code": 3}
@@ -521,6 +527,26 @@ async fn runs_start_on_their_gpus_and_end_with_their_exit_status() {
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, a).await, "succeeded");
     assert_eq!(state_of(&o.app, b).await, "failed");
+    // Each run's time is charged in postings naming it: the hour on each of its GPUs.
+    for (run, gpus) in [
+        (a, gpus_a.len()),
+        (b, given.iter().find(|g| g.0 == b).unwrap().2.len()),
+    ] {
+        let secs: Option<i64> = sqlx::query_scalar(
+            "SELECT sum(gpu_seconds)::BIGINT FROM ledger_postings \
+             WHERE run_id = $1 AND kind IN ('usage', 'usage_free')",
+        )
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+        let secs = secs.unwrap_or(0);
+        let hour = 3600 * gpus as i64;
+        assert!(
+            (hour..hour + 60 * gpus as i64).contains(&secs),
+            "run {run}: {secs} GPU-seconds"
+        );
+    }
     // Reports are idempotent: the same exits again change nothing.
     let (status, _) = sync(&o.app, &o.agent, &session, &nodes, exits).await;
     assert_eq!(status, StatusCode::OK);
