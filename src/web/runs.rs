@@ -811,10 +811,10 @@ async fn detail_page(
                         .map(i32::to_string)
                         .collect::<Vec<_>>()
                         .join(", "),
-                    job: p
-                        .slurm_job
-                        .map_or(String::new(), |j| format!("Slurm job {j}")),
-                    process: p.process.clone(),
+                    job: p.slurm_job.map_or(String::new(), |j| {
+                        i18n::t1("run-slurm-job", "job", j.to_string())
+                    }),
+                    process: i18n::t(&format!("proc-{}", p.process)),
                     exit_code: p.exit_code.map_or(String::new(), |c| c.to_string()),
                     utilization: p.utilization.as_ref().map_or(String::new(), |u| {
                         u.iter()

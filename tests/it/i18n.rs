@@ -444,6 +444,7 @@ async fn data_strings(app: &TestApp) -> Vec<String> {
         "executor_error",
         "kind",
         "state",
+        "proc_state",
         "stop_kind",
     ];
     let mut out = vec![];
@@ -547,11 +548,23 @@ async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
     tranche::runs::service::pass(&app.state).await.unwrap();
+    // A finished run whose process exited on a node: its placements table.
+    let placed = id("SELECT min(id) FROM runs WHERE state = 'succeeded'").await;
+    sqlx::query(
+        "INSERT INTO run_placements (run_id, attempt, node_id, gpu_indices, proc_state, exit_code) \
+         SELECT id, attempt, $2, '{0,1}', 'exited', 0 FROM runs WHERE id = $1",
+    )
+    .bind(placed)
+    .bind(node)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let pages: Vec<(&str, String)> = vec![
         ("admin", "/".into()),
         ("admin", "/runs".into()),
         ("admin", "/runs/new".into()),
         ("admin", format!("/runs/{run}")),
+        ("admin", format!("/runs/{placed}")),
         ("lead", "/approvals".into()),
         ("admin", "/tree".into()),
         ("admin", format!("/tree/nodes/{tree_node}")),
