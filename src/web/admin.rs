@@ -702,12 +702,22 @@ struct UsersPage {
     form_node: String,
     /// What the break-glass field holds (the input, when re-rendered with an error).
     form_break_glass: String,
+    /// A refused grant's form as typed: (user id, role, node); the user's row shows it.
+    grant: Option<(i64, String, String)>,
 }
 
 impl UsersPage {
     /// A role's name in the page's language.
     fn role(&self, role: &str) -> String {
         role_words(role)
+    }
+
+    /// The role and node typed in `user`'s grant form when it was refused, else the defaults.
+    fn grant_typed(&self, user: &i64) -> (&str, &str) {
+        match &self.grant {
+            Some((id, role, node)) if id == user => (role, node),
+            _ => ("researcher", ""),
+        }
     }
 }
 
@@ -732,6 +742,18 @@ async fn users_page(
     error: Option<String>,
     created: Option<(String, String)>,
     form: UserForm,
+) -> Result<Response, AppError> {
+    users_page_with(state, session, me, error, created, form, None).await
+}
+
+async fn users_page_with(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    error: Option<String>,
+    created: Option<(String, String)>,
+    form: UserForm,
+    grant: Option<(i64, String, String)>,
 ) -> Result<Response, AppError> {
     require_admin(me)?;
     let status = if error.is_some() {
@@ -777,6 +799,7 @@ async fn users_page(
                 form.role
             },
             form_node: form.node,
+            grant,
         },
     )
 }
@@ -832,13 +855,14 @@ async fn grant_create(
             Ok(Redirect::to("/admin/users").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            users_page(
+            users_page_with(
                 &state,
                 &session,
                 &me,
                 Some(message),
                 None,
                 UserForm::default(),
+                Some((id, f.role, f.node)),
             )
             .await
         }

@@ -1326,3 +1326,52 @@ async fn a_form_over_the_limit_is_a_413_like_the_api() {
     assert_ne!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(run_count(&app).await, before);
 }
+
+/// Forms refused for what their values mean (not their shape) come back with what was typed:
+/// a contract beyond the 8-week horizon, a role granted on a node that does not exist.
+#[tokio::test]
+async fn refused_forms_keep_what_was_typed() {
+    let (app, users) = TestApp::with_demo().await;
+    let mut lead = login(&app, &users, "lead").await;
+    let far = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .checked_add(jiff::Span::new().weeks(10))
+        .unwrap();
+    let (start, end) = (format!("{far} 09:00"), format!("{far} 17:00"));
+    let fields = with(
+        &with(&with(&contract_form(), "start", &start), "end", &end),
+        "gpus",
+        "3",
+    );
+    let (status, page) = post(&mut lead, "/contracts/preview", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{page}");
+    assert!(error_texts(&page).join(" ").contains("8 weeks"), "{page}");
+    for typed in [
+        format!("value=\"{start}\""),
+        format!("value=\"{end}\""),
+        "value=\"3\"".into(),
+        "<option value=\"fm-rlhf\" selected>".into(),
+        "<option value=\"b300-lab\" selected>".into(),
+    ] {
+        assert!(page.contains(&typed), "{typed} kept: {page}");
+    }
+
+    let mut admin = login(&app, &users, "admin").await;
+    let researcher: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-researcher'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (status, page) = post(
+        &mut admin,
+        &format!("/admin/users/{researcher}/grants"),
+        &[("role", "lead".into()), ("node", "no-such-team".into())],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{page}");
+    let form = format!("action=\"/admin/users/{researcher}/grants\" class=\"inline\"");
+    let row = &page[page.find(&form).unwrap()..];
+    let row = &row[..row.find("</form>").unwrap()];
+    assert!(row.contains("value=\"no-such-team\""), "{row}");
+    assert!(row.contains("<option value=\"lead\" selected>"), "{row}");
+}
