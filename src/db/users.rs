@@ -17,6 +17,8 @@ pub struct UserRow {
     pub id: i64,
     /// Name.
     pub name: String,
+    /// Whether the account is disabled: no sign-in, no API token, no mail.
+    pub disabled: bool,
     /// Grants (id, role, lead node id and name).
     pub grants: Vec<GrantRow>,
 }
@@ -44,9 +46,10 @@ pub struct GrantRow {
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &PgPool) -> Result<Vec<UserRow>, sqlx::Error> {
-    let users: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM users ORDER BY name")
-        .fetch_all(pool)
-        .await?;
+    let users: Vec<(i64, String, bool)> =
+        sqlx::query_as("SELECT id, name, disabled FROM users ORDER BY name")
+            .fetch_all(pool)
+            .await?;
     let grants: Vec<GrantRow> = sqlx::query_as(
         "SELECT g.id, g.user_id, g.role, g.node_id, t.name AS node_name, g.source FROM role_grants g \
          LEFT JOIN tree_nodes t ON t.id = g.node_id ORDER BY g.role, t.name",
@@ -55,9 +58,10 @@ pub async fn list(pool: &PgPool) -> Result<Vec<UserRow>, sqlx::Error> {
     .await?;
     Ok(users
         .into_iter()
-        .map(|(id, name)| UserRow {
+        .map(|(id, name, disabled)| UserRow {
             id,
             name,
+            disabled,
             grants: grants.iter().filter(|g| g.user_id == id).cloned().collect(),
         })
         .collect())
@@ -271,10 +275,9 @@ pub async fn revoke(
         ))
     })?;
     if role == "admin" {
-        let admins: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM role_grants WHERE role = 'admin'")
-                .fetch_one(&mut *tx)
-                .await?;
+        let admins: i64 = sqlx::query_scalar(ENABLED_ADMINS)
+            .fetch_one(&mut *tx)
+            .await?;
         if admins <= 1 {
             return Err(AppError::invalid("role", t("users-last-admin")));
         }
@@ -293,6 +296,91 @@ pub async fn revoke(
             node_id,
             before: Some(json!({"name": name, "role": role, "node_id": node_id})),
             after: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// How many enabled accounts hold an admin grant.
+const ENABLED_ADMINS: &str = "SELECT count(DISTINCT g.user_id) FROM role_grants g \
+     JOIN users u ON u.id = g.user_id WHERE g.role = 'admin' AND NOT u.disabled";
+
+/// Disables an account (`disabled = true`: its sessions end, its API tokens and sign-in are
+/// refused, it gets no mail) or enables it again; its grants, tokens and history stay.
+/// Audited as `user.disable` / `user.enable`; no change, no entry.
+///
+/// # Errors
+/// NotFound for an unknown user; Conflict (409) for disabling oneself, the last enabled
+/// admin, or the break-glass admin while password sign-in is off for everyone else.
+pub async fn set_disabled(
+    pool: &PgPool,
+    actor: Option<i64>,
+    user_id: i64,
+    disabled: bool,
+) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    // Serialised with revocations, so two admins cannot disable each other at once.
+    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let (name, was): (String, bool) =
+        sqlx::query_as("SELECT name, disabled FROM users WHERE id = $1 FOR UPDATE")
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| AppError::NotFound(t1("users-not-found", "id", user_id.to_string())))?;
+    if was == disabled {
+        return Ok(());
+    }
+    if disabled {
+        if actor == Some(user_id) {
+            return Err(AppError::Conflict(t("users-disable-self")));
+        }
+        if break_glass_admin(&mut *tx).await? == Some(user_id) {
+            return Err(AppError::Conflict(t1(
+                "users-disable-break-glass",
+                "name",
+                &name,
+            )));
+        }
+        let admin: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM role_grants WHERE user_id = $1 AND role = 'admin')",
+        )
+        .bind(user_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let admins: i64 = sqlx::query_scalar(ENABLED_ADMINS)
+            .fetch_one(&mut *tx)
+            .await?;
+        if admin && admins <= 1 {
+            return Err(AppError::Conflict(t("users-last-admin")));
+        }
+    }
+    // Disabling ends the account's sessions (their epoch no longer matches).
+    sqlx::query(
+        "UPDATE users SET disabled = $2, \
+         session_epoch = session_epoch + CASE WHEN $2 THEN 1 ELSE 0 END WHERE id = $1",
+    )
+    .bind(user_id)
+    .bind(disabled)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Change {
+            actor,
+            action: if disabled {
+                "user.disable"
+            } else {
+                "user.enable"
+            },
+            entity: "user",
+            entity_id: Some(user_id),
+            node_id: None,
+            before: Some(json!({"name": name, "disabled": was})),
+            after: Some(json!({"name": name, "disabled": disabled})),
         },
     )
     .await?;

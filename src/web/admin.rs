@@ -938,6 +938,49 @@ async fn local_sign_in(
     }
 }
 
+async fn user_disable(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    set_disabled_page(&state, &session, &me, id, true).await
+}
+
+async fn user_enable(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+) -> Result<Response, AppError> {
+    set_disabled_page(&state, &session, &me, id, false).await
+}
+
+async fn set_disabled_page(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    disabled: bool,
+) -> Result<Response, AppError> {
+    require_admin(me)?;
+    match users::set_disabled(&state.pool, Some(me.id), id, disabled).await {
+        Ok(()) => {
+            let done = if disabled {
+                "users-account-disabled"
+            } else {
+                "users-account-enabled"
+            };
+            flash(session, t(done)).await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Err(AppError::Conflict(message)) => {
+            users_page(state, session, me, Some(message), None, UserForm::default()).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Admin routes under `/admin`.
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -954,6 +997,8 @@ pub fn router() -> Router<AppState> {
         .route("/admin/users", get(users_get).post(user_create))
         .route("/admin/sign-in", post(local_sign_in))
         .route("/admin/users/{id}/grants", post(grant_create))
+        .route("/admin/users/{id}/disable", post(user_disable))
+        .route("/admin/users/{id}/enable", post(user_enable))
         .route(
             "/admin/users/{id}/grants/{grant}/revoke",
             post(grant_revoke),

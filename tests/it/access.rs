@@ -19,6 +19,8 @@ struct Ids {
     cluster: i64,
     node: i64,
     researcher: i64,
+    /// An account no role signs in as, to disable and enable.
+    spare: i64,
     /// A use case of Pretraining with the demo researcher's first project linked.
     use_case: i64,
     /// A use case of Climate, outside the demo lead's subtree.
@@ -67,6 +69,7 @@ async fn ids(app: &TestApp) -> Ids {
         cluster: q("SELECT id FROM clusters WHERE name = 'b300-lab'").await,
         node: q("SELECT min(id) FROM nodes").await,
         researcher: q("SELECT id FROM users WHERE name = 'demo-researcher'").await,
+        spare: q("INSERT INTO users (name) VALUES ('spare-account') RETURNING id").await,
         use_case: seed_use_case(
             app,
             "Seeded triage",
@@ -281,6 +284,11 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         (
             format!("/admin/users/{}/grants", i.researcher),
             f(&[("role", "finance".into()), ("node", "".into())]),
+            [303, 403, 403, 403, 303],
+        ),
+        (
+            format!("/admin/users/{}/disable", i.spare),
+            f(&[]),
             [303, 403, 403, 403, 303],
         ),
         (
@@ -542,6 +550,12 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             format!("/api/v1/users/{}/grants", i.researcher),
             Some(json!({"role": "lead", "node": "Climate"})),
             [401, 403, 403, 403, 201],
+        ),
+        (
+            "POST",
+            format!("/api/v1/users/{}/enable", i.spare),
+            None,
+            [401, 403, 403, 403, 200],
         ),
         (
             "GET",

@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 
-use crate::support::TestApp;
+use crate::support::{TestApp, demo_password};
 
 #[tokio::test]
 async fn login_with_right_password_opens_a_session() {
@@ -474,4 +474,100 @@ async fn pages_carry_security_headers() {
             .contains("frame-ancestors 'none'")
     );
     assert_eq!(headers["cache-control"], "no-store");
+}
+
+/// An admin disables an account: its session ends, its API token and password sign-in are
+/// refused, and it comes back when enabled. Nobody disables themselves or the last admin.
+#[tokio::test]
+async fn a_disabled_account_can_do_nothing_until_enabled() {
+    let (app, users) = TestApp::with_demo().await;
+    let (name, password) = demo_password(&users, "researcher");
+    let mut researcher = app.client();
+    researcher.login(&name, &password).await;
+    let token = app.token_for(&name).await;
+    let user_id = |name: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE name = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let id = user_id(name.clone()).await;
+    let (admin_name, admin_password) = demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&admin_name, &admin_password).await;
+    let (status, _, _) = admin.post(&format!("/admin/users/{id}/disable"), &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = app.api("GET", "/api/v1/me", Some(&token), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the token is refused");
+    let (status, _, location) = researcher.get("/runs").await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "the session ended");
+    assert!(location.unwrap().starts_with("/login"));
+    let mut again = app.client();
+    again.get("/login").await;
+    let (status, page, _) = again
+        .post("/login", &[("name", &name), ("password", &password)])
+        .await;
+    assert_ne!(status, StatusCode::SEE_OTHER, "sign-in refused: {page}");
+    let (_, page, _) = admin.get("/admin/users").await;
+    assert!(
+        page.contains(&format!("/admin/users/{id}/enable")),
+        "listed as disabled"
+    );
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'user.disable' AND entity_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+
+    // Enabled again through the API: the same token works.
+    let admin_token = app.token_for(&admin_name).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/users/{id}/enable"),
+            Some(&admin_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, _) = app.api("GET", "/api/v1/me", Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Not oneself; and (from the command line, with no actor) not the last enabled admin.
+    let admin_id = user_id(admin_name).await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/users/{admin_id}/disable"),
+            Some(&admin_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("your own")
+    );
+    sqlx::query(
+        "UPDATE users SET disabled = true WHERE id <> $1 AND id IN \
+         (SELECT user_id FROM role_grants WHERE role = 'admin')",
+    )
+    .bind(admin_id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let last = tranche::db::users::set_disabled(&app.pool, None, admin_id, true).await;
+    assert!(
+        matches!(&last, Err(tranche::error::AppError::Conflict(message)) if message.contains("the last admin")),
+        "{last:?}"
+    );
 }

@@ -80,10 +80,15 @@ async fn user_with_token(app: &TestApp, name: &str, role: &str, node: Option<&st
     app.token_for(name).await
 }
 
-/// The operations that can take away the caller's own access: Schemathesis learns ids from
-/// answers (`GET /tokens`, `GET /users`), so it revokes the token or the admin grant it tests
-/// with, and every later case would meet only a 401 or a 403. They run last.
-const LAST: [&str; 2] = ["delete_tokens_id", "delete_users_id_grants_grant"];
+/// The operations that can take away a caller's access: Schemathesis learns ids from answers
+/// (`GET /tokens`, `GET /users`), so it revokes the token or the admin grant it tests with, or
+/// disables the other caller's account, and every later case would meet only a 401 or a 403.
+/// They run last, the researcher's run before the admin's.
+const LAST: [&str; 3] = [
+    "delete_tokens_id",
+    "delete_users_id_grants_grant",
+    "post_users_id_disable",
+];
 
 /// Runs Schemathesis against `base` as the bearer of `token`, on every operation but [`LAST`]
 /// (`last` false) or on those alone (`last` true); returns whether it passed and its output.
@@ -155,8 +160,8 @@ async fn schemathesis_finds_no_failure_as_admin_or_researcher() {
     let runs = [
         ("admin", &admin, false),
         ("researcher", &researcher, false),
-        ("admin", &admin, true),
         ("researcher", &researcher, true),
+        ("admin", &admin, true),
     ];
     for (i, (who, token, last)) in runs.into_iter().enumerate() {
         if i == 2 {
@@ -169,6 +174,13 @@ async fn schemathesis_finds_no_failure_as_admin_or_researcher() {
             .await
             .unwrap();
             assert_eq!(live, 2, "both fuzzing tokens are still valid");
+            let disabled: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM users WHERE name LIKE 'fuzz-%' AND disabled",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            assert_eq!(disabled, 0, "both fuzzing accounts are still enabled");
             let admin_grants: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM role_grants g JOIN users u ON u.id = g.user_id \
                  WHERE u.name = 'fuzz-admin' AND g.role = 'admin'",

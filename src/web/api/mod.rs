@@ -693,6 +693,26 @@ async fn post_grant(
     created(json!({"id": grant}))
 }
 
+async fn post_disable(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    require_admin(&me)?;
+    users::set_disabled(&state.pool, Some(me.id), id, true).await?;
+    ok(json!({"ok": true}))
+}
+
+async fn post_enable(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    require_admin(&me)?;
+    users::set_disabled(&state.pool, Some(me.id), id, false).await?;
+    ok(json!({"ok": true}))
+}
+
 async fn delete_grant(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
@@ -1035,6 +1055,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/users", get(get_users).post(post_user))
         .route("/users/{id}/grants", post(post_grant))
+        .route("/users/{id}/disable", post(post_disable))
+        .route("/users/{id}/enable", post(post_enable))
         .route(
             "/users/{id}/grants/{grant}",
             axum::routing::delete(delete_grant),

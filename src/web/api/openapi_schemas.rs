@@ -721,6 +721,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                 arr(obj(&[
                     ("id", int()),
                     ("name", s()),
+                    ("disabled", b()),
                     (
                         "grants",
                         arr(obj(&[
