@@ -487,6 +487,13 @@ pub async fn set_node_state(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| AppError::NotFound(t1("node-not-found", "id", node_id.to_string())))?;
+    if before == state {
+        // Nothing changes: no update, no audit entry (a drain keeps its first reason).
+        return Ok(());
+    }
+    if state == "draining" && reason.is_none() {
+        return Err(AppError::invalid("reason", t("node-reason-required")));
+    }
     if before == "draining" && state == "down" {
         crate::db::drains::note_forced_down(&mut tx, node_id).await?;
     }
@@ -514,7 +521,7 @@ pub async fn set_node_state(
              WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
         )
         .bind(node_id)
-        .bind(reason.unwrap_or("no reason given"))
+        .bind(reason.unwrap_or_default())
         .bind(actor.id)
         .fetch_optional(&mut *tx)
         .await?;
@@ -528,7 +535,7 @@ pub async fn set_node_state(
                     entity_id: Some(node_id),
                     node_id: None,
                     before: Some(json!({"name": name, "state": before})),
-                    after: Some(json!({"name": name, "state": "draining", "drain": drain, "reason": reason.unwrap_or("no reason given")})),
+                    after: Some(json!({"name": name, "state": "draining", "drain": drain, "reason": reason.unwrap_or_default()})),
                 },
             )
             .await?;

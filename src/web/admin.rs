@@ -452,6 +452,9 @@ async fn node_create(
 struct StateForm {
     #[serde(default)]
     state: String,
+    /// Why the node is drained (required to open a drain).
+    #[serde(default)]
+    reason: String,
 }
 
 async fn node_state(
@@ -465,7 +468,7 @@ async fn node_state(
         .bind(id)
         .fetch_optional(&state.pool)
         .await?;
-    match inventory::set_node_state(&state.pool, &me, id, &f.state, None).await {
+    match inventory::set_node_state(&state.pool, &me, id, &f.state, Some(&f.reason)).await {
         Ok(()) => {
             flash(
                 &session,

@@ -259,7 +259,10 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         ),
         (
             format!("/admin/nodes/{}/state", i.node),
-            f(&[("state", "draining".into())]),
+            f(&[
+                ("state", "draining".into()),
+                ("reason", "fan replacement".into()),
+            ]),
             [303, 403, 403, 403, 303],
         ),
         (

@@ -117,7 +117,7 @@ async fn every_kind_of_change_is_audited() {
             "PUT",
             &format!("/api/v1/cluster-nodes/{node}/state"),
             Some(&t),
-            Some(json!({"state": "draining"})),
+            Some(json!({"state": "draining", "reason": "fan replacement"})),
         )
         .await;
     assert!(status.is_success());
@@ -495,4 +495,53 @@ async fn tokens_and_approval_decisions_are_audited_and_shown_like_every_page() {
     for json_mark in ["{&#34;", "{&quot;", "{\""] {
         assert!(!body.contains(json_mark), "raw JSON on the page: {body}");
     }
+}
+
+/// Setting a node to the state it is in changes nothing and writes no entry; opening a drain
+/// from the cluster page's state list needs a reason like the drain form.
+#[tokio::test]
+async fn node_states_change_only_when_they_change_and_drains_say_why() {
+    let (app, users) = TestApp::with_demo().await;
+    let (name, password) = crate::support::demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&name, &password).await;
+    let node: i64 = sqlx::query_scalar("SELECT min(id) FROM nodes WHERE state = 'up'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let entries = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM audit_log WHERE entity = 'cluster_node' AND entity_id = $1",
+        )
+        .bind(node)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let path = format!("/admin/nodes/{node}/state");
+    let (status, _, _) = admin.post(&path, &[("state", "up"), ("reason", "")]).await;
+    assert_eq!(status, axum::http::StatusCode::SEE_OTHER);
+    assert_eq!(entries().await, 0, "up on an up node is no change");
+    let (status, page, _) = admin
+        .post(&path, &[("state", "draining"), ("reason", " ")])
+        .await;
+    assert_eq!(status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("say why the node is drained"), "{page}");
+    let drains: i64 = sqlx::query_scalar("SELECT count(*) FROM node_drains WHERE node_id = $1")
+        .bind(node)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!((drains, entries().await), (0, 0), "nothing written");
+    let (status, _, _) = admin
+        .post(&path, &[("state", "draining"), ("reason", "PSU swap")])
+        .await;
+    assert_eq!(status, axum::http::StatusCode::SEE_OTHER);
+    let reason: String = sqlx::query_scalar("SELECT reason FROM node_drains WHERE node_id = $1")
+        .bind(node)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(reason, "PSU swap");
+    assert_eq!(entries().await, 2, "node.state and node.drain");
 }

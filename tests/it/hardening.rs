@@ -471,7 +471,7 @@ fn routes(ids: &Ids) -> Vec<Route> {
             format!("/admin/nodes/{k}/state"),
             "admin",
             "form",
-            vec![("state", s("draining"))],
+            vec![("state", s("draining")), ("reason", s("fan replacement"))],
         ),
         (
             "POST",

@@ -204,7 +204,7 @@ pub fn document() -> Value {
                 "post": req(op("Create a cluster (admin); 422 when the name is taken", "201", "Created"), "NameBody")
             },
             "/clusters/{id}/nodes": {"parameters": [id], "post": req(op("Add a node to a cluster (admin); 404 for an unknown GPU model", "201", "Created"), "NodeBody")},
-            "/cluster-nodes/{id}/state": {"parameters": [id], "put": req(op("Set a node's state: up, draining (optional reason) or down (admin)", "200", "Ok"), "StateBody")},
+            "/cluster-nodes/{id}/state": {"parameters": [id], "put": req(op("Set a node's state: up, draining or down (admin); opening a drain needs a reason (422 without one); the state the node is already in changes nothing", "200", "Ok"), "StateBody")},
             "/cluster-nodes/{id}": {"parameters": [id], "get": op("A node with its open drain (empty_ready_for_repair once nothing runs there) and its drain history (admin)", "200", "ClusterNode")},
             "/cluster-nodes/{id}/drain": {"parameters": [id], "post": req(op("Drain a node for repair with a reason: no new runs; its runs are requeued as each passes its minimum runtime (admin)", "200", "ClusterNode"), "DrainBody")},
             "/cluster-nodes/{id}/return": {"parameters": [id], "post": op("Return a drained or down node to service (admin)", "200", "ClusterNode")},
