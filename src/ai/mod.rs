@@ -154,6 +154,12 @@ impl Draft {
                 ));
             }
         }
+        if self.monthly_limit.0 <= 0 {
+            return Err(AppError::invalid(
+                "monthly_limit",
+                i18n::t("ai-err-limit-zero"),
+            ));
+        }
         if self.metric.is_empty() {
             return Err(AppError::invalid("metric", i18n::t("ai-err-metric")));
         }

@@ -82,8 +82,14 @@ impl UseCaseForm {
                 i18n::t1("ai-err-monthly-limit", "problem", m),
             )
         })?;
+        // Required: an empty field is not a rate of 0 (hours not valued), which is typed as 0.
         let human_hourly_rate = match self.human_hourly_rate.trim() {
-            "" => Money(0),
+            "" => {
+                return Err(AppError::invalid(
+                    "human_hourly_rate",
+                    i18n::t("ai-err-hourly-rate-empty"),
+                ));
+            }
             t => Money::parse(t).map_err(|m| {
                 AppError::invalid(
                     "human_hourly_rate",

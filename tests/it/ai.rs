@@ -109,6 +109,20 @@ async fn leads_register_edit_and_change_status_with_audit() {
             "POST",
             "/api/v1/use-cases",
             Some(&lead),
+            Some(use_case("Other", pretraining, 0)),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a limit of 0: {answer}"
+    );
+    assert_eq!(answer["error"]["field"], "monthly_limit_minor");
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
             Some(use_case("Weather bot", climate, 100)),
         )
         .await;
@@ -272,6 +286,7 @@ async fn the_register_form_keeps_input_on_error_and_registers() {
         ),
         ("services", "Anthropic API, OpenAI API"),
         ("projects", "fm-tokenizer"),
+        ("human_hourly_rate", ""),
     ];
     let (status, page, _) = c.post("/ai", &fields).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
@@ -281,6 +296,17 @@ async fn the_register_form_keeps_input_on_error_and_registers() {
         "input kept"
     );
     assert!(page.contains("value=\"five hundred\""));
+    assert_eq!(count(&app, "ai_use_cases").await, 0);
+    // An empty hourly rate is not a rate of zero; a limit of zero is no limit.
+    fields[6] = ("monthly_limit", "500");
+    let (status, page, _) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("hourly rate: enter the price"), "{page}");
+    fields[11] = ("human_hourly_rate", "45");
+    fields[6] = ("monthly_limit", "0");
+    let (status, page, _) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("above zero"), "{page}");
     assert_eq!(count(&app, "ai_use_cases").await, 0);
     fields[6] = ("monthly_limit", "500");
     let (status, _, location) = c.post("/ai", &fields).await;

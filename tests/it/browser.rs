@@ -562,6 +562,7 @@ async fn ai_use_case_from_registration_to_the_monthly_decision() {
         ("ai_action", "summarise, classify and propose urgency"),
         ("human_review", "before replying to the customer"),
         ("monthly_limit", "300"),
+        ("human_hourly_rate", "35"),
         ("metric", "time to first classification"),
         ("services", "Azure OpenAI"),
     ] {

@@ -43,10 +43,10 @@ pub(super) struct UseCaseBody {
 
 impl UseCaseBody {
     fn draft(self) -> Result<Draft, AppError> {
-        if !(0..=1_000_000_000_000_000).contains(&self.monthly_limit_minor) {
+        if !(1..=1_000_000_000_000_000).contains(&self.monthly_limit_minor) {
             return Err(AppError::invalid(
                 "monthly_limit_minor",
-                "monthly_limit_minor: a whole number of minor units, 0 or more",
+                "monthly_limit_minor: a whole number of minor units, 1 or more",
             ));
         }
         if !(0..=100_000_000).contains(&self.human_hourly_rate_minor) {

@@ -323,7 +323,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                     ("name", required_text(120)),
                     ("owner_node_id", int()),
                     ("bag", json!({"enum": ["personal", "team", "critical"]})),
-                    ("monthly_limit_minor", int_in(0, 1_000_000_000_000_000)),
+                    ("monthly_limit_minor", int_in(1, 1_000_000_000_000_000)),
                     ("metric", required_text(2000)),
                 ],
                 &[
