@@ -256,6 +256,26 @@ pub fn format_milli_gpu_hours_plain(milli: i64) -> String {
     format_milli_gpu_hours(milli).replace(',', "")
 }
 
+/// Formats protected GPU-hours, which may be a few GPU-minutes: one decimal from 0.1 GPU-hour
+/// (as [`format_milli_gpu_hours`]), else two decimals rounded up, so a protected run never
+/// reads as `0.0`: 17 (one GPU for a minute) -> `0.02`, 100 -> `0.1`; `plain` without
+/// grouping and with a decimal point (the API's and the audit's English).
+pub fn format_protected_gpu_hours(milli: i64, plain: bool) -> String {
+    if milli >= 95 || milli <= 0 {
+        return if plain {
+            format_milli_gpu_hours_plain(milli)
+        } else {
+            format_milli_gpu_hours(milli)
+        };
+    }
+    let hundredths = (milli + 9) / 10;
+    match crate::i18n::current() {
+        crate::i18n::Lang::En => format!("0.{hundredths:02}"),
+        _ if plain => format!("0.{hundredths:02}"),
+        lang => crate::i18n::format::decimal(lang, hundredths, -2),
+    }
+}
+
 /// Formats milli-GPU-hours with one decimal and grouping: 1_234_560 -> `1,234.6`.
 pub fn format_milli_gpu_hours(milli: i64) -> String {
     let tenths = (milli + 50).div_euclid(100);
@@ -940,6 +960,19 @@ mod tests {
                 "December, January, February, March: {starts:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_protected_minute_is_not_zero_gpu_hours() {
+        use crate::i18n::{Lang, sync_scope};
+        assert_eq!(format_protected_gpu_hours(17, true), "0.02");
+        assert_eq!(format_protected_gpu_hours(1, false), "0.01");
+        assert_eq!(format_protected_gpu_hours(100, false), "0.1");
+        assert_eq!(format_protected_gpu_hours(16_000, true), "16.0");
+        assert_eq!(
+            sync_scope(Lang::Es, || format_protected_gpu_hours(17, false)),
+            "0,02"
+        );
     }
 
     #[test]

@@ -28,7 +28,10 @@ contract-window-label = Window
 contract-window-utc = UTC { $start } → { $end }
 contract-gpu-hours = GPU-hours
 contract-price = Price
-contract-price-formula = = { $gpus } GPUs × { $hours } h × weight { $weight } × { $unit }
+contract-price-formula = = { $gpus ->
+    [one] 1 GPU
+   *[other] { $gpus } GPUs
+} × { $length } × weight { $weight } × { $unit }
 contract-unit-price = { $price } per weighted GPU-hour
 contract-budget = Budget
 contract-budget-now-after = { $now } now, { $after } after

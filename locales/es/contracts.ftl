@@ -28,7 +28,7 @@ contract-window-label = Franja
 contract-window-utc = UTC { $start } → { $end }
 contract-gpu-hours = Horas de GPU
 contract-price = Precio
-contract-price-formula = = { $gpus } GPU × { $hours } h × peso { $weight } × { $unit }
+contract-price-formula = = { $gpus } GPU × { $length } × peso { $weight } × { $unit }
 contract-unit-price = { $price } por hora de GPU ponderada
 contract-budget = Presupuesto
 contract-budget-now-after = { $now } ahora, { $after } después

@@ -28,7 +28,7 @@ contract-window-label = Tartea
 contract-window-utc = UTC { $start } → { $end }
 contract-gpu-hours = GPU-orduak
 contract-price = Prezioa
-contract-price-formula = = { $gpus } GPU × { $hours } h × { $weight } pisua × { $unit }
+contract-price-formula = = { $gpus } GPU × { $length } × { $weight } pisua × { $unit }
 contract-unit-price = { $price } GPU-ordu haztatu bakoitzeko
 contract-budget = Aurrekontua
 contract-budget-now-after = { $now } orain, { $after } ondoren

@@ -26,6 +26,8 @@ struct Formatters {
     medium_date: FixedCalendarDateTimeFormatter<Gregorian, YMD>,
     weekday_date: FixedCalendarDateTimeFormatter<Gregorian, YMDE>,
     date_time: FixedCalendarDateTimeFormatter<Gregorian, YMDT>,
+    /// As `date_time`, with seconds (for an instant that has them).
+    date_time_s: FixedCalendarDateTimeFormatter<Gregorian, YMDT>,
     month: FixedCalendarDateTimeFormatter<Gregorian, YM>,
 }
 
@@ -48,6 +50,11 @@ fn build(lang: Lang) -> Formatters {
         date_time: FixedCalendarDateTimeFormatter::try_new(
             prefs(),
             YMDT::medium().with_time_precision(TimePrecision::Minute),
+        )
+        .expect("compiled date-time data"),
+        date_time_s: FixedCalendarDateTimeFormatter::try_new(
+            prefs(),
+            YMDT::medium().with_time_precision(TimePrecision::Second),
         )
         .expect("compiled date-time data"),
         month: FixedCalendarDateTimeFormatter::try_new(prefs(), YM::long())
@@ -193,24 +200,41 @@ pub fn weekday_date(lang: Lang, d: jiff::civil::Date) -> String {
     }
 }
 
-/// An instant in the organisation's time zone `tz`, to the minute, with its UTC offset:
+/// An instant in the organisation's time zone `tz`, to the minute (to the second when it has
+/// seconds), with its UTC offset:
 /// `2026-12-02 09:30 +01:00` (en), `2 dic 2026, 09:30 +01:00` (es),
 /// `2026 abe. 2(a) (09:30) +01:00` (eu: CLDR puts the time in parentheses).
 pub fn instant(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
     let z = ts.to_zoned(tz.clone());
     let offset = z.strftime("%:z");
+    let seconds = z.second() != 0;
+    let plain = if seconds {
+        "%Y-%m-%d %H:%M:%S %:z"
+    } else {
+        "%Y-%m-%d %H:%M %:z"
+    };
     if lang == Lang::En {
-        return z.strftime("%Y-%m-%d %H:%M %:z").to_string();
+        return z.strftime(plain).to_string();
     }
     let civil = z.datetime();
     let date = icu_date(civil.date());
-    let time = Time::try_new(civil.hour() as u8, civil.minute() as u8, 0, 0).ok();
+    let time = Time::try_new(
+        civil.hour() as u8,
+        civil.minute() as u8,
+        civil.second() as u8,
+        0,
+    )
+    .ok();
+    let formatter = if seconds {
+        &of(lang).date_time_s
+    } else {
+        &of(lang).date_time
+    };
     match (date, time) {
-        (Some(date), Some(time)) => format!(
-            "{} {offset}",
-            of(lang).date_time.format(&DateTime { date, time })
-        ),
-        _ => z.strftime("%Y-%m-%d %H:%M %:z").to_string(),
+        (Some(date), Some(time)) => {
+            format!("{} {offset}", formatter.format(&DateTime { date, time }))
+        }
+        _ => z.strftime(plain).to_string(),
     }
 }
 
@@ -219,6 +243,21 @@ pub fn instant(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> Stri
 /// (rounded half up to hundredths).
 pub fn hours(seconds: i64) -> String {
     crate::domain::format_hours(seconds)
+}
+
+/// A duration in words (units the same in every language): `45 min`, `2 h`, `1 h 30 min`, `11 h 45 min 4 s`, `0 min`.
+pub fn duration(seconds: i64) -> String {
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    let parts: Vec<String> = [(h, "h"), (m, "min"), (s, "s")]
+        .iter()
+        .filter(|(n, _)| *n != 0)
+        .map(|(n, unit)| format!("{n} {unit}"))
+        .collect();
+    if parts.is_empty() {
+        "0 min".into()
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// Thousandths as a decimal without trailing zeros, in the current language: `1.5` in
@@ -242,6 +281,16 @@ mod tests {
 
     // Every expected value below is written out by hand from CLDR's rules for the language,
     // not produced by the formatter.
+
+    #[test]
+    fn durations_read_as_words() {
+        assert_eq!(duration(2700), "45 min");
+        assert_eq!(duration(7200), "2 h");
+        assert_eq!(duration(5400), "1 h 30 min");
+        assert_eq!(duration(90), "1 min 30 s");
+        assert_eq!(duration(42_304), "11 h 45 min 4 s");
+        assert_eq!(duration(0), "0 min");
+    }
 
     #[test]
     fn numbers() {
@@ -316,6 +365,10 @@ mod tests {
         assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30 +01:00");
         assert_eq!(instant(Lang::Es, ts, &tz), "2 dic 2026, 09:30 +01:00");
         assert_eq!(instant(Lang::Eu, ts, &tz), "2026 abe. 2(a) (09:30) +01:00");
+        // An instant with seconds shows them (a window typed to the second reads as typed).
+        let ts: jiff::Timestamp = "2026-12-02T08:30:15Z".parse().expect("an instant");
+        assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30:15 +01:00");
+        assert_eq!(instant(Lang::Es, ts, &tz), "2 dic 2026, 09:30:15 +01:00");
     }
 
     #[test]

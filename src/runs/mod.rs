@@ -237,11 +237,10 @@ impl Preview {
         if self.free {
             return i18n::t("run-preview-free");
         }
-        let hours = if i18n::current() == i18n::Lang::En {
-            domain::format_milli_gpu_hours_plain(self.protected_milli_gpu_hours)
-        } else {
-            domain::format_milli_gpu_hours(self.protected_milli_gpu_hours)
-        };
+        let hours = domain::format_protected_gpu_hours(
+            self.protected_milli_gpu_hours,
+            i18n::current() == i18n::Lang::En,
+        );
         let mut text = i18n::ta(
             "run-preview-cost",
             &[
@@ -807,7 +806,7 @@ pub async fn submit(
             .arg("by", &actor.name)
             .arg(
                 "hours",
-                domain::format_milli_gpu_hours_plain(checked.preview.protected_milli_gpu_hours),
+                domain::format_protected_gpu_hours(checked.preview.protected_milli_gpu_hours, true),
             )
             .arg("limit", checked.preview.self_service_gpu_hours.to_string())
     } else {
@@ -1025,7 +1024,7 @@ pub async fn decide(
                 ),
             });
         }
-        sqlx::query("UPDATE runs SET state = 'queued', queued_at = now(), decided_by = $2, decided_at = now(), decision_reason = $3 WHERE id = $1")
+        sqlx::query("UPDATE runs SET state = 'queued', queued_at = now(), decided_by = $2, decided_at = now(), decision_reason = NULLIF($3, '') WHERE id = $1")
             .bind(id)
             .bind(actor.id)
             .bind(reason)

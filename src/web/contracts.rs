@@ -255,6 +255,8 @@ struct QuoteView {
     start_utc: String,
     end_utc: String,
     hours: String,
+    /// The window's exact length in words (`1 h 20 min`), for the price formula.
+    length: String,
     gpu_hours: String,
     price: String,
     weight: String,
@@ -281,14 +283,16 @@ struct ContractFormPage {
 }
 
 impl ContractFormPage {
-    /// How the previewed price is made: `= 2 GPUs × 8 h × weight 1.5 × 2.50 USD per weighted
-    /// GPU-hour`.
+    /// How the previewed price is made: `= 2 GPUs × 1 h 20 min × weight 1.5 × 2.50 USD per
+    /// weighted GPU-hour`: the window's exact length, so the product is the price before its
+    /// rounding to the cent.
     fn formula(&self, q: &QuoteView) -> String {
+        let gpus = self.form.gpus.trim().parse::<i64>().unwrap_or_default();
         i18n::ta(
             "contract-price-formula",
             &[
-                ("gpus", &self.form.gpus),
-                ("hours", &q.hours),
+                ("gpus", &gpus),
+                ("length", &q.length),
                 ("weight", &q.weight),
                 ("unit", &q.unit_price),
             ],
@@ -408,6 +412,7 @@ async fn preview(
                 start_utc: req.start.to_string(),
                 end_utc: req.end.to_string(),
                 hours: i18n::format::hours(q.seconds),
+                length: i18n::format::duration(q.seconds),
                 gpu_hours: i18n::format::tenths(q.gpu_hours),
                 price: Money(q.price_minor).display(cur),
                 weight: i18n::format::milli(q.billing_weight_milli),

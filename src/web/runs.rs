@@ -53,21 +53,6 @@ fn options(
     out
 }
 
-/// A duration in words: `45 min`, `2 h`, `1 h 30 min`, `11 h 45 min 4 s`, `0 min`.
-fn duration(seconds: i64) -> String {
-    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
-    let parts: Vec<String> = [(h, "h"), (m, "min"), (s, "s")]
-        .iter()
-        .filter(|(n, _)| *n != 0)
-        .map(|(n, unit)| format!("{n} {unit}"))
-        .collect();
-    if parts.is_empty() {
-        "0 min".into()
-    } else {
-        parts.join(" ")
-    }
-}
-
 /// An instant in the site's time zone.
 fn local(state: &AppState, t: time::OffsetDateTime) -> String {
     domain::format_local(to_jiff(t), &state.site.time_zone)
@@ -359,7 +344,7 @@ async fn form_page(
             needs_approval,
             error,
             field_error,
-            max_min_runtime: duration(state.site.max_min_runtime_s),
+            max_min_runtime: i18n::format::duration(state.site.max_min_runtime_s),
         },
     )
 }
@@ -564,11 +549,12 @@ fn row_view(state: &AppState, r: &RunRow) -> RowView {
         min_runtime: if r.min_runtime_s == 0 {
             i18n::t("run-min-runtime-free")
         } else {
-            duration(r.min_runtime_s)
+            i18n::format::duration(r.min_runtime_s)
         },
-        protected: i64::from(r.gpus) * r.min_runtime_s * 1000 / 3600 >= 50,
-        protected_gpu_hours: domain::format_milli_gpu_hours(
-            i64::from(r.gpus) * r.min_runtime_s * 1000 / 3600,
+        protected: r.min_runtime_s > 0,
+        protected_gpu_hours: domain::format_protected_gpu_hours(
+            (i64::from(r.gpus) * r.min_runtime_s * 1000 + 3599) / 3600,
+            false,
         ),
         command: r.command.clone(),
         waiting: waiting_words(state, r),
@@ -787,7 +773,7 @@ async fn detail_page(
             run: row_view(state, &d.run),
             priority: d.run.priority,
             resumable: d.run.resumable,
-            time_limit: duration(d.run.time_limit_s),
+            time_limit: i18n::format::duration(d.run.time_limit_s),
             started_at: d.run.started_at.map(|t| local(state, t)),
             ended_at: d.run.ended_at.map(|t| local(state, t)),
             attempt: d.run.attempt,
@@ -1187,15 +1173,5 @@ mod tests {
         let err = parse_env("A=1\nnot a pair", "env").unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(parse_env("A=1\nA=2", "env").is_err());
-    }
-
-    #[test]
-    fn durations_read_as_words() {
-        assert_eq!(duration(2700), "45 min");
-        assert_eq!(duration(7200), "2 h");
-        assert_eq!(duration(5400), "1 h 30 min");
-        assert_eq!(duration(90), "1 min 30 s");
-        assert_eq!(duration(42_304), "11 h 45 min 4 s");
-        assert_eq!(duration(0), "0 min");
     }
 }

@@ -789,6 +789,24 @@ async fn a_confirmation_buys_once_at_the_previewed_price() {
         ("start", start.as_str()),
         ("end", end.as_str()),
     ];
+    // The formula multiplies out: 1 GPU x 80 min x 2.5 x 2.50 = 8.33 (rounded to the cent).
+    let (one_start, one_end) = (format!("{day} 13:00"), format!("{day} 14:20"));
+    let one = [
+        ("project", "fm-rlhf"),
+        ("cluster", "b300-lab"),
+        ("gpu_model", "B300"),
+        ("gpus", "1"),
+        ("start", one_start.as_str()),
+        ("end", one_end.as_str()),
+    ];
+    let (status, one_body, _) = c.post("/contracts/preview", &one).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        one_body.contains("8.33 USD")
+            && one_body
+                .contains("= 1 GPU × 1 h 20 min × weight 2.5 × 2.50 USD per weighted GPU-hour"),
+        "{one_body}"
+    );
     let (status, body, _) = c.post("/contracts/preview", &fields).await;
     assert_eq!(status, StatusCode::OK);
     // 2 GPUs x 2 h x 2.5 x 2.50 = 25.00.

@@ -295,7 +295,7 @@ async fn contracts_and_approvals_speak_basque_and_spanish() {
         &format!(
             "{run}. exekuzioa</a>: 16 × H100, h100-east klusterrean, fm-pretrain-7b proiekturako"
         ),
-        "<dt>Bidalia</dt><dd>demo-researcher(e)k bidalia, ",
+        "<dt>Bidalia</dt><dd>demo-researcher(e)k, ",
         "<dt>Babestua</dt><dd>80,0 GPU-ordu</dd>",
         "Arrazoia (derrigorrezkoa)",
         "Onetsi</button>",

@@ -421,6 +421,28 @@ async fn protected_run_above_the_limit_waits_for_a_lead() {
         .await;
     assert_eq!(run["state"], "denied");
     assert_eq!(run["decision_reason"], "use the 7b checkpoint first");
+    // Approved without a note: no reason, not an empty one.
+    let quiet = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{quiet}/approve"),
+            Some(&o.lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, approved) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{quiet}"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(approved["decision_reason"], Value::Null, "{approved}");
     let kinds: Vec<&str> = run["events"]
         .as_array()
         .unwrap()
