@@ -760,6 +760,12 @@ pub fn format_local(ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
     crate::i18n::format::instant(crate::i18n::current(), ts, tz)
 }
 
+/// As [`format_local`], with the seconds when the instant has any: for instants a person
+/// typed (a contract's window), so `09:00:30` does not read back as `09:00`.
+pub fn format_local_exact(ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    crate::i18n::format::exact_instant(crate::i18n::current(), ts, tz)
+}
+
 /// The price of a capacity contract in minor units: GPUs x hours x billing weight x price per
 /// weighted GPU-hour (issue 5), computed exactly from seconds and rounded half up.
 pub fn contract_price(

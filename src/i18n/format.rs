@@ -200,14 +200,23 @@ pub fn weekday_date(lang: Lang, d: jiff::civil::Date) -> String {
     }
 }
 
-/// An instant in the organisation's time zone `tz`, to the minute (to the second when it has
-/// seconds), with its UTC offset:
+/// An instant in the organisation's time zone `tz`, to the minute, with its UTC offset:
 /// `2026-12-02 09:30 +01:00` (en), `2 dic 2026, 09:30 +01:00` (es),
 /// `2026 abe. 2(a) (09:30) +01:00` (eu: CLDR puts the time in parentheses).
 pub fn instant(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    instant_with(lang, ts, tz, false)
+}
+
+/// As [`instant`], with the seconds when the instant has any (`09:30:15`): for instants a
+/// person typed, such as a contract's window, so they read back as typed.
+pub fn exact_instant(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    instant_with(lang, ts, tz, true)
+}
+
+fn instant_with(lang: Lang, ts: jiff::Timestamp, tz: &jiff::tz::TimeZone, exact: bool) -> String {
     let z = ts.to_zoned(tz.clone());
     let offset = z.strftime("%:z");
-    let seconds = z.second() != 0;
+    let seconds = exact && z.second() != 0;
     let plain = if seconds {
         "%Y-%m-%d %H:%M:%S %:z"
     } else {
@@ -365,10 +374,17 @@ mod tests {
         assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30 +01:00");
         assert_eq!(instant(Lang::Es, ts, &tz), "2 dic 2026, 09:30 +01:00");
         assert_eq!(instant(Lang::Eu, ts, &tz), "2026 abe. 2(a) (09:30) +01:00");
-        // An instant with seconds shows them (a window typed to the second reads as typed).
+        // A typed instant with seconds shows them (a window typed to the second reads as typed).
         let ts: jiff::Timestamp = "2026-12-02T08:30:15Z".parse().expect("an instant");
-        assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30:15 +01:00");
-        assert_eq!(instant(Lang::Es, ts, &tz), "2 dic 2026, 09:30:15 +01:00");
+        assert_eq!(instant(Lang::En, ts, &tz), "2026-12-02 09:30 +01:00");
+        assert_eq!(
+            exact_instant(Lang::En, ts, &tz),
+            "2026-12-02 09:30:15 +01:00"
+        );
+        assert_eq!(
+            exact_instant(Lang::Es, ts, &tz),
+            "2 dic 2026, 09:30:15 +01:00"
+        );
     }
 
     #[test]

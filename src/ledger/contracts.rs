@@ -211,7 +211,7 @@ async fn resolve(
             i18n::t1(
                 "contract-err-past",
                 "start",
-                domain::format_local(req.start, tz),
+                domain::format_local_exact(req.start, tz),
             ),
         ));
     }
@@ -221,9 +221,9 @@ async fn resolve(
             i18n::t2(
                 "contract-err-order",
                 "start",
-                domain::format_local(req.start, tz),
+                domain::format_local_exact(req.start, tz),
                 "end",
-                domain::format_local(req.end, tz),
+                domain::format_local_exact(req.end, tz),
             ),
         ));
     }

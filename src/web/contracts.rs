@@ -407,8 +407,8 @@ async fn preview(
             let tz = &state.site.time_zone;
             let cur = &state.site.currency;
             let view = QuoteView {
-                start_local: domain::format_local(req.start, tz),
-                end_local: domain::format_local(req.end, tz),
+                start_local: domain::format_local_exact(req.start, tz),
+                end_local: domain::format_local_exact(req.end, tz),
                 start_utc: req.start.to_string(),
                 end_utc: req.end.to_string(),
                 hours: i18n::format::hours(q.seconds),
@@ -523,8 +523,8 @@ pub fn window_label(
     i18n::ta(
         "contract-window",
         &[
-            ("start", &domain::format_local(s, tz)),
-            ("end", &domain::format_local(e, tz)),
+            ("start", &domain::format_local_exact(s, tz)),
+            ("end", &domain::format_local_exact(e, tz)),
             ("hours", &i18n::format::hours(e.as_second() - s.as_second())),
         ],
     )
