@@ -165,8 +165,12 @@ pub fn decimal_parts(input: &str) -> Option<(String, String)> {
     };
     let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
     let groups: Vec<&str> = whole.split(is_sep).collect();
+    // Groups after the first have three digits; a grouped number does not begin with 0
+    // (`0,001` is not one).
     let grouped_well = groups.len() == 1
-        || ((1..=3).contains(&groups[0].len()) && groups[1..].iter().all(|g| g.len() == 3));
+        || ((1..=3).contains(&groups[0].len())
+            && !groups[0].starts_with('0')
+            && groups[1..].iter().all(|g| g.len() == 3));
     if !grouped_well || !groups.iter().all(|g| digits(g)) || !digits(frac) {
         return None;
     }
@@ -174,6 +178,19 @@ pub fn decimal_parts(input: &str) -> Option<(String, String)> {
         return None;
     }
     Some((groups.concat(), frac.to_string()))
+}
+
+/// A typed decimal number rewritten with a decimal point and no grouping, as
+/// [`decimal_parts`] reads it (`1.234,5` -> `1234.5`), for parsers of plain decimals; `None`
+/// when it is not a number by those rules.
+pub fn plain_decimal(input: &str) -> Option<String> {
+    let (whole, frac) = decimal_parts(input)?;
+    let whole = if whole.is_empty() { "0".into() } else { whole };
+    Some(if frac.is_empty() {
+        whole
+    } else {
+        format!("{whole}.{frac}")
+    })
 }
 
 /// An amount of money in integer minor units (cents for USD/EUR); never a float.
@@ -227,6 +244,17 @@ impl Money {
             .filter(|v| *v <= 1_000_000_000_000_000)
             .map(Money)
             .ok_or_else(|| t1("inventory-amount-too-large", "got", excerpt(s)))
+    }
+
+    /// The amount as a form field shows it: no grouping, the page's decimal separator
+    /// (`1234.50` in English, `1234,50` in Spanish and Basque), read back by [`Money::parse`].
+    pub fn input_value(self) -> String {
+        let plain = self.plain();
+        if crate::i18n::current() == crate::i18n::Lang::En {
+            plain
+        } else {
+            plain.replace('.', ",")
+        }
     }
 
     /// The amount as a plain decimal string without currency or grouping, e.g. `1234.50`.
@@ -851,7 +879,7 @@ mod tests {
             sync_scope(Lang::Es, || Share::parse_percent("abc")
                 .unwrap_err()
                 .message()),
-            "\"abc\" no es un número; escribe un porcentaje como 25 o 12.5"
+            "\"abc\" no es un número; escribe un porcentaje como 25 o 12,5"
         );
         let over = Share::parse_percent("100.01").unwrap_err();
         assert_eq!(sync_scope(Lang::En, || over.message()), over.to_string());
@@ -1005,6 +1033,9 @@ mod tests {
                 "1,2345.00",
                 ",5",
                 "1,,5",
+                "0,001",
+                "00,050",
+                "0.001.000",
             ] {
                 assert!(money(lang, bad).is_err(), "{lang:?} {bad}");
             }
@@ -1018,6 +1049,21 @@ mod tests {
         // An amount shown on a Spanish page reads back as the same amount.
         let shown = sync_scope(Lang::Es, || Money(1_234_567).amount());
         assert_eq!(money(Lang::Es, &shown), Ok(1_234_567), "{shown}");
+        // A form shows an amount the way its page reads it back.
+        for lang in [Lang::En, Lang::Es, Lang::Eu] {
+            let shown = sync_scope(lang, || Money(123_450).input_value());
+            assert_eq!(money(lang, &shown), Ok(123_450), "{lang:?} {shown}");
+        }
+        assert_eq!(plain_decimal("1.234,5").as_deref(), Some("1234.5"));
+        assert_eq!(plain_decimal(",5"), Some("0.5".into()));
+        assert_eq!(
+            sync_scope(Lang::Es, || crate::ai::spend::parse_rate("0,92")).ok(),
+            Some(920_000)
+        );
+        assert_eq!(
+            sync_scope(Lang::Eu, || crate::ai::parse_hours("1,5")).ok(),
+            Some(90)
+        );
         // Shares and weights read a decimal comma too.
         assert_eq!(Share::parse_percent("12,5").unwrap().bp(), 1250);
         assert_eq!(parse_milli("1,5", "the billing weight"), Ok(1500));

@@ -1028,7 +1028,8 @@ pub const ACTIVITIES: [(&str, &str); 3] = [
     ("exceptions", "chasing exceptions"),
 ];
 
-/// Parses hours as a decimal (`1.5`, `0.25`) into whole minutes.
+/// Parses hours as a decimal (`1.5`, `0,25`; separators as [`domain::decimal_parts`] reads
+/// them) into whole minutes.
 ///
 /// # Errors
 /// 422 on `hours` for anything but a positive number of at most two decimals that is a whole
@@ -1040,7 +1041,8 @@ pub fn parse_hours(text: &str) -> Result<i32, AppError> {
             i18n::t1("ai-err-hours", "got", domain::quote(text.trim())),
         )
     };
-    let hundredths = import::decimal(text, 2).map_err(|_| bad())?;
+    let typed = domain::plain_decimal(text).ok_or_else(bad)?;
+    let hundredths = import::decimal(&typed, 2).map_err(|_| bad())?;
     // A whole number of minutes: hundredths × 0.6.
     if hundredths <= 0 || hundredths > 7_440_000 || hundredths * 60 % 100 != 0 {
         return Err(bad());

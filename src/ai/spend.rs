@@ -179,14 +179,15 @@ pub async fn add_rule(
     Ok((id, assigned))
 }
 
-/// Parses a conversion rate (site currency per unit of the file's), e.g. `0.92`, as
-/// millionths.
+/// Parses a conversion rate (site currency per unit of the file's), e.g. `0.92` or `0,92`
+/// (separators as [`crate::domain::decimal_parts`] reads them), as millionths.
 ///
 /// # Errors
 /// 422 `invalid_input` on `rate` when it is not a positive decimal.
 pub fn parse_rate(text: &str) -> Result<i64, AppError> {
-    match import::decimal(text, 6) {
-        Ok(r) if r > 0 => Ok(r),
+    let typed = crate::domain::plain_decimal(text);
+    match typed.as_deref().map(|t| import::decimal(t, 6)) {
+        Some(Ok(r)) if r > 0 => Ok(r),
         _ => Err(AppError::invalid(
             "rate",
             i18n::t1("ai-err-rate", "got", domain::quote(text.trim())),

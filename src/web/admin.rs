@@ -117,8 +117,8 @@ async fn inventory_page(
             _ => ModelRow {
                 id: m.id,
                 name: m.name,
-                weight: domain::format_milli(i64::from(m.billing_weight_milli)),
-                price: Money(m.price_per_gpu_hour_minor).plain(),
+                weight: i18n::format::milli(i64::from(m.billing_weight_milli)),
+                price: Money(m.price_per_gpu_hour_minor).input_value(),
             },
         })
         .collect();

@@ -61,12 +61,12 @@ impl UseCaseForm {
             allowed_data: u.allowed_data.clone(),
             ai_action: u.ai_action.clone(),
             human_review: u.human_review.clone(),
-            monthly_limit: Money(u.monthly_limit_minor).plain(),
+            monthly_limit: Money(u.monthly_limit_minor).input_value(),
             metric: u.metric.clone(),
             stop_rule: u.stop_rule.clone(),
             services: u.services.join(", "),
             projects: u.projects.join(", "),
-            human_hourly_rate: Money(u.human_hourly_rate_minor).plain(),
+            human_hourly_rate: Money(u.human_hourly_rate_minor).input_value(),
         }
     }
 

@@ -530,11 +530,11 @@ async fn project_page(
             (
                 settings
                     .period_budget_minor
-                    .map(|v| Money(v).plain())
+                    .map(|v| Money(v).input_value())
                     .unwrap_or_default(),
                 settings
                     .money_cap_minor
-                    .map(|v| Money(v).plain())
+                    .map(|v| Money(v).input_value())
                     .unwrap_or_default(),
                 settings.self_service_gpu_hours.to_string(),
                 settings
