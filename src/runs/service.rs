@@ -1360,9 +1360,11 @@ async fn pass_inner(
         .bind(&place_gpus)
         .execute(&mut *tx)
         .await?;
+        // Stamped no earlier than the entries this pass wrote before it (a requeue of the same
+        // run after its node was lost), so a timeline sorted by time keeps the order.
         sqlx::query(
             "INSERT INTO run_events (run_id, kind, message, attempt, at, note) \
-             SELECT u.r, 'started', u.m, runs.attempt, runs.started_at, u.n \
+             SELECT u.r, 'started', u.m, runs.attempt, GREATEST(runs.started_at, clock_timestamp()), u.n \
              FROM unnest($1::BIGINT[], $2::TEXT[], $3::JSONB[]) AS u(r, m, n) JOIN runs ON runs.id = u.r",
         )
         .bind(&starts)

@@ -725,6 +725,52 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(attempt, 2);
 }
 
+/// A run whose node is lost and that starts again on another node in the same pass has a
+/// timeline in order by time as well as by entry: the new attempt's start is not stamped
+/// before the requeue.
+#[tokio::test]
+async fn a_requeue_and_the_next_start_in_one_pass_keep_their_order_in_time() {
+    let o = org().await;
+    let (_, first) = register(&o.app, &o.agent, &["order-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 8, 0, true)).await;
+    pass(&o.app).await;
+    let (_, second) = register(&o.app, &o.agent, &["order-2"]).await;
+    let on: i64 = sqlx::query_scalar("SELECT node_id FROM run_placements WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(on, first[0], "placed on the only node there was");
+    silent_for_an_hour(&o.app, Some(first[0])).await;
+    pass(&o.app).await;
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempt, 2, "started again on {second:?} in the same pass");
+    let by_id: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM run_events WHERE run_id = $1 ORDER BY id")
+            .bind(run)
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+    let by_time: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM run_events WHERE run_id = $1 ORDER BY at, id DESC")
+            .bind(run)
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        by_id,
+        ["submitted", "started", "lost", "requeued", "started"]
+    );
+    assert_eq!(
+        by_time, by_id,
+        "ties broken against the entry order still agree"
+    );
+}
+
 /// A server that was down for an hour does not blame agents for the syncs it could not
 /// answer: the first pass after the outage starts a new watch, and only silence within it
 /// loses a node.
