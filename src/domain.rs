@@ -284,19 +284,20 @@ pub fn format_milli_gpu_hours_plain(milli: i64) -> String {
     format_milli_gpu_hours(milli).replace(',', "")
 }
 
-/// Formats protected GPU-hours, which may be a few GPU-minutes: one decimal from 0.1 GPU-hour
-/// (as [`format_milli_gpu_hours`]), else two decimals rounded up, so a protected run never
-/// reads as `0.0`: 17 (one GPU for a minute) -> `0.02`, 100 -> `0.1`; `plain` without
+/// Formats protected GPU-hours, which may be a few GPU-minutes: one decimal from one
+/// GPU-hour (as [`format_milli_gpu_hours`]), else two decimals, at least `0.01`, so a
+/// protected run never reads as `0.0`: 17 (one GPU for a minute) -> `0.02`, 133 -> `0.13`,
+/// 1 -> `0.01`; `plain` without
 /// grouping and with a decimal point (the API's and the audit's English).
 pub fn format_protected_gpu_hours(milli: i64, plain: bool) -> String {
-    if milli >= 95 || milli <= 0 {
+    if milli >= 995 || milli <= 0 {
         return if plain {
             format_milli_gpu_hours_plain(milli)
         } else {
             format_milli_gpu_hours(milli)
         };
     }
-    let hundredths = (milli + 9) / 10;
+    let hundredths = ((milli + 5) / 10).max(1);
     match crate::i18n::current() {
         crate::i18n::Lang::En => format!("0.{hundredths:02}"),
         _ if plain => format!("0.{hundredths:02}"),
@@ -1001,7 +1002,8 @@ mod tests {
         use crate::i18n::{Lang, sync_scope};
         assert_eq!(format_protected_gpu_hours(17, true), "0.02");
         assert_eq!(format_protected_gpu_hours(1, false), "0.01");
-        assert_eq!(format_protected_gpu_hours(100, false), "0.1");
+        assert_eq!(format_protected_gpu_hours(100, false), "0.10");
+        assert_eq!(format_protected_gpu_hours(133, false), "0.13");
         assert_eq!(format_protected_gpu_hours(16_000, true), "16.0");
         assert_eq!(
             sync_scope(Lang::Es, || format_protected_gpu_hours(17, false)),

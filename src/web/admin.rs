@@ -707,6 +707,8 @@ struct UsersPage {
     form_break_glass: String,
     /// A refused grant's form as typed: (user id, role, node); the user's row shows it.
     grant: Option<(i64, String, String)>,
+    /// The admin viewing the page, whose own row has no disable button.
+    me: i64,
 }
 
 impl UsersPage {
@@ -803,6 +805,7 @@ async fn users_page_with(
             },
             form_node: form.node,
             grant,
+            me: me.id,
         },
     )
 }

@@ -413,7 +413,10 @@ async fn preview(
                 end_utc: req.end.to_string(),
                 hours: i18n::format::hours(q.seconds),
                 length: i18n::format::duration(q.seconds),
-                gpu_hours: i18n::format::tenths(q.gpu_hours),
+                gpu_hours: domain::format_protected_gpu_hours(
+                    (q.gpu_hours * 1000.0).round() as i64,
+                    false,
+                ),
                 price: Money(q.price_minor).display(cur),
                 weight: i18n::format::milli(q.billing_weight_milli),
                 unit_price: i18n::t1(
