@@ -244,6 +244,12 @@ pub async fn update_gpu_model(
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| AppError::NotFound(t1("inventory-model-not-found", "id", id.to_string())))?;
+    if i64::from(before.billing_weight_milli) == weight
+        && before.price_per_gpu_hour_minor == price.0
+    {
+        // Saved unchanged: nothing to write or audit.
+        return Ok(());
+    }
     sqlx::query("UPDATE gpu_models SET billing_weight_milli = $1, price_per_gpu_hour_minor = $2 WHERE id = $3")
         .bind(weight as i32)
         .bind(price.0)

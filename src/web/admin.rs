@@ -282,6 +282,18 @@ struct ClusterPage {
     executor_note: String,
     /// Slurm jobs outside Tranche holding GPUs: job id, name, user, node, GPUs.
     outside: Vec<(i64, String, String, String, i32)>,
+    /// A refused state change as typed: (node id, reason); the node's row shows it.
+    typed_reason: Option<(i64, String)>,
+}
+
+impl ClusterPage {
+    /// The reason typed in `node`'s state form when it was refused, else empty.
+    fn reason_for(&self, node: &i64) -> &str {
+        match &self.typed_reason {
+            Some((id, reason)) if id == node => reason,
+            _ => "",
+        }
+    }
 }
 
 async fn cluster_page(
@@ -291,6 +303,20 @@ async fn cluster_page(
     id: i64,
     error: Option<String>,
     form: NodeForm,
+) -> Result<Response, AppError> {
+    cluster_page_with(state, session, me, id, error, form, None).await
+}
+
+/// [`cluster_page`], with a refused state change's input `(node, state, reason)` shown in that
+/// node's row.
+async fn cluster_page_with(
+    state: &AppState,
+    session: &Session,
+    me: &Account,
+    id: i64,
+    error: Option<String>,
+    form: NodeForm,
+    typed: Option<(i64, String, String)>,
 ) -> Result<Response, AppError> {
     require_admin(me)?;
     let cluster = inventory::clusters(&state.pool)
@@ -325,7 +351,14 @@ async fn cluster_page(
         .zip(&cluster.nodes)
         .map(|(h, n)| {
             let drain = drain_text(drains.get(&n.id), &state.site.time_zone);
-            (n.clone(), node_status_words(&n.status), h, drain)
+            let mut n = n.clone();
+            if let Some((node, chosen, _)) = &typed
+                && *node == n.id
+            {
+                n.state.clone_from(chosen);
+            }
+            let status = node_status_words(&n.status);
+            (n, status, h, drain)
         })
         .collect();
     let (executor, partition, down_since, down_error): (
@@ -373,6 +406,7 @@ async fn cluster_page(
             executor_name,
             executor_note,
             outside,
+            typed_reason: typed.map(|(node, _, reason)| (node, reason)),
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
             gpus_line: t2(
                 "cluster-gpus-in-nodes",
@@ -486,13 +520,14 @@ async fn node_state(
             .into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            cluster_page(
+            cluster_page_with(
                 &state,
                 &session,
                 &me,
                 cluster_id.unwrap_or_default(),
                 Some(message),
                 NodeForm::default(),
+                Some((id, f.state.trim().to_string(), f.reason)),
             )
             .await
         }

@@ -527,6 +527,14 @@ async fn node_states_change_only_when_they_change_and_drains_say_why() {
         .await;
     assert_eq!(status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
     assert!(page.contains("say why the node is drained"), "{page}");
+    let form = format!("action=\"/admin/nodes/{node}/state\"");
+    let row = &page[page.find(&form).expect("the node's state form")..];
+    let row = &row[..row.find("</form>").unwrap()];
+    assert!(
+        row.contains("<option value=\"draining\" selected>"),
+        "the choice is kept: {row}"
+    );
+
     let drains: i64 = sqlx::query_scalar("SELECT count(*) FROM node_drains WHERE node_id = $1")
         .bind(node)
         .fetch_one(&app.pool)
@@ -544,4 +552,29 @@ async fn node_states_change_only_when_they_change_and_drains_say_why() {
         .unwrap();
     assert_eq!(reason, "PSU swap");
     assert_eq!(entries().await, 2, "node.state and node.drain");
+
+    // An inventory row saved unchanged writes nothing either.
+    let (model, weight, price): (i64, i32, i64) = sqlx::query_as(
+        "SELECT id, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let (weight, price) = (
+        tranche::domain::format_milli(i64::from(weight)),
+        tranche::domain::Money(price).plain(),
+    );
+    let (status, _, _) = admin
+        .post(
+            &format!("/admin/gpu-models/{model}"),
+            &[("billing_weight", &weight), ("price", &price)],
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::SEE_OTHER);
+    let updates: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'gpu_model.update'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(updates, 0);
 }
