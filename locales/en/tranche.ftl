@@ -548,7 +548,7 @@ event-history-requeued = requeued after preemption (recorded history)
 ## A run's checks (the form and the API)
 
 err-run-gpus = the GPU count must be a whole number from 1 to 100000
-err-run-time-limit = the time limit must be from 1 second to { $max } seconds (30 days)
+err-run-time-limit = the time limit must be above zero and at most 30 days ({ $max } seconds)
 err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } h ({ $seconds } s)
 err-run-min-over-limit = the minimum runtime cannot be longer than the time limit
 err-run-priority = the priority must be from -1000 to 1000

@@ -541,7 +541,7 @@ event-history-requeued = vuelve a la cola tras el desalojo (historial registrado
 ## Comprobaciones de una ejecución (el formulario y la API)
 
 err-run-gpus = el número de GPU debe ser un número entero de 1 a 100000
-err-run-time-limit = el límite de tiempo debe ser de 1 segundo a { $max } segundos (30 días)
+err-run-time-limit = el límite de tiempo debe ser mayor que cero y de 30 días como máximo ({ $max } segundos)
 err-run-min-runtime = el tiempo mínimo de ejecución debe ser de 0 al máximo del sitio, { $hours } h ({ $seconds } s)
 err-run-min-over-limit = el tiempo mínimo de ejecución no puede superar el límite de tiempo
 err-run-priority = la prioridad debe ser de -1000 a 1000

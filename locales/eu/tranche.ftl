@@ -541,7 +541,7 @@ event-history-requeued = ilarara itzulia kanporatu ondoren (erregistratutako his
 ## Exekuzio baten egiaztapenak (inprimakia eta APIa)
 
 err-run-gpus = GPU kopuruak 1etik 100000rako zenbaki oso bat izan behar du
-err-run-time-limit = denbora-mugak segundo 1etik { $max } segundora bitartekoa izan behar du (30 egun)
+err-run-time-limit = denbora-mugak zero baino handiagoa izan behar du, eta gehienez 30 egun ({ $max } segundo)
 err-run-min-runtime = gutxieneko exekuzio-denborak 0tik gunearen gehienezkora bitartekoa izan behar du: { $hours } h ({ $seconds } s)
 err-run-min-over-limit = gutxieneko exekuzio-denbora ezin da denbora-muga baino luzeagoa izan
 err-run-priority = lehentasunak -1000tik 1000ra bitartekoa izan behar du

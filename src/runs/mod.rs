@@ -444,15 +444,17 @@ pub async fn check(
         )));
     }
     let Some(cluster_id) = cluster_id else {
-        return Err(AppError::NotFound(format!(
-            "no cluster named {}",
-            crate::domain::quote(&run.cluster)
+        return Err(AppError::NotFound(i18n::t1(
+            "contract-err-no-cluster",
+            "name",
+            crate::domain::quote(&run.cluster),
         )));
     };
     let (Some(model_id), Some(weight), Some(price)) = (model_id, weight, price) else {
-        return Err(AppError::NotFound(format!(
-            "no GPU model named {}",
-            crate::domain::quote(&run.gpu_model)
+        return Err(AppError::NotFound(i18n::t1(
+            "contract-err-no-model",
+            "name",
+            crate::domain::quote(&run.gpu_model),
         )));
     };
     let installed = tree
