@@ -254,10 +254,7 @@ pub async fn revoke(
     grant_id: i64,
 ) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
-    // Serialise revocations so two admins cannot remove each other at once.
-    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE")
-        .execute(&mut *tx)
-        .await?;
+    serialize_admin_changes(&mut tx).await?;
     let (role, node_id, name): (String, Option<i64>, String) = sqlx::query_as(
         "SELECT g.role, g.node_id, u.name FROM role_grants g JOIN users u ON u.id = g.user_id WHERE g.id = $1 AND g.user_id = $2",
     )
@@ -303,6 +300,15 @@ pub async fn revoke(
     Ok(())
 }
 
+/// Serialises revocations and disablings, so two admins cannot remove or disable each other
+/// at once (each checks that another enabled admin is left).
+async fn serialize_admin_changes(tx: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE")
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
 /// How many enabled accounts hold an admin grant.
 const ENABLED_ADMINS: &str = "SELECT count(DISTINCT g.user_id) FROM role_grants g \
      JOIN users u ON u.id = g.user_id WHERE g.role = 'admin' AND NOT u.disabled";
@@ -321,10 +327,7 @@ pub async fn set_disabled(
     disabled: bool,
 ) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
-    // Serialised with revocations, so two admins cannot disable each other at once.
-    sqlx::query("LOCK TABLE role_grants IN SHARE ROW EXCLUSIVE MODE")
-        .execute(&mut *tx)
-        .await?;
+    serialize_admin_changes(&mut tx).await?;
     let (name, was): (String, bool) =
         sqlx::query_as("SELECT name, disabled FROM users WHERE id = $1 FOR UPDATE")
             .bind(user_id)

@@ -131,10 +131,7 @@ async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let mut first = start_serve(&dir, port);
     wait_healthy(port).await;
     let postmaster = postmaster_pid(&dir).expect("the first serve started PostgreSQL");
@@ -152,18 +149,7 @@ async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
         Some(postmaster),
         "joined, not restarted"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(second.id()).unwrap()),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = tokio::task::spawn_blocking(move || {
-        let mut second = second;
-        second.wait().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(status.success(), "serve exits cleanly on SIGINT: {status}");
+    interrupt(second).await;
     let left = postgres_processes(&dir.join("postgres"));
     assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
     assert!(!dir.join("postgres/postmaster.pid").exists());

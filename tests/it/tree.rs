@@ -12,16 +12,21 @@ fn mid_november() -> jiff::Timestamp {
     "2026-11-15T12:00:00Z".parse().unwrap()
 }
 
-#[tokio::test]
-async fn demo_entitlements_match_hand_computed_values() {
-    let (app, _) = TestApp::with_demo().await;
-    let tree = tree_db::load(
+/// The program tree for November 2026 in UTC.
+async fn tree_in_november(app: &TestApp) -> tree_db::TreeView {
+    tree_db::load(
         &app.pool,
         mid_november(),
         &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn demo_entitlements_match_hand_computed_values() {
+    let (app, _) = TestApp::with_demo().await;
+    let tree = tree_in_november(&app).await;
     assert_eq!(tree.period_seconds(), 30 * 24 * 3600);
     let cols: Vec<(&str, &str, i64)> = tree
         .capacity
@@ -88,13 +93,7 @@ async fn effective_share_and_rounding_on_uneven_shares() {
     )
     .await
     .unwrap();
-    let tree = tree_db::load(
-        &app.pool,
-        mid_november(),
-        &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
-    )
-    .await
-    .unwrap();
+    let tree = tree_in_november(&app).await;
     let node = tree.node(p).unwrap();
     // 0.3333 * 0.3333 = 0.11108889 -> 11.11% shown.
     assert_eq!(node.effective.percent(), "11.11");
@@ -147,13 +146,7 @@ async fn lead_changes_a_childs_share_and_effective_shares_follow() {
     let (_, body, _) = c.get(&format!("/tree/nodes/{fm}")).await;
     assert!(body.contains("Shares saved."));
     // Post-training: 50% x 35% = 17.5%.
-    let tree = tree_db::load(
-        &app.pool,
-        mid_november(),
-        &PeriodCalendar::new(jiff::tz::TimeZone::UTC),
-    )
-    .await
-    .unwrap();
+    let tree = tree_in_november(&app).await;
     assert_eq!(
         tree.node(post_training).unwrap().effective.percent(),
         "17.5"
