@@ -460,8 +460,10 @@ pub async fn insert_node(
 /// Sets a node's state: `up`, `draining` or `down`. Moving a node to `draining` opens a drain
 /// for repair with `reason` (default "no reason given"); moving a draining node `down` while a
 /// protected run is still on it counts that drain as needing a human; moving it `up` returns
-/// it to service and closes its drain. Audited as `node.state` (and `node.drain` /
-/// `node.return` for drains), in the transaction of the change.
+/// it to service and closes its drain. Draining a draining node with another reason replaces
+/// the open drain's reason. Audited in the transaction of the change, one entry per change:
+/// `node.drain` when a drain opens or its reason changes, `node.return` when one closes, else
+/// `node.state`. Setting the state a node is in (with the same reason) writes nothing.
 ///
 /// # Errors
 /// Forbidden, NotFound, Invalid state or reason (at most 1,000 characters).
@@ -493,12 +495,18 @@ pub async fn set_node_state(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| AppError::NotFound(t1("node-not-found", "id", node_id.to_string())))?;
-    if before == state {
-        // Nothing changes: no update, no audit entry (a drain keeps its first reason).
-        return Ok(());
-    }
     if state == "draining" && reason.is_none() {
+        if before == state {
+            return Ok(());
+        }
         return Err(AppError::invalid("reason", t("node-reason-required")));
+    }
+    if before == state {
+        if state == "draining" {
+            redrain(&mut tx, actor, node_id, &name, reason.unwrap_or_default()).await?;
+            tx.commit().await?;
+        }
+        return Ok(());
     }
     if before == "draining" && state == "down" {
         crate::db::drains::note_forced_down(&mut tx, node_id).await?;
@@ -508,19 +516,7 @@ pub async fn set_node_state(
         .bind(node_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut *tx,
-        Change {
-            actor: Some(actor.id),
-            action: "node.state",
-            entity: "cluster_node",
-            entity_id: Some(node_id),
-            node_id: None,
-            before: Some(json!({"name": name, "state": before})),
-            after: Some(json!({"name": name, "state": state})),
-        },
-    )
-    .await?;
+    let mut audited = false;
     if state == "draining" {
         let opened: Option<i64> = sqlx::query_scalar(
             "INSERT INTO node_drains (node_id, reason, drained_by) SELECT $1, $2, $3 \
@@ -545,6 +541,7 @@ pub async fn set_node_state(
                 },
             )
             .await?;
+            audited = true;
         }
     } else if state == "up" {
         let closed: Option<(i64, Option<time::OffsetDateTime>, bool)> = sqlx::query_as(
@@ -569,16 +566,72 @@ pub async fn set_node_state(
                 },
             )
             .await?;
+            audited = true;
         }
+    }
+    if !audited {
+        audit::record(
+            &mut *tx,
+            Change {
+                actor: Some(actor.id),
+                action: "node.state",
+                entity: "cluster_node",
+                entity_id: Some(node_id),
+                node_id: None,
+                before: Some(json!({"name": name, "state": before})),
+                after: Some(json!({"name": name, "state": state})),
+            },
+        )
+        .await?;
     }
     crate::runs::wake(&mut tx).await?;
     tx.commit().await?;
     Ok(())
 }
 
+/// A draining node drained again: its open drain takes the new reason (audited `node.drain`
+/// with both reasons); the same reason changes nothing.
+async fn redrain(
+    conn: &mut sqlx::PgConnection,
+    actor: &Account,
+    node_id: i64,
+    name: &str,
+    reason: &str,
+) -> Result<(), AppError> {
+    let changed: Option<(i64, String)> = sqlx::query_as(
+        "UPDATE node_drains d SET reason = $2 FROM node_drains o \
+         WHERE d.id = o.id AND d.node_id = $1 AND d.returned_at IS NULL AND d.reason <> $2 \
+         RETURNING d.id, o.reason",
+    )
+    .bind(node_id)
+    .bind(reason)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((drain, old)) = changed {
+        audit::record(
+            &mut *conn,
+            Change {
+                actor: Some(actor.id),
+                action: "node.drain",
+                entity: "cluster_node",
+                entity_id: Some(node_id),
+                node_id: None,
+                before: Some(
+                    json!({"name": name, "state": "draining", "drain": drain, "reason": old}),
+                ),
+                after: Some(
+                    json!({"name": name, "state": "draining", "drain": drain, "reason": reason}),
+                ),
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Drains a node for repair with a reason (docs/design.md section 3.7): it takes no new runs
 /// and its runs are requeued as each passes its minimum runtime. Draining a node that is
-/// already draining keeps its open drain.
+/// already draining keeps its open drain and gives it the new reason.
 ///
 /// # Errors
 /// Forbidden for non-admins, NotFound, 422 for a missing or over-long reason.

@@ -140,6 +140,11 @@ async fn every_kind_of_change_is_audited() {
         .await
         .unwrap();
 
+    let drain: i64 = sqlx::query_scalar("SELECT id FROM node_drains WHERE node_id = $1")
+        .bind(node)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let expected = [
         (
             "share.update",
@@ -202,9 +207,9 @@ async fn every_kind_of_change_is_audited() {
             json!({"cluster": "a100-lab", "name": "a1", "gpu_model": "A100", "gpu_count": 4, "state": "up"}),
         ),
         (
-            "node.state",
+            "node.drain",
             json!({"name": "a1", "state": "up"}),
-            json!({"name": "a1", "state": "draining"}),
+            json!({"name": "a1", "state": "draining", "drain": drain, "reason": "fan replacement"}),
         ),
         (
             "user.create",
@@ -551,7 +556,30 @@ async fn node_states_change_only_when_they_change_and_drains_say_why() {
         .await
         .unwrap();
     assert_eq!(reason, "PSU swap");
-    assert_eq!(entries().await, 2, "node.state and node.drain");
+    assert_eq!(entries().await, 1, "one node.drain entry");
+    // Drained again: the same reason changes nothing, another one replaces it (one entry).
+    for (reason, count) in [("PSU swap", 1), ("PSU swap and fans", 2), ("", 2)] {
+        let (status, _, _) = admin
+            .post(&path, &[("state", "draining"), ("reason", reason)])
+            .await;
+        assert_eq!(status, axum::http::StatusCode::SEE_OTHER, "{reason:?}");
+        assert_eq!(entries().await, count, "{reason:?}");
+    }
+    let (drains, reason): (i64, String) =
+        sqlx::query_as("SELECT count(*), max(reason) FROM node_drains WHERE node_id = $1")
+            .bind(node)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((drains, reason.as_str()), (1, "PSU swap and fans"));
+    let action: String = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE entity_id = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(node)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(action, "node.drain");
 
     // An inventory row saved unchanged writes nothing either.
     let (model, weight, price): (i64, i32, i64) = sqlx::query_as(
