@@ -154,10 +154,13 @@ run-waiting-estimated = { $reason }; estimated start { $at }
 run-waiting-no-estimate = { $reason }; no estimated start yet
 run-waiting-next-pass = waiting for the scheduler's next pass
 wait-reserved-suffix = ; reserved start about { $at }
-wait-fair-share = { $more ->
-    [0] { $projects }
-   *[other] { $projects } and { $more } more
-} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs{ $reserved }
+wait-fair-share = { $count ->
+    [one] { $projects } comes first (within its entitlement or further below its fair share) and holds or waits for the GPUs it needs{ $reserved }
+   *[other] { $more ->
+        [0] { $projects }
+       *[other] { $projects } and { $more } more
+    } come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs{ $reserved }
+}
 wait-position = { NUMBER($position, type: "ordinal") ->
     [one] { $position }st
     [two] { $position }nd

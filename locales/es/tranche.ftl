@@ -153,10 +153,13 @@ run-waiting-estimated = { $reason }; inicio estimado: { $at }
 run-waiting-no-estimate = { $reason }; aún sin inicio estimado
 run-waiting-next-pass = esperando la próxima pasada del planificador
 wait-reserved-suffix = ; inicio reservado hacia { $at }
-wait-fair-share = { $more ->
-    [0] { $projects }
-   *[other] { $projects } y { $more } más
-} van antes (están dentro de su dotación o más por debajo de su cuota equitativa) y ocupan o esperan las GPU que necesita{ $reserved }
+wait-fair-share = { $count ->
+    [one] { $projects } va antes (está dentro de su dotación o más por debajo de su cuota equitativa) y ocupa o espera las GPU que necesita{ $reserved }
+   *[other] { $more ->
+        [0] { $projects }
+       *[other] { $projects } y { $more } más
+    } van antes (están dentro de su dotación o más por debajo de su cuota equitativa) y ocupan o esperan las GPU que necesita{ $reserved }
+}
 wait-position = es la { $position }.ª de la cola de su proyecto
 wait-over-share = su proyecto ocupa { $held } GPU { $model } y su cuota equitativa (dotación) es { $entitlement }; las demás GPU ocupadas están dentro de la dotación de otros proyectos, así que espera a que se liberen { $gpus }{ $reserved }
 wait-idle-gpus = sin asignación: espera { $gpus } GPU ociosas de su modelo (ahora hay { $free } ociosas); nunca desaloja a otras

@@ -153,10 +153,13 @@ run-waiting-estimated = { $reason }; hasiera zenbatetsia: { $at }
 run-waiting-no-estimate = { $reason }; oraindik ez dago hasiera zenbatetsirik
 run-waiting-next-pass = planifikatzailearen hurrengo pasaldiaren zain
 wait-reserved-suffix = ; hasiera erreserbatua { $at } inguruan
-wait-fair-share = { $more ->
-    [0] { $projects }
-   *[other] { $projects } eta beste { $more }
-} lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude{ $reserved }
+wait-fair-share = { $count ->
+    [one] { $projects } lehenago doa (bere zuzkiduraren barruan dago edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzka edo haien zain dago{ $reserved }
+   *[other] { $more ->
+        [0] { $projects }
+       *[other] { $projects } eta beste { $more }
+    } lehenago doaz (beren zuzkiduraren barruan daude edo kuota bidezkoaren azpitik urrunago) eta behar dituen GPUak dauzkate edo haien zain daude{ $reserved }
+}
 wait-position = { $position }. da bere proiektuaren ilaran
 wait-over-share = bere proiektuak { $held } { $model } GPU dauzka, eta haren kuota bidezkoa (zuzkidura) { $entitlement } da; gainerako GPU okupatuak beste proiektu batzuen zuzkiduraren barruan daude, beraz { $gpus } libratu arte itxaroten du{ $reserved }
 wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxaroten du (orain { $free } daude geldirik); ez du inoiz inor kanporatzen

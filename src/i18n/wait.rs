@@ -169,6 +169,7 @@ fn pass_words(
                 &[
                     ("projects", &list),
                     ("more", &more),
+                    ("count", ahead_total),
                     ("reserved", &reserved(r, *reserved_at)),
                 ],
             )

@@ -9,9 +9,10 @@
 //!    them; unallocated runs may borrow held GPUs and give them back when the owner needs them.
 //! 3. Projects are ranked by hierarchical fair share ([`super::fairshare`]). Allocated waiting
 //!    runs are taken in that order (project rank, priority descending, submit time, id), in
-//!    three groups: each pool's starving head (its first run when its project has no run that
-//!    fits its entitlement), then runs that keep their project within its entitlement (or run
-//!    on its contract), then the rest (entitlement first, docs/design.md section 3.2):
+//!    three groups: each pool's starving head (its first run when it is a gang larger than its
+//!    project's entitlement and its project has no run that fits the entitlement), then runs
+//!    that keep their project within its entitlement (or run on its contract), then the rest
+//!    (entitlement first, docs/design.md section 3.2):
 //!    - a run whose minimum-runtime cost exceeds its project's balance waits (budget);
 //!    - a run that fits on free GPUs starts, packed best-fit (the node with the fewest free GPUs
 //!      that holds the gang, else whole nodes, fullest-free first);
@@ -21,7 +22,7 @@
 //!      below after the move (`Pass::try_preempt`). The set is minimal and evicts at most the
 //!      run's need plus one node's GPUs; the freed GPUs go to the run in the same pass;
 //!    - otherwise the first such run of a pool gets a reservation: the earliest instant enough
-//!      GPUs free up, never `now` (`Pass::reserve`). Later runs of that pool start only if
+//!      GPUs free up (runs started earlier in the pass counted), never `now` (`Pass::reserve`). Later runs of that pool start only if
 //!      they end by then, or fit in the GPUs the reservation does not need; only those that
 //!      end by then may still preempt, with a move that leaves no evicted GPU idle.
 //! 4. Unallocated waiting runs then fill idle GPUs in fair-share order, up to each project's
@@ -70,6 +71,18 @@ impl std::ops::Deref for Queued {
     fn deref(&self) -> &WaitingRun {
         &self.run
     }
+}
+
+/// A run started in the pass, as reservations see it.
+struct Started {
+    project: ProjectId,
+    allocated: bool,
+    on_contract: bool,
+    gpus: u32,
+    /// End of its minimum runtime.
+    protected_until: i64,
+    /// End of its time limit.
+    ends_by: i64,
 }
 
 struct Reservation {
@@ -135,6 +148,9 @@ struct Pool {
     /// Time-limit ends of the pool's running runs with the GPUs freed by then (cumulative),
     /// built on first use for unallocated runs' expected starts.
     ends: Option<Vec<(i64, i64)>>,
+    /// Runs started in this pass (they are not in `running`): a reservation made later in the
+    /// pass counts the GPUs they give back.
+    started: Vec<Started>,
     /// Other projects whose allocated runs of this pool were considered earlier in the pass,
     /// in that order (the first three), and how many there were in all.
     ahead_projects: Ahead,
@@ -259,7 +275,6 @@ struct RunSlot<'a> {
     pool: Option<usize>,
     gpus: u32,
     gone: bool,
-    started_this_pass: bool,
     contract_protected: bool,
 }
 
@@ -457,7 +472,6 @@ impl<'a> Pass<'a> {
                 pool,
                 gpus,
                 gone: false,
-                started_this_pass: false,
                 contract_protected,
             });
         }
@@ -811,6 +825,14 @@ impl<'a> Pass<'a> {
             entry.2 -= i64::from(w.gpus);
             self.pools[pool].hold -= used;
         }
+        self.pools[pool].started.push(Started {
+            project: w.project,
+            allocated: w.allocated(),
+            on_contract: contract.is_some(),
+            gpus: w.gpus,
+            protected_until: self.now.saturating_add(w.min_runtime_s),
+            ends_by: self.now.saturating_add(w.time_limit_s),
+        });
         self.decisions.push(Decision::Start {
             run: w.id,
             placement,
@@ -1099,9 +1121,11 @@ impl<'a> Pass<'a> {
     }
 
     /// Indices (into `alloc`, allocated waiting runs in fair-share order) of each pool's first
-    /// run when no waiting run of its project in that pool fits within the project's
-    /// entitlement: such a gang can only ever run beyond its entitlement, so it would wait for
-    /// ever behind other projects' runs that are within theirs unless it holds the reservation.
+    /// run when it is a gang larger than its project's entitlement in the pool and no waiting
+    /// run of its project in that pool fits within the entitlement: such a gang can only ever
+    /// run beyond its entitlement, so it would wait for ever behind other projects' runs that
+    /// are within theirs unless it holds the reservation. A run that would fit once its
+    /// project's own runs end is not one: its project already holds its entitlement.
     fn starving_heads(&self, alloc: &[&Queued]) -> Vec<usize> {
         let mut first: BTreeMap<usize, usize> = BTreeMap::new();
         for (i, w) in alloc.iter().enumerate() {
@@ -1126,11 +1150,12 @@ impl<'a> Pass<'a> {
         let mut heads = Vec::new();
         for (&pool, &i) in &first {
             let w = alloc[i];
+            let entitled = self.entitled_milli(w.project, pool);
             let g = i64::from(smallest[&(pool, w.project)]);
-            let fits = (self.held_in(w.project, pool) + g) * 1000
-                <= self.entitled_milli(w.project, pool)
+            let fits = (self.held_in(w.project, pool) + g) * 1000 <= entitled
                 || self.contract_for(w, pool).is_some();
-            if !fits && self.pools[pool].installed >= w.gpus {
+            let larger = i64::from(w.gpus) * 1000 > entitled;
+            if !fits && larger && self.pools[pool].installed >= w.gpus {
                 heads.push(i);
             }
         }
@@ -1188,6 +1213,12 @@ impl<'a> Pass<'a> {
                 .iter()
                 .filter(|&&ri| !self.runs[ri].gone)
                 .map(|&ri| (self.runs[ri].run.ends_by(), i64::from(self.runs[ri].gpus)))
+                .chain(
+                    self.pools[pool]
+                        .started
+                        .iter()
+                        .map(|s| (s.ends_by, i64::from(s.gpus))),
+                )
                 .collect();
             ends.sort_unstable();
             let mut sum = 0;
@@ -1258,11 +1289,22 @@ impl<'a> Pass<'a> {
         self.note_ahead(pool, w.project);
     }
 
+    /// GPUs `w` must free by preemption: its need beyond the usable GPUs, plus the GPUs held
+    /// for contracts that are lent out now (to unallocated runs): GPUs freed in the pool go back
+    /// to those holds first, so a move that ignored them would start nothing on the next pass
+    /// (the evicted run would start again and be evicted again).
+    fn preemption_need(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> i64 {
+        let may_use_held = self.held_for(contract);
+        let p = &self.pools[pool];
+        let lent = ((p.hold - may_use_held.clamp(0, p.hold.max(0))) - p.free).max(0);
+        i64::from(w.gpus) - self.usable(pool, w, may_use_held) + lent
+    }
+
     /// Whether the preemption rule's cheap bounds (those [`Self::try_preempt`] checks first)
     /// leave room for a move of `w`: unprotected runs of projects it may take GPUs from, and
     /// GPUs beyond entitlements, enough for its need. A necessary condition, not a move.
     fn may_find_victims(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> bool {
-        let need = i64::from(w.gpus) - self.usable(pool, w, self.held_for(contract));
+        let need = self.preemption_need(w, pool, contract);
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let rank = self.fs.rank(w.project).min(self.fs.len());
         let p = &self.pools[pool];
@@ -1318,7 +1360,11 @@ impl<'a> Pass<'a> {
                 ahead_total,
                 reserved_at,
             }
-        } else if (held + i64::from(w.gpus)) * 1000 > entitled && p.held_total > held {
+        } else if (held + i64::from(w.gpus)) * 1000 > entitled
+            && p.held_total > held
+            && p.surplus_total - (held * 1000 - entitled).max(0) <= 0
+        {
+            // Only when every other busy GPU is within its project's entitlement, as it says.
             WaitReason::OverShare {
                 held: held.max(0) as u32,
                 entitled_milli: entitled,
@@ -1344,16 +1390,36 @@ impl<'a> Pass<'a> {
     /// minimum runtime (used for estimates; the real move is checked in [`Self::try_preempt`]).
     fn could_evict(&self, w: &WaitingRun, pool: usize, ri: usize) -> bool {
         let s = &self.runs[ri];
-        let r = s.run;
-        if !r.allocated() {
+        self.could_evict_run(
+            w,
+            pool,
+            s.run.project,
+            s.run.allocated(),
+            s.contract_protected,
+            s.gpus,
+        )
+    }
+
+    /// [`Self::could_evict`] for a run described by its project, kind, contract protection and
+    /// GPUs (also a run started in this pass).
+    fn could_evict_run(
+        &self,
+        w: &WaitingRun,
+        pool: usize,
+        project: ProjectId,
+        allocated: bool,
+        contract_protected: bool,
+        gpus: u32,
+    ) -> bool {
+        if !allocated {
             return true;
         }
-        if s.contract_protected || r.project == w.project {
+        if contract_protected || project == w.project {
             return false;
         }
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
-        let loss = self.entitlement_loss(r.project, pool, 0, i64::from(s.gpus));
-        gain > loss || (gain == loss && self.fs.strictly_below(r.project, w.project))
+        let loss = self.entitlement_loss(project, pool, 0, i64::from(gpus));
+        gain > loss || (gain == loss && self.fs.strictly_below(project, w.project))
     }
 
     /// Makes the reservation for the pool's first blocked run: returns its reserved start, which
@@ -1374,7 +1440,7 @@ impl<'a> Pass<'a> {
         let mut gpus: Vec<i64> = Vec::new();
         for &ri in &self.pools[pool].running {
             let s = &self.runs[ri];
-            if s.gone || s.started_this_pass {
+            if s.gone {
                 continue;
             }
             let r = s.run;
@@ -1400,6 +1466,23 @@ impl<'a> Pass<'a> {
             };
             frees.push([a, b, end]);
             gpus.push(up_gpus);
+        }
+        // Runs started earlier in this pass hold GPUs of up nodes too.
+        let tranche = self.snap.policy.kind == PolicyKind::Tranche;
+        for s in &self.pools[pool].started {
+            let end = s.ends_by.max(self.now);
+            let a = if !s.allocated {
+                self.now
+            } else if tranche
+                && self.could_evict_run(w, pool, s.project, true, s.on_contract, s.gpus)
+            {
+                s.protected_until.max(self.now).min(end)
+            } else {
+                end
+            };
+            let b = if s.allocated { end } else { self.now };
+            frees.push([a, b, end]);
+            gpus.push(i64::from(s.gpus));
         }
         let mut chosen = None;
         for rule in 0..3 {
@@ -1468,8 +1551,7 @@ impl<'a> Pass<'a> {
         pool: usize,
         contract: Option<ContractId>,
     ) -> Result<(), Option<i64>> {
-        let usable = self.usable(pool, w, self.held_for(contract));
-        let need = i64::from(w.gpus) - usable;
+        let need = self.preemption_need(w, pool, contract);
         if need <= 0 {
             return Err(None);
         }
@@ -1645,7 +1727,7 @@ impl<'a> Pass<'a> {
                         ons.push(on);
                     }
                 }
-                if got < need_n || usable + nmv.freed < i64::from(w.gpus) {
+                if got < need_n || nmv.freed < need {
                     continue;
                 }
                 let mut i = nmv.chosen.len();
@@ -1708,6 +1790,7 @@ impl<'a> Pass<'a> {
         let Some((mv, on)) = choice else {
             return Err(None);
         };
+
         // Behind a reservation (the run ends before it) a move may leave no evicted GPU idle:
         // runs considered earlier in the pass, which may not backfill, could not use them.
         if self.pools[pool].reservation.is_some() {
@@ -1720,11 +1803,22 @@ impl<'a> Pass<'a> {
             }
         }
         let delta = gain - self.move_loss(pool, &mv);
+        // A move that raises Φ serves an entitlement: its victims say so where their project
+        // held more than its own entitlement (the words of that reason), or where the move is
+        // no fair-share move; a move that keeps Φ is allowed by fair share alone.
         let fair_share = delta == 0 || self.move_fair_share(w, pool, &mv);
-        for &ri in &mv.chosen {
+        let beyond: Vec<bool> = mv
+            .chosen
+            .iter()
+            .map(|&ri| {
+                let p = self.runs[ri].run.project;
+                self.held_in(p, pool) * 1000 > self.entitled_milli(p, pool)
+            })
+            .collect();
+        for (&ri, beyond) in mv.chosen.iter().zip(beyond) {
             let reason = if !self.runs[ri].run.allocated() {
                 PreemptReason::Unallocated
-            } else if fair_share {
+            } else if fair_share && (delta == 0 || !beyond) {
                 PreemptReason::FairShare {
                     for_project: w.project,
                 }
@@ -1970,10 +2064,7 @@ impl<'a> Pass<'a> {
                 .copied()
                 .filter(|&ri| {
                     let s = &self.runs[ri];
-                    !s.gone
-                        && !s.started_this_pass
-                        && !s.run.non_preemptible
-                        && s.run.project != w.project
+                    !s.gone && !s.run.non_preemptible && s.run.project != w.project
                 })
                 .collect();
             cands.sort_unstable_by_key(|&ri| self.lost_key(ri));

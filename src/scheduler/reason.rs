@@ -280,6 +280,12 @@ fn fair_share_words(ahead: &[String], total: usize, reserved_at: Option<i64>) ->
     } else {
         ahead.join(", ")
     };
+    if total == 1 {
+        return format!(
+            "{list} comes first (within its entitlement or further below its fair share) and holds or waits for the GPUs it needs{}",
+            reserved_words(reserved_at)
+        );
+    }
     format!(
         "{list} come first (within their entitlement or further below their fair share) and hold or wait for the GPUs it needs{}",
         reserved_words(reserved_at)

@@ -269,7 +269,8 @@ pub fn replay(
                         cluster: ClusterId(1),
                         model: p.model,
                         gpus: p.gpus,
-                        submitted_at: p.submit,
+                        // Requeued from this moment, as the service does (docs/design.md 2).
+                        submitted_at: t,
                         min_runtime_s: p.min_runtime.min(remaining[j]),
                         time_limit_s: remaining[j].max(1),
                         priority: p.priority,

@@ -12,7 +12,8 @@
 //!   work is all best effort (OpenB `BE`) gets a share of 0: best-effort work is unallocated
 //!   under `tranche` (free, preemptible, never counted as received), so an entitlement for it
 //!   would be owed work that no allocated run of the tenant can ever receive. The tree is the
-//!   same for every policy, so owed is the same for all of them.
+//!   same for every policy; owed still differs a little between policies, because it is capped
+//!   hour by hour at demand and a job is demand until it ends, which each policy decides.
 //! - **Runs:** time limit = the job's real duration (a perfect estimate; `native` may say
 //!   otherwise); GPU model = the first pool's. Under `tranche`: minimum runtime = min(time limit,
 //!   1 h) (OpenB `BE` pods: 0, unallocated); priority within the project 1 for small jobs
@@ -21,7 +22,9 @@
 //!   (high) priority, and each team's cap on non-preemptible GPUs is its entitlement (effective
 //!   share x cluster GPUs, rounded down). Under `fifo`: arrival order only.
 //! - **Preemption cost:** jobs are resumable and checkpoint every 30 minutes of run time; a
-//!   preempted job loses the work since its last checkpoint and is requeued with the rest.
+//!   preempted job loses the work since its last checkpoint and is requeued with the rest,
+//!   queued from the moment of its preemption (as the service requeues it: its project's
+//!   runs submitted meanwhile come before it).
 
 use crate::scheduler::{
     Cluster, ClusterId, GpuModel, ModelId, Node, NodeId, NodeState, PolicyKind, Project, ProjectId,

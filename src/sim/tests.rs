@@ -79,6 +79,28 @@ fn malformed_rows_name_line_and_field_or_are_skipped() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("no column `submission_time`"), "{err}");
+    let twice = "submit,duration,gpus,project,project\n0,60,1,a,b\n";
+    let err = load_from(twice.as_bytes(), Format::Native, false)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "line 1: the header names the column `project` twice");
+    // Times in the wrong unit: refused before the replay asks for hourly series over them.
+    let far = "submit,duration,gpus,project\n0,60,1,a\n100000000000000,60,1,a\n";
+    let err = load_from(far.as_bytes(), Format::Native, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at most 7305 days"), "{err}");
+    let edge = format!(
+        "submit,duration,gpus,project\n0,60,1,a\n{},60,1,a\n",
+        super::trace::MAX_SPAN_S - 60
+    );
+    assert_eq!(
+        load_from(edge.as_bytes(), Format::Native, false)
+            .unwrap()
+            .jobs
+            .len(),
+        2
+    );
 }
 
 #[test]

@@ -296,11 +296,17 @@ fn required(format: Format) -> &'static [&'static str] {
     }
 }
 
+/// Longest replay: 20 years (7,305 days) from the first submission to the last end. The
+/// metrics keep hourly series over the span, so a trace with times in the wrong unit would
+/// otherwise ask for memory by the terabyte.
+pub const MAX_SPAN_S: i64 = 7_305 * 86_400;
+
 /// Loads a trace from any reader.
 ///
 /// # Errors
-/// A missing column, or a malformed row (line and field named) unless `skip_bad_rows`, in which
-/// case the row is skipped and counted.
+/// A missing or repeated column, a malformed row (line and field named) unless
+/// `skip_bad_rows`, in which case the row is skipped and counted, or a span over
+/// [`MAX_SPAN_S`].
 pub fn load_from<R: std::io::Read>(
     reader: R,
     format: Format,
@@ -311,11 +317,13 @@ pub fn load_from<R: std::io::Read>(
         .flexible(true)
         .from_reader(reader);
     let headers = rdr.headers()?.clone();
-    let cols: std::collections::HashMap<String, usize> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| (h.trim().trim_start_matches('\u{feff}').to_string(), i))
-        .collect();
+    let mut cols: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, h) in headers.iter().enumerate() {
+        let name = h.trim().trim_start_matches('\u{feff}').to_string();
+        if !name.is_empty() && cols.insert(name.clone(), i).is_some() {
+            anyhow::bail!("line 1: the header names the column `{name}` twice");
+        }
+    }
     for c in required(format) {
         if !cols.contains_key(*c) {
             anyhow::bail!(
@@ -376,6 +384,19 @@ pub fn load_from<R: std::io::Read>(
         }
     }
     jobs.sort_by_key(|j| (j.submit, j.line));
+    if let (Some(first), Some(end)) = (
+        jobs.first().map(|j| j.submit),
+        jobs.iter()
+            .map(|j| j.submit.saturating_add(j.duration))
+            .max(),
+    ) && end.saturating_sub(first) > MAX_SPAN_S
+    {
+        anyhow::bail!(
+            "the trace spans {} days from its first submission to its last end; a replay covers at most {} days (are the times in milliseconds?)",
+            end.saturating_sub(first) / 86_400,
+            MAX_SPAN_S / 86_400
+        );
+    }
     Ok(Trace {
         jobs,
         skipped,

@@ -2096,7 +2096,10 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
     let (row, kind, reason) = stored().await;
     assert_eq!(kind, "fair_share", "{reason:?}");
     let reason = reason.unwrap();
-    assert!(reason.contains("fm-pretrain-7b come first"), "{reason}");
+    assert!(
+        reason.contains("fm-pretrain-7b comes first (within its entitlement"),
+        "{reason}"
+    );
 
     let (status, answer) = o
         .app

@@ -331,3 +331,13 @@ proptest! {
         run_passes(seed.rotate_left(7), PolicyKind::Legacy, false);
     }
 }
+
+/// Found by the property above: an unallocated run borrowing GPUs held for a contract was
+/// evicted for a run that counted every freed GPU as its own; cut before the start, the next
+/// pass gave the held GPUs back to the contract, the run could not start, the evicted run
+/// started again and was evicted again at the same instant. A preemption now counts the GPUs
+/// that go back to contracts' holds first (`Pass::preemption_need`).
+#[test]
+fn an_eviction_counts_the_gpus_that_go_back_to_contracts() {
+    run_passes(8_041_249_555_345_645_868, PolicyKind::Tranche, true);
+}

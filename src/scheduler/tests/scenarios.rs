@@ -433,7 +433,7 @@ fn s12_minimum_runtime_is_honoured() {
         preemptions(&out),
         vec![(
             over_run,
-            PreemptReason::FairShare { for_project: under },
+            PreemptReason::Entitlement { for_project: under },
             Some(under_run)
         )]
     );
@@ -476,7 +476,10 @@ fn a_run_that_ends_before_the_reservation_may_preempt_behind_it() {
     assert!(past.contains(&moves[0].0), "{moves:?}");
     assert_eq!(
         (moves[0].1.clone(), moves[0].2),
-        (PreemptReason::FairShare { for_project: debug }, Some(quick))
+        (
+            PreemptReason::Entitlement { for_project: debug },
+            Some(quick)
+        )
     );
     assert_eq!(started(&out), vec![quick]);
     let still = out
@@ -498,5 +501,76 @@ fn a_run_that_ends_before_the_reservation_may_preempt_behind_it() {
             run: gang_run,
             at: reserved
         }
+    );
+}
+
+/// A reservation made later in a pass counts the GPUs of runs started earlier in it: `b`'s
+/// 8-GPU run gets a reserved start although `a`'s run started on half the node in the same
+/// pass, and a 10-hour run of a project without a share does not take the other half.
+#[test]
+fn a_reservation_counts_runs_started_in_the_same_pass() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "50", 0);
+    let pb = b.project(None, "50", 0);
+    let c = b.project(None, "0", 0);
+    let first = b.waiting(a, 4, T0 - 3, H, 2 * H);
+    let gang = b.waiting(pb, 8, T0 - 2, H, H);
+    let long = b.waiting(c, 4, T0 - 1, H, 10 * H);
+    let out = schedule(&b.snap, T0);
+    assert_eq!(started(&out), vec![first]);
+    let reserved = out
+        .waiting
+        .iter()
+        .find(|w| w.run == gang)
+        .and_then(|w| w.estimated_start);
+    // `a`'s run may be preempted for it once its minimum runtime ends (equal gain and loss,
+    // `a` ranking below after its start), so the GPUs are expected then.
+    assert_eq!(reserved, Some(T0 + H));
+    assert!(!started(&out).contains(&long));
+}
+
+/// A 1-GPU run of a project that holds its entitlement is no starving head: it does not go
+/// before another project's runs within their entitlement (and then get preempted by them in
+/// the same pass).
+#[test]
+fn a_small_run_beyond_its_entitlement_does_not_go_first() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    // `pb` ranks first: `pa` has more usage.
+    let pa = b.project(None, "50", 8 * 24 * H);
+    let pb = b.project(None, "50", 4 * 2 * H);
+    for _ in 0..4 {
+        b.running(pb, 1, T0 - 2 * H, H, 10 * H);
+    }
+    let theirs = b.waiting(pb, 1, T0 - 200, H, H);
+    let ours: Vec<RunId> = (0..4)
+        .map(|k| b.waiting(pa, 1, T0 - 100 + k, H, H))
+        .collect();
+    let out = schedule(&b.snap, T0);
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
+    assert_eq!(started(&out), ours);
+    assert!(!started(&out).contains(&theirs));
+}
+
+/// "The other busy GPUs are within other projects' entitlements" is said only when it is
+/// true: here a project without a share holds half the node.
+#[test]
+fn over_share_is_said_only_when_the_others_hold_their_entitlements() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "50", 4 * H);
+    let pb = b.project(None, "50", 0);
+    let c = b.project(None, "0", 4 * H);
+    b.running(a, 4, T0 - H, H, 2 * H);
+    b.running(c, 4, T0 - 10 * M, H, 10 * H);
+    let gang = b.waiting(pb, 8, T0 - H, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty());
+    let reason = reason_of(&out, gang);
+    assert!(
+        !matches!(reason, WaitReason::OverShare { .. }),
+        "{}",
+        reason.describe()
     );
 }

@@ -197,7 +197,7 @@ impl Builder {
 }
 
 /// Applies an outcome to a snapshot the way the database layer would (preemptions requeue the
-/// run with its original submit time; grace period zero).
+/// run, queued from now; grace period zero).
 pub fn apply(snap: &mut Snapshot, out: &Outcome, now: i64) {
     for d in &out.decisions {
         match d {
