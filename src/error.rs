@@ -129,6 +129,7 @@ impl AppError {
         match self {
             Self::Internal(_) => crate::i18n::t("error-internal"),
             Self::Csrf => crate::i18n::t("error-csrf"),
+            Self::TooLarge => crate::i18n::t("err-too-large"),
             other => other.to_string(),
         }
     }
@@ -141,31 +142,33 @@ impl AppError {
 }
 
 impl From<sqlx::Error> for AppError {
+    /// A missing row, a taken name or a broken constraint, in the page's language (English
+    /// for the API).
     fn from(e: sqlx::Error) -> Self {
+        use crate::i18n::{t, t1};
         if let sqlx::Error::RowNotFound = e {
-            return Self::NotFound("no such record".into());
+            return Self::NotFound(t("err-db-no-record"));
         }
         if let Some(db) = e.as_database_error() {
             let constraint = db.constraint().unwrap_or("");
             match db.code().as_deref() {
                 Some("23505") => {
-                    return Self::Conflict(format!("that name is already taken ({constraint})"));
+                    return Self::Conflict(t1("err-db-taken", "constraint", constraint));
                 }
                 Some("23514") if constraint == "sibling_shares_at_most_100" => {
-                    return Self::invalid(
-                        "share",
-                        "the shares of sibling nodes would sum to more than 100%",
-                    );
+                    return Self::invalid("share", t("err-db-sibling-shares"));
                 }
                 Some("23514") => {
                     return Self::Invalid {
                         field: None,
-                        message: format!("a value is out of range ({constraint})"),
+                        message: t1("err-db-out-of-range", "constraint", constraint),
                     };
                 }
                 Some("23503") => {
-                    return Self::NotFound(format!(
-                        "a referenced record does not exist ({constraint})"
+                    return Self::NotFound(t1(
+                        "err-db-missing-reference",
+                        "constraint",
+                        constraint,
                     ));
                 }
                 _ => {}

@@ -109,6 +109,7 @@ ai-err-services = services: at most 50 services of up to 200 characters each
 ai-err-not-live-project = projects: { $id } is not a live GPU project
 ai-err-not-lead-link = you do not lead { $node }, so you cannot link it to a use case
 ai-err-name-taken = name: a use case called { $name } already exists
+ai-err-period = period: { $why }
 
 ## Amounts typed in a form
 
@@ -155,10 +156,11 @@ ai-expand-to = expand to { $limit }
 ai-spend-of = { $spent } of { $limit }
 ai-no-rules = No imported spend maps to this use case yet.
 ai-status-now = { $name } is now { $status }.
-# $count chooses the plural form (Spanish, Basque); $n is the same number written out.
+# $count chooses the plural form; $n is the same number written out.
 ai-rule-added = Spend now maps to { $name }; { $count ->
-   *[other] { $n }
-} unassigned line(s) assigned.
+    [one] { $n } unassigned line assigned.
+   *[other] { $n } unassigned lines assigned.
+}
 ai-decision-recorded = Decision recorded: { $decision }.
 ai-hours-recorded = Recorded { $hours } h.
 ai-stop-acknowledged = Stop rule acknowledged.
@@ -217,8 +219,9 @@ ai-spend-file = File
 ai-spend-rate = Rate ({ $currency } per unit, only for another currency)
 ai-spend-unassigned = Unassigned lines
 ai-spend-unassigned-count = { $count ->
-   *[other] { $n }
-} line(s), { $total }.
+    [one] { $n } line
+   *[other] { $n } lines
+}, { $total }.
 ai-spend-day = Day
 ai-spend-description = Description
 ai-spend-rules-note = A line belongs to the use case of the first rule it matches; rules that name a format, a service and a scope come first.
@@ -237,8 +240,9 @@ ai-spend-unreadable = the upload could not be read: { $error }
 ai-spend-expired = this preview was already used or has expired; upload the file again
 ai-spend-imported-before = This file was imported before; nothing was added.
 ai-spend-imported-new = Imported { $count ->
-   *[other] { $n }
-} new line(s) ({ $amount }); { $skipped } already imported.
+    [one] { $n } new line
+   *[other] { $n } new lines
+} ({ $amount }); { $skipped } already imported.
 ai-err-source = source: choose any, openai, anthropic, github or focus
 ai-err-rule-empty = give a service, a scope (project, workspace, cost centre or tag key=value) or both
 ai-err-rule-long = service and scope: at most 200 characters each

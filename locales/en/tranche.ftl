@@ -361,7 +361,7 @@ reports-forecast = Forecast
 ## Program tree
 
 tree-title = Program tree
-tree-intro = Entitlements for the budget period { $period } ({ $hours } hours, { $zone }): effective share × installed GPUs × hours; money at each model's billing weight and price.
+tree-intro = Entitlements for the budget period { $period }, in the { $zone } time zone: effective share × installed GPUs × hours; money at each model's billing weight and price.
 tree-share-of-parent = Share of parent
 tree-gpu-hours = GPU-hours
 tree-entitlement = Entitlement ({ $currency })
@@ -452,6 +452,7 @@ run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's 
 run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
 err-choose-project = choose a project
 err-choose-cluster = choose a cluster
+err-choose-model = choose a GPU model
 err-larger-than-cluster = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
@@ -577,3 +578,46 @@ project-err-no-user = there is no user named { $name }
 project-waits-approval = waits for a lead's approval
 project-run-since = since { $at }; { $protection }
 project-err-user-empty = enter the name of a user to add or remove
+
+## Refusals and records not found (pages; the API answers with this English text)
+
+err-no-project-id = no project with id { $id }
+err-no-live-project-id = no live project with id { $id }
+err-no-run = no run { $id }
+err-project-hidden = this project is outside what you may see
+err-settings-admins = only admins change organisation settings
+err-members-forbidden = only an admin or a lead of this project can change its members
+err-not-member = you are not a member of project { $project }
+err-cancel-forbidden = only the run's submitter or a lead of its project may cancel it
+err-run-ended = run { $id } has already ended ({ $state })
+err-reports-node-forbidden = spend reports are for finance, admins and the leads of the node
+err-period-format = { $got } is not a period; use YYYY-MM, e.g. 2026-11
+err-period-range = reports cover the last 24 months and the next 2; { $got } is outside
+err-runs-scope = scope is mine, projects or all
+err-runs-state = unknown state { $got }; one of active, { $states }
+err-query-unreadable = the query string could not be read: { $why }
+err-form-unreadable = the form could not be read: { $why }
+err-not-a-form = expected a form (Content-Type: application/x-www-form-urlencoded)
+err-not-utf8 = { $field }: is not valid UTF-8 text; send text only
+err-too-large = the request body is too large (at most 2 MiB)
+err-oidc-off = OpenID Connect sign-in is not configured here
+err-lang-choose = choose en, es or eu
+err-lang-choose-auto = choose en, es, eu or auto
+err-db-no-record = no such record
+err-db-taken = that name is already taken ({ $constraint })
+err-db-sibling-shares = the shares of sibling nodes would sum to more than 100%
+err-db-out-of-range = a value is out of range ({ $constraint })
+err-db-missing-reference = a referenced record does not exist ({ $constraint })
+account-err-email = { $email } is not an e-mail address
+account-err-current-password = the current password is wrong
+account-err-password-short = a password needs at least 10 characters (this one has { $count })
+account-err-password-long = a password has at most 200 characters
+account-err-passwords-differ = the two new passwords differ
+account-err-no-token = you have no active token with id { $id }
+account-flash-token-revoked = Token revoked.
+account-flash-password-changed = Password changed; your other sessions have ended.
+account-flash-email-saved = E-mail address saved.
+project-err-already-member = { $name } is already a member
+project-err-not-member = { $name } is not a member
+project-member-added = Added { $name }.
+project-member-removed = Removed { $name }.

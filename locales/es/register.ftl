@@ -109,6 +109,7 @@ ai-err-services = servicios: como máximo 50 servicios de hasta 200 caracteres c
 ai-err-not-live-project = proyectos: { $id } no es un proyecto de GPU vigente
 ai-err-not-lead-link = no eres responsable de { $node }, así que no puedes vincularlo a un caso de uso
 ai-err-name-taken = nombre: ya existe un caso de uso llamado { $name }
+ai-err-period = periodo: { $why }
 
 ## Amounts typed in a form
 

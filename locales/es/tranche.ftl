@@ -47,28 +47,28 @@ login-user = Nombre de usuario
 login-password = Contraseña
 login-submit = Iniciar sesión
 login-wrong = nombre de usuario o contraseña incorrectos
-login-throttled = demasiados inicios de sesión fallidos para este nombre desde su dirección: vuelva a intentarlo dentro de { $seconds } s
-login-local-off = el inicio de sesión con contraseña está desactivado aquí: inicie sesión con la cuenta de su organización
-login-directory-down = no se puede acceder al directorio de la organización; vuelva a intentarlo dentro de unos minutos
-login-provider-down = no se puede acceder al proveedor de identidad de la organización; vuelva a intentarlo dentro de unos minutos
-login-provider-timeout = no se puede acceder al proveedor de identidad de la organización o no ha respondido a tiempo; vuelva a intentarlo dentro de unos minutos
-login-oidc-state = este inicio de sesión no pertenece a esta sesión del navegador o ya se ha usado; empiece de nuevo con el botón de inicio de sesión
+login-throttled = demasiados inicios de sesión fallidos para este nombre desde tu dirección: vuelve a intentarlo dentro de { $seconds } s
+login-local-off = el inicio de sesión con contraseña está desactivado aquí: inicia sesión con la cuenta de tu organización
+login-directory-down = no se puede acceder al directorio de la organización; vuelve a intentarlo dentro de unos minutos
+login-provider-down = no se puede acceder al proveedor de identidad de la organización; vuelve a intentarlo dentro de unos minutos
+login-provider-timeout = no se puede acceder al proveedor de identidad de la organización o no ha respondido a tiempo; vuelve a intentarlo dentro de unos minutos
+login-oidc-state = este inicio de sesión no pertenece a esta sesión del navegador o ya se ha usado; empieza de nuevo con el botón de inicio de sesión
 login-oidc-refused = el proveedor de identidad ha rechazado el inicio de sesión: { $why }
 login-oidc-invalid = la respuesta del proveedor de identidad no ha superado una comprobación ({ $why }); no se ha iniciado ninguna sesión
-login-no-access = su cuenta no está en ninguno de los grupos que dan acceso a Tranche; pida a un administrador que le añada a uno
-login-name-taken = ya existe una cuenta de Tranche llamada { $name } que no está vinculada a la cuenta de su organización; consulte a un administrador
+login-no-access = tu cuenta no está en ninguno de los grupos que dan acceso a Tranche; pide a un administrador que te añada a uno
+login-name-taken = ya existe una cuenta de Tranche llamada { $name } que no está vinculada a la cuenta de tu organización; consulta a un administrador
 login-disabled = esta cuenta está desactivada en Tranche
 signed-out-title = Sesión cerrada
 signed-out-heading = Ha cerrado la sesión de Tranche
-signed-out-now = Ha cerrado la sesión de Tranche. Ahora se cierra también su sesión en { $provider }…
+signed-out-now = Has cerrado la sesión de Tranche. Ahora se cierra también tu sesión en { $provider }…
 signed-out-continue = Continuar a { $provider }
 
 ## Home
 
 home-approvals = { $count ->
-    [0] Ninguna ejecución espera su aprobación.
-    [one] { $shown } ejecución espera su aprobación
-   *[other] { $shown } ejecuciones esperan su aprobación
+    [0] Ninguna ejecución espera tu aprobación.
+    [one] { $shown } ejecución espera tu aprobación
+   *[other] { $shown } ejecuciones esperan tu aprobación
 }
 home-title = Inicio
 home-welcome = Hola, { $name }
@@ -250,7 +250,7 @@ run-utilization = Uso de GPU
 run-submitted-queued = Ejecución { $id } enviada y en cola: { $preview }.
 run-submitted-approval = Ejecución { $id } enviada; espera la aprobación de un responsable.
 run-already-submitted = Este formulario ya se envió: es la ejecución { $id }.
-run-form-resent = Este formulario ya se envió como la ejecución { $id } con otros valores. Revise los valores y vuelva a enviarlo para crear una ejecución nueva.
+run-form-resent = Este formulario ya se envió como la ejecución { $id } con otros valores. Revisa los valores y vuelve a enviarlo para crear una ejecución nueva.
 run-cancelled = Ejecución { $id } cancelada.
 run-cancel-requested = Se ha pedido cancelar la ejecución { $id }; sus procesos se están deteniendo.
 
@@ -352,7 +352,7 @@ reports-forecast = Previsión
 ## Program tree
 
 tree-title = Árbol de programas
-tree-intro = Dotaciones del periodo presupuestario { $period } ({ $hours } horas, { $zone }): cuota efectiva × GPU instaladas × horas; el dinero, al peso de facturación y al precio de cada modelo.
+tree-intro = Dotaciones del periodo presupuestario { $period }, en la zona horaria { $zone }: cuota efectiva × GPU instaladas × horas; el dinero, al peso de facturación y al precio de cada modelo.
 tree-share-of-parent = Cuota sobre el padre
 tree-gpu-hours = Horas de GPU
 tree-entitlement = Dotación ({ $currency })
@@ -449,6 +449,7 @@ run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto
 run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster
+err-choose-model = elige un modelo de GPU
 err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
 err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)
 
@@ -468,7 +469,7 @@ chart-spend-by-model = Gasto por modelo de GPU, { $period }
 ## La página de un formulario rechazado por la regla del texto
 
 input-error-title = Revise el formulario
-input-error-intro = No se ha guardado nada. Lo que ha enviado está abajo, con los caracteres de control mostrados como símbolos (␀ para U+0000); corríjalo y vuelva a enviarlo.
+input-error-intro = No se ha guardado nada. Lo que has enviado está abajo, con los caracteres de control mostrados como símbolos (␀ para U+0000); corrígelo y vuelve a enviarlo.
 input-error-again = Enviar de nuevo
 input-error-back = Volver a Tranche
 input-control-char = { $field }: contiene el carácter de control U+{ $code } en el carácter { $position }; elimínelo ({ $rule })
@@ -509,7 +510,7 @@ event-requeued-lost = vuelve a la cola tras perderse su nodo
 event-lost = su nodo se ha perdido y la ejecución no es reanudable
 event-exited = terminó con { $status }
 event-exited-0 = terminó con estado 0
-exit-127 = estado 127 (orden no encontrada, o el agente no pudo iniciarla: vea el registro de la ejecución en el nodo)
+exit-127 = estado 127 (orden no encontrada, o el agente no pudo iniciarla: mira el registro de la ejecución en el nodo)
 exit-signal = estado { $code } (terminado por { $signal })
 exit-status = estado { $code }
 event-running = sus procesos están en marcha
@@ -563,10 +564,53 @@ budget-err-negative = un presupuesto del periodo no puede ser negativo
 budget-err-cap-negative = un límite de gasto no puede ser negativo
 budget-err-self-service = el límite de autoservicio debe estar entre 0 y 100000 h GPU
 budget-err-forbidden = solo un administrador o un responsable por encima de este proyecto puede cambiar su presupuesto
-budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; dé cada porcentaje una sola vez
+budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; da cada porcentaje una sola vez
 budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100
-budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduzca este u otro presupuesto de proyecto
+budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduce este u otro presupuesto de proyecto
 project-err-no-user = no hay ningún usuario llamado { $name }
 project-waits-approval = espera la aprobación de un responsable
 project-run-since = desde { $at }; { $protection }
-project-err-user-empty = escriba el nombre del usuario que quiere añadir o quitar
+project-err-user-empty = escribe el nombre del usuario que quieres añadir o quitar
+
+## Rechazos y registros inexistentes (páginas; la API responde con el texto en inglés)
+
+err-no-project-id = no hay ningún proyecto con el id { $id }
+err-no-live-project-id = no hay ningún proyecto sin archivar con el id { $id }
+err-no-run = la ejecución { $id } no existe
+err-project-hidden = este proyecto queda fuera de lo que puedes ver
+err-settings-admins = solo la administración puede cambiar los ajustes de la organización
+err-members-forbidden = solo la administración o un responsable de este proyecto pueden cambiar sus miembros
+err-not-member = no eres miembro del proyecto { $project }
+err-cancel-forbidden = solo quien envió la ejecución o un responsable de su proyecto puede cancelarla
+err-run-ended = la ejecución { $id } ya ha terminado ({ $state })
+err-reports-node-forbidden = los informes de gasto son para finanzas, administración y los responsables del nodo
+err-period-format = { $got } no es un periodo; usa AAAA-MM, por ejemplo 2026-11
+err-period-range = los informes abarcan los últimos 24 meses y los 2 siguientes; { $got } queda fuera
+err-runs-scope = el ámbito es mine, projects o all
+err-runs-state = estado desconocido { $got }; uno de active, { $states }
+err-query-unreadable = no se ha podido leer la cadena de consulta: { $why }
+err-form-unreadable = no se ha podido leer el formulario: { $why }
+err-not-a-form = se esperaba un formulario (Content-Type: application/x-www-form-urlencoded)
+err-not-utf8 = { $field }: no es texto UTF-8 válido; envía solo texto
+err-too-large = el cuerpo de la petición es demasiado grande (2 MiB como máximo)
+err-oidc-off = el inicio de sesión con OpenID Connect no está configurado aquí
+err-lang-choose = elige en, es o eu
+err-lang-choose-auto = elige en, es, eu o auto
+err-db-no-record = ese registro no existe
+err-db-taken = ese nombre ya está en uso ({ $constraint })
+err-db-sibling-shares = las cuotas de los nodos hermanos sumarían más del 100 %
+err-db-out-of-range = un valor está fuera de rango ({ $constraint })
+err-db-missing-reference = un registro al que se hace referencia no existe ({ $constraint })
+account-err-email = { $email } no es una dirección de correo electrónico
+account-err-current-password = la contraseña actual no es correcta
+account-err-password-short = una contraseña necesita al menos 10 caracteres (esta tiene { $count })
+account-err-password-long = una contraseña tiene como máximo 200 caracteres
+account-err-passwords-differ = las dos contraseñas nuevas no coinciden
+account-err-no-token = no tienes ningún token activo con el id { $id }
+account-flash-token-revoked = Token revocado.
+account-flash-password-changed = Contraseña cambiada; tus otras sesiones han terminado.
+account-flash-email-saved = Dirección de correo electrónico guardada.
+project-err-already-member = { $name } ya es miembro
+project-err-not-member = { $name } no es miembro
+project-member-added = Se ha añadido a { $name } al proyecto.
+project-member-removed = Se ha quitado a { $name } del proyecto.

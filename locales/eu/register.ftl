@@ -109,6 +109,7 @@ ai-err-services = zerbitzuak: gehienez 50 zerbitzu, bakoitza gehienez 200 karakt
 ai-err-not-live-project = proiektuak: { $id } ez da GPU proiektu bizi bat
 ai-err-not-lead-link = ez zara { $node } nodoaren arduraduna; beraz, ezin duzu erabilera-kasu bati lotu
 ai-err-name-taken = izena: badago jada { $name } izeneko erabilera-kasu bat
+ai-err-period = aldia: { $why }
 
 ## Amounts typed in a form
 

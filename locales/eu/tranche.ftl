@@ -352,7 +352,7 @@ reports-forecast = Aurreikuspena
 ## Program tree
 
 tree-title = Programa-zuhaitza
-tree-intro = { $period } aurrekontu-aldiko zuzkidurak ({ $hours } ordu, { $zone }): kuota efektiboa × instalatutako GPUak × orduak; dirua, modelo bakoitzaren fakturazio-pisuan eta prezioan.
+tree-intro = { $period } aurrekontu-aldiko zuzkidurak, { $zone } ordu-eremuan: kuota efektiboa × instalatutako GPUak × orduak; dirua, modelo bakoitzaren fakturazio-pisuan eta prezioan.
 tree-share-of-parent = Gurasoarekiko kuota
 tree-gpu-hours = GPU-orduak
 tree-entitlement = Zuzkidura ({ $currency })
@@ -449,6 +449,7 @@ run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekont
 run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
 err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat
+err-choose-model = aukeratu GPU modelo bat
 err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu (eroria ez dauden nodoetan); ezin izango litzateke inoiz abiatu
 err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)
 
@@ -570,3 +571,46 @@ project-err-no-user = ez dago { $name } izeneko erabiltzailerik
 project-waits-approval = arduradun baten onarpenaren zain
 project-run-since = { $at }(e)tik; { $protection }
 project-err-user-empty = idatzi gehitu edo kendu nahi duzun erabiltzailearen izena
+
+## Ukoak eta aurkitu ez diren erregistroak (orriak; APIak ingelesezko testuarekin erantzuten du)
+
+err-no-project-id = ez dago { $id } id-a duen proiekturik
+err-no-live-project-id = ez dago { $id } id-a duen proiektu artxibatu gaberik
+err-no-run = { $id } exekuzioa ez dago
+err-project-hidden = proiektu hau ikus dezakezunetik kanpo dago
+err-settings-admins = administratzaileek bakarrik alda ditzakete erakundearen ezarpenak
+err-members-forbidden = administratzaile batek edo proiektu honen arduradun batek bakarrik alda ditzake bere kideak
+err-not-member = ez zara { $project } proiektuko kidea
+err-cancel-forbidden = exekuzioa bidali zuenak edo bere proiektuaren arduradun batek bakarrik utz dezake bertan behera
+err-run-ended = { $id } exekuzioa amaitu da jada ({ $state })
+err-reports-node-forbidden = gastu-txostenak finantzentzat, administratzaileentzat eta nodoaren arduradunentzat dira
+err-period-format = { $got } ez da aldi bat; erabili UUUU-HH, adibidez 2026-11
+err-period-range = txostenek azken 24 hilabeteak eta hurrengo 2ak hartzen dituzte; { $got } kanpoan dago
+err-runs-scope = esparrua mine, projects edo all da
+err-runs-state = { $got } egoera ezezaguna da; hauetako bat: active, { $states }
+err-query-unreadable = ezin izan da kontsulta-katea irakurri: { $why }
+err-form-unreadable = ezin izan da inprimakia irakurri: { $why }
+err-not-a-form = inprimaki bat espero zen (Content-Type: application/x-www-form-urlencoded)
+err-not-utf8 = { $field }: ez da baliozko UTF-8 testua; bidali testua soilik
+err-too-large = eskaeraren gorputza handiegia da (gehienez 2 MiB)
+err-oidc-off = OpenID Connect bidezko saio-hasiera ez dago konfiguratuta hemen
+err-lang-choose = aukeratu en, es edo eu
+err-lang-choose-auto = aukeratu en, es, eu edo auto
+err-db-no-record = erregistro hori ez dago
+err-db-taken = izen hori hartuta dago jada ({ $constraint })
+err-db-sibling-shares = anaia-nodoen kuotek % 100 baino gehiago batuko lukete
+err-db-out-of-range = balio bat tartetik kanpo dago ({ $constraint })
+err-db-missing-reference = aipatutako erregistro bat ez dago ({ $constraint })
+account-err-email = { $email } ez da helbide elektroniko bat
+account-err-current-password = egungo pasahitza ez da zuzena
+account-err-password-short = pasahitz batek gutxienez 10 karaktere behar ditu (honek { $count } ditu)
+account-err-password-long = pasahitz batek gehienez 200 karaktere ditu
+account-err-passwords-differ = bi pasahitz berriak ez datoz bat
+account-err-no-token = ez duzu { $id } id-a duen token aktiborik
+account-flash-token-revoked = Tokena baliogabetu da.
+account-flash-password-changed = Pasahitza aldatu da; zure beste saioak amaitu dira.
+account-flash-email-saved = Helbide elektronikoa gorde da.
+project-err-already-member = { $name } kidea da jada
+project-err-not-member = { $name } ez da kidea
+project-member-added = { $name } proiektura gehitu da.
+project-member-removed = { $name } proiektutik kendu da.

@@ -58,12 +58,10 @@ pub fn generate() -> String {
 pub fn check_new(password: &str) -> Result<(), String> {
     let n = password.chars().count();
     if n < 10 {
-        return Err(format!(
-            "a password needs at least 10 characters (this one has {n})"
-        ));
+        return Err(crate::i18n::t1("account-err-password-short", "count", n));
     }
     if n > 200 {
-        return Err("a password has at most 200 characters".into());
+        return Err(crate::i18n::t("account-err-password-long"));
     }
     Ok(())
 }

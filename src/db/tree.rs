@@ -754,7 +754,7 @@ pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError
             .bind(id)
             .fetch_optional(pool)
             .await?
-            .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+            .ok_or_else(|| AppError::NotFound(crate::i18n::t1("err-no-project-id", "id", id.to_string())))?;
     let members = sqlx::query_as(
         "SELECT DISTINCT u.id, u.name FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = $1 ORDER BY u.name",
     )
@@ -846,7 +846,7 @@ pub async fn update_project(
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+    .ok_or_else(|| AppError::NotFound(crate::i18n::t1("err-no-project-id", "id", id.to_string())))?;
     if !actor.leads_strictly_above(id, &parents) {
         return Err(AppError::Forbidden(crate::i18n::t("budget-err-forbidden")));
     }
@@ -978,14 +978,14 @@ pub async fn set_member(
         .fetch_one(&mut *tx)
         .await?;
     if !exists {
-        return Err(AppError::NotFound(format!(
-            "no project with id {project_id}"
+        return Err(AppError::NotFound(crate::i18n::t1(
+            "err-no-project-id",
+            "id",
+            project_id.to_string(),
         )));
     }
     if !actor.leads(project_id, &parents) {
-        return Err(AppError::Forbidden(
-            "only an admin or a lead of this project can change its members".into(),
-        ));
+        return Err(AppError::Forbidden(crate::i18n::t("err-members-forbidden")));
     }
     if user_name.trim().is_empty() {
         return Err(AppError::invalid(
@@ -1018,14 +1018,14 @@ pub async fn set_member(
     .await?
     .rows_affected();
     if changed == 0 {
-        let msg = if add {
-            "is already a member"
+        let key = if add {
+            "project-err-already-member"
         } else {
-            "is not a member"
+            "project-err-not-member"
         };
         return Err(AppError::invalid(
             "user",
-            format!("{} {msg}", user_name.trim()),
+            crate::i18n::t1(key, "name", user_name.trim()),
         ));
     }
     audit::record(

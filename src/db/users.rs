@@ -174,7 +174,7 @@ pub async fn set_password(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| {
-                AppError::NotFound(format!("there is no user named {}", crate::domain::quote(name.trim())))
+                AppError::NotFound(t1("users-no-such-user", "name", crate::domain::quote(name.trim())))
             })?;
     audit::record(
         &mut *tx,
@@ -458,10 +458,7 @@ pub async fn set_email(pool: &PgPool, user_id: i64, email: &str) -> Result<(), A
         if email.len() > 254 || email.parse::<lettre::Address>().is_err() || !email.contains('.') {
             return Err(AppError::invalid(
                 "email",
-                format!(
-                    "{email} is not an e-mail address",
-                    email = crate::domain::quote(email)
-                ),
+                t1("account-err-email", "email", crate::domain::quote(email)),
             ));
         }
         Some(email.to_string())

@@ -188,3 +188,147 @@ fn every_key_the_code_uses_exists() {
         missing.join("\n")
     );
 }
+
+/// The Rust sources under `src/`, as (path relative to the crate, text).
+fn rust_sources() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![];
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a readable source");
+                let name = path
+                    .strip_prefix(root)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                out.push((name.replace('\\', "/"), text));
+            }
+        }
+    }
+    out
+}
+
+/// The text between the bracket that opens at `open` and its match, skipping string
+/// literals.
+fn bracketed(text: &str, open: usize) -> &str {
+    let mut depth = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in text[open..].char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[open + 1..open + i];
+                }
+            }
+            _ => {}
+        }
+    }
+    &text[open..]
+}
+
+#[test]
+fn page_refusals_come_from_the_message_files() {
+    // A refusal a page can show is written in the page's language: its message comes from a
+    // Fluent key (`t`, `t1`, ... or a helper that calls them), never an English literal. The
+    // API still answers in English, since `i18n::current()` is English outside pages.
+    // Code that only the API, the node agents, Slurm's import or the command line reaches
+    // keeps its English sentences.
+    const API_OR_CLI: &[&str] = &[
+        "src/web/api/",
+        "src/runs/agents.rs",
+        "src/executor/",
+        "src/main.rs",
+        "src/demo.rs",
+        "src/bench.rs",
+        "src/sim/",
+    ];
+    // (file, words of the message): English sentences outside pages in files pages share.
+    const ALLOWED: &[(&str, &str)] = &[
+        // `tranche nodes declare` (the command line).
+        ("src/db/inventory.rs", "declare 1 to 1024 nodes"),
+        ("src/db/inventory.rs", "no cluster named"),
+        // A JSON body (the API).
+        ("src/web/input.rs", "as JSON"),
+        // The API's Idempotency-Key; the run form says it with `run-form-resent`.
+        ("src/runs/mod.rs", "Idempotency-Key was already used"),
+    ];
+    const VARIANTS: &[&str] = &[
+        "Forbidden",
+        "NotFound",
+        "Conflict",
+        "Invalid",
+        "invalid",
+        "InvalidText",
+        "Refused",
+        "Unprocessable",
+        "Malformed",
+        "BadShape",
+    ];
+    const MESSAGE_FUNCTIONS: &[&str] = &["t", "t1", "t2", "ta", "message", "too_long"];
+    let mut english = vec![];
+    for (file, text) in rust_sources() {
+        if API_OR_CLI.iter().any(|p| file.starts_with(p)) {
+            continue;
+        }
+        for (at, _) in text.match_indices("AppError::") {
+            let rest = &text[at + "AppError::".len()..];
+            let name_len = rest
+                .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .unwrap_or(rest.len());
+            if !VARIANTS.contains(&&rest[..name_len]) {
+                continue;
+            }
+            let after = &rest[name_len..];
+            let trimmed = after.trim_start();
+            if !trimmed.starts_with(['(', '{']) {
+                continue;
+            }
+            let open = at + "AppError::".len() + name_len + (after.len() - trimmed.len());
+            let body = bracketed(&text, open);
+            let calls_message = MESSAGE_FUNCTIONS.iter().any(|f| {
+                body.match_indices(&format!("{f}(")).any(|(i, _)| {
+                    !body[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+            });
+            // A sentence: a string literal with a space in it (field names and codes have
+            // none).
+            let sentence = body.split('"').skip(1).step_by(2).find(|s| s.contains(' '));
+            let Some(sentence) = sentence else { continue };
+            if calls_message
+                || ALLOWED
+                    .iter()
+                    .any(|(f, words)| *f == file && sentence.contains(words))
+            {
+                continue;
+            }
+            let line = text[..at].matches('\n').count() + 1;
+            english.push(format!("{file}:{line}: {sentence:?}"));
+        }
+    }
+    assert!(
+        english.is_empty(),
+        "English refusals a page can show (give them a Fluent key):\n{}",
+        english.join("\n")
+    );
+}

@@ -118,6 +118,26 @@ pub fn fixed(lang: Lang, x: f64, decimals: u8) -> String {
     decimal(lang, units, -i16::from(decimals))
 }
 
+/// `x` rounded to `decimals` places with the language's CLDR grouping in every language,
+/// English included: `grouped(Lang::En, 5599.04, 1)` is `5,599.0`, `grouped(Lang::Es,
+/// 5599.04, 1)` is `5599,0` (Spanish does not group four digits). For figures that pages
+/// show among grouped amounts (the project page's GPU-hours).
+pub fn grouped(lang: Lang, x: f64, decimals: u8) -> String {
+    if !x.is_finite() {
+        return format!("{x:.*}", usize::from(decimals));
+    }
+    let units = (x * 10f64.powi(i32::from(decimals))).round() as i64;
+    decimal(lang, units, -i16::from(decimals))
+}
+
+/// A duration in seconds as GPU-hours with at most two decimals, without trailing zeros and
+/// with the language's grouping in every language: 54_344_340 s is `15,095.65` (en),
+/// `15.095,65` (es, eu); 10_800 s is `3`.
+pub fn gpu_hours(seconds: i64) -> String {
+    let hundredths = (seconds as f64 / 36.0).round() as i64;
+    decimal_trimmed(super::current(), hundredths, -2)
+}
+
 /// A plain decimal as Rust writes it (`1234.56`, `-0.5`, `12`) in `lang`: itself in English,
 /// with the language's separators otherwise (`1.234,56` in Basque); text that is no such
 /// number comes back as it is.
@@ -153,6 +173,12 @@ pub fn decimal_trimmed(lang: Lang, units: i64, exponent: i16) -> String {
 /// 1250 is `12.5` (en) or `12,5` (es, eu).
 pub fn basis_points(bp: i64) -> String {
     decimal_trimmed(super::current(), bp, -2)
+}
+
+/// Basis points as a percentage with the language's sign and spacing (the `percent`
+/// message): 1250 is `12.5%` (en), `12,5 %` (es), `% 12,5` (eu).
+pub fn percent_bp(bp: i64) -> String {
+    super::t1("percent", "n", basis_points(bp))
 }
 
 /// An amount in minor units (two decimals) with the currency's ISO code after it:
@@ -320,6 +346,10 @@ mod tests {
         assert_eq!(fixed(Lang::Eu, 13_573.214, 1), "13.573,2");
         assert_eq!(fixed(Lang::Es, 1_234.56, 0), "1235");
         assert_eq!(fixed(Lang::Es, 0.05, 1), "0,1");
+        assert_eq!(grouped(Lang::En, 5_599.04, 1), "5,599.0");
+        assert_eq!(grouped(Lang::Es, 5_599.04, 1), "5599,0");
+        assert_eq!(grouped(Lang::Eu, 15_095.65, 1), "15.095,7");
+        assert_eq!(grouped(Lang::Es, 15_095.65, 2), "15.095,65");
     }
 
     #[test]
@@ -397,6 +427,19 @@ mod tests {
         assert_eq!(
             all(Lang::En),
             ("12345".into(), "1.98".into(), "1.5".into(), "1234.6".into())
+        );
+        let gpu_hours_in = |lang| {
+            super::super::sync_scope(lang, || {
+                (gpu_hours(54_344_340), gpu_hours(10_800), gpu_hours(7125))
+            })
+        };
+        assert_eq!(
+            gpu_hours_in(Lang::En),
+            ("15,095.65".into(), "3".into(), "1.98".into())
+        );
+        assert_eq!(
+            gpu_hours_in(Lang::Es),
+            ("15.095,65".into(), "3".into(), "1,98".into())
         );
         assert_eq!(
             all(Lang::Es),

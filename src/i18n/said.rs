@@ -5,7 +5,9 @@
 //! beside it as JSON (`run_events.note`), and a page renders it in its reader's language.
 //! Arguments are text, whole numbers (which select plural forms and are written with the
 //! language's separators) or other `Said`s (a reason inside a sentence, or a list of them),
-//! rendered in the same language.
+//! rendered in the same language. A text argument named `hours` is a decimal written as
+//! Rust writes it (`80.0`, the API's English) and is shown with the reader's separators
+//! (`80,0`), also in entries stored before this rule.
 
 use std::collections::BTreeMap;
 
@@ -81,6 +83,10 @@ macro_rules! number_said {
 }
 number_said!(i32, i64, u32, u16, u8);
 
+/// The argument name whose text is a plain decimal (GPU-hours) to write with the reader's
+/// separators.
+const HOURS: &str = "hours";
+
 /// An argument already rendered for one language.
 struct Rendered(FluentValue<'static>);
 
@@ -114,6 +120,9 @@ impl Said {
             .map(|(name, v)| {
                 let value = match v {
                     SaidArg::Number(n) => FluentValue::from(*n as f64),
+                    SaidArg::Text(t) if name == HOURS => {
+                        FluentValue::from(super::format::from_plain(lang, t))
+                    }
                     SaidArg::Text(t) => FluentValue::from(t.clone()),
                     SaidArg::Said(inner) => FluentValue::from(inner.render(lang)),
                     SaidArg::List(all) => FluentValue::from(
@@ -162,6 +171,26 @@ mod tests {
         let back = Said::from_json(Some(&said.to_json())).unwrap();
         assert_eq!(back, said);
         assert_eq!(Said::from_json(None), None);
+    }
+
+    #[test]
+    fn hours_stored_with_a_decimal_point_read_with_the_reader_s_separator() {
+        let said = Said::new("event-submitted-approval")
+            .arg("by", "miren")
+            .arg("hours", "80.0")
+            .arg("limit", "64");
+        assert!(said.english().contains("(80.0 "), "{}", said.english());
+        assert!(
+            said.render(Lang::Es)
+                .contains("(80,0 h GPU protegidas, límite de autoservicio 64)"),
+            "{}",
+            said.render(Lang::Es)
+        );
+        assert!(
+            said.render(Lang::Eu).contains("80,0"),
+            "{}",
+            said.render(Lang::Eu)
+        );
     }
 
     #[test]

@@ -170,7 +170,13 @@ pub async fn period_account(
         .into_iter()
         .find(|(id, _)| *id == project)
         .map(|(_, m)| m)
-        .ok_or_else(|| AppError::NotFound(format!("no live project with id {project}")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(crate::i18n::t1(
+                "err-no-live-project-id",
+                "id",
+                project.to_string(),
+            ))
+        })?;
     Ok(ensure_budget_account(conn, project, period, amount).await?)
 }
 
@@ -519,12 +525,20 @@ pub async fn charge_usages(
     let mut rows = Postings::default();
     let mut out = Vec::with_capacity(usages.len());
     for u in usages {
-        let (account, balance) = accounts
-            .get_mut(&u.project)
-            .ok_or_else(|| AppError::NotFound(format!("no live project with id {}", u.project)))?;
-        let per_hour_milli = *rates
-            .get(&u.gpu_model)
-            .ok_or_else(|| AppError::NotFound(format!("no GPU model with id {}", u.gpu_model)))?;
+        let (account, balance) = accounts.get_mut(&u.project).ok_or_else(|| {
+            AppError::NotFound(crate::i18n::t1(
+                "err-no-live-project-id",
+                "id",
+                u.project.to_string(),
+            ))
+        })?;
+        let per_hour_milli = *rates.get(&u.gpu_model).ok_or_else(|| {
+            AppError::NotFound(crate::i18n::t1(
+                "inventory-model-not-found",
+                "id",
+                u.gpu_model.to_string(),
+            ))
+        })?;
         let full_cost = |secs: i64| -> i64 {
             ((i128::from(secs) * per_hour_milli * 2 + 3_600_000) / 7_200_000) as i64
         };

@@ -145,13 +145,17 @@ pub async fn rows(
     // A lead is told the same for a node outside their subtree and for no node at all, so
     // that ids do not reveal which nodes exist.
     if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {
-        return Err(AppError::Forbidden(
-            "spend reports are for finance, admins and the leads of the node".into(),
-        ));
+        return Err(AppError::Forbidden(crate::i18n::t(
+            "err-reports-node-forbidden",
+        )));
     }
-    let top = tree
-        .node(filter.node)
-        .ok_or_else(|| AppError::NotFound(format!("no tree node with id {}", filter.node)))?;
+    let top = tree.node(filter.node).ok_or_else(|| {
+        AppError::NotFound(crate::i18n::t1(
+            "node-tree-not-found",
+            "id",
+            filter.node.to_string(),
+        ))
+    })?;
     let (start, _) = filter.period.bounds();
     let postings: Vec<(i64, Option<String>, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT p.project_id, m.name, p.kind, sum(p.amount_minor)::bigint, sum(p.gpu_seconds)::bigint, coalesce(c.state = 'cancelled', false) \
@@ -343,12 +347,9 @@ pub fn recent_periods(now: jiff::Timestamp, site: &Site, count: usize) -> Vec<Pe
 /// The message to show next to the field.
 pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
     let t = text.trim();
-    let date: jiff::civil::Date = format!("{t}-15").parse().map_err(|_| {
-        format!(
-            "{t} is not a period; use YYYY-MM, e.g. 2026-11",
-            t = crate::domain::quote(t)
-        )
-    })?;
+    let date: jiff::civil::Date = format!("{t}-15")
+        .parse()
+        .map_err(|_| crate::i18n::t1("err-period-format", "got", crate::domain::quote(t)))?;
     let mid = date
         .to_zoned(site.time_zone.clone())
         .map_err(|e| e.to_string())?
@@ -372,10 +373,7 @@ pub fn parse_report_period(
         .checked_add(jiff::SignedDuration::from_hours(24 * 62))
         .unwrap_or(now);
     if p.start < earliest || p.start > latest {
-        return Err(format!(
-            "reports cover the last 24 months and the next 2; {} is outside",
-            text.trim()
-        ));
+        return Err(crate::i18n::t1("err-period-range", "got", text.trim()));
     }
     Ok(p)
 }

@@ -272,7 +272,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
         return Err(AppError::invalid("cluster", i18n::t("err-choose-cluster")));
     }
     if run.gpu_model.is_empty() {
-        return Err(AppError::invalid("gpu_model", "choose a GPU model"));
+        return Err(AppError::invalid("gpu_model", i18n::t("err-choose-model")));
     }
     if !(1..=100_000).contains(&run.gpus) {
         return Err(AppError::invalid("gpus", i18n::t("err-run-gpus")));
@@ -433,14 +433,17 @@ pub async fn check(
     let (Some(project_id), Some(project_name), Some(self_service)) =
         (project_id, project_name, self_service)
     else {
-        return Err(AppError::NotFound(format!(
-            "no project named {}",
-            crate::domain::quote(&run.project)
+        return Err(AppError::NotFound(i18n::t1(
+            "contract-err-no-project",
+            "name",
+            crate::domain::quote(&run.project),
         )));
     };
     if !may_submit(actor, project_id, parents) {
-        return Err(AppError::Forbidden(format!(
-            "you are not a member of project {project_name}"
+        return Err(AppError::Forbidden(i18n::t1(
+            "err-not-member",
+            "project",
+            project_name,
         )));
     }
     let Some(cluster_id) = cluster_id else {
@@ -871,7 +874,7 @@ async fn owner(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<Owner, AppError
             .fetch_optional(db)
             .await?;
     let (project_id, submitted_by) =
-        row.ok_or_else(|| AppError::NotFound(format!("no run {id}")))?;
+        row.ok_or_else(|| AppError::NotFound(i18n::t1("err-no-run", "id", id.to_string())))?;
     Ok(Owner {
         project_id,
         submitted_by,
@@ -900,12 +903,14 @@ pub async fn cancel(
     service::serialize_with_passes(&mut tx).await?;
     let o = owner(&mut *tx, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(format!("no run {id}")));
+        return Err(AppError::NotFound(i18n::t1(
+            "err-no-run",
+            "id",
+            id.to_string(),
+        )));
     }
     if actor.id != o.submitted_by && !actor.leads(o.project_id, parents) {
-        return Err(AppError::Forbidden(
-            "only the run's submitter or a lead of its project may cancel it".into(),
-        ));
+        return Err(AppError::Forbidden(i18n::t("err-cancel-forbidden")));
     }
     let (state, stop_kind): (String, Option<String>) =
         sqlx::query_as("SELECT state, stop_kind FROM runs WHERE id = $1 FOR UPDATE")
@@ -943,7 +948,13 @@ pub async fn cancel(
         other => {
             return Err(AppError::Refused {
                 code: "not_cancellable",
-                message: format!("run {id} has already ended ({other})"),
+                message: i18n::t2(
+                    "err-run-ended",
+                    "id",
+                    id.to_string(),
+                    "state",
+                    i18n::t(&format!("state-{other}")),
+                ),
             });
         }
     }
@@ -980,7 +991,11 @@ pub async fn decide(
     let mut tx = pool.begin().await?;
     let o = owner(&mut *tx, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(format!("no run {id}")));
+        return Err(AppError::NotFound(i18n::t1(
+            "err-no-run",
+            "id",
+            id.to_string(),
+        )));
     }
     if !actor.leads(o.project_id, parents) {
         return Err(AppError::Forbidden(i18n::t("approvals-err-not-lead")));
@@ -1272,7 +1287,7 @@ pub async fn list(
 ) -> Result<Vec<RunRow>, AppError> {
     let scope = filter.scope.as_deref().unwrap_or("all");
     if !["mine", "projects", "all"].contains(&scope) {
-        return Err(AppError::invalid("scope", "scope is mine, projects or all"));
+        return Err(AppError::invalid("scope", i18n::t("err-runs-scope")));
     }
     let state = filter.state.as_deref().filter(|s| !s.is_empty());
     if let Some(s) = state
@@ -1281,10 +1296,12 @@ pub async fn list(
     {
         return Err(AppError::invalid(
             "state",
-            format!(
-                "unknown state {s}; one of active, {}",
+            i18n::t2(
+                "err-runs-state",
+                "got",
+                crate::domain::quote(s),
+                "states",
                 STATES.join(", "),
-                s = crate::domain::quote(s)
             ),
         ));
     }
@@ -1421,7 +1438,11 @@ pub async fn detail(
 ) -> Result<Detail, AppError> {
     let o = owner(pool, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(format!("no run {id}")));
+        return Err(AppError::NotFound(i18n::t1(
+            "err-no-run",
+            "id",
+            id.to_string(),
+        )));
     }
     let mut run = sqlx::query_as::<_, RunRow>(&format!("{ROW_SELECT} WHERE r.id = $1"))
         .bind(id)

@@ -158,11 +158,13 @@ async fn revoke_token(
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
     if tokens::revoke(&state.pool, me.id, id).await? {
-        flash(&session, "Token revoked.").await?;
+        flash(&session, crate::i18n::t("account-flash-token-revoked")).await?;
         Ok(Redirect::to("/account/tokens").into_response())
     } else {
-        Err(AppError::NotFound(format!(
-            "you have no active token with id {id}"
+        Err(AppError::NotFound(crate::i18n::t1(
+            "account-err-no-token",
+            "id",
+            id.to_string(),
         )))
     }
 }
@@ -188,9 +190,9 @@ async fn change_password(
         .fetch_one(&state.pool)
         .await?;
     let problem = if !password::verify(f.current.clone(), hash).await {
-        Some("the current password is wrong".to_string())
+        Some(crate::i18n::t("account-err-current-password"))
     } else if f.new != f.repeat {
-        Some("the two new passwords differ".to_string())
+        Some(crate::i18n::t("account-err-passwords-differ"))
     } else {
         password::check_new(&f.new).err()
     };
@@ -207,11 +209,7 @@ async fn change_password(
         .insert(SESSION_EPOCH, epoch)
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
-    flash(
-        &session,
-        "Password changed; your other sessions have ended.",
-    )
-    .await?;
+    flash(&session, crate::i18n::t("account-flash-password-changed")).await?;
     Ok(Redirect::to("/account/tokens").into_response())
 }
 
@@ -229,7 +227,7 @@ async fn set_email(
 ) -> Result<Response, AppError> {
     match crate::db::users::set_email(&state.pool, me.id, &f.email).await {
         Ok(()) => {
-            flash(&session, "E-mail address saved.").await?;
+            flash(&session, crate::i18n::t("account-flash-email-saved")).await?;
             Ok(Redirect::to("/account/tokens").into_response())
         }
         Err(AppError::Invalid { message, .. }) => {

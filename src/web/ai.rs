@@ -868,7 +868,7 @@ struct SpendPage {
     preview: Option<PreviewView>,
     imports: Vec<ImportLine>,
     unassigned: Vec<(String, String, String, String, String, String)>,
-    /// "3 line(s), 12.00 USD." in the page's language.
+    /// "3 lines, 12.00 USD." in the page's language.
     unassigned_count: String,
     rules: Vec<spend::Rule>,
     use_cases: Vec<(i64, String)>,
@@ -1494,7 +1494,7 @@ async fn csv_export(
         Period::containing(now, site)
     } else {
         crate::ledger::reports::parse_period(&q.period, site)
-            .map_err(|m| AppError::invalid("period", format!("period: {m}")))?
+            .map_err(|m| AppError::invalid("period", i18n::t1("ai-err-period", "why", m)))?
     };
     let previous = Period::containing(period.start - jiff::SignedDuration::from_secs(1), site);
     let tree = state.tree().await?;

@@ -533,6 +533,23 @@ pub fn window_label(
     )
 }
 
+/// A contract's state in the page's language: `active`, `cancelled`, or `cancelled, 12.00 USD
+/// refunded`; a state the files do not name as it is stored.
+pub fn state_words(c: &contracts::Contract, currency: &str) -> String {
+    match c.refund_minor {
+        Some(r) if c.state == "cancelled" => i18n::t1(
+            "contract-state-refunded",
+            "refund",
+            Money(r).display(currency),
+        ),
+        _ => {
+            let key = format!("contract-state-{}", c.state);
+            let words = i18n::t(&key);
+            if words == key { c.state.clone() } else { words }
+        }
+    }
+}
+
 async fn list_page(
     state: &AppState,
     session: &Session,
@@ -546,6 +563,7 @@ async fn list_page(
         .await?
         .into_iter()
         .map(|c| ContractRow {
+            state: state_words(&c, cur),
             id: c.id,
             can_cancel: c.state == "active"
                 && to_jiff(c.starts_at) > now
@@ -557,16 +575,6 @@ async fn list_page(
             cluster: c.cluster,
             window: window_label(c.starts_at, c.ends_at, &state.site.time_zone),
             price: Money(c.price_minor).display(cur),
-            state: match c.refund_minor {
-                Some(r) if c.state == "cancelled" => {
-                    i18n::t1("contract-state-refunded", "refund", Money(r).display(cur))
-                }
-                _ => {
-                    let key = format!("contract-state-{}", c.state);
-                    let words = i18n::t(&key);
-                    if words == key { c.state } else { words }
-                }
-            },
         })
         .collect();
     let status = if error.is_some() {

@@ -186,7 +186,7 @@ pub fn decode_pairs(input: &[u8]) -> Result<Vec<(String, String)>, AppError> {
 fn not_utf8(field: &str) -> AppError {
     let field = domain::excerpt(field);
     AppError::InvalidText {
-        message: format!("{field}: is not valid UTF-8 text; send text only"),
+        message: crate::i18n::t1("err-not-utf8", "field", &field),
         field,
     }
 }
@@ -292,10 +292,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Form<T> {
                     .starts_with("application/x-www-form-urlencoded")
             });
         if !is_form {
-            return Err(AppError::Malformed(
-                "expected a form (Content-Type: application/x-www-form-urlencoded)".into(),
-            )
-            .into_response());
+            return Err(AppError::Malformed(crate::i18n::t("err-not-a-form")).into_response());
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|r| {
             if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -312,7 +309,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Form<T> {
             .map_err(|e| {
                 AppError::Invalid {
                     field: None,
-                    message: domain::shorten_quoted(&format!("the form could not be read: {e}")),
+                    message: domain::shorten_quoted(&crate::i18n::t1(
+                        "err-form-unreadable",
+                        "why",
+                        e.to_string(),
+                    )),
                 }
                 .into_response()
             })
@@ -332,8 +333,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         serde_urlencoded::from_str::<T>(query)
             .map(Self)
             .map_err(|e| {
-                AppError::Malformed(domain::shorten_quoted(&format!(
-                    "the query string could not be read: {e}"
+                AppError::Malformed(domain::shorten_quoted(&crate::i18n::t1(
+                    "err-query-unreadable",
+                    "why",
+                    e.to_string(),
                 )))
             })
     }

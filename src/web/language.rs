@@ -92,8 +92,8 @@ async fn switch(
     session: Session,
     Form(f): Form<SwitchForm>,
 ) -> Result<Response, AppError> {
-    let lang =
-        Lang::parse(&f.lang).ok_or_else(|| AppError::invalid("lang", "choose en, es or eu"))?;
+    let lang = Lang::parse(&f.lang)
+        .ok_or_else(|| AppError::invalid("lang", i18n::t("err-lang-choose")))?;
     let user = session
         .get::<i64>(SESSION_USER)
         .await
@@ -121,7 +121,7 @@ async fn account_choice(
         "auto" | "" => None,
         other => Some(
             Lang::parse(other)
-                .ok_or_else(|| AppError::invalid("lang", "choose en, es, eu or auto"))?,
+                .ok_or_else(|| AppError::invalid("lang", i18n::t("err-lang-choose-auto")))?,
         ),
     };
     save_choice(&state, me.id, lang).await?;
@@ -143,9 +143,7 @@ fn require_admin(me: &Account) -> Result<(), AppError> {
     if me.is_admin() {
         Ok(())
     } else {
-        Err(AppError::Forbidden(
-            "only admins change organisation settings".into(),
-        ))
+        Err(AppError::Forbidden(i18n::t("err-settings-admins")))
     }
 }
 
@@ -177,7 +175,7 @@ async fn save_settings(
 ) -> Result<Response, AppError> {
     require_admin(&me)?;
     let lang = Lang::parse(&f.default_language)
-        .ok_or_else(|| AppError::invalid("default_language", "choose en, es or eu"))?;
+        .ok_or_else(|| AppError::invalid("default_language", i18n::t("err-lang-choose")))?;
     let mut tx = state.pool.begin().await?;
     let before = i18n::org_default(&mut *tx).await?;
     sqlx::query("UPDATE org_settings SET default_language = $1 WHERE id")

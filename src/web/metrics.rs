@@ -598,7 +598,7 @@ pub async fn prometheus(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, AppError> {
     let Some(token) = &state.site.metrics_token else {
-        return Err(AppError::NotFound("there is no such page".into()));
+        return Err(AppError::NotFound(crate::i18n::t("error-no-such-page")));
     };
     let given = headers
         .get(header::AUTHORIZATION)

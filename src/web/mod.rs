@@ -187,7 +187,7 @@ impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> axum::extract::FromR
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Path(v)| Self(v))
-            .map_err(|_| AppError::NotFound("there is no such page".into()))
+            .map_err(|_| AppError::NotFound(i18n::t("error-no-such-page")))
     }
 }
 

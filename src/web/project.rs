@@ -428,24 +428,28 @@ pub async fn standing(
         .collect();
     // Greater key first; ties to the lower id, as the core.
     ranked.sort_by(|(a, ka), (b, kb)| kb.compare(ka).then(a.id.cmp(&b.id)));
-    let hours = |secs: i64| domain::format_hours(secs);
+    let hours = |secs: i64| i18n::format::gpu_hours(secs);
     let sibling_rows: Vec<SiblingRow> = ranked
         .iter()
         .enumerate()
         .map(|(i, (s, k))| SiblingRow {
             id: s.id,
             name: s.name.clone(),
-            share: s.share.to_string(),
+            share: i18n::format::percent_bp(i64::from(s.share.bp())),
             usage: hours(k.usage as i64),
-            usage_pct: if total_usage > 0 {
-                i18n::format::fixed(
-                    i18n::current(),
-                    k.usage as f64 * 100.0 / total_usage as f64,
-                    1,
-                )
-            } else {
-                "0".into()
-            },
+            usage_pct: i18n::t1(
+                "percent",
+                "n",
+                if total_usage > 0 {
+                    i18n::format::fixed(
+                        i18n::current(),
+                        k.usage as f64 * 100.0 / total_usage as f64,
+                        1,
+                    )
+                } else {
+                    "0".into()
+                },
+            ),
             rank: i + 1,
             me: s.id == project.id,
         })
@@ -483,8 +487,8 @@ pub async fn standing(
         received_to_date += r;
         days.push((
             label.clone(),
-            i18n::format::fixed(i18n::current(), owed_to_date, 1),
-            i18n::format::fixed(i18n::current(), received_to_date, 1),
+            i18n::format::grouped(i18n::current(), owed_to_date, 1),
+            i18n::format::grouped(i18n::current(), received_to_date, 1),
         ));
         points.push((label.clone(), owed_to_date, received_to_date));
     }
@@ -505,11 +509,11 @@ pub async fn standing(
         &[
             (
                 "owed",
-                &i18n::format::fixed(i18n::current(), owed.owed_gpu_hours, 1),
+                &i18n::format::grouped(i18n::current(), owed.owed_gpu_hours, 1),
             ),
             (
                 "received",
-                &i18n::format::fixed(i18n::current(), owed.received_gpu_hours, 1),
+                &i18n::format::grouped(i18n::current(), owed.received_gpu_hours, 1),
             ),
             (
                 "pct",

@@ -69,9 +69,10 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
                 .ok_or_else(|| {
                     AppError::invalid(
                         "cluster",
-                        format!(
-                            "there is no cluster named {}",
-                            crate::domain::quote(q.cluster.trim())
+                        i18n::t1(
+                            "contract-err-no-cluster",
+                            "name",
+                            crate::domain::quote(q.cluster.trim()),
                         ),
                     )
                 })?,

@@ -213,8 +213,11 @@ impl RunForm {
 }
 
 /// Which form field an error from [`runs::check`] belongs to (the domain names durations in
-/// seconds; the form takes minutes).
-fn form_field(e: &AppError) -> Option<&'static str> {
+/// seconds; the form takes minutes). An unknown name is told by its message, which names the
+/// form's value in the page's language.
+fn form_field(e: &AppError, form: &RunForm) -> Option<&'static str> {
+    let unknown =
+        |m: &str, key: &str, value: &str| m == i18n::t1(key, "name", crate::domain::quote(value));
     match e {
         AppError::Invalid { field, .. } => field.map(|f| match f {
             "min_runtime_s" => "min_runtime",
@@ -226,9 +229,15 @@ fn form_field(e: &AppError) -> Option<&'static str> {
             ..
         } => Some("gpus"),
         AppError::Forbidden(_) => Some("project"),
-        AppError::NotFound(m) if m.starts_with("no project") => Some("project"),
-        AppError::NotFound(m) if m.starts_with("no cluster") => Some("cluster"),
-        AppError::NotFound(m) if m.starts_with("no GPU model") => Some("gpu_model"),
+        AppError::NotFound(m) if unknown(m, "contract-err-no-project", &form.project) => {
+            Some("project")
+        }
+        AppError::NotFound(m) if unknown(m, "contract-err-no-cluster", &form.cluster) => {
+            Some("cluster")
+        }
+        AppError::NotFound(m) if unknown(m, "contract-err-no-model", &form.gpu_model) => {
+            Some("gpu_model")
+        }
         _ => None,
     }
 }
@@ -323,7 +332,7 @@ async fn form_page(
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
     let (error, field_error) = match error {
         None => (None, None),
-        Some(e) => match form_field(&e) {
+        Some(e) => match form_field(&e, &form) {
             Some(f) => (None, Some((f, e.public_message()))),
             None => (Some(e.public_message()), None),
         },

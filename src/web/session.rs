@@ -324,7 +324,7 @@ fn oidc_of(state: &AppState) -> Result<std::sync::Arc<Oidc>, AppError> {
         .sso
         .oidc
         .clone()
-        .ok_or_else(|| AppError::NotFound("OpenID Connect sign-in is not configured here".into()))
+        .ok_or_else(|| AppError::NotFound(crate::i18n::t("err-oidc-off")))
 }
 
 /// `GET /login/oidc?next=PATH`: keeps a new pending sign-in (state, nonce, PKCE verifier) in

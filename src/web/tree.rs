@@ -56,7 +56,6 @@ struct Row {
 struct TreePage {
     layout: Layout,
     period: String,
-    hours: String,
     time_zone: String,
     currency: String,
     capacity: Vec<tree_db::Capacity>,
@@ -81,10 +80,7 @@ async fn tree_page(
             is_project: n.is_project,
             can_open: me.may_view(n.id, parents),
             indent: format!("{:.2}em", n.depth as f64 * 1.25 + 0.4),
-            share: format!(
-                "{}%",
-                crate::i18n::format::basis_points(i64::from(n.share.bp()))
-            ),
+            share: crate::i18n::format::percent_bp(i64::from(n.share.bp())),
             effective: crate::i18n::format::basis_points(n.effective.bp_rounded()),
             gpu_hours: n
                 .entitlements
@@ -97,7 +93,6 @@ async fn tree_page(
     render(&TreePage {
         layout: Layout::for_user(&session, &me, "/tree").await?,
         period: period_label(&tree.period_start, &tree.period_end),
-        hours: crate::i18n::format::integer(crate::i18n::current(), tree.period_seconds() / 3600),
         time_zone: state.site.time_zone_name.clone(),
         currency: state.site.currency.clone(),
         capacity: tree.capacity.clone(),
@@ -179,7 +174,7 @@ async fn node_page(
                 .typed_shares
                 .get(&c.id)
                 .cloned()
-                .unwrap_or_else(|| domain::format_bp(i64::from(c.share.bp()))),
+                .unwrap_or_else(|| crate::i18n::format::basis_points(i64::from(c.share.bp()))),
             invalid: form.invalid.contains(&c.id),
             effective: crate::i18n::format::basis_points(c.effective.bp_rounded()),
         })
@@ -500,11 +495,9 @@ async fn project_page(
     let node = tree
         .node(id)
         .filter(|n| n.is_project)
-        .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
+        .ok_or_else(|| AppError::NotFound(t1("err-no-project-id", "id", id.to_string())))?;
     if !me.may_view(id, parents) {
-        return Err(AppError::Forbidden(
-            "this project is outside what you may see".into(),
-        ));
+        return Err(AppError::Forbidden(t("err-project-hidden")));
     }
     let settings = &facts.settings;
     let now = crate::web::project::cached_standing(state, &tree, node).await?;
@@ -549,7 +542,7 @@ async fn project_page(
         layout: Layout::for_user(session, me, "/tree").await?,
         id,
         name: node.name.clone(),
-        share: node.share.to_string(),
+        share: i18n::format::percent_bp(i64::from(node.share.bp())),
         effective: crate::i18n::format::basis_points(node.effective.bp_rounded()),
         period: period_label(&tree.period_start, &tree.period_end),
         entitlement_money: node.money_total.display(cur),
@@ -586,13 +579,24 @@ async fn project_page(
             .map(|c| {
                 (
                     c.id,
-                    format!("{} × {} on {}", c.gpus, c.gpu_model, c.cluster),
+                    i18n::ta(
+                        "run-what-on",
+                        &[
+                            ("gpus", &c.gpus),
+                            ("model", &c.gpu_model),
+                            ("cluster", &c.cluster),
+                        ],
+                    ),
                     crate::web::contracts::window_label(
                         c.starts_at,
                         c.ends_at,
                         &state.site.time_zone,
                     ),
-                    format!("{} ({})", Money(c.price_minor).display(cur), c.state),
+                    format!(
+                        "{} ({})",
+                        Money(c.price_minor).display(cur),
+                        crate::web::contracts::state_words(c, cur)
+                    ),
                 )
             })
             .collect(),
@@ -607,7 +611,7 @@ async fn project_page(
             settings
                 .alert_thresholds
                 .iter()
-                .map(|t| format!("{t}%"))
+                .map(|t| i18n::t1("percent", "n", t.to_string()))
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -740,11 +744,15 @@ async fn member_change(
         Ok(()) => {
             flash(
                 &session,
-                if add {
-                    format!("Added {}.", user.trim())
-                } else {
-                    format!("Removed {}.", user.trim())
-                },
+                t1(
+                    if add {
+                        "project-member-added"
+                    } else {
+                        "project-member-removed"
+                    },
+                    "name",
+                    user.trim(),
+                ),
             )
             .await?;
             Ok(Redirect::to(&format!("/projects/{id}")).into_response())

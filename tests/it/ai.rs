@@ -716,7 +716,7 @@ async fn finance_uploads_in_the_browser_with_a_preview() {
     assert_eq!(count(&app, "ai_spend_rows").await, 6);
     let (_, page, _) = c.get("/ai/spend").await;
     assert!(
-        page.contains("Imported 6 new line(s)") && page.contains("focus-2026-11.csv"),
+        page.contains("Imported 6 new lines") && page.contains("focus-2026-11.csv"),
         "{page}"
     );
     // Confirming twice imports once.

@@ -6,7 +6,7 @@ use axum::http::{Request, StatusCode, header};
 use fantoccini::Locator;
 
 use crate::browser::{browser, click, set_value, sign_in, start_driver, text_of, wait_for_text};
-use crate::support::{TestApp, demo_password};
+use crate::support::{TestApp, demo_password, tomorrow_at};
 use tranche::i18n::Lang;
 
 /// The login page's heading for a request with these headers.
@@ -644,5 +644,465 @@ async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
         "{} texts left in English:\n{}",
         left.len(),
         left.join("\n")
+    );
+}
+
+/// A refusal or missing record a tester met in English on Spanish and Basque pages: who asks,
+/// the request, and the words each language's page must show.
+struct Refusal {
+    role: &'static str,
+    path: String,
+    /// `None` for a GET; else the form POSTed.
+    form: Option<Vec<(&'static str, String)>>,
+    /// The words in English, Spanish and Basque.
+    words: [String; 3],
+}
+
+#[tokio::test]
+async fn refusals_and_missing_records_speak_the_page_s_language() {
+    let (app, users) = TestApp::with_demo().await;
+    let id = |sql: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    // A project that neither the researcher nor the lead belongs to or leads, and one of the
+    // researcher's.
+    let sae = id("SELECT id FROM tree_nodes WHERE name = 'is-sae'").await;
+    let own = id(
+        "SELECT min(project_id) FROM project_members m JOIN users u ON u.id = m.user_id \
+                  WHERE u.name = 'demo-researcher'",
+    )
+    .await;
+    let token = app.token_for("demo-researcher").await;
+    let body = serde_json::json!({
+        "project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 1, "min_runtime_s": 0, "time_limit_s": 3600,
+        "priority": 0, "resumable": true, "command": "python train.py"
+    });
+    let (status, answer) = app
+        .api("POST", "/api/v1/runs", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    let words = |en: &str, es: &str, eu: &str| [en.to_string(), es.to_string(), eu.to_string()];
+    let get = |role, path: String, words| Refusal {
+        role,
+        path,
+        form: None,
+        words,
+    };
+    let post = |role, path: &str, form: &[(&'static str, &str)], words| Refusal {
+        role,
+        path: path.to_string(),
+        form: Some(form.iter().map(|(k, v)| (*k, (*v).to_string())).collect()),
+        words,
+    };
+    let (_, researcher_pw) = demo_password(&users, "researcher");
+    let run_form = [
+        ("project", "is-sae"),
+        ("cluster", "h100-east"),
+        ("gpu_model", "H100"),
+        ("gpus", "1"),
+        ("min_runtime", "0"),
+        ("time_limit", "60"),
+        ("command", "python train.py"),
+        ("action", "preview"),
+    ];
+    let cases = vec![
+        get(
+            "researcher",
+            "/projects/999999".into(),
+            words(
+                "no project with id 999999",
+                "no hay ningún proyecto con el id 999999",
+                "ez dago 999999 id-a duen proiekturik",
+            ),
+        ),
+        get(
+            "researcher",
+            "/runs/99999999".into(),
+            words(
+                "no run 99999999",
+                "la ejecución 99999999 no existe",
+                "99999999 exekuzioa ez dago",
+            ),
+        ),
+        get(
+            "researcher",
+            format!("/projects/{sae}"),
+            words(
+                "this project is outside what you may see",
+                "este proyecto queda fuera de lo que puedes ver",
+                "proiektu hau ikus dezakezunetik kanpo dago",
+            ),
+        ),
+        get(
+            "researcher",
+            "/admin/settings".into(),
+            words(
+                "only admins change organisation settings",
+                "solo la administración puede cambiar los ajustes de la organización",
+                "administratzaileek bakarrik alda ditzakete erakundearen ezarpenak",
+            ),
+        ),
+        get(
+            "researcher",
+            "/runs/abc".into(),
+            words(
+                "there is no such page",
+                "esa página no existe",
+                "orri hori ez dago",
+            ),
+        ),
+        get(
+            "finance",
+            "/reports?node=abc".into(),
+            words(
+                "the query string could not be read",
+                "no se ha podido leer la cadena de consulta",
+                "ezin izan da kontsulta-katea irakurri",
+            ),
+        ),
+        get(
+            "finance",
+            "/reports?period=abc".into(),
+            words(
+                "is not a period; use YYYY-MM",
+                "no es un periodo; usa AAAA-MM",
+                "ez da aldi bat; erabili UUUU-HH",
+            ),
+        ),
+        get(
+            "finance",
+            "/ai/use-cases.csv?period=abc".into(),
+            words("period: ", "periodo: ", "aldia: "),
+        ),
+        get(
+            "finance",
+            "/reports?period=1900-01".into(),
+            words(
+                "reports cover the last 24 months and the next 2; 1900-01 is outside",
+                "los informes abarcan los últimos 24 meses y los 2 siguientes; 1900-01 queda fuera",
+                "txostenek azken 24 hilabeteak eta hurrengo 2ak hartzen dituzte; 1900-01 kanpoan dago",
+            ),
+        ),
+        get(
+            "finance",
+            "/reports?cluster=nope".into(),
+            words(
+                "there is no cluster named",
+                "no hay ningún clúster llamado",
+                "izeneko klusterrik",
+            ),
+        ),
+        post(
+            "researcher",
+            "/runs/new",
+            &run_form,
+            words(
+                "you are not a member of project is-sae",
+                "no eres miembro del proyecto is-sae",
+                "ez zara is-sae proiektuko kidea",
+            ),
+        ),
+        post(
+            "finance",
+            &format!("/runs/{run}/cancel"),
+            &[],
+            words(
+                "only the run's submitter or a lead of its project may cancel it",
+                "solo quien envió la ejecución o un responsable de su proyecto puede cancelarla",
+                "exekuzioa bidali zuenak edo bere proiektuaren arduradun batek bakarrik utz dezake bertan behera",
+            ),
+        ),
+        post(
+            "lead",
+            &format!("/projects/{sae}/members"),
+            &[("user", "demo-finance")],
+            words(
+                "only an admin or a lead of this project can change its members",
+                "solo la administración o un responsable de este proyecto pueden cambiar sus miembros",
+                "administratzaile batek edo proiektu honen arduradun batek bakarrik alda ditzake bere kideak",
+            ),
+        ),
+        post(
+            "lead",
+            &format!("/projects/{own}/members"),
+            &[("user", "demo-researcher")],
+            words(
+                "demo-researcher is already a member",
+                "demo-researcher ya es miembro",
+                "demo-researcher kidea da jada",
+            ),
+        ),
+        post(
+            "lead",
+            &format!("/projects/{own}/members/remove"),
+            &[("user", "demo-finance")],
+            words(
+                "demo-finance is not a member",
+                "demo-finance no es miembro",
+                "demo-finance ez da kidea",
+            ),
+        ),
+        post(
+            "researcher",
+            "/account/email",
+            &[("email", "not-an-address")],
+            words(
+                "is not an e-mail address",
+                "no es una dirección de correo electrónico",
+                "ez da helbide elektroniko bat",
+            ),
+        ),
+        post(
+            "researcher",
+            "/account/password",
+            &[
+                ("current", "wrong-password"),
+                ("new", "a-new-password"),
+                ("repeat", "a-new-password"),
+            ],
+            words(
+                "the current password is wrong",
+                "la contraseña actual no es correcta",
+                "egungo pasahitza ez da zuzena",
+            ),
+        ),
+        post(
+            "researcher",
+            "/account/password",
+            &[
+                ("current", researcher_pw.as_str()),
+                ("new", "short"),
+                ("repeat", "short"),
+            ],
+            words(
+                "a password needs at least 10 characters (this one has 5)",
+                "una contraseña necesita al menos 10 caracteres (esta tiene 5)",
+                "pasahitz batek gutxienez 10 karaktere behar ditu (honek 5 ditu)",
+            ),
+        ),
+        post(
+            "researcher",
+            "/account/password",
+            &[
+                ("current", researcher_pw.as_str()),
+                ("new", "a-new-password"),
+                ("repeat", "another-password"),
+            ],
+            words(
+                "the two new passwords differ",
+                "las dos contraseñas nuevas no coinciden",
+                "bi pasahitz berriak ez datoz bat",
+            ),
+        ),
+        post(
+            "researcher",
+            "/account/tokens/99999/revoke",
+            &[],
+            words(
+                "you have no active token with id 99999",
+                "no tienes ningún token activo con el id 99999",
+                "ez duzu 99999 id-a duen token aktiborik",
+            ),
+        ),
+    ];
+    let mut clients = std::collections::HashMap::new();
+    for role in ["lead", "finance", "researcher"] {
+        let (name, pw) = demo_password(&users, role);
+        let mut c = app.client();
+        c.login(&name, &pw).await;
+        clients.insert(role, (c, name));
+    }
+    let mut wrong = vec![];
+    for case in &cases {
+        let (c, name) = clients.get_mut(case.role).unwrap();
+        for (lang, expected) in Lang::ALL.into_iter().zip(&case.words) {
+            sqlx::query("UPDATE users SET language = $1 WHERE name = $2")
+                .bind(lang.code())
+                .bind(&*name)
+                .execute(&app.pool)
+                .await
+                .unwrap();
+            let (status, body, _) = match &case.form {
+                None => c.get(&case.path).await,
+                Some(form) => {
+                    // A fresh page first, for the form's CSRF token.
+                    c.get("/").await;
+                    let fields: Vec<(&str, &str)> =
+                        form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    c.post(&case.path, &fields).await
+                }
+            };
+            assert!(
+                status.is_client_error(),
+                "{} {} in {lang}: {status}\n{body}",
+                case.role,
+                case.path
+            );
+            let text = visible_texts(&body).join(" ");
+            if !text.contains(expected.as_str()) {
+                wrong.push(format!(
+                    "{} ({lang}): wanted {expected:?} in {text:?}",
+                    case.path
+                ));
+            }
+            if lang != Lang::En && text.contains(case.words[0].as_str()) {
+                wrong.push(format!(
+                    "{} ({lang}): English {:?} left",
+                    case.path, case.words[0]
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
+    let (app, users) = TestApp::with_demo().await;
+    tranche::demo::load_history(&app.pool, &app.state.site)
+        .await
+        .unwrap()
+        .unwrap();
+    let today = jiff::Timestamp::now()
+        .to_zoned(app.state.site.time_zone.clone())
+        .date();
+    tranche::demo::load_use_cases(&app.pool, &app.state.site.currency, today)
+        .await
+        .unwrap()
+        .unwrap();
+    // A contract of the project, and a protected run above its self-service limit of 64
+    // GPU-hours (16 GPUs x 5 h = 80), which waits for approval.
+    let lead = app.token_for("demo-lead").await;
+    let contract = serde_json::json!({"project": "fm-pretrain-7b", "cluster": "h100-east",
+        "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(9).to_string(),
+        "end": tomorrow_at(11).to_string()});
+    let (status, bought) = app
+        .api("POST", "/api/v1/contracts", Some(&lead), Some(contract))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bought}");
+    let researcher = app.token_for("demo-researcher").await;
+    let body = serde_json::json!({
+        "project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 16, "min_runtime_s": 5 * 3600, "time_limit_s": 6 * 3600,
+        "priority": 0, "resumable": true, "command": "python train.py"
+    });
+    let (status, answer) = app
+        .api("POST", "/api/v1/runs", Some(&researcher), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    // A share with a decimal, shown in its parent's form.
+    let project = app.node_id("fm-pretrain-7b").await;
+    let parent: i64 = sqlx::query_scalar(
+        "UPDATE tree_nodes SET share_bp = 950 WHERE id = $1 RETURNING parent_id",
+    )
+    .bind(project)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let (name, pw) = demo_password(&users, "admin");
+    let mut c = app.client();
+    c.login(&name, &pw).await;
+    let mut pages = std::collections::HashMap::new();
+    for lang in Lang::ALL {
+        sqlx::query("UPDATE users SET language = $1 WHERE name = $2")
+            .bind(lang.code())
+            .bind(&name)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        for path in [
+            format!("/projects/{project}"),
+            format!("/runs/{run}"),
+            "/tree".to_string(),
+            format!("/tree/nodes/{parent}"),
+            "/ai/spend".to_string(),
+        ] {
+            let (status, body, _) = c.get(&path).await;
+            assert_eq!(status, StatusCode::OK, "{path} in {lang}");
+            pages.insert((lang, path), body);
+        }
+    }
+    let page = |lang: Lang, path: String| {
+        let body = &pages[&(lang, path)];
+        (visible_texts(body).join(" "), body.clone())
+    };
+    // (a) The project's contracts: "8 × H100 on h100-east", its state in words.
+    let p = format!("/projects/{project}");
+    for (lang, what, state) in [
+        (Lang::En, "8 × H100 on h100-east", "(active)"),
+        (Lang::Es, "8 × H100 en h100-east", "(activo)"),
+        (Lang::Eu, "8 × H100", "(aktiboa)"),
+    ] {
+        let (text, _) = page(lang, p.clone());
+        assert!(text.contains(what), "{lang}: {what} in {text}");
+        assert!(text.contains(state), "{lang}: {state} in {text}");
+        if lang != Lang::En {
+            assert!(!text.contains(" on h100-east"), "{lang}: {text}");
+            assert!(!text.contains("(active)"), "{lang}: {text}");
+        }
+    }
+    // (d) English groups thousands of GPU-hours like its money: no `15095.65`, `5599.0`.
+    let (en_project, _) = page(Lang::En, p.clone());
+    let ungrouped = en_project
+        .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .find(|w| {
+            w.split_once('.')
+                .is_some_and(|(whole, _)| whole.len() >= 4 && !whole.contains(','))
+        });
+    assert_eq!(ungrouped, None, "{en_project}");
+    // Shares read with the language's percent sign.
+    let (es_project, _) = page(Lang::Es, p.clone());
+    assert!(es_project.contains("9,5 %"), "{es_project}");
+    // (b) The timeline's submission: the run header's decimal comma, also in the entry.
+    for (lang, words) in [
+        (
+            Lang::En,
+            "(80.0 protected GPU-hours, self-service limit 64)",
+        ),
+        (
+            Lang::Es,
+            "(80,0 h GPU protegidas, límite de autoservicio 64)",
+        ),
+        (Lang::Eu, "(80,0 GPU-ordu babestu"),
+    ] {
+        let (text, _) = page(lang, format!("/runs/{run}"));
+        assert!(text.contains(words), "{lang}: {words} in {text}");
+    }
+    // (c) The tree's intro names the period's hours once.
+    for lang in Lang::ALL {
+        let (text, _) = page(lang, "/tree".to_string());
+        let intro = text.split(" h)").nth(1).expect("the period's hours");
+        assert!(
+            !intro.trim_start().starts_with('('),
+            "{lang}: the hours twice in {text}"
+        );
+        assert!(text.contains("UTC"), "{lang}: {text}");
+    }
+    // (e) A saved 9.5 is shown in the share form as the language writes it.
+    for (lang, value) in [(Lang::En, "9.5"), (Lang::Es, "9,5"), (Lang::Eu, "9,5")] {
+        let (_, body) = page(lang, format!("/tree/nodes/{parent}"));
+        assert!(
+            body.contains(&format!("name=\"share_{project}\" value=\"{value}\"")),
+            "{lang}: {value} in {body}"
+        );
+    }
+    // (g) Unassigned imported spend: a plural, not "line(s)".
+    for lang in Lang::ALL {
+        let (text, _) = page(lang, "/ai/spend".to_string());
+        assert!(!text.contains("line(s)"), "{lang}: {text}");
+    }
+    let (en_spend, _) = page(Lang::En, "/ai/spend".to_string());
+    assert!(
+        en_spend.contains(" lines, ") || en_spend.contains(" line, "),
+        "{en_spend}"
     );
 }
