@@ -124,6 +124,7 @@ pub async fn open_current_budgets(
 
 struct RowView {
     node: String,
+    archived: bool,
     gpu_model: String,
     indent: String,
     cells: Vec<String>,
@@ -240,6 +241,7 @@ async fn page(
             .iter()
             .map(|x| RowView {
                 node: x.node.clone(),
+                archived: x.archived,
                 gpu_model: x.gpu_model.clone(),
                 indent: format!("{:.2}em", x.depth as f64 * 1.25 + 0.4),
                 cells: cells(x),

@@ -144,6 +144,8 @@ struct NodeForm {
     invalid: HashSet<i64>,
     shares_error: Option<String>,
     admin_error: Option<String>,
+    /// The status of a re-render for a refusal (409) rather than bad input (422).
+    refused: bool,
     name: String,
     kind: String,
     share: String,
@@ -165,7 +167,9 @@ async fn node_page(
     if !me.may_view(id, parents) {
         return Err(AppError::Forbidden(t("node-outside-view")));
     }
-    let status = if form.shares_error.is_some() || form.admin_error.is_some() {
+    let status = if form.refused {
+        StatusCode::CONFLICT
+    } else if form.shares_error.is_some() || form.admin_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
@@ -431,6 +435,20 @@ async fn archive_post(
                 id,
                 NodeForm {
                     admin_error: Some(message),
+                    ..NodeForm::default()
+                },
+            )
+            .await
+        }
+        Err(AppError::Refused { message, .. }) => {
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                NodeForm {
+                    admin_error: Some(message),
+                    refused: true,
                     ..NodeForm::default()
                 },
             )

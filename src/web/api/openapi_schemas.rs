@@ -150,6 +150,7 @@ pub const ERROR_CODES: &[&str] = &[
     "rule_exists",
     "nothing_to_acknowledge",
     "already_triggered",
+    "active_runs",
 ];
 
 /// The request body schemas.
@@ -807,6 +808,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("node", s()),
                         ("node_id", int()),
                         ("depth", int()),
+                        ("archived", b()),
                         ("gpu_model", s()),
                         ("period", s()),
                         ("spend_minor", int()),
