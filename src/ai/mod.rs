@@ -647,9 +647,7 @@ pub async fn stop_reasons(
                     text: text.to_string(),
                 });
             }
-            let month = crate::ledger::to_jiff(t.period_start)
-                .to_zoned(site.time_zone.clone())
-                .date();
+            let month = site.periods.month(crate::ledger::to_jiff(t.period_start));
             alerts
                 .iter()
                 .filter(|(start, ..)| *start == t.period_start)

@@ -215,12 +215,7 @@ pub async fn rows(
             _ => {}
         }
     }
-    let label = filter
-        .period
-        .start
-        .to_zoned(site.time_zone.clone())
-        .strftime("%Y-%m")
-        .to_string();
+    let label = filter.period.label(site);
     // Archived nodes keep what they booked: a project archived after the period (or an
     // archived group around it) is a row of its own, after its live siblings, and counts in
     // every total above it. Archived nodes with nothing booked in the period are left out.
@@ -461,14 +456,7 @@ pub async fn trend(
         .bind(cluster)
         .fetch_one(pool)
         .await?;
-        out.push((
-            p.start
-                .to_zoned(site.time_zone.clone())
-                .strftime("%Y-%m")
-                .to_string(),
-            contracts,
-            runs,
-        ));
+        out.push((p.label(site), contracts, runs));
     }
     Ok(out)
 }

@@ -78,11 +78,7 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
         )
     };
     Ok(Resolved {
-        period_label: period
-            .start
-            .to_zoned(state.site.time_zone.clone())
-            .strftime("%Y-%m")
-            .to_string(),
+        period_label: period.label(&state.site),
         filter: Filter {
             period,
             node,
@@ -209,16 +205,7 @@ async fn page(
     .unwrap_or_default();
     render(&ReportsPage {
         layout: Layout::for_user(&session, &me, "/reports").await?,
-        periods: recent
-            .iter()
-            .rev()
-            .map(|p| {
-                p.start
-                    .to_zoned(state.site.time_zone.clone())
-                    .strftime("%Y-%m")
-                    .to_string()
-            })
-            .collect(),
+        periods: recent.iter().rev().map(|p| p.label(&state.site)).collect(),
         period: r.period_label.clone(),
         nodes,
         node: r.filter.node,

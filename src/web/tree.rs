@@ -98,7 +98,14 @@ async fn tree_page(
         layout: Layout::for_user(&session, &me, "/tree").await?,
         period: period_label(&tree.period_start, &tree.period_end),
         hours: crate::i18n::format::integer(crate::i18n::current(), tree.period_seconds() / 3600),
-        time_zone: state.site.time_zone_name.clone(),
+        // The zone the current period follows, as the home page says (the previous one until
+        // a change of zone takes effect at the period's end).
+        time_zone: tree
+            .period_start
+            .time_zone()
+            .iana_name()
+            .unwrap_or(&state.site.time_zone_name)
+            .to_string(),
         currency: state.site.currency.clone(),
         capacity: tree.capacity.clone(),
         rows,
@@ -597,7 +604,16 @@ async fn project_page(
         can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
         balance: facts.balance.display(cur),
-        later_balances: facts.later_balances.clone(),
+        later_balances: facts
+            .later_balances
+            .iter()
+            .map(|(month, b)| {
+                (
+                    crate::i18n::format::month_year(crate::i18n::current(), *month),
+                    b.clone(),
+                )
+            })
+            .collect(),
         contracts: facts
             .contracts
             .iter()

@@ -620,3 +620,144 @@ async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_
         "{spend}"
     );
 }
+
+/// After `TRANCHE_TIME_ZONE` changed from UTC to Los Angeles, the month under way still follows
+/// UTC and every surface names periods by their own month: the current period is this UTC
+/// month in the API, the report's month list, the CSV and `?period=`; the last one is last
+/// month; the next one (Los Angeles' first, starting on the last evening of this month there)
+/// is next month, on the project page too; the tree page names UTC as the home page does.
+/// Before, each period was named after its start in Los Angeles: one month early.
+#[tokio::test]
+async fn periods_keep_their_own_month_after_a_time_zone_change() {
+    let now = jiff::Timestamp::now();
+    let utc = jiff::tz::TimeZone::UTC;
+    let la = jiff::tz::TimeZone::get("America/Los_Angeles").unwrap();
+    let (_, change) = tranche::domain::budget_period(now, &utc);
+    let change = change.timestamp();
+    let mut site = tranche::config::Site {
+        time_zone: la.clone(),
+        time_zone_name: "America/Los_Angeles".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    site.periods = tranche::domain::PeriodCalendar::new(utc.clone()).then(change, la.clone());
+    let app = TestApp::with_site(site.clone()).await;
+    let pw = tranche::db::users::first_run(&app.pool)
+        .await
+        .unwrap()
+        .unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let p = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    // Month names computed in UTC, where this period began.
+    let month = |t: jiff::Timestamp| t.to_zoned(utc.clone()).date().first_of_month();
+    let this_month = month(now);
+    let last_month = this_month.checked_sub(jiff::Span::new().months(1)).unwrap();
+    let next_month = this_month.checked_add(jiff::Span::new().months(1)).unwrap();
+    let ym = |d: jiff::civil::Date| d.strftime("%Y-%m").to_string();
+    // The next period's budget opened early (as a contract in it would).
+    let next = ledger::Period::containing(change, &site);
+    assert_eq!(next.start, change);
+    let mut conn = app.pool.acquire().await.unwrap();
+    ledger::ensure_budget_account(&mut conn, p, next, tranche::domain::Money(1234))
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(next.label(&site), ym(next_month));
+    assert_eq!(
+        ledger::Period::containing(now, &site).label(&site),
+        ym(this_month)
+    );
+
+    let token = app.token_for("admin").await;
+    for (query, want) in [
+        (String::new(), ym(this_month)),
+        (format!("&period={}", ym(this_month)), ym(this_month)),
+        (format!("&period={}", ym(last_month)), ym(last_month)),
+        (format!("&period={}", ym(next_month)), ym(next_month)),
+    ] {
+        let (status, spend) = app
+            .api(
+                "GET",
+                &format!("/api/v1/spend?node={root}{query}"),
+                Some(&token),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{spend}");
+        assert_eq!(spend["period"], want.as_str(), "{query}");
+        for row in spend["rows"].as_array().unwrap() {
+            assert_eq!(row["period"], want.as_str(), "{query}");
+        }
+    }
+    // The last period is a whole UTC month; the next one ends with Los Angeles' next month.
+    let (_, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={root}&period={}", ym(next_month)),
+            Some(&token),
+            None,
+        )
+        .await;
+    let hours = spend["rows"][0]["entitlement_gpu_hours"].as_f64().unwrap() / 8.0;
+    let next_end = next_month
+        .checked_add(jiff::Span::new().months(1))
+        .unwrap()
+        .to_zoned(la.clone())
+        .unwrap()
+        .timestamp();
+    assert_eq!(
+        hours as i64,
+        (next_end.as_second() - change.as_second()) / 3600
+    );
+
+    let mut c = app.client();
+    c.login("admin", &pw).await;
+    let (status, page, _) = c.get("/reports").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(&format!("<option selected>{}</option>", ym(this_month))),
+        "this month is listed and chosen"
+    );
+    assert!(page.contains(&format!("<option>{}</option>", ym(last_month))));
+    for (query, want) in [
+        (String::new(), ym(this_month)),
+        (format!("?period={}", ym(last_month)), ym(last_month)),
+    ] {
+        let (status, csv_text, _) = c.get(&format!("/reports.csv{query}")).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+        let periods: Vec<String> = reader
+            .records()
+            .map(|r| r.unwrap()[0].to_string())
+            .collect();
+        assert!(!periods.is_empty());
+        assert!(periods.iter().all(|x| *x == want), "{query}: {periods:?}");
+    }
+    let (_, page, _) = c.get(&format!("/projects/{p}")).await;
+    let later = format!("Balance {}", next_month.strftime("%B %Y"));
+    assert!(page.contains(&later), "{later} in the project page");
+    // The tree and home pages name the zone the current period follows: UTC until it ends.
+    for path in ["/tree", "/"] {
+        let (_, page, _) = c.get(path).await;
+        assert!(page.contains("UTC"), "{path}");
+        assert!(!page.contains("America/Los_Angeles"), "{path}");
+    }
+}
