@@ -375,6 +375,49 @@ async fn protected_run_above_the_limit_waits_for_a_lead() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(state_of(&o.app, big).await, "waiting_approval");
+    // An approval's body, when there is one, is read as every JSON body: a control character
+    // in the reason, a body that is not an object or has other fields are 422 (before: NUL was
+    // a 500, BEL was stored, `[]` approved), text that is not JSON is 400; nothing is decided.
+    for (body, status, code, field) in [
+        (
+            r#"{"reason": "ok\u0000"}"#,
+            422,
+            "invalid_text",
+            Some("reason"),
+        ),
+        (
+            r#"{"reason": "ring \u0007 bell"}"#,
+            422,
+            "invalid_text",
+            Some("reason"),
+        ),
+        ("[]", 422, "invalid_input", None),
+        (
+            r#"{"reason": "x", "urgent": true}"#,
+            422,
+            "invalid_input",
+            Some("urgent"),
+        ),
+        (r#"{"reason": 7}"#, 422, "invalid_input", Some("reason")),
+        ("go ahead", 400, "malformed_request", None),
+    ] {
+        let (got, answer) = o
+            .app
+            .api_raw(
+                "POST",
+                &format!("/api/v1/runs/{big}/approve"),
+                Some(&o.lead),
+                "application/json",
+                body.as_bytes().to_vec(),
+            )
+            .await;
+        assert_eq!(got.as_u16(), status, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        if let Some(field) = field {
+            assert_eq!(answer["error"]["field"], field, "{body}: {answer}");
+        }
+        assert_eq!(state_of(&o.app, big).await, "waiting_approval", "{body}");
+    }
     let (status, answer) = o
         .app
         .api(

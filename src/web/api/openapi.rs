@@ -179,7 +179,7 @@ pub fn document() -> Value {
         "ImportResult",
     );
     let mut approve = op(
-        "Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"}; 409 not_waiting_approval",
+        "Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"} (no body, or an empty one, approves without a reason; a body given is checked as every JSON body: 422 invalid_text for a control character, invalid_input for another shape); 409 not_waiting_approval",
         "200",
         "RunState",
     );
