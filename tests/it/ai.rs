@@ -1176,11 +1176,29 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         ),
         (Some(105), Some(7_875))
     );
-    for (hours, activity, field) in [
-        ("-1", "review", "hours"),
-        ("0.333", "review", "hours"),
-        ("1", "coffee", "activity"),
-        ("x", "review", "hours"),
+    // Nothing is rounded (1.001 hours was 60 minutes) and nothing passes the maximum
+    // (74400.0000001 was accepted), as text or as a JSON number.
+    for (hours, activity, field, says) in [
+        (json!("-1"), "review", "hours", "not a positive number"),
+        (json!("0.333"), "review", "hours", "more than two decimals"),
+        (json!("1"), "coffee", "activity", ""),
+        (json!("x"), "review", "hours", "not a positive number"),
+        (json!("1.001"), "review", "hours", "more than two decimals"),
+        (json!(1.001), "review", "hours", "more than two decimals"),
+        (
+            json!("74400.0000001"),
+            "review",
+            "hours",
+            "more than two decimals",
+        ),
+        (
+            json!(74400.0000001),
+            "review",
+            "hours",
+            "more than two decimals",
+        ),
+        (json!("74400.05"), "review", "hours", "more than 74,400"),
+        (json!(74401), "review", "hours", "more than 74,400"),
     ] {
         let (status, answer) = app
             .api(
@@ -1195,6 +1213,33 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
             (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
             "{hours} {activity}"
         );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{hours}: {message}");
+    }
+    assert_eq!(app.audit_count("use_case.hours").await, 2);
+    // The page's form too: re-rendered with the message and what was typed.
+    let mut lc = app.client();
+    let (lead_name, lead_pw) = demo_password(&users, "lead");
+    lc.login(&lead_name, &lead_pw).await;
+    for (typed, says) in [
+        ("1.001", "more than two decimals"),
+        ("74400.0000001", "more than two decimals"),
+        ("74401", "more than 74,400"),
+    ] {
+        let (status, page, _) = lc
+            .post(
+                &format!("/ai/{id}/hours"),
+                &[
+                    ("month", month.as_str()),
+                    ("hours", typed),
+                    ("activity", "review"),
+                    ("note", ""),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{typed}");
+        assert!(page.contains(says), "{typed}");
+        assert!(page.contains(&format!("value=\"{typed}\"")), "{typed} kept");
     }
     assert_eq!(app.audit_count("use_case.hours").await, 2);
     let (_, one) = app

@@ -378,7 +378,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                     ("month", month()),
                     (
                         "hours",
-                        json!({"oneOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 74_400}, {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"}], "description": "decimal hours, more than zero and at most 74,400 (a month's work), counted in whole minutes"}),
+                        json!({"oneOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 74_400}, {"type": "string", "pattern": "^[0-9]+(\\.[0-9]{1,2}0*)?$"}], "description": "decimal hours, more than zero and at most 74,400 (a month's work), with at most two decimals and a whole number of minutes (steps of 0.05); more decimals or more hours are refused (422), never rounded"}),
                     ),
                     (
                         "activity",
