@@ -697,6 +697,35 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     let grace = stops[0]["grace_s"].as_i64().unwrap();
     assert!((29..=30).contains(&grace), "grace {grace}");
     assert_eq!(assignments(&answer)[0].0, preemptor);
+    // A signal outside 1..=64 is refused whole, nothing recorded (999999 was stored as exit
+    // code 1000127, and i32::MAX overflowed 128 + signal).
+    let exit_code = || async {
+        sqlx::query_scalar::<_, Option<i32>>(
+            "SELECT exit_code FROM run_placements WHERE run_id = $1 AND attempt = 1",
+        )
+        .bind(victim)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    for signal in [999_999, 65, 0, -1, i64::from(i32::MAX)] {
+        let (status, answer) = sync(
+            &o.app,
+            &o.agent,
+            &session,
+            &nodes,
+            json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "exited", "signal": signal}]),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{signal}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "invalid_input");
+        assert_eq!(answer["error"]["field"], "signal");
+        assert_eq!(exit_code().await, None, "{signal}");
+    }
     // SIGTERM ended it: requeued, with its history kept.
     let (status, _) = sync(
         &o.app,
@@ -707,6 +736,7 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(exit_code().await, Some(128 + 15));
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, victim).await, "queued");
     let (_, run) = o
