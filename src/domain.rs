@@ -662,6 +662,25 @@ impl PeriodCalendar {
         }
         (start, end)
     }
+
+    /// The calendar month the budget period containing `now` is named after, as its first
+    /// day: the month, in the zone that period follows, of the day fifteen days after its
+    /// start. That is the month its start opens in every period but a zone's first, which
+    /// starts where the previous zone's last period ended, possibly the evening before the
+    /// month in the new zone (the UTC December ends at 31 December 16:00 in Los Angeles, where
+    /// January begins): it is named after the month it then runs through. Never the zone
+    /// configured now for a period that follows an earlier one.
+    pub fn month(&self, now: jiff::Timestamp) -> jiff::civil::Date {
+        let (start, _) = self.period(now);
+        let tz = start.time_zone().clone();
+        start
+            .timestamp()
+            .checked_add(jiff::SignedDuration::from_hours(15 * 24))
+            .unwrap_or(start.timestamp())
+            .to_zoned(tz)
+            .date()
+            .first_of_month()
+    }
 }
 
 /// Parses a positive decimal with up to three decimals into thousandths: `1.5` or `1,5` -> 1500
@@ -941,6 +960,31 @@ mod tests {
             Err(ShareError::NotANumber(_))
         ));
         assert_eq!(Share::parse_percent("12.5").unwrap().to_string(), "12.5%");
+    }
+
+    #[test]
+    fn periods_are_named_after_their_own_month_across_a_zone_change() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let change: jiff::Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
+        let month = |c: &PeriodCalendar, at: &str| {
+            c.month(at.parse().unwrap()).strftime("%Y-%m").to_string()
+        };
+        for (zone, december_last_instant) in [
+            // West: the UTC December starts on 30 November there and ends on its 31 December.
+            ("America/Los_Angeles", "2026-12-31T23:59:59Z"),
+            // East: January there begins an hour before the UTC December ends.
+            ("Pacific/Kiritimati", "2026-12-31T23:59:59Z"),
+            ("Europe/Madrid", "2026-12-31T23:59:59Z"),
+        ] {
+            let tz = jiff::tz::TimeZone::get(zone).unwrap();
+            let c = PeriodCalendar::new(utc.clone()).then(change, tz);
+            assert_eq!(month(&c, "2026-12-01T00:00:00Z"), "2026-12", "{zone}");
+            assert_eq!(month(&c, december_last_instant), "2026-12", "{zone}");
+            assert_eq!(month(&c, "2027-01-01T00:00:00Z"), "2027-01", "{zone}");
+            assert_eq!(month(&c, "2027-01-20T00:00:00Z"), "2027-01", "{zone}");
+            assert_eq!(month(&c, "2027-02-15T00:00:00Z"), "2027-02", "{zone}");
+            assert_eq!(month(&c, "2026-11-20T00:00:00Z"), "2026-11", "{zone}");
+        }
     }
 
     #[test]

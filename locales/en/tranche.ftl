@@ -338,6 +338,7 @@ settings-saved = Settings saved.
 reports-title = Spend reports
 reports-err-role = spend reports are for finance, admins and leads
 reports-all-models = all
+reports-archived = archived
 reports-period = Period
 reports-node = Node
 reports-cluster = Cluster

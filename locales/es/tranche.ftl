@@ -329,6 +329,7 @@ settings-saved = Ajustes guardados.
 reports-title = Informes de gasto
 reports-err-role = los informes de gasto son para finanzas, administradores y responsables
 reports-all-models = todos
+reports-archived = archivado
 reports-period = Periodo
 reports-node = Nodo
 reports-cluster = Clúster

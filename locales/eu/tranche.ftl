@@ -329,6 +329,7 @@ settings-saved = Ezarpenak gorde dira.
 reports-title = Gastu-txostenak
 reports-err-role = gastu-txostenak finantzetarako, administratzaileentzat eta arduradunentzat dira
 reports-all-models = guztiak
+reports-archived = artxibatua
 reports-period = Aldia
 reports-node = Nodoa
 reports-cluster = Klusterra

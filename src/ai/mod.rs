@@ -647,9 +647,7 @@ pub async fn stop_reasons(
                     text: text.to_string(),
                 });
             }
-            let month = crate::ledger::to_jiff(t.period_start)
-                .to_zoned(site.time_zone.clone())
-                .date();
+            let month = site.periods.month(crate::ledger::to_jiff(t.period_start));
             alerts
                 .iter()
                 .filter(|(start, ..)| *start == t.period_start)
@@ -1028,26 +1026,50 @@ pub const ACTIVITIES: [(&str, &str); 3] = [
     ("exceptions", "chasing exceptions"),
 ];
 
+/// The most hours one entry records: 74,400 (a month's work of a hundred people).
+pub const MAX_HOURS: i64 = 74_400;
+
 /// Parses hours as a decimal (`1.5`, `0,25`; separators as [`domain::decimal_parts`] reads
-/// them) into whole minutes.
+/// them) into whole minutes. Nothing is rounded: a third decimal (`1.001`; zeros after the
+/// second, `1.500`, are no precision and pass) and anything above [`MAX_HOURS`]
+/// (`74400.0000001`) are refused.
 ///
 /// # Errors
-/// 422 on `hours` for anything but a positive number of at most two decimals that is a whole
-/// number of minutes, up to 74,400 hours.
+/// 422 on `hours`, with its own message for: not a positive number, more than two decimals,
+/// over 74,400 hours, not a whole number of minutes (steps of 0.05 hours).
 pub fn parse_hours(text: &str) -> Result<i32, AppError> {
-    let bad = || {
-        AppError::invalid(
-            "hours",
-            i18n::t1("ai-err-hours", "got", domain::quote(text.trim())),
-        )
-    };
-    let typed = domain::plain_decimal(text).ok_or_else(bad)?;
-    let hundredths = import::decimal(&typed, 2).map_err(|_| bad())?;
-    // A whole number of minutes: hundredths × 0.6.
-    if hundredths <= 0 || hundredths > 7_440_000 || hundredths * 60 % 100 != 0 {
-        return Err(bad());
+    let got = domain::quote(text.trim());
+    let refuse = |key: &str| AppError::invalid("hours", i18n::t1(key, "got", got.as_str()));
+    let (whole, frac) = domain::decimal_parts(text).ok_or_else(|| refuse("ai-err-hours"))?;
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > 2 {
+        return Err(refuse("ai-err-hours-decimals"));
     }
-    i32::try_from(hundredths * 60 / 100).map_err(|_| bad())
+    let whole = whole.trim_start_matches('0');
+    // More than six digits is over the maximum whatever they are (and would not fit an i64).
+    if whole.len() > 6 {
+        return Err(refuse("ai-err-hours-max"));
+    }
+    let whole: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| refuse("ai-err-hours"))?
+    };
+    let frac: i64 = format!("{frac:0<2}")
+        .parse()
+        .map_err(|_| refuse("ai-err-hours"))?;
+    let hundredths = whole * 100 + frac;
+    if hundredths <= 0 {
+        return Err(refuse("ai-err-hours"));
+    }
+    if hundredths > MAX_HOURS * 100 {
+        return Err(refuse("ai-err-hours-max"));
+    }
+    // A whole number of minutes: hundredths × 0.6.
+    if hundredths * 60 % 100 != 0 {
+        return Err(refuse("ai-err-hours-minutes"));
+    }
+    i32::try_from(hundredths * 60 / 100).map_err(|_| refuse("ai-err-hours-max"))
 }
 
 /// Records `minutes` of human work of `activity` on a use case in `period`, audited as
@@ -1134,4 +1156,47 @@ pub async fn human_minutes(
 /// The cost of `minutes` of work at `rate_minor` an hour, minor units, rounded half up.
 pub fn human_cost(minutes: i64, rate_minor: i64) -> Money {
     Money(((i128::from(minutes) * i128::from(rate_minor) + 30) / 60) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hours_are_never_rounded_and_never_above_the_maximum() {
+        let key = |text: &str| match parse_hours(text) {
+            Ok(minutes) => Ok(minutes),
+            Err(AppError::Invalid { field, message }) => {
+                assert_eq!(field, Some("hours"), "{text}");
+                Err(message)
+            }
+            Err(other) => panic!("{text}: {other:?}"),
+        };
+        for (text, minutes) in [
+            ("1.5", 90),
+            ("0.25", 15),
+            ("1.500", 90),
+            ("0.05", 3),
+            ("74400", 74_400 * 60),
+            ("74400.00", 74_400 * 60),
+            ("074400", 74_400 * 60),
+        ] {
+            assert_eq!(key(text), Ok(minutes), "{text}");
+        }
+        for (text, says) in [
+            ("1.001", "more than two decimals"),
+            ("0.333", "more than two decimals"),
+            ("74400.0000001", "more than two decimals"),
+            ("74400.05", "more than 74,400"),
+            ("74401", "more than 74,400"),
+            ("99999999999999999999999", "more than 74,400"),
+            ("0.01", "whole number of minutes"),
+            ("0", "not a positive number"),
+            ("-1", "not a positive number"),
+            ("x", "not a positive number"),
+        ] {
+            let message = key(text).expect_err(text);
+            assert!(message.contains(says), "{text}: {message}");
+        }
+    }
 }

@@ -22,13 +22,27 @@ use crate::ledger::{Period, to_time};
 /// Millionths of a currency unit in one minor unit (a cent).
 pub const MICRO_PER_MINOR: i64 = 10_000;
 
-/// Millionths of the currency as money, rounded half away from zero to the minor unit.
+/// Millionths of the currency as money, rounded half away from zero to the minor unit (any
+/// `i64`, the extremes included).
 pub fn micro_to_money(micro: i64) -> Money {
-    let half = MICRO_PER_MINOR / 2;
-    Money(if micro >= 0 {
-        (micro + half) / MICRO_PER_MINOR
+    let (micro, per) = (i128::from(micro), i128::from(MICRO_PER_MINOR));
+    let rounded = if micro >= 0 {
+        (micro + per / 2) / per
     } else {
-        (micro - half) / MICRO_PER_MINOR
+        (micro - per / 2) / per
+    };
+    // |micro| / 10^4 always fits.
+    Money(i64::try_from(rounded).unwrap_or(0))
+}
+
+/// A sum PostgreSQL computed in `numeric` (`sum(bigint)`), read as text: as an `i64`, or the
+/// nearest end of the range (logged) for a sum stored before imports were bounded
+/// ([`import`] keeps every sum of imported lines in range).
+fn checked_sum(text: &str, what: &str) -> i64 {
+    let wide: i128 = text.trim().parse().unwrap_or(0);
+    i64::try_from(wide).unwrap_or_else(|_| {
+        tracing::warn!(sum = %text, what, "a sum of imported spend is out of range; shown at the range's end");
+        if wide < 0 { i64::MIN } else { i64::MAX }
     })
 }
 
@@ -291,15 +305,37 @@ pub async fn import(
         }
         (false, Some(r)) => Some(parse_rate(r)?),
     };
-    let convert = |micro: i64| -> i64 {
-        match rate_micro {
-            None => micro,
+    // Amounts and their sums in i128, refused (malformed_file, nothing imported) where a line
+    // or a sum a report reads would leave i64.
+    let too_large = |problem: String| AppError::Unprocessable {
+        code: "malformed_file",
+        field: Some("file"),
+        message: i18n::t2(
+            "ai-err-malformed",
+            "format",
+            format.label(),
+            "problem",
+            problem,
+        ),
+    };
+    let convert = |n: usize, micro: i64| -> Result<i64, AppError> {
+        let v = match rate_micro {
+            None => i128::from(micro),
             Some(r) => {
                 let v = i128::from(micro) * i128::from(r);
                 let half = 500_000_i128 * v.signum();
-                ((v + half) / 1_000_000) as i64
+                (v + half) / 1_000_000
             }
-        }
+        };
+        i64::try_from(v).map_err(|_| {
+            too_large(i18n::ta(
+                "ai-import-line-too-large",
+                &[
+                    ("line", &(n + 1)),
+                    ("amount", &domain::quote(&parsed.lines[n].original)),
+                ],
+            ))
+        })
     };
     let file_hash = import::file_hash(bytes);
     let hashes = parsed.line_hashes();
@@ -335,12 +371,28 @@ pub async fn import(
             .into_iter()
             .collect();
     let mut fresh = Vec::new();
-    for (line, hash) in parsed.lines.iter().zip(&hashes) {
+    for (n, (line, hash)) in parsed.lines.iter().zip(&hashes).enumerate() {
         if already || known.contains(hash) {
             continue;
         }
         let uc = assign(&all_rules, format.code(), &line.service, &line.scopes);
-        fresh.push((line, hash, uc, convert(line.amount_micro)));
+        fresh.push((line, hash, uc, convert(n, line.amount_micro)?));
+    }
+    // Every sum a read computes (per import, per use case, per month, unassigned) is a sum of
+    // some of the stored lines: it stays in range while the stored and new lines' absolute
+    // amounts together do.
+    let new_abs: i128 = fresh.iter().map(|(.., a)| i128::from(*a).abs()).sum();
+    let stored_abs: String =
+        sqlx::query_scalar("SELECT coalesce(sum(abs(amount_micro)), 0)::text FROM ai_spend_rows")
+            .fetch_one(&mut *tx)
+            .await?;
+    let stored_abs: i128 = stored_abs.trim().parse().unwrap_or(i128::MAX);
+    if stored_abs.saturating_add(new_abs) > i128::from(i64::MAX) {
+        return Err(too_large(i18n::t1(
+            "ai-import-total-too-large",
+            "max",
+            micro_to_money(i64::MAX).display(site_currency),
+        )));
     }
     let mut shares: Vec<Share> = Vec::new();
     for (_, _, uc, amount) in &fresh {
@@ -521,12 +573,12 @@ pub async fn unassigned(pool: &PgPool) -> Result<(Vec<SpendLine>, i64, i64), sql
     )
     .fetch_all(pool)
     .await?;
-    let (count, total): (i64, i64) = sqlx::query_as(
-        "SELECT count(*), coalesce(sum(amount_micro), 0)::bigint FROM ai_spend_rows WHERE use_case_id IS NULL",
+    let (count, total): (i64, String) = sqlx::query_as(
+        "SELECT count(*), coalesce(sum(amount_micro), 0)::text FROM ai_spend_rows WHERE use_case_id IS NULL",
     )
     .fetch_one(pool)
     .await?;
-    Ok((lines, count, total))
+    Ok((lines, count, checked_sum(&total, "unassigned")))
 }
 
 /// One use case's spend in a period.
@@ -541,7 +593,10 @@ pub struct Spend {
 impl Spend {
     /// GPU and imported spend together, as money.
     pub fn total(&self) -> Money {
-        Money(self.gpu_minor + micro_to_money(self.imported_micro).0)
+        Money(
+            self.gpu_minor
+                .saturating_add(micro_to_money(self.imported_micro).0),
+        )
     }
 }
 
@@ -563,8 +618,8 @@ pub async fn by_use_case(db: &PgPool, period: Period) -> Result<HashMap<i64, Spe
     for (id, minor) in gpu {
         out.entry(id).or_default().gpu_minor = minor;
     }
-    let imported: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT use_case_id, sum(amount_micro)::bigint FROM ai_spend_rows \
+    let imported: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT use_case_id, sum(amount_micro)::text FROM ai_spend_rows \
          WHERE use_case_id IS NOT NULL AND period_start >= $1 AND period_start < $2 GROUP BY use_case_id",
     )
     .bind(start)
@@ -572,7 +627,7 @@ pub async fn by_use_case(db: &PgPool, period: Period) -> Result<HashMap<i64, Spe
     .fetch_all(db)
     .await?;
     for (id, micro) in imported {
-        out.entry(id).or_default().imported_micro = micro;
+        out.entry(id).or_default().imported_micro = checked_sum(&micro, "use case month");
     }
     Ok(out)
 }

@@ -678,10 +678,12 @@ pub async fn move_node(
     Ok(())
 }
 
-/// Archives a node with no live children (admins only); its share stops counting.
+/// Archives a node with no live children and no runs under way (admins only); its share stops
+/// counting. What it booked stays in the ledger and in every report of those periods.
 ///
 /// # Errors
-/// Forbidden, NotFound, Invalid (the root, or live children remain).
+/// Forbidden, NotFound, Invalid (the root, or live children remain), Refused `active_runs`
+/// (409: runs of its subtree are running or waiting, with both counts).
 pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(), AppError> {
     require_admin(actor, || t("node-admins-archive"))?;
     let mut tx = pool.begin().await?;
@@ -705,6 +707,40 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
                 live_children,
             ),
         ));
+    }
+    // A submission inserting a run holds a key-share lock on its project's row until it
+    // commits: locking the rows of the subtree's projects waits for those, so the count below
+    // sees every run committed before the archive.
+    sqlx::query(
+        "WITH RECURSIVE sub AS (SELECT id FROM tree_nodes WHERE id = $1 \
+         UNION ALL SELECT t.id FROM tree_nodes t JOIN sub ON t.parent_id = sub.id) \
+         SELECT p.node_id FROM projects p JOIN sub ON sub.id = p.node_id ORDER BY p.node_id FOR UPDATE OF p",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let (running, waiting): (i64, i64) = sqlx::query_as(
+        "WITH RECURSIVE sub AS (SELECT id FROM tree_nodes WHERE id = $1 \
+         UNION ALL SELECT t.id FROM tree_nodes t JOIN sub ON t.parent_id = sub.id) \
+         SELECT count(*) FILTER (WHERE r.state IN ('starting', 'running', 'stopping')), \
+                count(*) FILTER (WHERE r.state IN ('waiting_approval', 'queued')) \
+         FROM runs r JOIN sub ON sub.id = r.project_id",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if running + waiting > 0 {
+        return Err(AppError::Refused {
+            code: "active_runs",
+            message: crate::i18n::ta(
+                "node-has-active-runs",
+                &[
+                    ("name", &crate::domain::quote(&name)),
+                    ("running", &running),
+                    ("waiting", &waiting),
+                ],
+            ),
+        });
     }
     sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1")
         .bind(id)

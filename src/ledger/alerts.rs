@@ -109,12 +109,8 @@ pub async fn check_use_cases(
     for period in [previous, current] {
         let spend = crate::ai::spend::by_use_case(pool, period).await?;
         let (start, _) = period.bounds();
-        let month = period
-            .start
-            .to_zoned(site.time_zone.clone())
-            .strftime("%B %Y")
-            .to_string();
-        let month_day = period.start.to_zoned(site.time_zone.clone()).date();
+        let month_day = period.month(site);
+        let month = month_day.strftime("%B %Y").to_string();
         for (id, name, owner, bag, limit, thresholds) in &cases {
             let spent = spend.get(id).copied().unwrap_or_default().total().0;
             let projected = if period == current {
@@ -222,12 +218,8 @@ async fn check_period(
     .bind(start)
     .fetch_all(pool)
     .await?;
-    let month = period
-        .start
-        .to_zoned(site.time_zone.clone())
-        .strftime("%B %Y")
-        .to_string();
-    let month_day = period.start.to_zoned(site.time_zone.clone()).date();
+    let month_day = period.month(site);
+    let month = month_day.strftime("%B %Y").to_string();
     let mut fired = Vec::new();
     for (project, name, thresholds, budget, spent, usage) in rows {
         // A future period has not started: its spend so far is its forecast.

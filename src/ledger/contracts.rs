@@ -339,10 +339,7 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
                     ),
                     (
                         "month",
-                        &i18n::format::month_year(
-                            i18n::current(),
-                            req.start.to_zoned(site.time_zone.clone()).date(),
-                        ),
+                        &i18n::format::month_year(i18n::current(), site.periods.month(req.start)),
                     ),
                     ("balance", &Money(q.balance_minor).display(&site.currency)),
                 ],

@@ -36,6 +36,18 @@ impl Period {
         }
     }
 
+    /// The calendar month the period is named after (its first day), in the zone the period
+    /// follows ([`crate::domain::PeriodCalendar::month`]), not the zone configured now.
+    pub fn month(&self, site: &Site) -> jiff::civil::Date {
+        site.periods.month(self.start)
+    }
+
+    /// The period's name as `YYYY-MM` ([`Period::month`]): what reports, their CSV and the
+    /// API call it and what [`reports::parse_period`] reads back.
+    pub fn label(&self, site: &Site) -> String {
+        self.month(site).strftime("%Y-%m").to_string()
+    }
+
     /// As `time::OffsetDateTime`s for binding.
     pub fn bounds(&self) -> (time::OffsetDateTime, time::OffsetDateTime) {
         (to_time(self.start), to_time(self.end))

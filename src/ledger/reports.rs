@@ -38,6 +38,8 @@ pub struct Row {
     pub node: String,
     /// Depth below the report's node (0 for it).
     pub depth: usize,
+    /// Whether the node is archived (shown for what it booked in the period; no entitlement).
+    pub archived: bool,
     /// GPU model name, or `all`.
     pub gpu_model: String,
     /// Spend on capacity contracts (purchases less refunds).
@@ -217,28 +219,70 @@ pub async fn rows(
             _ => {}
         }
     }
-    let label = filter
-        .period
-        .start
-        .to_zoned(site.time_zone.clone())
-        .strftime("%Y-%m")
-        .to_string();
-    let mut out = Vec::new();
-    for n in tree
-        .nodes
+    let label = filter.period.label(site);
+    // Archived nodes keep what they booked: a project archived after the period (or an
+    // archived group around it) is a row of its own, after its live siblings, and counts in
+    // every total above it. Archived nodes with nothing booked in the period are left out.
+    let booked: Vec<i64> = {
+        let mut ids: Vec<i64> = by
+            .keys()
+            .map(|(p, _)| *p)
+            .chain(grants.keys().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    let archived: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
+        "SELECT id, parent_id, name FROM tree_nodes WHERE archived ORDER BY name, id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let shown_archived: Vec<&(i64, Option<i64>, String)> = archived
         .iter()
-        .filter(|n| tree.parents.is_ancestor_or_self(top.id, n.id))
-    {
-        let depth = n.depth - top.depth;
-        let projects: Vec<i64> = tree
+        .filter(|(id, _, _)| {
+            tree.parents.is_ancestor_or_self(top.id, *id)
+                && booked
+                    .iter()
+                    .any(|p| tree.parents.is_ancestor_or_self(*id, *p))
+        })
+        .collect();
+    // Depth-first from the report's node: (id, name, depth, the live node if it is live).
+    let mut order: Vec<(i64, String, usize, Option<&tree_db::NodeView>)> = Vec::new();
+    let mut stack = vec![(top.id, top.name.clone(), 0usize, Some(top))];
+    while let Some((id, name, depth, live)) = stack.pop() {
+        let mut kids: Vec<(i64, String, usize, Option<&tree_db::NodeView>)> = tree
+            .children(id)
+            .map(|c| (c.id, c.name.clone(), depth + 1, Some(c)))
+            .collect();
+        kids.extend(
+            shown_archived
+                .iter()
+                .filter(|(_, parent, _)| *parent == Some(id))
+                .map(|(a, _, n)| (*a, n.clone(), depth + 1, None)),
+        );
+        order.push((id, name, depth, live));
+        stack.extend(kids.into_iter().rev());
+    }
+    let mut out = Vec::new();
+    for (node_id, node_name, depth, live) in order {
+        // Every project under the node that booked something, archived ones included.
+        let projects: Vec<i64> = booked
+            .iter()
+            .copied()
+            .filter(|p| tree.parents.is_ancestor_or_self(node_id, *p))
+            .collect();
+        // Money caps are the live projects' (an archived project has none to spend under).
+        let live_projects: Vec<i64> = tree
             .nodes
             .iter()
-            .filter(|p| p.is_project && tree.parents.is_ancestor_or_self(n.id, p.id))
+            .filter(|p| p.is_project && tree.parents.is_ancestor_or_self(node_id, p.id))
             .map(|p| p.id)
             .collect();
-        // Entitlement per model, restricted to the cluster when filtered.
+        // Entitlement per model, restricted to the cluster when filtered (none once archived).
         let mut ent: Vec<(String, i64, i64)> = Vec::new();
-        for (c, e) in tree.capacity.iter().zip(&n.entitlements) {
+        let entitlements = live.map_or(&[][..], |n| n.entitlements.as_slice());
+        for (c, e) in tree.capacity.iter().zip(entitlements) {
             if cluster_name.as_ref().is_some_and(|name| *name != c.cluster) {
                 continue;
             }
@@ -272,8 +316,9 @@ pub async fn rows(
         };
         let row = |model: &str, s: Sums, ent_milli: i64, ent_money: i64| Row {
             period: label.clone(),
-            node_id: n.id,
-            node: n.name.clone(),
+            node_id,
+            node: node_name.clone(),
+            archived: live.is_none(),
             depth,
             gpu_model: model.to_string(),
             contract_minor: s.contract,
@@ -301,7 +346,7 @@ pub async fn rows(
                 .map(|p| grants.get(p).copied().unwrap_or(0))
                 .sum(),
         );
-        let project_caps: Vec<Option<i64>> = projects
+        let project_caps: Vec<Option<i64>> = live_projects
             .iter()
             .map(|p| caps.get(p).copied().flatten())
             .collect();
@@ -409,14 +454,7 @@ pub async fn trend(
         .bind(cluster)
         .fetch_one(pool)
         .await?;
-        out.push((
-            p.start
-                .to_zoned(site.time_zone.clone())
-                .strftime("%Y-%m")
-                .to_string(),
-            contracts,
-            runs,
-        ));
+        out.push((p.label(site), contracts, runs));
     }
     Ok(out)
 }

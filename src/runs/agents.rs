@@ -417,10 +417,14 @@ pub struct RunReport {
     /// Exit status once exited normally.
     #[serde(default)]
     pub exit_code: Option<i32>,
-    /// Signal number when killed by one.
+    /// Signal number when killed by one, 1 to [`MAX_SIGNAL`] (the exit code recorded is 128
+    /// plus it).
     #[serde(default)]
     pub signal: Option<i32>,
 }
+
+/// The highest signal number an agent may report: Linux's `SIGRTMAX`.
+pub const MAX_SIGNAL: i32 = 64;
 
 /// `POST /api/v1/agent/sync` body.
 #[derive(Debug, Deserialize)]
@@ -477,6 +481,23 @@ pub async fn sync(
         return Err(AppError::invalid(
             "since",
             "since is the version of an earlier answer, 0 or more",
+        ));
+    }
+    // A signal is a POSIX signal number, 1 to 64 (Linux's real-time signals included); its
+    // run's exit code is 128 + the signal, as a shell reports it.
+    if let Some(r) = body
+        .runs
+        .iter()
+        .find(|r| r.signal.is_some_and(|s| !(1..=MAX_SIGNAL).contains(&s)))
+    {
+        return Err(AppError::invalid(
+            "signal",
+            format!(
+                "run {} on node {}: signal {} is not a signal number (1 to {MAX_SIGNAL})",
+                r.run,
+                r.node,
+                r.signal.unwrap_or_default()
+            ),
         ));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();

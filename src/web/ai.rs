@@ -200,10 +200,11 @@ fn percent(pct: i64) -> String {
     i18n::t1("ai-percent", "pct", i18n::format::count(pct))
 }
 
-/// The month of a period's first instant, in the page's language: `November 2026`,
+/// The month a budget period starting at `start` is named after
+/// ([`crate::ledger::Period::month`]), in the page's language: `November 2026`,
 /// `noviembre de 2026`, `2026(e)ko azaroa`.
-fn month_words(start: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
-    i18n::format::month_year(i18n::current(), start.to_zoned(tz.clone()).date())
+fn month_words(start: jiff::Timestamp, site: &crate::config::Site) -> String {
+    i18n::format::month_year(i18n::current(), site.periods.month(start))
 }
 
 fn pct(spent: Money, limit: i64) -> i64 {
@@ -240,7 +241,6 @@ async fn list(
     let last = ai::last_reviews(&state.pool).await?;
     let human = ai::human_minutes(&state.pool, period).await?;
     let cur = &state.site.currency;
-    let tz = state.site.time_zone.clone();
     let (elapsed, length) = (
         now.as_second() - period.start.as_second(),
         period.end.as_second() - period.start.as_second(),
@@ -268,7 +268,7 @@ async fn list(
                             "decision",
                             code_words("ai-decision", &r.decision),
                             "month",
-                            month_words(crate::ledger::to_jiff(r.period_start), &tz),
+                            month_words(crate::ledger::to_jiff(r.period_start), &state.site),
                         )
                     })
                     .unwrap_or_default(),
@@ -288,7 +288,7 @@ async fn list(
         StatusCode::OK,
         &ListPage {
             layout: Layout::for_user(&session, &me, "/ai").await?,
-            month: month_words(period.start, &state.site.time_zone),
+            month: month_words(period.start, &state.site),
             rows,
             can_register: may_register(&me),
             can_import: spend::may_import(&me),
@@ -487,11 +487,7 @@ pub struct ReviewForm {
 
 /// A period's value for a form (`2026-11`) and its month in the page's language.
 fn month_label(p: Period, site: &crate::config::Site) -> (String, String) {
-    let z = p.start.to_zoned(site.time_zone.clone());
-    (
-        z.strftime("%Y-%m").to_string(),
-        month_words(p.start, &site.time_zone),
-    )
+    (p.label(site), month_words(p.start, site))
 }
 
 async fn detail_page(
@@ -570,7 +566,7 @@ async fn detail_page(
         .await?
         .into_iter()
         .map(|r| ReviewView {
-            month: month_words(crate::ledger::to_jiff(r.period_start), tz),
+            month: month_words(crate::ledger::to_jiff(r.period_start), site),
             decision: match r.new_limit_minor {
                 Some(l) => i18n::t1("ai-expand-to", "limit", Money(l).display(&site.currency)),
                 None => code_words("ai-decision", &r.decision),
@@ -622,7 +618,7 @@ async fn detail_page(
             layout: Layout::for_user(session, me, "/ai").await?,
             bag: bag_words(&u.bag),
             status: code_words("ai-status", &u.status),
-            month: month_words(period.start, &state.site.time_zone),
+            month: month_words(period.start, &state.site),
             gpu: Money(s.gpu_minor).display(cur),
             imported: micro_to_money(s.imported_micro).display(cur),
             total: total.display(cur),

@@ -438,11 +438,10 @@ async fn page(
             .iter()
             .rev()
             .map(|p| {
-                let start = p.start.to_zoned(state.site.time_zone.clone());
-                let value = start.strftime("%Y-%m").to_string();
+                let value = p.label(&state.site);
                 let label = match i18n::current() {
                     i18n::Lang::En => value.clone(),
-                    lang => i18n::format::month_year(lang, start.date()),
+                    lang => i18n::format::month_year(lang, p.month(&state.site)),
                 };
                 (value, label)
             })

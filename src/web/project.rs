@@ -145,8 +145,9 @@ pub struct Facts {
     pub settings: crate::db::tree::ProjectSettings,
     /// Balance of the current period's budget.
     pub balance: Money,
-    /// Budgets of later periods (opened early by a contract in them): (month, balance).
-    pub later_balances: Vec<(String, String)>,
+    /// Budgets of later periods (opened early by a contract in them): (the month each is
+    /// named after, [`crate::ledger::Period::month`]; balance).
+    pub later_balances: Vec<(jiff::civil::Date, String)>,
     /// Contracts, newest window first.
     pub contracts: Vec<crate::ledger::contracts::Contract>,
 }
@@ -193,10 +194,7 @@ pub async fn tree_and_facts(
         .into_iter()
         .map(|(start, b)| {
             (
-                crate::ledger::to_jiff(start)
-                    .to_zoned(state.site.time_zone.clone())
-                    .strftime("%B %Y")
-                    .to_string(),
+                state.site.periods.month(crate::ledger::to_jiff(start)),
                 Money(b).display(&state.site.currency),
             )
         })

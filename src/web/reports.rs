@@ -79,11 +79,7 @@ async fn resolve(state: &AppState, me: &Account, q: &ReportQuery) -> Result<Reso
         )
     };
     Ok(Resolved {
-        period_label: period
-            .start
-            .to_zoned(state.site.time_zone.clone())
-            .strftime("%Y-%m")
-            .to_string(),
+        period_label: period.label(&state.site),
         filter: Filter {
             period,
             node,
@@ -125,6 +121,7 @@ pub async fn open_current_budgets(
 
 struct RowView {
     node: String,
+    archived: bool,
     gpu_model: String,
     indent: String,
     cells: Vec<String>,
@@ -209,16 +206,7 @@ async fn page(
     .unwrap_or_default();
     render(&ReportsPage {
         layout: Layout::for_user(&session, &me, "/reports").await?,
-        periods: recent
-            .iter()
-            .rev()
-            .map(|p| {
-                p.start
-                    .to_zoned(state.site.time_zone.clone())
-                    .strftime("%Y-%m")
-                    .to_string()
-            })
-            .collect(),
+        periods: recent.iter().rev().map(|p| p.label(&state.site)).collect(),
         period: r.period_label.clone(),
         nodes,
         node: r.filter.node,
@@ -241,6 +229,7 @@ async fn page(
             .iter()
             .map(|x| RowView {
                 node: x.node.clone(),
+                archived: x.archived,
                 gpu_model: x.gpu_model.clone(),
                 indent: format!("{:.2}em", x.depth as f64 * 1.25 + 0.4),
                 cells: cells(x),

@@ -93,7 +93,14 @@ async fn tree_page(
     render(&TreePage {
         layout: Layout::for_user(&session, &me, "/tree").await?,
         period: period_label(&tree.period_start, &tree.period_end),
-        time_zone: state.site.time_zone_name.clone(),
+        // The zone the current period follows, as the home page says (the previous one until
+        // a change of zone takes effect at the period's end).
+        time_zone: tree
+            .period_start
+            .time_zone()
+            .iana_name()
+            .unwrap_or(&state.site.time_zone_name)
+            .to_string(),
         currency: state.site.currency.clone(),
         capacity: tree.capacity.clone(),
         rows,
@@ -139,6 +146,8 @@ struct NodeForm {
     invalid: HashSet<i64>,
     shares_error: Option<String>,
     admin_error: Option<String>,
+    /// The status of a re-render for a refusal (409) rather than bad input (422).
+    refused: bool,
     name: String,
     kind: String,
     share: String,
@@ -160,7 +169,9 @@ async fn node_page(
     if !me.may_view(id, parents) {
         return Err(AppError::Forbidden(t("node-outside-view")));
     }
-    let status = if form.shares_error.is_some() || form.admin_error.is_some() {
+    let status = if form.refused {
+        StatusCode::CONFLICT
+    } else if form.shares_error.is_some() || form.admin_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
@@ -431,6 +442,20 @@ async fn archive_post(
             )
             .await
         }
+        Err(AppError::Refused { message, .. }) => {
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                NodeForm {
+                    admin_error: Some(message),
+                    refused: true,
+                    ..NodeForm::default()
+                },
+            )
+            .await
+        }
         Err(other) => Err(other),
     }
 }
@@ -572,7 +597,16 @@ async fn project_page(
         can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
         balance: facts.balance.display(cur),
-        later_balances: facts.later_balances.clone(),
+        later_balances: facts
+            .later_balances
+            .iter()
+            .map(|(month, b)| {
+                (
+                    crate::i18n::format::month_year(crate::i18n::current(), *month),
+                    b.clone(),
+                )
+            })
+            .collect(),
         contracts: facts
             .contracts
             .iter()

@@ -1176,11 +1176,29 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         ),
         (Some(105), Some(7_875))
     );
-    for (hours, activity, field) in [
-        ("-1", "review", "hours"),
-        ("0.333", "review", "hours"),
-        ("1", "coffee", "activity"),
-        ("x", "review", "hours"),
+    // Nothing is rounded (1.001 hours was 60 minutes) and nothing passes the maximum
+    // (74400.0000001 was accepted), as text or as a JSON number.
+    for (hours, activity, field, says) in [
+        (json!("-1"), "review", "hours", "not a positive number"),
+        (json!("0.333"), "review", "hours", "more than two decimals"),
+        (json!("1"), "coffee", "activity", ""),
+        (json!("x"), "review", "hours", "not a positive number"),
+        (json!("1.001"), "review", "hours", "more than two decimals"),
+        (json!(1.001), "review", "hours", "more than two decimals"),
+        (
+            json!("74400.0000001"),
+            "review",
+            "hours",
+            "more than two decimals",
+        ),
+        (
+            json!(74400.0000001),
+            "review",
+            "hours",
+            "more than two decimals",
+        ),
+        (json!("74400.05"), "review", "hours", "more than 74,400"),
+        (json!(74401), "review", "hours", "more than 74,400"),
     ] {
         let (status, answer) = app
             .api(
@@ -1195,6 +1213,33 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
             (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
             "{hours} {activity}"
         );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{hours}: {message}");
+    }
+    assert_eq!(app.audit_count("use_case.hours").await, 2);
+    // The page's form too: re-rendered with the message and what was typed.
+    let mut lc = app.client();
+    let (lead_name, lead_pw) = demo_password(&users, "lead");
+    lc.login(&lead_name, &lead_pw).await;
+    for (typed, says) in [
+        ("1.001", "more than two decimals"),
+        ("74400.0000001", "more than two decimals"),
+        ("74401", "more than 74,400"),
+    ] {
+        let (status, page, _) = lc
+            .post(
+                &format!("/ai/{id}/hours"),
+                &[
+                    ("month", month.as_str()),
+                    ("hours", typed),
+                    ("activity", "review"),
+                    ("note", ""),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{typed}");
+        assert!(page.contains(says), "{typed}");
+        assert!(page.contains(&format!("value=\"{typed}\"")), "{typed} kept");
     }
     assert_eq!(app.audit_count("use_case.hours").await, 2);
     let (_, one) = app
@@ -1235,4 +1280,151 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         reports.contains("/ai/use-cases.csv?period="),
         "the finance reports link to it"
     );
+}
+
+/// A FOCUS line for this month: `cost` in USD on day `day`, tagged `team=big`.
+fn big_line(cost: &str, day: i8) -> String {
+    let month = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .first_of_month();
+    let at = |d: i8| format!("{}T00:00:00Z", month.with().day(d).build().unwrap());
+    format!(
+        "{cost},USD,{},{},{},{},Usage,Tokens,Azure OpenAI,AI and Machine Learning,Microsoft,sub-big,Big,\"{{\"\"team\"\":\"\"big\"\"}}\"\n",
+        at(1),
+        at(28),
+        at(day),
+        at(day + 1)
+    )
+}
+
+/// Imported amounts whose total would leave the 64-bit range are refused (422
+/// `malformed_file`, nothing imported): three lines of 4,600,000.00 USD at a rate of
+/// 1,000,000 (4.6 x 10^18 millionths each, under the limit alone) in one file, one line too
+/// large once converted, and a file that fits alone but not with what is stored. Reads of
+/// stored sums beyond the range (left by the old code) answer 200. Before, the import wrapped
+/// to a negative amount and `GET /api/v1/spend-imports` and `/api/v1/use-cases` answered 500.
+#[tokio::test]
+async fn imports_whose_sums_leave_the_range_are_refused_and_reads_never_fail() {
+    let (app, _) = demo_in("EUR").await;
+    let lead = app.token_for("demo-lead").await;
+    let finance = app.token_for("demo-finance").await;
+    let pretraining = app.node_id("Pretraining").await;
+    let (_, u) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(use_case("Big spender", pretraining, 30_000)),
+        )
+        .await;
+    let uc = u["id"].as_i64().unwrap();
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&finance),
+            Some(json!({"use_case_id": uc, "scope": "team=big"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let header = FOCUS_SAMPLE.lines().next().unwrap();
+    let file = |lines: &[String]| format!("{header}\n{}", lines.concat());
+    let query = "format=focus&rate=1000000&file_name=big.csv";
+    let refused = |answer: &Value, needle: &str| {
+        assert_eq!(answer["error"]["code"], "malformed_file", "{answer}");
+        assert_eq!(answer["error"]["field"], "file");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{message}");
+        assert!(message.contains("nothing was imported"), "{message}");
+    };
+    let three = file(&[
+        big_line("4600000.00", 2),
+        big_line("4600000.00", 3),
+        big_line("4600000.00", 4),
+    ]);
+    for q in [query.to_string(), format!("{query}&dry_run=true")] {
+        let (status, answer) = import(&app, &finance, &q, &three).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        refused(&answer, "too large to add up");
+    }
+    // 10,000,000.00 x 1,000,000 = 10^19 millionths: over the range alone.
+    let (status, answer) = import(
+        &app,
+        &finance,
+        query,
+        &file(&[big_line("1.00", 5), big_line("10000000.00", 6)]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    refused(&answer, "cost line 2");
+    assert_eq!(count(&app, "ai_spend_rows").await, 0);
+    assert_eq!(count(&app, "ai_spend_imports").await, 0);
+    assert_eq!(app.audit_count("spend.import").await, 0);
+
+    // Two files of one such line each fit (9.2 x 10^18 together); a third does not.
+    let each: i64 = 4_600_000_000_000_000_000;
+    for day in [2, 3] {
+        let (status, answer) =
+            import(&app, &finance, query, &file(&[big_line("4600000.00", day)])).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert_eq!(answer["amount_micro"], each);
+    }
+    let (status, answer) = import(&app, &finance, query, &file(&[big_line("4600000.00", 4)])).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    refused(&answer, "too large to add up");
+    assert_eq!(count(&app, "ai_spend_rows").await, 2);
+    let (status, cases) = app
+        .api("GET", "/api/v1/use-cases", Some(&finance), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cases}");
+    let big = |cases: &Value| {
+        cases
+            .as_array()
+            .or_else(|| cases["use_cases"].as_array())
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == uc)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(big(&cases)["spend"]["imported_micro"], 2 * each);
+    assert_eq!(
+        big(&cases)["spend"]["total_minor"],
+        2 * each / 10_000,
+        "no GPU spend: the imported amount in cents"
+    );
+
+    // Sums stored beyond the range (the old code let them in) are read without a 500: the
+    // lines again, once assigned and twice unassigned.
+    sqlx::query(
+        "INSERT INTO ai_spend_rows (import_id, row_sha256, source, service, scopes, description, period_start, \
+         period_end, amount_micro, original_amount, original_currency, use_case_id) \
+         SELECT import_id, sha256(row_sha256 || c::text::bytea), source, service, scopes, description, period_start, \
+         period_end, amount_micro, original_amount, original_currency, CASE WHEN c = 1 THEN use_case_id END \
+         FROM ai_spend_rows, generate_series(1, 3) c",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (status, listed) = app
+        .api("GET", "/api/v1/spend-imports", Some(&finance), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["unassigned"]["count"], 4);
+    assert_eq!(listed["unassigned"]["amount_micro"], i64::MAX);
+    let (status, cases) = app
+        .api("GET", "/api/v1/use-cases", Some(&finance), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cases}");
+    assert_eq!(big(&cases)["spend"]["imported_micro"], i64::MAX);
+    let (status, _) = app
+        .api(
+            "GET",
+            &format!("/api/v1/use-cases/{uc}"),
+            Some(&finance),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
 }

@@ -371,3 +371,393 @@ async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
         "2027-02-01T00:00:00Z".parse().unwrap()
     );
 }
+
+/// Archiving a project with runs under way is refused (409 on the page and the API, naming
+/// both counts); once they ended it archives, and what it booked stays in last period's
+/// report: its own row (marked archived) and every total above it, on the page, the API and
+/// the CSV. Before, the archive went through and the Organisation's total lost the spend.
+#[tokio::test]
+async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_under_way() {
+    let (app, pw) = TestApp::with_admin().await;
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let g = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "G",
+        NodeKind::Group,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut projects = Vec::new();
+    for name in ["p1", "p2"] {
+        projects.push(
+            tree_db::create_node(
+                &app.pool,
+                &admin,
+                g,
+                name,
+                NodeKind::Project,
+                Share::parse_percent("50").unwrap(),
+            )
+            .await
+            .unwrap(),
+        );
+    }
+    let (p1, p2) = (projects[0], projects[1]);
+    let h100: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = 'H100'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // Last period: p1 used 2 allocated H100 GPU-hours (2 x 2.00 = 4.00), p2 one (2.00).
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    let this = ledger::Period::containing(now, &site);
+    let last = ledger::Period::containing(
+        this.start
+            .checked_sub(jiff::SignedDuration::from_hours(24))
+            .unwrap(),
+        &site,
+    );
+    let label = last
+        .start
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .strftime("%Y-%m")
+        .to_string();
+    let used_at = last
+        .start
+        .checked_add(jiff::SignedDuration::from_hours(30))
+        .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    for (project, secs) in [(p1, 7200), (p2, 3600)] {
+        ledger::charge_usage_at(
+            &app.pool,
+            &mut tx,
+            &site,
+            used_at,
+            project,
+            (cluster, h100),
+            secs,
+            true,
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    // Two runs of p1: one running, one waiting.
+    let token = app.token_for("admin").await;
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = app
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&token),
+                Some(
+                    serde_json::json!({"project": "p1", "cluster": "c", "gpu_model": "H100",
+                    "gpus": 1, "min_runtime_s": 0, "time_limit_s": 3600, "priority": 0,
+                    "resumable": false, "command": "sleep 60"}),
+                ),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        runs.push(body["id"].as_i64().unwrap());
+    }
+    sqlx::query("UPDATE runs SET state = 'running', started_at = now(), attempt = 1 WHERE id = $1")
+        .bind(runs[0])
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (status, body) = app
+        .api(
+            "PATCH",
+            &format!("/api/v1/nodes/{p1}"),
+            Some(&token),
+            Some(serde_json::json!({"archived": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "active_runs");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("1 running, 1 waiting"), "{message}");
+    let mut c = app.client();
+    c.login("admin", &pw).await;
+    let (status, page, _) = c.post(&format!("/tree/nodes/{p1}/archive"), &[]).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(page.contains("1 running, 1 waiting"), "{page}");
+    let archived = || async {
+        sqlx::query_scalar::<_, bool>("SELECT archived FROM tree_nodes WHERE id = $1")
+            .bind(p1)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    assert!(!archived().await, "nothing was archived");
+    assert_eq!(app.audit_count("node.archive").await, 0);
+
+    // Once both ended, it archives.
+    sqlx::query("UPDATE runs SET state = 'cancelled', ended_at = now() WHERE id = ANY($1)")
+        .bind(&runs)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (status, _, _) = c.post(&format!("/tree/nodes/{p1}/archive"), &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(archived().await);
+
+    // Last period's report still has p1's 4.00: its row and the totals of G and Organisation.
+    let (status, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={root}&period={label}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{spend}");
+    let rows = spend["rows"].as_array().unwrap();
+    let total = |node: &str| {
+        rows.iter()
+            .find(|r| r["node"] == node && r["gpu_model"] == "all")
+            .unwrap_or_else(|| panic!("no total row for {node}: {spend}"))
+            .clone()
+    };
+    assert_eq!(total("Organisation")["spend_minor"], 600);
+    assert_eq!(total("G")["spend_minor"], 600);
+    assert_eq!(total("p1")["spend_minor"], 400);
+    assert_eq!(total("p1")["archived"], true);
+    assert_eq!(total("p1")["entitlement_minor"], 0);
+    assert_eq!(total("p2")["archived"], false);
+    // p1 after its live sibling, one level under G.
+    let order: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["gpu_model"] == "all")
+        .map(|r| r["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["Organisation", "G", "p2", "p1"]);
+    assert_eq!(total("p1")["depth"], 2);
+    let (status, csv_text, _) = c
+        .get(&format!("/reports.csv?node={root}&period={label}"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let totals: Vec<(String, String)> = reader
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[4] == "all")
+        .map(|r| (r[2].to_string(), r[10].to_string()))
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            ("Organisation".to_string(), "6.00".to_string()),
+            ("G".to_string(), "6.00".to_string()),
+            ("p2".to_string(), "2.00".to_string()),
+            ("p1".to_string(), "4.00".to_string()),
+        ]
+    );
+    let (status, page, _) = c.get(&format!("/reports?node={root}&period={label}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-node=\"p1\""), "p1 has its rows");
+    assert!(page.contains(">archived<"), "marked archived");
+    // This period p1 booked only its budget grant: it stays in the budget totals (the ledger's
+    // sum of both grants), with no spend; next period it is gone.
+    let (_, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={root}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let rows = spend["rows"].as_array().unwrap();
+    let now_total = |node: &str| {
+        rows.iter()
+            .find(|r| r["node"] == node && r["gpu_model"] == "all")
+            .unwrap_or_else(|| panic!("no total row for {node}: {spend}"))
+            .clone()
+    };
+    let granted: i64 = sqlx::query_scalar(
+        "SELECT sum(p.amount_minor)::bigint FROM ledger_postings p WHERE p.kind = 'grant' AND p.period_start = $1",
+    )
+    .bind(ledger::to_time(this.start))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(now_total("Organisation")["budget_minor"], granted);
+    assert_eq!(now_total("p1")["spend_minor"], 0);
+    assert_eq!(now_total("p1")["archived"], true);
+    let (_, spend) = app
+        .api(
+            "GET",
+            &format!(
+                "/api/v1/spend?node={root}&period={}",
+                this.end.to_zoned(jiff::tz::TimeZone::UTC).strftime("%Y-%m")
+            ),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(
+        spend["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["node"] != "p1"),
+        "{spend}"
+    );
+}
+
+/// After `TRANCHE_TIME_ZONE` changed from UTC to Los Angeles, the month under way still follows
+/// UTC and every surface names periods by their own month: the current period is this UTC
+/// month in the API, the report's month list, the CSV and `?period=`; the last one is last
+/// month; the next one (Los Angeles' first, starting on the last evening of this month there)
+/// is next month, on the project page too; the tree page names UTC as the home page does.
+/// Before, each period was named after its start in Los Angeles: one month early.
+#[tokio::test]
+async fn periods_keep_their_own_month_after_a_time_zone_change() {
+    let now = jiff::Timestamp::now();
+    let utc = jiff::tz::TimeZone::UTC;
+    let la = jiff::tz::TimeZone::get("America/Los_Angeles").unwrap();
+    let (_, change) = tranche::domain::budget_period(now, &utc);
+    let change = change.timestamp();
+    let mut site = tranche::config::Site {
+        time_zone: la.clone(),
+        time_zone_name: "America/Los_Angeles".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    site.periods = tranche::domain::PeriodCalendar::new(utc.clone()).then(change, la.clone());
+    let app = TestApp::with_site(site.clone()).await;
+    let pw = tranche::db::users::first_run(&app.pool)
+        .await
+        .unwrap()
+        .unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let p = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    // Month names computed in UTC, where this period began.
+    let month = |t: jiff::Timestamp| t.to_zoned(utc.clone()).date().first_of_month();
+    let this_month = month(now);
+    let last_month = this_month.checked_sub(jiff::Span::new().months(1)).unwrap();
+    let next_month = this_month.checked_add(jiff::Span::new().months(1)).unwrap();
+    let ym = |d: jiff::civil::Date| d.strftime("%Y-%m").to_string();
+    // The next period's budget opened early (as a contract in it would).
+    let next = ledger::Period::containing(change, &site);
+    assert_eq!(next.start, change);
+    let mut conn = app.pool.acquire().await.unwrap();
+    ledger::ensure_budget_account(&mut conn, p, next, tranche::domain::Money(1234))
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(next.label(&site), ym(next_month));
+    assert_eq!(
+        ledger::Period::containing(now, &site).label(&site),
+        ym(this_month)
+    );
+
+    let token = app.token_for("admin").await;
+    for (query, want) in [
+        (String::new(), ym(this_month)),
+        (format!("&period={}", ym(this_month)), ym(this_month)),
+        (format!("&period={}", ym(last_month)), ym(last_month)),
+        (format!("&period={}", ym(next_month)), ym(next_month)),
+    ] {
+        let (status, spend) = app
+            .api(
+                "GET",
+                &format!("/api/v1/spend?node={root}{query}"),
+                Some(&token),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{spend}");
+        assert_eq!(spend["period"], want.as_str(), "{query}");
+        for row in spend["rows"].as_array().unwrap() {
+            assert_eq!(row["period"], want.as_str(), "{query}");
+        }
+    }
+    // The last period is a whole UTC month; the next one ends with Los Angeles' next month.
+    let (_, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={root}&period={}", ym(next_month)),
+            Some(&token),
+            None,
+        )
+        .await;
+    let hours = spend["rows"][0]["entitlement_gpu_hours"].as_f64().unwrap() / 8.0;
+    let next_end = next_month
+        .checked_add(jiff::Span::new().months(1))
+        .unwrap()
+        .to_zoned(la.clone())
+        .unwrap()
+        .timestamp();
+    assert_eq!(
+        hours as i64,
+        (next_end.as_second() - change.as_second()) / 3600
+    );
+
+    let mut c = app.client();
+    c.login("admin", &pw).await;
+    let (status, page, _) = c.get("/reports").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(&format!("<option selected>{}</option>", ym(this_month))),
+        "this month is listed and chosen"
+    );
+    assert!(page.contains(&format!("<option>{}</option>", ym(last_month))));
+    for (query, want) in [
+        (String::new(), ym(this_month)),
+        (format!("?period={}", ym(last_month)), ym(last_month)),
+    ] {
+        let (status, csv_text, _) = c.get(&format!("/reports.csv{query}")).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+        let periods: Vec<String> = reader
+            .records()
+            .map(|r| r.unwrap()[0].to_string())
+            .collect();
+        assert!(!periods.is_empty());
+        assert!(periods.iter().all(|x| *x == want), "{query}: {periods:?}");
+    }
+    let (_, page, _) = c.get(&format!("/projects/{p}")).await;
+    let later = format!("Balance {}", next_month.strftime("%B %Y"));
+    assert!(page.contains(&later), "{later} in the project page");
+    // The tree and home pages name the zone the current period follows: UTC until it ends.
+    for path in ["/tree", "/"] {
+        let (_, page, _) = c.get(path).await;
+        assert!(page.contains("UTC"), "{path}");
+        assert!(!page.contains("America/Los_Angeles"), "{path}");
+    }
+}

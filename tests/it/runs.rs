@@ -375,6 +375,49 @@ async fn protected_run_above_the_limit_waits_for_a_lead() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(state_of(&o.app, big).await, "waiting_approval");
+    // An approval's body, when there is one, is read as every JSON body: a control character
+    // in the reason, a body that is not an object or has other fields are 422 (before: NUL was
+    // a 500, BEL was stored, `[]` approved), text that is not JSON is 400; nothing is decided.
+    for (body, status, code, field) in [
+        (
+            r#"{"reason": "ok\u0000"}"#,
+            422,
+            "invalid_text",
+            Some("reason"),
+        ),
+        (
+            r#"{"reason": "ring \u0007 bell"}"#,
+            422,
+            "invalid_text",
+            Some("reason"),
+        ),
+        ("[]", 422, "invalid_input", None),
+        (
+            r#"{"reason": "x", "urgent": true}"#,
+            422,
+            "invalid_input",
+            Some("urgent"),
+        ),
+        (r#"{"reason": 7}"#, 422, "invalid_input", Some("reason")),
+        ("go ahead", 400, "malformed_request", None),
+    ] {
+        let (got, answer) = o
+            .app
+            .api_raw(
+                "POST",
+                &format!("/api/v1/runs/{big}/approve"),
+                Some(&o.lead),
+                "application/json",
+                body.as_bytes().to_vec(),
+            )
+            .await;
+        assert_eq!(got.as_u16(), status, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        if let Some(field) = field {
+            assert_eq!(answer["error"]["field"], field, "{body}: {answer}");
+        }
+        assert_eq!(state_of(&o.app, big).await, "waiting_approval", "{body}");
+    }
     let (status, answer) = o
         .app
         .api(
@@ -654,6 +697,35 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     let grace = stops[0]["grace_s"].as_i64().unwrap();
     assert!((29..=30).contains(&grace), "grace {grace}");
     assert_eq!(assignments(&answer)[0].0, preemptor);
+    // A signal outside 1..=64 is refused whole, nothing recorded (999999 was stored as exit
+    // code 1000127, and i32::MAX overflowed 128 + signal).
+    let exit_code = || async {
+        sqlx::query_scalar::<_, Option<i32>>(
+            "SELECT exit_code FROM run_placements WHERE run_id = $1 AND attempt = 1",
+        )
+        .bind(victim)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    for signal in [999_999, 65, 0, -1, i64::from(i32::MAX)] {
+        let (status, answer) = sync(
+            &o.app,
+            &o.agent,
+            &session,
+            &nodes,
+            json!([{"run": victim, "attempt": 1, "node": nodes[0], "state": "exited", "signal": signal}]),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{signal}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "invalid_input");
+        assert_eq!(answer["error"]["field"], "signal");
+        assert_eq!(exit_code().await, None, "{signal}");
+    }
     // SIGTERM ended it: requeued, with its history kept.
     let (status, _) = sync(
         &o.app,
@@ -664,6 +736,7 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(exit_code().await, Some(128 + 15));
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, victim).await, "queued");
     let (_, run) = o

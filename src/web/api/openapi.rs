@@ -179,7 +179,7 @@ pub fn document() -> Value {
         "ImportResult",
     );
     let mut approve = op(
-        "Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"}; 409 not_waiting_approval",
+        "Approve a run waiting for approval (a lead of its project or above, admins); optional body {\"reason\"} (no body, or an empty one, approves without a reason; a body given is checked as every JSON body: 422 invalid_text for a control character, invalid_input for another shape); 409 not_waiting_approval",
         "200",
         "RunState",
     );
@@ -216,7 +216,7 @@ pub fn document() -> Value {
             },
             "/gpu-models/{id}": {"parameters": [id], "patch": req(op("Change a GPU model's billing weight and price (admin); a name given is ignored", "200", "Ok"), "ModelBody")},
             "/nodes": {"post": req(op("Create a tree node (admin); 422 when siblings' shares would sum to more than 100%", "201", "Created"), "NewNode")},
-            "/nodes/{id}": {"parameters": [id], "patch": req(op("Rename, move or archive a tree node (admin)", "200", "Ok"), "NodePatch")},
+            "/nodes/{id}": {"parameters": [id], "patch": req(op("Rename, move or archive a tree node (admin); archiving a node whose subtree has runs running or waiting is 409 active_runs naming both counts", "200", "Ok"), "NodePatch")},
             "/nodes/{id}/shares": {"parameters": [id], "put": req(op("Set shares of some children of a node at once (admin or lead of the node or above); siblings sum to at most 100% (422 otherwise)", "200", "Ok"), "SharesBody")},
             "/projects/{id}": {"parameters": [id], "get": op("A project: share, entitlement, period budget, money cap, self-service limit, members", "200", "Project")},
             "/projects/{id}/budget": {"parameters": [id], "put": req(op("Set a project's period budget, money cap and self-service limit (admin or lead above the project)", "200", "Ok"), "BudgetUpdate")},

@@ -150,6 +150,7 @@ pub const ERROR_CODES: &[&str] = &[
     "rule_exists",
     "nothing_to_acknowledge",
     "already_triggered",
+    "active_runs",
 ];
 
 /// The request body schemas.
@@ -314,7 +315,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                 "session": text(), "wait_s": int_in(0, 30),
                 "since": {"type": ["integer", "null"], "minimum": 0, "description": "the answer version the agent holds: only orders changed after it come back (docs/agent-protocol.md); absent = the whole state"},
                 "nodes": arr(json!({"type": "object", "required": ["node"], "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
-                "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": nullable(int()), "signal": nullable(int())}}))}}),
+                "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": nullable(int()), "signal": {"type": ["integer", "null"], "minimum": 1, "maximum": 64, "description": "the signal that killed the process, 1 to 64 (the run's exit code is 128 plus it); another number is 422 invalid_input on signal"}}}))}}),
         ),
         (
             "UseCaseBody",
@@ -377,7 +378,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                     ("month", month()),
                     (
                         "hours",
-                        json!({"oneOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 74_400}, {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"}], "description": "decimal hours, more than zero and at most 74,400 (a month's work), counted in whole minutes"}),
+                        json!({"oneOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 74_400}, {"type": "string", "pattern": "^[0-9]+(\\.[0-9]{1,2}0*)?$"}], "description": "decimal hours, more than zero and at most 74,400 (a month's work), with at most two decimals and a whole number of minutes (steps of 0.05); more decimals or more hours are refused (422), never rounded"}),
                     ),
                     (
                         "activity",
@@ -807,6 +808,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("node", s()),
                         ("node_id", int()),
                         ("depth", int()),
+                        ("archived", b()),
                         ("gpu_model", s()),
                         ("period", s()),
                         ("spend_minor", int()),

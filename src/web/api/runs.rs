@@ -1,6 +1,6 @@
 //! Runs, approvals and the node agent protocol in the JSON API.
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequest, FromRequestParts, State};
 use axum::http::request::Parts;
 use serde_json::json;
 
@@ -171,14 +171,31 @@ pub(super) async fn approve_run(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
-    body: axum::body::Bytes,
+    request: axum::extract::Request,
 ) -> ApiResult {
-    // The body is optional: an approval may come without a reason.
-    let reason = if body.iter().all(u8::is_ascii_whitespace) {
+    // The body is optional (the OpenAPI document says so): an approval may come without a
+    // reason. A body there is read as every JSON body is, by `ApiJson`: an object of the
+    // `Decision` shape whose strings pass the text rule (422 `invalid_text`, `invalid_input`).
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::Bytes::from_request(
+        axum::extract::Request::from_parts(parts.clone(), body),
+        &state,
+    )
+    .await
+    .map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::TooLarge
+        } else {
+            AppError::Malformed(rejection.body_text())
+        }
+    })?;
+    let reason = if bytes.iter().all(u8::is_ascii_whitespace) {
         String::new()
     } else {
-        serde_json::from_slice::<Decision>(&body)
-            .map_err(|e| AppError::Malformed(format!("the body is not a JSON approval: {e}")))?
+        let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+        ApiJson::<Decision>::from_request(request, &state)
+            .await?
+            .0
             .reason
     };
     decide(state, me, id, true, &reason).await
