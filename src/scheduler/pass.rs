@@ -88,6 +88,8 @@ struct Started {
 struct Reservation {
     run: RunId,
     at: i64,
+    /// GPUs of the reserved run.
+    gpus: i64,
     /// GPUs runs that do not end by `at` may still take.
     extra: i64,
 }
@@ -1524,6 +1526,7 @@ impl<'a> Pass<'a> {
         self.pools[pool].reservation = Some(Reservation {
             run: w.id,
             at,
+            gpus: need,
             extra: total_by_at - need,
         });
         self.decisions.push(Decision::Reserve {
@@ -1985,13 +1988,19 @@ impl<'a> Pass<'a> {
                 },
                 None,
             ),
-            _ => (
-                WaitReason::IdleGpus {
-                    gpus: w.gpus,
-                    free: p.free.max(0) as u32,
-                },
-                self.expected_free(pool, w.gpus),
-            ),
+            _ => {
+                let reserved = p.reservation.as_ref().map(|r| (r.at, r.gpus));
+                let free = p.free.max(0) as u32;
+                let mut estimate = self.expected_free(pool, w.gpus);
+                // GPUs that free up by the reservation's instant go to the reserved run first:
+                // the unallocated run is expected once they are enough for both.
+                if let (Some(e), Some((at, gpus))) = (estimate, reserved)
+                    && e >= at
+                {
+                    estimate = self.expected_free(pool, w.gpus.saturating_add(gpus as u32));
+                }
+                (WaitReason::IdleGpus { gpus: w.gpus, free }, estimate)
+            }
         };
         self.wait(w, reason, estimate);
     }

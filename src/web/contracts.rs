@@ -32,12 +32,42 @@ struct Cell {
 struct Day {
     label: String,
     date: String,
+    /// The buy link's window (local `YYYY-MM-DDTHH:MM`): 09:00 to 17:00, or on the current day
+    /// from the next full hour (eight hours when that is 17:00 or later).
+    buy_start: String,
+    buy_end: String,
     max_contracted: i64,
     min_free: i64,
     /// `max_contracted` and `min_free` as shown.
     max_shown: String,
     min_shown: String,
     cells: Vec<Cell>,
+}
+
+/// The capacity calendar's suggested window for `day` (local times as the contract form
+/// reads them): 09:00 to 17:00; on the day `now` falls in, from the next full hour on when
+/// 09:00 has passed, to 17:00 or eight hours later when that is past 17:00.
+fn buy_window(day: jiff::civil::Date, now: &jiff::Zoned) -> (String, String) {
+    let at = |d: jiff::civil::Date, h: i8| d.at(h, 0, 0, 0);
+    let (mut start, mut end) = (at(day, 9), at(day, 17));
+    if day == now.date() {
+        let next = now
+            .datetime()
+            .round(
+                jiff::civil::DateTimeRound::new()
+                    .smallest(jiff::Unit::Hour)
+                    .mode(jiff::RoundMode::Ceil),
+            )
+            .unwrap_or(start);
+        if next > start {
+            start = next;
+            if start >= end {
+                end = start.saturating_add(jiff::SignedDuration::from_hours(8));
+            }
+        }
+    }
+    let show = |t: jiff::civil::DateTime| t.strftime("%Y-%m-%dT%H:%M").to_string();
+    (show(start), show(end))
 }
 
 struct CalendarView {
@@ -130,14 +160,9 @@ async fn capacity(
             let model_id = inventory::gpu_model_id(&state.pool, model)
                 .await?
                 .ok_or_else(missing)?;
-            let cal = contracts::calendar(
-                &state.pool,
-                &state.site,
-                cluster_id,
-                model_id,
-                jiff::Timestamp::now(),
-            )
-            .await?;
+            let now = jiff::Timestamp::now();
+            let cal =
+                contracts::calendar(&state.pool, &state.site, cluster_id, model_id, now).await?;
             let tz = &state.site.time_zone;
             let lang = crate::i18n::current();
             let mut days: Vec<Day> = Vec::new();
@@ -145,9 +170,12 @@ async fn capacity(
                 let local = slot.start.to_zoned(tz.clone());
                 let date = local.date().to_string();
                 if days.last().is_none_or(|d| d.date != date) {
+                    let (buy_start, buy_end) = buy_window(local.date(), &now.to_zoned(tz.clone()));
                     days.push(Day {
                         label: crate::i18n::format::weekday_date(lang, local.date()),
                         date: date.clone(),
+                        buy_start,
+                        buy_end,
                         max_contracted: 0,
                         min_free: cal.contractable,
                         max_shown: String::new(),
@@ -638,4 +666,46 @@ pub fn router() -> Router<AppState> {
         .route("/contracts/new", get(new_contract))
         .route("/contracts/preview", post(preview))
         .route("/contracts/{id}/cancel", post(cancel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::buy_window;
+
+    /// The suggested window never starts in the past: on the current day it starts at the
+    /// next full hour once 09:00 has passed (the tester opened the calendar at 17:18 and the
+    /// link's 09:00 start was refused as "in the past").
+    #[test]
+    fn the_buy_link_of_today_starts_at_the_next_full_hour() {
+        let tz = jiff::tz::TimeZone::get("Europe/Madrid").unwrap();
+        let day = jiff::civil::date(2026, 12, 5);
+        let at = |h: i8, m: i8| day.at(h, m, 0, 0).to_zoned(tz.clone()).unwrap();
+        let w = |now: &jiff::Zoned, d| buy_window(d, now);
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            w(&at(8, 30), day),
+            s("2026-12-05T09:00", "2026-12-05T17:00")
+        );
+        assert_eq!(
+            w(&at(10, 0), day),
+            s("2026-12-05T10:00", "2026-12-05T17:00")
+        );
+        assert_eq!(
+            w(&at(10, 1), day),
+            s("2026-12-05T11:00", "2026-12-05T17:00")
+        );
+        assert_eq!(
+            w(&at(17, 18), day),
+            s("2026-12-05T18:00", "2026-12-06T02:00")
+        );
+        assert_eq!(
+            w(&at(23, 30), day),
+            s("2026-12-06T00:00", "2026-12-06T08:00")
+        );
+        let tomorrow = jiff::civil::date(2026, 12, 6);
+        assert_eq!(
+            w(&at(17, 18), tomorrow),
+            s("2026-12-06T09:00", "2026-12-06T17:00")
+        );
+    }
 }

@@ -574,3 +574,28 @@ fn over_share_is_said_only_when_the_others_hold_their_entitlements() {
         reason.describe()
     );
 }
+
+/// An unallocated run's expected start leaves the GPUs that free up first to the run holding
+/// the reservation: it was given the reserved instant itself, which the rules then refuse it.
+#[test]
+fn an_unallocated_run_is_not_expected_at_another_runs_reserved_start() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let a = b.project(None, "50", 8 * H);
+    let pb = b.project(None, "50", 0);
+    // Protected until T0 + 50 min; their time limits end at T0 + 1 h and T0 + 2 h.
+    b.running(a, 8, T0 - 10 * M, H, 70 * M);
+    b.running(a, 8, T0 - 10 * M, H, 130 * M);
+    let reserved = b.waiting(pb, 8, T0 - 2, H, 4 * H);
+    let free = b.waiting(pb, 8, T0 - 1, 0, H);
+    let out = schedule(&b.snap, T0);
+    let estimate = |run| {
+        out.waiting
+            .iter()
+            .find(|w| w.run == run)
+            .and_then(|w| w.estimated_start)
+    };
+    // `pb` may evict one of `a`'s runs when its protection ends.
+    assert_eq!(estimate(reserved), Some(T0 + 50 * M));
+    assert_eq!(estimate(free), Some(T0 + 2 * H));
+}
