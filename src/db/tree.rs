@@ -77,6 +77,16 @@ pub struct TreeView {
 }
 
 impl TreeView {
+    /// The IANA name of the zone the current period follows: the site's, or the previous one
+    /// until a change of zone takes effect at the period's end; `site_zone` when it has none.
+    pub fn period_zone_name(&self, site_zone: &str) -> String {
+        self.period_start
+            .time_zone()
+            .iana_name()
+            .unwrap_or(site_zone)
+            .to_string()
+    }
+
     /// The period's length in seconds.
     pub fn period_seconds(&self) -> i64 {
         self.period_end.timestamp().as_second() - self.period_start.timestamp().as_second()

@@ -198,14 +198,7 @@ async fn home_page(
                 .map(|r| crate::i18n::t(&format!("role-{r}")))
                 .collect(),
             period: period_label(&tree.period_start, &tree.period_end),
-            // The zone the period follows (the site's, or the previous one until a change of
-            // zone takes effect at the period's end).
-            time_zone: tree
-                .period_start
-                .time_zone()
-                .iana_name()
-                .unwrap_or(&state.site.time_zone_name)
-                .to_string(),
+            time_zone: tree.period_zone_name(&state.site.time_zone_name),
             led,
             projects,
             is_admin: me.is_admin(),

@@ -93,14 +93,7 @@ async fn tree_page(
     render(&TreePage {
         layout: Layout::for_user(&session, &me, "/tree").await?,
         period: period_label(&tree.period_start, &tree.period_end),
-        // The zone the current period follows, as the home page says (the previous one until
-        // a change of zone takes effect at the period's end).
-        time_zone: tree
-            .period_start
-            .time_zone()
-            .iana_name()
-            .unwrap_or(&state.site.time_zone_name)
-            .to_string(),
+        time_zone: tree.period_zone_name(&state.site.time_zone_name),
         currency: state.site.currency.clone(),
         capacity: tree.capacity.clone(),
         rows,
