@@ -147,6 +147,22 @@ runs-scope-all = everything I may see
 runs-scope-mine = submitted by me
 runs-scope-projects = my projects
 runs-state-active = active
+runs-shown-latest = { $shown ->
+    [one] Showing the latest run of { $total }.
+   *[other] Showing the latest { $shown } of { $total } runs.
+}
+runs-shown-all = { $total ->
+    [one] Showing the only run.
+   *[other] Showing all { $total } runs.
+}
+runs-shown-older = Showing runs { $from } to { $to } of { $total }, newest first.
+runs-shown-none-older = { $total ->
+    [one] No older runs; { $total } run matches in all.
+   *[other] No older runs; { $total } runs match in all.
+}
+runs-pages = Pages of runs
+runs-newest = Newest runs
+runs-older = Older runs
 
 ## Why a run waits (the run page and lists)
 
@@ -596,6 +612,7 @@ err-period-format = { $got } is not a period; use YYYY-MM, e.g. 2026-11
 err-period-range = reports cover the last 24 months and the next 2; { $got } is outside
 err-runs-scope = scope is mine, projects or all
 err-runs-state = unknown state { $got }; one of active, { $states }
+err-runs-before = before is the id of a run, a whole number from 1, to list the runs older than it; got { $got }
 err-query-unreadable = the query string could not be read: { $why }
 err-form-unreadable = the form could not be read: { $why }
 err-not-a-form = expected a form (Content-Type: application/x-www-form-urlencoded)

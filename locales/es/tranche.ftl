@@ -146,6 +146,22 @@ runs-scope-all = todo lo que puedo ver
 runs-scope-mine = enviadas por mí
 runs-scope-projects = mis proyectos
 runs-state-active = activas
+runs-shown-latest = { $shown ->
+    [one] Se muestra la ejecución más reciente de { $total }.
+   *[other] Se muestran las { $shown } ejecuciones más recientes de { $total }.
+}
+runs-shown-all = { $total ->
+    [one] Se muestra la única ejecución.
+   *[other] Se muestran las { $total } ejecuciones.
+}
+runs-shown-older = Se muestran las ejecuciones { $from } a { $to } de { $total }, de la más reciente a la más antigua.
+runs-shown-none-older = { $total ->
+    [one] No hay ejecuciones más antiguas; en total coincide { $total }.
+   *[other] No hay ejecuciones más antiguas; en total coinciden { $total }.
+}
+runs-pages = Páginas de ejecuciones
+runs-newest = Ejecuciones más recientes
+runs-older = Ejecuciones más antiguas
 
 ## Why a run waits (the run page and lists)
 
@@ -589,6 +605,7 @@ err-period-format = { $got } no es un periodo; usa AAAA-MM, por ejemplo 2026-11
 err-period-range = los informes abarcan los últimos 24 meses y los 2 siguientes; { $got } queda fuera
 err-runs-scope = el ámbito es mine, projects o all
 err-runs-state = estado desconocido { $got }; uno de active, { $states }
+err-runs-before = before es el id de una ejecución, un número entero desde 1, para ver las ejecuciones más antiguas que ella; has indicado { $got }
 err-query-unreadable = no se ha podido leer la cadena de consulta: { $why }
 err-form-unreadable = no se ha podido leer el formulario: { $why }
 err-not-a-form = se esperaba un formulario (Content-Type: application/x-www-form-urlencoded)

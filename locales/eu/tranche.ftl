@@ -146,6 +146,22 @@ runs-scope-all = ikus dezakedan guztia
 runs-scope-mine = nik bidaliak
 runs-scope-projects = nire proiektuak
 runs-state-active = aktiboak
+runs-shown-latest = { $shown ->
+    [one] Azken exekuzioa erakusten da; guztira: { $total }.
+   *[other] Azken { $shown } exekuzioak erakusten dira; guztira: { $total }.
+}
+runs-shown-all = { $total ->
+    [one] Exekuzio bakarra erakusten da.
+   *[other] Exekuzio guztiak erakusten dira: { $total }.
+}
+runs-shown-older = { $from }–{ $to } bitarteko exekuzioak erakusten dira, berrienetik hasita; guztira: { $total }.
+runs-shown-none-older = { $total ->
+    [one] Ez dago exekuzio zaharragorik; guztira: { $total }.
+   *[other] Ez dago exekuzio zaharragorik; guztira: { $total }.
+}
+runs-pages = Exekuzioen orriak
+runs-newest = Exekuzio berrienak
+runs-older = Exekuzio zaharragoak
 
 ## Why a run waits (the run page and lists)
 
@@ -589,6 +605,7 @@ err-period-format = { $got } ez da aldi bat; erabili UUUU-HH, adibidez 2026-11
 err-period-range = txostenek azken 24 hilabeteak eta hurrengo 2ak hartzen dituzte; { $got } kanpoan dago
 err-runs-scope = esparrua mine, projects edo all da
 err-runs-state = { $got } egoera ezezaguna da; hauetako bat: active, { $states }
+err-runs-before = before exekuzio baten id-a da, 1etik aurrerako zenbaki osoa, hura baino zaharragoak diren exekuzioak ikusteko; { $got } adierazi duzu
 err-query-unreadable = ezin izan da kontsulta-katea irakurri: { $why }
 err-form-unreadable = ezin izan da inprimakia irakurri: { $why }
 err-not-a-form = inprimaki bat espero zen (Content-Type: application/x-www-form-urlencoded)

@@ -1230,6 +1230,49 @@ pub struct Filter {
     /// At most this many (default 200, at most 1000), newest first.
     #[serde(default)]
     pub limit: Option<i64>,
+    /// Only runs with a smaller id: the keyset cursor of the next (older) page, the last id of
+    /// the page before ([`Page::next_before`]). Text as it came, read by [`list_page`]: a
+    /// whole number from 1 to 2^63 - 1, anything else is refused with a message.
+    #[serde(default)]
+    pub before: Option<String>,
+}
+
+/// The default number of runs a list shows.
+pub const LIST_DEFAULT: i64 = 200;
+
+/// The most runs one page of a list shows.
+pub const LIST_MAX: i64 = 1_000;
+
+/// One page of the runs an actor may see ([`list_page`]), newest first.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The page's runs, at most the filter's limit.
+    pub rows: Vec<RunRow>,
+    /// How many runs match the filter in all (every page, the cursor aside).
+    pub total: i64,
+    /// How many of those are newer than this page (0 on the first page).
+    pub newer: i64,
+    /// The cursor (`before`) of the next, older page: the last id of this one, when older runs
+    /// that match remain; `None` on the last page.
+    pub next_before: Option<i64>,
+}
+
+/// Reads a `before` cursor: `None` when absent or blank.
+///
+/// # Errors
+/// 422 on `before` when it is not a whole number from 1 to `i64::MAX` (letters, a sign, a
+/// decimal point, too many digits).
+pub fn parse_before(text: Option<&str>) -> Result<Option<i64>, AppError> {
+    let Some(text) = text.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    match text.parse::<i64>() {
+        Ok(id) if id >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(id)),
+        _ => Err(AppError::invalid(
+            "before",
+            i18n::t1("err-runs-before", "got", crate::domain::quote(text)),
+        )),
+    }
 }
 
 /// The states a run can be in.
@@ -1275,62 +1318,147 @@ fn visible_projects(actor: &Account, parents: &Parents) -> Option<Vec<i64>> {
     (!actor.sees_everything()).then(|| own_projects(actor, parents))
 }
 
-/// Runs `actor` may see, filtered, newest first.
+/// The conditions of a list: `$1` the visible projects (`NULL` = all), `$2` the actor, `$3`
+/// the scope, `$4` the actor's own projects, `$5` the state, `$6` the project name, `$7` the
+/// cluster name; over `runs r`, `tree_nodes t` and `clusters c`.
+const LIST_WHERE: &str = "($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.submitted_by = $2) \
+     AND ($3 <> 'mine' OR r.submitted_by = $2) \
+     AND ($3 <> 'projects' OR r.project_id = ANY($4)) \
+     AND ($5::TEXT IS NULL OR r.state = $5 OR ($5 = 'active' AND r.state IN ('queued', 'starting', 'running', 'stopping'))) \
+     AND ($6::TEXT IS NULL OR lower(t.name) = lower($6)) \
+     AND ($7::TEXT IS NULL OR lower(c.name) = lower($7))";
+
+/// Runs `actor` may see, filtered, newest first: the rows of [`list_page`], without counting
+/// what matches.
 ///
 /// # Errors
-/// 422 for an unknown state or scope.
+/// 422 for an unknown state or scope, or a `before` that is not a run id.
 pub async fn list(
     pool: &PgPool,
     actor: &Account,
     parents: &Parents,
     filter: &Filter,
 ) -> Result<Vec<RunRow>, AppError> {
-    let scope = filter.scope.as_deref().unwrap_or("all");
-    if !["mine", "projects", "all"].contains(&scope) {
-        return Err(AppError::invalid("scope", i18n::t("err-runs-scope")));
-    }
-    let state = filter.state.as_deref().filter(|s| !s.is_empty());
-    if let Some(s) = state
-        && s != "active"
-        && !STATES.contains(&s)
-    {
-        return Err(AppError::invalid(
-            "state",
-            i18n::t2(
-                "err-runs-state",
-                "got",
-                crate::domain::quote(s),
-                "states",
-                STATES.join(", "),
-            ),
-        ));
-    }
-    let visible = visible_projects(actor, parents);
-    // "My projects": the ones the actor is a member of or leads.
-    let mine = own_projects(actor, parents);
-    let limit = filter.limit.unwrap_or(200).clamp(1, 1000);
-    let sql = format!(
-        "{ROW_SELECT} WHERE ($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.submitted_by = $2) \
-         AND ($3 <> 'mine' OR r.submitted_by = $2) \
-         AND ($3 <> 'projects' OR r.project_id = ANY($4)) \
-         AND ($5::TEXT IS NULL OR r.state = $5 OR ($5 = 'active' AND r.state IN ('queued', 'starting', 'running', 'stopping'))) \
-         AND ($6::TEXT IS NULL OR lower(t.name) = lower($6)) \
-         AND ($7::TEXT IS NULL OR lower(c.name) = lower($7)) \
-         ORDER BY r.id DESC LIMIT $8"
-    );
-    let mut rows = sqlx::query_as::<_, RunRow>(&sql)
-        .bind(visible)
-        .bind(actor.id)
-        .bind(scope)
-        .bind(&mine)
-        .bind(state)
-        .bind(filter.project.as_deref().filter(|s| !s.is_empty()))
-        .bind(filter.cluster.as_deref().filter(|s| !s.is_empty()))
-        .bind(limit)
-        .fetch_all(pool)
+    let c = Conditions::of(actor, parents, filter)?;
+    Ok(c.rows(pool).await?.0)
+}
+
+/// One page of the runs `actor` may see, filtered, newest first: at most the filter's `limit`
+/// (default [`LIST_DEFAULT`], clamped to 1 ..= [`LIST_MAX`]) of those with an id below its
+/// `before` (all when absent), with how many match in all and how many are newer than the
+/// page, and the cursor of the next page (keyset paging by id, as the ledger's
+/// [`crate::ledger::entries`]).
+///
+/// # Errors
+/// 422 for an unknown state or scope, or a `before` that is not a run id.
+pub async fn list_page(
+    pool: &PgPool,
+    actor: &Account,
+    parents: &Parents,
+    filter: &Filter,
+) -> Result<Page, AppError> {
+    let c = Conditions::of(actor, parents, filter)?;
+    let (rows, next_before) = c.rows(pool).await?;
+    let (total, newer): (i64, i64) = c
+        .bind(sqlx::query_as(&format!(
+            "SELECT count(*), count(*) FILTER (WHERE r.id >= $8) \
+             FROM runs r JOIN tree_nodes t ON t.id = r.project_id JOIN clusters c ON c.id = r.cluster_id \
+             WHERE {LIST_WHERE}"
+        )))
+        .fetch_one(pool)
         .await?;
-    place_in_line(pool, &mut rows).await?;
-    Ok(rows)
+    Ok(Page {
+        rows,
+        total,
+        newer,
+        next_before,
+    })
+}
+
+/// A list's filter, checked, as the parameters of [`LIST_WHERE`].
+struct Conditions<'f> {
+    visible: Option<Vec<i64>>,
+    actor: i64,
+    scope: &'f str,
+    mine: Vec<i64>,
+    state: Option<&'f str>,
+    project: Option<&'f str>,
+    cluster: Option<&'f str>,
+    before: i64,
+    limit: i64,
+}
+
+impl<'f> Conditions<'f> {
+    fn of(actor: &Account, parents: &Parents, filter: &'f Filter) -> Result<Self, AppError> {
+        let scope = filter.scope.as_deref().unwrap_or("all");
+        if !["mine", "projects", "all"].contains(&scope) {
+            return Err(AppError::invalid("scope", i18n::t("err-runs-scope")));
+        }
+        let state = filter.state.as_deref().filter(|s| !s.is_empty());
+        if let Some(s) = state
+            && s != "active"
+            && !STATES.contains(&s)
+        {
+            return Err(AppError::invalid(
+                "state",
+                i18n::t2(
+                    "err-runs-state",
+                    "got",
+                    crate::domain::quote(s),
+                    "states",
+                    STATES.join(", "),
+                ),
+            ));
+        }
+        let before = parse_before(filter.before.as_deref())?;
+        Ok(Self {
+            visible: visible_projects(actor, parents),
+            actor: actor.id,
+            scope,
+            // "My projects": the ones the actor is a member of or leads.
+            mine: own_projects(actor, parents),
+            state,
+            project: filter.project.as_deref().filter(|s| !s.is_empty()),
+            cluster: filter.cluster.as_deref().filter(|s| !s.is_empty()),
+            before: before.unwrap_or(i64::MAX),
+            limit: filter.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX),
+        })
+    }
+
+    /// Binds `$1` to `$8` (`$8`: the cursor).
+    fn bind<'q, O>(
+        &'q self,
+        q: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+        q.bind(&self.visible)
+            .bind(self.actor)
+            .bind(self.scope)
+            .bind(&self.mine)
+            .bind(self.state)
+            .bind(self.project)
+            .bind(self.cluster)
+            .bind(self.before)
+    }
+
+    /// The page's rows, with their place in line, and the next page's cursor.
+    async fn rows(&self, pool: &PgPool) -> Result<(Vec<RunRow>, Option<i64>), AppError> {
+        let sql =
+            format!("{ROW_SELECT} WHERE {LIST_WHERE} AND r.id < $8 ORDER BY r.id DESC LIMIT $9");
+        let mut rows: Vec<RunRow> = self
+            .bind(sqlx::query_as(&sql))
+            .bind(self.limit + 1)
+            .fetch_all(pool)
+            .await?;
+        let more = rows.len() as i64 > self.limit;
+        rows.truncate(self.limit as usize);
+        let next_before = if more {
+            rows.last().map(|r| r.id)
+        } else {
+            None
+        };
+        place_in_line(pool, &mut rows).await?;
+        Ok((rows, next_before))
+    }
 }
 
 /// Runs waiting for approval that `actor` may decide (a lead's subtree, everything for
@@ -1531,7 +1659,38 @@ pub async fn preemption_notices(
 
 #[cfg(test)]
 mod tests {
-    use super::{NewRun, describe_exit, looks_secret};
+    use super::{NewRun, describe_exit, looks_secret, parse_before};
+
+    #[test]
+    fn a_list_cursor_is_a_whole_number_from_one() {
+        assert_eq!(parse_before(None).unwrap(), None);
+        assert_eq!(parse_before(Some(" ")).unwrap(), None);
+        assert_eq!(parse_before(Some("42")).unwrap(), Some(42));
+        assert_eq!(parse_before(Some(" 7 ")).unwrap(), Some(7));
+        assert_eq!(
+            parse_before(Some("9223372036854775807")).unwrap(),
+            Some(i64::MAX)
+        );
+        for bad in [
+            "0",
+            "-1",
+            "+5",
+            "1.5",
+            "1e3",
+            "abc",
+            "12abc",
+            "\u{663}",
+            "9223372036854775808",
+            "99999999999999999999999",
+        ] {
+            let e = parse_before(Some(bad)).unwrap_err();
+            assert_eq!(
+                e.status(),
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn secret_looking_names_and_secret_values_never_print() {

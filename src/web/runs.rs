@@ -582,6 +582,59 @@ struct ListPage {
     clusters: Vec<Opt>,
     time_zone: String,
     can_submit: bool,
+    /// How many runs the page shows of how many in all, in words; `None` when none match.
+    shown: Option<String>,
+    /// The link to the next, older page, when older runs match.
+    older: Option<String>,
+    /// The link to the newest runs, on an older page.
+    newest: Option<String>,
+}
+
+/// `/runs` with `filter`'s choices (scope, state, project, cluster, limit) and, when given, the
+/// cursor `before`.
+fn list_link(filter: &Filter, before: Option<i64>) -> String {
+    let limit = filter.limit.map(|l| l.to_string());
+    let before = before.map(|b| b.to_string());
+    let pairs: Vec<(&str, &str)> = [
+        ("scope", filter.scope.as_deref()),
+        ("state", filter.state.as_deref()),
+        ("project", filter.project.as_deref()),
+        ("cluster", filter.cluster.as_deref()),
+        ("limit", limit.as_deref()),
+        ("before", before.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    match serde_urlencoded::to_string(&pairs) {
+        Ok(q) if !q.is_empty() => format!("/runs?{q}"),
+        _ => "/runs".to_string(),
+    }
+}
+
+/// The page's count notice: "showing the latest 200 of 3,412 runs", "showing runs 201 to 400
+/// of 3,412", "showing all 12 runs"; numbers in the page's language.
+fn shown_words(page: &runs::Page, older_page: bool) -> Option<String> {
+    let shown = page.rows.len() as i64;
+    if page.total == 0 {
+        return None;
+    }
+    Some(if shown == 0 {
+        i18n::t1("runs-shown-none-older", "total", page.total)
+    } else if older_page {
+        i18n::ta(
+            "runs-shown-older",
+            &[
+                ("from", &(page.newer + 1)),
+                ("to", &(page.newer + shown)),
+                ("total", &page.total),
+            ],
+        )
+    } else if page.next_before.is_some() || shown < page.total {
+        i18n::t2("runs-shown-latest", "shown", shown, "total", page.total)
+    } else {
+        i18n::t1("runs-shown-all", "total", page.total)
+    })
 }
 
 async fn list(
@@ -596,17 +649,28 @@ async fn list(
         &mut filter.state,
         &mut filter.project,
         &mut filter.cluster,
+        &mut filter.before,
     ] {
         if f.as_deref().is_some_and(|s| s.trim().is_empty()) {
             *f = None;
         }
     }
     let tree = state.tree_for(&me).await?;
-    let (rows, error, status) = match runs::list(&state.pool, &me, &tree.parents, &filter).await {
-        Ok(rows) => (rows, None, StatusCode::OK),
-        Err(e) if shown_on_form(&e) => (Vec::new(), Some(e.public_message()), e.status()),
-        Err(e) => return Err(e),
-    };
+    let (page, error, status) =
+        match runs::list_page(&state.pool, &me, &tree.parents, &filter).await {
+            Ok(page) => (Some(page), None, StatusCode::OK),
+            Err(e) if shown_on_form(&e) => (None, Some(e.public_message()), e.status()),
+            Err(e) => return Err(e),
+        };
+    let older_page = filter.before.is_some();
+    let shown = page.as_ref().and_then(|p| shown_words(p, older_page));
+    let older = page
+        .as_ref()
+        .and_then(|p| p.next_before)
+        .map(|b| list_link(&filter, Some(b)));
+    // Back to the newest with the same choices: from an older page or a refused cursor.
+    let newest = older_page.then(|| list_link(&filter, None));
+    let rows = page.map(|p| p.rows).unwrap_or_default();
     let projects: Vec<String> = tree
         .nodes
         .iter()
@@ -660,6 +724,9 @@ async fn list(
             ),
             time_zone: state.site.time_zone_name.clone(),
             can_submit: can_submit(&me),
+            shown,
+            older,
+            newest,
         },
     )
 }

@@ -524,3 +524,214 @@ async fn a_form_submitted_twice_makes_one_run() {
     assert_ne!(second, first);
     assert_eq!(run_count(&app).await, 2);
 }
+
+/// The ids of the runs a list page shows, in its order.
+fn listed_ids(body: &str) -> Vec<i64> {
+    body.split("<tr><td><a href=\"/runs/")
+        .skip(1)
+        .map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().expect("a run id")
+        })
+        .collect()
+}
+
+/// The target of the page's link with `rel`, unescaped.
+fn link(body: &str, rel: &str) -> Option<String> {
+    let end = body.find(&format!("\" rel=\"{rel}\""))?;
+    let start = body[..end].rfind("href=\"")? + "href=\"".len();
+    Some(body[start..end].replace("&#38;", "&").replace("&amp;", "&"))
+}
+
+/// `n` with `sep` between thousands, written out by hand rather than by the formatter under
+/// test (`n` below a million).
+fn thousands(n: i64, sep: char) -> String {
+    assert!(n < 1_000_000);
+    if n < 1000 {
+        n.to_string()
+    } else {
+        format!("{}{sep}{:03}", n / 1000, n % 1000)
+    }
+}
+
+/// The runs list once stopped at 200 rows without a word. It now says how many it shows of
+/// how many match, and its "older runs" link (a keyset cursor, `before` the last id shown)
+/// keeps the filters and walks every matching run once, newest first, to the last page, which
+/// links back to the newest. A cursor that is not a run id is a 4xx page, never a 5xx.
+#[tokio::test]
+async fn the_runs_list_counts_what_it_shows_and_pages_through_older_runs_by_a_cursor() {
+    let (app, _, mut c) = signed_in("researcher").await;
+    let first = submit(&mut c, "1", "0", "python page.py").await;
+    // More than six pages of the researcher's past runs, written straight to the database.
+    sqlx::query(
+        "INSERT INTO runs (project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, \
+                time_limit_s, command, state, submitted_at, queued_at, ended_at) \
+         SELECT project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
+                command, 'succeeded', submitted_at - make_interval(mins => n), \
+                submitted_at - make_interval(mins => n), submitted_at \
+         FROM runs, generate_series(1, 1234) AS n WHERE id = $1",
+    )
+    .bind(first)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    // What the filter matches, counted and listed apart from the page's own query.
+    let expected: Vec<i64> = sqlx::query_scalar(
+        "SELECT r.id FROM runs r JOIN users u ON u.id = r.submitted_by JOIN tree_nodes t ON t.id = r.project_id \
+         WHERE u.name = 'demo-researcher' AND t.name = 'fm-pretrain-7b' ORDER BY r.id DESC",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let total: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM runs r JOIN users u ON u.id = r.submitted_by JOIN tree_nodes t ON t.id = r.project_id \
+         WHERE u.name = 'demo-researcher' AND t.name = 'fm-pretrain-7b'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(total > 1234, "{total}");
+    let total_en = thousands(total, ',');
+
+    let start = "/runs?scope=mine&project=fm-pretrain-7b";
+    let (status, body, _) = c.get(start).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains(&format!("Showing the latest 200 of {total_en} runs.")),
+        "{body}"
+    );
+    assert!(
+        link(&body, "first").is_none(),
+        "the first page is the newest"
+    );
+    let mut seen = listed_ids(&body);
+    assert_eq!(seen.len(), 200);
+    let mut next = link(&body, "next").expect("an older runs link");
+    assert!(body.contains(">Older runs</a>"));
+    let mut pages = 1;
+    loop {
+        assert!(
+            next.starts_with("/runs?scope=mine&project=fm-pretrain-7b&before="),
+            "{next}"
+        );
+        assert_eq!(
+            next.rsplit('=').next().and_then(|b| b.parse::<i64>().ok()),
+            seen.last().copied(),
+            "the cursor is the last id shown"
+        );
+        let (status, body, _) = c.get(&next).await;
+        assert_eq!(status, StatusCode::OK, "{next}");
+        pages += 1;
+        let ids = listed_ids(&body);
+        let from = seen.len() as i64 + 1;
+        seen.extend(&ids);
+        assert!(
+            body.contains(&format!(
+                "Showing runs {} to {} of {total_en}, newest first.",
+                thousands(from, ','),
+                thousands(seen.len() as i64, ',')
+            )),
+            "{body}"
+        );
+        assert_eq!(
+            link(&body, "first").as_deref(),
+            Some(start),
+            "back to the newest with the same filters"
+        );
+        match link(&body, "next") {
+            Some(n) => next = n,
+            None => break,
+        }
+    }
+    assert_eq!(pages as i64, (total + 199) / 200);
+    // Every matching run once, none skipped, newest first.
+    assert_eq!(seen, expected);
+
+    // Past the oldest: nothing repeated, the count and the way back.
+    let oldest = *expected.last().unwrap();
+    let (status, body, _) = c.get(&format!("{start}&before={oldest}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(listed_ids(&body).is_empty());
+    assert!(
+        body.contains(&format!("No older runs; {total_en} runs match in all.")),
+        "{body}"
+    );
+    assert!(link(&body, "next").is_none());
+    assert_eq!(link(&body, "first").as_deref(), Some(start));
+
+    // A cursor that is not a run id: a page that says so (422), or the input boundary's
+    // refusal for bytes no field may carry; never a 5xx.
+    for bad in [
+        "abc",
+        "-5",
+        "0",
+        "1.5",
+        "%2B12",
+        "12abc",
+        "99999999999999999999",
+        "9223372036854775808",
+    ] {
+        let (status, body, _) = c.get(&format!("/runs?before={bad}")).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+        assert!(
+            body.contains("before is the id of a run, a whole number from 1"),
+            "{bad}: {body}"
+        );
+        assert_eq!(link(&body, "first").as_deref(), Some("/runs"), "{bad}");
+    }
+    for odd in ["%00", "%FF", "%E2%80", "1%0A", "&before=1&before=2"] {
+        let (status, body, _) = c.get(&format!("/runs?before={odd}")).await;
+        assert!(status.is_client_error(), "{odd}: {status} {body}");
+    }
+    // The API reads the same cursor.
+    let token = app.token_for("demo-researcher").await;
+    let (status, page) = app
+        .api(
+            "GET",
+            &format!(
+                "/api/v1/runs?scope=mine&project=fm-pretrain-7b&limit=3&before={}",
+                expected[1]
+            ),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<i64> = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, expected[2..5]);
+    let (status, err) = app
+        .api("GET", "/api/v1/runs?before=-1", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["error"]["field"], "before", "{err}");
+
+    // In Basque: the numbers with Basque separators.
+    let (status, _, _) = c.post("/account/language", &[("lang", "eu")]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, body, _) = c.get(start).await;
+    assert!(
+        body.contains(&format!(
+            "Azken 200 exekuzioak erakusten dira; guztira: {}.",
+            thousands(total, '.')
+        )),
+        "{body}"
+    );
+    assert!(body.contains(">Exekuzio zaharragoak</a>"), "{body}");
+    let (_, body, _) = c.get(&next_page(&body)).await;
+    assert!(
+        body.contains(&format!(
+            "201–400 bitarteko exekuzioak erakusten dira, berrienetik hasita; guztira: {}.",
+            thousands(total, '.')
+        )),
+        "{body}"
+    );
+}
+
+fn next_page(body: &str) -> String {
+    link(body, "next").expect("an older runs link")
+}

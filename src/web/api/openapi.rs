@@ -135,6 +135,12 @@ pub fn document() -> Value {
             false,
             int(),
             "at most this many, newest first (default 200; clamped to 1 to 1000)"
+        ),
+        q(
+            "before",
+            false,
+            sc::int_in(1, i64::MAX),
+            "only runs with a smaller id: the next (older) page starts before the last id of the previous one; 422 invalid_input when not a whole number from 1"
         )
     ]);
     let import = also(
