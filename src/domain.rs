@@ -281,7 +281,13 @@ pub fn group_thousands(n: u64) -> String {
 /// Formats milli-GPU-hours with one decimal and no grouping: 1_234_560 -> `1234.6` (for CSV;
 /// rounds exactly like [`format_milli_gpu_hours`]).
 pub fn format_milli_gpu_hours_plain(milli: i64) -> String {
-    format_milli_gpu_hours(milli).replace(',', "")
+    let tenths = (milli + 50).div_euclid(100);
+    let sign = if tenths < 0 { "-" } else { "" };
+    format!(
+        "{sign}{}.{}",
+        (tenths / 10).unsigned_abs(),
+        (tenths % 10).unsigned_abs()
+    )
 }
 
 /// Formats protected GPU-hours, which may be a few GPU-minutes: one decimal from one
@@ -313,7 +319,8 @@ pub fn format_milli_gpu_hours(milli: i64) -> String {
         return crate::i18n::format::decimal(lang, tenths, -1);
     }
     format!(
-        "{}.{}",
+        "{}{}.{}",
+        if tenths < 0 { "-" } else { "" },
         group_thousands((tenths / 10).unsigned_abs()),
         (tenths % 10).abs()
     )
@@ -1178,5 +1185,35 @@ mod tests {
             end.timestamp().as_second() - start.timestamp().as_second(),
             31 * 86_400 + 3600
         );
+    }
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use super::*;
+    use crate::i18n::{Lang, sync_scope};
+
+    /// Plain GPU-hours (CSV exports, stored events, the API) read the same in every page
+    /// language: before, a Spanish or Basque export formatted for the page and then dropped
+    /// commas, so 664,903.2 came out as 664.9032 and 0.0 as 00.
+    #[test]
+    fn plain_gpu_hours_ignore_the_page_language() {
+        for lang in [Lang::En, Lang::Es, Lang::Eu] {
+            let got: Vec<String> = sync_scope(lang, || {
+                [664_903_200, 0, 1_029_696_000, 128_000, -1_250, 49]
+                    .map(format_milli_gpu_hours_plain)
+                    .to_vec()
+            });
+            assert_eq!(
+                got,
+                ["664903.2", "0.0", "1029696.0", "128.0", "-1.2", "0.0"],
+                "{lang:?}"
+            );
+            assert_eq!(
+                sync_scope(lang, || format_protected_gpu_hours(128_000, true)),
+                "128.0"
+            );
+        }
+        assert_eq!(format_milli_gpu_hours(-1_250), "-1.2");
     }
 }

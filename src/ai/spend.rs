@@ -197,9 +197,13 @@ pub async fn add_rule(
 /// (separators as [`crate::domain::decimal_parts`] reads them), as millionths.
 ///
 /// # Errors
-/// 422 `invalid_input` on `rate` when it is not a positive decimal.
+/// 422 `invalid_input` on `rate` when it is not a positive decimal of at most six decimals.
 pub fn parse_rate(text: &str) -> Result<i64, AppError> {
-    let typed = crate::domain::plain_decimal(text);
+    // At most six decimals: a seventh would be rounded away, not applied.
+    let typed = crate::domain::plain_decimal(text).filter(|t| {
+        t.split_once('.')
+            .is_none_or(|(_, frac)| frac.trim_end_matches('0').len() <= 6)
+    });
     match typed.as_deref().map(|t| import::decimal(t, 6)) {
         Some(Ok(r)) if r > 0 => Ok(r),
         _ => Err(AppError::invalid(
@@ -644,6 +648,18 @@ mod tests {
             source: source.into(),
             service: service.into(),
             scope: scope.into(),
+        }
+    }
+
+    /// A rate is applied as typed or refused: a seventh decimal was rounded away while the
+    /// answer echoed the rate as typed (0.0000009 applied as 0.000001, 11 % off).
+    #[test]
+    fn rates_have_at_most_six_decimals() {
+        assert_eq!(parse_rate("0.92").unwrap(), 920_000);
+        assert_eq!(parse_rate("1.000001").unwrap(), 1_000_001);
+        assert_eq!(parse_rate("1.50000000").unwrap(), 1_500_000);
+        for bad in ["1.0000004", "1.0000005", "0.0000009", "0", "-1", "x"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
         }
     }
 

@@ -503,7 +503,15 @@ pub async fn set_node_state(
     }
     if before == state {
         if state == "draining" {
-            redrain(&mut tx, actor, node_id, &name, reason.unwrap_or_default()).await?;
+            redrain(
+                &mut tx,
+                actor,
+                node_id,
+                &name,
+                &before,
+                reason.unwrap_or_default(),
+            )
+            .await?;
             tx.commit().await?;
         }
         return Ok(());
@@ -542,6 +550,17 @@ pub async fn set_node_state(
             )
             .await?;
             audited = true;
+        } else {
+            // A drain still open (the node went down while draining): it takes the new reason.
+            audited = redrain(
+                &mut tx,
+                actor,
+                node_id,
+                &name,
+                &before,
+                reason.unwrap_or_default(),
+            )
+            .await?;
         }
     } else if state == "up" {
         let closed: Option<(i64, Option<time::OffsetDateTime>, bool)> = sqlx::query_as(
@@ -589,15 +608,17 @@ pub async fn set_node_state(
     Ok(())
 }
 
-/// A draining node drained again: its open drain takes the new reason (audited `node.drain`
-/// with both reasons); the same reason changes nothing.
+/// A node drained again while its drain is open (it is draining, or went down while draining):
+/// the drain takes the new reason, audited `node.drain` with both reasons and the state it was
+/// in; the same reason changes nothing. Returns whether it wrote.
 async fn redrain(
     conn: &mut sqlx::PgConnection,
     actor: &Account,
     node_id: i64,
     name: &str,
+    was: &str,
     reason: &str,
-) -> Result<(), AppError> {
+) -> Result<bool, AppError> {
     let changed: Option<(i64, String)> = sqlx::query_as(
         "UPDATE node_drains d SET reason = $2 FROM node_drains o \
          WHERE d.id = o.id AND d.node_id = $1 AND d.returned_at IS NULL AND d.reason <> $2 \
@@ -607,6 +628,7 @@ async fn redrain(
     .bind(reason)
     .fetch_optional(&mut *conn)
     .await?;
+    let wrote = changed.is_some();
     if let Some((drain, old)) = changed {
         audit::record(
             &mut *conn,
@@ -616,9 +638,7 @@ async fn redrain(
                 entity: "cluster_node",
                 entity_id: Some(node_id),
                 node_id: None,
-                before: Some(
-                    json!({"name": name, "state": "draining", "drain": drain, "reason": old}),
-                ),
+                before: Some(json!({"name": name, "state": was, "drain": drain, "reason": old})),
                 after: Some(
                     json!({"name": name, "state": "draining", "drain": drain, "reason": reason}),
                 ),
@@ -626,7 +646,7 @@ async fn redrain(
         )
         .await?;
     }
-    Ok(())
+    Ok(wrote)
 }
 
 /// Drains a node for repair with a reason (docs/design.md section 3.7): it takes no new runs

@@ -32,10 +32,9 @@ struct Cell {
 struct Day {
     label: String,
     date: String,
-    /// The buy link's window (local `YYYY-MM-DDTHH:MM`): 09:00 to 17:00, or on the current day
-    /// from the next full hour (eight hours when that is 17:00 or later).
-    buy_start: String,
-    buy_end: String,
+    /// The buy link's window (local `YYYY-MM-DDTHH:MM`), see [`buy_window`]; none when no
+    /// hour of the day can still be bought.
+    buy: Option<(String, String)>,
     max_contracted: i64,
     min_free: i64,
     /// `max_contracted` and `min_free` as shown.
@@ -46,8 +45,10 @@ struct Day {
 
 /// The capacity calendar's suggested window for `day` (local times as the contract form
 /// reads them): 09:00 to 17:00; on the day `now` falls in, from the next full hour on when
-/// 09:00 has passed, to 17:00 or eight hours later when that is past 17:00.
-fn buy_window(day: jiff::civil::Date, now: &jiff::Zoned) -> (String, String) {
+/// 09:00 has passed, to 17:00 or eight hours later when that is past 17:00; never past the
+/// last full hour contracts can be bought until ([`contracts::HORIZON_SECONDS`] from `now`),
+/// and `None` when that leaves nothing.
+fn buy_window(day: jiff::civil::Date, now: &jiff::Zoned) -> Option<(String, String)> {
     let at = |d: jiff::civil::Date, h: i8| d.at(h, 0, 0, 0);
     let (mut start, mut end) = (at(day, 9), at(day, 17));
     if day == now.date() {
@@ -66,8 +67,21 @@ fn buy_window(day: jiff::civil::Date, now: &jiff::Zoned) -> (String, String) {
             }
         }
     }
+    let horizon = now
+        .saturating_add(jiff::SignedDuration::from_secs(contracts::HORIZON_SECONDS))
+        .datetime()
+        .round(
+            jiff::civil::DateTimeRound::new()
+                .smallest(jiff::Unit::Hour)
+                .mode(jiff::RoundMode::Floor),
+        )
+        .ok()?;
+    end = end.min(horizon);
+    if end <= start {
+        return None;
+    }
     let show = |t: jiff::civil::DateTime| t.strftime("%Y-%m-%dT%H:%M").to_string();
-    (show(start), show(end))
+    Some((show(start), show(end)))
 }
 
 struct CalendarView {
@@ -170,12 +184,11 @@ async fn capacity(
                 let local = slot.start.to_zoned(tz.clone());
                 let date = local.date().to_string();
                 if days.last().is_none_or(|d| d.date != date) {
-                    let (buy_start, buy_end) = buy_window(local.date(), &now.to_zoned(tz.clone()));
+                    let buy = buy_window(local.date(), &now.to_zoned(tz.clone()));
                     days.push(Day {
                         label: crate::i18n::format::weekday_date(lang, local.date()),
                         date: date.clone(),
-                        buy_start,
-                        buy_end,
+                        buy,
                         max_contracted: 0,
                         min_free: cal.contractable,
                         max_shown: String::new(),
@@ -681,7 +694,7 @@ mod tests {
         let day = jiff::civil::date(2026, 12, 5);
         let at = |h: i8, m: i8| day.at(h, m, 0, 0).to_zoned(tz.clone()).unwrap();
         let w = |now: &jiff::Zoned, d| buy_window(d, now);
-        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let s = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
         assert_eq!(
             w(&at(8, 30), day),
             s("2026-12-05T09:00", "2026-12-05T17:00")
@@ -707,5 +720,12 @@ mod tests {
             w(&at(17, 18), tomorrow),
             s("2026-12-06T09:00", "2026-12-06T17:00")
         );
+        // The calendar's last day: contracts can be bought until 8 weeks from now.
+        let last = jiff::civil::date(2027, 1, 30);
+        assert_eq!(
+            w(&at(10, 37), last),
+            s("2027-01-30T09:00", "2027-01-30T10:00")
+        );
+        assert_eq!(w(&at(8, 30), last), None);
     }
 }

@@ -146,8 +146,9 @@ pub struct Facts {
     /// Balance of the current period's budget.
     pub balance: Money,
     /// Budgets of later periods (opened early by a contract in them): (the month each is
-    /// named after, [`crate::ledger::Period::month`]; balance).
-    pub later_balances: Vec<(jiff::civil::Date, String)>,
+    /// named after, [`crate::ledger::Period::month`]; balance). Shown in each viewer's
+    /// language, so kept as money, not text.
+    pub later_balances: Vec<(jiff::civil::Date, Money)>,
     /// Contracts, newest window first.
     pub contracts: Vec<crate::ledger::contracts::Contract>,
 }
@@ -195,7 +196,7 @@ pub async fn tree_and_facts(
         .map(|(start, b)| {
             (
                 state.site.periods.month(crate::ledger::to_jiff(start)),
-                Money(b).display(&state.site.currency),
+                Money(b),
             )
         })
         .collect();

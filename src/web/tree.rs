@@ -596,7 +596,7 @@ async fn project_page(
             .map(|(month, b)| {
                 (
                     crate::i18n::format::month_year(crate::i18n::current(), *month),
-                    b.clone(),
+                    b.display(cur),
                 )
             })
             .collect(),

@@ -580,6 +580,20 @@ async fn node_states_change_only_when_they_change_and_drains_say_why() {
     .await
     .unwrap();
     assert_eq!(action, "node.drain");
+    // Down while draining, then drained again with a new reason: the open drain takes it.
+    for (state, reason) in [("down", ""), ("draining", "PSU, fans and a new board")] {
+        let (status, _, _) = admin
+            .post(&path, &[("state", state), ("reason", reason)])
+            .await;
+        assert_eq!(status, axum::http::StatusCode::SEE_OTHER, "{state}");
+    }
+    let (drains, reason): (i64, String) =
+        sqlx::query_as("SELECT count(*), max(reason) FROM node_drains WHERE node_id = $1")
+            .bind(node)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((drains, reason.as_str()), (1, "PSU, fans and a new board"));
 
     // An inventory row saved unchanged writes nothing either.
     let (model, weight, price): (i64, i32, i64) = sqlx::query_as(

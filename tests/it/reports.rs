@@ -754,6 +754,28 @@ async fn periods_keep_their_own_month_after_a_time_zone_change() {
     let (_, page, _) = c.get(&format!("/projects/{p}")).await;
     let later = format!("Balance {}", next_month.strftime("%B %Y"));
     assert!(page.contains(&later), "{later} in the project page");
+    // The amount follows each viewer's language, whichever viewer filled the page's cache.
+    let amount = |page: &str| {
+        let at = page
+            .find("class=\"balance-later\">")
+            .expect("a later balance")
+            + 22;
+        page[at..page[at..].find(" <span").unwrap() + at].to_string()
+    };
+    let english = amount(&page);
+    assert!(english.contains('.'), "{english}");
+    c.post("/account/language", &[("lang", "es")]).await;
+    let (_, page, _) = c.get(&format!("/projects/{p}")).await;
+    let swapped: String = english
+        .chars()
+        .map(|ch| match ch {
+            '.' => ',',
+            ',' => '.',
+            other => other,
+        })
+        .collect();
+    assert_eq!(amount(&page), swapped);
+    c.post("/account/language", &[("lang", "en")]).await;
     // The tree and home pages name the zone the current period follows: UTC until it ends.
     for path in ["/tree", "/"] {
         let (_, page, _) = c.get(path).await;
