@@ -1199,6 +1199,11 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         ),
         (json!("74400.05"), "review", "hours", "more than 74,400"),
         (json!(74401), "review", "hours", "more than 74,400"),
+        // The document's pattern: digits and a decimal point only (the page reads commas).
+        (json!("1,500"), "review", "hours", "not a positive number"),
+        (json!("1,5"), "review", "hours", "not a positive number"),
+        (json!(".5"), "review", "hours", "not a positive number"),
+        (json!("1."), "review", "hours", "not a positive number"),
     ] {
         let (status, answer) = app
             .api(

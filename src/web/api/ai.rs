@@ -410,6 +410,18 @@ pub(super) async fn post_hours(
         Value::Number(n) => n.to_string(),
         _ => String::new(),
     };
+    // The document's form: digits with an optional decimal point (no grouping, no comma, no
+    // bare point), as its pattern says; the page's form reads the page's separators.
+    let (int, frac) = hours.trim().split_once('.').unwrap_or((hours.trim(), "0"));
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let as_documented = matches!(body.hours, Value::Number(_)) || digits(int) && digits(frac);
+    if !as_documented {
+        return Err(AppError::invalid(
+            "hours",
+            crate::i18n::t1("ai-err-hours", "got", crate::domain::quote(&hours)),
+        )
+        .into());
+    }
     let minutes = ai::parse_hours(&hours)?;
     let entry = ai::record_hours(
         &state.pool,
