@@ -305,8 +305,7 @@ pub fn format_protected_gpu_hours(milli: i64, plain: bool) -> String {
     }
     let hundredths = ((milli + 5) / 10).max(1);
     match crate::i18n::current() {
-        crate::i18n::Lang::En => format!("0.{hundredths:02}"),
-        _ if plain => format!("0.{hundredths:02}"),
+        lang if plain || lang == crate::i18n::Lang::En => format!("0.{hundredths:02}"),
         lang => crate::i18n::format::decimal(lang, hundredths, -2),
     }
 }
@@ -1186,18 +1185,13 @@ mod tests {
             31 * 86_400 + 3600
         );
     }
-}
-
-#[cfg(test)]
-mod plain_tests {
-    use super::*;
-    use crate::i18n::{Lang, sync_scope};
 
     /// Plain GPU-hours (CSV exports, stored events, the API) read the same in every page
     /// language: before, a Spanish or Basque export formatted for the page and then dropped
     /// commas, so 664,903.2 came out as 664.9032 and 0.0 as 00.
     #[test]
     fn plain_gpu_hours_ignore_the_page_language() {
+        use crate::i18n::{Lang, sync_scope};
         for lang in [Lang::En, Lang::Es, Lang::Eu] {
             let got: Vec<String> = sync_scope(lang, || {
                 [664_903_200, 0, 1_029_696_000, 128_000, -1_250, 49]

@@ -867,14 +867,18 @@ struct Owner {
     submitted_by: i64,
 }
 
+/// No run `id` (or none the actor may see: the same answer, so ids reveal nothing).
+fn no_run(id: i64) -> AppError {
+    AppError::NotFound(i18n::t1("err-no-run", "id", id.to_string()))
+}
+
 async fn owner(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<Owner, AppError> {
     let row: Option<(i64, i64)> =
         sqlx::query_as("SELECT project_id, submitted_by FROM runs WHERE id = $1")
             .bind(id)
             .fetch_optional(db)
             .await?;
-    let (project_id, submitted_by) =
-        row.ok_or_else(|| AppError::NotFound(i18n::t1("err-no-run", "id", id.to_string())))?;
+    let (project_id, submitted_by) = row.ok_or_else(|| no_run(id))?;
     Ok(Owner {
         project_id,
         submitted_by,
@@ -903,11 +907,7 @@ pub async fn cancel(
     service::serialize_with_passes(&mut tx).await?;
     let o = owner(&mut *tx, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(i18n::t1(
-            "err-no-run",
-            "id",
-            id.to_string(),
-        )));
+        return Err(no_run(id));
     }
     if actor.id != o.submitted_by && !actor.leads(o.project_id, parents) {
         return Err(AppError::Forbidden(i18n::t("err-cancel-forbidden")));
@@ -991,11 +991,7 @@ pub async fn decide(
     let mut tx = pool.begin().await?;
     let o = owner(&mut *tx, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(i18n::t1(
-            "err-no-run",
-            "id",
-            id.to_string(),
-        )));
+        return Err(no_run(id));
     }
     if !actor.leads(o.project_id, parents) {
         return Err(AppError::Forbidden(i18n::t("approvals-err-not-lead")));
@@ -1566,11 +1562,7 @@ pub async fn detail(
 ) -> Result<Detail, AppError> {
     let o = owner(pool, id).await?;
     if !may_view(actor, parents, o.project_id, o.submitted_by) {
-        return Err(AppError::NotFound(i18n::t1(
-            "err-no-run",
-            "id",
-            id.to_string(),
-        )));
+        return Err(no_run(id));
     }
     let mut run = sqlx::query_as::<_, RunRow>(&format!("{ROW_SELECT} WHERE r.id = $1"))
         .bind(id)

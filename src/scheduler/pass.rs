@@ -22,9 +22,10 @@
 //!      below after the move (`Pass::try_preempt`). The set is minimal and evicts at most the
 //!      run's need plus one node's GPUs; the freed GPUs go to the run in the same pass;
 //!    - otherwise the first such run of a pool gets a reservation: the earliest instant enough
-//!      GPUs free up (runs started earlier in the pass counted), never `now` (`Pass::reserve`). Later runs of that pool start only if
-//!      they end by then, or fit in the GPUs the reservation does not need; only those that
-//!      end by then may still preempt, with a move that leaves no evicted GPU idle.
+//!      GPUs free up (runs started earlier in the pass counted), never `now`
+//!      (`Pass::reserve`). Later runs of that pool start only if they end by then, or fit in
+//!      the GPUs the reservation does not need; only those that end by then may still
+//!      preempt, with a move that leaves no evicted GPU idle.
 //! 4. Unallocated waiting runs then fill idle GPUs in fair-share order, up to each project's
 //!    cap, respecting reservations. They never preempt.
 //!
@@ -89,7 +90,7 @@ struct Reservation {
     run: RunId,
     at: i64,
     /// GPUs of the reserved run.
-    gpus: i64,
+    gpus: u32,
     /// GPUs runs that do not end by `at` may still take.
     extra: i64,
 }
@@ -1440,6 +1441,7 @@ impl<'a> Pass<'a> {
         // (free at by rule 1, free at by rule 2, free at by rule 3, GPUs)
         let mut frees: Vec<[i64; 3]> = Vec::new();
         let mut gpus: Vec<i64> = Vec::new();
+        let tranche = self.snap.policy.kind == PolicyKind::Tranche;
         for &ri in &self.pools[pool].running {
             let s = &self.runs[ri];
             if s.gone {
@@ -1458,7 +1460,6 @@ impl<'a> Pass<'a> {
                 .map(|(_, g)| g.len() as i64)
                 .sum();
             let end = r.ends_by().max(self.now);
-            let tranche = self.snap.policy.kind == PolicyKind::Tranche;
             let (a, b) = if !r.allocated() {
                 (self.now, self.now)
             } else if tranche && self.could_evict(w, pool, ri) {
@@ -1470,7 +1471,6 @@ impl<'a> Pass<'a> {
             gpus.push(up_gpus);
         }
         // Runs started earlier in this pass hold GPUs of up nodes too.
-        let tranche = self.snap.policy.kind == PolicyKind::Tranche;
         for s in &self.pools[pool].started {
             let end = s.ends_by.max(self.now);
             let a = if !s.allocated {
@@ -1526,7 +1526,7 @@ impl<'a> Pass<'a> {
         self.pools[pool].reservation = Some(Reservation {
             run: w.id,
             at,
-            gpus: need,
+            gpus: w.gpus,
             extra: total_by_at - need,
         });
         self.decisions.push(Decision::Reserve {
@@ -1793,7 +1793,6 @@ impl<'a> Pass<'a> {
         let Some((mv, on)) = choice else {
             return Err(None);
         };
-
         // Behind a reservation (the run ends before it) a move may leave no evicted GPU idle:
         // runs considered earlier in the pass, which may not backfill, could not use them.
         if self.pools[pool].reservation.is_some() {
@@ -1997,7 +1996,7 @@ impl<'a> Pass<'a> {
                 if let (Some(e), Some((at, gpus))) = (estimate, reserved)
                     && e >= at
                 {
-                    estimate = self.expected_free(pool, w.gpus.saturating_add(gpus as u32));
+                    estimate = self.expected_free(pool, w.gpus.saturating_add(gpus));
                 }
                 (WaitReason::IdleGpus { gpus: w.gpus, free }, estimate)
             }
