@@ -340,6 +340,9 @@ pub fn render(report: &Report) -> String {
         }));
     }
     rows.push(row("mean completion time", &|s| hms(s.jct_mean_s)));
+    rows.push(row("GPU-hours idle while runs waited", &|s| {
+        format!("{:.0}", s.idle_while_waiting_gpu_hours)
+    }));
     rows.push(row("preemptions", &|s| s.preemptions.to_string()));
     rows.push(row("  per 1,000 GPU-hours", &|s| {
         format!("{:.2}", s.preemptions_per_1000_gpu_hours)

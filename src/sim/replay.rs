@@ -427,6 +427,8 @@ pub struct Summary {
     pub small_wait_s: Quantiles,
     /// Mean completion time (end - submit) of completed jobs, s.
     pub jct_mean_s: f64,
+    /// GPU-hours idle inside the window while runs waited ([`idle_while_waiting_gpu_hours`]).
+    pub idle_while_waiting_gpu_hours: f64,
     /// Preemptions.
     pub preemptions: u64,
     /// GPU-hours of work lost to preemption.
@@ -505,6 +507,62 @@ pub fn impact_upper_bound(site: &Site, plans: &[Plan], rep: &Replay, fig: &Figur
         den += o;
     }
     if den > 0.0 { num / den } else { 1.0 }
+}
+
+/// GPU-hours left idle inside `window` while at least one run waited: the integral over the
+/// window of (installed GPUs - GPUs held) over the instants some job was submitted and not
+/// holding GPUs (before its first start, between a preemption and its next start, or never
+/// started). Rejected jobs never wait. A measure of work conservation: a policy that lets a
+/// waiting gang hold the queue while GPUs stand idle scores high, one that keeps every GPU
+/// busy while work waits scores 0. Not one of the four metrics (docs/design.md section 5); it
+/// shows what a policy's waits were spent on.
+pub fn idle_while_waiting_gpu_hours(
+    site: &Site,
+    plans: &[Plan],
+    rep: &Replay,
+    window: (i64, i64),
+) -> f64 {
+    // (instant, change of GPUs held, change of waiting runs)
+    let mut ev: Vec<(i64, i64, i64)> = Vec::with_capacity(2 * (plans.len() + rep.segments.len()));
+    let mut by_job: Vec<Vec<(i64, i64)>> = vec![Vec::new(); plans.len()];
+    for (seg, &j) in rep.segments.iter().zip(&rep.segment_jobs) {
+        ev.push((seg.start, i64::from(seg.gpus), 0));
+        ev.push((seg.end, -i64::from(seg.gpus), 0));
+        by_job[j].push((seg.start, seg.end));
+    }
+    for ((p, o), segs) in plans.iter().zip(&rep.jobs).zip(&mut by_job) {
+        if o.rejected {
+            continue;
+        }
+        segs.sort_unstable();
+        let mut from = p.submit;
+        for &(start, end) in segs.iter() {
+            if start > from {
+                ev.push((from, 0, 1));
+                ev.push((start, 0, -1));
+            }
+            from = end;
+        }
+        // Still waiting after its last attempt: never started, or preempted and not restarted.
+        if o.end.is_none() && from < rep.end {
+            ev.push((from, 0, 1));
+            ev.push((rep.end, 0, -1));
+        }
+    }
+    ev.sort_unstable();
+    let installed = i64::from(site.gpus);
+    let (mut held, mut waiting, mut idle_s) = (0i64, 0i64, 0i128);
+    let mut at = window.0;
+    for (t, dh, dw) in ev {
+        let t = t.clamp(window.0, window.1);
+        if waiting > 0 && t > at {
+            idle_s += i128::from((installed - held).max(0)) * i128::from(t - at);
+        }
+        at = at.max(t);
+        held += dh;
+        waiting += dw;
+    }
+    idle_s as f64 / 3600.0
 }
 
 /// Job counts.
@@ -630,6 +688,7 @@ pub fn summarize(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) 
         } else {
             0.0
         },
+        idle_while_waiting_gpu_hours: idle_while_waiting_gpu_hours(site, plans, rep, window),
         preemptions: rep.preemptions,
         preempted_gpu_hours: rep.lost_gpu_s / 3600.0,
         passes: rep.passes,

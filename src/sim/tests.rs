@@ -168,6 +168,46 @@ fn native_replay_counts_and_waits() {
     assert!((s.occupancy - 1.0).abs() < 1e-9);
 }
 
+/// A 4-GPU run holds half the node while an 8-GPU gang waits from 10 to 100 and a 5 s
+/// one-GPU job arrives at 20: fifo keeps the job behind the gang (4 GPUs idle for 90 s while
+/// runs wait, then none: the gang holds all 8 while the job waits 100..110); tranche backfills
+/// the job at 20 (it ends before the gang's reservation at 100), so one of the 4 is busy 5 s.
+#[test]
+fn idle_gpu_hours_while_runs_waited_by_hand() {
+    let text = "submit,duration,gpus,project,min_runtime\n\
+                0,100,4,a,50\n\
+                10,10,8,b,10\n\
+                20,5,1,a,5\n";
+    let tr = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    let site = build_site(
+        &parse_cluster("H100:1x8").unwrap(),
+        &parse_tree("a=50,b=50").unwrap(),
+        &tr.jobs,
+    )
+    .unwrap();
+    let window = (0, 200);
+    for (kind, start_c, idle_gpu_s) in [
+        (PolicyKind::Fifo, 110, 4 * 90),
+        (PolicyKind::Tranche, 20, 4 * 90 - 5),
+    ] {
+        let plans = plan(&site, &tr.jobs, kind);
+        let rep = replay::replay(&site, &plans, kind, window, &|_| {});
+        assert_eq!(rep.jobs[1].first_start, Some(100), "{kind:?}");
+        assert_eq!(rep.jobs[2].first_start, Some(start_c), "{kind:?}");
+        let s = replay::summarize(&site, &plans, &rep, window);
+        let want = f64::from(idle_gpu_s) / 3600.0;
+        assert!(
+            (s.idle_while_waiting_gpu_hours - want).abs() < 1e-9,
+            "{kind:?}: {} GPU-h, want {want}",
+            s.idle_while_waiting_gpu_hours
+        );
+        // A window that ends at 50 sees only 10..50 of the wait (fifo: 4 idle throughout).
+        let cut = replay::idle_while_waiting_gpu_hours(&site, &plans, &rep, (0, 50));
+        let want_cut = if kind == PolicyKind::Fifo { 160 } else { 155 };
+        assert!((cut - f64::from(want_cut) / 3600.0).abs() < 1e-9, "{kind:?}: {cut}");
+    }
+}
+
 #[test]
 fn every_format_replays_with_all_jobs_accounted_for() {
     for (file, format) in [
@@ -212,6 +252,7 @@ fn every_format_replays_with_all_jobs_accounted_for() {
             "impact",
             "wait_s",
             "small_wait_s",
+            "idle_while_waiting_gpu_hours",
             "jct_mean_s",
             "preemptions",
             "preempted_gpu_hours",
