@@ -718,9 +718,11 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
             ),
         ));
     }
-    // A submission inserting a run holds a key-share lock on its project's row until it
-    // commits: locking the rows of the subtree's projects waits for those, so the count below
-    // sees every run committed before the archive.
+    // A submission's insert locks its project's tree row `FOR SHARE` and inserts only while
+    // it is not archived (runs::batch): `lock_live` above waited for those under way, so the
+    // count below sees their runs, and a later one sees the archive and inserts nothing. It
+    // also holds a key-share lock on the project's row until it commits: locking the rows of
+    // the subtree's projects waits for those.
     sqlx::query(
         "WITH RECURSIVE sub AS (SELECT id FROM tree_nodes WHERE id = $1 \
          UNION ALL SELECT t.id FROM tree_nodes t JOIN sub ON t.parent_id = sub.id) \

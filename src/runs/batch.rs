@@ -64,7 +64,21 @@ pub struct NewRow {
     pub secret_env_names: Vec<String>,
 }
 
-type Reply = oneshot::Sender<Result<Option<i64>, AppError>>;
+/// What became of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Inserted with this id.
+    Inserted(i64),
+    /// Its submitter already used its idempotency key: nothing was inserted.
+    KeyUsed,
+    /// Its project was archived after the submission's checks read it: nothing was inserted.
+    /// The insert locks the project's tree row (`FOR SHARE`) and inserts only while it is not
+    /// archived; archiving locks that row before it counts the project's runs, so either the
+    /// archive sees the run (and is refused) or the run sees the archive.
+    ProjectArchived,
+}
+
+type Reply = oneshot::Sender<Result<Outcome, AppError>>;
 
 /// Combines concurrent submissions' inserts (module docs). One per [`crate::state::AppState`];
 /// its writer task starts with the first submission, on that submission's runtime.
@@ -74,12 +88,11 @@ pub struct Combiner {
 }
 
 impl Combiner {
-    /// Inserts `row` (with its timeline entry) and returns its id, or `None` when its
-    /// submitter already used its idempotency key (nothing was inserted).
+    /// Inserts `row` (with its timeline entry) and says what became of it ([`Outcome`]).
     ///
     /// # Errors
     /// Database errors of this row's insert.
-    pub async fn insert(&self, pool: &PgPool, row: NewRow) -> Result<Option<i64>, AppError> {
+    pub async fn insert(&self, pool: &PgPool, row: NewRow) -> Result<Outcome, AppError> {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(writer(pool.clone(), rx));
@@ -131,14 +144,14 @@ async fn writer(pool: PgPool, mut rx: mpsc::UnboundedReceiver<(NewRow, Reply)>) 
 }
 
 /// Inserts `rows` and their `submitted` timeline entries in one statement (one transaction);
-/// per row, in order, its id or `None` when its key was used before.
-async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, sqlx::Error> {
+/// per row, in order, what became of it.
+async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Outcome>, sqlx::Error> {
     macro_rules! column {
         ($f:expr) => {
             rows.iter().map($f).collect::<Vec<_>>()
         };
     }
-    let answers: Vec<(i64, Option<i64>)> = sqlx::query_as(
+    let answers: Vec<(i64, Option<i64>, bool)> = sqlx::query_as(
         "WITH u AS MATERIALIZED ( \
             SELECT nextval('runs_id_seq') AS id, u.* FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
                 $5::INT[], $6::BIGINT[], $7::BIGINT[], $8::INT[], $9::BOOL[], $10::TEXT[], $11::TEXT[], $12::JSONB[], \
@@ -146,6 +159,7 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
                 AS u(project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, priority, \
                      resumable, command, workdir, env, state, message, idempotency_key, idempotency_sha256, secret_env, \
                      secret_env_names, note, ord)), \
+         live AS (SELECT id FROM tree_nodes WHERE id IN (SELECT project_id FROM u) AND NOT archived FOR SHARE), \
          r AS ( \
             INSERT INTO runs (id, project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, \
                               priority, resumable, command, workdir, env, state, queued_at, idempotency_key, idempotency_sha256, \
@@ -153,11 +167,11 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
             SELECT id, project_id, cluster_id, gpu_model_id, submitted_by, gpus, min_runtime_s, time_limit_s, priority, \
                    resumable, command, workdir, env, state, CASE WHEN state = 'queued' THEN now() END, idempotency_key, \
                    idempotency_sha256, secret_env, ARRAY(SELECT jsonb_array_elements_text(secret_env_names)) \
-            FROM u ORDER BY ord \
+            FROM u WHERE u.project_id IN (SELECT id FROM live) ORDER BY ord \
             ON CONFLICT (submitted_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
             RETURNING id), \
          e AS (INSERT INTO run_events (run_id, kind, message, note) SELECT u.id, 'submitted', u.message, u.note FROM u JOIN r ON r.id = u.id) \
-         SELECT u.ord, r.id FROM u LEFT JOIN r ON r.id = u.id ORDER BY u.ord",
+         SELECT u.ord, r.id, u.project_id IN (SELECT id FROM live) FROM u LEFT JOIN r ON r.id = u.id ORDER BY u.ord",
     )
     .bind(column!(|r| r.project_id))
     .bind(column!(|r| r.cluster_id))
@@ -180,5 +194,12 @@ async fn insert_all(pool: &PgPool, rows: &[NewRow]) -> Result<Vec<Option<i64>>, 
     .bind(column!(|r| r.message.to_json()))
     .fetch_all(pool)
     .await?;
-    Ok(answers.into_iter().map(|(_, id)| id).collect())
+    Ok(answers
+        .into_iter()
+        .map(|(_, id, live)| match id {
+            Some(id) => Outcome::Inserted(id),
+            None if live => Outcome::KeyUsed,
+            None => Outcome::ProjectArchived,
+        })
+        .collect())
 }

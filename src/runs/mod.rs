@@ -840,16 +840,28 @@ pub async fn submit(
         secret_env: seal_secret_env(&app.secret_key, &run.secret_env),
         secret_env_names: run.secret_env.keys().cloned().collect(),
     };
-    let id = app.submissions.insert(&app.pool, row).await?;
-    let Some(id) = id else {
+    let id = match app.submissions.insert(&app.pool, row).await? {
+        batch::Outcome::Inserted(id) => id,
+        // Archived since the checks read it: the same answer as an archived project's name.
+        batch::Outcome::ProjectArchived => {
+            return Err(AppError::NotFound(i18n::t1(
+                "contract-err-no-project",
+                "name",
+                domain::quote(&run.project),
+            )));
+        }
         // A concurrent repeat won the race for the key.
-        let earlier = match key {
-            Some(Key { key, fingerprint }) => repeat_of(&app.pool, actor, key, fingerprint).await?,
-            None => None,
-        };
-        return earlier.ok_or_else(|| {
-            AppError::Internal(anyhow::anyhow!("a run key conflicted but no run has it"))
-        });
+        batch::Outcome::KeyUsed => {
+            let earlier = match key {
+                Some(Key { key, fingerprint }) => {
+                    repeat_of(&app.pool, actor, key, fingerprint).await?
+                }
+                None => None,
+            };
+            return earlier.ok_or_else(|| {
+                AppError::Internal(anyhow::anyhow!("a run key conflicted but no run has it"))
+            });
+        }
     };
     if state == "queued" {
         app.wake.notify_one();

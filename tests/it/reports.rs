@@ -518,6 +518,40 @@ async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(archived().await);
 
+    // A submission whose checks read p1 before the archive and whose insert comes after it
+    // inserts nothing (runs::batch::Outcome::ProjectArchived), and no other row goes with it.
+    let before: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let row = tranche::runs::batch::NewRow {
+        project_id: p1,
+        cluster_id: cluster,
+        model_id: h100,
+        submitted_by: admin.id,
+        gpus: 1,
+        min_runtime_s: 0,
+        time_limit_s: 60,
+        priority: 0,
+        resumable: false,
+        command: "true".into(),
+        workdir: None,
+        env: serde_json::json!({}),
+        state: "queued",
+        message: tranche::i18n::said::Said::new("event-submitted").arg("by", "admin"),
+        key: None,
+        fingerprint: None,
+        secret_env: None,
+        secret_env_names: Vec::new(),
+    };
+    let outcome = app.state.submissions.insert(&app.pool, row).await.unwrap();
+    assert_eq!(outcome, tranche::runs::batch::Outcome::ProjectArchived);
+    let after: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+
     // Last period's report still has p1's 4.00: its row and the totals of G and Organisation.
     let (status, spend) = app
         .api(

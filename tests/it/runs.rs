@@ -1597,9 +1597,19 @@ async fn concurrent_submissions_are_written_together_each_with_its_own_answer() 
     for t in tasks {
         ids.push(t.await.unwrap().unwrap());
     }
-    assert!(ids[..16].iter().all(Option::is_some), "{ids:?}");
-    assert!(ids[16..].iter().all(Option::is_none), "{ids:?}");
-    let made: Vec<i64> = ids.iter().flatten().copied().collect();
+    use tranche::runs::batch::Outcome;
+    assert!(
+        ids[..16].iter().all(|o| matches!(o, Outcome::Inserted(_))),
+        "{ids:?}"
+    );
+    assert!(ids[16..].iter().all(|o| *o == Outcome::KeyUsed), "{ids:?}");
+    let made: Vec<i64> = ids
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Inserted(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
     let (runs, stamps, events, keys): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT count(*), count(DISTINCT submitted_at), \
                 (SELECT count(*) FROM run_events e WHERE e.run_id = ANY($1) AND e.kind = 'submitted'), \
@@ -1635,7 +1645,7 @@ async fn concurrent_submissions_are_written_together_each_with_its_own_answer() 
     }
     assert!(answers[2].is_err(), "{answers:?}");
     for (i, a) in answers.iter().enumerate().filter(|(i, _)| *i != 2) {
-        assert!(matches!(a, Ok(Some(_))), "row {i}: {a:?}");
+        assert!(matches!(a, Ok(Outcome::Inserted(_))), "row {i}: {a:?}");
     }
     assert_eq!(count_runs(&o.app).await, before + 20);
     let orphans: i64 = sqlx::query_scalar(
