@@ -414,7 +414,9 @@ pub struct RunReport {
     pub node: i64,
     /// `running` or `exited`.
     pub state: String,
-    /// Exit status once exited normally.
+    /// Exit status once exited normally, 0 to [`MAX_EXIT_CODE`], or -1 when the agent could
+    /// not learn it; an `exited` report has exactly one of it and `signal`, a `running` one
+    /// neither.
     #[serde(default)]
     pub exit_code: Option<i32>,
     /// Signal number when killed by one, 1 to [`MAX_SIGNAL`] (the exit code recorded is 128
@@ -425,6 +427,9 @@ pub struct RunReport {
 
 /// The highest signal number an agent may report: Linux's `SIGRTMAX`.
 pub const MAX_SIGNAL: i32 = 64;
+
+/// The highest exit status an agent may report (a process's status is 8 bits).
+pub const MAX_EXIT_CODE: i32 = 255;
 
 /// `POST /api/v1/agent/sync` body.
 #[derive(Debug, Deserialize)]
@@ -497,6 +502,23 @@ pub async fn sync(
                 r.run,
                 r.node,
                 r.signal.unwrap_or_default()
+            ),
+        ));
+    }
+    // An exit status is what `wait` gives a process that exited normally: 0 to 255, or -1
+    // when the agent could not learn it. An exited process has exactly one of a status and a
+    // signal; a running one has neither.
+    if let Some(r) = body.runs.iter().find(|r| {
+        r.exit_code
+            .is_some_and(|c| !(-1..=MAX_EXIT_CODE).contains(&c))
+            || (r.state == "exited") != (r.exit_code.is_some() ^ r.signal.is_some())
+            || (r.state == "running" && r.signal.is_some())
+    }) {
+        return Err(AppError::invalid(
+            "exit_code",
+            format!(
+                "run {} on node {}: an exited process has either an exit_code (-1 to {MAX_EXIT_CODE}) or a signal, a running one neither",
+                r.run, r.node
             ),
         ));
     }

@@ -15,6 +15,7 @@ pub mod trace;
 use crate::scheduler::PolicyKind;
 use replay::Summary;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Arguments of `tranche simulate`.
@@ -431,12 +432,16 @@ pub fn render(report: &Report) -> String {
 /// Unreadable or malformed input (the message names the line and field).
 pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
     let report = simulate(args)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        print!("{}", render(&report));
-    }
-    Ok(())
+        render(&report)
+    };
+    // Not print!: a full disk or a closed pipe is an error to report, not a panic.
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the report to standard output: {e}"))
 }
 
 #[cfg(test)]

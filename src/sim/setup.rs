@@ -4,7 +4,7 @@
 //! # Defaults (documented, overridable)
 //! - **Cluster:** one pool of 8-GPU nodes of model `GPU`, as many nodes as make the trace's mean
 //!   GPU demand (GPU-seconds / span of submissions) 60 % of capacity, and at least enough for the
-//!   largest job. For Philly that is 78 nodes (624 GPUs; demand peaks at twice that); the VCs'
+//!   largest job, and no more than would hold every job at once. For Philly that is 78 nodes (624 GPUs; demand peaks at twice that); the VCs'
 //!   2,816 GPUs would leave the cluster 13 % busy and no policy would matter, while 75 % builds
 //!   queues of days under every policy (the full trace's published median queue is 189 s).
 //! - **Tree:** flat; one project per tenant; shares proportional to each tenant's GPU-hours of
@@ -95,7 +95,16 @@ pub fn default_cluster(jobs: &[Job]) -> Vec<PoolSpec> {
         _ => 1.0,
     };
     let mean = gpu_s / span;
-    let nodes = ((mean / 0.6 / 8.0).ceil() as u32)
+    // Never more nodes than would hold every job at once (submissions over a short span, all
+    // at one instant say, would otherwise ask for a cluster larger than all the work).
+    let all_at_once = jobs
+        .iter()
+        .map(|j| u64::from(j.gpus))
+        .sum::<u64>()
+        .div_ceil(8)
+        .min(1_000_000) as u32;
+    let nodes = ((mean / 0.6 / 8.0).ceil().min(1e6) as u32)
+        .min(all_at_once)
         .max(largest.div_ceil(8))
         .max(1);
     vec![PoolSpec {

@@ -286,6 +286,15 @@ fn default_site_fits_the_largest_job_and_openb_drops_cpu_pods() {
     let tree = default_tree(&tr.jobs);
     let sum: u32 = tree.iter().map(|e| e.share.0).sum();
     assert!(sum <= 10_000);
+    // Twenty 8-GPU jobs of ten days submitted at one instant: the mean demand over a span of
+    // submissions of 0 s would ask for millions of nodes; the site holds all twenty at once.
+    let text = "submit,duration,gpus,project\n".to_string() + &"0,864000,8,a\n".repeat(20);
+    let burst = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    assert_eq!(default_cluster(&burst.jobs)[0].nodes, 20);
+    // Three one-GPU jobs: one node.
+    let text = "submit,duration,gpus,project\n0,100,1,a\n0,100,1,b\n0,100,1,a\n";
+    let small = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    assert_eq!(default_cluster(&small.jobs)[0].nodes, 1);
 }
 
 #[test]

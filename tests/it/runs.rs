@@ -726,6 +726,32 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
         assert_eq!(answer["error"]["field"], "signal");
         assert_eq!(exit_code().await, None, "{signal}");
     }
+    // So is an exit status outside -1..=255 (-1: the agent could not learn it; i32::MIN made every later pass fail on
+    // abs(exit_code)), an exited report with neither a status nor a signal (it was recorded as
+    // failed "with status 0") or with both, and a running one with a signal.
+    for report in [
+        json!({"state": "exited", "exit_code": i32::MIN}),
+        json!({"state": "exited", "exit_code": 256}),
+        json!({"state": "exited", "exit_code": -2}),
+        json!({"state": "exited"}),
+        json!({"state": "exited", "exit_code": 0, "signal": 9}),
+        json!({"state": "running", "signal": 9}),
+        json!({"state": "running", "exit_code": 300}),
+    ] {
+        let mut r = report.clone();
+        r["run"] = json!(victim);
+        r["attempt"] = json!(1);
+        r["node"] = json!(nodes[0]);
+        let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([r])).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{report}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "invalid_input");
+        assert_eq!(answer["error"]["field"], "exit_code");
+        assert_eq!(exit_code().await, None, "{report}");
+    }
     // SIGTERM ended it: requeued, with its history kept.
     let (status, _) = sync(
         &o.app,
