@@ -434,6 +434,7 @@ impl Agent {
         let host = host_name(args.name.as_deref())?;
         let machine = host_name(None).unwrap_or_else(|_| host.clone());
         let records = Arc::new(ProcessRecords::new(args.state_dir.clone()));
+        records.check_writable()?;
         Ok(Agent {
             api: Api::new(&args.server, args.token.clone())?,
             gpus: {
@@ -1535,6 +1536,34 @@ mod tests {
             text.starts_with("tranche agent: cannot start") && text.contains("missing"),
             "{text}"
         );
+    }
+
+    /// An agent refuses to start with a state directory it cannot write (it would start an
+    /// attempt twice after a restart), and its records are readable by its user only.
+    #[test]
+    fn the_state_directory_must_be_writable_and_records_are_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = TempDir::new("records-dir");
+        let file = dir.0.join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let err = ProcessRecords::new(file.join("state"))
+            .check_writable()
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("cannot be written"), "{err:#}");
+        let records = ProcessRecords::new(dir.0.join("state"));
+        records.check_writable().unwrap();
+        records.started("n1", 4242, 1, "s");
+        let mode = std::fs::metadata(dir.0.join("state/node-n1.processes"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        // The probe is gone: only the records are left.
+        let names: Vec<_> = std::fs::read_dir(dir.0.join("state"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("node-n1.processes")]);
     }
 
     #[test]

@@ -210,6 +210,13 @@ impl Supervisor {
 /// process it did not start in its own life.
 pub const OWNER_ENV: &str = "TRANCHE_AGENT_PROCESS";
 
+/// Files the agent creates (process records with their secrets, run logs that may hold a
+/// run's secrets in its output) are readable by the agent's user only (0600).
+fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    options.mode(0o600)
+}
+
 /// The agent's record of the processes it starts, in its state directory: one file per node,
 /// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
 /// (`end PID START_TIME`). A later agent for the same nodes and state directory reads it to
@@ -238,6 +245,32 @@ impl ProcessRecords {
         ProcessRecords { dir }
     }
 
+    /// Checks that the directory can hold the records: creates it and writes, then removes, a
+    /// probe file. An agent that could not record what it starts could not stop it after a
+    /// restart, and the restarted agent would start the same attempt a second time on the
+    /// same GPUs.
+    ///
+    /// # Errors
+    /// The directory cannot be created or written.
+    pub fn check_writable(&self) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        use std::io::Write;
+        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
+        std::fs::create_dir_all(&self.dir)
+            .and_then(|()| {
+                let mut f = std::fs::File::create(&probe)?;
+                f.write_all(b"probe\n")?;
+                f.sync_all()
+            })
+            .and_then(|()| std::fs::remove_file(&probe))
+            .with_context(|| {
+                format!(
+                    "the state directory {} cannot be written: the agent records there the processes it starts, to stop them after a restart (--state-dir)",
+                    self.dir.display()
+                )
+            })
+    }
+
     /// The file of `node`: its name with any character outside `A-Za-z0-9._-` replaced.
     fn path(&self, node: &str) -> PathBuf {
         let safe: String = node
@@ -263,9 +296,7 @@ impl ProcessRecords {
             Ok(())
         };
         let written = created.and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(create)
-                .append(true)
+            private(std::fs::OpenOptions::new().create(create).append(true))
                 .open(self.path(node))?
                 .write_all(line.as_bytes())
         });
@@ -389,10 +420,8 @@ pub(super) async fn launch(
         Err(e) => {
             tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
             // The run's log is where its owner looks: say why it never started.
-            if let Ok(mut f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log_path)
+            if let Ok(mut f) =
+                private(std::fs::OpenOptions::new().create(true).append(true)).open(&log_path)
             {
                 use std::io::Write;
                 let _ = writeln!(f, "tranche agent: {e:#}");
@@ -436,9 +465,7 @@ pub(super) fn spawn_child(
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
     }
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
+    let log = private(std::fs::OpenOptions::new().create(true).append(true))
         .open(log_path)
         .with_context(|| format!("cannot open {}", log_path.display()))?;
     let err_log = log.try_clone()?;
