@@ -341,7 +341,8 @@ pub async fn begin_stops(
     finish_exited(conn, runs).await
 }
 
-/// Id, state, stop kind, resumable, every process exited, largest exit status.
+/// Id, state, stop kind, resumable, every process exited, the run's exit status (the first
+/// non-zero one recorded, else 0).
 type StopRow = (i64, String, Option<String>, bool, bool, Option<i32>);
 
 /// Ends each of `runs` that is stopping and whose every process of its current attempt has
@@ -359,7 +360,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let rows: Vec<StopRow> = sqlx::query_as(
         "SELECT r.id, r.state, r.stop_kind, r.resumable, \
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
-                (SELECT max(abs(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
+                (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
          FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE",
     )
     .bind(runs)
@@ -418,7 +419,9 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
 type DoneRow = (i64, i64, i64, i64, i32, i64, i64, i64, bool, Option<i32>);
 
 /// Ends, in a few set-based statements, every starting or running attempt whose processes all
-/// exited: succeeded when every exit status is 0, else failed. Their time is charged with one
+/// exited: succeeded when every exit status is 0, else failed with the status of the process
+/// that was recorded exiting first with a non-zero one (a gang's other processes were stopped
+/// after it, with SIGTERM). Their time is charged with one
 /// ledger charge per run (naming it), all written by one insert. Returns how many ended.
 ///
 /// # Errors
@@ -433,7 +436,7 @@ async fn end_exited_attempts(
     let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
-                bool_or(p.exit_code IS DISTINCT FROM 0), max(abs(p.exit_code)) \
+                bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
          WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
          HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",

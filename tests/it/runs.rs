@@ -2256,3 +2256,49 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
         "{ordinal}: {page}"
     );
 }
+
+/// A gang that failed ends with the status of the process that failed first, not that of the
+/// processes Tranche stopped after it (SIGTERM, 143; before, the largest status of the gang).
+#[tokio::test]
+async fn a_failed_gang_reports_the_status_of_the_process_that_failed() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["g-1", "g-2"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 16, 60, false)).await;
+    assert_eq!(pass(&o.app).await.started, 1);
+    let running: Vec<Value> = nodes
+        .iter()
+        .map(|n| json!({"run": run, "attempt": 1, "node": n, "state": "running"}))
+        .collect();
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!(running)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // The process on the second node is killed (SIGKILL, as an out-of-memory kill is): 137.
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": nodes[1], "state": "exited", "signal": 9}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "stopping");
+    // Tranche stops the other one; it ends on SIGTERM: 143.
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    let (state, code): (String, Option<i32>) =
+        sqlx::query_as("SELECT state, exit_code FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), code), ("failed", Some(128 + 9)));
+}
