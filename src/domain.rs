@@ -439,7 +439,7 @@ pub fn node_name(input: &str) -> Result<String, String> {
 
 /// Invisible formatting characters that can make one name look like another: zero-width
 /// characters, bidirectional overrides and isolates, the byte-order mark.
-fn is_invisible_format(c: char) -> bool {
+pub fn is_invisible_format(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
 }
 

@@ -179,7 +179,7 @@ pub async fn register(
         .filter(|l| !l.is_empty())
         .map(|l| {
             l.chars()
-                .filter(|c| !c.is_control())
+                .filter(|&c| !c.is_control() && !crate::domain::is_invisible_format(c))
                 .take(200)
                 .collect::<String>()
         });

@@ -154,7 +154,7 @@ impl Row<'_> {
             return Err(bad(
                 self.line,
                 field,
-                format!("{s:?}: a job needs 1 or more GPUs"),
+                format!("{s:?}: a job needs 1 to 1,000,000 GPUs"),
             ));
         }
         Ok(v as u32)

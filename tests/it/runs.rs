@@ -1476,7 +1476,7 @@ async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
             Some(&agent),
             Some(
                 json!({"nodes": [{"name": "pg-1", "gpus": 8, "gpu_model": "H100"}],
-                        "agent": "box-7 pid 4242"}),
+                        "agent": "box-7\u{202E} pid\u{200B} 4242"}),
             ),
         )
         .await;
@@ -1502,6 +1502,8 @@ async fn the_cluster_page_shows_agents_heartbeats_and_lost_nodes() {
         served.contains(r#"<td class="node-status">up</td>"#),
         "{served}"
     );
+    // Shown without the invisible characters sent with it (a right-to-left override and a
+    // zero-width space could make one agent's label read as another's).
     assert!(served.contains("box-7 pid 4242"), "{served}");
     assert!(served.contains("s ago"), "{served}");
     let waiting = row(&page, "pg-2");
