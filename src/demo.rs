@@ -238,14 +238,18 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<Option<Vec<DemoUser>>> {
             .bind(cluster)
             .fetch_one(&mut *tx)
             .await?;
+        // Declared before the history the demo records (a day before its first day), so the
+        // ended periods it charges have these nodes' entitlements.
         sqlx::query(
-            "INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count) \
-             SELECT $1, $2 || '-' || lpad(i::text, 3, '0'), (SELECT id FROM gpu_models WHERE name = $3), 8 FROM generate_series(1, $4) i",
+            "INSERT INTO nodes (cluster_id, name, gpu_model_id, gpu_count, created_at) \
+             SELECT $1, $2 || '-' || lpad(i::text, 3, '0'), (SELECT id FROM gpu_models WHERE name = $3), 8, \
+                    now() - make_interval(days => $5) FROM generate_series(1, $4) i",
         )
         .bind(cid)
         .bind(cluster)
         .bind(model)
         .bind(*nodes as i32)
+        .bind((HISTORY_DAYS + 1) as i32)
         .execute(&mut *tx)
         .await?;
     }

@@ -138,8 +138,94 @@ pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sq
         .collect())
 }
 
+/// The capacity the entitlements of the budget period `[start, end)` are computed from, by
+/// cluster then GPU model name: today's ([`capacity`]) while the period has not ended at
+/// `now`; for an ended period, its record in `period_capacity`, written by the first reader
+/// (docs/design.md section 2, "Entitlements of ended periods"). The record holds the GPUs of
+/// the nodes declared by the period's end (a node of unknown declaration counts) that are not
+/// lost when it is written, each model's billing weight and price as they were at the
+/// period's end (today's, unless the audit log holds a later `gpu_model.update`, whose
+/// `before` they are), and is never changed afterwards. Readers racing to record the same
+/// period both succeed: one writes it, the other waits for that commit and reads it.
+///
+/// # Errors
+/// Database errors.
+pub async fn period_capacity(
+    pool: &PgPool,
+    (start, end): (jiff::Timestamp, jiff::Timestamp),
+    now: jiff::Timestamp,
+) -> Result<Vec<Capacity>, sqlx::Error> {
+    if end > now {
+        return capacity(pool).await;
+    }
+    let (start, end) = (crate::ledger::to_time(start), crate::ledger::to_time(end));
+    let recorded: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM period_capacity_records WHERE period_start = $1)",
+    )
+    .bind(start)
+    .fetch_one(pool)
+    .await?;
+    if !recorded {
+        let mut tx = pool.begin().await?;
+        // The primary key serialises racing writers: the second waits for the first's commit,
+        // then inserts nothing and reads what the first recorded.
+        let first: Option<time::OffsetDateTime> = sqlx::query_scalar(
+            "INSERT INTO period_capacity_records (period_start, period_end) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING RETURNING period_start",
+        )
+        .bind(start)
+        .bind(end)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if first.is_some() {
+            sqlx::query(&format!(
+                "WITH terms AS ( \
+                   SELECT m.id, m.name, \
+                          coalesce(later.weight, m.billing_weight_milli) AS weight, \
+                          coalesce(later.price, m.price_per_gpu_hour_minor) AS price \
+                   FROM gpu_models m LEFT JOIN LATERAL ( \
+                     SELECT (a.before->>'billing_weight_milli')::INTEGER AS weight, \
+                            (a.before->>'price_per_gpu_hour_minor')::BIGINT AS price \
+                     FROM audit_log a \
+                     WHERE a.action = 'gpu_model.update' AND a.entity = 'gpu_model' \
+                       AND a.entity_id = m.id AND a.at >= $2 \
+                     ORDER BY a.at, a.id LIMIT 1) later ON true) \
+                 INSERT INTO period_capacity (period_start, cluster, gpu_model, gpus, billing_weight_milli, price_per_gpu_hour_minor) \
+                 SELECT $1, c.name, t.name, sum(n.gpu_count)::BIGINT, t.weight, t.price \
+                 FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN terms t ON t.id = n.gpu_model_id \
+                 WHERE {counts} AND (n.created_at IS NULL OR n.created_at < $2) \
+                 GROUP BY c.name, t.name, t.weight, t.price",
+                counts = crate::db::inventory::COUNTS_TOWARDS_CAPACITY
+            ))
+            .bind(start)
+            .bind(end)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+    }
+    let rows: Vec<(String, String, i64, i32, i64)> = sqlx::query_as(
+        "SELECT cluster, gpu_model, gpus, billing_weight_milli, price_per_gpu_hour_minor \
+         FROM period_capacity WHERE period_start = $1 ORDER BY cluster, gpu_model",
+    )
+    .bind(start)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(cluster, gpu_model, gpus, w, p)| Capacity {
+            cluster,
+            gpu_model,
+            gpus,
+            billing_weight_milli: i64::from(w),
+            price_minor: p,
+        })
+        .collect())
+}
+
 /// Loads the tree and computes effective shares and entitlements for the budget period that
-/// contains `now` in `periods`.
+/// contains `now` in `periods`, from today's capacity ([`capacity`]): for the current period
+/// and later ones. A report of any period uses [`load_period`].
 ///
 /// # Errors
 /// Database errors.
@@ -148,11 +234,39 @@ pub async fn load(
     now: jiff::Timestamp,
     periods: &domain::PeriodCalendar,
 ) -> Result<TreeView, sqlx::Error> {
+    let capacity = capacity(pool).await?;
+    load_with(pool, now, periods, capacity).await
+}
+
+/// Like [`load`] for the budget period containing `at`, with the entitlements of that period
+/// as of `now` ([`period_capacity`]): today's capacity and prices while the period runs or is
+/// to come, its recorded ones once it has ended. Every report of entitlements (the spend
+/// report's page, CSV and API) reads them through this.
+///
+/// # Errors
+/// Database errors.
+pub async fn load_period(
+    pool: &PgPool,
+    at: jiff::Timestamp,
+    periods: &domain::PeriodCalendar,
+    now: jiff::Timestamp,
+) -> Result<TreeView, sqlx::Error> {
+    let (start, end) = periods.period(at);
+    let capacity = period_capacity(pool, (start.timestamp(), end.timestamp()), now).await?;
+    load_with(pool, at, periods, capacity).await
+}
+
+/// [`load`] with the capacity columns given.
+async fn load_with(
+    pool: &PgPool,
+    now: jiff::Timestamp,
+    periods: &domain::PeriodCalendar,
+    capacity: Vec<Capacity>,
+) -> Result<TreeView, sqlx::Error> {
     let rows: Vec<NodeRow> =
         sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
             .fetch_all(pool)
             .await?;
-    let capacity = capacity(pool).await?;
     let installed: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT cluster_id, gpu_model_id, sum(gpu_count)::BIGINT FROM nodes WHERE state <> 'down' \
          GROUP BY cluster_id, gpu_model_id",

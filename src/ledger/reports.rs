@@ -131,7 +131,8 @@ struct Sums {
 
 /// Builds the report rows for `filter` as `actor` may see them: the node's subtree in
 /// depth-first order, each node's total row followed by one row per GPU model it touched or
-/// is entitled to.
+/// is entitled to. Entitlements are the period's own ([`tree_db::load_period`]): today's
+/// capacity and prices while it runs or is to come, those recorded for it once it has ended.
 ///
 /// # Errors
 /// Forbidden when the actor may not see the node (finance and admins see all, leads their
@@ -143,7 +144,8 @@ pub async fn rows(
     filter: &Filter,
     now: jiff::Timestamp,
 ) -> Result<Vec<Row>, AppError> {
-    let tree = tree_db::load(pool, filter.period.start, &site.periods).await?;
+    // The period's own entitlements: live while it runs, recorded once it has ended.
+    let tree = tree_db::load_period(pool, filter.period.start, &site.periods, now).await?;
     // A lead is told the same for a node outside their subtree and for no node at all, so
     // that ids do not reveal which nodes exist.
     if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {
@@ -403,7 +405,8 @@ pub fn parse_period(text: &str, site: &Site) -> Result<Period, String> {
 }
 
 /// Like [`parse_period`], limited to what a report can honestly show: from 24 months before
-/// the current period to 2 months after it (entitlements use today's tree and inventory).
+/// the current period to 2 months after it (entitlements use today's tree; the capacity and
+/// prices are today's for the current and later periods, recorded for ended ones).
 ///
 /// # Errors
 /// The message to show next to the field.

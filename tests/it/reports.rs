@@ -817,3 +817,191 @@ async fn periods_keep_their_own_month_after_a_time_zone_change() {
         assert!(!page.contains("America/Los_Angeles"), "{path}");
     }
 }
+
+/// The spend report's rows for `node` and the period named `label`, read as the holder of
+/// `token`.
+async fn spend_rows(app: &TestApp, token: &str, node: i64, label: &str) -> Vec<serde_json::Value> {
+    let (status, spend) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?node={node}&period={label}"),
+            Some(token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{spend}");
+    assert_eq!(spend["period"], label);
+    spend["rows"].as_array().unwrap().clone()
+}
+
+/// The entitlement (minor units) of `node`'s row for `model` (`all` for its total); `None`
+/// when the report has no such row.
+fn entitlement_of(rows: &[serde_json::Value], node: &str, model: &str) -> Option<i64> {
+    rows.iter()
+        .find(|r| r["node"] == node && r["gpu_model"] == model)
+        .map(|r| r["entitlement_minor"].as_i64().unwrap())
+}
+
+/// A period's entitlements are those of its own capacity and prices. A past period read once,
+/// then read again after a model's price and weight changed and a cluster with a new model was
+/// added, is unchanged (the API's rows and the CSV); a past period read for the first time
+/// after the changes has the price of its end (from the audit log) and no row for the new
+/// model; a period that ended before the node was declared has no entitlement; two readers
+/// recording the same period at once both succeed and it is recorded once; the current period
+/// follows the new price, weight and hardware. Before, every past period was recomputed from
+/// today's nodes, weights and prices (the tester's November H100 entitlement doubled after a
+/// price change, and a cluster added today appeared in 2025).
+#[tokio::test]
+async fn ended_periods_keep_their_capacity_and_prices_while_the_current_one_follows_changes() {
+    let app = TestApp::new().await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    let h100 = tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    tranche::db::users::create(&app.pool, None, "fin", "finance", None)
+        .await
+        .unwrap();
+    let fin = app.token_for("fin").await;
+    let admin_token = app.token_for("admin").await;
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    let before = |p: ledger::Period| {
+        ledger::Period::containing(
+            p.start
+                .checked_sub(jiff::SignedDuration::from_secs(1))
+                .unwrap(),
+            &site,
+        )
+    };
+    let current = ledger::Period::containing(now, &site);
+    let last = before(current);
+    let two_ago = before(last);
+    let three_ago = before(two_ago);
+    // The node has been there since a day into the period two months ago.
+    let declared = two_ago
+        .start
+        .checked_add(jiff::SignedDuration::from_hours(24))
+        .unwrap();
+    sqlx::query("UPDATE nodes SET created_at = $1 WHERE name = 'h1'")
+        .bind(ledger::to_time(declared))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // 100% of `gpus` GPUs over the period, at `weight_milli` thousandths and `price` minor
+    // units per weighted GPU-hour (every UTC month is whole hours).
+    let value = |p: ledger::Period, gpus: i64, weight_milli: i64, price: i64| {
+        let hours = (p.end.as_second() - p.start.as_second()) / 3600;
+        gpus * hours * weight_milli * price / 1000
+    };
+
+    let last_label = last.label(&site);
+    let last_before = spend_rows(&app, &fin, root, &last_label).await;
+    assert_eq!(
+        entitlement_of(&last_before, "p", "H100"),
+        Some(value(last, 8, 1000, 200))
+    );
+
+    // Today: H100 at weight 1.5 and 5.00, and a new cluster of 8 B300 at weight 2 and 3.00.
+    let (status, answer) = app
+        .api(
+            "PATCH",
+            &format!("/api/v1/gpu-models/{h100}"),
+            Some(&admin_token),
+            Some(
+                serde_json::json!({"billing_weight_milli": 1500, "price_per_gpu_hour_minor": 500}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "B300", "2", "3.00")
+        .await
+        .unwrap();
+    let d = tranche::db::inventory::create_cluster(&app.pool, &admin, "d")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, d, "b1", "B300", "8")
+        .await
+        .unwrap();
+
+    // The period read before the changes is as it was, row for row.
+    let last_after = spend_rows(&app, &fin, root, &last_label).await;
+    assert_eq!(last_after, last_before);
+    assert_eq!(entitlement_of(&last_after, "p", "B300"), None);
+
+    // Two months ago, first read now, by two readers at once: the price of its end, no B300.
+    let two_label = two_ago.label(&site);
+    let (a, b) = tokio::join!(
+        spend_rows(&app, &fin, root, &two_label),
+        spend_rows(&app, &fin, root, &two_label)
+    );
+    assert_eq!(a, b);
+    assert_eq!(
+        entitlement_of(&a, "p", "H100"),
+        Some(value(two_ago, 8, 1000, 200))
+    );
+    assert_eq!(entitlement_of(&a, "p", "B300"), None);
+    let recorded: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM period_capacity_records WHERE period_start = $1), \
+                (SELECT count(*) FROM period_capacity WHERE period_start = $1)",
+    )
+    .bind(ledger::to_time(two_ago.start))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(recorded, (1, 1));
+
+    // Three months ago no node was declared yet: no model rows, no entitlement.
+    let three = spend_rows(&app, &fin, root, &three_ago.label(&site)).await;
+    assert_eq!(entitlement_of(&three, "p", "all"), Some(0));
+    assert_eq!(entitlement_of(&three, "p", "H100"), None);
+    assert_eq!(entitlement_of(&three, "p", "B300"), None);
+
+    // The current period follows today's prices and hardware.
+    let cur = spend_rows(&app, &fin, root, &current.label(&site)).await;
+    let (h, b) = (value(current, 8, 1500, 500), value(current, 8, 2000, 300));
+    assert_eq!(entitlement_of(&cur, "p", "H100"), Some(h));
+    assert_eq!(entitlement_of(&cur, "p", "B300"), Some(b));
+    assert_eq!(entitlement_of(&cur, "p", "all"), Some(h + b));
+
+    // The CSV of the past period carries the recorded figure too.
+    tranche::db::users::set_password(&app.pool, None, "fin", "finance-password-1")
+        .await
+        .unwrap();
+    let mut c = app.client();
+    c.login("fin", "finance-password-1").await;
+    let (status, csv_text, _) = c
+        .get(&format!("/reports.csv?node={root}&period={last_label}"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let want = value(last, 8, 1000, 200);
+    let want = format!("{}.{:02}", want / 100, want % 100);
+    let h100_row = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[2] == "p" && &r[4] == "H100")
+        .expect("p's H100 row");
+    assert_eq!(&h100_row[12], want.as_str());
+    assert!(
+        !csv_text.contains("B300"),
+        "no B300 row in {last_label}: {csv_text}"
+    );
+}
