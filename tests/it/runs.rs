@@ -2220,3 +2220,49 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
         "{ordinal}: {page}"
     );
 }
+
+/// The project page's standing is never older than its promise (about a second), however long
+/// ago it expired: a waiting run cancelled after a view is gone from "Waiting" on the first
+/// view after the standing expired (it used to be shown once more while a refresh ran behind).
+#[tokio::test]
+async fn the_project_page_shows_a_cancelled_run_gone_on_the_first_view_after_a_second() {
+    let (app, users) = TestApp::with_demo().await;
+    let o = Org {
+        researcher: app.token_for("demo-researcher").await,
+        lead: app.token_for("demo-lead").await,
+        agent: agents::create_token(&app.pool, "local").await.unwrap(),
+        app,
+    };
+    register(&o.app, &o.agent, &["fresh-1"]).await;
+    let mut body = run_body("fm-pretrain-70b", 8, 3_600, true);
+    body["time_limit_s"] = json!(86_400);
+    submit(&o, body).await;
+    pass(&o.app).await;
+    let waiting = submit(&o, run_body("fm-pretrain-70b", 8, 600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, waiting).await, "queued");
+    let project = o.app.node_id("fm-pretrain-70b").await;
+    let mut client = crate::run_pages::login(&o.app, &users, "researcher").await;
+    let link = format!("<a href=\"/runs/{waiting}\">");
+    let (status, page, _) = client.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains(&link), "waiting before: {page}");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{waiting}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    tokio::time::sleep(tranche::web::project::STANDING_TTL + std::time::Duration::from_millis(600))
+        .await;
+    let (status, page, _) = client.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !page.contains(&link),
+        "the cancelled run is still waiting: {page}"
+    );
+}
