@@ -197,6 +197,10 @@ wait-in-line = in line: { $count ->
     [one] { $count } run
    *[other] { $count } runs
 } ahead of it
+wait-gpus-down = waiting for nodes that are down: it needs { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+ } of its model, { $up } are on nodes that are up
 wait-never-fits = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
@@ -473,7 +477,7 @@ err-choose-model = choose a GPU model
 err-larger-than-cluster = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
- } but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
+ } but cluster { $cluster } has only { $installed } { $model } GPUs installed; it could never start
 err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)
 
 ## Charts

@@ -191,6 +191,7 @@ wait-in-line = en cola: { $count ->
     [one] { $count } ejecución
    *[other] { $count } ejecuciones
 } por delante
+wait-gpus-down = esperando a nodos caídos: necesita { $gpus } GPU de su modelo y { $up } están en nodos activos
 wait-never-fits = pide { $gpus } GPU, pero de su modelo solo hay { $installed } instaladas; no podrá arrancar nunca
 wait-no-live-agent = ningún agente activo: ninguna de las { $offline } GPU { $model } de su clúster tiene un `tranche agent` en marcha; arrancará cuando haya agentes sirviendo sus nodos
 wait-no-live-agent-enough = no hay agentes activos en suficientes nodos: necesita { $gpus } GPU { $model }; { $installed } están en nodos con un `tranche agent` en marcha y { $offline } en nodos sin él
@@ -467,7 +468,7 @@ run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limi
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster
 err-choose-model = elige un modelo de GPU
-err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
+err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } instaladas; no podría arrancar nunca
 err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)
 
 ## Gráficos

@@ -378,7 +378,8 @@ fn may_submit(actor: &Account, project: i64, parents: &Parents) -> bool {
 }
 
 /// Checks a submission: fields, names, the submitter's membership, that the gang fits the
-/// cluster's GPUs of its model (nodes not down), and for an allocated run that the project's
+/// cluster's GPUs of its model (every node, down ones included: a run waits for a node down to
+/// come back), and for an allocated run that the project's
 /// balance covers its minimum-runtime cost. Returns the resolved ids and the cost preview.
 ///
 /// # Errors

@@ -1658,19 +1658,34 @@ async fn set_local_nodes(app: &TestApp, state: &str) {
     .unwrap();
 }
 
-/// The GPUs a submission may ask for come from the cached tree, which a node's state change
-/// invalidates: with every `local` node down even one GPU is larger than the cluster, and back
-/// up the same run is accepted.
+/// A node down may come back: with one of two 8-GPU `local` nodes down, a 12-GPU run is
+/// accepted (it used to be refused as larger than the cluster) and waits with a reason that
+/// says nodes are down, never that it can never start; a 17-GPU run, larger than both nodes,
+/// is refused whether they are up or down.
 #[tokio::test]
-async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once() {
+async fn a_node_down_does_not_make_a_run_larger_than_the_cluster() {
     let o = org().await;
-    register(&o.app, &o.agent, &["installed-1"]).await;
-    let body = run_body("fm-pretrain-7b", 1, 0, true);
-    for (state, want) in [
-        ("up", StatusCode::CREATED),
-        ("down", StatusCode::CONFLICT),
-        ("up", StatusCode::CREATED),
-    ] {
+    register(&o.app, &o.agent, &["installed-1", "installed-2"]).await;
+    sqlx::query("UPDATE nodes SET state = 'down' WHERE name = 'installed-2'")
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let twelve = submit(&o, run_body("fm-pretrain-7b", 12, 0, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, twelve).await, "queued");
+    let reason = reason_of(&o.app, twelve).await.unwrap_or_default();
+    assert_eq!(
+        reason,
+        "waiting for nodes that are down: it needs 12 GPUs of its model, 8 are on nodes that are up"
+    );
+    let kind: Option<String> =
+        sqlx::query_scalar("SELECT wait_note->'reason'->>'kind' FROM runs WHERE id = $1")
+            .bind(twelve)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kind.as_deref(), Some("gpus_down"));
+    for state in ["down", "up"] {
         set_local_nodes(&o.app, state).await;
         let (status, answer) = o
             .app
@@ -1678,13 +1693,21 @@ async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once()
                 "POST",
                 "/api/v1/runs",
                 Some(&o.researcher),
-                Some(body.clone()),
+                Some(run_body("fm-pretrain-7b", 17, 0, true)),
             )
             .await;
-        assert_eq!(status, want, "nodes {state}: {answer}");
-        if want == StatusCode::CONFLICT {
-            assert_eq!(answer["error"]["code"], "larger_than_cluster");
-        }
+        assert_eq!(status, StatusCode::CONFLICT, "nodes {state}: {answer}");
+        assert_eq!(answer["error"]["code"], "larger_than_cluster");
+        let (status, answer) = o
+            .app
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&o.researcher),
+                Some(run_body("fm-pretrain-7b", 16, 0, true)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "nodes {state}: {answer}");
     }
 }
 
