@@ -319,7 +319,7 @@ pub async fn standing(
     let rows: Vec<RunRow> = sqlx::query_as(
         "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.wait_note, r.estimated_start, \
          CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
-         FROM runs r LEFT JOIN (SELECT id, row_number() OVER (ORDER BY priority DESC, \
+         FROM runs r LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY cluster_id, gpu_model_id ORDER BY priority DESC, \
          extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \
          WHERE project_id = $1 AND state = 'queued' AND min_runtime_s > 0) line ON line.id = r.id \
          JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id \

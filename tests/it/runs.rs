@@ -2160,13 +2160,15 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
             answer["position_in_project"].as_i64()
         }
     };
-    // The places among 70b's queued allocated runs: the demo's own count too, so each is
-    // computed here from the rows, in the core's order within a project.
+    // The places among 70b's queued allocated runs of the run's pool (cluster and GPU model):
+    // the demo's own count too, so each is computed here from the rows, in the core's order
+    // within a project.
     let expected = |run: i64| {
         let o = &o;
         async move {
             sqlx::query_scalar::<_, i64>(
                 "SELECT count(*) FROM runs q, runs r WHERE r.id = $1 AND q.project_id = r.project_id \
+                 AND q.cluster_id = r.cluster_id AND q.gpu_model_id = r.gpu_model_id \
                  AND q.state = 'queued' AND q.min_runtime_s > 0 \
                  AND (q.priority, -extract(epoch FROM q.queued_at)::BIGINT, -q.id) \
                      >= (r.priority, -extract(epoch FROM r.queued_at)::BIGINT, -r.id)",
@@ -2180,6 +2182,30 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
     let before = expected(second).await;
     assert_eq!(place(first).await, Some(before - 1));
     assert_eq!(place(second).await, Some(before));
+    // A 70b run queued long before them on another cluster waits for other GPUs: it is in
+    // another line and moves neither of them back.
+    let mut elsewhere = run_body("fm-pretrain-70b", 8, 600, true);
+    elsewhere["cluster"] = json!("h100-east");
+    let elsewhere = submit(&o, elsewhere).await;
+    assert_eq!(state_of(&o.app, elsewhere).await, "queued");
+    sqlx::query("UPDATE runs SET queued_at = now() - interval '1 day' WHERE id = $1")
+        .bind(elsewhere)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(place(first).await, Some(before - 1));
+    assert_eq!(place(second).await, Some(before));
+    assert_eq!(place(elsewhere).await, Some(expected(elsewhere).await));
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{elsewhere}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
     let stored = || async {
         sqlx::query_as::<_, (String, String, Option<String>)>(
             "SELECT xmin::TEXT, wait_note->'reason'->>'kind', wait_reason FROM runs WHERE id = $1",
