@@ -4,7 +4,7 @@
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use super::{ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
+use super::{ApiBytes, ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
 use crate::ai::import::Format;
 use crate::ai::spend::{self, micro_to_money};
 use crate::ai::{self, Draft, UseCase};
@@ -189,7 +189,7 @@ pub(super) async fn post_import(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<ImportQuery>,
-    body: axum::body::Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> ApiResult {
     let format = Format::parse(&q.format).ok_or_else(|| {
         AppError::invalid("format", "format: one of openai, anthropic, github, focus")
