@@ -858,11 +858,15 @@ pub async fn update_project(
     (site, now): (&crate::config::Site, jiff::Timestamp),
 ) -> Result<(), AppError> {
     const MAX_MONEY: i64 = 1_000_000_000_000_000;
-    if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY)
-        || update.money_cap_minor.is_some_and(|v| v > MAX_MONEY)
-    {
+    if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY) {
         return Err(AppError::invalid(
             "period_budget",
+            crate::i18n::t("budget-err-too-large"),
+        ));
+    }
+    if update.money_cap_minor.is_some_and(|v| v > MAX_MONEY) {
+        return Err(AppError::invalid(
+            "money_cap",
             crate::i18n::t("budget-err-too-large"),
         ));
     }

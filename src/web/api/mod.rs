@@ -455,7 +455,14 @@ async fn put_budget(
         &*state.tree().await?,
         (&state.site, jiff::Timestamp::now()),
     )
-    .await?;
+    .await
+    .map_err(|e| {
+        // The check is the project page's too, which names its form's fields.
+        e.renamed(&[
+            ("period_budget", "period_budget_minor"),
+            ("money_cap", "money_cap_minor"),
+        ])
+    })?;
     ok(json!({"ok": true}))
 }
 
