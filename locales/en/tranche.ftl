@@ -309,6 +309,7 @@ form-workdir = Working directory (optional)
 form-env = Environment (optional, one NAME=value per line)
 form-secret-env = Secret environment (optional, one NAME=value per line)
 form-secret-note = Secret values are stored encrypted, shown as •••• to everyone (you included) and given only to the node agent that runs the job. Variables whose names contain TOKEN, SECRET, KEY or PASSWORD (such as <code>HF_TOKEN</code>) are kept secret even when typed in the environment above.
+form-secret-reenter = Secret values are never shown again: the names are kept, type their values again before sending.
 form-preview-button = Preview cost
 form-submit = Submit
 err-gpus-whole = the GPU count must be a whole number (got { $got })

@@ -297,6 +297,7 @@ form-workdir = Directorio de trabajo (opcional)
 form-env = Entorno (opcional, un NOMBRE=valor por línea)
 form-secret-env = Entorno secreto (opcional, un NOMBRE=valor por línea)
 form-secret-note = Los valores secretos se guardan cifrados, se muestran como •••• a todo el mundo (también a ti) y solo se entregan al agente del nodo que ejecuta el trabajo. Las variables cuyo nombre contiene TOKEN, SECRET, KEY o PASSWORD (como <code>HF_TOKEN</code>) se mantienen en secreto aunque se escriban en el entorno de arriba.
+form-secret-reenter = Los valores secretos nunca se vuelven a mostrar: se conservan los nombres; vuelve a escribir sus valores antes de enviar.
 form-preview-button = Ver el coste
 form-submit = Enviar
 err-gpus-whole = el número de GPU debe ser un número entero (se ha escrito { $got })

@@ -297,6 +297,7 @@ form-workdir = Lan-direktorioa (aukerakoa)
 form-env = Ingurunea (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-env = Ingurune sekretua (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-note = Balio sekretuak zifratuta gordetzen dira, •••• gisa erakusten zaizkie guztiei (zuri ere bai), eta lana exekutatzen duen nodoko agenteari baino ez zaizkio ematen. Izenean TOKEN, SECRET, KEY edo PASSWORD duten aldagaiak (<code>HF_TOKEN</code> adibidez) sekretu gordetzen dira goiko ingurunean idatzita ere.
+form-secret-reenter = Balio sekretuak ez dira inoiz berriro erakusten: izenak gordetzen dira; idatzi berriro haien balioak bidali aurretik.
 form-preview-button = Ikusi kostua
 form-submit = Bidali
 err-gpus-whole = GPU kopuruak zenbaki oso bat izan behar du ({ $got } idatzi da)
