@@ -204,7 +204,10 @@ fn idle_gpu_hours_while_runs_waited_by_hand() {
         // A window that ends at 50 sees only 10..50 of the wait (fifo: 4 idle throughout).
         let cut = replay::idle_while_waiting_gpu_hours(&site, &plans, &rep, (0, 50));
         let want_cut = if kind == PolicyKind::Fifo { 160 } else { 155 };
-        assert!((cut - f64::from(want_cut) / 3600.0).abs() < 1e-9, "{kind:?}: {cut}");
+        assert!(
+            (cut - f64::from(want_cut) / 3600.0).abs() < 1e-9,
+            "{kind:?}: {cut}"
+        );
     }
 }
 
