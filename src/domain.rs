@@ -796,10 +796,31 @@ fn out_of_range(input: &str) -> String {
 ///
 /// # Errors
 /// The message to show when it is of that form but outside the supported range (such as
-/// `9999-12-31T23:59:00-05:00`).
+/// `9999-12-31T23:59:00-05:00`), and the "not a time" message when it has an offset RFC 3339
+/// does not allow (past ±23:59, or with seconds: jiff's Temporal parser takes up to ±25:59)
+/// or a bracketed annotation after it (`+01:00[America/New_York]`, which RFC 3339 does not
+/// have): an offset is there, so it is not a local time either.
 pub fn parse_rfc3339(input: &str) -> Result<Option<jiff::Timestamp>, String> {
     let t = input.trim();
+    if let Ok(p) = jiff::fmt::temporal::Pieces::parse(t)
+        && p.offset().is_some()
+        && p.time().is_some()
+    {
+        let offset_ok = match p.offset() {
+            Some(jiff::fmt::temporal::PiecesOffset::Numeric(n)) => {
+                let s = n.offset().seconds();
+                s.abs() < 24 * 3600 && s % 60 == 0
+            }
+            _ => true,
+        };
+        if !offset_ok || p.time_zone_annotation().is_some() || t.contains('[') {
+            return Err(crate::i18n::t1("contract-when-not-a-time", "got", quote(t)));
+        }
+    }
     match t.parse::<jiff::Timestamp>() {
+        Ok(_) if t.contains('[') => {
+            Err(crate::i18n::t1("contract-when-not-a-time", "got", quote(t)))
+        }
         Ok(ts) => Ok(Some(ts)),
         Err(_) => match jiff::fmt::temporal::Pieces::parse(t) {
             Ok(p) if p.offset().is_some() && p.time().is_some() => Err(out_of_range(t)),
@@ -864,6 +885,35 @@ pub fn format_hours(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 3339 offsets run to ±23:59 with no seconds, and no bracketed annotation follows
+    /// them: jiff's Temporal parser takes ±25:59 and `[America/New_York]`, refused here with
+    /// the "not a time" message, in both parse_rfc3339 and parse_instant (which must not read
+    /// them as local times either).
+    #[test]
+    fn rfc3339_refuses_offsets_past_a_day_and_annotations() {
+        let tz = jiff::tz::TimeZone::UTC;
+        let at = |s: &str| parse_rfc3339(s).unwrap().unwrap().as_second();
+        // 2026-12-01T09:00:00Z is 1,796,115,600 s; an offset of +23:59 is 86,340 s before.
+        assert_eq!(at("2026-12-01T09:00:00Z"), 1_796_115_600);
+        assert_eq!(at("2026-12-01T09:00:00+23:59"), 1_796_115_600 - 86_340);
+        assert_eq!(at("2026-12-01T09:00:00-23:59"), 1_796_115_600 + 86_340);
+        for bad in [
+            "2026-12-01T09:00:00+24:00",
+            "2026-12-01T09:00:00+25:59",
+            "2026-12-01T09:00:00-25:00",
+            "2026-12-01T09:00:00+01:00:30",
+            "2026-12-01T09:00:00+01:00[America/New_York]",
+            "2026-12-01T09:00:00Z[UTC]",
+            "2026-12-01T09:00:00-05:00[-05:00]",
+        ] {
+            let want = crate::i18n::t1("contract-when-not-a-time", "got", quote(bad));
+            assert_eq!(parse_rfc3339(bad), Err(want.clone()), "{bad}");
+            assert_eq!(parse_instant(bad, &tz, "UTC"), Err(want), "{bad}");
+        }
+        // A local time is still not RFC 3339, for the caller to read in a zone.
+        assert_eq!(parse_rfc3339("2026-12-01T09:00"), Ok(None));
+    }
 
     #[test]
     fn form_checks_speak_the_page_s_language_and_stay_english_elsewhere() {

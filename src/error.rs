@@ -82,6 +82,38 @@ pub enum AppError {
 }
 
 impl AppError {
+    /// This error with its field renamed by `names` (`(from, to)` pairs; a field not there
+    /// keeps its name): the API names the JSON fields it was sent (`period_budget_minor`)
+    /// where a check shared with the pages names the form's (`period_budget`).
+    #[must_use]
+    pub fn renamed(self, names: &[(&str, &'static str)]) -> Self {
+        let to = |f: &'static str| {
+            names
+                .iter()
+                .find(|(from, _)| *from == f)
+                .map_or(f, |(_, to)| *to)
+        };
+        match self {
+            Self::Invalid {
+                field: Some(f),
+                message,
+            } => Self::Invalid {
+                field: Some(to(f)),
+                message,
+            },
+            Self::Unprocessable {
+                code,
+                field: Some(f),
+                message,
+            } => Self::Unprocessable {
+                code,
+                field: Some(to(f)),
+                message,
+            },
+            other => other,
+        }
+    }
+
     /// A validation error on `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         Self::Invalid {

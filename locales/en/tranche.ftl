@@ -197,6 +197,10 @@ wait-in-line = in line: { $count ->
     [one] { $count } run
    *[other] { $count } runs
 } ahead of it
+wait-gpus-down = waiting for nodes that are down: it needs { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+ } of its model, { $up } are on nodes that are up
 wait-never-fits = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
@@ -305,6 +309,7 @@ form-workdir = Working directory (optional)
 form-env = Environment (optional, one NAME=value per line)
 form-secret-env = Secret environment (optional, one NAME=value per line)
 form-secret-note = Secret values are stored encrypted, shown as •••• to everyone (you included) and given only to the node agent that runs the job. Variables whose names contain TOKEN, SECRET, KEY or PASSWORD (such as <code>HF_TOKEN</code>) are kept secret even when typed in the environment above.
+form-secret-reenter = Secret values are never shown again: the names are kept, type their values again before sending.
 form-preview-button = Preview cost
 form-submit = Submit
 err-gpus-whole = the GPU count must be a whole number (got { $got })
@@ -473,7 +478,7 @@ err-choose-model = choose a GPU model
 err-larger-than-cluster = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
- } but cluster { $cluster } has only { $installed } { $model } GPUs (on nodes not down); it could never start
+ } but cluster { $cluster } has only { $installed } { $model } GPUs installed; it could never start
 err-budget-exceeded = project { $project } has { $balance } left this period but the minimum runtime costs { $cost }; lower the GPUs or minimum runtime, or submit with minimum runtime 0 to run unallocated (free, preemptible)
 
 ## Charts

@@ -191,6 +191,7 @@ wait-in-line = en cola: { $count ->
     [one] { $count } ejecución
    *[other] { $count } ejecuciones
 } por delante
+wait-gpus-down = esperando a nodos caídos: necesita { $gpus } GPU de su modelo y { $up } están en nodos activos
 wait-never-fits = pide { $gpus } GPU, pero de su modelo solo hay { $installed } instaladas; no podrá arrancar nunca
 wait-no-live-agent = ningún agente activo: ninguna de las { $offline } GPU { $model } de su clúster tiene un `tranche agent` en marcha; arrancará cuando haya agentes sirviendo sus nodos
 wait-no-live-agent-enough = no hay agentes activos en suficientes nodos: necesita { $gpus } GPU { $model }; { $installed } están en nodos con un `tranche agent` en marcha y { $offline } en nodos sin él
@@ -296,6 +297,7 @@ form-workdir = Directorio de trabajo (opcional)
 form-env = Entorno (opcional, un NOMBRE=valor por línea)
 form-secret-env = Entorno secreto (opcional, un NOMBRE=valor por línea)
 form-secret-note = Los valores secretos se guardan cifrados, se muestran como •••• a todo el mundo (también a ti) y solo se entregan al agente del nodo que ejecuta el trabajo. Las variables cuyo nombre contiene TOKEN, SECRET, KEY o PASSWORD (como <code>HF_TOKEN</code>) se mantienen en secreto aunque se escriban en el entorno de arriba.
+form-secret-reenter = Los valores secretos nunca se vuelven a mostrar: se conservan los nombres; vuelve a escribir sus valores antes de enviar.
 form-preview-button = Ver el coste
 form-submit = Enviar
 err-gpus-whole = el número de GPU debe ser un número entero (se ha escrito { $got })
@@ -467,7 +469,7 @@ run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limi
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster
 err-choose-model = elige un modelo de GPU
-err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } (en nodos que no están caídos); no podría arrancar nunca
+err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } instaladas; no podría arrancar nunca
 err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)
 
 ## Gráficos

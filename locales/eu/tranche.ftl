@@ -191,6 +191,7 @@ wait-in-line = ilaran: { $count ->
     [one] exekuzio { $count }
    *[other] { $count } exekuzio
 } aurretik
+wait-gpus-down = eroritako nodoen zain: bere modeloko { $gpus } GPU behar ditu, eta { $up } daude martxan dauden nodoetan
 wait-never-fits = { $gpus } GPU eskatzen ditu, baina bere modeloko { $installed } baino ez daude instalatuta; ezin izango da inoiz abiatu
 wait-no-live-agent = ez dago agente bizirik: bere klusterreko { $offline } { $model } GPUetako batek ere ez du `tranche agent` martxan; agenteek bere nodoak zerbitzatzen dituztenean abiatuko da
 wait-no-live-agent-enough = ez dago agente bizirik behar adina nodotan: { $gpus } { $model } GPU behar ditu; { $installed } `tranche agent` martxan duten nodoetan daude eta { $offline } agenterik gabekoetan
@@ -296,6 +297,7 @@ form-workdir = Lan-direktorioa (aukerakoa)
 form-env = Ingurunea (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-env = Ingurune sekretua (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-note = Balio sekretuak zifratuta gordetzen dira, •••• gisa erakusten zaizkie guztiei (zuri ere bai), eta lana exekutatzen duen nodoko agenteari baino ez zaizkio ematen. Izenean TOKEN, SECRET, KEY edo PASSWORD duten aldagaiak (<code>HF_TOKEN</code> adibidez) sekretu gordetzen dira goiko ingurunean idatzita ere.
+form-secret-reenter = Balio sekretuak ez dira inoiz berriro erakusten: izenak gordetzen dira; idatzi berriro haien balioak bidali aurretik.
 form-preview-button = Ikusi kostua
 form-submit = Bidali
 err-gpus-whole = GPU kopuruak zenbaki oso bat izan behar du ({ $got } idatzi da)
@@ -467,7 +469,7 @@ run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) ga
 err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat
 err-choose-model = aukeratu GPU modelo bat
-err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu (eroria ez dauden nodoetan); ezin izango litzateke inoiz abiatu
+err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu instalatuta; ezin izango litzateke inoiz abiatu
 err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)
 
 ## Grafikoak

@@ -70,9 +70,10 @@ pub struct TreeView {
     pub nodes: Vec<NodeView>,
     /// Parent links of every node, archived ones included, for scope checks.
     pub parents: Parents,
-    /// GPUs on nodes that are not down, by (cluster id, GPU model id): the largest gang a
-    /// submission may ask for (the same counter versions it: node state, GPU count, cluster
-    /// and model changes bump `tree`).
+    /// GPUs on every node, by (cluster id, GPU model id), whatever the node's state (a node
+    /// down may come back, and a run waits for it): the largest gang a submission may ask for,
+    /// as the scheduler's never-fits counts it (the same counter versions it: GPU count,
+    /// cluster and model changes bump `tree`).
     pub installed: HashMap<(i64, i64), i64>,
 }
 
@@ -268,7 +269,7 @@ async fn load_with(
             .fetch_all(pool)
             .await?;
     let installed: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "SELECT cluster_id, gpu_model_id, sum(gpu_count)::BIGINT FROM nodes WHERE state <> 'down' \
+        "SELECT cluster_id, gpu_model_id, sum(gpu_count)::BIGINT FROM nodes \
          GROUP BY cluster_id, gpu_model_id",
     )
     .fetch_all(pool)
@@ -973,11 +974,15 @@ pub async fn update_project(
     (site, now): (&crate::config::Site, jiff::Timestamp),
 ) -> Result<(), AppError> {
     const MAX_MONEY: i64 = 1_000_000_000_000_000;
-    if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY)
-        || update.money_cap_minor.is_some_and(|v| v > MAX_MONEY)
-    {
+    if update.period_budget_minor.is_some_and(|v| v > MAX_MONEY) {
         return Err(AppError::invalid(
             "period_budget",
+            crate::i18n::t("budget-err-too-large"),
+        ));
+    }
+    if update.money_cap_minor.is_some_and(|v| v > MAX_MONEY) {
+        return Err(AppError::invalid(
+            "money_cap",
             crate::i18n::t("budget-err-too-large"),
         ));
     }

@@ -135,11 +135,14 @@ fn pass_words(
 ) -> String {
     let milli = |m: i64| format::decimal_trimmed(r.lang, m.max(0) / 100, -1);
     match reason {
-        WaitReason::NeverFits { installed, .. } if off > 0 && *installed == 0 => r.m(
+        WaitReason::GpusDown { up: 0, .. } if off > 0 => r.m(
             "wait-no-live-agent",
             &[("offline", &off), ("model", &model)],
         ),
-        WaitReason::NeverFits { gpus, installed } if off > 0 => r.m(
+        WaitReason::GpusDown {
+            gpus,
+            up: installed,
+        } if off > 0 => r.m(
             "wait-no-live-agent-enough",
             &[
                 ("gpus", gpus),
@@ -215,6 +218,7 @@ fn pass_words(
         }
         WaitReason::Contracts { held } => r.m("wait-contracts", &[("held", held)]),
         WaitReason::InLine { ahead } => r.m("wait-in-line", &[("count", ahead)]),
+        WaitReason::GpusDown { gpus, up } => r.m("wait-gpus-down", &[("gpus", gpus), ("up", up)]),
         WaitReason::NeverFits { gpus, installed } => r.m(
             "wait-never-fits",
             &[("gpus", gpus), ("installed", installed)],

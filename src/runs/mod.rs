@@ -378,7 +378,8 @@ fn may_submit(actor: &Account, project: i64, parents: &Parents) -> bool {
 }
 
 /// Checks a submission: fields, names, the submitter's membership, that the gang fits the
-/// cluster's GPUs of its model (nodes not down), and for an allocated run that the project's
+/// cluster's GPUs of its model (every node, down ones included: a run waits for a node down to
+/// come back), and for an allocated run that the project's
 /// balance covers its minimum-runtime cost. Returns the resolved ids and the cost preview.
 ///
 /// # Errors
@@ -1172,9 +1173,10 @@ pub struct RunRow {
 }
 
 /// Sets the place in its project's line of each queued allocated run among `rows`: the order
-/// in which the scheduler considers a project's waiting runs (priority, highest first, then
-/// the second it was queued, then id; docs/design.md section 3.1), counting the project's
-/// queued allocated runs. Computed when read rather than stored with the waiting reason: it
+/// in which the scheduler considers a project's waiting runs of one pool (priority, highest
+/// first, then the second it was queued, then id; docs/design.md section 3.1), counting the
+/// project's queued allocated runs on the same cluster and GPU model (runs of another pool
+/// wait for other GPUs, not ahead of it). Computed when read rather than stored with the waiting reason: it
 /// changes with every start of the project while the reason stays.
 ///
 /// # Errors
@@ -1196,7 +1198,7 @@ pub async fn place_in_line(pool: &PgPool, rows: &mut [RunRow]) -> Result<(), App
         .into_iter()
         .collect();
     let places: HashMap<i64, i64> = sqlx::query_as(
-        "SELECT id, place FROM (SELECT id, row_number() OVER (PARTITION BY project_id \
+        "SELECT id, place FROM (SELECT id, row_number() OVER (PARTITION BY project_id, cluster_id, gpu_model_id \
          ORDER BY priority DESC, extract(epoch FROM queued_at)::BIGINT, id) AS place \
          FROM runs WHERE state = 'queued' AND min_runtime_s > 0 AND project_id = ANY($1)) line \
          WHERE id = ANY($2)",

@@ -1003,10 +1003,13 @@ fn wait_words(
         .unwrap_or(0);
     let model = names.models.get(&run.model.0).cloned().unwrap_or_default();
     match reason {
-        WaitReason::NeverFits { installed, .. } if off > 0 && *installed == 0 => format!(
+        WaitReason::GpusDown { up: 0, .. } if off > 0 => format!(
             "no live agent: none of the {off} {model} GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes"
         ),
-        WaitReason::NeverFits { gpus, installed } if off > 0 => format!(
+        WaitReason::GpusDown {
+            gpus,
+            up: installed,
+        } if off > 0 => format!(
             "no live agent on enough nodes: it needs {gpus} {model} GPUs, {installed} are on nodes with a running `tranche agent` and {off} on nodes without one"
         ),
         WaitReason::Gpus { gpus, free } if off > 0 => format!(

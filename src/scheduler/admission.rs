@@ -1,7 +1,7 @@
 //! Pure admission checks: runs at submission (can they ever fit?) and capacity contracts against
 //! the capacity plan (docs/design.md section 2, "Capacity contract"; scenario S7).
 
-use super::types::{ClusterId, ModelId, NodeState, Snapshot, WaitingRun};
+use super::types::{ClusterId, ModelId, Snapshot, WaitingRun};
 use serde::{Deserialize, Serialize};
 
 /// Why a run is refused at submission.
@@ -14,7 +14,7 @@ pub enum RunRefusal {
     LargerThanCluster {
         /// GPUs asked for.
         asked: u32,
-        /// GPUs of that model on that cluster, on nodes not down.
+        /// GPUs of that model on that cluster, on every node whatever its state.
         installed: u32,
     },
     /// Zero GPUs, or a non-positive time limit, or a negative minimum runtime.
@@ -24,7 +24,8 @@ pub enum RunRefusal {
 
 /// Checks a run at submission: it must ask for at least one GPU, have a positive time limit,
 /// a minimum runtime between 0 and its time limit, and fit in its cluster's GPUs of its model
-/// (nodes not `down`). A run refused here never reaches a pass, so it never drives preemption.
+/// (every node, `down` ones included: a node down may come back, and the run waits for it).
+/// A run refused here never reaches a pass, so it never drives preemption.
 ///
 /// # Errors
 /// [`RunRefusal`] with the numbers.
@@ -45,7 +46,7 @@ pub fn admit_run(snapshot: &Snapshot, run: &WaitingRun) -> Result<(), RunRefusal
     let installed: u32 = snapshot
         .nodes
         .iter()
-        .filter(|n| n.cluster == run.cluster && n.model == run.model && n.state != NodeState::Down)
+        .filter(|n| n.cluster == run.cluster && n.model == run.model)
         .map(|n| n.gpus)
         .sum();
     if run.gpus > installed {

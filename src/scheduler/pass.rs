@@ -108,6 +108,9 @@ struct Pool {
     draining_free: i64,
     /// GPUs installed on nodes not down.
     installed: u32,
+    /// GPUs installed on every node, whatever its state (a node down may come back): a run
+    /// larger than this never fits.
+    all_installed: u32,
     /// Largest node.
     node_max: u32,
     /// Unused GPUs held for active contracts.
@@ -437,6 +440,7 @@ impl<'a> Pass<'a> {
                 state: n.state,
                 free,
             });
+            pools[pool].all_installed += gpus;
             if n.state != NodeState::Down {
                 pools[pool].installed += gpus;
                 pools[pool].node_max = pools[pool].node_max.max(gpus);
@@ -1029,13 +1033,23 @@ impl<'a> Pass<'a> {
         });
     }
 
-    /// Common gates: pool exists and is large enough.
+    /// Common gates: pool exists and is large enough. A run larger than the GPUs of nodes
+    /// up or draining but not than every node of its pool waits for nodes down to come back
+    /// ([`WaitReason::GpusDown`]); only one larger than them all never fits.
     fn pool_of(&mut self, w: &Queued) -> Option<usize> {
         let pool = w.pool;
         match pool {
             Some(p) if self.pools[p].installed >= w.gpus => Some(p),
+            Some(p) if self.pools[p].all_installed >= w.gpus => {
+                let reason = WaitReason::GpusDown {
+                    gpus: w.gpus,
+                    up: self.pools[p].installed,
+                };
+                self.wait(w, reason, None);
+                None
+            }
             _ => {
-                let installed = pool.map_or(0, |p| self.pools[p].installed);
+                let installed = pool.map_or(0, |p| self.pools[p].all_installed);
                 self.wait(
                     w,
                     WaitReason::NeverFits {

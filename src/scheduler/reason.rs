@@ -236,12 +236,20 @@ pub enum WaitReason {
         /// Runs ahead of it in its pool.
         ahead: usize,
     },
-    /// Larger than every GPU of its model on its cluster (refused at submission; shown if one
-    /// slipped through).
+    /// Enough GPUs of its model are installed on its cluster, but not on nodes that are up
+    /// (or draining): it waits for nodes that are down to come back.
+    GpusDown {
+        /// GPUs it asks for.
+        gpus: u32,
+        /// GPUs of that model on the cluster's nodes that are not down.
+        up: u32,
+    },
+    /// Larger than every GPU of its model on its cluster, whatever the state of their nodes
+    /// (refused at submission; shown if one slipped through).
     NeverFits {
         /// GPUs it asks for.
         gpus: u32,
-        /// GPUs of that model installed on the cluster and not down.
+        /// GPUs of that model installed on the cluster (every node, down ones included).
         installed: u32,
     },
 }
@@ -308,6 +316,7 @@ impl WaitReason {
             WaitReason::UnallocatedCap { .. } => "unallocated_cap",
             WaitReason::Contracts { .. } => "contracts",
             WaitReason::InLine { .. } => "in_line",
+            WaitReason::GpusDown { .. } => "gpus_down",
             WaitReason::NeverFits { .. } => "never_fits",
         }
     }
@@ -379,6 +388,9 @@ impl WaitReason {
                 format!("{held} free GPUs are held for other projects' capacity contracts")
             }
             WaitReason::InLine { ahead } => format!("in line: {ahead} runs ahead of it"),
+            WaitReason::GpusDown { gpus, up } => format!(
+                "waiting for nodes that are down: it needs {gpus} GPUs of its model, {up} are on nodes that are up"
+            ),
             WaitReason::NeverFits { gpus, installed } => format!(
                 "asks for {gpus} {} but only {installed} of its model are installed; it can never start",
                 if *gpus == 1 { "GPU" } else { "GPUs" }
@@ -473,6 +485,7 @@ mod tests {
             WaitReason::UnallocatedCap { cap: 1, held: 1 },
             WaitReason::Contracts { held: 1 },
             WaitReason::InLine { ahead: 1 },
+            WaitReason::GpusDown { gpus: 12, up: 8 },
             WaitReason::NeverFits {
                 gpus: 9,
                 installed: 8,

@@ -40,11 +40,6 @@ struct AccountPage {
     language: &'static str,
 }
 
-fn rfc3339(t: time::OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 async fn page(
     state: &AppState,
     session: &Session,
@@ -93,18 +88,24 @@ async fn page(
             email,
             form_label: label,
             language: me.language.map_or("auto", |l| l.code()),
-            tokens: rows
-                .into_iter()
-                .map(|t| TokenRow {
-                    id: t.id,
-                    label: t.label,
-                    created: rfc3339(t.created_at),
-                    used: t
-                        .last_used_at
-                        .map_or_else(|| crate::i18n::t("account-never"), rfc3339),
-                    revoked: t.revoked_at.map(rfc3339),
-                })
-                .collect(),
+            tokens: {
+                // In the site's time zone and the page's language, as every other page's
+                // instants ([`crate::domain::format_local`]).
+                let at = |t: time::OffsetDateTime| {
+                    crate::domain::format_local(crate::ledger::to_jiff(t), &state.site.time_zone)
+                };
+                rows.into_iter()
+                    .map(|t| TokenRow {
+                        id: t.id,
+                        label: t.label,
+                        created: at(t.created_at),
+                        used: t
+                            .last_used_at
+                            .map_or_else(|| crate::i18n::t("account-never"), at),
+                        revoked: t.revoked_at.map(at),
+                    })
+                    .collect()
+            },
         },
     )
 }

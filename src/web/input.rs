@@ -278,45 +278,90 @@ fn refused_form(error: AppError, action: &str, raw: &[u8]) -> Response {
 /// (see the module documentation); a body that is not a form is a 400 page.
 pub struct Form<T>(pub T);
 
+/// The address and body of a page's form, or the answer for a request that is no form (400)
+/// or too large (413).
+async fn form_body<S: Send + Sync>(req: Request, state: &S) -> Result<(String, Bytes), Response> {
+    let action = req.uri().path().to_string();
+    let is_form = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.trim_start()
+                .starts_with("application/x-www-form-urlencoded")
+        });
+    if !is_form {
+        return Err(AppError::Malformed(crate::i18n::t("err-not-a-form")).into_response());
+    }
+    let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::TooLarge.into_response()
+        } else {
+            AppError::Malformed(r.body_text()).into_response()
+        }
+    })?;
+    Ok((action, bytes))
+}
+
+/// Reads a form that passed the text rule into `T` (422 when it does not fit).
+fn read_form<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    serde_urlencoded::from_bytes::<T>(bytes).map_err(|e| AppError::Invalid {
+        field: None,
+        message: domain::shorten_quoted(&crate::i18n::t1(
+            "err-form-unreadable",
+            "why",
+            e.to_string(),
+        )),
+    })
+}
+
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Form<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let action = req.uri().path().to_string();
-        let is_form = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| {
-                ct.trim_start()
-                    .starts_with("application/x-www-form-urlencoded")
-            });
-        if !is_form {
-            return Err(AppError::Malformed(crate::i18n::t("err-not-a-form")).into_response());
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
-            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                AppError::TooLarge.into_response()
-            } else {
-                AppError::Malformed(r.body_text()).into_response()
-            }
-        })?;
+        let (action, bytes) = form_body(req, state).await?;
         if let Err(e) = decode_pairs(&bytes).and_then(|pairs| check_pairs(&pairs)) {
             return Err(refused_form(e, &action, &bytes));
         }
-        serde_urlencoded::from_bytes::<T>(&bytes)
+        read_form(&bytes)
             .map(Self)
-            .map_err(|e| {
-                AppError::Invalid {
-                    field: None,
-                    message: domain::shorten_quoted(&crate::i18n::t1(
-                        "err-form-unreadable",
-                        "why",
-                        e.to_string(),
-                    )),
-                }
-                .into_response()
+            .map_err(IntoResponse::into_response)
+    }
+}
+
+/// A form body read as [`Form`] reads it, except that a form refused by the text rule goes to
+/// the handler with the error (422 `invalid_text`) rather than to the generic page, so that it
+/// re-renders its own form: the message next to the field, the input kept. The values of a
+/// refused form come with their control characters shown as symbols (U+0000 as `␀`), as the
+/// generic page shows them, so nothing the rule refused reaches the handler's work. A body
+/// that is not UTF-8, or that does not fit `T` once shown so, gets the generic page.
+pub struct CheckedForm<T>(pub T, pub Option<AppError>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for CheckedForm<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (action, bytes) = form_body(req, state).await?;
+        let pairs = decode_pairs(&bytes).map_err(|e| refused_form(e, &action, &bytes))?;
+        let Err(e) = check_pairs(&pairs) else {
+            return read_form(&bytes)
+                .map(|form| Self(form, None))
+                .map_err(IntoResponse::into_response);
+        };
+        let shown: Vec<(String, String)> = pairs
+            .into_iter()
+            .map(|(name, value)| {
+                let value = visible(&value, multiline(&name));
+                (name, value)
             })
+            .collect();
+        match serde_urlencoded::to_string(&shown)
+            .ok()
+            .and_then(|q| serde_urlencoded::from_str::<T>(&q).ok())
+        {
+            Some(form) => Ok(Self(form, Some(e))),
+            None => Err(refused_form(e, &action, &bytes)),
+        }
     }
 }
 

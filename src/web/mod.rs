@@ -283,8 +283,13 @@ async fn stylesheet() -> Response {
         .into_response()
 }
 
-async fn not_found() -> AppError {
-    AppError::NotFound(i18n::t("error-no-such-page"))
+/// The pages' 404; under `/api/` (such as `/api/v1/`, with its trailing slash, which the
+/// API's own router does not see) the API's JSON 404.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    if uri.path() == "/api" || uri.path().starts_with("/api/") {
+        return api::not_found().await.into_response();
+    }
+    AppError::NotFound(i18n::t("error-no-such-page")).into_response()
 }
 
 /// Runs each request's handler in its own task, so a client that disconnects (an agent

@@ -60,22 +60,28 @@ pub struct SiblingRow {
 /// How long a computed standing is shown again before it is computed anew.
 pub const STANDING_TTL: Duration = Duration::from_secs(1);
 
-/// How long a viewer may wait for another's recomputation of a standing before computing it
-/// too (the other failed, or is very slow).
-const REFRESH_PATIENCE: Duration = Duration::from_secs(5);
+/// How long past [`STANDING_TTL`] an expired standing may still be shown while another viewer
+/// computes its successor: the page is at most `STANDING_TTL + STALE_GRACE` old. Past that a
+/// viewer computes it in the request (the other failed, or is very slow).
+const STALE_GRACE: Duration = Duration::from_millis(500);
 
 /// Recently computed standings by project id and language (the standing holds its sentences
 /// and figures formatted for the page's language): under load, the many viewers of a project share
-/// one computation per [`STANDING_TTL`]. When a standing expires, the first viewer starts its
-/// recomputation in the background, and every viewer is shown the expired one until the new
-/// one is stored (no herd of identical computations, and no viewer waits for one but the
-/// first of all), so the page is at most [`STANDING_TTL`] plus one computation old. Idle flags
-/// are kept without the viewer's right to stop them, which the page adds.
+/// one computation per [`STANDING_TTL`]. Each is kept with the version of the project's
+/// [`Facts`] it was computed beside, so a write the facts show at once (a contract bought, a
+/// budget changed) is never shown beside an older standing. When a standing expires, the
+/// first viewer computes it anew in its request; viewers meanwhile are shown the expired one
+/// only within [`STALE_GRACE`] of its expiry (no herd of identical computations), and compute
+/// it themselves past that. So no page shows a standing older than `STANDING_TTL +
+/// STALE_GRACE`, however long nobody looked. Idle flags are kept without the viewer's right to
+/// stop them, which the page adds.
 #[derive(Default)]
 pub struct StandingCache(Mutex<HashMap<(i64, i18n::Lang), CachedStanding>>);
 
 struct CachedStanding {
     at: Instant,
+    /// The version of the project's [`Facts`] it was computed beside.
+    version: i64,
     standing: Arc<Standing>,
     /// Since when a viewer has been computing its successor.
     refreshing: Option<Instant>,
@@ -83,39 +89,41 @@ struct CachedStanding {
 
 /// What [`StandingCache::get`] found.
 enum Lookup {
-    /// A standing to show as it is (fresh, or expired while another viewer refreshes it).
+    /// A standing to show as it is (fresh, or expired within [`STALE_GRACE`] while another
+    /// viewer computes its successor).
     Show(Arc<Standing>),
-    /// An expired standing to show, which this viewer is to refresh.
-    Refresh(Arc<Standing>),
-    /// Nothing: this viewer computes it.
-    Missing,
+    /// Nothing young enough: this viewer computes it.
+    Compute,
 }
 
 impl StandingCache {
-    /// The standing to show and whether the caller is to refresh it.
-    fn get(&self, project: (i64, i18n::Lang)) -> Lookup {
+    /// The standing of `project` to show, computed beside the project's facts at `version`,
+    /// or [`Lookup::Compute`] when the caller is to compute it (none, another version,
+    /// expired with nobody computing it, or too old to show).
+    fn get(&self, project: (i64, i18n::Lang), version: i64, now: Instant) -> Lookup {
         let mut map = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(entry) = map.get_mut(&project) else {
-            return Lookup::Missing;
+        let Some(entry) = map.get_mut(&project).filter(|e| e.version == version) else {
+            return Lookup::Compute;
         };
-        if entry.at.elapsed() < STANDING_TTL {
+        let age = now.saturating_duration_since(entry.at);
+        if age < STANDING_TTL {
             return Lookup::Show(entry.standing.clone());
         }
         match entry.refreshing {
-            Some(since) if since.elapsed() < REFRESH_PATIENCE => {
-                Lookup::Show(entry.standing.clone())
-            }
+            Some(_) if age < STANDING_TTL + STALE_GRACE => Lookup::Show(entry.standing.clone()),
             _ => {
-                entry.refreshing = Some(Instant::now());
-                Lookup::Refresh(entry.standing.clone())
+                entry.refreshing = Some(now);
+                Lookup::Compute
             }
         }
     }
 
-    fn put(&self, project: (i64, i18n::Lang), standing: Arc<Standing>) {
+    /// Keeps `standing`, computed at `at` beside the project's facts at `version`, unless a
+    /// standing computed later is already kept.
+    fn put(&self, project: (i64, i18n::Lang), version: i64, at: Instant, standing: Arc<Standing>) {
         let mut map = self
             .0
             .lock()
@@ -123,10 +131,17 @@ impl StandingCache {
         if map.len() > 1000 {
             map.retain(|_, e| e.at.elapsed() < STANDING_TTL);
         }
+        if map
+            .get(&project)
+            .is_some_and(|e| e.version == version && e.at > at)
+        {
+            return;
+        }
         map.insert(
             project,
             CachedStanding {
-                at: Instant::now(),
+                at,
+                version,
                 standing,
                 refreshing: None,
             },
@@ -151,6 +166,9 @@ pub struct Facts {
     pub later_balances: Vec<(jiff::civil::Date, Money)>,
     /// Contracts, newest window first.
     pub contracts: Vec<crate::ledger::contracts::Contract>,
+    /// The project's change counter these facts were read at (the standing shown beside them
+    /// is computed at the same version, [`StandingCache`]).
+    pub version: i64,
 }
 
 /// [`Facts`] by project id ([`crate::db::tree::VersionedCache`]).
@@ -206,6 +224,7 @@ pub async fn tree_and_facts(
         balance,
         later_balances,
         contracts,
+        version,
     });
     state
         .project_facts
@@ -240,8 +259,9 @@ pub struct Standing {
     pub idle: Vec<IdleView>,
 }
 
-/// The standing of `project`, at most [`STANDING_TTL`] plus one computation old
-/// ([`StandingCache`]).
+/// The standing of `project`, computed beside its `facts` (the same change counter version:
+/// a contract the facts list is in the standing's spend too) and at most [`STANDING_TTL`]
+/// plus [`STALE_GRACE`] old ([`StandingCache`]).
 ///
 /// # Errors
 /// Database errors.
@@ -249,28 +269,15 @@ pub async fn cached_standing(
     state: &AppState,
     tree: &Arc<TreeView>,
     project: &NodeView,
+    facts: &Facts,
 ) -> Result<Arc<Standing>, AppError> {
     let key = (project.id, i18n::current());
-    match state.project_cache.get(key) {
+    match state.project_cache.get(key, facts.version, Instant::now()) {
         Lookup::Show(s) => Ok(s),
-        Lookup::Refresh(s) => {
-            // Refreshed in the background, in this page's language: no viewer waits for a
-            // recomputation but the first (under load one takes long enough to show as a
-            // viewer's multi-second outlier).
-            let (state, tree, project) = (state.clone(), tree.clone(), project.clone());
-            tokio::spawn(i18n::scope(key.1, async move {
-                match standing(&state, &tree, &project).await {
-                    Ok(fresh) => state.project_cache.put(key, Arc::new(fresh)),
-                    Err(e) => {
-                        tracing::warn!(project = project.id, error = %e, "project standing not refreshed")
-                    }
-                }
-            }));
-            Ok(s)
-        }
-        Lookup::Missing => {
+        Lookup::Compute => {
+            let at = Instant::now();
             let s = Arc::new(standing(state, tree, project).await?);
-            state.project_cache.put(key, s.clone());
+            state.project_cache.put(key, facts.version, at, s.clone());
             Ok(s)
         }
     }
@@ -312,7 +319,7 @@ pub async fn standing(
     let rows: Vec<RunRow> = sqlx::query_as(
         "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.wait_note, r.estimated_start, \
          CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
-         FROM runs r LEFT JOIN (SELECT id, row_number() OVER (ORDER BY priority DESC, \
+         FROM runs r LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY cluster_id, gpu_model_id ORDER BY priority DESC, \
          extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \
          WHERE project_id = $1 AND state = 'queued' AND min_runtime_s > 0) line ON line.id = r.id \
          JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id \
@@ -670,4 +677,59 @@ pub async fn owed_received(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn standing(owed_line: &str) -> Arc<Standing> {
+        Arc::new(Standing {
+            running: Vec::new(),
+            waiting: Vec::new(),
+            rank_line: String::new(),
+            siblings: Vec::new(),
+            owed_line: owed_line.into(),
+            days: Vec::new(),
+            chart: String::new(),
+            spend: Default::default(),
+            idle: Vec::new(),
+        })
+    }
+
+    fn shown(l: Lookup) -> Option<String> {
+        match l {
+            Lookup::Show(s) => Some(s.owed_line.clone()),
+            Lookup::Compute => None,
+        }
+    }
+
+    /// A standing is shown for `STANDING_TTL`; expired, its first viewer computes it, others
+    /// see it within `STALE_GRACE` of the expiry and never later, however long ago it expired;
+    /// a new facts version is never shown beside an old standing.
+    #[test]
+    fn an_expired_standing_is_never_shown_past_its_grace() {
+        let cache = StandingCache::default();
+        let key = (7, i18n::Lang::En);
+        let t0 = Instant::now();
+        cache.put(key, 3, t0, standing("old"));
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        assert_eq!(shown(cache.get(key, 3, ms(999))).as_deref(), Some("old"));
+        assert_eq!(shown(cache.get(key, 4, ms(10))), None, "another version");
+        // Expired: the first viewer computes; a second, 200 ms later, sees the old one.
+        assert_eq!(shown(cache.get(key, 3, ms(1_000))), None);
+        assert_eq!(shown(cache.get(key, 3, ms(1_200))).as_deref(), Some("old"));
+        // 1.5 s after it was computed nobody is shown it, even while one computes.
+        assert_eq!(shown(cache.get(key, 3, ms(1_500))), None);
+        // Long expired (nobody looked for a minute): computed in the request.
+        let cache = StandingCache::default();
+        cache.put(key, 3, t0, standing("old"));
+        assert_eq!(shown(cache.get(key, 3, ms(60_000))), None);
+        assert_eq!(shown(cache.get(key, 3, ms(60_001))), None);
+        // The fresh one stored is shown; an older computation finishing later does not
+        // replace it.
+        cache.put(key, 3, ms(60_000), standing("new"));
+        cache.put(key, 3, ms(59_000), standing("stale"));
+        assert_eq!(shown(cache.get(key, 3, ms(60_100))).as_deref(), Some("new"));
+    }
 }

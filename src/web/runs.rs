@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use axum::Router;
 use axum::extract::State;
 
-use crate::web::input::{Form, Query};
+use crate::web::input::{CheckedForm, Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -51,6 +51,19 @@ fn options(
         value: v,
     }));
     out
+}
+
+/// `opts` with `typed` added, selected, when none of them is it: a refused form gives back
+/// the value as it came (an unknown name, one with a control character shown as a symbol).
+fn with_typed(mut opts: Vec<Opt>, typed: &str) -> Vec<Opt> {
+    if !typed.is_empty() && !opts.iter().any(|o| o.selected) {
+        opts.push(Opt {
+            value: typed.to_string(),
+            label: typed.to_string(),
+            selected: true,
+        });
+    }
+    opts
 }
 
 /// An instant in the site's time zone.
@@ -212,6 +225,46 @@ impl RunForm {
     }
 }
 
+/// The run form's fields that take text, by their names in the form.
+const FORM_FIELDS: [&str; 11] = [
+    "project",
+    "cluster",
+    "gpu_model",
+    "gpus",
+    "min_runtime",
+    "time_limit",
+    "priority",
+    "command",
+    "workdir",
+    "env",
+    "secret_env",
+];
+
+/// The environment text `text` with the values of secret variables left out (`NAME=`): every
+/// value of the secret environment (`all`), and in the plain one those whose names look secret
+/// ([`runs::looks_secret`]). Whether any value was left out comes with it. A refused form
+/// never gives a secret back to the page: the person types it again.
+fn without_secret_values(text: &str, all: bool) -> (String, bool) {
+    let mut left_out = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| match line.split_once('=') {
+            Some((name, value)) if (all || runs::looks_secret(name)) && !value.is_empty() => {
+                left_out = true;
+                format!("{name}=")
+            }
+            // A line that is no `NAME=value` may be a secret typed without its name.
+            None if all && !line.trim().is_empty() => {
+                left_out = true;
+                String::new()
+            }
+            _ => line.to_string(),
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    (lines.join("\n"), left_out)
+}
+
 /// Which form field an error from [`runs::check`] belongs to (the domain names durations in
 /// seconds; the form takes minutes). An unknown name is told by its message, which names the
 /// form's value in the page's language.
@@ -224,6 +277,10 @@ fn form_field(e: &AppError, form: &RunForm) -> Option<&'static str> {
             "time_limit_s" => "time_limit",
             other => other,
         }),
+        // A control character in one of the form's fields (the text rule).
+        AppError::InvalidText { field, .. } => {
+            FORM_FIELDS.iter().copied().find(|f| *f == field.as_str())
+        }
         AppError::Refused {
             code: "larger_than_cluster",
             ..
@@ -270,6 +327,8 @@ struct FormPage {
     error: Option<String>,
     /// An error next to this field.
     field_error: Option<(&'static str, String)>,
+    /// Whether secret values were left out of the refused form, for the person to type again.
+    secrets_left_out: bool,
     max_min_runtime: String,
 }
 
@@ -330,6 +389,13 @@ async fn form_page(
         form.once = crate::auth::random_hex(16);
     }
     let status = error.as_ref().map_or(StatusCode::OK, AppError::status);
+    // A refused form keeps the names of secret variables, never their values.
+    let mut secrets_left_out = false;
+    if error.is_some() {
+        let (secret_env, a) = without_secret_values(&form.secret_env, true);
+        let (env, b) = without_secret_values(&form.env, false);
+        (form.secret_env, form.env, secrets_left_out) = (secret_env, env, a || b);
+    }
     let (error, field_error) = match error {
         None => (None, None),
         Some(e) => match form_field(&e, &form) {
@@ -345,14 +411,18 @@ async fn form_page(
         status,
         &FormPage {
             layout: Layout::for_user(session, me, "/runs/new").await?,
-            projects: options(projects, &form.project, None),
-            clusters: options(inv.iter().map(|c| c.name.clone()), &form.cluster, None),
-            models: options(models, &form.gpu_model, None),
+            projects: with_typed(options(projects, &form.project, None), &form.project),
+            clusters: with_typed(
+                options(inv.iter().map(|c| c.name.clone()), &form.cluster, None),
+                &form.cluster,
+            ),
+            models: with_typed(options(models, &form.gpu_model, None), &form.gpu_model),
             form,
             preview,
             needs_approval,
             error,
             field_error,
+            secrets_left_out,
             max_min_runtime: i18n::format::duration(state.site.max_min_runtime_s),
         },
     )
@@ -375,8 +445,12 @@ async fn post_run(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
-    Form(mut form): Form<RunForm>,
+    CheckedForm(mut form, refused): CheckedForm<RunForm>,
 ) -> Result<Response, AppError> {
+    // A control character: the run form again, with the message next to its field.
+    if let Some(e) = refused {
+        return form_page(&state, &session, &me, form, None, Some(e)).await;
+    }
     let parsed = form.parse();
     // The one-time field is the form's idempotency key, with the request's fingerprint: a
     // double click answers with the first run; a form sent again with other values (back,

@@ -518,7 +518,7 @@ async fn project_page(
         return Err(AppError::Forbidden(t("err-project-hidden")));
     }
     let settings = &facts.settings;
-    let now = crate::web::project::cached_standing(state, &tree, node).await?;
+    let now = crate::web::project::cached_standing(state, &tree, node, &facts).await?;
     let can_stop = me.leads(id, parents);
     let idle = now
         .idle

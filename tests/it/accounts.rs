@@ -571,3 +571,39 @@ async fn a_disabled_account_can_do_nothing_until_enabled() {
         "{last:?}"
     );
 }
+
+/// The API tokens page shows when a token was made and used as every other page shows an
+/// instant (the site's time zone, the page's language), never RFC 3339 with microseconds.
+#[tokio::test]
+async fn token_times_are_shown_as_the_other_pages_show_instants() {
+    let (app, pw) = TestApp::with_admin().await;
+    app.token_for("admin").await;
+    let made: jiff::Timestamp = "2026-03-04T05:06:07.123456Z".parse().unwrap();
+    let used: jiff::Timestamp = "2026-03-05T21:45:00Z".parse().unwrap();
+    sqlx::query("UPDATE api_tokens SET created_at = $1::TEXT::timestamptz, last_used_at = $2::TEXT::timestamptz")
+        .bind(made.to_string())
+        .bind(used.to_string())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut c = app.client();
+    c.login("admin", &pw).await;
+    let tz = app.state.site.time_zone.clone();
+    let (status, body, _) = c.get("/account/tokens").await;
+    assert_eq!(status, StatusCode::OK);
+    for ts in [made, used] {
+        let words = ts
+            .to_zoned(tz.clone())
+            .strftime("%Y-%m-%d %H:%M %:z")
+            .to_string();
+        assert!(body.contains(&words), "{words} in {body}");
+    }
+    for lang in ["en", "es", "eu"] {
+        c.post("/account/language", &[("lang", lang)]).await;
+        let (status, body, _) = c.get("/account/tokens").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!body.contains("05:06:07"), "{lang}: {body}");
+        assert!(!body.contains(".123456"), "{lang}: {body}");
+        assert!(!body.contains("T21:45"), "{lang}: {body}");
+    }
+}

@@ -118,6 +118,26 @@ async fn leads_register_edit_and_change_status_with_audit() {
         "a limit of 0: {answer}"
     );
     assert_eq!(answer["error"]["field"], "monthly_limit_minor");
+    // Errors name the JSON fields sent, not the page form's (`owner`, `projects`).
+    let mut bad = use_case("Other", 999_999_999, 100);
+    let (status, answer) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(bad.clone()))
+        .await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("owner_node_id")),
+        "{answer}"
+    );
+    bad["owner_node_id"] = json!(pretraining);
+    bad["project_ids"] = json!([999_999_999]);
+    let (status, answer) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(bad))
+        .await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("project_ids")),
+        "{answer}"
+    );
     let (status, answer) = app
         .api(
             "POST",
@@ -986,9 +1006,9 @@ async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
     let (_, home, _) = c.get("/").await;
     assert!(!home.contains("waits for your decision"), "decided");
     for (decision, limit, field) in [
-        ("expand", Some(20_000), "new_limit"),
-        ("expand", None, "new_limit"),
-        ("continue", Some(30_000), "new_limit"),
+        ("expand", Some(20_000), "new_limit_minor"),
+        ("expand", None, "new_limit_minor"),
+        ("continue", Some(30_000), "new_limit_minor"),
         ("pause", None, "decision"),
     ] {
         let (status, answer) = app

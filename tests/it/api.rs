@@ -432,8 +432,9 @@ async fn the_ledger_comes_a_page_at_a_time_newest_first() {
     }
     assert_eq!(seen, expected);
     assert_eq!(pages, expected.len().div_ceil(7));
-    // Out-of-range limits are clamped, not refused; a cursor below every id gives nothing; a
-    // limit that is not a number is refused as the runs list refuses it.
+    // Out-of-range limits are clamped, not refused; a cursor that is not a whole number from 1
+    // is 422 on before, as the runs list's (and the OpenAPI document's minimum 1); a limit that
+    // is not a number is refused as the runs list refuses it.
     let (status, body) = app
         .api(
             "GET",
@@ -448,7 +449,7 @@ async fn the_ledger_comes_a_page_at_a_time_newest_first() {
     let (status, body) = app
         .api(
             "GET",
-            &format!("/api/v1/ledger?project={project}&before=-5"),
+            &format!("/api/v1/ledger?project={project}&before=1"),
             Some(&lead),
             None,
         )
@@ -456,6 +457,41 @@ async fn the_ledger_comes_a_page_at_a_time_newest_first() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["entries"], json!([]));
     assert!(body["next_before"].is_null());
+    for before in ["0", "-5", "x", "1.5"] {
+        for list in ["ledger", "runs"] {
+            let (status, body) = app
+                .api(
+                    "GET",
+                    &format!("/api/v1/{list}?project={project}&before={before}"),
+                    Some(&lead),
+                    None,
+                )
+                .await;
+            assert_eq!(
+                (
+                    status,
+                    body["error"]["code"].as_str(),
+                    body["error"]["field"].as_str()
+                ),
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Some("invalid_input"),
+                    Some("before")
+                ),
+                "{list} before={before}: {body}"
+            );
+        }
+    }
+    let (_, doc) = app.api("GET", "/api/v1/openapi.json", None, None).await;
+    for list in ["/ledger", "/runs"] {
+        let before = doc["paths"][list]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "before")
+            .unwrap();
+        assert_eq!(before["schema"]["minimum"], 1, "{list}");
+    }
     let (status, body) = app
         .api(
             "GET",
@@ -466,4 +502,78 @@ async fn the_ledger_comes_a_page_at_a_time_newest_first() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error"]["code"], "malformed_request", "{body}");
+}
+
+/// Every API answer is JSON: a raw body over 2 MiB (a spend import, an approval) is 413
+/// `payload_too_large` as a run's is, a denial without a body is the documented 422 on
+/// `reason`, and the API's root with a trailing slash is the API's JSON 404.
+#[tokio::test]
+async fn raw_bodies_missing_bodies_and_the_api_root_answer_json() {
+    let (app, _) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    let lead = app.token_for("demo-lead").await;
+    let researcher = app.token_for("demo-researcher").await;
+    let big = vec![b'a'; 2 * 1024 * 1024 + 1];
+    for (path, content_type) in [
+        ("/api/v1/spend-imports?format=focus", "text/csv"),
+        ("/api/v1/spend-imports?format=focus", "application/json"),
+        ("/api/v1/runs/1/approve", "application/json"),
+        ("/api/v1/runs", "application/json"),
+    ] {
+        let (status, body) = app
+            .api_raw("POST", path, Some(&admin), content_type, big.clone())
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large")),
+            "{path} {content_type}: {body}"
+        );
+    }
+    // A run above the self-service limit (16 GPUs x 5 h = 80 protected GPU-hours > 64) waits
+    // for approval; its denial needs a reason, with or without a body.
+    let run = serde_json::json!({
+        "project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 16, "min_runtime_s": 5 * 3600, "time_limit_s": 6 * 3600,
+        "priority": 0, "resumable": true, "command": "python train.py"
+    });
+    let (status, answer) = app
+        .api("POST", "/api/v1/runs", Some(&researcher), Some(run))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["state"], "waiting_approval", "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    let deny = format!("/api/v1/runs/{id}/deny");
+    let (status, body) = app.api("POST", &deny, Some(&lead), None).await;
+    let got = |status: StatusCode, body: &serde_json::Value| {
+        (
+            status,
+            body["error"]["code"].as_str().map(str::to_string),
+            body["error"]["field"].as_str().map(str::to_string),
+        )
+    };
+    let want = (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Some("invalid_input".to_string()),
+        Some("reason".to_string()),
+    );
+    assert_eq!(got(status, &body), want, "no body: {body}");
+    let (status, body) = app.api("POST", &deny, Some(&lead), Some(json!({}))).await;
+    assert_eq!(got(status, &body), want, "an empty object: {body}");
+    let (status, body) = app
+        .api(
+            "POST",
+            &deny,
+            Some(&lead),
+            Some(json!({"reason": "not now"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for path in ["/api/v1/", "/api/v1", "/api/nothing"] {
+        let (status, body) = app.api("GET", path, Some(&lead), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::NOT_FOUND, Some("not_found")),
+            "{path}: {body}"
+        );
+    }
 }

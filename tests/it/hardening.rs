@@ -148,6 +148,45 @@ async fn a_nul_byte_in_any_reported_field_is_a_422_naming_the_field() {
             page.contains("python train.py"),
             "other fields come back: {page}"
         );
+        // The run form itself (its labels, the checkbox), not the generic "Check the form".
+        assert!(
+            page.contains("<input type=\"checkbox\" name=\"resumable\""),
+            "{field}: {page}"
+        );
+        assert!(!page.contains("Check the form"), "{field}: {page}");
+    }
+    assert_eq!(run_count(&app).await, 0);
+    // Refused by the text rule or by an ordinary check, the form keeps the names of secret
+    // variables (and of secret-looking ones in the plain environment) but never their values,
+    // and asks for them again.
+    for (field, value) in [
+        ("command", "python\u{0}train.py"),
+        ("gpu_model", "H1\u{7}00"),
+        ("gpus", "many"),
+    ] {
+        let fields = with(
+            &run_form(),
+            "secret_env",
+            "WANDB_API=wandb_77aa\nNOISE=n_55",
+        );
+        let fields = with(&fields, "env", "SEED=7\nHF_TOKEN=hf_31");
+        let fields = with(&fields, "resumable", "on");
+        let fields = with(&fields, field, value);
+        let (status, page) = post(&mut c, "/runs/new", &fields).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}: {page}");
+        for secret in ["wandb_77aa", "n_55", "hf_31"] {
+            assert!(!page.contains(secret), "{field}: {secret} in {page}");
+        }
+        assert!(page.contains("WANDB_API=\nNOISE="), "{field}: {page}");
+        assert!(page.contains("SEED=7\nHF_TOKEN="), "{field}: {page}");
+        assert!(
+            page.contains("Secret values are never shown again"),
+            "{field}: {page}"
+        );
+        assert!(
+            page.contains("name=\"resumable\" checked"),
+            "{field}: the box stays ticked: {page}"
+        );
     }
     assert_eq!(run_count(&app).await, 0);
     // A command takes several lines (a browser sends CRLF), a project name does not.

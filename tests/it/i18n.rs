@@ -1105,4 +1105,23 @@ async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
         en_spend.contains(" lines, ") || en_spend.contains(" line, "),
         "{en_spend}"
     );
+    // (h) The tree's effective shares with the language's percent sign (`1,5 %`, `% 1,5`), as
+    // the node page's: never a `%` glued to the number.
+    for (lang, sign_first) in [(Lang::En, false), (Lang::Es, false), (Lang::Eu, true)] {
+        let (_, body) = page(lang, "/tree".to_string());
+        let cells: Vec<&str> = body
+            .split("<td class=\"num effective\">")
+            .skip(1)
+            .filter_map(|c| c.split("</td>").next())
+            .collect();
+        assert!(!cells.is_empty(), "{lang}: {body}");
+        for cell in cells {
+            let ok = match (lang, sign_first) {
+                (Lang::En, _) => cell.ends_with('%') && !cell.ends_with(" %"),
+                (_, false) => cell.ends_with(" %"),
+                (_, true) => cell.starts_with("% "),
+            };
+            assert!(ok, "{lang}: {cell:?}");
+        }
+    }
 }

@@ -1696,19 +1696,34 @@ async fn set_local_nodes(app: &TestApp, state: &str) {
     .unwrap();
 }
 
-/// The GPUs a submission may ask for come from the cached tree, which a node's state change
-/// invalidates: with every `local` node down even one GPU is larger than the cluster, and back
-/// up the same run is accepted.
+/// A node down may come back: with one of two 8-GPU `local` nodes down, a 12-GPU run is
+/// accepted (it used to be refused as larger than the cluster) and waits with a reason that
+/// says nodes are down, never that it can never start; a 17-GPU run, larger than both nodes,
+/// is refused whether they are up or down.
 #[tokio::test]
-async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once() {
+async fn a_node_down_does_not_make_a_run_larger_than_the_cluster() {
     let o = org().await;
-    register(&o.app, &o.agent, &["installed-1"]).await;
-    let body = run_body("fm-pretrain-7b", 1, 0, true);
-    for (state, want) in [
-        ("up", StatusCode::CREATED),
-        ("down", StatusCode::CONFLICT),
-        ("up", StatusCode::CREATED),
-    ] {
+    register(&o.app, &o.agent, &["installed-1", "installed-2"]).await;
+    sqlx::query("UPDATE nodes SET state = 'down' WHERE name = 'installed-2'")
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let twelve = submit(&o, run_body("fm-pretrain-7b", 12, 0, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, twelve).await, "queued");
+    let reason = reason_of(&o.app, twelve).await.unwrap_or_default();
+    assert_eq!(
+        reason,
+        "waiting for nodes that are down: it needs 12 GPUs of its model, 8 are on nodes that are up"
+    );
+    let kind: Option<String> =
+        sqlx::query_scalar("SELECT wait_note->'reason'->>'kind' FROM runs WHERE id = $1")
+            .bind(twelve)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kind.as_deref(), Some("gpus_down"));
+    for state in ["down", "up"] {
         set_local_nodes(&o.app, state).await;
         let (status, answer) = o
             .app
@@ -1716,13 +1731,21 @@ async fn a_node_going_down_or_up_changes_what_a_submission_may_ask_for_at_once()
                 "POST",
                 "/api/v1/runs",
                 Some(&o.researcher),
-                Some(body.clone()),
+                Some(run_body("fm-pretrain-7b", 17, 0, true)),
             )
             .await;
-        assert_eq!(status, want, "nodes {state}: {answer}");
-        if want == StatusCode::CONFLICT {
-            assert_eq!(answer["error"]["code"], "larger_than_cluster");
-        }
+        assert_eq!(status, StatusCode::CONFLICT, "nodes {state}: {answer}");
+        assert_eq!(answer["error"]["code"], "larger_than_cluster");
+        let (status, answer) = o
+            .app
+            .api(
+                "POST",
+                "/api/v1/runs",
+                Some(&o.researcher),
+                Some(run_body("fm-pretrain-7b", 16, 0, true)),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "nodes {state}: {answer}");
     }
 }
 
@@ -2175,13 +2198,15 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
             answer["position_in_project"].as_i64()
         }
     };
-    // The places among 70b's queued allocated runs: the demo's own count too, so each is
-    // computed here from the rows, in the core's order within a project.
+    // The places among 70b's queued allocated runs of the run's pool (cluster and GPU model):
+    // the demo's own count too, so each is computed here from the rows, in the core's order
+    // within a project.
     let expected = |run: i64| {
         let o = &o;
         async move {
             sqlx::query_scalar::<_, i64>(
                 "SELECT count(*) FROM runs q, runs r WHERE r.id = $1 AND q.project_id = r.project_id \
+                 AND q.cluster_id = r.cluster_id AND q.gpu_model_id = r.gpu_model_id \
                  AND q.state = 'queued' AND q.min_runtime_s > 0 \
                  AND (q.priority, -extract(epoch FROM q.queued_at)::BIGINT, -q.id) \
                      >= (r.priority, -extract(epoch FROM r.queued_at)::BIGINT, -r.id)",
@@ -2195,6 +2220,30 @@ async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
     let before = expected(second).await;
     assert_eq!(place(first).await, Some(before - 1));
     assert_eq!(place(second).await, Some(before));
+    // A 70b run queued long before them on another cluster waits for other GPUs: it is in
+    // another line and moves neither of them back.
+    let mut elsewhere = run_body("fm-pretrain-70b", 8, 600, true);
+    elsewhere["cluster"] = json!("h100-east");
+    let elsewhere = submit(&o, elsewhere).await;
+    assert_eq!(state_of(&o.app, elsewhere).await, "queued");
+    sqlx::query("UPDATE runs SET queued_at = now() - interval '1 day' WHERE id = $1")
+        .bind(elsewhere)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(place(first).await, Some(before - 1));
+    assert_eq!(place(second).await, Some(before));
+    assert_eq!(place(elsewhere).await, Some(expected(elsewhere).await));
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{elsewhere}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
     let stored = || async {
         sqlx::query_as::<_, (String, String, Option<String>)>(
             "SELECT xmin::TEXT, wait_note->'reason'->>'kind', wait_reason FROM runs WHERE id = $1",
@@ -2303,4 +2352,50 @@ async fn a_failed_gang_reports_the_status_of_the_process_that_failed() {
             .await
             .unwrap();
     assert_eq!((state.as_str(), code), ("failed", Some(128 + 9)));
+}
+
+/// The project page's standing is never older than its promise (about a second), however long
+/// ago it expired: a waiting run cancelled after a view is gone from "Waiting" on the first
+/// view after the standing expired (it used to be shown once more while a refresh ran behind).
+#[tokio::test]
+async fn the_project_page_shows_a_cancelled_run_gone_on_the_first_view_after_a_second() {
+    let (app, users) = TestApp::with_demo().await;
+    let o = Org {
+        researcher: app.token_for("demo-researcher").await,
+        lead: app.token_for("demo-lead").await,
+        agent: agents::create_token(&app.pool, "local").await.unwrap(),
+        app,
+    };
+    register(&o.app, &o.agent, &["fresh-1"]).await;
+    let mut body = run_body("fm-pretrain-70b", 8, 3_600, true);
+    body["time_limit_s"] = json!(86_400);
+    submit(&o, body).await;
+    pass(&o.app).await;
+    let waiting = submit(&o, run_body("fm-pretrain-70b", 8, 600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, waiting).await, "queued");
+    let project = o.app.node_id("fm-pretrain-70b").await;
+    let mut client = crate::run_pages::login(&o.app, &users, "researcher").await;
+    let link = format!("<a href=\"/runs/{waiting}\">");
+    let (status, page, _) = client.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains(&link), "waiting before: {page}");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{waiting}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    tokio::time::sleep(tranche::web::project::STANDING_TTL + std::time::Duration::from_millis(600))
+        .await;
+    let (status, page, _) = client.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !page.contains(&link),
+        "the cancelled run is still waiting: {page}"
+    );
 }

@@ -455,6 +455,8 @@ async fn a_lead_budgets_within_their_nodes_entitlement() {
     let path = format!("/api/v1/projects/{p}/budget");
     let (status, body) = app.api("PUT", &path, Some(&lead), Some(json!({"period_budget_minor": 9_223_372_036_854_775_807_i64, "money_cap_minor": null, "self_service_gpu_hours": 64}))).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    // The field is the JSON one sent, not the project page form's `period_budget`.
+    assert_eq!(body["error"]["field"], "period_budget_minor", "{body}");
     // Foundation Models' entitlement is the sum of its projects' budgets by default, so any
     // raise above fm-rlhf's own entitlement overflows the parent's.
     let (_, project) = app

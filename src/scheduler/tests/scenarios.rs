@@ -599,3 +599,63 @@ fn an_unallocated_run_is_not_expected_at_another_runs_reserved_start() {
     assert_eq!(estimate(reserved), Some(T0 + 50 * M));
     assert_eq!(estimate(free), Some(T0 + 2 * H));
 }
+
+/// A node down may come back: a run larger than the GPUs of the nodes up, but not than every
+/// node of its pool, is admitted and waits for GPUs down (not "never fits"); only a run larger
+/// than every node, down ones included, never fits. The counts are the nodes' GPUs, by hand.
+#[test]
+fn a_node_down_makes_a_run_wait_not_never_fit() {
+    let mut b = Builder::new();
+    let nodes = b.nodes(2, 8);
+    let p = b.project(None, "100", 0);
+    b.snap
+        .nodes
+        .iter_mut()
+        .find(|n| n.id == nodes[1])
+        .unwrap()
+        .state = NodeState::Down;
+    let twelve = b.waiting(p, 12, T0, H, 2 * H);
+    assert_eq!(admit_run(&b.snap, b.snap.waiting.last().unwrap()), Ok(()));
+    let seventeen = b.waiting(p, 17, T0 + 1, H, 2 * H);
+    assert_eq!(
+        admit_run(&b.snap, b.snap.waiting.last().unwrap()),
+        Err(RunRefusal::LargerThanCluster {
+            asked: 17,
+            installed: 16
+        })
+    );
+    b.snap.validate().unwrap();
+    let out = schedule(&b.snap, T0 + 2);
+    assert!(started(&out).is_empty());
+    assert_eq!(
+        reason_of(&out, twelve),
+        &WaitReason::GpusDown { gpus: 12, up: 8 }
+    );
+    assert!(
+        reason_of(&out, twelve)
+            .describe()
+            .contains("waiting for nodes that are down"),
+        "{}",
+        reason_of(&out, twelve).describe()
+    );
+    assert_eq!(
+        reason_of(&out, seventeen),
+        &WaitReason::NeverFits {
+            gpus: 17,
+            installed: 16
+        }
+    );
+    // Draining counts as installed and up: the 12-GPU run is behind the 8 GPUs up, no more.
+    let mut b = Builder::new();
+    let nodes = b.nodes(2, 8);
+    let p = b.project(None, "100", 0);
+    for n in b.snap.nodes.iter_mut().filter(|n| n.id == nodes[1]) {
+        n.state = NodeState::Draining;
+    }
+    let twelve = b.waiting(p, 12, T0, H, 2 * H);
+    let out = schedule(&b.snap, T0 + 2);
+    assert!(!matches!(
+        reason_of(&out, twelve),
+        WaitReason::GpusDown { .. } | WaitReason::NeverFits { .. }
+    ));
+}

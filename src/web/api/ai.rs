@@ -4,7 +4,7 @@
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use super::{ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
+use super::{ApiBytes, ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
 use crate::ai::import::Format;
 use crate::ai::spend::{self, micro_to_money};
 use crate::ai::{self, Draft, UseCase};
@@ -128,13 +128,24 @@ pub(super) async fn get_use_case(
     ok(with_spend(&u, s, human.get(&id).copied().unwrap_or(0)))
 }
 
+/// The register's checks name the page form's fields; the API's errors name the JSON fields
+/// of [`UseCaseBody`].
+const USE_CASE_FIELDS: &[(&str, &str)] = &[
+    ("owner", "owner_node_id"),
+    ("projects", "project_ids"),
+    ("monthly_limit", "monthly_limit_minor"),
+    ("human_hourly_rate", "human_hourly_rate_minor"),
+];
+
 pub(super) async fn post_use_case(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<UseCaseBody>,
 ) -> ApiResult {
     let tree = state.tree().await?;
-    let id = ai::create(&state.pool, &me, &tree, body.draft()?).await?;
+    let id = ai::create(&state.pool, &me, &tree, body.draft()?)
+        .await
+        .map_err(|e| e.renamed(USE_CASE_FIELDS))?;
     created(
         serde_json::to_value(ai::get(&state.pool, id).await?)
             .map_err(|e| AppError::Internal(e.into()))?,
@@ -149,7 +160,9 @@ pub(super) async fn put_use_case(
 ) -> ApiResult {
     let tree = state.tree().await?;
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
-    ai::update(&state.pool, &me, &tree, id, body.draft()?).await?;
+    ai::update(&state.pool, &me, &tree, id, body.draft()?)
+        .await
+        .map_err(|e| e.renamed(USE_CASE_FIELDS))?;
     ok(serde_json::to_value(ai::get(&state.pool, id).await?)
         .map_err(|e| AppError::Internal(e.into()))?)
 }
@@ -189,7 +202,7 @@ pub(super) async fn post_import(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<ImportQuery>,
-    body: axum::body::Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> ApiResult {
     let format = Format::parse(&q.format).ok_or_else(|| {
         AppError::invalid("format", "format: one of openai, anthropic, github, focus")
@@ -344,7 +357,8 @@ pub(super) async fn post_review(
             comment: body.comment,
         },
     )
-    .await?;
+    .await
+    .map_err(|e| e.renamed(&[("new_limit", "new_limit_minor")]))?;
     crate::web::check_alerts(&state).await;
     created(serde_json::to_value(r).map_err(|e| AppError::Internal(e.into()))?)
 }

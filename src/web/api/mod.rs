@@ -56,15 +56,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 "Expected request with `Content-Type: application/json`".into(),
             )));
         }
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError(AppError::TooLarge)
-                } else {
-                    ApiError(AppError::Malformed(rejection.body_text()))
-                }
-            })?;
+        let ApiBytes(bytes) = ApiBytes::from_request(req, state).await?;
         let mut value = crate::web::input::unique_json(&bytes)?;
         // Every body is an object (serde would also read a struct from an array, by position).
         if !value.is_object() {
@@ -78,6 +70,50 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         crate::web::input::from_json_value(value)
             .map(Self)
             .map_err(ApiError)
+    }
+}
+
+/// A raw request body (any content type) whose rejections are the API's JSON errors: 413
+/// `payload_too_large` over the size limit, 400 `malformed_request` when it cannot be read.
+/// Every API handler that takes a body as it came uses this, never axum's `Bytes`, whose
+/// rejections are plain text.
+pub struct ApiBytes(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(Self)
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError(AppError::TooLarge)
+                } else {
+                    ApiError(AppError::Malformed(rejection.body_text()))
+                }
+            })
+    }
+}
+
+/// An optional JSON body: absent or blank (whatever its `Content-Type`, none included) it is
+/// `T::default()`; otherwise it is read as every JSON body is ([`ApiJson`]).
+pub struct OptionalApiJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let ApiBytes(bytes) =
+            ApiBytes::from_request(Request::from_parts(parts.clone(), body), state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        ApiJson::<T>::from_request(req, state)
+            .await
+            .map(|ApiJson(v)| Self(v))
     }
 }
 
@@ -419,7 +455,14 @@ async fn put_budget(
         &*state.tree().await?,
         (&state.site, jiff::Timestamp::now()),
     )
-    .await?;
+    .await
+    .map_err(|e| {
+        // The check is the project page's too, which names its form's fields.
+        e.renamed(&[
+            ("period_budget", "period_budget_minor"),
+            ("money_cap", "money_cap_minor"),
+        ])
+    })?;
     ok(json!({"ok": true}))
 }
 
@@ -956,9 +999,10 @@ async fn get_metrics(
 #[derive(serde::Deserialize)]
 struct LedgerQuery {
     project: String,
-    /// Only postings with a smaller id (the previous page's `next_before`).
+    /// Only postings with a smaller id (the previous page's `next_before`): text as it came, a
+    /// whole number from 1 (as the runs' `before`, [`crate::runs::parse_before`]).
     #[serde(default)]
-    before: Option<i64>,
+    before: Option<String>,
     /// At most this many (default 500, clamped to 1 ..= `ledger::ENTRIES_MAX`).
     #[serde(default)]
     limit: Option<i64>,
@@ -984,10 +1028,19 @@ async fn get_ledger(
     if !me.may_view(project, &parents) {
         return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
     }
+    let before = crate::runs::parse_before(q.before.as_deref()).map_err(|_| {
+        AppError::invalid(
+            "before",
+            format!(
+                "before: the id of a ledger entry, a whole number from 1 (the previous page's next_before); got {}",
+                crate::domain::quote(q.before.as_deref().unwrap_or("").trim())
+            ),
+        )
+    })?;
     let balance =
         crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;
     let (entries, next_before) =
-        crate::ledger::entries(&state.pool, project, q.before, q.limit.unwrap_or(500)).await?;
+        crate::ledger::entries(&state.pool, project, before, q.limit.unwrap_or(500)).await?;
     ok(json!({
         "project": q.project.trim(),
         "currency": state.site.currency,
@@ -1016,7 +1069,8 @@ async fn read_notifications(State(state): State<AppState>, ApiUser(me): ApiUser)
     ok(json!({"marked_read": n}))
 }
 
-async fn api_not_found() -> ApiError {
+/// The API's JSON 404 for a path it does not serve.
+pub(crate) async fn not_found() -> ApiError {
     ApiError(AppError::NotFound(
         "no such API endpoint; see /api/v1/openapi.json".into(),
     ))
@@ -1102,6 +1156,6 @@ pub fn router() -> Router<AppState> {
         .route("/agent/register", post(runs::agent_register))
         .route("/agent/sync", post(runs::agent_sync))
         .route("/agent/stop", post(runs::agent_stop))
-        .fallback(api_not_found)
+        .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
 }

@@ -256,7 +256,7 @@ pub fn document() -> Value {
             "/metrics": {"get": params(op("The metrics of docs/design.md section 5 per cluster and GPU model (finance and admins: every project; leads: project figures of their subtree): availability, occupancy (allocated, unallocated), impact and the share of projects served at least 95% of what they were owed, utilization, queue waits p50/p90 by class (debug, protected, unallocated), preemptions per 1,000 GPU-hours, and owed vs received per project. 422 invalid_input names the field (a time that does not parse, from after to, more than 400 days)", "200", "Metrics"), metrics_params)},
             "/ledger": {"get": params(op("A project's current balance and its ledger entries a page at a time, newest first; next_before, when not null, is the before of the next (older) page", "200", "Ledger"), json!([
                 q("project", true, text(), "project name"),
-                q("before", false, int(), "only entries with a smaller id (the previous page's next_before)"),
+                q("before", false, sc::int_in(1, i64::MAX), "only entries with a smaller id (the previous page's next_before); 422 invalid_input when not a whole number from 1"),
                 q("limit", false, int(), "at most this many (default 500; clamped to 1 to 1000)")
             ]))},
             "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", "200", "Notifications")},

@@ -1,10 +1,10 @@
 //! Runs, approvals and the node agent protocol in the JSON API.
 
-use axum::extract::{FromRequest, FromRequestParts, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde_json::json;
 
-use super::{ApiJson, ApiPath, ApiQuery, ApiResult, created, ok};
+use super::{ApiJson, ApiPath, ApiQuery, ApiResult, OptionalApiJson, created, ok};
 use crate::auth::{ApiUser, bearer};
 use crate::error::{ApiError, AppError};
 use crate::runs::{self, Filter, NewRun, agents};
@@ -171,41 +171,21 @@ pub(super) async fn approve_run(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
-    request: axum::extract::Request,
+    OptionalApiJson(body): OptionalApiJson<Decision>,
 ) -> ApiResult {
     // The body is optional (the OpenAPI document says so): an approval may come without a
     // reason. A body there is read as every JSON body is, by `ApiJson`: an object of the
     // `Decision` shape whose strings pass the text rule (422 `invalid_text`, `invalid_input`).
-    let (parts, body) = request.into_parts();
-    let bytes = axum::body::Bytes::from_request(
-        axum::extract::Request::from_parts(parts.clone(), body),
-        &state,
-    )
-    .await
-    .map_err(|rejection| {
-        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            AppError::TooLarge
-        } else {
-            AppError::Malformed(rejection.body_text())
-        }
-    })?;
-    let reason = if bytes.iter().all(u8::is_ascii_whitespace) {
-        String::new()
-    } else {
-        let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
-        ApiJson::<Decision>::from_request(request, &state)
-            .await?
-            .0
-            .reason
-    };
-    decide(state, me, id, true, &reason).await
+    decide(state, me, id, true, &body.reason).await
 }
 
+/// `POST /runs/{id}/deny`: a body without a reason (or none at all) is the documented 422 on
+/// `reason`, not a 400 for its missing `Content-Type`.
 pub(super) async fn deny_run(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
-    ApiJson(body): ApiJson<Decision>,
+    OptionalApiJson(body): OptionalApiJson<Decision>,
 ) -> ApiResult {
     decide(state, me, id, false, &body.reason).await
 }
