@@ -112,6 +112,19 @@ struct NodeRow {
     archived: bool,
 }
 
+impl Capacity {
+    /// From a `(cluster, GPU model, GPUs, billing weight milli, price minor)` row.
+    fn from_row((cluster, gpu_model, gpus, w, p): (String, String, i64, i32, i64)) -> Self {
+        Capacity {
+            cluster,
+            gpu_model,
+            gpus,
+            billing_weight_milli: i64::from(w),
+            price_minor: p,
+        }
+    }
+}
+
 /// Loads installed capacity per cluster and GPU model: the GPUs of every node but lost ones
 /// ([`crate::db::inventory::COUNTS_TOWARDS_CAPACITY`]).
 ///
@@ -127,16 +140,7 @@ pub async fn capacity(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Capacity>, sq
     ))
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(cluster, gpu_model, gpus, w, p)| Capacity {
-            cluster,
-            gpu_model,
-            gpus,
-            billing_weight_milli: i64::from(w),
-            price_minor: p,
-        })
-        .collect())
+    Ok(rows.into_iter().map(Capacity::from_row).collect())
 }
 
 /// The capacity the entitlements of the budget period `[start, end)` are computed from, by
@@ -212,16 +216,7 @@ pub async fn period_capacity(
     .bind(start)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(cluster, gpu_model, gpus, w, p)| Capacity {
-            cluster,
-            gpu_model,
-            gpus,
-            billing_weight_milli: i64::from(w),
-            price_minor: p,
-        })
-        .collect())
+    Ok(rows.into_iter().map(Capacity::from_row).collect())
 }
 
 /// Loads the tree and computes effective shares and entitlements for the budget period that
