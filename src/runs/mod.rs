@@ -1338,8 +1338,8 @@ const LIST_WHERE: &str = "($1::BIGINT[] IS NULL OR r.project_id = ANY($1) OR r.s
      AND ($6::TEXT IS NULL OR lower(t.name) = lower($6)) \
      AND ($7::TEXT IS NULL OR lower(c.name) = lower($7))";
 
-/// Runs `actor` may see, filtered, newest first: the rows of [`list_page`], without counting
-/// what matches.
+/// Runs `actor` may see, filtered, newest first: the rows of [`list_page`] and the cursor of
+/// the next (older) page when there is one (its `before`), without counting what matches.
 ///
 /// # Errors
 /// 422 for an unknown state or scope, or a `before` that is not a run id.
@@ -1348,9 +1348,9 @@ pub async fn list(
     actor: &Account,
     parents: &Parents,
     filter: &Filter,
-) -> Result<Vec<RunRow>, AppError> {
+) -> Result<(Vec<RunRow>, Option<i64>), AppError> {
     let c = Conditions::of(actor, parents, filter)?;
-    Ok(c.rows(pool).await?.0)
+    c.rows(pool).await
 }
 
 /// One page of the runs `actor` may see, filtered, newest first: at most the filter's `limit`

@@ -1251,6 +1251,7 @@ pub async fn home_runs(state: &AppState, me: &Account) -> Result<HomeRuns, AppEr
         };
         let active = runs::list(&state.pool, me, &tree.parents, &filter)
             .await?
+            .0
             .iter()
             .map(|r| {
                 let what = i18n::ta(

@@ -9,13 +9,13 @@ import sys
 
 from tranche_api_client import AuthenticatedClient
 from tranche_api_client.api.default import get_runs, post_runs
-from tranche_api_client.models import NewRun, Runs, RunSubmitted
+from tranche_api_client.models import NewRun, RunPage, RunSubmitted
 
 client = AuthenticatedClient(base_url=sys.argv[1], token=os.environ["TRANCHE_TOKEN"])
 
 before = get_runs.sync(client=client)
-if not isinstance(before, Runs):
-    sys.exit(f"listing runs did not answer Runs: {before!r}")
+if not isinstance(before, RunPage):
+    sys.exit(f"listing runs did not answer RunPage: {before!r}")
 
 answer = post_runs.sync_detailed(
     client=client,
@@ -36,8 +36,8 @@ if run.state.value not in ("queued", "waiting_approval"):
     sys.exit(f"unexpected state {run.state!r}")
 
 after = get_runs.sync(client=client)
-if not isinstance(after, Runs):
-    sys.exit(f"listing runs did not answer Runs: {after!r}")
+if not isinstance(after, RunPage):
+    sys.exit(f"listing runs did not answer RunPage: {after!r}")
 print(json.dumps({
     "listed_before": len(before.runs),
     "submitted": run.id,

@@ -704,6 +704,39 @@ async fn the_runs_list_counts_what_it_shows_and_pages_through_older_runs_by_a_cu
         .map(|r| r["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, expected[2..5]);
+    // With the next page's cursor: the last id shown while older runs remain, then none.
+    let more = expected.len() > 5;
+    assert_eq!(
+        page["next_before"],
+        if more {
+            serde_json::json!(expected[4])
+        } else {
+            serde_json::json!(null)
+        },
+        "{page}"
+    );
+    // The oldest page: the two oldest runs, and no cursor.
+    let n = expected.len();
+    let (status, last) = app
+        .api(
+            "GET",
+            &format!(
+                "/api/v1/runs?scope=mine&project=fm-pretrain-7b&limit=3&before={}",
+                expected[n - 3]
+            ),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<i64> = last["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, expected[n - 2..]);
+    assert_eq!(last["next_before"], serde_json::json!(null), "{last}");
     let (status, err) = app
         .api("GET", "/api/v1/runs?before=-1", Some(&token), None)
         .await;

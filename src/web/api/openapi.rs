@@ -264,7 +264,7 @@ pub fn document() -> Value {
             "/notifications/read": {"post": op("Mark all the caller's notifications read", "200", "MarkedRead")},
             "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", "200", "Audit")},
             "/runs": {
-                "get": params(op("Runs the caller may see, newest first", "200", "Runs"), runs_params),
+                "get": params(op("Runs the caller may see, newest first, a page at a time; next_before, when not null, is the before of the next (older) page", "200", "RunPage"), runs_params),
                 "post": submit_run
             },
             "/runs/preview": {"post": req(op("Cost preview of a submission with the same checks, submitting nothing: protected GPU-hours and price, or free and preemptible; whether it needs approval", "200", "RunPreview"), "NewRun")},

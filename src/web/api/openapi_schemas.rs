@@ -917,6 +917,10 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ),
         ("Runs", obj(&[("runs", arr(run_row()))])),
         (
+            "RunPage",
+            obj(&[("runs", arr(run_row())), ("next_before", nullable(int()))]),
+        ),
+        (
             "RunSubmitted",
             obj(&[
                 ("id", int()),

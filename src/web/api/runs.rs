@@ -104,8 +104,8 @@ pub(super) async fn get_runs(
     ApiQuery(filter): ApiQuery<Filter>,
 ) -> ApiResult {
     let tree = state.tree_for(&me).await?;
-    let rows = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
-    ok(json!({"runs": rows}))
+    let (rows, next_before) = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
+    ok(json!({"runs": rows, "next_before": next_before}))
 }
 
 pub(super) async fn get_run(
