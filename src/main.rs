@@ -363,6 +363,13 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             .await
         }
         AdminCommand::CreateToken { user, label, db } => {
+            // The account page's rules: at most 100 characters, no control character.
+            let label = label.trim().to_string();
+            if label.chars().count() > 100 || label.chars().any(char::is_control) {
+                anyhow::bail!(
+                    "--label: at most 100 characters and no control characters (tabs, newlines, ...)"
+                );
+            }
             with_db(&db, |pool| async move {
                 let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
                     .bind(user.trim())

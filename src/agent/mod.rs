@@ -77,8 +77,9 @@ pub struct AgentArgs {
     /// `auto` (ask nvidia-smi) or a declared inventory `COUNTxMODEL`, e.g. `8xH100`.
     #[arg(long, default_value = "auto")]
     pub gpus: GpuSpec,
-    /// Number of nodes this process serves, named `HOST-1..HOST-N` (just `HOST` when 1).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Number of nodes this process serves, named `HOST-1..HOST-N` (just `HOST` when 1): 1 to
+    /// 1,024, what the server registers in one session.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub nodes: u32,
     /// Node host name (default: this machine's host name).
     #[arg(long)]

@@ -803,3 +803,44 @@ async fn admin_stopping_a_protected_run_on_a_draining_node_counts_as_needing_a_h
     );
     assert_eq!(counts.needed_human_fraction(), Some(1.0));
 }
+
+/// The command line refuses what the server would: an agent serving more nodes than one
+/// session may register (1,024), and a token label with a control character or over 100
+/// characters (the account page's rules); both before touching a server or a database.
+#[test]
+fn the_command_line_refuses_agent_node_counts_and_token_labels_the_server_would() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+            .args(args)
+            .output()
+            .expect("run tranche");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, err) = run(&[
+        "agent",
+        "--server",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "--nodes",
+        "1025",
+    ]);
+    assert!(!ok && err.contains("1025 is not in 1..=1024"), "{err}");
+    for label in ["a\tb".to_string(), "x".repeat(101)] {
+        let (ok, err) = run(&[
+            "admin",
+            "create-token",
+            "--user",
+            "nobody",
+            "--label",
+            &label,
+        ]);
+        assert!(
+            !ok && err.contains("--label: at most 100 characters"),
+            "{label:?}: {err}"
+        );
+    }
+}
