@@ -32,7 +32,7 @@
 //! The `fifo` and `legacy` policies reuse the same placement and bookkeeping (see
 //! [`PolicyKind`]).
 //!
-//! Cost: O((N + R + W) log) to index and sort, plus per waiting run an O(64 + log N) placement
+//! Cost: O((N + R + W) log) to index and sort, plus per waiting run an O(64 + N / 64) placement
 //! or an O(1) rejection from per-pool counters; a preemption search scans the pool's running
 //! runs only when per-rank counters show enough preemptible GPUs. Past a pool's reservation at
 //! most `Policy::backfill_depth` runs are examined.
@@ -49,10 +49,61 @@ use std::collections::{BTreeMap, BTreeSet};
 struct NodeSlot {
     id: NodeId,
     pool: usize,
+    /// Its place among its pool's nodes ([`Pool::members`]).
+    local: usize,
     gpus: u32,
     state: NodeState,
     /// Bit i set = GPU i free.
     free: u64,
+}
+
+/// A pool's up nodes by free GPUs: for each count `k` in `0..=64`, a bit set of the nodes with
+/// `k` free GPUs, by their place among the pool's nodes (which follows the dense node index, so
+/// the lowest bit is the lowest node index). Built every pass without allocating per node; the
+/// first node of a count is a scan of at most `ceil(nodes / 64)` words.
+#[derive(Default)]
+struct ByFree {
+    /// Words per count.
+    words: usize,
+    /// `65 * words` words: count `k`'s set is `bits[k * words..(k + 1) * words]`.
+    bits: Vec<u64>,
+    /// Nodes per count (65 entries).
+    len: Vec<u32>,
+}
+
+impl ByFree {
+    /// Empty sets for a pool of `nodes` nodes.
+    fn new(nodes: usize) -> ByFree {
+        let words = nodes.div_ceil(64);
+        ByFree {
+            words,
+            bits: vec![0; 65 * words],
+            len: vec![0; 65],
+        }
+    }
+
+    /// Adds node `local` (not in the set) to count `k`'s set.
+    fn insert(&mut self, k: usize, local: usize) {
+        self.bits[k * self.words + local / 64] |= 1 << (local % 64);
+        self.len[k] += 1;
+    }
+
+    /// Removes node `local` (in the set) from count `k`'s set.
+    fn remove(&mut self, k: usize, local: usize) {
+        self.bits[k * self.words + local / 64] &= !(1 << (local % 64));
+        self.len[k] -= 1;
+    }
+
+    /// The first node (lowest place) of count `k`'s set.
+    fn first(&self, k: usize) -> Option<usize> {
+        if self.len[k] == 0 {
+            return None;
+        }
+        self.bits[k * self.words..(k + 1) * self.words]
+            .iter()
+            .position(|&w| w != 0)
+            .map(|i| i * 64 + self.bits[k * self.words + i].trailing_zeros() as usize)
+    }
 }
 
 /// Sort key of a waiting run in a pass (policy-dependent, unique by run id).
@@ -100,8 +151,10 @@ struct Pool {
     model_name: String,
     weight_milli: i64,
     price: i64,
-    /// Nodes up, by free count: `by_free[k]` = dense node indices with k free GPUs.
-    by_free: Vec<BTreeSet<usize>>,
+    /// Dense node indices of the pool's nodes (every state), ascending.
+    members: Vec<usize>,
+    /// Nodes up, by free count (places in `members`).
+    by_free: ByFree,
     /// Free GPUs on up nodes.
     free: i64,
     /// Free GPUs on draining nodes (for the reason).
@@ -132,6 +185,10 @@ struct Pool {
     /// Possible victims (not contract-protected, all GPUs on up nodes), least work lost first;
     /// built on the pool's first preemption search.
     by_loss: Option<Vec<usize>>,
+    /// All of `running` by [`Pass::lost_key`] (least work lost first), sorted once per pass on
+    /// first use: the candidate lists of contracts, of preemption searches and of the legacy
+    /// policy are this order, filtered.
+    by_lost_key: Option<Vec<usize>>,
     /// Smallest need that failed a preemption search per project in this pass.
     failed_need: IdMap<ProjectId, i64>,
     /// Allocated GPUs each project holds in the pool now (after this pass's moves so far).
@@ -280,6 +337,11 @@ struct RunSlot<'a> {
     run: &'a RunningRun,
     pool: Option<usize>,
     gpus: u32,
+    /// GPUs of its placement on up nodes (those that come back to the pool when it ends).
+    up_gpus: i64,
+    /// Whether every node of its placement is known and up (node states do not change
+    /// during a pass, so this is computed once).
+    all_up: bool,
     gone: bool,
     contract_protected: bool,
 }
@@ -389,6 +451,14 @@ fn within_key(w: &WaitingRun, at: u32) -> u128 {
     (priority << 96) | (submitted << 32) | u128::from(at)
 }
 
+/// A waiting run's place in the fifo order as one integer: submission, then `at` (its index in
+/// a snapshot that lists runs by id) in the low 32 bits. Comparing keys compares
+/// `(submitted_at, at)`, the fifo key `(submitted_at, id)` when indices follow ids.
+fn fifo_key(w: &WaitingRun, at: u32) -> u128 {
+    let submitted = ((w.submitted_at as u64) ^ (1 << 63)) as u128;
+    (submitted << 32) | u128::from(at)
+}
+
 fn ceil_div(a: i128, b: i128) -> i128 {
     if b <= 0 { a } else { (a + b - 1) / b }
 }
@@ -402,13 +472,20 @@ impl<'a> Pass<'a> {
         for n in &node_refs {
             pool_index.entry((n.cluster, n.model)).or_insert(0usize);
         }
+        // One scan of the waiting runs: their pools, and whether they are listed by id.
         let mut last = None;
+        let mut waiting_by_id = true;
+        let mut prev_id = None;
         for w in &snap.waiting {
             let key = (w.cluster, w.model);
             if last != Some(key) {
                 pool_index.entry(key).or_insert(0usize);
                 last = Some(key);
             }
+            if prev_id.is_some_and(|p| p >= w.id) {
+                waiting_by_id = false;
+            }
+            prev_id = Some(w.id);
         }
         let mut pools = Vec::with_capacity(pool_index.len());
         for (i, (key, slot)) in pool_index.iter_mut().enumerate() {
@@ -418,7 +495,6 @@ impl<'a> Pass<'a> {
                 model_name: m.map_or_else(|| format!("model {}", key.1), |m| m.name.clone()),
                 weight_milli: m.map_or(1000, |m| m.billing_weight_milli.max(0)),
                 price: m.map_or(0, |m| m.price_per_gpu_hour.max(0)),
-                by_free: vec![BTreeSet::new(); 65],
                 ..Pool::default()
             });
         }
@@ -427,6 +503,8 @@ impl<'a> Pass<'a> {
         for n in &node_refs {
             let gpus = n.gpus.clamp(0, 64);
             let pool = pool_index[&(n.cluster, n.model)];
+            let local = pools[pool].members.len();
+            pools[pool].members.push(nodes.len());
             node_index.insert(n.id, nodes.len());
             let free = if gpus == 64 {
                 u64::MAX
@@ -436,6 +514,7 @@ impl<'a> Pass<'a> {
             nodes.push(NodeSlot {
                 id: n.id,
                 pool,
+                local,
                 gpus,
                 state: n.state,
                 free,
@@ -459,6 +538,8 @@ impl<'a> Pass<'a> {
         for r in running {
             let pool = pool_index.get(&(r.cluster, r.model)).copied();
             let mut gpus = 0u32;
+            let mut up_gpus = 0i64;
+            let mut all_up = true;
             for (nid, idx) in &r.placement {
                 if let Some(&ni) = node_index.get(nid) {
                     for &g in idx {
@@ -466,6 +547,13 @@ impl<'a> Pass<'a> {
                             nodes[ni].free &= !(1u64 << g);
                         }
                     }
+                    if nodes[ni].state == NodeState::Up {
+                        up_gpus += idx.len() as i64;
+                    } else {
+                        all_up = false;
+                    }
+                } else {
+                    all_up = false;
                 }
                 gpus += idx.len() as u32;
             }
@@ -478,6 +566,8 @@ impl<'a> Pass<'a> {
                 run: r,
                 pool,
                 gpus,
+                up_gpus,
+                all_up,
                 gone: false,
                 contract_protected,
             });
@@ -541,18 +631,21 @@ impl<'a> Pass<'a> {
             contracts,
             decisions: Vec::new(),
             waiting: Vec::with_capacity(snap.waiting.len()),
-            waiting_by_id: snap.waiting.windows(2).all(|p| p[0].id < p[1].id),
+            waiting_by_id,
         };
         pass.index_pools();
         pass
     }
 
     fn index_pools(&mut self) {
-        for (i, n) in self.nodes.iter().enumerate() {
+        for p in &mut self.pools {
+            p.by_free = ByFree::new(p.members.len());
+        }
+        for n in &self.nodes {
             let k = n.free.count_ones() as i64;
             match n.state {
                 NodeState::Up => {
-                    self.pools[n.pool].by_free[k as usize].insert(i);
+                    self.pools[n.pool].by_free.insert(k as usize, n.local);
                     self.pools[n.pool].free += k;
                 }
                 NodeState::Draining => self.pools[n.pool].draining_free += k,
@@ -654,8 +747,8 @@ impl<'a> Pass<'a> {
         match n.state {
             NodeState::Up => {
                 let pool = &mut self.pools[n.pool];
-                pool.by_free[old].remove(&ni);
-                pool.by_free[new].insert(ni);
+                pool.by_free.remove(old, n.local);
+                pool.by_free.insert(new, n.local);
                 pool.free += new as i64 - old as i64;
             }
             NodeState::Draining => self.pools[n.pool].draining_free += new as i64 - old as i64,
@@ -690,12 +783,13 @@ impl<'a> Pass<'a> {
             let pick = (remaining.min(64)..=64)
                 .find_map(|k| {
                     if remaining <= 64 {
-                        p.by_free[k].first().copied()
+                        p.by_free.first(k)
                     } else {
                         None
                     }
                 })
-                .or_else(|| (1..=64).rev().find_map(|k| p.by_free[k].first().copied()));
+                .or_else(|| (1..=64).rev().find_map(|k| p.by_free.first(k)))
+                .map(|local| p.members[local]);
             let ni = pick?;
             let free = self.nodes[ni].free;
             let mut take = 0u64;
@@ -914,8 +1008,9 @@ impl<'a> Pass<'a> {
                 continue;
             }
             // Allocated, unprotected borrowers of other projects, least work lost first.
-            let mut cands: Vec<usize> = self.pools[pool]
-                .running
+            self.running_by_loss(pool);
+            let sorted = self.pools[pool].by_lost_key.as_deref().unwrap_or_default();
+            let cands: Vec<usize> = sorted
                 .iter()
                 .copied()
                 .filter(|&ri| {
@@ -927,7 +1022,6 @@ impl<'a> Pass<'a> {
                         && !owners.contains(&(pool, s.run.project))
                 })
                 .collect();
-            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
             let mut freed = 0i64;
             for ri in cands {
                 if freed >= deficit {
@@ -939,6 +1033,19 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Sorts the pool's running runs (those of the snapshot) by [`Self::lost_key`] into
+    /// `by_lost_key` on the pass's first call (the keys do not change during a pass; they are
+    /// unique).
+    fn running_by_loss(&mut self, pool: usize) {
+        if self.pools[pool].by_lost_key.is_none() {
+            let mut v = self.pools[pool].running.clone();
+            v.sort_by_cached_key(|&ri| self.lost_key(ri));
+            self.pools[pool].by_lost_key = Some(v);
+        }
+    }
+
+    /// Sort key of a preemption candidate: unallocated first, then least work lost (GPU-seconds
+    /// since its start), then id. Unique per run.
     fn lost_key(&self, ri: usize) -> (u8, i128, RunId) {
         let s = &self.runs[ri];
         let class = u8::from(s.run.allocated());
@@ -997,6 +1104,29 @@ impl<'a> Pass<'a> {
             for b in starts.windows(2) {
                 keys[b[0]..b[1]].sort_unstable();
             }
+            return keys
+                .iter()
+                .map(|&k| queued(&self.snap.waiting[k as u32 as usize]))
+                .collect();
+        }
+        if kind != PolicyKind::Tranche
+            && self.waiting_by_id
+            && u32::try_from(self.snap.waiting.len()).is_ok()
+        {
+            // Listed by id, the snapshot index orders runs as their ids do: each run's key packed
+            // in one integer with the index in its low 32 bits (the general key's order, see
+            // `fifo_key` and `within_key`); the integers are sorted, then the runs gathered.
+            let mut keys: Vec<u128> = self
+                .snap
+                .waiting
+                .iter()
+                .enumerate()
+                .map(|(at, w)| match kind {
+                    PolicyKind::Legacy => within_key(w, at as u32),
+                    _ => fifo_key(w, at as u32),
+                })
+                .collect();
+            keys.sort_unstable();
             return keys
                 .iter()
                 .map(|&k| queued(&self.snap.waiting[k as u32 as usize]))
@@ -1300,7 +1430,10 @@ impl<'a> Pass<'a> {
                 Err(p) => protected_until = p,
             }
         } else {
-            barred = self.may_find_victims(w, pool, contract);
+            // `explain_blocked` reads it only when too few GPUs are free for the run.
+            let p = &self.pools[pool];
+            barred = (p.free - p.hold).max(0) < i64::from(w.gpus)
+                && self.may_find_victims(w, pool, contract);
         }
         self.explain_blocked(w, pool, protected_until, barred);
         self.note_ahead(pool, w.project);
@@ -1405,11 +1538,14 @@ impl<'a> Pass<'a> {
 
     /// Whether the rules would let `w` preempt running run `ri` alone once it is past its
     /// minimum runtime (used for estimates; the real move is checked in [`Self::try_preempt`]).
-    fn could_evict(&self, w: &WaitingRun, pool: usize, ri: usize) -> bool {
+    /// `gain` is `w`'s [`Self::entitlement_gain`] in `pool` (the caller computes it once for
+    /// all the runs it asks about).
+    fn could_evict(&self, w: &WaitingRun, pool: usize, gain: i64, ri: usize) -> bool {
         let s = &self.runs[ri];
         self.could_evict_run(
             w,
             pool,
+            gain,
             s.run.project,
             s.run.allocated(),
             s.contract_protected,
@@ -1419,10 +1555,12 @@ impl<'a> Pass<'a> {
 
     /// [`Self::could_evict`] for a run described by its project, kind, contract protection and
     /// GPUs (also a run started in this pass).
+    #[allow(clippy::too_many_arguments)]
     fn could_evict_run(
         &self,
         w: &WaitingRun,
         pool: usize,
+        gain: i64,
         project: ProjectId,
         allocated: bool,
         contract_protected: bool,
@@ -1434,7 +1572,6 @@ impl<'a> Pass<'a> {
         if contract_protected || project == w.project {
             return false;
         }
-        let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let loss = self.entitlement_loss(project, pool, 0, i64::from(gpus));
         gain > loss || (gain == loss && self.fs.strictly_below(project, w.project))
     }
@@ -1456,6 +1593,10 @@ impl<'a> Pass<'a> {
         let mut frees: Vec<[i64; 3]> = Vec::new();
         let mut gpus: Vec<i64> = Vec::new();
         let tranche = self.snap.policy.kind == PolicyKind::Tranche;
+        let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
+        let n_runs = self.pools[pool].running.len() + self.pools[pool].started.len();
+        frees.reserve(n_runs);
+        gpus.reserve(n_runs);
         for &ri in &self.pools[pool].running {
             let s = &self.runs[ri];
             if s.gone {
@@ -1463,20 +1604,11 @@ impl<'a> Pass<'a> {
             }
             let r = s.run;
             // Only GPUs on up nodes come back to the pool.
-            let up_gpus: i64 = r
-                .placement
-                .iter()
-                .filter(|(n, _)| {
-                    self.node_index
-                        .get(n)
-                        .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
-                })
-                .map(|(_, g)| g.len() as i64)
-                .sum();
+            let up_gpus = s.up_gpus;
             let end = r.ends_by().max(self.now);
             let (a, b) = if !r.allocated() {
                 (self.now, self.now)
-            } else if tranche && self.could_evict(w, pool, ri) {
+            } else if tranche && self.could_evict(w, pool, gain, ri) {
                 (r.protected_until().max(self.now).min(end), end)
             } else {
                 (end, end)
@@ -1490,7 +1622,7 @@ impl<'a> Pass<'a> {
             let a = if !s.allocated {
                 self.now
             } else if tranche
-                && self.could_evict_run(w, pool, s.project, true, s.on_contract, s.gpus)
+                && self.could_evict_run(w, pool, gain, s.project, true, s.on_contract, s.gpus)
             {
                 s.protected_until.max(self.now).min(end)
             } else {
@@ -1501,12 +1633,10 @@ impl<'a> Pass<'a> {
             gpus.push(i64::from(s.gpus));
         }
         let mut chosen = None;
+        let mut order: Vec<(i64, i64)> = Vec::with_capacity(frees.len());
         for rule in 0..3 {
-            let mut order: Vec<(i64, i64)> = frees
-                .iter()
-                .zip(&gpus)
-                .map(|(f, &g)| (f[rule], g))
-                .collect();
+            order.clear();
+            order.extend(frees.iter().zip(&gpus).map(|(f, &g)| (f[rule], g)));
             order.sort_unstable();
             let mut have = avail;
             let mut at = self.now;
@@ -1595,18 +1725,16 @@ impl<'a> Pass<'a> {
             return Err(None);
         }
         if self.pools[pool].by_loss.is_none() {
-            let running = &self.pools[pool].running;
-            let mut v: Vec<usize> = Vec::with_capacity(running.len());
-            v.extend(running.iter().copied().filter(|&ri| {
-                let s = &self.runs[ri];
-                !s.contract_protected
-                    && s.run.placement.iter().all(|(n, _)| {
-                        self.node_index
-                            .get(n)
-                            .is_some_and(|&ni| self.nodes[ni].state == NodeState::Up)
-                    })
-            }));
-            v.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            self.running_by_loss(pool);
+            let sorted = self.pools[pool].by_lost_key.as_deref().unwrap_or_default();
+            let v: Vec<usize> = sorted
+                .iter()
+                .copied()
+                .filter(|&ri| {
+                    let s = &self.runs[ri];
+                    !s.contract_protected && s.all_up
+                })
+                .collect();
             self.pools[pool].by_loss = Some(v);
         }
         // Candidates past their minimum runtime, cheapest first: unallocated, then runs whose
@@ -1788,8 +1916,9 @@ impl<'a> Pass<'a> {
                     .unwrap_or_default();
                 let mut have = freed;
                 let mut until = None;
+                let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
                 for &ri in &list {
-                    if !self.runs[ri].gone && self.could_evict(w, pool, ri) {
+                    if !self.runs[ri].gone && self.could_evict(w, pool, gain, ri) {
                         have += i64::from(self.runs[ri].gpus);
                         if have >= need {
                             until = Some(self.runs[ri].run.protected_until());
@@ -1854,11 +1983,13 @@ impl<'a> Pass<'a> {
 
     /// The node-by-node index of a pool's candidates (see [`Cands::by_node`]).
     fn by_node(&self, list: &[usize], costly_from: usize) -> ByNode {
-        let mut by_node: BTreeMap<usize, Vec<(usize, i64)>> = BTreeMap::new();
+        // Per dense node index (ascending, as the nodes are then taken): a vector, not a map.
+        let mut by_node: Vec<Vec<(usize, i64)>> = Vec::new();
+        by_node.resize_with(self.nodes.len(), Vec::new);
         for (pos, &ri) in list.iter().enumerate() {
             for (n, g) in &self.runs[ri].run.placement {
                 if let Some(&ni) = self.node_index.get(n) {
-                    let list = by_node.entry(ni).or_default();
+                    let list = &mut by_node[ni];
                     match list.last_mut() {
                         Some(e) if e.0 == pos => e.1 += g.len() as i64,
                         _ => list.push((pos, g.len() as i64)),
@@ -1881,7 +2012,10 @@ impl<'a> Pass<'a> {
             .collect();
         let mut nodes: Vec<NodeCands> = by_node
             .into_iter()
-            .filter(|&(ni, _)| self.nodes[ni].state == NodeState::Up)
+            .enumerate()
+            .filter(|(ni, positions)| {
+                !positions.is_empty() && self.nodes[*ni].state == NodeState::Up
+            })
             .map(|(ni, positions)| {
                 let cap_all = positions.iter().map(|e| e.1).sum();
                 let cap_cheap = positions
@@ -2080,16 +2214,12 @@ impl<'a> Pass<'a> {
         if within {
             // Reclaim quota from opportunistic runs of other teams, least work lost first.
             let need = i64::from(w.gpus) - self.pools[pool].free;
-            let mut cands: Vec<usize> = self.pools[pool]
-                .running
-                .iter()
-                .copied()
-                .filter(|&ri| {
-                    let s = &self.runs[ri];
-                    !s.gone && !s.run.non_preemptible && s.run.project != w.project
-                })
-                .collect();
-            cands.sort_unstable_by_key(|&ri| self.lost_key(ri));
+            self.running_by_loss(pool);
+            let sorted = self.pools[pool].by_lost_key.as_deref().unwrap_or_default();
+            let cands = sorted.iter().copied().filter(|&ri| {
+                let s = &self.runs[ri];
+                !s.gone && !s.run.non_preemptible && s.run.project != w.project
+            });
             let mut chosen = Vec::new();
             let mut freed = 0i64;
             for ri in cands {
@@ -2135,7 +2265,8 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        for d in &self.decisions {
+        // Only draining nodes are looked up: without them, the starts need no set.
+        for d in self.decisions.iter().filter(|_| any_draining) {
             if let Decision::Start { placement, .. } = d {
                 for (n, _) in placement {
                     occupied.insert(*n);

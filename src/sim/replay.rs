@@ -91,6 +91,11 @@ pub fn replay(
         .map(|(i, p)| (p.id, i))
         .collect();
     let np = snap.projects.len();
+    // Each job's project index, looked up once (not at every start, end and preemption).
+    let job_project: Vec<usize> = plans
+        .iter()
+        .map(|p| proj_index.get(&p.project).copied().unwrap_or(usize::MAX))
+        .collect();
     let mut state = vec![State::Future; n];
     let mut remaining: Vec<i64> = plans.iter().map(|p| p.duration).collect();
     let mut started_at = vec![0i64; n];
@@ -103,7 +108,8 @@ pub fn replay(
         };
         n
     ];
-    // Position of each job in snap.running / snap.waiting.
+    // Position of each job in snap.waiting. snap.running is kept in id order (found by binary
+    // search): the pass sorts the running runs by id, which is then a linear check.
     let mut pos = vec![usize::MAX; n];
     let mut ends: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut protections: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
@@ -129,14 +135,12 @@ pub fn replay(
     let mut now = plans.first().map_or(0, |p| p.submit);
     let mut iterations = 0u64;
 
-    fn remove_at<T>(v: &mut Vec<T>, pos: &mut [usize], j: usize, id_of: impl Fn(&T) -> usize) -> T {
-        let i = pos[j];
-        pos[j] = usize::MAX;
-        let item = v.swap_remove(i);
-        if i < v.len() {
-            pos[id_of(&v[i])] = i;
-        }
-        item
+    /// Removes job `j` from the running runs (listed by id).
+    fn remove_running(running: &mut Vec<RunningRun>, j: usize) -> RunningRun {
+        let i = running
+            .binary_search_by_key(&RunId(j as i64), |r| r.id)
+            .expect("a running job is listed");
+        running.remove(i)
     }
 
     loop {
@@ -168,9 +172,8 @@ pub fn replay(
             if g != generation[j] || state[j] != State::Running {
                 continue;
             }
-            let run = remove_at(&mut snap.running, &mut pos, j, |x| x.id.0 as usize);
-            pos[j] = usize::MAX;
-            let pi = proj_index[&plans[j].project];
+            let run = remove_running(&mut snap.running, j);
+            let pi = job_project[j];
             if run.allocated() {
                 alloc[pi] -= i64::from(plans[j].gpus);
             }
@@ -240,8 +243,8 @@ pub fn replay(
             match d {
                 Decision::Preempt { run, .. } => {
                     let j = run.0 as usize;
-                    let rr = remove_at(&mut snap.running, &mut pos, j, |x| x.id.0 as usize);
-                    let pi = proj_index[&plans[j].project];
+                    let rr = remove_running(&mut snap.running, j);
+                    let pi = job_project[j];
                     let g = i64::from(plans[j].gpus);
                     if rr.allocated() {
                         alloc[pi] -= g;
@@ -286,7 +289,7 @@ pub fn replay(
                     let w = snap.waiting[pos[j]].clone();
                     pos[j] = usize::MAX;
                     started_now += 1;
-                    let pi = proj_index[&plans[j].project];
+                    let pi = job_project[j];
                     let g = i64::from(plans[j].gpus);
                     if w.allocated() {
                         alloc[pi] += g;
@@ -307,20 +310,23 @@ pub fn replay(
                     if kind == PolicyKind::Tranche && w.min_runtime_s > 0 {
                         protections.push(Reverse((t + w.min_runtime_s, j, generation[j])));
                     }
-                    pos[j] = snap.running.len();
-                    snap.running.push(RunningRun {
-                        id: run,
-                        project: w.project,
-                        cluster: w.cluster,
-                        model: w.model,
-                        placement,
-                        started_at: t,
-                        min_runtime_s: w.min_runtime_s,
-                        time_limit_s: w.time_limit_s,
-                        priority: w.priority,
-                        contract,
-                        non_preemptible,
-                    });
+                    let at = snap.running.partition_point(|r| r.id < run);
+                    snap.running.insert(
+                        at,
+                        RunningRun {
+                            id: run,
+                            project: w.project,
+                            cluster: w.cluster,
+                            model: w.model,
+                            placement,
+                            started_at: t,
+                            min_runtime_s: w.min_runtime_s,
+                            time_limit_s: w.time_limit_s,
+                            priority: w.priority,
+                            contract,
+                            non_preemptible,
+                        },
+                    );
                 }
                 Decision::Reserve { .. } => {}
             }
