@@ -56,6 +56,31 @@ fn s08_philly_repeated_hour_rule() {
     assert!(philly_instant("2017-13-01 00:00:00").is_err());
 }
 
+/// A native trace's minimum runtime is at most the site maximum (8 h, as the service's
+/// default), and a priority outside i32 is named out of range, not "not an integer".
+#[test]
+fn native_rows_refuse_minimum_runtimes_above_eight_hours_and_name_priority_overflow() {
+    let head = "submit,duration,gpus,project,min_runtime,time_limit,priority\n";
+    let load = |row: &str| {
+        load_from(format!("{head}{row}\n").as_bytes(), Format::Native, false)
+            .map(|t| t.jobs[0].min_runtime)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(load("0,40000,1,a,28800,40000,0"), Ok(Some(28_800)));
+    assert_eq!(
+        load("0,40000,1,a,28801,40000,0").unwrap_err(),
+        "line 2, field `min_runtime`: \"28801\" is above the site maximum of 28800 s (8 h)"
+    );
+    assert_eq!(
+        load("0,10,1,a,0,10,2147483648").unwrap_err(),
+        "line 2, field `priority`: \"2147483648\" is out of range (-2147483648 to 2147483647)"
+    );
+    assert_eq!(
+        load("0,10,1,a,0,10,1.5").unwrap_err(),
+        "line 2, field `priority`: \"1.5\" is not an integer"
+    );
+}
+
 #[test]
 fn malformed_rows_name_line_and_field_or_are_skipped() {
     let text = "timestamp,duration,num_gpus,gpu_time,cluster\n\

@@ -21,9 +21,9 @@
 //!   `scheduled_time` (or `creation_time` when never scheduled), at least 1 s. The tenant is the
 //!   `qos` class; `BE` (best effort) pods become unallocated runs under `tranche`.
 //! - `native`: a header with at least `submit,duration,gpus,project` (submit in s since the
-//!   epoch, duration in s, GPUs >= 1, project name) and optionally `min_runtime` (s, 0 =
-//!   unallocated), `time_limit` (s, >= duration), `priority` (integer, within the project). This
-//!   is what a site can export from its own scheduler's accounting.
+//!   epoch, duration in s, GPUs >= 1, project name) and optionally `min_runtime` (s, at most
+//!   8 h, 0 = unallocated), `time_limit` (s, >= duration), `priority` (integer, within the
+//!   project). This is what a site can export from its own scheduler's accounting.
 
 use std::path::Path;
 
@@ -86,6 +86,10 @@ pub struct RowError {
     /// What is wrong.
     pub problem: String,
 }
+
+/// The longest minimum runtime a native trace may give (s): the design's site maximum, 8 h
+/// (docs/design.md section 2), the service's default `TRANCHE_MAX_MIN_RUNTIME_S`.
+pub const MAX_MIN_RUNTIME_S: i64 = 8 * 3600;
 
 fn bad(line: u64, field: &str, problem: impl Into<String>) -> RowError {
     RowError {
@@ -261,7 +265,15 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
             }
             let mut j = job(submit, duration, gpus, tenant.to_string());
             if let Some(s) = row.opt("min_runtime") {
-                j.min_runtime = Some(row.seconds_of("min_runtime", s, 0)?);
+                let m = row.seconds_of("min_runtime", s, 0)?;
+                if m > MAX_MIN_RUNTIME_S {
+                    return Err(bad(
+                        line,
+                        "min_runtime",
+                        format!("{s:?} is above the site maximum of {MAX_MIN_RUNTIME_S} s (8 h)"),
+                    ));
+                }
+                j.min_runtime = Some(m);
             }
             if let Some(s) = row.opt("time_limit") {
                 let t = row.seconds_of("time_limit", s, 1)?;
@@ -271,10 +283,16 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
                 j.time_limit = Some(t);
             }
             if let Some(s) = row.opt("priority") {
-                j.priority = Some(
-                    s.parse()
-                        .map_err(|_| bad(line, "priority", format!("{s:?} is not an integer")))?,
-                );
+                j.priority = Some(s.parse().map_err(|e: std::num::ParseIntError| {
+                    let problem = match e.kind() {
+                        std::num::IntErrorKind::PosOverflow
+                        | std::num::IntErrorKind::NegOverflow => {
+                            format!("{s:?} is out of range ({} to {})", i32::MIN, i32::MAX)
+                        }
+                        _ => format!("{s:?} is not an integer"),
+                    };
+                    bad(line, "priority", problem)
+                })?);
             }
             Ok(Some(j))
         }
