@@ -127,7 +127,8 @@ pub struct TreeEntry {
 /// Leaves (paths that are no other path's prefix) are projects named like the trace's tenants.
 ///
 /// # Errors
-/// Syntax, bad percentages, a path listed twice, a path whose parent is not listed.
+/// Syntax, bad percentages, a path listed twice, a path whose parent is not listed, siblings'
+/// shares summing to more than 100 % (named by their parent's path).
 pub fn parse_tree(spec: &str) -> anyhow::Result<Vec<TreeEntry>> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
@@ -155,6 +156,23 @@ pub fn parse_tree(spec: &str) -> anyhow::Result<Vec<TreeEntry>> {
     }
     if out.is_empty() {
         anyhow::bail!("--tree: no entry given");
+    }
+    // Siblings' shares, named by their parent's path (the core's check names internal ids).
+    let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &out {
+        let parent = e.path.rsplit_once('/').map_or("", |(p, _)| p);
+        *sums.entry(parent).or_default() += u64::from(e.share.0);
+    }
+    if let Some((parent, bp)) = sums.into_iter().find(|&(_, bp)| bp > 10_000) {
+        let under = if parent.is_empty() {
+            "the top level"
+        } else {
+            parent
+        };
+        anyhow::bail!(
+            "--tree: shares under {under} sum to {}%, more than 100%",
+            bp as f64 / 100.0
+        );
     }
     Ok(out)
 }
