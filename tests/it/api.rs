@@ -20,6 +20,33 @@ async fn me_tree_and_clusters() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(projects, ["fm-pretrain-70b", "fm-pretrain-7b"]);
+    // The e-mail address for budget alerts: what PUT /me set, trimmed; a bad one is refused
+    // and keeps the address; empty clears it.
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT email FROM users WHERE name = 'demo-researcher'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(me["email"], json!(stored));
+    for (email, status_want, want) in [
+        (
+            " ada@example.org ",
+            StatusCode::OK,
+            json!("ada@example.org"),
+        ),
+        (
+            "ada@localhost",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!("ada@example.org"),
+        ),
+        ("", StatusCode::OK, json!(null)),
+    ] {
+        let body = json!({ "email": email });
+        let (status, answer) = app.api("PUT", "/api/v1/me", Some(&token), Some(body)).await;
+        assert_eq!(status, status_want, "{email:?}: {answer}");
+        let (_, me) = app.api("GET", "/api/v1/me", Some(&token), None).await;
+        assert_eq!(me["email"], want, "{email:?}");
+    }
 
     let admin = app.token_for("demo-admin").await;
     let (_, tree) = app.api("GET", "/api/v1/tree", Some(&admin), None).await;

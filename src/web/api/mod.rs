@@ -217,9 +217,14 @@ async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
             .bind(&me.projects)
             .fetch_all(&state.pool)
             .await?;
+    let email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+        .bind(me.id)
+        .fetch_one(&state.pool)
+        .await?;
     ok(json!({
         "id": me.id,
         "name": me.name,
+        "email": email,
         "roles": me.role_names(),
         "grants": me.grants,
         "projects": projects.into_iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),

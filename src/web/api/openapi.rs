@@ -201,7 +201,7 @@ pub fn document() -> Value {
         "servers": [{"url": "/api/v1"}],
         "paths": {
             "/me": {
-                "get": op("The caller: name, roles, grants and projects", "200", "Me"),
+                "get": op("The caller: name, e-mail address for budget alerts (null when none), roles, grants and projects", "200", "Me"),
                 "put": req(op("Set the caller's e-mail address for budget alerts (empty clears it)", "200", "Ok"), "MeBody")
             },
             "/tree": {"get": op("The program tree visible to the caller with shares, effective shares and entitlements per cluster and GPU model for the current budget period", "200", "Tree")},

@@ -608,6 +608,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
             obj(&[
                 ("id", int()),
                 ("name", s()),
+                ("email", nullable(s())),
                 ("roles", arr(s())),
                 ("grants", arr(grant.clone())),
                 ("projects", arr(id_name())),
