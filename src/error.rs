@@ -67,9 +67,20 @@ pub enum AppError {
     /// A state conflict such as a duplicate name: 409 `conflict`.
     #[error("{0}")]
     Conflict(String),
-    /// Not signed in or bad token: 401 `unauthorized`.
+    /// Not signed in (pages, which redirect to the sign-in page): 401 `unauthorized`.
     #[error("sign in first")]
     Unauthorized,
+    /// A missing, unknown, expired or revoked bearer token: 401 `unauthorized`, saying which
+    /// kind of token the route takes (`agent`: a cluster's agent token, else an API token).
+    #[error("{}", if *agent {
+        "missing, unknown or revoked agent token: `tranche admin create-agent-token --cluster NAME` makes one"
+    } else {
+        "missing, unknown, expired or revoked API token: create one on your account page"
+    })]
+    BadToken {
+        /// Whether the route takes an agent token.
+        agent: bool,
+    },
     /// Signed in but not allowed: 403 `forbidden`.
     #[error("{0}")]
     Forbidden(String),
@@ -133,7 +144,7 @@ impl AppError {
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Refused { .. } | Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::BadToken { .. } => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::Csrf => StatusCode::FORBIDDEN,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -149,7 +160,7 @@ impl AppError {
             Self::NotFound(_) => "not_found",
             Self::Refused { code, .. } | Self::Unprocessable { code, .. } => code,
             Self::Conflict(_) => "conflict",
-            Self::Unauthorized => "unauthorized",
+            Self::Unauthorized | Self::BadToken { .. } => "unauthorized",
             Self::Forbidden(_) => "forbidden",
             Self::Csrf => "csrf_failed",
             Self::Internal(_) => "internal",

@@ -386,10 +386,10 @@ impl FromRequestParts<AppState> for ApiUser {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).ok_or(ApiError(AppError::Unauthorized))?;
+        let token = bearer(parts).ok_or(ApiError(AppError::BadToken { agent: false }))?;
         let account = tokens::account_for_token(&state.pool, token)
             .await?
-            .ok_or(ApiError(AppError::Unauthorized))?;
+            .ok_or(ApiError(AppError::BadToken { agent: false }))?;
         Ok(Self(account))
     }
 }

@@ -106,6 +106,21 @@ async fn bad_tokens_are_401_json() {
         let (status, body) = app.api("GET", "/api/v1/me", token, None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(body["error"]["code"], "unauthorized");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("API token"), "{message}");
+        // An agent call is told about agent tokens, not to sign in.
+        let (status, body) = app
+            .api(
+                "POST",
+                "/api/v1/agent/sync",
+                token,
+                Some(serde_json::json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(body["error"]["code"], "unauthorized");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("agent token"), "{message}");
     }
 }
 

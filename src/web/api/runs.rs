@@ -20,10 +20,10 @@ impl FromRequestParts<AppState> for AgentCluster {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).ok_or(ApiError(AppError::Unauthorized))?;
+        let token = bearer(parts).ok_or(ApiError(AppError::BadToken { agent: true }))?;
         let cluster = agents::cluster_for_token(&state.pool, token)
             .await?
-            .ok_or(ApiError(AppError::Unauthorized))?;
+            .ok_or(ApiError(AppError::BadToken { agent: true }))?;
         Ok(Self(cluster))
     }
 }
