@@ -151,10 +151,14 @@ struct Refusal {
     message: String,
 }
 
+/// Refused nodes listed in the audit entry of one refused register (the count gives them all).
+pub const REFUSALS_AUDITED: usize = 20;
+
 /// Registers an agent's nodes and opens a new session for them. Only nodes an admin declared
 /// in the token's cluster can be served, each with exactly its declared GPU model and count,
 /// so a leaked agent token can neither add capacity nor receive the runs of a node that does
-/// not exist. A refusal is audited (`agent.refused`, one entry per node refused) and changes
+/// not exist. A refusal is audited (`agent.refused`, one entry per request, listing the first
+/// [`REFUSALS_AUDITED`] nodes refused and their count) and changes
 /// nothing else. A node whose previous session is still alive (a heartbeat within the
 /// timeout) is refused, so a second agent on the same names never takes over a live one's
 /// runs; once that session ended, the processes an earlier agent ran there count as lost (the
@@ -248,23 +252,26 @@ pub async fn register(
         ids.push((*id, name.clone()));
     }
     if !refusals.is_empty() {
-        let mut tx = pool.begin().await?;
-        for r in &refusals {
-            audit::record(
-                &mut *tx,
-                audit::Change {
-                    actor: None,
-                    action: "agent.refused",
-                    entity: "cluster_node",
-                    entity_id: r.node,
-                    node_id: None,
-                    before: None,
-                    after: Some(serde_json::json!({"cluster_id": cluster, "node": r.name, "reason": r.code, "message": r.message, "agent": label})),
-                },
-            )
-            .await?;
-        }
-        tx.commit().await?;
+        // One entry per refused request (a leaked token must not write 1,024 rows a call):
+        // the first REFUSALS_AUDITED refused nodes, and how many in all.
+        let listed: Vec<serde_json::Value> = refusals
+            .iter()
+            .take(REFUSALS_AUDITED)
+            .map(|r| serde_json::json!({"node": r.name, "node_id": r.node, "reason": r.code, "message": r.message}))
+            .collect();
+        audit::record(
+            pool,
+            audit::Change {
+                actor: None,
+                action: "agent.refused",
+                entity: "cluster",
+                entity_id: Some(cluster),
+                node_id: None,
+                before: None,
+                after: Some(serde_json::json!({"cluster_id": cluster, "reason": refusals[0].code, "refused": listed, "refused_count": refusals.len(), "agent": label})),
+            },
+        )
+        .await?;
         tracing::warn!(
             cluster,
             refused = refusals.len(),

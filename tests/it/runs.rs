@@ -1335,17 +1335,40 @@ async fn a_leaked_agent_token_cannot_add_nodes_or_serve_them_with_other_gpus() {
             .await
             .unwrap();
     assert_eq!(sessions, 0, "no node served");
-    // Every refused node is in the audit log: 2 + 1 + 3 + 1.
-    assert_eq!(o.app.audit_count("agent.refused").await, 7);
+    // Every refused request is in the audit log, one entry each with its refused nodes:
+    // 1 + 1 + 3 + 1 requests.
+    assert_eq!(o.app.audit_count("agent.refused").await, 6);
     let after: Value = sqlx::query_scalar(
         "SELECT after FROM audit_log WHERE action = 'agent.refused' ORDER BY id LIMIT 1",
     )
     .fetch_one(&o.app.pool)
     .await
     .unwrap();
-    assert_eq!(after["node"], "fake-1");
+    let refused: Vec<&str> = after["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(refused, ["fake-1", "fake-2"]);
+    assert_eq!(after["refused_count"], 2);
     assert_eq!(after["reason"], "undeclared_node");
     assert_eq!(after["agent"], "attacker pid 1");
+    // A register of 1,024 undeclared names writes one entry, listing 20 of them.
+    let many: Vec<Value> = (0..1024)
+        .map(|i| json!({"name": format!("ghost-{i}"), "gpus": 8, "gpu_model": "H100"}))
+        .collect();
+    let (status, _) = register_raw(Value::Array(many)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(o.app.audit_count("agent.refused").await, 7);
+    let after: Value = sqlx::query_scalar(
+        "SELECT after FROM audit_log WHERE action = 'agent.refused' ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(after["refused_count"], 1024);
+    assert_eq!(after["refused"].as_array().unwrap().len(), 20);
     // Capacity is the declared node's 8 GPUs, so a 16-GPU run cannot be submitted.
     assert_eq!(counted_local_gpus(&o.app).await, (8, 8));
     let (status, answer) = o
