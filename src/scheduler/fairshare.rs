@@ -27,7 +27,7 @@
 //! (sliding or decaying, default 7 days) is the caller's; Slurm's `PriorityDecayHalfLife` plays
 //! the same part.
 
-use super::types::IdMap;
+use super::types::{IdMap, IdSlots};
 use super::types::{ProjectId, Snapshot, TreeNodeId};
 use std::cmp::Ordering;
 
@@ -93,7 +93,8 @@ pub struct FairShare {
     depth: Vec<u32>,
     n_tree: usize,
     project_ids: Vec<ProjectId>,
-    project_index: IdMap<ProjectId, usize>,
+    /// Project id -> index in `project_ids` (ids sorted).
+    project_index: IdSlots,
     /// Rank (0 = first) per project dense index.
     rank: Vec<usize>,
 }
@@ -118,13 +119,12 @@ impl FairShare {
             share.push(t.share.0);
         }
         let mut project_ids = Vec::with_capacity(projects.len());
-        let mut project_index = IdMap::with_capacity_and_hasher(projects.len(), Default::default());
-        for (i, p) in projects.iter().enumerate() {
+        for p in &projects {
             parent.push(p.parent.and_then(|t| tree_index.get(&t).copied()));
             share.push(p.share.0);
             project_ids.push(p.id);
-            project_index.insert(p.id, i);
         }
+        let project_index = IdSlots::new(&project_ids);
         // Depths (tree validated acyclic; guard anyway).
         let n = parent.len();
         let mut depth = vec![0u32; n];
@@ -231,13 +231,13 @@ impl FairShare {
     /// Rank of a project at the start of the pass (0 = served first); unknown projects last.
     /// The project's dense index (`0..len()`, by id), if it is in the tree.
     pub fn index(&self, project: ProjectId) -> Option<usize> {
-        self.project_index.get(&project).copied()
+        self.project_index.get(project)
     }
 
     pub fn rank(&self, project: ProjectId) -> usize {
         self.project_index
-            .get(&project)
-            .map_or(usize::MAX, |&i| self.rank[i])
+            .get(project)
+            .map_or(usize::MAX, |i| self.rank[i])
     }
 
     /// Projects in rank order.
@@ -259,7 +259,7 @@ impl FairShare {
 
     /// Adds `delta` GPU-seconds of usage to a project and its ancestors (a move of the pass).
     pub fn add_usage(&mut self, project: ProjectId, delta: i128) {
-        if let Some(&i) = self.project_index.get(&project) {
+        if let Some(i) = self.project_index.get(project) {
             self.add_entity(self.n_tree + i, delta);
         }
     }
@@ -267,15 +267,15 @@ impl FairShare {
     /// The project's own key (its share of its parent over its usage).
     pub fn project_key(&self, project: ProjectId) -> Option<ShareKey> {
         self.project_index
-            .get(&project)
-            .map(|&i| self.key(self.n_tree + i))
+            .get(project)
+            .map(|i| self.key(self.n_tree + i))
     }
 
     /// The two siblings under the lowest common ancestor of projects `a` and `b`: the ancestor
     /// (or self) of `a` and of `b` whose keys decide which of the two is served first.
     fn deciding_pair(&self, a: ProjectId, b: ProjectId) -> Option<(usize, usize)> {
-        let mut x = self.n_tree + *self.project_index.get(&a)?;
-        let mut y = self.n_tree + *self.project_index.get(&b)?;
+        let mut x = self.n_tree + self.project_index.get(a)?;
+        let mut y = self.n_tree + self.project_index.get(b)?;
         if x == y {
             return None;
         }

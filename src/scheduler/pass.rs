@@ -39,11 +39,11 @@
 
 use super::fairshare::FairShare;
 use super::reason::{Ahead, Decision, Outcome, PreemptReason, WaitReason, Waiting};
-use super::types::IdMap;
 use super::types::{
     ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
     Snapshot, WaitingRun,
 };
+use super::types::{IdMap, IdSlots};
 use std::collections::{BTreeMap, BTreeSet};
 
 struct NodeSlot {
@@ -191,8 +191,11 @@ struct Pool {
     by_lost_key: Option<Vec<usize>>,
     /// Smallest need that failed a preemption search per project in this pass.
     failed_need: IdMap<ProjectId, i64>,
-    /// Allocated GPUs each project holds in the pool now (after this pass's moves so far).
-    held: IdMap<ProjectId, i64>,
+    /// Allocated GPUs each project of the snapshot holds in the pool now (after this pass's
+    /// moves so far), by [`Pass::slots`] index.
+    held: Vec<i64>,
+    /// Same, projects not in the snapshot's list.
+    held_other: IdMap<ProjectId, i64>,
     /// Sum of `held`.
     held_total: i64,
     /// Sum over projects of their milli-GPUs held beyond their entitlements.
@@ -206,8 +209,9 @@ struct Pool {
     cands: Option<Cands>,
     /// Allocated runs inside their minimum runtime, earliest protection end first.
     protected_by_time: Option<Vec<usize>>,
-    /// Each project's entitlement in the pool, milli-GPUs (see [`Pass::entitled_milli`]).
-    entitled: IdMap<ProjectId, i64>,
+    /// Each project's entitlement in the pool, milli-GPUs (see [`Pass::entitled_milli`]), by
+    /// [`Pass::slots`] index.
+    entitled: Vec<i64>,
     /// Time-limit ends of the pool's running runs with the GPUs freed by then (cumulative),
     /// built on first use for unallocated runs' expected starts.
     ends: Option<Vec<(i64, i64)>>,
@@ -220,6 +224,16 @@ struct Pool {
     ahead_count: usize,
     /// Bit per project rank: seen ahead.
     ahead_seen: Vec<u64>,
+}
+
+impl Pool {
+    /// The allocated GPUs `project` holds in the pool, `slot` being its [`Pass::slots`] index.
+    fn held_entry(&mut self, slot: Option<usize>, project: ProjectId) -> &mut i64 {
+        match slot {
+            Some(i) => &mut self.held[i],
+            None => self.held_other.entry(project).or_default(),
+        }
+    }
 }
 
 /// The entitlement test of a preemption (docs/design.md, "Entitlement first"): how much of what
@@ -366,6 +380,9 @@ struct Pass<'a> {
     runs: Vec<RunSlot<'a>>,
     fs: FairShare,
     projects: IdMap<ProjectId, ProjectState>,
+    /// Index of each project id in the snapshot's project list (its last entry), for the
+    /// per-pool `held` and `entitled` vectors.
+    slots: IdSlots,
     /// Active contracts: id -> (project, pool, unused GPUs).
     contracts: BTreeMap<ContractId, (ProjectId, usize, i64)>,
     decisions: Vec<Decision>,
@@ -628,6 +645,7 @@ impl<'a> Pass<'a> {
             runs,
             fs,
             projects,
+            slots: IdSlots::new(&snap.projects.iter().map(|p| p.id).collect::<Vec<_>>()),
             contracts,
             decisions: Vec::new(),
             waiting: Vec::with_capacity(snap.waiting.len()),
@@ -653,7 +671,9 @@ impl<'a> Pass<'a> {
             }
         }
         let n_projects = self.fs.len();
+        let n_slots = self.snap.projects.len();
         for p in &mut self.pools {
+            p.held = vec![0; n_slots];
             p.preemptible_by_rank = vec![0; n_projects + 1];
             p.protected_by_rank = vec![0; n_projects + 1];
         }
@@ -676,7 +696,8 @@ impl<'a> Pass<'a> {
                 entry.2 -= i64::from(s.gpus);
             }
             if r.allocated() {
-                *self.pools[pool].held.entry(r.project).or_default() += i64::from(s.gpus);
+                let slot = self.slots.get(r.project);
+                *self.pools[pool].held_entry(slot, r.project) += i64::from(s.gpus);
                 self.pools[pool].held_total += i64::from(s.gpus);
             }
             if !r.allocated() {
@@ -702,21 +723,30 @@ impl<'a> Pass<'a> {
         }
         for pool in &mut self.pools {
             let installed = f64::from(pool.installed);
-            pool.entitled = self
-                .projects
-                .iter()
-                .map(|(&id, p)| (id, (p.eff * installed * 1000.0).floor() as i64))
-                .collect();
+            pool.entitled = vec![0; n_slots];
+            for (i, p) in self.snap.projects.iter().enumerate() {
+                if self.slots.get(p.id) == Some(i)
+                    && let Some(ps) = self.projects.get(&p.id)
+                {
+                    pool.entitled[i] = (ps.eff * installed * 1000.0).floor() as i64;
+                }
+            }
+            // Entitlements are not negative, so projects holding nothing add nothing.
             pool.surplus_total = pool
                 .held
                 .iter()
-                .map(|(id, &h)| (h * 1000 - pool.entitled.get(id).copied().unwrap_or(0)).max(0))
+                .zip(&pool.entitled)
+                .map(|(&h, &e)| (h * 1000 - e).max(0))
+                .chain(pool.held_other.values().map(|&h| (h * 1000).max(0)))
                 .sum();
             pool.spare = vec![0; self.fs.len()];
             for &id in self.projects.keys() {
                 if let Some(i) = self.fs.index(id) {
-                    let h = pool.held.get(&id).copied().unwrap_or(0);
-                    pool.spare[i] = h * 1000 - pool.entitled.get(&id).copied().unwrap_or(0);
+                    let (h, e) = self
+                        .slots
+                        .get(id)
+                        .map_or((0, 0), |k| (pool.held[k], pool.entitled[k]));
+                    pool.spare[i] = h * 1000 - e;
                 }
             }
         }
@@ -725,8 +755,9 @@ impl<'a> Pass<'a> {
     /// Changes the allocated GPUs `project` holds in `pool` by `delta`.
     fn add_held(&mut self, pool: usize, project: ProjectId, delta: i64) {
         let e = self.entitled_milli(project, pool);
+        let slot = self.slots.get(project);
         let p = &mut self.pools[pool];
-        let h = p.held.entry(project).or_default();
+        let h = p.held_entry(slot, project);
         let before = (*h * 1000 - e).max(0);
         *h += delta;
         let after = (*h * 1000 - e).max(0);
@@ -1227,17 +1258,19 @@ impl<'a> Pass<'a> {
     /// are not down, in milli-GPUs rounded down.
     #[inline]
     fn entitled_milli(&self, project: ProjectId, pool: usize) -> i64 {
-        self.pools[pool]
-            .entitled
-            .get(&project)
-            .copied()
-            .unwrap_or(0)
+        self.slots
+            .get(project)
+            .map_or(0, |i| self.pools[pool].entitled[i])
     }
 
     /// Allocated GPUs a project holds in a pool now.
     #[inline]
     fn held_in(&self, project: ProjectId, pool: usize) -> i64 {
-        self.pools[pool].held.get(&project).copied().unwrap_or(0)
+        let p = &self.pools[pool];
+        match self.slots.get(project) {
+            Some(i) => p.held[i],
+            None => p.held_other.get(&project).copied().unwrap_or(0),
+        }
     }
 
     /// Milli-GPUs of its entitlement a project gains by starting `gpus` more GPUs.

@@ -680,3 +680,54 @@ impl std::hash::Hasher for IdHasher {
 
 /// A hash map keyed by ids, with [`IdHasher`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// Dense indices of a set of project ids, looked up by one array read when the ids span a
+/// small range (as they do in practice), else through an [`IdMap`]. Inserting an id again
+/// replaces its index, as [`IdMap::insert`] does.
+#[derive(Debug, Clone, Default)]
+pub struct IdSlots {
+    /// Smallest id of the direct table.
+    base: i64,
+    /// `table[id - base]`: the id's index, or `u32::MAX` for none. Empty when the ids are
+    /// sparse (then `map` holds them).
+    table: Vec<u32>,
+    map: IdMap<ProjectId, usize>,
+}
+
+impl IdSlots {
+    /// The slots of `ids`, each the index of its last occurrence in the list.
+    pub fn new(ids: &[ProjectId]) -> IdSlots {
+        let mut s = IdSlots::default();
+        let (Some(lo), Some(hi)) = (ids.iter().map(|p| p.0).min(), ids.iter().map(|p| p.0).max())
+        else {
+            return s;
+        };
+        let span = i128::from(hi) - i128::from(lo) + 1;
+        if span <= 4 * ids.len() as i128 + 64 && ids.len() < u32::MAX as usize {
+            s.base = lo;
+            s.table = vec![u32::MAX; span as usize];
+            for (i, p) in ids.iter().enumerate() {
+                s.table[(p.0 - lo) as usize] = i as u32;
+            }
+        } else {
+            s.map = IdMap::with_capacity_and_hasher(ids.len(), Default::default());
+            for (i, p) in ids.iter().enumerate() {
+                s.map.insert(*p, i);
+            }
+        }
+        s
+    }
+
+    /// The index of `id`, if it is one of the ids.
+    #[inline]
+    pub fn get(&self, id: ProjectId) -> Option<usize> {
+        if self.table.is_empty() {
+            return self.map.get(&id).copied();
+        }
+        let off = (id.0 as u64).wrapping_sub(self.base as u64);
+        match self.table.get(usize::try_from(off).ok()?) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => None,
+        }
+    }
+}
