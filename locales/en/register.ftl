@@ -171,6 +171,7 @@ ai-err-status = status: { $got } is not one of proposed, pilot, active, stopped
 ai-err-decision = decision: choose continue, expand or stop
 ai-err-metric-value = metric value: give the metric's value this month (at most 500 characters)
 ai-err-future-month = month: decide on this month or a past one
+ai-err-hours-future-month = month: record hours for this month or a past one
 ai-err-not-lead-decide = you do not lead { $owner }, so you cannot decide on its use cases
 ai-err-expand-above = new limit: expanding needs a limit above the current { $current } (got { $got })
 ai-err-expand-needs = new limit: expanding needs the new monthly limit

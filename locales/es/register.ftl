@@ -171,6 +171,7 @@ ai-err-status = estado: { $got } no es ninguno de propuesto, piloto, activo, det
 ai-err-decision = decisión: elige continuar, ampliar o detener
 ai-err-metric-value = valor de la métrica: indica el valor de la métrica de este mes (como máximo 500 caracteres)
 ai-err-future-month = mes: decide sobre este mes o uno anterior
+ai-err-hours-future-month = mes: registra horas de este mes o de uno anterior
 ai-err-not-lead-decide = no eres responsable de { $owner }, así que no puedes decidir sobre sus casos de uso
 ai-err-expand-above = nuevo límite: para ampliar hace falta un límite mayor que el actual, { $current } (se ha escrito { $got })
 ai-err-expand-needs = nuevo límite: para ampliar hace falta el nuevo límite mensual

@@ -171,6 +171,7 @@ ai-err-status = egoera: { $got } ez da hauetako bat: proposatua, pilotua, aktibo
 ai-err-decision = erabakia: aukeratu jarraitu, zabaldu edo gelditu
 ai-err-metric-value = metrikaren balioa: eman metrikak hilabete honetan duen balioa (gehienez 500 karaktere)
 ai-err-future-month = hilabetea: erabaki hilabete honi edo aurreko bati buruz
+ai-err-hours-future-month = hilabetea: erregistratu hilabete honetako edo aurreko baten orduak
 ai-err-not-lead-decide = ez zara { $owner } nodoaren arduraduna; beraz, ezin duzu haren erabilera-kasuei buruz erabaki
 ai-err-expand-above = muga berria: zabaltzeko, uneko muga ({ $current }) baino handiagoa behar da ({ $got } idatzi da)
 ai-err-expand-needs = muga berria: zabaltzeko, hileko muga berria behar da

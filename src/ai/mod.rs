@@ -1076,7 +1076,8 @@ pub fn parse_hours(text: &str) -> Result<i32, AppError> {
 /// `use_case.hours`. Those who manage the use case record hours.
 ///
 /// # Errors
-/// 422 for an unknown activity, a non-positive time or a note over 500 characters; 404/403.
+/// 422 for an unknown activity, a non-positive time, a note over 500 characters or a month
+/// that has not begun; 404/403.
 #[expect(clippy::too_many_arguments, reason = "one entry's fields")]
 pub async fn record_hours(
     pool: &PgPool,
@@ -1097,6 +1098,12 @@ pub async fn record_hours(
     }
     if note.chars().count() > 500 {
         return Err(AppError::invalid("note", i18n::t("ai-err-note")));
+    }
+    if period.start > jiff::Timestamp::now() {
+        return Err(AppError::invalid(
+            "month",
+            i18n::t("ai-err-hours-future-month"),
+        ));
     }
     let u = get(pool, id).await?;
     if !u.may_manage(me, parents) {

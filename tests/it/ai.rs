@@ -1178,6 +1178,30 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         .strftime("%Y-%m")
         .to_string();
     let path = format!("/api/v1/use-cases/{id}/hours");
+    // Hours are worked, so a month that has not begun is refused and records nothing.
+    let current = tranche::ledger::Period::containing(jiff::Timestamp::now(), site);
+    let next = tranche::ledger::Period::containing(current.end, site)
+        .start
+        .to_zoned(site.time_zone.clone())
+        .strftime("%Y-%m")
+        .to_string();
+    let (status, answer) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(json!({"month": next, "hours": "1", "activity": "review"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "month", "{answer}");
+    let recorded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM ai_human_hours WHERE use_case_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, 0);
     let (status, answer) = app
         .api(
             "POST",
