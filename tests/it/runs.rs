@@ -19,16 +19,22 @@ pub struct Org {
 }
 
 pub async fn org() -> Org {
-    let (app, _) = TestApp::with_demo().await;
+    org_with_users().await.0
+}
+
+/// [`org`] with the demo's users (for pages signed in as one of them).
+pub async fn org_with_users() -> (Org, Vec<tranche::demo::DemoUser>) {
+    let (app, users) = TestApp::with_demo().await;
     let researcher = app.token_for("demo-researcher").await;
     let lead = app.token_for("demo-lead").await;
     let agent = agents::create_token(&app.pool, "local").await.unwrap();
-    Org {
+    let o = Org {
         app,
         researcher,
         lead,
         agent,
-    }
+    };
+    (o, users)
 }
 
 /// Declares (where needed) and registers nodes of 8 H100 each; returns the session and node
@@ -2186,13 +2192,7 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
 /// its row) stays as it was while the API and the run page give its new place.
 #[tokio::test]
 async fn the_place_in_line_follows_the_project_without_rewriting_reasons() {
-    let (app, users) = TestApp::with_demo().await;
-    let o = Org {
-        researcher: app.token_for("demo-researcher").await,
-        lead: app.token_for("demo-lead").await,
-        agent: agents::create_token(&app.pool, "local").await.unwrap(),
-        app,
-    };
+    let (o, users) = org_with_users().await;
     register(&o.app, &o.agent, &["line-1"]).await;
     // fm-pretrain-70b holds the node, protected; fm-pretrain-7b (idle) is first in line for
     // it; two more 70b runs wait behind 7b, by fair share.
@@ -2382,13 +2382,7 @@ async fn a_failed_gang_reports_the_status_of_the_process_that_failed() {
 /// view after the standing expired (it used to be shown once more while a refresh ran behind).
 #[tokio::test]
 async fn the_project_page_shows_a_cancelled_run_gone_on_the_first_view_after_a_second() {
-    let (app, users) = TestApp::with_demo().await;
-    let o = Org {
-        researcher: app.token_for("demo-researcher").await,
-        lead: app.token_for("demo-lead").await,
-        agent: agents::create_token(&app.pool, "local").await.unwrap(),
-        app,
-    };
+    let (o, users) = org_with_users().await;
     register(&o.app, &o.agent, &["fresh-1"]).await;
     let mut body = run_body("fm-pretrain-70b", 8, 3_600, true);
     body["time_limit_s"] = json!(86_400);
