@@ -78,6 +78,10 @@ pub struct JobRow {
     /// The kind of the first waiting reason it was given (`fair_share`, `protected`, ...:
     /// [`crate::scheduler::WaitReason::code`]); empty when no pass left it waiting.
     pub first_reason: Option<String>,
+    /// The first estimated start a pass gave it while it waited (s), if any.
+    pub first_estimate: Option<i64>,
+    /// Whether that first estimate came with a reservation (its GPUs held for it).
+    pub estimate_reserved: bool,
 }
 
 /// A policy name on the command line.
@@ -242,6 +246,8 @@ fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> 
             wait_s: o.first_start.map(|s| s - p.submit),
             rejected: o.rejected,
             first_reason: rep.first_reason[job].map(str::to_string),
+            first_estimate: rep.first_estimate[job].map(|(e, _)| e),
+            estimate_reserved: rep.first_estimate[job].is_some_and(|(_, r)| r),
         })
         .collect()
 }

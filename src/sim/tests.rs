@@ -375,6 +375,22 @@ fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
             if r.wait_s.is_some_and(|w| w > 0) {
                 assert!(r.first_reason.is_some(), "{policy} job {i}");
             }
+            // An estimate is foretold by a pass after the submission, and a reservation
+            // always comes with one.
+            assert!(
+                r.first_estimate.is_none_or(|e| e > j.submit),
+                "{policy} job {i}"
+            );
+            assert!(!r.estimate_reserved || r.first_estimate.is_some());
         }
+        // The rows carry the estimates the summary's accuracy figures are computed from.
+        let estimated = |reserved: bool| {
+            mine.iter()
+                .filter(|r| r.wait_s.is_some_and(|w| w > 0) && r.first_estimate.is_some())
+                .filter(|r| r.estimate_reserved || !reserved)
+                .count() as u64
+        };
+        assert_eq!(estimated(false), summary.estimates.estimated, "{policy}");
+        assert_eq!(estimated(true), summary.estimates.reserved, "{policy}");
     }
 }
