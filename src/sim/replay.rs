@@ -62,8 +62,8 @@ pub struct Replay {
     pub passes: u64,
     /// Instant the replay ended.
     pub end: i64,
-    /// Per job: the first estimated start a pass gave it, and whether that estimate came with
-    /// a reservation ([`crate::scheduler::WaitReason::reserved_at`]).
+    /// Per job: the first estimated start a pass gave it before its first start, and whether
+    /// that estimate came with a reservation ([`crate::scheduler::WaitReason::reserved_at`]).
     pub first_estimate: Vec<Option<(i64, bool)>>,
     /// Per job: the kind of the first waiting reason a pass gave it
     /// ([`crate::scheduler::WaitReason::code`]); `None` for jobs that never waited a pass.
@@ -230,8 +230,11 @@ pub fn replay(
         for w in &out.waiting {
             let j = w.run.0 as usize;
             r.first_reason[j].get_or_insert(w.reason.code());
+            // Only a forecast of the first start counts: a run preempted and requeued is given
+            // estimates again, of its restart.
             if let Some(e) = w.estimated_start
                 && r.first_estimate[j].is_none()
+                && outcome[j].first_start.is_none()
             {
                 let reserved = w.reason.reserved_at().is_some();
                 r.first_estimate[j] = Some((e, reserved));

@@ -210,6 +210,40 @@ fn native_replay_counts_and_waits() {
 /// one-GPU job arrives at 20: fifo keeps the job behind the gang (4 GPUs idle for 90 s while
 /// runs wait, then none: the gang holds all 8 while the job waits 100..110); tranche backfills
 /// the job at 20 (it ends before the gang's reservation at 100), so one of the 4 is busy 5 s.
+/// One GPU: an unallocated run (b) starts at 0 and is preempted at 10 by an allocated one (a,
+/// until 60); a second run of a arrives at 20 and waits for the GPU at 60; b restarts at 70.
+/// The estimate accuracy compares the first estimate with the first start, so only estimates
+/// given before the first start count: b's estimates (of its restart) do not.
+#[test]
+fn only_estimates_before_the_first_start_are_counted() {
+    let text = "submit,duration,gpus,project,min_runtime\n\
+                0,100,1,b,0\n\
+                10,50,1,a,50\n\
+                20,10,1,a,10\n";
+    let tr = load_from(text.as_bytes(), Format::Native, false).unwrap();
+    let site = build_site(
+        &parse_cluster("H100:1x1").unwrap(),
+        &parse_tree("a=50,b=50").unwrap(),
+        &tr.jobs,
+    )
+    .unwrap();
+    let plans = plan(&site, &tr.jobs, PolicyKind::Tranche);
+    let window = (0, 20);
+    let rep = replay::replay(&site, &plans, PolicyKind::Tranche, window, &|_| {});
+    let starts: Vec<_> = rep.jobs.iter().map(|o| o.first_start).collect();
+    assert_eq!(starts, [Some(0), Some(10), Some(60)]);
+    assert_eq!(rep.preemptions, 1);
+    assert_eq!(
+        rep.first_estimate[0], None,
+        "b waited only after its first start"
+    );
+    assert_eq!(rep.first_estimate[1], None, "a started on arrival");
+    assert_eq!(rep.first_estimate[2].map(|(at, _)| at), Some(60));
+    let s = replay::summarize(&site, &plans, &rep, window);
+    assert_eq!((s.estimates.waited, s.estimates.estimated), (1, 1));
+    assert_eq!(s.estimates.error_s.p90, 0.0);
+}
+
 #[test]
 fn idle_gpu_hours_while_runs_waited_by_hand() {
     let text = "submit,duration,gpus,project,min_runtime\n\
