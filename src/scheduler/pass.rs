@@ -2155,34 +2155,25 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
-        if self.usable(pool, w, i64::MAX) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+        // Every idle GPU is lent to unallocated work: also those held for contracts and for
+        // the pool's reservation, whatever the run's time limit, as contracts and the reserved
+        // run preempt unallocated runs first (docs/design.md section 3.4).
+        if self.pools[pool].free >= i64::from(w.gpus) && self.start(w, pool, None, false) {
             self.after_start_reservation(pool, w);
             return;
         }
         let p = &self.pools[pool];
-        let (reason, estimate) = match &p.reservation {
-            Some(r) if p.free >= i64::from(w.gpus) => (
-                WaitReason::BehindReservation {
-                    run: r.run,
-                    at: r.at,
-                },
-                None,
-            ),
-            _ => {
-                let reserved = p.reservation.as_ref().map(|r| (r.at, r.gpus));
-                let free = p.free.max(0) as u32;
-                let mut estimate = self.expected_free(pool, w.gpus);
-                // GPUs that free up by the reservation's instant go to the reserved run first:
-                // the unallocated run is expected once they are enough for both.
-                if let (Some(e), Some((at, gpus))) = (estimate, reserved)
-                    && e >= at
-                {
-                    estimate = self.expected_free(pool, w.gpus.saturating_add(gpus));
-                }
-                (WaitReason::IdleGpus { gpus: w.gpus, free }, estimate)
-            }
-        };
-        self.wait(w, reason, estimate);
+        let reserved = p.reservation.as_ref().map(|r| (r.at, r.gpus));
+        let free = p.free.max(0) as u32;
+        let mut estimate = self.expected_free(pool, w.gpus);
+        // GPUs that free up by the reservation's instant go to the reserved run first: the
+        // unallocated run is expected once they are enough for both.
+        if let (Some(e), Some((at, gpus))) = (estimate, reserved)
+            && e >= at
+        {
+            estimate = self.expected_free(pool, w.gpus.saturating_add(gpus));
+        }
+        self.wait(w, WaitReason::IdleGpus { gpus: w.gpus, free }, estimate);
     }
 
     /// Budget gate: records the wait and returns false when the balance cannot cover the

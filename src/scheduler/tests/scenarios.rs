@@ -600,6 +600,40 @@ fn an_unallocated_run_is_not_expected_at_another_runs_reserved_start() {
     assert_eq!(estimate(free), Some(T0 + 2 * H));
 }
 
+/// Idle GPUs held for a reservation are lent to unallocated work, whatever its time limit, and
+/// taken back when the reservation is due: the reserved gang starts at its instant by
+/// preempting the unallocated run. Before, the unallocated run waited "behind the
+/// reservation" and the 4 GPUs stood idle for an hour.
+#[test]
+fn unallocated_work_borrows_the_gpus_a_reservation_holds() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "50", 4 * H);
+    let pb = b.project(None, "50", 0);
+    // a's run holds 4 GPUs, protected until T0 + 1 h, when its time limit also ends.
+    b.running(a, 4, T0 - 10 * M, 70 * M, 70 * M);
+    let gang = b.waiting(pb, 8, T0 - 2, H, 2 * H);
+    // Unallocated, with a time limit far past the reserved instant.
+    let free = b.waiting(a, 2, T0 - 1, 0, 10 * H);
+    let mut d = Driver::new(b.snap.clone(), T0);
+    let out = d.pass();
+    let reserved = out
+        .waiting
+        .iter()
+        .find(|w| w.run == gang)
+        .and_then(|w| w.estimated_start);
+    assert_eq!(reserved, Some(T0 + H));
+    assert_eq!(started(&out), vec![free]);
+    // When a's run ends, the gang takes its 4 GPUs and the 2 lent ones back, at its instant.
+    let out = d.advance_to(T0 + H);
+    assert_eq!(started(&out), vec![gang]);
+    assert_eq!(
+        preemptions(&out),
+        vec![(free, PreemptReason::Unallocated, Some(gang))]
+    );
+    assert_eq!(d.started_at[&gang], vec![T0 + H]);
+}
+
 /// A node down may come back: a run larger than the GPUs of the nodes up, but not than every
 /// node of its pool, is admitted and waits for GPUs down (not "never fits"); only a run larger
 /// than every node, down ones included, never fits. The counts are the nodes' GPUs, by hand.
