@@ -101,7 +101,9 @@ pub struct History {
     pub window: (i64, i64),
     /// When the history was taken, s: runs not ended are present until then.
     pub end: i64,
-    /// GPUs that entitlements divide (effective share x this = a project's entitlement in GPUs).
+    /// GPUs that entitlements divide (effective share x this = a project's entitlement in GPUs)
+    /// for time [`History::health`] does not cover; elsewhere they divide the installed GPUs of
+    /// each span, so a past hour's entitlement is that of the GPUs installed then.
     pub capacity_gpus: f64,
     /// Installed and healthy GPUs over time. Time no span covers is not measured (it counts
     /// neither as installed nor as healthy).
@@ -237,7 +239,7 @@ fn overlap(a: i64, b: i64, lo: i64, hi: i64) -> i64 {
 /// - occupancy = GPU-time of [`History::segments`] inside the window / healthy GPU-time, split
 ///   allocated and unallocated;
 /// - impact: per project and hour of the window (the last hour may be short), owed =
-///   min(demand, effective share x [`History::capacity_gpus`] x the hour's seconds), where
+///   min(demand, effective share x the GPU-seconds installed in that hour), where
 ///   demand is the GPU-seconds its runs were present (submitted, not ended); received = its
 ///   allocated GPU-seconds in that hour; impact = Σ min(received, owed) / Σ owed; a project is
 ///   served when its own ratio is at least [`SERVED_FRACTION`];
@@ -299,11 +301,30 @@ pub fn compute(h: &History) -> Figures {
         events[pi].push((r.submitted_at, i64::from(r.gpus)));
         events[pi].push((end, -i64::from(r.gpus)));
     }
+    // GPU-seconds entitlements divide, hour by hour: the installed GPUs the health samples
+    // record, and `capacity_gpus` for time no sample covers.
+    let mut capacity_hourly = vec![0f64; hours];
+    let mut covered_hourly = vec![0i64; hours];
+    for s in &h.health {
+        let (lo, hi) = (s.from.max(w0), s.to.min(w1));
+        let mut a = lo;
+        while a < hi {
+            let hr = ((a - w0) / 3600) as usize;
+            let b = (w0 + (hr as i64 + 1) * 3600).min(hi);
+            capacity_hourly[hr] += f64::from(s.installed) * (b - a) as f64;
+            covered_hourly[hr] += b - a;
+            a = b;
+        }
+    }
+    for (hr, c) in capacity_hourly.iter_mut().enumerate() {
+        let start = w0 + hr as i64 * 3600;
+        let len = ((start + 3600).min(w1) - start) as f64;
+        *c += (len - covered_hourly[hr] as f64).max(0.0) * h.capacity_gpus;
+    }
     let mut projects = Vec::with_capacity(np);
     let (mut owed_sum, mut got_sum) = (0f64, 0f64);
     let (mut owed_projects, mut served) = (0u64, 0u64);
     for (pi, p) in h.projects.iter().enumerate() {
-        let ent_per_s = p.effective_share * h.capacity_gpus;
         let ev = &mut events[pi];
         ev.sort_unstable();
         let (mut owed, mut matched) = (0f64, 0f64);
@@ -325,7 +346,7 @@ pub fn compute(h: &History) -> Figures {
                 i += 1;
             }
             demand += level as f64 * (hend - t) as f64;
-            let owed_h = demand.min(ent_per_s * (hend - hour) as f64);
+            let owed_h = demand.min(p.effective_share * capacity_hourly[hi]);
             owed += owed_h;
             matched += owed_h.min(received_hourly[pi][hi]);
             hi += 1;

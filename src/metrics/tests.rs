@@ -153,3 +153,52 @@ fn nothing_owed_is_full_impact_and_no_installed_gpus_no_availability() {
     assert_eq!(f.projects_served_share, None);
     assert_eq!(f.utilization, None);
 }
+
+/// Entitlements divide the GPUs installed in each hour (from the health samples), and today's
+/// `capacity_gpus` only where no sample covers the time: a pool of 4 GPUs, then 2 (a node
+/// removed), then an hour with no sample (8 GPUs today). Project a (half the pool) wants 5
+/// GPUs throughout and holds 1.
+#[test]
+fn owed_follows_the_gpus_installed_hour_by_hour() {
+    let span = |h: i64, installed| HealthSpan {
+        from: T0 + h * 3600,
+        to: T0 + (h + 1) * 3600,
+        installed,
+        healthy: installed,
+    };
+    let run = |gpus, first_start| RunRecord {
+        project: 1,
+        gpus,
+        submitted_at: T0,
+        queued_at: T0,
+        first_start,
+        ended_at: None,
+        min_runtime_s: 3600,
+    };
+    let f = compute(&History {
+        window: (T0, T0 + 3 * 3600),
+        end: T0 + 3 * 3600,
+        capacity_gpus: 8.0,
+        health: vec![span(0, 4), span(1, 2)],
+        projects: vec![ProjectShare {
+            id: 1,
+            name: "a".into(),
+            effective_share: 0.5,
+        }],
+        runs: vec![run(4, None), run(1, Some(T0))],
+        segments: vec![Segment {
+            project: 1,
+            gpus: 1,
+            start: T0,
+            end: T0 + 3 * 3600,
+            allocated: true,
+        }],
+        ..History::default()
+    });
+    // Owed per hour: min(5, 0.5 x 4) = 2, min(5, 0.5 x 2) = 1, min(5, 0.5 x 8) = 4 GPU-h.
+    let a = &f.projects[0];
+    assert!(close(a.owed_gpu_hours, 7.0), "{}", a.owed_gpu_hours);
+    // Received 1 GPU-h each hour, all of it within what was owed.
+    assert!(close(a.received_of_owed_gpu_hours, 3.0));
+    assert!(close(f.impact, 3.0 / 7.0));
+}
