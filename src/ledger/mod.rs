@@ -410,6 +410,7 @@ pub async fn charge_usage(
         gpu_seconds,
         allocated,
         run: run_id,
+        accounted_gpu_seconds: 0,
     };
     Ok(charge_usages(pool, conn, site, now, None, &[usage]).await?[0])
 }
@@ -442,6 +443,7 @@ pub async fn charge_usage_at(
         gpu_seconds,
         allocated,
         run: run_id,
+        accounted_gpu_seconds: 0,
     };
     Ok(charge_usages(pool, conn, site, at, Some(at), &[usage]).await?[0])
 }
@@ -461,6 +463,11 @@ pub struct Usage {
     pub allocated: bool,
     /// The run that used it, if the posting names one.
     pub run: Option<i64>,
+    /// GPU-seconds of the same run attempt recorded before this usage (charged or free; 0 for
+    /// a usage of its own). The charge is the cost of the running total less the cost of what
+    /// came before, each rounded, so a run charged minute by minute pays its whole time's
+    /// cost rounded once, not a rounding per minute.
+    pub accounted_gpu_seconds: i64,
 }
 
 /// Records many usages as [`charge_usage`] records one, in a fixed number of statements: the
@@ -469,7 +476,8 @@ pub struct Usage {
 /// running balance, and every posting is written by one insert, stamped `posted_at` (the
 /// database's clock when `None`). Returns one [`Charge`] per usage, in order. A charge costs
 /// `GPU-seconds x billing weight (thousandths) x price per GPU-hour (minor units) / 3,600,000`
-/// rounded half up, and takes no more whole GPU-seconds than the balance pays for.
+/// rounded half up, taken on the run attempt's running total ([`Usage::accounted_gpu_seconds`]),
+/// and takes no more whole GPU-seconds than the balance pays for.
 ///
 /// # Errors
 /// NotFound for a project that is not live; database errors.
@@ -551,9 +559,11 @@ pub async fn charge_usages(
                 u.gpu_model.to_string(),
             ))
         })?;
-        let full_cost = |secs: i64| -> i64 {
+        let rounded = |secs: i64| -> i64 {
             ((i128::from(secs) * per_hour_milli * 2 + 3_600_000) / 7_200_000) as i64
         };
+        let before = u.accounted_gpu_seconds.max(0);
+        let full_cost = |secs: i64| rounded(before.saturating_add(secs)) - rounded(before);
         let mut charged_secs = if u.allocated { u.gpu_seconds } else { 0 };
         if full_cost(charged_secs) > *balance {
             // As many whole GPU-seconds as the balance pays for.

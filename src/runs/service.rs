@@ -249,6 +249,7 @@ async fn settle(
                 gpu_seconds: (elapsed - charged) * i64::from(gpus),
                 allocated: min_runtime > 0,
                 run: Some(id),
+                accounted_gpu_seconds: charged * i64::from(gpus),
             },
         )
         .collect();
@@ -461,6 +462,7 @@ async fn end_exited_attempts(
                 gpu_seconds: secs,
                 allocated: min_runtime > 0,
                 run: Some(id),
+                accounted_gpu_seconds: charged * i64::from(gpus),
             });
         }
         ids.push(id);

@@ -431,6 +431,49 @@ async fn a_contract_crossing_a_period_boundary_is_paid_whole_when_bought() {
     assert_eq!(december, 0);
 }
 
+/// A run charged minute by minute pays its whole time's cost rounded once: at weight 1.5 and
+/// 2.00 a GPU-hour a GPU-second costs 1/12 of a minor unit, so 400 s in charges of 62, 65, 65,
+/// 65, 65, 65 and 13 s cost round(400 / 12) = 33 (rounded one by one: 5 x 6 + 1 = 31).
+#[tokio::test]
+async fn a_runs_charges_add_up_to_its_time_rounded_once() {
+    let app = TestApp::new().await;
+    org(&app, "H100", "1.5", "2.00", 1).await;
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    let p1 = app.node_id("p1").await;
+    let b1 = app.balance_at("p1", now).await;
+    assert!(b1 > 100, "p1 has a budget to spend: {b1}");
+    let (cluster, model): (i64, i64) =
+        sqlx::query_as("SELECT c.id, m.id FROM clusters c, gpu_models m")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let mut before = 0;
+    let mut amounts = Vec::new();
+    for secs in [62, 65, 65, 65, 65, 65, 13] {
+        let usage = ledger::Usage {
+            project: p1,
+            cluster,
+            gpu_model: model,
+            gpu_seconds: secs,
+            allocated: true,
+            run: None,
+            accounted_gpu_seconds: before,
+        };
+        let mut tx = app.pool.begin().await.unwrap();
+        let c = ledger::charge_usages(&app.pool, &mut tx, &site, now, None, &[usage])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        amounts.push(c[0].charged_minor);
+        before += secs;
+    }
+    assert_eq!(amounts, [5, 6, 5, 5, 6, 5, 1]);
+    assert_eq!(amounts.iter().sum::<i64>(), 33);
+    assert_eq!(app.balance_at("p1", now).await, b1 - 33);
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+}
+
 /// One random ledger operation.
 /// Usages charged together (a pass charging every run that fell due) are charged in their
 /// order against each project's running balance, exactly as one charge after another: at
@@ -463,6 +506,7 @@ async fn usages_charged_together_draw_each_balance_in_order() {
         gpu_seconds,
         allocated,
         run: None,
+        accounted_gpu_seconds: 0,
     };
     let usages = [
         usage(p1, 12 * half, true), // costs `half` exactly
