@@ -420,6 +420,7 @@ project-siblings-rank = Rank
 project-siblings-share = Share
 project-siblings-usage = Usage (GPU-hours)
 project-siblings-part = Part of usage
+project-sibling-hidden = another project (not yours to see)
 project-owed = Owed vs received this period
 project-by-day = By day
 project-day = Day

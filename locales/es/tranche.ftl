@@ -408,6 +408,7 @@ project-siblings-rank = Puesto
 project-siblings-share = Cuota
 project-siblings-usage = Uso (horas de GPU)
 project-siblings-part = Parte del uso
+project-sibling-hidden = otro proyecto (no visible para usted)
 project-owed = Debido frente a recibido en este periodo
 project-by-day = Por día
 project-day = Día

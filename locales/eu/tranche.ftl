@@ -408,6 +408,7 @@ project-siblings-rank = Postua
 project-siblings-share = Kuota
 project-siblings-usage = Erabilera (GPU-orduak)
 project-siblings-part = Erabileraren zatia
+project-sibling-hidden = beste proiektu bat (ezin duzu ikusi)
 project-owed = Zor zaiona eta jasoa aldi honetan
 project-by-day = Egunez egun
 project-day = Eguna

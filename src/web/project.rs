@@ -40,6 +40,7 @@ pub struct RunNow {
 }
 
 /// A sibling (or the project itself) in the fair-share standing.
+#[derive(Clone)]
 pub struct SiblingRow {
     /// Node id.
     pub id: i64,

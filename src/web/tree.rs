@@ -486,6 +486,9 @@ struct ProjectPage {
     thresholds: String,
     /// Runs, fair-share standing, owed vs received, spend and idle flags.
     now: std::sync::Arc<crate::web::project::Standing>,
+    /// The standing's siblings as this viewer may see them: a sibling outside what the tree
+    /// shows them keeps its rank, without its name, share or usage.
+    siblings: Vec<crate::web::project::SiblingRow>,
     idle_threshold: u8,
     /// The project's idle flags with the viewer's right to stop them.
     idle: Vec<crate::web::home::IdleView>,
@@ -519,6 +522,27 @@ async fn project_page(
     }
     let settings = &facts.settings;
     let now = crate::web::project::cached_standing(state, &tree, node, &facts).await?;
+    let visible = visible_nodes(me, &tree, parents);
+    let siblings = now
+        .siblings
+        .iter()
+        .map(|s| {
+            if s.me || visible.as_ref().is_none_or(|v| v.contains(&s.id)) {
+                s.clone()
+            } else {
+                let hidden = "\u{2014}".to_string();
+                crate::web::project::SiblingRow {
+                    id: 0,
+                    name: t("project-sibling-hidden"),
+                    share: hidden.clone(),
+                    usage: hidden.clone(),
+                    usage_pct: hidden,
+                    rank: s.rank,
+                    me: false,
+                }
+            }
+        })
+        .collect();
     let can_stop = me.leads(id, parents);
     let idle = now
         .idle
@@ -583,6 +607,7 @@ async fn project_page(
                 )
             })
             .collect(),
+        siblings,
         members: settings.members.clone(),
         can_manage_members: me.leads(id, parents),
         member_error: form.member_error,

@@ -659,6 +659,35 @@ async fn project_page_shows_runs_standing_owed_received_spend_and_idle_flags() {
     assert_eq!(status.as_u16(), 200);
     assert!(html.contains(&format!("/runs/{first}")));
     assert!(!html.contains(&format!("/idle-flags/{flag}/stop")));
+    // The standing names only the siblings the member may see in the tree (their own
+    // projects; a researcher leads nothing): the others keep their ranks, without names.
+    let mine: Vec<i64> = sqlx::query_scalar(
+        "SELECT pm.project_id FROM project_members pm JOIN users u ON u.id = pm.user_id WHERE u.name = $1",
+    )
+    .bind(&name)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let hidden: Vec<&(i64, String, i32)> =
+        siblings.iter().filter(|s| !mine.contains(&s.0)).collect();
+    assert!(
+        !hidden.is_empty(),
+        "the demo gives the project a sibling the member is not in"
+    );
+    let table = &html[html.find("class=\"siblings\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    for s in &hidden {
+        assert!(!table.contains(&format!(">{}<", s.1)), "{} in {table}", s.1);
+    }
+    assert_eq!(
+        table.matches("another project (not yours to see)").count(),
+        hidden.len(),
+        "{table}"
+    );
+    assert!(table.contains(&format!(
+        "<strong>{}</strong>",
+        siblings.iter().find(|s| s.0 == project).unwrap().1
+    )));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
