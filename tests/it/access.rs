@@ -980,3 +980,82 @@ async fn every_role_against_the_run_routes() {
         failures.join("\n")
     );
 }
+
+/// Every link a signed-in page shows its reader opens for that reader: a breadth-first walk
+/// from the home page as each demo role (up to 150 pages a role, at most two pages of each
+/// shape, digits standing for ids), and every link found answers 2xx or a redirect, never a
+/// 404 (a page that does not exist), a 403 (a page the reader may not open) or a 5xx.
+#[tokio::test]
+async fn every_link_a_page_shows_opens_for_its_reader() {
+    let (app, users) = TestApp::with_demo().await;
+    // Something on every list: a contract, a run, a use case.
+    let lead = app.token_for("demo-lead").await;
+    let researcher = app.token_for("demo-researcher").await;
+    let (start, end) = (
+        crate::support::tomorrow_at(9),
+        crate::support::tomorrow_at(11),
+    );
+    for (token, path, body) in [
+        (
+            &lead,
+            "/api/v1/contracts",
+            json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+                   "gpus": 1, "start": start.to_string(), "end": end.to_string()}),
+        ),
+        (
+            &researcher,
+            "/api/v1/runs",
+            json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+                   "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
+                   "resumable": true, "command": "python train.py"}),
+        ),
+    ] {
+        let (status, answer) = app.api("POST", path, Some(token), Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{path}: {answer}");
+    }
+    let mut failures = Vec::new();
+    for role in ["admin", "lead", "researcher", "finance"] {
+        let mut c = app.client();
+        let (name, pw) = demo_password(&users, role);
+        c.login(&name, &pw).await;
+        let mut queue = std::collections::VecDeque::from([("/".to_string(), "/".to_string())]);
+        let mut seen = std::collections::HashSet::new();
+        let mut shapes: std::collections::HashMap<String, usize> = Default::default();
+        let mut visited = 0;
+        while let Some((path, from)) = queue.pop_front() {
+            if visited >= 150 {
+                break;
+            }
+            let shape: String = path
+                .split(|ch: char| ch.is_ascii_digit())
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("N");
+            let n = shapes.entry(shape).or_default();
+            if *n >= 2 {
+                continue;
+            }
+            *n += 1;
+            visited += 1;
+            let (status, body, _) = c.get(&path).await;
+            let s = status.as_u16();
+            if !(200..400).contains(&s) {
+                failures.push(format!("{role}: {path} (linked from {from}): {s}"));
+                continue;
+            }
+            for part in body.split("href=\"").skip(1) {
+                let href = part.split('"').next().unwrap_or("").replace("&amp;", "&");
+                let href = href.split('#').next().unwrap_or("").to_string();
+                if !href.starts_with('/') || href.starts_with("//") || href.starts_with("/static/")
+                {
+                    continue;
+                }
+                if seen.insert(href.clone()) {
+                    queue.push_back((href, path.clone()));
+                }
+            }
+        }
+        assert!(visited > 10, "{role} walked only {visited} pages");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
