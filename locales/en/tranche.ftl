@@ -598,6 +598,7 @@ budget-err-threshold-twice = the alert threshold { $pct }% is given twice; give 
 budget-err-thresholds = alert thresholds are up to 10 percentages from 1 to 100
 budget-err-over-entitlement = the budgets of the projects under { $node } would sum to { $sum }, more than its entitlement of { $entitlement }; lower this or another project's budget
 project-err-no-user = there is no user named { $name }
+project-err-user-disabled = { $name } is disabled: enable the account before adding it to a project
 project-waits-approval = waits for a lead's approval
 project-run-since = since { $at }; { $protection }
 project-err-user-empty = enter the name of a user to add or remove

@@ -588,6 +588,7 @@ budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; da 
 budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100
 budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduce este u otro presupuesto de proyecto
 project-err-no-user = no hay ningún usuario llamado { $name }
+project-err-user-disabled = { $name } está desactivado: active la cuenta antes de añadirla a un proyecto
 project-waits-approval = espera la aprobación de un responsable
 project-run-since = desde { $at }; { $protection }
 project-err-user-empty = escribe el nombre del usuario que quieres añadir o quitar

@@ -588,6 +588,7 @@ budget-err-threshold-twice = % { $pct } alerta-atalasea bi aldiz eman da; eman e
 budget-err-thresholds = alerta-atalaseak gehienez 10 ehuneko dira, 1etik 100era
 budget-err-over-entitlement = { $node } nodoaren azpiko proiektuen aurrekontuek { $sum } batuko lukete, bere { $entitlement } zuzkidura baino gehiago; jaitsi hau edo beste proiektu baten aurrekontua
 project-err-no-user = ez dago { $name } izeneko erabiltzailerik
+project-err-user-disabled = { $name } desgaituta dago: gaitu kontua proiektu bati gehitu aurretik
 project-waits-approval = arduradun baten onarpenaren zain
 project-run-since = { $at }(e)tik; { $protection }
 project-err-user-empty = idatzi gehitu edo kendu nahi duzun erabiltzailearen izena

@@ -1155,20 +1155,31 @@ pub async fn set_member(
             crate::i18n::t("project-err-user-empty"),
         ));
     }
-    let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
-        .bind(user_name.trim())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| {
-            AppError::invalid(
-                "user",
-                crate::i18n::t1(
-                    "project-err-no-user",
-                    "name",
-                    crate::domain::quote(user_name.trim()),
-                ),
-            )
-        })?;
+    let (user_id, disabled): (i64, bool) =
+        sqlx::query_as("SELECT id, disabled FROM users WHERE name = $1")
+            .bind(user_name.trim())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "user",
+                    crate::i18n::t1(
+                        "project-err-no-user",
+                        "name",
+                        crate::domain::quote(user_name.trim()),
+                    ),
+                )
+            })?;
+    if add && disabled {
+        return Err(AppError::invalid(
+            "user",
+            crate::i18n::t1(
+                "project-err-user-disabled",
+                "name",
+                crate::domain::quote(user_name.trim()),
+            ),
+        ));
+    }
     let changed = if add {
         sqlx::query("INSERT INTO project_members (project_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
     } else {

@@ -556,3 +556,45 @@ async fn one_change_per_node_patch_and_no_duplicate_shares() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(app.share_bp("Efficiency").await, 1000);
 }
+
+/// A disabled account is not made a project member (it could not use it, and enabling it
+/// later would bring a membership nobody saw given): 422 on the field, nothing written.
+#[tokio::test]
+async fn a_disabled_user_is_not_made_a_member() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let project = app.node_id("fm-pretrain-7b").await;
+    sqlx::query("UPDATE users SET disabled = true WHERE name = 'demo-finance'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let members = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM project_members WHERE project_id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let before = (members().await, app.audit_count("member.add").await);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/projects/{project}/members"),
+            Some(&lead),
+            Some(json!({"user": "demo-finance"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "user");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is disabled"),
+        "{answer}"
+    );
+    assert_eq!(
+        (members().await, app.audit_count("member.add").await),
+        before
+    );
+}
