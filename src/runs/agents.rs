@@ -459,12 +459,11 @@ pub struct Sync {
     pub since: Option<i64>,
 }
 
-fn stale_session() -> AppError {
+/// 409 `stale_session`: `why` names the node and what happened to it.
+fn stale_session(why: String) -> AppError {
     AppError::Refused {
         code: "stale_session",
-        message:
-            "this agent session ended (its nodes were marked lost, or are unknown); register again"
-                .into(),
+        message: format!("{why}; register again"),
     }
 }
 
@@ -540,20 +539,29 @@ pub async fn sync(
     .fetch_all(pool)
     .await?;
     let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
-    if rows.len() != node_ids.iter().collect::<HashSet<_>>().len() {
-        return Err(stale_session());
-    }
-    if rows
+    if let Some(n) = node_ids
         .iter()
-        .any(|(_, s, _)| s.as_deref().is_some_and(|s| s != body.session))
+        .find(|n| !rows.iter().any(|(id, ..)| id == *n))
+    {
+        return Err(stale_session(format!(
+            "node {n} is not a node of this cluster"
+        )));
+    }
+    if let Some((n, ..)) = rows
+        .iter()
+        .find(|(_, s, _)| s.as_deref().is_some_and(|s| s != body.session))
     {
         return Err(AppError::Refused {
             code: "session_replaced",
-            message: "another agent registered one of these nodes since; two agents must not serve one node, so this one should stop".into(),
+            message: format!(
+                "node {n} is served by another agent session (this one was replaced by a later registration, or is unknown); two agents must not serve one node, so this one should stop"
+            ),
         });
     }
-    if rows.iter().any(|(_, s, _)| s.is_none()) {
-        return Err(stale_session());
+    if let Some((n, ..)) = rows.iter().find(|(_, s, _)| s.is_none()) {
+        return Err(stale_session(format!(
+            "node {n} is not served by this session (it was marked lost, or was not in its registration)"
+        )));
     }
     for n in &body.nodes {
         let count = gpu_count[&n.node];

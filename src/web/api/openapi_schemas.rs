@@ -137,7 +137,11 @@ pub const ERROR_CODES: &[&str] = &[
     "inventory_mismatch",
     "node_in_use",
     "stale_session",
+    "session_replaced",
+    "not_agent_cluster",
     "not_assigned",
+    "slurm_unreachable",
+    "slurm_refused",
     "payload_too_large",
     "unauthorized",
     "forbidden",
@@ -1139,4 +1143,54 @@ pub fn responses() -> Vec<(&'static str, Value)> {
             obj(&[("id", int()), ("lines_assigned", int())]),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every code an error of the source can carry (`code: "..."` of `AppError::Refused` and
+    /// `Unprocessable`, and those of `AppError::code`) is in the document's enum, so a client
+    /// generated from it knows every answer.
+    #[test]
+    fn every_error_code_of_the_source_is_documented() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(std::fs::read_to_string(&p).unwrap());
+                }
+            }
+        }
+        let mut files = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut codes = std::collections::BTreeSet::new();
+        for text in &files {
+            for part in text.split("code: \"").skip(1) {
+                let code: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                if part[code.len()..].starts_with('"') && !code.is_empty() {
+                    codes.insert(code);
+                }
+            }
+        }
+        for e in [
+            crate::error::AppError::Csrf,
+            crate::error::AppError::TooLarge,
+            crate::error::AppError::Unauthorized,
+        ] {
+            codes.insert(e.code().to_string());
+        }
+        assert!(codes.len() > 20, "{codes:?}");
+        let missing: Vec<&String> = codes
+            .iter()
+            .filter(|c| !super::ERROR_CODES.contains(&c.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "not in ERROR_CODES: {missing:?}");
+    }
 }
