@@ -261,6 +261,7 @@ ai-err-currency-mismatch = the file is in { $file }, the organisation counts in 
 
 ai-import-not-utf8 = the file is not UTF-8 text (byte { $byte })
 ai-import-no-lines = the file has no cost lines
+ai-import-control-char = cost line { $line } has a control character (U+{ $code }) in “{ $text }”: fix the export and send it again
 ai-import-too-many = the file has { $count } cost lines, more than { $max }; split it
 ai-import-not-number = { $got } is not a number
 ai-import-too-large = { $got } is too large

@@ -261,6 +261,7 @@ ai-err-currency-mismatch = el archivo está en { $file } y la organización cuen
 
 ai-import-not-utf8 = el archivo no es texto UTF-8 (byte { $byte })
 ai-import-no-lines = el archivo no tiene líneas de coste
+ai-import-control-char = la línea de coste { $line } tiene un carácter de control (U+{ $code }) en «{ $text }»: corrija la exportación y envíela de nuevo
 ai-import-too-many = el archivo tiene { $count } líneas de coste, más de { $max }; divídelo
 ai-import-not-number = { $got } no es un número
 ai-import-too-large = { $got } es demasiado grande

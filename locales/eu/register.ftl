@@ -261,6 +261,7 @@ ai-err-currency-mismatch = fitxategia { $file } monetan dago, eta erakundeak { $
 
 ai-import-not-utf8 = fitxategia ez da UTF-8 testua ({ $byte }. bytea)
 ai-import-no-lines = fitxategiak ez du kostu-lerrorik
+ai-import-control-char = { $line }. kostu-lerroak kontrol-karaktere bat du (U+{ $code }) «{ $text }» testuan: zuzendu esportazioa eta bidali berriro
 ai-import-too-many = fitxategiak { $count } kostu-lerro ditu, { $max } baino gehiago; zatitu
 ai-import-not-number = { $got } ez da zenbaki bat
 ai-import-too-large = { $got } handiegia da

@@ -160,6 +160,28 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
     if lines.is_empty() {
         return Err(i18n::t("ai-import-no-lines"));
     }
+    // The text rule of every other input (docs/design.md): a control character in a service,
+    // scope or description would be stored, shown as if absent, and match no mapping rule.
+    for (i, l) in lines.iter().enumerate() {
+        let texts = std::iter::once(&l.service)
+            .chain(&l.scopes)
+            .chain(std::iter::once(&l.description));
+        for t in texts {
+            if let Some(c) = crate::domain::control_char(t, false) {
+                return Err(i18n::ta(
+                    "ai-import-control-char",
+                    &[
+                        ("line", &i18n::format::count(i as i64 + 1)),
+                        ("code", &format!("{:04X}", u32::from(c.character))),
+                        (
+                            "text",
+                            &crate::domain::excerpt(&t.replace(|c: char| c.is_control(), "?")),
+                        ),
+                    ],
+                ));
+            }
+        }
+    }
     if lines.len() > MAX_LINES {
         return Err(i18n::t2(
             "ai-import-too-many",
@@ -690,5 +712,24 @@ mod tests {
         assert_eq!(p.lines[0].amount_micro, 19_000_000);
         assert_eq!(p.lines[0].service, "GitHub Copilot");
         assert_eq!(p.lines[0].scopes, vec!["acme".to_string()]);
+    }
+
+    /// A control character in a service, scope or description refuses the file, naming the
+    /// line: stored, it would show as if absent and match no mapping rule.
+    #[test]
+    fn control_characters_refuse_the_file_naming_the_line() {
+        let head = "date,product,sku,quantity,unit_type,applied_cost_per_quantity,gross_amount,discount_amount,net_amount,organization\n\
+                    2026-11-02,copilot,Copilot Business,1,user-months,19,19,0,19,acme\n";
+        for bad in [
+            "2026-11-03,copilot,Copilot\u{1}Business,1,user-months,19,19,0,19,acme\n",
+            "2026-11-03,copilot,Copilot Business,1,user-months,19,19,0,19,ac\u{7f}me\n",
+        ] {
+            let e = parse(Format::GitHub, format!("{head}{bad}").as_bytes()).unwrap_err();
+            assert!(
+                e.contains("cost line 2") && e.contains("control character"),
+                "{e}"
+            );
+        }
+        assert!(parse(Format::GitHub, head.as_bytes()).is_ok());
     }
 }

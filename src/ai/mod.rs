@@ -166,13 +166,14 @@ impl Draft {
         if self.bag == "critical" && self.stop_rule.is_empty() {
             return Err(AppError::invalid("stop_rule", i18n::t("ai-err-stop-rule")));
         }
-        let mut services: Vec<String> = self
+        // Each service once, in the order first given.
+        let mut seen = std::collections::HashSet::new();
+        let services: Vec<String> = self
             .services
             .iter()
             .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.is_empty() && seen.insert(s.clone()))
             .collect();
-        services.dedup();
         if services.len() > 50 || services.iter().any(|s| s.chars().count() > 200) {
             return Err(AppError::invalid("services", i18n::t("ai-err-services")));
         }

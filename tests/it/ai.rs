@@ -184,7 +184,8 @@ async fn leads_register_edit_and_change_status_with_audit() {
 
     // Edit: a new limit and no linked project.
     let mut edited = use_case("Support ticket triage", pretraining, 45_000);
-    edited["services"] = json!(["Azure OpenAI", "OpenAI API"]);
+    // A service named twice, not side by side, is kept once.
+    edited["services"] = json!(["Azure OpenAI", "OpenAI API", " Azure OpenAI"]);
     let (status, answer) = app
         .api(
             "PUT",
@@ -196,6 +197,7 @@ async fn leads_register_edit_and_change_status_with_audit() {
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["monthly_limit_minor"], 45_000);
     assert_eq!(answer["projects"], json!([]));
+    assert_eq!(answer["services"], json!(["Azure OpenAI", "OpenAI API"]));
     let (before, after): (Value, Value) =
         sqlx::query_as("SELECT before, after FROM audit_log WHERE action = 'use_case.update'")
             .fetch_one(&app.pool)
