@@ -169,6 +169,7 @@ ai-err-month = month: { $problem }
 ai-err-new-limit = new limit: { $problem }
 ai-err-status = status: { $got } is not one of proposed, pilot, active, stopped
 ai-err-decision = decision: choose continue, expand or stop
+ai-err-decision-stopped = decision: the use case is stopped; to go on, set its status to “pilot” or “active” first
 ai-err-metric-value = metric value: give the metric's value this month (at most 500 characters)
 ai-err-future-month = month: decide on this month or a past one
 ai-err-hours-future-month = month: record hours for this month or a past one

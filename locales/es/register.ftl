@@ -169,6 +169,7 @@ ai-err-month = mes: { $problem }
 ai-err-new-limit = nuevo límite: { $problem }
 ai-err-status = estado: { $got } no es ninguno de propuesto, piloto, activo, detenido
 ai-err-decision = decisión: elige continuar, ampliar o detener
+ai-err-decision-stopped = decisión: el caso de uso está detenido; para continuar, cambie antes su estado a «piloto» o «activo»
 ai-err-metric-value = valor de la métrica: indica el valor de la métrica de este mes (como máximo 500 caracteres)
 ai-err-future-month = mes: decide sobre este mes o uno anterior
 ai-err-hours-future-month = mes: registra horas de este mes o de uno anterior

@@ -169,6 +169,7 @@ ai-err-month = hilabetea: { $problem }
 ai-err-new-limit = muga berria: { $problem }
 ai-err-status = egoera: { $got } ez da hauetako bat: proposatua, pilotua, aktiboa, geldituta
 ai-err-decision = erabakia: aukeratu jarraitu, zabaldu edo gelditu
+ai-err-decision-stopped = erabakia: erabilera-kasua geldituta dago; jarraitzeko, jarri lehenik bere egoera «pilotua» edo «aktiboa»
 ai-err-metric-value = metrikaren balioa: eman metrikak hilabete honetan duen balioa (gehienez 500 karaktere)
 ai-err-future-month = hilabetea: erabaki hilabete honi edo aurreko bati buruz
 ai-err-hours-future-month = hilabetea: erregistratu hilabete honetako edo aurreko baten orduak

@@ -862,7 +862,8 @@ pub async fn last_reviews(pool: &PgPool) -> Result<Vec<Review>, sqlx::Error> {
 /// it. `spent` is the month's spend ([`spend::by_use_case`]).
 ///
 /// # Errors
-/// 422 naming the field for an unknown decision, a missing or too small new limit, a new limit
+/// 422 naming the field for an unknown decision, continue or expand on a stopped use case, a
+/// missing or too small new limit, a new limit
 /// on another decision, an empty metric value, over-long texts, or a month that has not begun;
 /// 404 unknown use case; 403 not managed by `me`.
 pub async fn record_review(
@@ -908,6 +909,13 @@ pub async fn record_review(
     let u = get(&mut *tx, id).await?;
     if !u.may_manage(me, parents) {
         return Err(not_lead("ai-err-not-lead-decide", &u.owner));
+    }
+    // A stopped use case is reopened by its status, not by a review that says it goes on.
+    if status == "stopped" && decision != "stop" {
+        return Err(AppError::invalid(
+            "decision",
+            i18n::t("ai-err-decision-stopped"),
+        ));
     }
     let new_limit = match (decision, d.new_limit) {
         ("expand", Some(l)) if l.0 > limit => Some(l.0),

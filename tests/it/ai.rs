@@ -1087,6 +1087,24 @@ async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
         page.contains("new limit:") && page.contains("value=\"typed\""),
         "input kept"
     );
+    // Stopped, a review that says it goes on is refused: the status reopens it.
+    let (status, answer) = app
+        .api(
+            "POST",
+            &path,
+            Some(&lead),
+            Some(review("continue", None, month(current))),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "decision");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is stopped"),
+        "{answer}"
+    );
     let (_, history) = app.api("GET", &path, Some(&lead), None).await;
     let decisions: Vec<&str> = history["reviews"]
         .as_array()
