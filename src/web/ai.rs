@@ -403,7 +403,12 @@ async fn create(
             Ok(Redirect::to(&format!("/ai/{id}")).into_response())
         }
         Err(e) => {
-            let message = form_message(e)?;
+            // A project or owner node the person does not lead is the form's error too: shown
+            // with the input kept, not as a bare 403 page (the new form shows nothing else).
+            let message = match e {
+                AppError::Forbidden(m) => m,
+                e => form_message(e)?,
+            };
             form_page(&state, &session, &me, None, form, Some(message)).await
         }
     }

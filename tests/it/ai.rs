@@ -331,6 +331,17 @@ async fn the_register_form_keeps_input_on_error_and_registers() {
     assert!(page.contains("above zero"), "{page}");
     assert_eq!(count(&app, "ai_use_cases").await, 0);
     fields[6] = ("monthly_limit", "500");
+    // A project the lead does not lead is the form's error, the input kept.
+    fields[10] = ("projects", "ar-genomics");
+    let (status, page, _) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{page}");
+    assert!(page.contains("ar-genomics"), "{page}");
+    assert!(
+        page.contains("value=\"approved internal manuals\""),
+        "input kept: {page}"
+    );
+    assert_eq!(count(&app, "ai_use_cases").await, 0);
+    fields[10] = ("projects", "fm-tokenizer");
     let (status, _, location) = c.post("/ai", &fields).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let location = location.unwrap();
