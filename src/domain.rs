@@ -540,7 +540,7 @@ pub fn shorten_quoted(message: &str) -> String {
 /// Where a text input breaks the text rule: the first control character and its position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ControlChar {
-    /// The character (C0, DEL or C1).
+    /// The character (C0, DEL, C1, or a bidirectional embedding, override or isolate).
     pub character: char,
     /// Its position in the text, counting characters from 1.
     pub position: usize,
@@ -550,13 +550,19 @@ pub struct ControlChar {
 /// range U+0000 to U+001F, DEL, the C1 range U+0080 to U+009F), except tab, line feed and
 /// carriage return in a field that takes several lines (`multiline`, such as a run's
 /// command). PostgreSQL cannot store U+0000 in text at all; the others have no business in
-/// names and break logs, terminals and CSV files.
+/// names and break logs, terminals and CSV files. Nor do the bidirectional embeddings,
+/// overrides and isolates (U+202A to U+202E, U+2066 to U+2069), which make a name or a reason
+/// read otherwise than it is written ("Trojan Source", CVE-2021-42574); the marks U+200E and
+/// U+200F, which right-to-left names may need, are allowed.
 ///
 /// Returns the first offending character, `None` when the text is fine.
 pub fn control_char(text: &str, multiline: bool) -> Option<ControlChar> {
     text.chars()
         .enumerate()
-        .find(|(_, c)| c.is_control() && !(multiline && matches!(c, '\t' | '\n' | '\r')))
+        .find(|(_, c)| {
+            (c.is_control() && !(multiline && matches!(c, '\t' | '\n' | '\r')))
+                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
         .map(|(i, character)| ControlChar {
             character,
             position: i + 1,

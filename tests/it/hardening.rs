@@ -118,6 +118,20 @@ async fn a_nul_byte_in_any_reported_field_is_a_422_naming_the_field() {
             "{answer}"
         );
     }
+    // A bidirectional override makes a name read otherwise than it is written: refused too.
+    let mut body = run_json();
+    body["command"] = json!("echo \u{202E}txt.exe");
+    let (status, answer) = app
+        .api("POST", "/api/v1/runs", Some(&researcher), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "command", "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("U+202E")
+    );
     // Environment values and nested fields are named by their path.
     let mut body = run_json();
     body["env"] = json!({"SEED": "7\u{0}"});

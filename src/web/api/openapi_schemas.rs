@@ -8,8 +8,9 @@ use serde_json::{Map, Value, json};
 const WS: &str = "[ \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 
 /// One character of single-line text: anything but a control character (Unicode `Cc`,
-/// U+0000 to U+001F and U+007F to U+009F), as [`crate::web::input::check_text`] enforces.
-const CHAR: &str = "[^\\u0000-\\u001f\\u007f-\\u009f]";
+/// U+0000 to U+001F and U+007F to U+009F) or a bidirectional embedding, override or isolate
+/// (U+202A to U+202E, U+2066 to U+2069), as [`crate::web::input::check_text`] enforces.
+const CHAR: &str = "[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]";
 
 /// A string of single-line text: no control characters.
 pub fn text() -> Value {
@@ -23,14 +24,14 @@ pub fn text_max(max: u32) -> Value {
 
 /// Text of several lines (`command`, `env`, `secret_env`): tabs and line breaks allowed.
 pub fn lines(max: u32) -> Value {
-    json!({"type": "string", "pattern": "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$", "maxLength": max})
+    json!({"type": "string", "pattern": "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$", "maxLength": max})
 }
 
 /// Single-line text with at least one character that is not white space, at most `max`
 /// characters (white space around it is trimmed by the server).
 pub fn required_text(max: u32) -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": max,
-        "pattern": format!("^{CHAR}*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]{CHAR}*$")})
+        "pattern": format!("^{CHAR}*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]{CHAR}*$")})
 }
 
 /// An identifier-like name ([`crate::domain::ident`]): a letter or digit, then letters,
@@ -457,7 +458,7 @@ fn new_run() -> Value {
             ("command", {
                 let mut c = lines(8192);
                 c["pattern"] = json!(
-                    "^[\\t\\n\\r ]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+                    "^[\\t\\n\\r ]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
                 );
                 c["minLength"] = json!(1);
                 c["description"] = json!(
