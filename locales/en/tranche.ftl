@@ -636,6 +636,7 @@ err-db-missing-reference = a referenced record does not exist ({ $constraint })
 account-err-email = { $email } is not an e-mail address
 account-err-current-password = the current password is wrong
 account-err-password-short = a password needs at least 10 characters (this one has { $count })
+account-err-password-repetitive = a password needs at least { $count } different characters: repeated ones are easy to guess
 account-err-password-long = a password has at most 200 characters
 account-err-passwords-differ = the two new passwords differ
 account-err-no-token = you have no active token with id { $id }

@@ -626,6 +626,7 @@ err-db-missing-reference = un registro al que se hace referencia no existe ({ $c
 account-err-email = { $email } no es una dirección de correo electrónico
 account-err-current-password = la contraseña actual no es correcta
 account-err-password-short = una contraseña necesita al menos 10 caracteres (esta tiene { $count })
+account-err-password-repetitive = una contraseña necesita al menos { $count } caracteres distintos: los repetidos son fáciles de adivinar
 account-err-password-long = una contraseña tiene como máximo 200 caracteres
 account-err-passwords-differ = las dos contraseñas nuevas no coinciden
 account-err-no-token = no tienes ningún token activo con el id { $id }

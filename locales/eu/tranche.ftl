@@ -626,6 +626,7 @@ err-db-missing-reference = aipatutako erregistro bat ez dago ({ $constraint })
 account-err-email = { $email } ez da helbide elektroniko bat
 account-err-current-password = egungo pasahitza ez da zuzena
 account-err-password-short = pasahitz batek gutxienez 10 karaktere behar ditu (honek { $count } ditu)
+account-err-password-repetitive = pasahitz batek gutxienez { $count } karaktere desberdin behar ditu: errepikatuak errazak dira asmatzen
 account-err-password-long = pasahitz batek gehienez 200 karaktere ditu
 account-err-passwords-differ = bi pasahitz berriak ez datoz bat
 account-err-no-token = ez duzu { $id } id-a duen token aktiborik

@@ -51,7 +51,12 @@ pub fn generate() -> String {
         .collect()
 }
 
-/// Checks a new password's strength: 10 to 200 characters.
+/// Fewest different characters a new password has: NIST SP 800-63B (5.1.1.2) asks verifiers
+/// to refuse repetitive passwords (`aaaaaaaaaa`, ten spaces, `ababababab`).
+pub const MIN_DISTINCT: usize = 4;
+
+/// Checks a new password's strength: 10 to 200 characters, at least [`MIN_DISTINCT`] of them
+/// different.
 ///
 /// # Errors
 /// The message to show next to the field.
@@ -63,5 +68,30 @@ pub fn check_new(password: &str) -> Result<(), String> {
     if n > 200 {
         return Err(crate::i18n::t("account-err-password-long"));
     }
+    let distinct: std::collections::HashSet<char> = password.chars().collect();
+    if distinct.len() < MIN_DISTINCT {
+        return Err(crate::i18n::t1(
+            "account-err-password-repetitive",
+            "count",
+            MIN_DISTINCT,
+        ));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_passwords_need_length_and_several_different_characters() {
+        assert!(check_new("short").is_err());
+        for weak in ["          ", "aaaaaaaaaa", "ababababab", "abcabcabca"] {
+            let e = check_new(weak).unwrap_err();
+            assert!(e.contains("different characters"), "{weak:?}: {e}");
+        }
+        assert!(check_new("abcdabcdab").is_ok());
+        assert!(check_new(&generate()).is_ok());
+        assert!(check_new(&"ab".repeat(101)).is_err());
+    }
 }
