@@ -1246,8 +1246,12 @@ async fn review(
     let tree = state.tree().await?;
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let result = async {
-        let period = crate::ledger::reports::parse_period(&form.month, &state.site)
-            .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
+        let period = crate::ledger::reports::parse_report_period(
+            &form.month,
+            &state.site,
+            jiff::Timestamp::now(),
+        )
+        .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
         let new_limit = match form.new_limit.trim() {
             "" => None,
             t => Some(Money::parse(t).map_err(|m| {
@@ -1309,8 +1313,12 @@ async fn hours(
     let tree = state.tree().await?;
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let result = async {
-        let period = crate::ledger::reports::parse_period(&form.month, &state.site)
-            .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
+        let period = crate::ledger::reports::parse_report_period(
+            &form.month,
+            &state.site,
+            jiff::Timestamp::now(),
+        )
+        .map_err(|m| AppError::invalid("month", i18n::t1("ai-err-month", "problem", m)))?;
         let minutes = ai::parse_hours(&form.hours)?;
         ai::record_hours(
             &state.pool,
@@ -1494,7 +1502,7 @@ async fn csv_export(
     let period = if q.period.trim().is_empty() {
         Period::containing(now, site)
     } else {
-        crate::ledger::reports::parse_period(&q.period, site)
+        crate::ledger::reports::parse_report_period(&q.period, site, jiff::Timestamp::now())
             .map_err(|m| AppError::invalid("period", i18n::t1("ai-err-period", "why", m)))?
     };
     let previous = Period::containing(period.start - jiff::SignedDuration::from_secs(1), site);

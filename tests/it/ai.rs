@@ -1051,6 +1051,15 @@ async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
         (status, answer["error"]["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("month"))
     );
+    // Nor a month older than the 24 the reports keep.
+    let mut old = review("continue", None, month(current));
+    old["month"] = json!("1900-01");
+    let (status, answer) = app.api("POST", &path, Some(&lead), Some(old)).await;
+    assert_eq!(
+        (status, answer["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("month")),
+        "{answer}"
+    );
     let (status, _) = app
         .api(
             "POST",

@@ -328,8 +328,12 @@ pub(super) async fn post_review(
 ) -> ApiResult {
     let tree = state.tree().await?;
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
-    let period = crate::ledger::reports::parse_period(&body.month, &state.site)
-        .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+    let period = crate::ledger::reports::parse_report_period(
+        &body.month,
+        &state.site,
+        jiff::Timestamp::now(),
+    )
+    .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
     if body.new_limit_minor.is_some_and(|l| l < 0) {
         return Err(ApiError(AppError::invalid(
             "new_limit_minor",
@@ -417,8 +421,12 @@ pub(super) async fn post_hours(
 ) -> ApiResult {
     let tree = state.tree().await?;
     ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
-    let period = crate::ledger::reports::parse_period(&body.month, &state.site)
-        .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
+    let period = crate::ledger::reports::parse_report_period(
+        &body.month,
+        &state.site,
+        jiff::Timestamp::now(),
+    )
+    .map_err(|m| AppError::invalid("month", format!("month: {m}")))?;
     let hours = match &body.hours {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
