@@ -619,3 +619,24 @@ async fn raw_bodies_missing_bodies_and_the_api_root_answer_json() {
         );
     }
 }
+
+/// A GPU model's errors name the JSON fields, as the document does (they named the page
+/// form's `price` and `billing_weight`).
+#[tokio::test]
+async fn gpu_model_errors_name_the_json_fields() {
+    let (app, _) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/gpu-models",
+            Some(&admin),
+            Some(json!({"name": "X2", "billing_weight_milli": 1000, "price_per_gpu_hour_minor": 200_000_000_000i64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(
+        answer["error"]["field"], "price_per_gpu_hour_minor",
+        "{answer}"
+    );
+}

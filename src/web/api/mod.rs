@@ -528,6 +528,12 @@ struct ModelBody {
     price_per_gpu_hour_minor: i64,
 }
 
+/// The inventory's form field names as the API's JSON names.
+const MODEL_FIELDS: [(&str, &str); 2] = [
+    ("price", "price_per_gpu_hour_minor"),
+    ("billing_weight", "billing_weight_milli"),
+];
+
 fn model_strings(body: &ModelBody) -> Result<(String, String), AppError> {
     if body.billing_weight_milli <= 0 {
         return Err(AppError::invalid(
@@ -555,7 +561,8 @@ async fn post_model(
     let (w, p) = model_strings(&body)?;
     let id =
         inventory::create_gpu_model(&state.pool, &me, body.name.as_deref().unwrap_or(""), &w, &p)
-            .await?;
+            .await
+            .map_err(|e| e.renamed(&MODEL_FIELDS))?;
     created(json!({"id": id}))
 }
 
@@ -566,7 +573,9 @@ async fn patch_model(
     ApiJson(body): ApiJson<ModelBody>,
 ) -> ApiResult {
     let (w, p) = model_strings(&body)?;
-    inventory::update_gpu_model(&state.pool, &me, id, &w, &p).await?;
+    inventory::update_gpu_model(&state.pool, &me, id, &w, &p)
+        .await
+        .map_err(|e| e.renamed(&MODEL_FIELDS))?;
     ok(json!({"ok": true}))
 }
 
