@@ -1288,6 +1288,12 @@ async fn human_hours_are_priced_beside_the_spend_and_the_csv_has_every_use_case(
         (json!("1,5"), "review", "hours", "not a positive number"),
         (json!(".5"), "review", "hours", "not a positive number"),
         (json!("1."), "review", "hours", "not a positive number"),
+        (
+            json!(true),
+            "review",
+            "hours",
+            "\"true\" is not a positive number",
+        ),
     ] {
         let (status, answer) = app
             .api(

@@ -430,7 +430,8 @@ pub(super) async fn post_hours(
     let hours = match &body.hours {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
-        _ => String::new(),
+        // `true`, `null`, a list: named as written in the refusal below.
+        other => other.to_string(),
     };
     // The document's form: digits with an optional decimal point (no grouping, no comma, no
     // bare point), as its pattern says; the page's form reads the page's separators.
