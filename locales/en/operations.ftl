@@ -328,6 +328,7 @@ dashboard-no-such-cluster = there is no cluster named { $name }
 dashboard-bad-instant = { $got } is not an instant with an offset, such as 2026-12-01T00:00:00Z
 dashboard-from-with-to = give from with to
 dashboard-to-after-from = to must be after from
+dashboard-from-before-now = from must be before now: nothing is measured yet after it
 dashboard-window-too-long = a window is at most 400 days long
 dashboard-period-not-begun = that budget period has not begun
 dashboard-bad-window = { $got } is not a window; choose 24h, 7d, 30d or period

@@ -349,6 +349,7 @@ dashboard-no-such-cluster = no hay ningún clúster llamado { $name }
 dashboard-bad-instant = { $got } no es un instante con desfase horario, como 2026-12-01T00:00:00Z
 dashboard-from-with-to = indica from junto con to
 dashboard-to-after-from = to debe ser posterior a from
+dashboard-from-before-now = from debe ser anterior a ahora: después aún no se ha medido nada
 dashboard-window-too-long = un intervalo dura como máximo 400 días
 dashboard-period-not-begun = ese periodo presupuestario no ha empezado
 dashboard-bad-window = { $got } no es un intervalo; elige 24h, 7d, 30d o period

@@ -341,6 +341,7 @@ dashboard-no-such-cluster = ez dago { $name } izeneko klusterrik
 dashboard-bad-instant = { $got } ez da desfasea duen une bat, 2026-12-01T00:00:00Z bezalakoa
 dashboard-from-with-to = eman from eta to batera
 dashboard-to-after-from = to-k from baino geroagokoa izan behar du
+dashboard-from-before-now = from oraingo unea baino lehenagokoa izan behar du: ondoren ez da ezer neurtu oraindik
 dashboard-window-too-long = tarte batek gehienez 400 egun iraun ditzake
 dashboard-period-not-begun = aurrekontu-aldi hori ez da hasi
 dashboard-bad-window = { $got } ez da tarte bat; aukeratu 24h, 7d, 30d edo period

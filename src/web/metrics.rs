@@ -106,6 +106,9 @@ pub fn resolve_window(
             return Err(AppError::invalid("from", t("dashboard-from-with-to")));
         }
         let from = parse_instant("from", &q.from)?.as_second();
+        if from >= now_s {
+            return Err(AppError::invalid("from", t("dashboard-from-before-now")));
+        }
         let to = if q.to.trim().is_empty() {
             now_s
         } else {
@@ -114,6 +117,8 @@ pub fn resolve_window(
         if to <= from {
             return Err(AppError::invalid("to", t("dashboard-to-after-from")));
         }
+        // Nothing is measured after now: a window reaching past it ends now, as it says.
+        let to = to.min(now_s);
         if to - from > MAX_WINDOW_S {
             return Err(AppError::invalid("from", t("dashboard-window-too-long")));
         }
@@ -674,6 +679,45 @@ mod tests {
     use super::*;
     use crate::db::drains::DrainCounts;
     use crate::i18n::{Lang, sync_scope};
+
+    /// A custom window reaching past now ends now (nothing is measured later); one that begins
+    /// at or after now is refused on `from`.
+    #[test]
+    fn a_custom_window_ends_at_now_at_the_latest() {
+        let site = crate::config::Site::for_tests();
+        let now: jiff::Timestamp = "2026-12-06T12:00:00Z".parse().unwrap();
+        let q = |from: &str, to: &str| MetricsQuery {
+            from: from.into(),
+            to: to.into(),
+            ..MetricsQuery::default()
+        };
+        let (from, to, w) = resolve_window(
+            &q("2026-12-06T00:00:00Z", "2027-06-01T00:00:00Z"),
+            &site,
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            (from, to, w.as_str()),
+            (now.as_second() - 12 * 3600, now.as_second(), "custom")
+        );
+        let e = resolve_window(
+            &q("2026-12-07T00:00:00Z", "2026-12-08T00:00:00Z"),
+            &site,
+            now,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AppError::Invalid {
+                    field: Some("from"),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn figures_and_the_drains_sentence_in_three_languages() {

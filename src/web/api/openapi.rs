@@ -106,13 +106,13 @@ pub fn document() -> Value {
             "from",
             false,
             text(),
-            "window start, RFC 3339 (with to instead of window; at most 400 days)"
+            "window start, RFC 3339, before now (with to instead of window; at most 400 days)"
         ),
         q(
             "to",
             false,
             text(),
-            "window end (exclusive), RFC 3339; default now"
+            "window end (exclusive), RFC 3339; default now, and a later end is now (the answer's to says so)"
         )
     ]);
     let runs_params = json!([
