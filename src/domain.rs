@@ -552,16 +552,22 @@ pub struct ControlChar {
 /// command). PostgreSQL cannot store U+0000 in text at all; the others have no business in
 /// names and break logs, terminals and CSV files. Nor do the bidirectional embeddings,
 /// overrides and isolates (U+202A to U+202E, U+2066 to U+2069), which make a name or a reason
-/// read otherwise than it is written ("Trojan Source", CVE-2021-42574); the marks U+200E and
-/// U+200F, which right-to-left names may need, are allowed.
+/// read otherwise than it is written ("Trojan Source", CVE-2021-42574), unless `bidi` allows
+/// them (a label a machine makes up, shown without its invisible characters); the marks
+/// U+200E and U+200F, which right-to-left names may need, are allowed.
 ///
 /// Returns the first offending character, `None` when the text is fine.
 pub fn control_char(text: &str, multiline: bool) -> Option<ControlChar> {
+    control_char_in(text, multiline, false)
+}
+
+/// [`control_char`], with bidirectional formatting characters allowed when `bidi`.
+pub fn control_char_in(text: &str, multiline: bool, bidi: bool) -> Option<ControlChar> {
     text.chars()
         .enumerate()
         .find(|(_, c)| {
             (c.is_control() && !(multiline && matches!(c, '\t' | '\n' | '\r')))
-                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+                || (!bidi && matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
         })
         .map(|(i, character)| ControlChar {
             character,

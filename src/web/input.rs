@@ -40,13 +40,18 @@ fn multiline(path: &str) -> bool {
     MULTILINE_FIELDS.contains(&top)
 }
 
+/// Fields a program makes up rather than a person types: an agent's label (host and process,
+/// from the machine's host name). Bidirectional formatting characters are allowed in them, as
+/// refusing would stop the agent; pages show them without invisible characters.
+const MACHINE_LABELS: [&str; 1] = ["agent"];
+
 /// Checks one text value of the field at `path` against the text rule.
 ///
 /// # Errors
 /// 422 `invalid_text` naming the field, the character and its position.
 pub fn check_text(path: &str, value: &str) -> Result<(), AppError> {
     let lines = multiline(path);
-    match domain::control_char(value, lines) {
+    match domain::control_char_in(value, lines, MACHINE_LABELS.contains(&path)) {
         None => Ok(()),
         Some(c) => Err(AppError::InvalidText {
             field: domain::excerpt(path),

@@ -310,7 +310,14 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                     "nodes",
                     json!({"type": "array", "minItems": 1, "maxItems": 1024, "items": body(&[("name", text()), ("gpus", int_in(1, 64)), ("gpu_model", text())], &[])}),
                 )],
-                &[("agent", nullable(text_max(200)))],
+                // A label the agent makes up (host and process): bidirectional formatting
+                // characters allowed, control characters not (`web::input::MACHINE_LABELS`).
+                &[(
+                    "agent",
+                    nullable(
+                        json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "maxLength": 200}),
+                    ),
+                )],
             ),
         ),
         ("AgentStop", body(&[("session", text())], &[])),
