@@ -168,6 +168,48 @@ fn contract_holds_gpus_and_lends_them_only_to_unallocated_runs() {
     ));
 }
 
+/// The owner's run takes its contract's GPUs back from an unallocated borrower at once, also
+/// a borrower larger than the run by more than a node (the bound on evicted GPUs is for
+/// allocated victims): a 16-GPU free run on two nodes, a 4-GPU run on an 8-GPU contract.
+/// Before, the run waited for the borrower's time limit, told a reserved start after its
+/// contract's end.
+#[test]
+fn a_contract_takes_its_gpus_back_from_a_large_unallocated_borrower() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 8,
+        start: T0,
+        end: T0 + 2 * H,
+    });
+    let free = b.running(other, 16, T0 - H, 0, 10 * H);
+    let own = b.waiting(owner, 4, T0 + 5, 60, 300);
+    let out = schedule(&b.snap, T0 + 10);
+    assert_eq!(
+        preemptions(&out),
+        vec![(free, PreemptReason::Unallocated, Some(own))]
+    );
+    assert!(out.decisions.iter().any(
+        |d| matches!(d, Decision::Start { run, contract: Some(ContractId(1)), .. } if *run == own)
+    ));
+    // Without a contract the bound holds: a 4-GPU run of another project does not evict the
+    // 16-GPU free run (12 GPUs beyond its need, more than a node's 8).
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let p = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.running(other, 16, T0 - H, 0, 10 * H);
+    b.waiting(p, 4, T0 + 5, 60, 300);
+    let out = schedule(&b.snap, T0 + 10);
+    assert!(preemptions(&out).is_empty());
+}
+
 #[test]
 fn unallocated_cap_limits_free_runs() {
     let mut b = Builder::new();
