@@ -300,12 +300,15 @@ form-gpu-model = GPU model
 form-gpus = GPUs
 form-how-long = How long
 form-min-runtime = Minimum runtime
+form-min-runtime-example = 0 or 1:30
 form-time-limit = Time limit
+form-time-limit-example = 60 or 24:00
 form-priority = Priority in the project
 form-resumable = Resumable (requeue after a preemption instead of ending)
 form-what = What
 form-command = Command
 form-workdir = Working directory (optional)
+form-workdir-example = /home/me/project
 form-env = Environment (optional, one NAME=value per line)
 form-secret-env = Secret environment (optional, one NAME=value per line)
 form-secret-note = Secret values are stored encrypted, shown as •••• to everyone (you included) and given only to the node agent that runs the job. Variables whose names contain TOKEN, SECRET, KEY or PASSWORD (such as <code>HF_TOKEN</code>) are kept secret even when typed in the environment above.

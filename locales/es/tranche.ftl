@@ -288,12 +288,15 @@ form-gpu-model = Modelo de GPU
 form-gpus = GPU
 form-how-long = Cuánto tiempo
 form-min-runtime = Tiempo mínimo de ejecución
+form-min-runtime-example = 0 o 1:30
 form-time-limit = Límite de tiempo
+form-time-limit-example = 60 o 24:00
 form-priority = Prioridad dentro del proyecto
 form-resumable = Reanudable (vuelve a la cola tras un desalojo en lugar de terminar)
 form-what = Qué
 form-command = Orden
 form-workdir = Directorio de trabajo (opcional)
+form-workdir-example = /home/yo/proyecto
 form-env = Entorno (opcional, un NOMBRE=valor por línea)
 form-secret-env = Entorno secreto (opcional, un NOMBRE=valor por línea)
 form-secret-note = Los valores secretos se guardan cifrados, se muestran como •••• a todo el mundo (también a ti) y solo se entregan al agente del nodo que ejecuta el trabajo. Las variables cuyo nombre contiene TOKEN, SECRET, KEY o PASSWORD (como <code>HF_TOKEN</code>) se mantienen en secreto aunque se escriban en el entorno de arriba.

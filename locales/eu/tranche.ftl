@@ -288,12 +288,15 @@ form-gpu-model = GPU modeloa
 form-gpus = GPUak
 form-how-long = Zenbat denbora
 form-min-runtime = Gutxieneko exekuzio-denbora
+form-min-runtime-example = 0 edo 1:30
 form-time-limit = Denbora-muga
+form-time-limit-example = 60 edo 24:00
 form-priority = Lehentasuna proiektuaren barruan
 form-resumable = Berrabiagarria (kanporatu ondoren ilarara itzultzen da, amaitu beharrean)
 form-what = Zer
 form-command = Agindua
 form-workdir = Lan-direktorioa (aukerakoa)
+form-workdir-example = /home/ni/proiektua
 form-env = Ingurunea (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-env = Ingurune sekretua (aukerakoa, IZENA=balioa bat lerro bakoitzeko)
 form-secret-note = Balio sekretuak zifratuta gordetzen dira, •••• gisa erakusten zaizkie guztiei (zuri ere bai), eta lana exekutatzen duen nodoko agenteari baino ez zaizkio ematen. Izenean TOKEN, SECRET, KEY edo PASSWORD duten aldagaiak (<code>HF_TOKEN</code> adibidez) sekretu gordetzen dira goiko ingurunean idatzita ere.
