@@ -393,9 +393,10 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     if ids.is_empty() {
         return Ok(());
     }
-    // A requeued run waits again from now and keeps no stop kind; an ended one keeps it.
+    // A requeued run waits again from now and keeps no stop kind and no exit code (its
+    // attempt's stays on the attempt's placements); an ended one keeps them.
     sqlx::query(
-        "UPDATE runs SET state = u.s, kill_at = NULL, exit_code = u.c, \
+        "UPDATE runs SET state = u.s, kill_at = NULL, exit_code = CASE WHEN u.s = 'queued' THEN NULL ELSE u.c END, \
                 queued_at = CASE WHEN u.s = 'queued' THEN now() ELSE runs.queued_at END, \
                 stop_kind = CASE WHEN u.s = 'queued' THEN NULL ELSE runs.stop_kind END, \
                 ended_at = CASE WHEN u.s = 'queued' THEN runs.ended_at ELSE now() END \

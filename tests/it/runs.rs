@@ -789,6 +789,9 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     // It was preempted before its agent confirmed it running.
     assert_eq!(kinds, vec!["submitted", "started", "preempted", "requeued"]);
     assert_eq!(run["placements"].as_array().unwrap().len(), 1);
+    // Waiting again, the run has no exit code; its attempt keeps 143.
+    assert_eq!(run["exit_code"], Value::Null, "{run}");
+    assert_eq!(exit_code().await, Some(128 + 15));
 }
 
 #[tokio::test]
