@@ -88,14 +88,16 @@ pub const CSV_HEADER: [&str; 17] = [
 ];
 
 impl Row {
-    /// The row as CSV cells (money as decimal amounts, GPU-hours with one decimal): the
-    /// period, names, GPU model and currency are text, the rest numbers.
+    /// The row as CSV cells (money as decimal amounts, GPU-hours with three decimals, 3.6
+    /// GPU-seconds: a file for scripts, whose sums must not lose a short run's time as one
+    /// decimal did): the period, names, GPU model and currency are text, the rest numbers.
     pub fn csv_record(&self, currency: &str) -> Vec<Cell> {
         let money = |m: i64| Cell::number(Money(m).plain());
         let hours = |h: f64| {
-            Cell::number(crate::domain::format_milli_gpu_hours_plain(
-                (h * 1000.0).round() as i64,
-            ))
+            let milli = (h * 1000.0).round() as i64;
+            let sign = if milli < 0 { "-" } else { "" };
+            let m = milli.unsigned_abs();
+            Cell::number(format!("{sign}{}.{:03}", m / 1000, m % 1000))
         };
         let opt = |m: Option<i64>| m.map_or_else(|| Cell::number(""), money);
         vec![

@@ -202,6 +202,23 @@ async fn spend_rows_match_hand_computed_values_and_the_csv() {
             rec[10].replace('.', "").parse::<i64>().unwrap(),
             api["spend_minor"].as_i64().unwrap()
         );
+        // GPU-hours to the thousandth (3.6 GPU-seconds), as the API gives them.
+        for (col, key) in [
+            (6, "contract_gpu_hours"),
+            (8, "run_gpu_hours"),
+            (9, "free_gpu_hours"),
+        ] {
+            assert_eq!(
+                rec[col].split('.').nth(1).map(str::len),
+                Some(3),
+                "{key}: {rec:?}"
+            );
+            let api_h = api[key].as_f64().unwrap();
+            assert!(
+                (rec[col].parse::<f64>().unwrap() - api_h).abs() <= 0.0005,
+                "{key}: {rec:?} {api_h}"
+            );
+        }
     }
     // Researchers get no reports.
     tranche::db::users::create(&app.pool, None, "res", "researcher", None)
