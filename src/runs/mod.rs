@@ -1646,9 +1646,14 @@ pub async fn preemption_notices(
 ) -> Result<Vec<(i64, time::OffsetDateTime, String, bool)>, AppError> {
     let rows: Vec<(i64, time::OffsetDateTime, String, bool, Option<serde_json::Value>)> =
         sqlx::query_as(
-            "SELECT e.run_id, e.at, e.message, e.kind = 'lost', e.note FROM run_events e JOIN runs r ON r.id = e.run_id \
-             WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
-             ORDER BY e.id DESC LIMIT 20",
+            // One notice per attempt and kind: a node loss writes the cause ("node lost: no
+            // heartbeat") and the run's end ("not resumable"); the first, with the cause, stands.
+            "SELECT run_id, at, message, lost, note FROM ( \
+               SELECT DISTINCT ON (e.run_id, e.attempt, e.kind) e.id, e.run_id, e.at, e.message, e.kind = 'lost' AS lost, e.note \
+               FROM run_events e JOIN runs r ON r.id = e.run_id \
+               WHERE r.submitted_by = $1 AND e.kind IN ('preempted', 'lost') AND e.at > now() - interval '7 days' \
+               ORDER BY e.run_id, e.attempt, e.kind, e.id) first \
+             ORDER BY id DESC LIMIT 20",
         )
         .bind(actor.id)
         .fetch_all(pool)
