@@ -94,7 +94,7 @@ fn draw_two(
             }
         })
         .y_desc(y_desc)
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| i18n::format::integer(i18n::current(), y.round() as i64))
         .draw()?;
     let first = |i: usize, a: f64| {
         let x = i as f64;
@@ -180,7 +180,7 @@ fn draw_owed(
             }
         })
         .y_desc(i18n::t("chart-gpu-hours"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| i18n::format::integer(i18n::current(), y.round() as i64))
         .draw()?;
     chart
         .draw_series(LineSeries::new(
@@ -233,6 +233,17 @@ mod tests {
                 && svg.contains("capacity contracts")
         );
         assert!(svg.matches("<rect").count() >= 4);
+    }
+
+    /// The y axis's numbers are grouped as the page's language writes them (CLDR).
+    #[test]
+    fn axis_numbers_follow_the_language() {
+        let bars = [("2026-11".into(), 20_000_000, 0)];
+        let draw = |lang| i18n::sync_scope(lang, || stacked_bars("Spend", &bars, "USD"));
+        let (en, es) = (draw(i18n::Lang::En), draw(i18n::Lang::Es));
+        assert!(en.contains("\n100,000\n"), "{en}");
+        assert!(es.contains("\n100.000\n"), "{es}");
+        assert!(!en.contains("\n100000\n") && !es.contains("\n100000\n"));
     }
 
     #[test]
