@@ -175,7 +175,13 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
                         ("code", &format!("{:04X}", u32::from(c.character))),
                         (
                             "text",
-                            &crate::domain::excerpt(&t.replace(|c: char| c.is_control(), "?")),
+                            &crate::domain::excerpt(&t.replace(
+                                |c: char| {
+                                    crate::domain::control_char(c.encode_utf8(&mut [0; 4]), false)
+                                        .is_some()
+                                },
+                                "?",
+                            )),
                         ),
                     ],
                 ));

@@ -229,6 +229,18 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 }
 
 /// Seconds of `[a, b)` inside `[lo, hi)`.
+/// Splits `[from, to)` inside the window `[w0, w1)` at the window's hour marks: `f(hour, s)`
+/// for each piece, `hour` counted from `w0` (the last hour may be short).
+fn by_hour((w0, w1): (i64, i64), from: i64, to: i64, mut f: impl FnMut(usize, i64)) {
+    let (mut a, hi) = (from.max(w0), to.min(w1));
+    while a < hi {
+        let hr = ((a - w0) / 3600) as usize;
+        let b = (w0 + (hr as i64 + 1) * 3600).min(hi);
+        f(hr, b - a);
+        a = b;
+    }
+}
+
 fn overlap(a: i64, b: i64, lo: i64, hi: i64) -> i64 {
     (b.min(hi) - a.max(lo)).max(0)
 }
@@ -282,14 +294,9 @@ pub fn compute(h: &History) -> Figures {
         let Some(&pi) = index.get(&s.project) else {
             continue;
         };
-        let (lo, hi) = (s.start.max(w0), s.end.min(w1));
-        let mut a = lo;
-        while a < hi {
-            let hr = ((a - w0) / 3600) as usize;
-            let b = (w0 + (hr as i64 + 1) * 3600).min(hi);
-            received_hourly[pi][hr.min(hours - 1)] += g * (b - a) as f64;
-            a = b;
-        }
+        by_hour((w0, w1), s.start, s.end, |hr, secs| {
+            received_hourly[pi][hr] += g * secs as f64;
+        });
     }
     // Demand per project as +gpus / -gpus events.
     let mut events: Vec<Vec<(i64, i64)>> = vec![Vec::new(); np];
@@ -306,15 +313,10 @@ pub fn compute(h: &History) -> Figures {
     let mut capacity_hourly = vec![0f64; hours];
     let mut covered_hourly = vec![0i64; hours];
     for s in &h.health {
-        let (lo, hi) = (s.from.max(w0), s.to.min(w1));
-        let mut a = lo;
-        while a < hi {
-            let hr = ((a - w0) / 3600) as usize;
-            let b = (w0 + (hr as i64 + 1) * 3600).min(hi);
-            capacity_hourly[hr] += f64::from(s.installed) * (b - a) as f64;
-            covered_hourly[hr] += b - a;
-            a = b;
-        }
+        by_hour((w0, w1), s.from, s.to, |hr, secs| {
+            capacity_hourly[hr] += f64::from(s.installed) * secs as f64;
+            covered_hourly[hr] += secs;
+        });
     }
     for (hr, c) in capacity_hourly.iter_mut().enumerate() {
         let start = w0 + hr as i64 * 3600;

@@ -539,10 +539,7 @@ pub async fn sync(
     .fetch_all(pool)
     .await?;
     let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
-    if let Some(n) = node_ids
-        .iter()
-        .find(|n| !rows.iter().any(|(id, ..)| id == *n))
-    {
+    if let Some(n) = node_ids.iter().find(|n| !gpu_count.contains_key(n)) {
         return Err(stale_session(format!(
             "node {n} is not a node of this cluster"
         )));

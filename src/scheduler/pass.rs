@@ -1832,10 +1832,10 @@ impl<'a> Pass<'a> {
         // Evicted GPUs exceed the need by at most one node's worth, except when a run on its
         // contract takes its GPUs back from unallocated borrowers: those are lent and taken
         // back at once, however large the borrower (docs/design.md section 3.3).
-        let taken_back =
-            contract.is_some() && mv.chosen.iter().all(|&ri| !self.runs[ri].run.allocated());
-        let global_ok =
-            global_ok && (mv.freed <= need + i64::from(self.pools[pool].node_max) || taken_back);
+        let global_ok = global_ok
+            && (mv.freed <= need + i64::from(self.pools[pool].node_max)
+                || contract.is_some()
+                    && mv.chosen.iter().all(|&ri| !self.runs[ri].run.allocated()));
         // Node by node, for a gang that fits one node.
         let mut best: Option<(NodeMoveCost, Move, usize)> = None;
         // Only when the pool-wide move evicts more than the run needs (when it fails, no
