@@ -475,6 +475,7 @@ alert-see-use-case = See the use case
 
 run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)
 run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance })
+run-preview-contract = ; { $hours } of them on the project's capacity contract, paid with it, if it starts there
 run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
 err-choose-project = choose a project
 err-choose-cluster = choose a cluster

@@ -469,6 +469,7 @@ alert-see-use-case = Ver el caso de uso
 
 run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas y cualquier ejecución asignada puede desalojarla)
 run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance })
+run-preview-contract = ; { $hours } de ellas en el contrato de capacidad del proyecto, ya pagadas con él, si empieza allí
 run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster

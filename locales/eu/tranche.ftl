@@ -469,6 +469,7 @@ alert-see-use-case = Ikusi erabilera-kasua
 
 run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok kanpora dezake)
 run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance })
+run-preview-contract = ; horietatik { $hours } proiektuaren edukiera-kontratuan, harekin ordainduta, bertan hasten bada
 run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
 err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat

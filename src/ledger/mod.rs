@@ -411,6 +411,7 @@ pub async fn charge_usage(
         allocated,
         run: run_id,
         accounted_gpu_seconds: 0,
+        contract: None,
     };
     Ok(charge_usages(pool, conn, site, now, None, &[usage]).await?[0])
 }
@@ -444,6 +445,7 @@ pub async fn charge_usage_at(
         allocated,
         run: run_id,
         accounted_gpu_seconds: 0,
+        contract: None,
     };
     Ok(charge_usages(pool, conn, site, at, Some(at), &[usage]).await?[0])
 }
@@ -468,6 +470,53 @@ pub struct Usage {
     /// came before, each rounded, so a run charged minute by minute pays its whole time's
     /// cost rounded once, not a rounding per minute.
     pub accounted_gpu_seconds: i64,
+    /// The capacity contract that paid for this time in advance: allocated time on the
+    /// project's own contract inside its window is posted as `usage` at no cost, naming the
+    /// contract (the contract's price covered it; docs/design.md section 3.3). `None` for time
+    /// the budget pays.
+    pub contract: Option<i64>,
+}
+
+/// The usages of seconds `[charged, elapsed)` of a run attempt on `gpus` GPUs (`base` gives
+/// the project, pool, run and kind; its seconds are ignored). `contract` is the capacity
+/// contract the attempt runs on with its window in seconds from the attempt's start: the
+/// allocated time inside the window is prepaid ([`Usage::contract`]), the rest is charged as
+/// usual, its running total counting only the attempt's earlier seconds outside the window.
+/// Returns the prepaid usage first, then the charged one; a part of no seconds is left out.
+#[must_use]
+pub fn attempt_usages(
+    base: Usage,
+    gpus: i64,
+    charged: i64,
+    elapsed: i64,
+    contract: Option<(i64, i64, i64)>,
+) -> Vec<Usage> {
+    let (charged, elapsed) = (charged.max(0), elapsed.max(charged.max(0)));
+    let (id, start, end) = match contract {
+        Some(c) if base.allocated => c,
+        _ => (0, 0, 0),
+    };
+    let prepaid = crate::scheduler::overlap_s(charged, elapsed, start, end);
+    let paid = elapsed - charged - prepaid;
+    let paid_before = charged - crate::scheduler::overlap_s(0, charged, start, end);
+    let mut out = Vec::with_capacity(2);
+    if prepaid > 0 {
+        out.push(Usage {
+            gpu_seconds: prepaid * gpus,
+            accounted_gpu_seconds: 0,
+            contract: Some(id),
+            ..base
+        });
+    }
+    if paid > 0 {
+        out.push(Usage {
+            gpu_seconds: paid * gpus,
+            accounted_gpu_seconds: paid_before * gpus,
+            contract: None,
+            ..base
+        });
+    }
+    out
 }
 
 /// Records many usages as [`charge_usage`] records one, in a fixed number of statements: the
@@ -564,6 +613,22 @@ pub async fn charge_usages(
         };
         let before = u.accounted_gpu_seconds.max(0);
         let full_cost = |secs: i64| rounded(before.saturating_add(secs)) - rounded(before);
+        if u.contract.is_some() && u.allocated {
+            rows.push(
+                u,
+                "usage",
+                *account,
+                0,
+                u.gpu_seconds,
+                "on its capacity contract (prepaid)",
+            );
+            out.push(Charge {
+                charged_minor: 0,
+                charged_gpu_seconds: u.gpu_seconds,
+                free_gpu_seconds: 0,
+            });
+            continue;
+        }
         let mut charged_secs = if u.allocated { u.gpu_seconds } else { 0 };
         if full_cost(charged_secs) > *balance {
             // As many whole GPU-seconds as the balance pays for.
@@ -608,10 +673,10 @@ pub async fn charge_usages(
         return Ok(out);
     }
     sqlx::query(
-        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note, at) \
-         SELECT u.kind, u.account, $7, u.amount, u.project, $8, u.cluster, u.model, u.secs, u.run, u.note, coalesce($9, now()) \
-         FROM unnest($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[]) \
-              WITH ORDINALITY AS u(kind, account, amount, project, cluster, model, secs, run, note, n) ORDER BY u.n",
+        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, cluster_id, gpu_model_id, gpu_seconds, run_id, note, contract_id, at) \
+         SELECT u.kind, u.account, $7, u.amount, u.project, $8, u.cluster, u.model, u.secs, u.run, u.note, u.contract, coalesce($9, now()) \
+         FROM unnest($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::BIGINT[]) \
+              WITH ORDINALITY AS u(kind, account, amount, project, cluster, model, secs, run, note, contract, n) ORDER BY u.n",
     )
     .bind(&rows.kind)
     .bind(&rows.account)
@@ -625,6 +690,7 @@ pub async fn charge_usages(
     .bind(&rows.secs)
     .bind(&rows.run)
     .bind(&rows.note)
+    .bind(&rows.contract)
     .execute(&mut *conn)
     .await?;
     Ok(out)
@@ -642,6 +708,7 @@ struct Postings {
     secs: Vec<i64>,
     run: Vec<Option<i64>>,
     note: Vec<&'static str>,
+    contract: Vec<Option<i64>>,
 }
 
 impl Postings {
@@ -663,6 +730,7 @@ impl Postings {
         self.secs.push(secs);
         self.run.push(u.run);
         self.note.push(note);
+        self.contract.push(u.contract);
     }
 }
 
@@ -730,4 +798,61 @@ pub async fn entries(
         None
     };
     Ok((page, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Usage, attempt_usages};
+
+    fn base(allocated: bool) -> Usage {
+        Usage {
+            project: 1,
+            cluster: 2,
+            gpu_model: 3,
+            gpu_seconds: 0,
+            allocated,
+            run: Some(4),
+            accounted_gpu_seconds: 0,
+            contract: None,
+        }
+    }
+
+    /// (GPU-seconds, running total before, contract) of each usage.
+    fn parts(v: &[Usage]) -> Vec<(i64, i64, Option<i64>)> {
+        v.iter()
+            .map(|u| (u.gpu_seconds, u.accounted_gpu_seconds, u.contract))
+            .collect()
+    }
+
+    #[test]
+    fn time_inside_the_contract_window_is_prepaid_and_the_rest_charged() {
+        // No contract: all charged, the running total counting every earlier second.
+        assert_eq!(
+            parts(&attempt_usages(base(true), 2, 60, 120, None)),
+            [(120, 120, None)]
+        );
+        // Window [30, 90) s of the attempt, seconds [60, 120): 30 prepaid, 30 charged; of the
+        // 60 s before, 30 were inside the window, so 30 were charged.
+        assert_eq!(
+            parts(&attempt_usages(base(true), 2, 60, 120, Some((9, 30, 90)))),
+            [(60, 0, Some(9)), (60, 60, None)]
+        );
+        // A window that started after the attempt (its lead time) and has not ended: the
+        // seconds before it are charged, those inside prepaid.
+        assert_eq!(
+            parts(&attempt_usages(base(true), 1, 0, 100, Some((9, 40, 500)))),
+            [(60, 0, Some(9)), (40, 0, None)]
+        );
+        // Wholly inside: nothing charged.
+        assert_eq!(
+            parts(&attempt_usages(base(true), 8, 0, 60, Some((9, -10, 3600)))),
+            [(480, 0, Some(9))]
+        );
+        // Unallocated time is never prepaid (it is free anyway); nothing new, nothing posted.
+        assert_eq!(
+            parts(&attempt_usages(base(false), 1, 0, 50, Some((9, 0, 100)))),
+            [(50, 0, None)]
+        );
+        assert!(attempt_usages(base(true), 1, 50, 50, Some((9, 0, 100))).is_empty());
+    }
 }

@@ -216,8 +216,12 @@ pub struct Checked {
 pub struct Preview {
     /// Protected GPU-hours (GPUs x minimum runtime), thousandths.
     pub protected_milli_gpu_hours: i64,
-    /// Price of the protected part at billing weight x price, minor units.
+    /// Price of the protected part at billing weight x price that the project's budget pays,
+    /// minor units: less the part inside the window of a capacity contract of the project on
+    /// the pool, active now and large enough for the gang (prepaid when the run starts on it).
     pub cost_minor: i64,
+    /// Protected GPU-hours (thousandths) that such a contract prepays; 0 without one.
+    pub contract_milli_gpu_hours: i64,
     /// Unallocated: free and preemptible (minimum runtime 0).
     pub free: bool,
     /// Above the project's self-service limit and the submitter does not lead the project:
@@ -249,6 +253,16 @@ impl Preview {
                 ("balance", &Money(self.balance_minor).display(currency)),
             ],
         );
+        if self.contract_milli_gpu_hours > 0 {
+            text.push_str(&i18n::t1(
+                "run-preview-contract",
+                "hours",
+                domain::format_protected_gpu_hours(
+                    self.contract_milli_gpu_hours,
+                    i18n::current() == i18n::Lang::En,
+                ),
+            ));
+        }
         if self.needs_approval {
             text.push_str(&i18n::t1(
                 "run-preview-approval",
@@ -410,13 +424,20 @@ pub async fn check(
         Option<Vec<i64>>,
         Option<Vec<i32>>,
         Option<Vec<i64>>,
+        Option<i64>,
     );
     let now = jiff::Timestamp::now();
+    // The seconds until the end of the project's capacity contract on the pool that is active
+    // now and large enough for the gang, the longest if several: the minimum runtime inside
+    // it is prepaid when the run starts on it (docs/design.md section 3.3).
     #[rustfmt::skip]
-    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p): Names =
+    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p, contract_left): Names =
         sqlx::query_as(&format!(
             "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
-                    b.balance_minor, hd.seconds, hd.weights, hd.prices \
+                    b.balance_minor, hd.seconds, hd.weights, hd.prices, \
+                    (SELECT floor(extract(epoch FROM max(k.ends_at) - now()))::BIGINT FROM contracts k \
+                     WHERE k.project_id = t.id AND k.cluster_id = c.id AND k.gpu_model_id = m.id AND k.state = 'active' \
+                       AND k.starts_at <= now() AND k.ends_at > now() AND k.gpus >= $5) \
              FROM (SELECT 1) AS one \
              LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
              LEFT JOIN ledger_accounts b ON b.kind = 'project_budget' AND b.project_id = t.id AND b.period_start = $4 \
@@ -429,6 +450,7 @@ pub async fn check(
         .bind(&run.cluster)
         .bind(&run.gpu_model)
         .bind(ledger::Period::containing(now, site).bounds().0)
+        .bind(run.gpus)
         .fetch_one(pool)
         .await?;
     let (Some(project_id), Some(project_name), Some(self_service)) =
@@ -480,7 +502,14 @@ pub async fn check(
             ),
         });
     }
-    let cost = domain::contract_price(run.gpus, run.min_runtime_s, i64::from(weight), price);
+    let prepaid_s =
+        crate::scheduler::overlap_s(0, run.min_runtime_s, 0, contract_left.unwrap_or(0));
+    let cost = domain::contract_price(
+        run.gpus,
+        run.min_runtime_s - prepaid_s,
+        i64::from(weight),
+        price,
+    );
     let balance = match balance {
         Some(b) => b,
         None => ledger::balance(pool, project_id, now, site).await?.0,
@@ -490,6 +519,7 @@ pub async fn check(
     let preview = Preview {
         protected_milli_gpu_hours: protected_milli,
         cost_minor: cost.0,
+        contract_milli_gpu_hours: run.gpus * prepaid_s * 1000 / 3600,
         free: run.min_runtime_s == 0,
         needs_approval: protected_milli > i64::from(self_service) * 1000
             && !actor.leads(project_id, parents),
@@ -591,7 +621,9 @@ pub async fn available_balance(
 }
 
 /// Rewrites `project_holds` from the runs: per project and GPU model, the GPU-seconds of
-/// minimum runtime that starting and running runs have not been charged yet. Called by every
+/// minimum runtime that starting and running runs have not been charged yet, less what falls
+/// inside the window of the capacity contract a run is on (prepaid,
+/// [`ledger::attempt_usages`]). Called by every
 /// writer that starts, charges or stops runs, inside its transaction (which holds the pass
 /// lock), so submissions read a current figure without summing running runs themselves.
 ///
@@ -599,10 +631,13 @@ pub async fn available_balance(
 /// Database errors.
 pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "WITH h AS ( \
-            SELECT project_id, gpu_model_id, sum(gpus::BIGINT * (min_runtime_s - charged_s))::BIGINT AS s \
-            FROM runs WHERE state IN ('starting', 'running') AND min_runtime_s > charged_s \
-            GROUP BY project_id, gpu_model_id), \
+        "WITH h AS (SELECT * FROM ( \
+            SELECT r.project_id, r.gpu_model_id, sum(r.gpus::BIGINT * (r.min_runtime_s - r.charged_s - CASE WHEN c.id IS NULL OR r.started_at IS NULL THEN 0 \
+                   ELSE GREATEST(0, LEAST(r.min_runtime_s, floor(extract(epoch FROM c.ends_at - r.started_at))::BIGINT) \
+                   - GREATEST(r.charged_s, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT)) END))::BIGINT AS s \
+            FROM runs r LEFT JOIN contracts c ON c.id = r.contract_id AND c.project_id = r.project_id \
+            WHERE r.state IN ('starting', 'running') AND r.min_runtime_s > r.charged_s \
+            GROUP BY r.project_id, r.gpu_model_id) held WHERE s > 0), \
          gone AS (DELETE FROM project_holds p WHERE NOT EXISTS \
             (SELECT 1 FROM h WHERE h.project_id = p.project_id AND h.gpu_model_id = p.gpu_model_id)) \
          INSERT INTO project_holds (project_id, gpu_model_id, gpu_seconds) SELECT project_id, gpu_model_id, s FROM h \

@@ -205,8 +205,49 @@ pub async fn notify_agents(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// Run, project, cluster, model, GPUs, minimum runtime (s), charged (s), elapsed (s).
-type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64);
+/// Run, project, cluster, model, GPUs, minimum runtime (s), charged (s), elapsed (s), and the
+/// capacity contract it runs on ([`CONTRACT_WINDOW`]).
+type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
+
+/// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id and
+/// its window's start and end in seconds from the attempt's start (NULL when none).
+const CONTRACT_WINDOW: &str = "(SELECT ARRAY[c.id, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT, \
+     floor(extract(epoch FROM c.ends_at - r.started_at))::BIGINT] FROM contracts c \
+     WHERE c.id = r.contract_id AND c.project_id = r.project_id)";
+
+/// The ledger usages of a run attempt's seconds `[charged, elapsed)`: the part on its capacity
+/// contract's window prepaid, the rest charged ([`ledger::attempt_usages`]). Allocated when
+/// the minimum runtime is above 0.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one attempt's facts, as the queries read them"
+)]
+fn run_usages(
+    id: i64,
+    project: i64,
+    cluster: i64,
+    model: i64,
+    gpus: i32,
+    min_runtime: i64,
+    (charged, elapsed): (i64, i64),
+    contract: Option<&[i64]>,
+) -> Vec<ledger::Usage> {
+    let base = ledger::Usage {
+        project,
+        cluster,
+        gpu_model: model,
+        gpu_seconds: 0,
+        allocated: min_runtime > 0,
+        run: Some(id),
+        accounted_gpu_seconds: 0,
+        contract: None,
+    };
+    let window = match contract {
+        Some(&[c, start, end]) => Some((c, start, end)),
+        _ => None,
+    };
+    ledger::attempt_usages(base, i64::from(gpus), charged, elapsed, window)
+}
 
 /// Charges starting or running runs' time since their last charge (GPU-seconds at their
 /// model's billing weight and price while the balance lasts, the rest free:
@@ -225,36 +266,44 @@ async fn settle(
     runs: &[i64],
 ) -> Result<Vec<(i64, i64)>, AppError> {
     let rows: Vec<SettleRow> = sqlx::query_as(
-        "SELECT id, project_id, cluster_id, gpu_model_id, gpus, min_runtime_s, charged_s, \
-                GREATEST(0, floor(extract(epoch FROM now() - started_at)))::BIGINT \
-         FROM runs WHERE id = ANY($1) AND state IN ('starting', 'running') AND started_at IS NOT NULL ORDER BY id",
+        &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
+                GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
+         FROM runs r WHERE r.id = ANY($1) AND r.state IN ('starting', 'running') AND r.started_at IS NOT NULL ORDER BY r.id"),
     )
     .bind(runs)
     .fetch_all(&mut *conn)
     .await?;
-    let rows: Vec<_> = rows
-        .into_iter()
-        .filter(|&(.., charged, elapsed)| elapsed > charged)
-        .collect();
+    let rows: Vec<_> = rows.into_iter().filter(|r| r.7 > r.6).collect();
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let usages: Vec<ledger::Usage> = rows
+    // Each usage with the index of its row (a run's time may be part prepaid, part charged).
+    let (of_row, usages): (Vec<usize>, Vec<ledger::Usage>) = rows
         .iter()
-        .map(
-            |&(id, project, cluster, model, gpus, min_runtime, charged, elapsed)| ledger::Usage {
-                project,
-                cluster,
-                gpu_model: model,
-                gpu_seconds: (elapsed - charged) * i64::from(gpus),
-                allocated: min_runtime > 0,
-                run: Some(id),
-                accounted_gpu_seconds: charged * i64::from(gpus),
+        .enumerate()
+        .flat_map(
+            |(i, &(id, project, cluster, model, gpus, min_runtime, charged, elapsed, ref c))| {
+                run_usages(
+                    id,
+                    project,
+                    cluster,
+                    model,
+                    gpus,
+                    min_runtime,
+                    (charged, elapsed),
+                    c.as_deref(),
+                )
+                .into_iter()
+                .map(move |u| (i, u))
             },
         )
-        .collect();
+        .unzip();
     let charges =
         ledger::charge_usages(pool, conn, site, jiff::Timestamp::now(), None, &usages).await?;
+    let mut went_free = vec![false; rows.len()];
+    for (&i, c) in of_row.iter().zip(&charges) {
+        went_free[i] |= c.free_gpu_seconds > 0;
+    }
     let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let elapsed: Vec<i64> = rows.iter().map(|r| r.7).collect();
     sqlx::query(
@@ -266,8 +315,8 @@ async fn settle(
     .await?;
     let unallocated: Vec<i64> = rows
         .iter()
-        .zip(&charges)
-        .filter(|(r, c)| r.5 > 0 && c.free_gpu_seconds > 0)
+        .zip(&went_free)
+        .filter(|&(r, &free)| r.5 > 0 && free)
         .map(|(r, _)| r.0)
         .collect();
     if !unallocated.is_empty() {
@@ -417,8 +466,20 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
 }
 
 /// Id, project, cluster, model, GPUs, minimum runtime, charged s, elapsed s, any failure,
-/// largest exit status.
-type DoneRow = (i64, i64, i64, i64, i32, i64, i64, i64, bool, Option<i32>);
+/// largest exit status, the capacity contract it runs on ([`CONTRACT_WINDOW`]).
+type DoneRow = (
+    i64,
+    i64,
+    i64,
+    i64,
+    i32,
+    i64,
+    i64,
+    i64,
+    bool,
+    Option<i32>,
+    Option<Vec<i64>>,
+);
 
 /// Ends, in a few set-based statements, every starting or running attempt whose processes all
 /// exited: succeeded when every exit status is 0, else failed with the status of the process
@@ -438,7 +499,8 @@ async fn end_exited_attempts(
     let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
-                bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) \
+                bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \
+                {CONTRACT_WINDOW} \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
          WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
          HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",
@@ -453,19 +515,18 @@ async fn end_exited_attempts(
     let mut usages = Vec::new();
     let (mut ids, mut states, mut codes, mut elapsed_s, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code) in done {
-        let secs = (elapsed - charged).max(0) * i64::from(gpus);
-        if secs > 0 {
-            usages.push(ledger::Usage {
-                project,
-                cluster,
-                gpu_model: model,
-                gpu_seconds: secs,
-                allocated: min_runtime > 0,
-                run: Some(id),
-                accounted_gpu_seconds: charged * i64::from(gpus),
-            });
-        }
+    for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code, c) in done
+    {
+        usages.extend(run_usages(
+            id,
+            project,
+            cluster,
+            model,
+            gpus,
+            min_runtime,
+            (charged, elapsed),
+            c.as_deref(),
+        ));
         ids.push(id);
         states.push(if failed { "failed" } else { "succeeded" });
         codes.push(code);

@@ -43,7 +43,7 @@ use super::types::{
     ClusterId, ContractId, ModelId, NodeId, NodeState, PolicyKind, ProjectId, RunId, RunningRun,
     Snapshot, WaitingRun,
 };
-use super::types::{IdMap, IdSlots};
+use super::types::{IdMap, IdSlots, overlap_s};
 use std::collections::{BTreeMap, BTreeSet};
 
 struct NodeSlot {
@@ -976,11 +976,16 @@ impl<'a> Pass<'a> {
 
     /// Minimum-runtime cost in minor units, rounded up.
     fn cost(&self, w: &WaitingRun, pool: usize) -> i64 {
+        self.cost_of(w, pool, w.min_runtime_s)
+    }
+
+    /// The price of `seconds` of `w`'s GPUs in `pool` (0 for unallocated work), minor units.
+    fn cost_of(&self, w: &WaitingRun, pool: usize, seconds: i64) -> i64 {
         if !w.allocated() {
             return 0;
         }
         let c = ceil_div(
-            i128::from(w.gpus) * i128::from(w.min_runtime_s) * i128::from(self.pools[pool].price),
+            i128::from(w.gpus) * i128::from(seconds) * i128::from(self.pools[pool].price),
             3600,
         );
         i64::try_from(c).unwrap_or(i64::MAX)
@@ -1431,7 +1436,8 @@ impl<'a> Pass<'a> {
 
     fn consider_tranche(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
-        if !self.budget_allows(w, pool) {
+        let contract = self.contract_for(w, pool);
+        if !self.budget_allows(w, pool, contract) {
             return;
         }
         if self.pools[pool].reservation.is_some() {
@@ -1442,7 +1448,6 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
-        let contract = self.contract_for(w, pool);
         let usable = self.usable(pool, w, self.held_for(contract));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
@@ -2183,12 +2188,20 @@ impl<'a> Pass<'a> {
     }
 
     /// Budget gate: records the wait and returns false when the balance cannot cover the
-    /// minimum-runtime cost.
-    fn budget_allows(&mut self, w: &Queued, pool: usize) -> bool {
+    /// minimum-runtime cost, less the part inside the window of `contract`, the project's
+    /// capacity contract the run would start on (prepaid with it: docs/design.md 3.3).
+    fn budget_allows(&mut self, w: &Queued, pool: usize, contract: Option<ContractId>) -> bool {
         let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance) else {
             return true;
         };
-        let cost = self.cost(w, pool);
+        let mut cost = self.cost(w, pool);
+        if cost > b
+            && let Some(c) = contract
+            && let Some(k) = self.snap.contracts.iter().find(|k| k.id == c)
+        {
+            let prepaid = overlap_s(self.now, self.now + w.min_runtime_s, k.start, k.end);
+            cost = self.cost_of(w, pool, w.min_runtime_s - prepaid);
+        }
         if cost > b {
             self.wait(
                 w,
@@ -2206,7 +2219,7 @@ impl<'a> Pass<'a> {
     fn consider_fifo(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
         if !self.pools[pool].blocked {
-            if !self.budget_allows(w, pool) {
+            if !self.budget_allows(w, pool, None) {
                 return;
             }
             if self.start(w, pool, None, false) {
@@ -2230,7 +2243,7 @@ impl<'a> Pass<'a> {
 
     fn consider_legacy(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
-        if !self.budget_allows(w, pool) {
+        if !self.budget_allows(w, pool, None) {
             return;
         }
         let (np, cap) = self

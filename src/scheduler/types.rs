@@ -290,6 +290,14 @@ impl Contract {
     }
 }
 
+/// Seconds that the intervals `[from, to)` and `[start, end)` share (0 when they do not
+/// meet): for example the part of a run's minimum runtime inside a contract's window, which
+/// the contract prepaid (docs/design.md section 3.3).
+#[must_use]
+pub fn overlap_s(from: i64, to: i64, start: i64, end: i64) -> i64 {
+    (to.min(end) - from.max(start)).max(0)
+}
+
 /// Which policy a pass applies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -459,6 +459,7 @@ async fn a_runs_charges_add_up_to_its_time_rounded_once() {
             allocated: true,
             run: None,
             accounted_gpu_seconds: before,
+            contract: None,
         };
         let mut tx = app.pool.begin().await.unwrap();
         let c = ledger::charge_usages(&app.pool, &mut tx, &site, now, None, &[usage])
@@ -507,6 +508,7 @@ async fn usages_charged_together_draw_each_balance_in_order() {
         allocated,
         run: None,
         accounted_gpu_seconds: 0,
+        contract: None,
     };
     let usages = [
         usage(p1, 12 * half, true), // costs `half` exactly

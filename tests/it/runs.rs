@@ -1168,6 +1168,145 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
 }
 
+/// Time on the project's own capacity contract was paid with the contract: a run on it is not
+/// charged again for the part inside the window (posted as usage at no cost, naming the
+/// contract, so fair-share usage still counts it), holds nothing for it, and may start with a
+/// balance below its minimum-runtime cost; its time past the window is charged as usual.
+#[tokio::test]
+async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["h-1", "h-2"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let admin = o.app.admin().await;
+    let now = jiff::Timestamp::now();
+    let minute = jiff::Timestamp::from_second(now.as_second() / 60 * 60).unwrap();
+    // 8 H100 from 20 minutes ago to 2 hours from now (bought before its start).
+    let req = tranche::ledger::contracts::Request {
+        project: "fm-pretrain-7b".into(),
+        cluster: "local".into(),
+        gpu_model: "H100".into(),
+        gpus: 8,
+        start: minute - jiff::SignedDuration::from_mins(20),
+        end: minute + jiff::SignedDuration::from_mins(120),
+        expected_price_minor: None,
+    };
+    let (contract, _) = tranche::ledger::contracts::buy(
+        &o.app.pool,
+        &o.app.state.site,
+        &admin,
+        &req,
+        minute - jiff::SignedDuration::from_mins(60),
+    )
+    .await
+    .unwrap();
+    // A money cap leaving 5.00 USD: a 1-hour run of 8 GPUs costs 20.00 at 2.50 a GPU-hour.
+    let spent: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(amount_minor), 0)::BIGINT FROM ledger_postings WHERE project_id = $1 AND kind IN ('usage', 'contract') \
+         AND period_start = (SELECT max(period_start) FROM ledger_accounts WHERE project_id = $1 AND kind = 'project_budget')",
+    )
+    .bind(project)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": null, "money_cap_minor": spent + 500, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let balance = o.app.balance_at("fm-pretrain-7b", now).await;
+    assert_eq!(balance, 500);
+    // The minimum runtime lies inside the window: nothing to pay from the budget.
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 8, 3600, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["preview"]["cost_minor"], 0, "{answer}");
+    assert_eq!(
+        answer["preview"]["contract_milli_gpu_hours"], 8000,
+        "{answer}"
+    );
+    let run = answer["id"].as_i64().unwrap();
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    let (on, held): (Option<i64>, Option<i64>) = sqlx::query_as(
+        "SELECT r.contract_id, (SELECT sum(gpu_seconds)::BIGINT FROM project_holds WHERE project_id = r.project_id) FROM runs r WHERE r.id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(on, Some(contract.id));
+    assert_eq!(
+        held.unwrap_or(0),
+        0,
+        "a prepaid minimum runtime holds nothing"
+    );
+    // Seventy minutes later the window had ended ten minutes before (times moved back).
+    let t0 = jiff::Timestamp::from_second(now.as_second() - 70 * 60).unwrap();
+    sqlx::query("UPDATE runs SET started_at = $2 WHERE id = $1")
+        .bind(run)
+        .bind(tranche::ledger::to_time(t0))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE contracts SET starts_at = $2, ends_at = $3 WHERE id = $1")
+        .bind(contract.id)
+        .bind(tranche::ledger::to_time(
+            t0 - jiff::SignedDuration::from_mins(10),
+        ))
+        .bind(tranche::ledger::to_time(
+            t0 + jiff::SignedDuration::from_mins(60),
+        ))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{run}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert!(elapsed >= 70 * 60, "{elapsed}");
+    let postings: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+        "SELECT kind, amount_minor, gpu_seconds, contract_id FROM ledger_postings WHERE run_id = $1 ORDER BY id",
+    )
+    .bind(run)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    // The first hour inside the window: prepaid. The rest at 2.50 per GPU-hour, rounded half up.
+    let paid_secs = 8 * (elapsed - 3600);
+    let cost = (paid_secs * 250 * 2 + 3600) / 7200;
+    assert_eq!(
+        postings,
+        vec![
+            ("usage".to_string(), 0, 8 * 3600, Some(contract.id)),
+            ("usage".to_string(), cost, paid_secs, None),
+        ]
+    );
+    assert_eq!(o.app.balance_at("fm-pretrain-7b", now).await, 500 - cost);
+}
+
 #[tokio::test]
 async fn heartbeats_leave_the_tree_cache_current_and_inventory_changes_do_not() {
     let o = org().await;

@@ -124,6 +124,26 @@ fn shuffled(snap: &Snapshot, rng: &mut Rng) -> Snapshot {
 }
 
 /// Checks one outcome against the snapshot it came from.
+/// What starting `w` now on `contract` takes from its project's balance: its minimum runtime's
+/// price, less the part inside the window of the project's own contract it starts on (paid
+/// with the contract; docs/design.md section 3.3), rounded up.
+fn start_cost(snap: &Snapshot, w: &WaitingRun, contract: Option<ContractId>, now: i64) -> i64 {
+    let price = snap
+        .models
+        .iter()
+        .find(|m| m.id == w.model)
+        .unwrap()
+        .price_per_gpu_hour;
+    let prepaid = contract
+        .and_then(|c| snap.contracts.iter().find(|k| k.id == c))
+        .map_or(0, |k| {
+            assert_eq!(k.project, w.project, "a run on another project's contract");
+            (now + w.min_runtime_s).min(k.end) - now.max(k.start)
+        });
+    let secs = w.min_runtime_s - prepaid.max(0);
+    (i64::from(w.gpus) * secs * price + 3599) / 3600
+}
+
 pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
     let running: BTreeMap<RunId, &RunningRun> = snap.running.iter().map(|r| (r.id, r)).collect();
     let waiting: BTreeMap<RunId, &WaitingRun> = snap.waiting.iter().map(|w| (w.id, w)).collect();
@@ -163,7 +183,12 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
                     assert!(!r.non_preemptible);
                 }
             }
-            Decision::Start { run, placement, .. } => {
+            Decision::Start {
+                run,
+                placement,
+                contract,
+                ..
+            } => {
                 let w = waiting.get(run).expect("only waiting runs start");
                 assert!(started.insert(*run));
                 let total: usize = placement.iter().map(|(_, g)| g.len()).sum();
@@ -174,15 +199,8 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
                     assert_eq!((node.cluster, node.model), (w.cluster, w.model));
                     assert!(gs.iter().all(|g| *g < node.gpus));
                 }
-                let price = snap
-                    .models
-                    .iter()
-                    .find(|m| m.id == w.model)
-                    .unwrap()
-                    .price_per_gpu_hour;
                 if w.allocated() {
-                    *spent.entry(w.project).or_default() +=
-                        (i64::from(w.gpus) * w.min_runtime_s * price + 3599) / 3600;
+                    *spent.entry(w.project).or_default() += start_cost(snap, w, *contract, now);
                 }
             }
             Decision::Reserve { run, .. } => assert!(waiting.contains_key(run)),
@@ -274,31 +292,24 @@ fn run_passes(seed: u64, kind: PolicyKind, bounded: bool) {
                     );
                 }
             }
-            apply(&mut b.snap, &out, now);
             // Budgets are charged by the ledger when runs start.
-            for d in &out.decisions {
-                if let Decision::Start { run, .. } = d {
-                    let r = b
-                        .snap
-                        .running
-                        .iter()
-                        .find(|r| r.id == *run)
-                        .unwrap()
-                        .clone();
-                    if r.allocated() {
-                        let price = b
-                            .snap
-                            .models
-                            .iter()
-                            .find(|m| m.id == r.model)
-                            .unwrap()
-                            .price_per_gpu_hour;
-                        let cost = (i64::from(r.gpus()) * r.min_runtime_s * price + 3599) / 3600;
-                        if let Some(bal) = b.project_mut(r.project).balance.as_mut() {
-                            *bal -= cost;
-                            assert!(*bal >= 0, "balance went negative");
-                        }
+            let costs: Vec<(ProjectId, i64)> = out
+                .decisions
+                .iter()
+                .filter_map(|d| match d {
+                    Decision::Start { run, contract, .. } => {
+                        let w = b.snap.waiting.iter().find(|w| w.id == *run).unwrap();
+                        w.allocated()
+                            .then(|| (w.project, start_cost(&b.snap, w, *contract, now)))
                     }
+                    _ => None,
+                })
+                .collect();
+            apply(&mut b.snap, &out, now);
+            for (project, cost) in costs {
+                if let Some(bal) = b.project_mut(project).balance.as_mut() {
+                    *bal -= cost;
+                    assert!(*bal >= 0, "balance went negative");
                 }
             }
         }

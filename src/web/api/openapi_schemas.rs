@@ -552,6 +552,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
     };
     let preview = obj(&[
         ("balance_minor", int()),
+        ("contract_milli_gpu_hours", int()),
         ("cost_minor", int()),
         ("free", b()),
         ("needs_approval", b()),
