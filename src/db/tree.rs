@@ -1095,15 +1095,19 @@ pub async fn update_project(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    crate::ledger::follow_budget_change(
-        pool,
-        &mut tx,
-        site,
-        now,
-        id,
-        (update.period_budget_minor, update.money_cap_minor),
-    )
-    .await?;
+    // Only a changed budget or cap moves money: saving the self-service limit or the alert
+    // thresholds leaves the period's grant as it was, whatever prices or GPUs did since.
+    if (update.period_budget_minor, update.money_cap_minor) != (before.0, before.1) {
+        crate::ledger::follow_budget_change(
+            pool,
+            &mut tx,
+            site,
+            now,
+            id,
+            (update.period_budget_minor, update.money_cap_minor),
+        )
+        .await?;
+    }
     audit::record(
         &mut *tx,
         Change {

@@ -521,7 +521,9 @@ pub async fn check(
         cost_minor: cost.0,
         contract_milli_gpu_hours: run.gpus * prepaid_s * 1000 / 3600,
         free: run.min_runtime_s == 0,
-        needs_approval: protected_milli > i64::from(self_service) * 1000
+        // Compared in GPU-seconds: thousandths of a GPU-hour would let 64.0003 pass a
+        // limit of 64.
+        needs_approval: run.gpus * run.min_runtime_s > i64::from(self_service) * 3600
             && !actor.leads(project_id, parents),
         self_service_gpu_hours: i64::from(self_service),
         balance_minor: balance.0,

@@ -674,8 +674,7 @@ async fn load_snapshot(
         snap.models.push(GpuModel {
             id: ModelId(id),
             name,
-            // The core prices a GPU-hour of the model: billing weight x price, rounded up.
-            price_per_gpu_hour: (i64::from(weight) * price + 999) / 1000,
+            price_per_gpu_hour: price,
             billing_weight_milli: i64::from(weight),
         });
     }

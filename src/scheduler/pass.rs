@@ -476,10 +476,6 @@ fn fifo_key(w: &WaitingRun, at: u32) -> u128 {
     (submitted << 32) | u128::from(at)
 }
 
-fn ceil_div(a: i128, b: i128) -> i128 {
-    if b <= 0 { a } else { (a + b - 1) / b }
-}
-
 impl<'a> Pass<'a> {
     fn build(snap: &'a Snapshot, now: i64) -> Pass<'a> {
         let models: IdMap<ModelId, _> = snap.models.iter().map(|m| (m.id, m)).collect();
@@ -979,16 +975,20 @@ impl<'a> Pass<'a> {
         self.cost_of(w, pool, w.min_runtime_s)
     }
 
-    /// The price of `seconds` of `w`'s GPUs in `pool` (0 for unallocated work), minor units.
+    /// The price of `seconds` of `w`'s GPUs in `pool` (0 for unallocated work), minor units:
+    /// GPUs x hours x billing weight x price, rounded half up, as the ledger holds and charges
+    /// it (`domain::contract_price`), so a run the submission check accepts is not refused
+    /// here by a rounding.
     fn cost_of(&self, w: &WaitingRun, pool: usize, seconds: i64) -> i64 {
         if !w.allocated() {
             return 0;
         }
-        let c = ceil_div(
-            i128::from(w.gpus) * i128::from(seconds) * i128::from(self.pools[pool].price),
-            3600,
-        );
-        i64::try_from(c).unwrap_or(i64::MAX)
+        let p = &self.pools[pool];
+        let num = i128::from(w.gpus)
+            * i128::from(seconds)
+            * i128::from(p.weight_milli)
+            * i128::from(p.price);
+        i64::try_from((num * 2 + 3_600_000) / 7_200_000).unwrap_or(i64::MAX)
     }
 
     // ----- steps -----------------------------------------------------------------------------

@@ -122,7 +122,8 @@ pub struct GpuModel {
     pub id: ModelId,
     /// Display name ("B300").
     pub name: String,
-    /// Price of one GPU-hour, in minor units of the currency.
+    /// Price of one weighted GPU-hour, in minor units of the currency: an hour of one GPU
+    /// costs this times the billing weight.
     pub price_per_gpu_hour: i64,
     /// Billing weight in thousandths (1000 = an hour of this model counts as one GPU-hour of
     /// usage); weights the in-flight usage the ranking adds for running allocated runs.

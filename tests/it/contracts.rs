@@ -804,6 +804,23 @@ async fn budget_changes_follow_into_the_ledger() {
     update(set(None, None)).await;
     assert_eq!(balance_of(&app, "p1").await, granted);
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+    // A price change moves the entitlement's value, not the open budgets: saving the other
+    // settings (self-service limit, alert thresholds) moves no money.
+    sqlx::query("UPDATE gpu_models SET price_per_gpu_hour_minor = 300 WHERE name = 'H100'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    update(tree_db::BudgetUpdate {
+        self_service_gpu_hours: 65,
+        alert_thresholds: Some(vec![50, 91]),
+        ..set(None, None)
+    })
+    .await;
+    assert_eq!(balance_of(&app, "p1").await, granted);
+    sqlx::query("UPDATE gpu_models SET price_per_gpu_hour_minor = 100 WHERE name = 'H100'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     // Spent money is not clawed back below zero: spend 30.00, then cut the budget to 10.00.
     let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 1, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(1).checked_add(jiff::SignedDuration::from_hours(30)).unwrap().to_string()});
     let (status, _) = app

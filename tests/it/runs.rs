@@ -1168,6 +1168,65 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
 }
 
+/// The submission check and the scheduling pass price a minimum runtime alike (rounded half
+/// up, as the ledger charges it), and the self-service limit is compared exactly.
+#[tokio::test]
+async fn submission_and_pass_agree_on_the_cost_and_the_limit() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["h-1", "h-2"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let now = jiff::Timestamp::now();
+    let balance = o.app.balance_at("fm-pretrain-7b", now).await;
+    // Leave exactly 0.10 USD: the period budget is what was spent plus 10 minor units.
+    let granted: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(CASE WHEN to_account = a.id THEN amount_minor ELSE -amount_minor END), 0)::BIGINT \
+         FROM ledger_postings p JOIN ledger_accounts a ON a.kind = 'project_budget' AND a.project_id = $1 \
+          AND a.period_start = (SELECT max(period_start) FROM ledger_accounts WHERE project_id = $1 AND kind = 'project_budget') \
+         WHERE p.kind IN ('grant', 'adjust') AND (p.to_account = a.id OR p.from_account = a.id)",
+    )
+    .bind(project)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": granted - balance + 10, "money_cap_minor": null, "self_service_gpu_hours": 0})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(o.app.balance_at("fm-pretrain-7b", now).await, 10);
+    // 1 GPU x 150 s x 2.50 a GPU-hour = 10.4 minor units: 10, rounded half up. A lead's own
+    // run needs no approval.
+    let mut body = run_body("fm-pretrain-7b", 1, 150, true);
+    body["time_limit_s"] = json!(600);
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/runs", Some(&o.lead), Some(body.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["preview"]["cost_minor"], 10);
+    let run = answer["id"].as_i64().unwrap();
+    pass(&o.app).await;
+    assert_eq!(
+        state_of(&o.app, run).await,
+        "starting",
+        "{:?}",
+        reason_of(&o.app, run).await
+    );
+    // With a self-service limit of 0 GPU-hours even 1 GPU-second of protection needs a lead.
+    body["min_runtime_s"] = json!(1);
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["preview"]["needs_approval"], true, "{answer}");
+}
+
 /// Time on the project's own capacity contract was paid with the contract: a run on it is not
 /// charged again for the part inside the window (posted as usage at no cost, naming the
 /// contract, so fair-share usage still counts it), holds nothing for it, and may start with a

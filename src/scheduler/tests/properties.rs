@@ -128,12 +128,7 @@ fn shuffled(snap: &Snapshot, rng: &mut Rng) -> Snapshot {
 /// price, less the part inside the window of the project's own contract it starts on (paid
 /// with the contract; docs/design.md section 3.3), rounded up.
 fn start_cost(snap: &Snapshot, w: &WaitingRun, contract: Option<ContractId>, now: i64) -> i64 {
-    let price = snap
-        .models
-        .iter()
-        .find(|m| m.id == w.model)
-        .unwrap()
-        .price_per_gpu_hour;
+    let m = snap.models.iter().find(|m| m.id == w.model).unwrap();
     let prepaid = contract
         .and_then(|c| snap.contracts.iter().find(|k| k.id == c))
         .map_or(0, |k| {
@@ -141,7 +136,9 @@ fn start_cost(snap: &Snapshot, w: &WaitingRun, contract: Option<ContractId>, now
             (now + w.min_runtime_s).min(k.end) - now.max(k.start)
         });
     let secs = w.min_runtime_s - prepaid.max(0);
-    (i64::from(w.gpus) * secs * price + 3599) / 3600
+    // Rounded half up, as the ledger charges.
+    let num = i64::from(w.gpus) * secs * m.billing_weight_milli * m.price_per_gpu_hour;
+    (num * 2 + 3_600_000) / 7_200_000
 }
 
 pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
