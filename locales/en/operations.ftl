@@ -243,6 +243,7 @@ users-disabled-tag = disabled
 users-account-disabled = Account disabled: its sessions ended, its API tokens and sign-in are refused.
 users-account-enabled = Account enabled again.
 users-disable-self = you cannot disable your own account
+users-local-off-no-provider = password sign-in cannot be turned off: this server has no identity provider (OIDC or LDAP) configured, so no one but the break-glass admin could sign in
 users-disable-break-glass = { $name } is the break-glass admin while password sign-in is off; turn it back on or name another first
 users-local-turned-on = Password sign-in is on for every local account.
 users-local-turned-off = Password sign-in is off except for the break-glass admin.

@@ -252,6 +252,7 @@ users-disabled-tag = desactivada
 users-account-disabled = Cuenta desactivada: sus sesiones han terminado y se rechazan sus tokens de API y su inicio de sesión.
 users-account-enabled = Cuenta activada de nuevo.
 users-disable-self = no puedes desactivar tu propia cuenta
+users-local-off-no-provider = no se puede desactivar el inicio de sesión con contraseña: este servidor no tiene configurado ningún proveedor de identidad (OIDC o LDAP), así que solo el administrador de emergencia podría entrar
 users-disable-break-glass = { $name } es el administrador de emergencia mientras el inicio de sesión con contraseña está desactivado; actívalo de nuevo o nombra a otro antes
 users-local-turned-on = El inicio de sesión con contraseña está activado para todas las cuentas locales.
 users-local-turned-off = El inicio de sesión con contraseña está desactivado salvo para el administrador de emergencia.

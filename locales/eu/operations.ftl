@@ -253,6 +253,7 @@ users-disabled-tag = desgaitua
 users-account-disabled = Kontua desgaitu da: bere saioak amaitu dira, eta bere API tokenak eta saio-hasiera baztertzen dira.
 users-account-enabled = Kontua berriro gaitu da.
 users-disable-self = ezin duzu zure kontua desgaitu
+users-local-off-no-provider = ezin da pasahitz bidezko saio-hasiera itzali: zerbitzari honek ez du identitate-hornitzailerik konfiguratuta (OIDC edo LDAP), beraz larrialdiko administratzaileak bakarrik hasi ahal izango luke saioa
 users-disable-break-glass = { $name } larrialdiko administratzailea da pasahitz bidezko saio-hasiera itzalita dagoen bitartean; piztu berriro edo izendatu beste bat lehenago
 users-local-turned-on = Pasahitzarekin saioa hastea aktibatuta dago kontu lokal guztientzat.
 users-local-turned-off = Pasahitzarekin saioa hastea desaktibatuta dago, larrialdiko administratzailearentzat izan ezik.

@@ -243,10 +243,11 @@ pub async fn grant(
     Ok(id)
 }
 
-/// Revokes a grant. The last admin grant cannot be revoked.
+/// Revokes a grant. The last admin grant cannot be revoked, nor the break-glass admin's last
+/// admin grant given by hand while password sign-in is off.
 ///
 /// # Errors
-/// NotFound grant, Invalid for the last admin.
+/// NotFound grant, Invalid for the last admin, Conflict for the break-glass admin's.
 pub async fn revoke(
     pool: &PgPool,
     actor: Option<i64>,
@@ -255,8 +256,8 @@ pub async fn revoke(
 ) -> Result<(), AppError> {
     let mut tx = pool.begin().await?;
     serialize_admin_changes(&mut tx).await?;
-    let (role, node_id, name): (String, Option<i64>, String) = sqlx::query_as(
-        "SELECT g.role, g.node_id, u.name FROM role_grants g JOIN users u ON u.id = g.user_id WHERE g.id = $1 AND g.user_id = $2",
+    let (role, node_id, name, manual): (String, Option<i64>, String, bool) = sqlx::query_as(
+        "SELECT g.role, g.node_id, u.name, g.source = 'manual' FROM role_grants g JOIN users u ON u.id = g.user_id WHERE g.id = $1 AND g.user_id = $2",
     )
     .bind(grant_id)
     .bind(user_id)
@@ -277,6 +278,22 @@ pub async fn revoke(
             .await?;
         if admins <= 1 {
             return Err(AppError::invalid("role", t("users-last-admin")));
+        }
+        // The break-glass admin keeps a hand-given admin grant (docs/sso.md), or no one could
+        // administer the site while password sign-in is off.
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM role_grants WHERE user_id = $1 AND role = 'admin' AND source = 'manual' AND id <> $2",
+        )
+        .bind(user_id)
+        .bind(grant_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if manual && others == 0 && break_glass_admin(&mut *tx).await? == Some(user_id) {
+            return Err(AppError::Conflict(t1(
+                "users-disable-break-glass",
+                "name",
+                &name,
+            )));
         }
     }
     sqlx::query("DELETE FROM role_grants WHERE id = $1")

@@ -923,7 +923,7 @@ async fn grant_revoke(
             flash(&session, t("users-role-revoked")).await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::Conflict(message)) => {
             users_page(
                 &state,
                 &session,
@@ -949,6 +949,10 @@ async fn local_sign_in(
     require_admin(&me)?;
     let result = match f.local.as_str() {
         "on" => users::set_local_sign_in(&state.pool, Some(me.id), None).await,
+        // With no identity provider, only the break-glass admin could sign in at all.
+        "off" if state.sso.oidc.is_none() && state.sso.ldap.is_none() => {
+            Err(AppError::invalid("local", t("users-local-off-no-provider")))
+        }
         "off" => users::set_local_sign_in(&state.pool, Some(me.id), Some(&f.break_glass)).await,
         other => Err(AppError::invalid(
             "local",

@@ -607,3 +607,54 @@ async fn token_times_are_shown_as_the_other_pages_show_instants() {
         assert!(!body.contains("T21:45"), "{lang}: {body}");
     }
 }
+
+/// Password sign-in cannot be turned off with no identity provider (only the break-glass admin
+/// could sign in), and while it is off the break-glass admin's hand-given admin grant cannot
+/// be revoked (nor could the account be disabled): either would lock the site's admins out.
+#[tokio::test]
+async fn password_sign_in_off_never_locks_the_admins_out() {
+    let (app, users) = TestApp::with_demo().await;
+    let (admin_name, admin_password) = demo_password(&users, "admin");
+    let mut admin = app.client();
+    admin.login(&admin_name, &admin_password).await;
+    let (status, body, _) = admin
+        .post(
+            "/admin/sign-in",
+            &[("local", "off"), ("break_glass", admin_name.as_str())],
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body.contains("no identity provider"), "{body}");
+    assert_eq!(app.audit_count("site.local_sign_in").await, 0);
+    // Turned off as a provider would allow (the rule above is the page's), with a second admin.
+    tranche::db::users::set_local_sign_in(&app.pool, None, Some(&admin_name))
+        .await
+        .unwrap();
+    tranche::db::users::create(&app.pool, None, "second-admin", "admin", None)
+        .await
+        .unwrap();
+    let (id, grant): (i64, i64) = sqlx::query_as(
+        "SELECT u.id, g.id FROM users u JOIN role_grants g ON g.user_id = u.id AND g.role = 'admin' WHERE u.name = $1",
+    )
+    .bind(&admin_name)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let token = app.token_for("second-admin").await;
+    let path = format!("/api/v1/users/{id}/grants/{grant}");
+    let (status, answer) = app.api("DELETE", &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("break-glass admin"),
+        "{answer}"
+    );
+    // Back on, the grant may go (the other admin remains).
+    tranche::db::users::set_local_sign_in(&app.pool, None, None)
+        .await
+        .unwrap();
+    let (status, answer) = app.api("DELETE", &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
