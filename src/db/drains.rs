@@ -66,7 +66,7 @@ pub async fn open(pool: &PgPool) -> Result<std::collections::HashMap<i64, Drain>
 }
 
 /// Marks the open drains of `nodes` (the draining nodes a scheduling pass found holding no
-/// run) as emptied now, when no process of any attempt is still on them (a stopped run's
+/// run, and those whose agent is lost) as emptied now, when no process of any attempt is still on them (a stopped run's
 /// process may still be in its grace period). Only the first time counts.
 ///
 /// # Errors

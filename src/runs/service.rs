@@ -648,6 +648,10 @@ struct Names {
     /// ends them NODE_FAIL when the node is lost, and a node is reported not responding for a
     /// moment after the controller restarts), so the pass does not preempt them for it.
     slurm_nodes: std::collections::HashSet<i64>,
+    /// Draining nodes without a live agent: the core sees them down, so does not report them
+    /// drained, but they hold nothing once their agent was lost, and a dead host is the
+    /// commonest reason to drain one.
+    offline_draining: Vec<i64>,
 }
 
 /// Builds the snapshot the core schedules from, inside the pass's transaction: the runs from
@@ -751,6 +755,9 @@ async fn load_snapshot(
         };
         if !online && admin_state != "down" {
             *offline.entry((cluster, model)).or_default() += gpus as u32;
+        }
+        if !online && admin_state == "draining" {
+            names.offline_draining.push(id);
         }
         snap.nodes.push(Node {
             id: NodeId(id),
@@ -1535,8 +1542,14 @@ async fn pass_inner(
     report.reasons_written = ids.len();
     live.reason_slice.record(ids.len(), reasons_clock.elapsed());
     // Draining nodes are empty only once every move the core decided is applied.
-    if moves_left == 0 && !outcome.drained_nodes.is_empty() {
-        let drained: Vec<i64> = outcome.drained_nodes.iter().map(|n| n.0).collect();
+    if moves_left == 0 && (!outcome.drained_nodes.is_empty() || !names.offline_draining.is_empty())
+    {
+        let drained: Vec<i64> = outcome
+            .drained_nodes
+            .iter()
+            .map(|n| n.0)
+            .chain(names.offline_draining.iter().copied())
+            .collect();
         crate::db::drains::mark_emptied(&mut tx, &drained).await?;
     }
     if write_reasons {

@@ -833,6 +833,36 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(attempt, 2);
 }
 
+/// A node drained after its agent was lost holds nothing: the next pass reports it empty,
+/// ready for repair (an unreachable host is the commonest reason to drain one).
+#[tokio::test]
+async fn a_drained_node_without_its_agent_is_empty_ready_for_repair() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["dead-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    let admin = o.app.token_for("demo-admin").await;
+    let path = format!("/api/v1/cluster-nodes/{}", nodes[0]);
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("{path}/drain"),
+            Some(&admin),
+            Some(json!({"reason": "host died, replace the board"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["empty_ready_for_repair"], false);
+    pass(&o.app).await;
+    let (_, answer) = o.app.api("GET", &path, Some(&admin), None).await;
+    assert_eq!(answer["empty_ready_for_repair"], true, "{answer}");
+    assert_eq!(state_of(&o.app, run).await, "queued");
+}
+
 /// A run whose node is lost and that starts again on another node in the same pass has a
 /// timeline in order by time as well as by entry: the new attempt's start is not stamped
 /// before the requeue.
