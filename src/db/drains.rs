@@ -94,7 +94,7 @@ pub async fn note_protected_stop(conn: &mut PgConnection, run: i64) -> Result<u6
     Ok(sqlx::query(
         "UPDATE node_drains d SET needed_human = true FROM runs r \
          WHERE r.id = $1 AND r.state IN ('starting', 'running') \
-         AND r.started_at + make_interval(secs => r.min_runtime_s) > now() \
+         AND r.started_at + make_interval(secs => r.min_runtime_s) > now() AND NOT r.budget_spent \
          AND d.returned_at IS NULL AND d.emptied_at IS NULL AND NOT d.needed_human \
          AND d.node_id IN (SELECT node_id FROM gpu_holds WHERE run_id = $1)",
     )
@@ -114,7 +114,7 @@ pub async fn note_forced_down(conn: &mut PgConnection, node: i64) -> Result<u64,
         "UPDATE node_drains d SET needed_human = true \
          WHERE d.node_id = $1 AND d.returned_at IS NULL AND d.emptied_at IS NULL AND NOT d.needed_human \
          AND EXISTS (SELECT 1 FROM gpu_holds h JOIN runs r ON r.id = h.run_id WHERE h.node_id = $1 \
-                     AND r.started_at + make_interval(secs => r.min_runtime_s) > now())",
+                     AND r.started_at + make_interval(secs => r.min_runtime_s) > now() AND NOT r.budget_spent)",
     )
     .bind(node)
     .execute(conn)

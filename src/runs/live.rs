@@ -38,7 +38,8 @@ pub struct RunningRow {
     pub model: i64,
     /// Start of the attempt, seconds since the epoch, rounded up.
     pub started_at: i64,
-    /// Minimum runtime, seconds.
+    /// Minimum runtime, seconds: 0 once its project's balance ran out (`runs.budget_spent`),
+    /// as the run then goes on unallocated (docs/design.md section 2).
     pub min_runtime_s: i64,
     /// Time limit, seconds.
     pub time_limit_s: i64,
@@ -58,7 +59,8 @@ const WAITING_SQL: &str = "SELECT id, project_id, cluster_id, gpu_model_id, gpus
      min_runtime_s, time_limit_s, priority FROM runs WHERE state = 'queued'";
 
 const RUNNING_SQL: &str = "SELECT r.id, r.project_id AS project, r.cluster_id AS cluster, r.gpu_model_id AS model, \
-     ceil(extract(epoch FROM r.started_at))::BIGINT AS started_at, r.min_runtime_s, r.time_limit_s, r.priority, \
+     ceil(extract(epoch FROM r.started_at))::BIGINT AS started_at, \
+     CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END AS min_runtime_s, r.time_limit_s, r.priority, \
      r.contract_id AS contract, r.charged_s, array_agg(h.node_id ORDER BY h.node_id, h.gpu_index) AS node_ids, \
      array_agg(h.gpu_index ORDER BY h.node_id, h.gpu_index) AS gpu_indices \
      FROM runs r JOIN gpu_holds h ON h.run_id = r.id WHERE r.state IN ('starting', 'running')";

@@ -638,7 +638,7 @@ pub async fn refresh_holds(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
                    ELSE GREATEST(0, LEAST(r.min_runtime_s, floor(extract(epoch FROM c.ends_at - r.started_at))::BIGINT) \
                    - GREATEST(r.charged_s, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT)) END))::BIGINT AS s \
             FROM runs r LEFT JOIN contracts c ON c.id = r.contract_id AND c.project_id = r.project_id \
-            WHERE r.state IN ('starting', 'running') AND r.min_runtime_s > r.charged_s \
+            WHERE r.state IN ('starting', 'running') AND r.min_runtime_s > r.charged_s AND NOT r.budget_spent \
             GROUP BY r.project_id, r.gpu_model_id) held WHERE s > 0), \
          gone AS (DELETE FROM project_holds p WHERE NOT EXISTS \
             (SELECT 1 FROM h WHERE h.project_id = p.project_id AND h.gpu_model_id = p.gpu_model_id)) \

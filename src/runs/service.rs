@@ -209,6 +209,11 @@ pub async fn notify_agents(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
 /// capacity contract it runs on ([`CONTRACT_WINDOW`]).
 type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
 
+/// SQL for the minimum runtime of the run `r` as charges count it: 0 once its project's balance
+/// ran out in this attempt (`budget_spent`): the run goes on unallocated, free, and a budget
+/// raised later does not make it paid again.
+const MIN_RUNTIME: &str = "CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END";
+
 /// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id and
 /// its window's start and end in seconds from the attempt's start (NULL when none).
 const CONTRACT_WINDOW: &str = "(SELECT ARRAY[c.id, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT, \
@@ -266,7 +271,7 @@ async fn settle(
     runs: &[i64],
 ) -> Result<Vec<(i64, i64)>, AppError> {
     let rows: Vec<SettleRow> = sqlx::query_as(
-        &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
+        &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
          FROM runs r WHERE r.id = ANY($1) AND r.state IN ('starting', 'running') AND r.started_at IS NOT NULL ORDER BY r.id"),
     )
@@ -320,6 +325,11 @@ async fn settle(
         .map(|(r, _)| r.0)
         .collect();
     if !unallocated.is_empty() {
+        // From now on the attempt is unallocated: free, not protected (docs/design.md 2).
+        sqlx::query("UPDATE runs SET budget_spent = true WHERE id = ANY($1)")
+            .bind(&unallocated)
+            .execute(&mut *conn)
+            .await?;
         let said = Said::new("event-unallocated");
         sqlx::query(
             "INSERT INTO run_events (run_id, kind, message, attempt, note) \
@@ -497,7 +507,7 @@ async fn end_exited_attempts(
 ) -> Result<usize, AppError> {
     // Run states change only in passes and in writes serialised with them, so no row lock.
     let sql = format!(
-        "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, r.min_runtime_s, r.charged_s, \
+        "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \
                 {CONTRACT_WINDOW} \
@@ -1410,7 +1420,7 @@ async fn pass_inner(
     if !starts.is_empty() {
         sqlx::query(
             "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = $3, contract_id = u.c, \
-                    charged_s = 0, wait_reason = NULL, estimated_start = NULL, stop_kind = NULL, kill_at = NULL, exit_code = NULL \
+                    charged_s = 0, budget_spent = false, wait_reason = NULL, estimated_start = NULL, stop_kind = NULL, kill_at = NULL, exit_code = NULL \
              FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) WHERE runs.id = u.id AND runs.state = 'queued'",
         )
         .bind(&starts)

@@ -609,7 +609,7 @@ async fn node_page(
     let drain = drain_text(open, tz);
     let runs: Vec<NodeRunRow> = sqlx::query_as(
         "SELECT r.id, t.name, array_agg(h.gpu_index ORDER BY h.gpu_index), r.state, \
-                CASE WHEN r.min_runtime_s > 0 THEN r.started_at + make_interval(secs => r.min_runtime_s) END \
+                CASE WHEN r.min_runtime_s > 0 AND NOT r.budget_spent THEN r.started_at + make_interval(secs => r.min_runtime_s) END \
          FROM gpu_holds h JOIN runs r ON r.id = h.run_id JOIN tree_nodes t ON t.id = r.project_id \
          WHERE h.node_id = $1 GROUP BY r.id, t.name ORDER BY r.id",
     )

@@ -318,7 +318,8 @@ pub async fn standing(
 
     // Runs now.
     let rows: Vec<RunRow> = sqlx::query_as(
-        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, r.min_runtime_s, r.wait_reason, r.wait_note, r.estimated_start, \
+        "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, \
+                CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END, r.wait_reason, r.wait_note, r.estimated_start, \
          CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
          FROM runs r LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY cluster_id, gpu_model_id ORDER BY priority DESC, \
          extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \

@@ -1198,6 +1198,76 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
 }
 
+/// A run whose project's balance runs out goes on as unallocated, as its timeline says: free,
+/// holding nothing, no longer protected, so an allocated run of another project may take its
+/// GPUs before its minimum runtime ends.
+#[tokio::test]
+async fn a_run_whose_budget_ran_out_is_unallocated_for_the_core() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["b-1", "b-2"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 8, 3600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // The lead cuts the budget to nothing while the run is inside its minimum runtime.
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": 0, "money_cap_minor": null, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // Five minutes on, its charge cannot be paid.
+    sqlx::query("UPDATE runs SET started_at = started_at - interval '5 minutes' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    pass(&o.app).await;
+    let (spent, events, held): (bool, i64, Option<i64>) = sqlx::query_as(
+        "SELECT r.budget_spent, (SELECT count(*) FROM run_events e WHERE e.run_id = r.id AND e.kind = 'unallocated'), \
+                (SELECT sum(gpu_seconds)::BIGINT FROM project_holds WHERE project_id = r.project_id) \
+         FROM runs r WHERE r.id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!((spent, events, held.unwrap_or(0)), (true, 1, 0));
+    // Another project's allocated run needs all 16 GPUs: it evicts the unallocated run.
+    let admin = o.app.token_for("demo-admin").await;
+    let mut body = run_body("fm-tokenizer", 16, 600, true);
+    body["time_limit_s"] = json!(3600);
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/runs", Some(&admin), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    pass(&o.app).await;
+    let (state, by): (String, Option<i64>) = sqlx::query_as(
+        "SELECT r.state, (SELECT e.for_run FROM run_events e WHERE e.run_id = r.id AND e.kind = 'preempted') FROM runs r WHERE r.id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_ne!(state, "running", "{state}");
+    assert_ne!(state, "starting", "{state}");
+    assert_eq!(by, answer["id"].as_i64());
+    // Its time after the budget ran out was recorded free, none charged.
+    let charged: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(amount_minor), 0)::BIGINT FROM ledger_postings WHERE run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(charged, 0);
+}
+
 /// The submission check and the scheduling pass price a minimum runtime alike (rounded half
 /// up, as the ledger charges it), and the self-service limit is compared exactly.
 #[tokio::test]
