@@ -929,18 +929,6 @@ pub async fn project(pool: &PgPool, id: i64) -> Result<ProjectSettings, AppError
     })
 }
 
-/// The effective period budget: the override or the entitlement's money value, lowered by the
-/// money cap when one is set.
-pub fn effective_budget(settings: &ProjectSettings, entitlement_money: Money) -> Money {
-    let base = settings
-        .period_budget_minor
-        .map_or(entitlement_money, Money);
-    match settings.money_cap_minor {
-        Some(cap) if cap < base.0 => Money(cap),
-        _ => base,
-    }
-}
-
 /// New budget settings for a project.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct BudgetUpdate {

@@ -207,13 +207,13 @@ async fn check_period(
     let (start, _) = period.bounds();
     let rows: Vec<(i64, String, Vec<i32>, i64, i64, i64)> = sqlx::query_as(
         "SELECT p.node_id, t.name, p.alert_thresholds, \
-                coalesce(sum(CASE WHEN l.kind = 'grant' OR (l.kind = 'adjust' AND l.to_account = acct.id) THEN l.amount_minor WHEN l.kind = 'adjust' THEN -l.amount_minor ELSE 0 END), 0)::bigint, \
+                acct.budget_minor, \
                 coalesce(sum(CASE l.kind WHEN 'contract' THEN l.amount_minor WHEN 'usage' THEN l.amount_minor WHEN 'refund' THEN -l.amount_minor ELSE 0 END), 0)::bigint, \
                 coalesce(sum(CASE l.kind WHEN 'usage' THEN l.amount_minor ELSE 0 END), 0)::bigint \
          FROM projects p JOIN tree_nodes t ON t.id = p.node_id \
          JOIN ledger_accounts acct ON acct.project_id = p.node_id AND acct.kind = 'project_budget' AND acct.period_start = $1 \
          JOIN ledger_postings l ON l.project_id = p.node_id AND l.period_start = $1 \
-         WHERE NOT t.archived GROUP BY p.node_id, t.name, p.alert_thresholds, acct.id",
+         WHERE NOT t.archived GROUP BY p.node_id, t.name, p.alert_thresholds, acct.id, acct.budget_minor",
     )
     .bind(start)
     .fetch_all(pool)

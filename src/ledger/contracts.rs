@@ -371,18 +371,24 @@ pub async fn quote(
     );
     q.peak_contracted = peak.0;
     capacity_check(&q, req, peak, site)?;
-    let account = ledger::period_account(
-        pool,
-        &mut conn,
-        q.project_id,
-        ledger::Period::containing(req.start, site),
-        site,
+    // A quote writes nothing: the balance of the period's budget account, or what its grant
+    // would be when no account is open yet (a purchase opens it).
+    let period = ledger::Period::containing(req.start, site);
+    let open: Option<i64> = sqlx::query_scalar(
+        "SELECT balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2",
     )
+    .bind(q.project_id)
+    .bind(ledger::to_time(period.start))
+    .fetch_optional(&mut *conn)
     .await?;
-    q.balance_minor = sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
-        .bind(account)
-        .fetch_one(&mut *conn)
-        .await?;
+    q.balance_minor = match open {
+        Some(b) => b,
+        None => ledger::period_budgets(pool, period, site)
+            .await?
+            .into_iter()
+            .find(|(id, _)| *id == q.project_id)
+            .map_or(0, |(_, m)| m.0),
+    };
     budget_check(&q, req, site)?;
     Ok(q)
 }

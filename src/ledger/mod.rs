@@ -126,12 +126,13 @@ pub async fn ensure_budget_account(
 ) -> Result<i64, sqlx::Error> {
     let (start, end) = period.bounds();
     let created: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO ledger_accounts (kind, project_id, period_start, period_end) VALUES ('project_budget', $1, $2, $3) \
+        "INSERT INTO ledger_accounts (kind, project_id, period_start, period_end, budget_minor) VALUES ('project_budget', $1, $2, $3, $4) \
          ON CONFLICT DO NOTHING RETURNING id",
     )
     .bind(project)
     .bind(start)
     .bind(end)
+    .bind(amount.0)
     .fetch_optional(&mut *conn)
     .await?;
     if let Some(id) = created {
@@ -209,7 +210,8 @@ pub async fn current_account(
 /// Follows a change of a project's period budget or money cap in the ledger: for every budget
 /// account of the project whose period has not ended, the difference between the new budget
 /// and what was granted so far is posted as an adjustment (from funding when it rises, back
-/// to funding when it falls, never taking the balance below zero). Runs in the caller's
+/// to funding when it falls, never taking the balance below zero), and the account records the
+/// new budget (`budget_minor`, which a clipped adjustment cannot show). Runs in the caller's
 /// transaction, after the project's settings were changed in it.
 ///
 /// # Errors
@@ -249,6 +251,11 @@ pub async fn follow_budget_change(
         .bind(account)
         .fetch_one(&mut *conn)
         .await?;
+        sqlx::query("UPDATE ledger_accounts SET budget_minor = $2 WHERE id = $1")
+            .bind(account)
+            .bind(budget)
+            .execute(&mut *conn)
+            .await?;
         let delta = budget - granted;
         let (from, to, amount) = if delta > 0 {
             (funding, account, delta)
@@ -358,13 +365,30 @@ pub async fn balance(
     now: jiff::Timestamp,
     site: &Site,
 ) -> Result<Money, AppError> {
+    Ok(budget_and_balance(pool, project, now, site).await?.1)
+}
+
+/// A project's period budget and balance in the period containing `now` (granting it if
+/// needed), minor units: the budget as the account records it (set when the period opened,
+/// then by every change of the project's budget or money cap), which today's entitlement may
+/// no longer equal.
+///
+/// # Errors
+/// Database errors.
+pub async fn budget_and_balance(
+    pool: &PgPool,
+    project: i64,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<(Money, Money), AppError> {
     let mut conn = pool.acquire().await?;
     let account = current_account(pool, &mut conn, project, now, site).await?;
-    let b: i64 = sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1")
-        .bind(account)
-        .fetch_one(&mut *conn)
-        .await?;
-    Ok(Money(b))
+    let (budget, balance): (i64, i64) =
+        sqlx::query_as("SELECT budget_minor, balance_minor FROM ledger_accounts WHERE id = $1")
+            .bind(account)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok((Money(budget), Money(balance)))
 }
 
 /// What a usage charge did: the part paid from the budget and the part recorded free.

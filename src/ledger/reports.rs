@@ -191,11 +191,10 @@ pub async fn rows(
     // Per project and model.
     let mut by: HashMap<(i64, String), Sums> = HashMap::new();
     let mut grants: HashMap<i64, i64> = HashMap::new();
-    // Budgets: what was granted to each project's account for the period, with adjustments.
+    // Budgets: each project's budget for the period as its account records it (the grant at
+    // the period's opening, then every change of the budget or money cap).
     let budgets: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT a.project_id, coalesce(sum(CASE WHEN p.to_account = a.id THEN p.amount_minor ELSE -p.amount_minor END), 0)::bigint \
-         FROM ledger_accounts a JOIN ledger_postings p ON (p.to_account = a.id OR p.from_account = a.id) AND p.kind IN ('grant', 'adjust') \
-         WHERE a.kind = 'project_budget' AND a.period_start = $1 GROUP BY a.project_id",
+        "SELECT project_id, budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",
     )
     .bind(start)
     .fetch_all(pool)

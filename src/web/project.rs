@@ -159,6 +159,8 @@ impl StandingCache {
 pub struct Facts {
     /// Settings and members.
     pub settings: crate::db::tree::ProjectSettings,
+    /// The current period's budget as its account records it ([`crate::ledger::budget_and_balance`]).
+    pub budget: Money,
     /// Balance of the current period's budget.
     pub balance: Money,
     /// Budgets of later periods (opened early by a contract in them): (the month each is
@@ -202,7 +204,8 @@ pub async fn tree_and_facts(
         return Ok((tree, f));
     }
     let settings = crate::db::tree::project(&state.pool, project).await?;
-    let balance = crate::ledger::balance(&state.pool, project, now, &state.site).await?;
+    let (budget, balance) =
+        crate::ledger::budget_and_balance(&state.pool, project, now, &state.site).await?;
     let rows: Vec<(time::OffsetDateTime, i64)> = sqlx::query_as(
         "SELECT period_start, balance_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start > $2 ORDER BY period_start",
     )
@@ -222,6 +225,7 @@ pub async fn tree_and_facts(
     let contracts = crate::ledger::contracts::of_project(&state.pool, project).await?;
     let facts = Arc::new(Facts {
         settings,
+        budget,
         balance,
         later_balances,
         contracts,

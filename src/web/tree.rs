@@ -554,7 +554,7 @@ async fn project_page(
         })
         .collect();
     let cur = &state.site.currency;
-    let budget = tree_db::effective_budget(settings, node.money_total);
+    let budget = facts.budget;
     let status = if form.member_error.is_some() || form.budget_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {

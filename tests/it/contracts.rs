@@ -817,6 +817,14 @@ async fn budget_changes_follow_into_the_ledger() {
     })
     .await;
     assert_eq!(balance_of(&app, "p1").await, granted);
+    // The project's period budget is the one in effect (nothing is spent this period, so its
+    // balance), not today's entitlement's value.
+    let current = app.balance_at("p1", jiff::Timestamp::now()).await;
+    let (_, answer) = app
+        .api("GET", &format!("/api/v1/projects/{p1}"), Some(&token), None)
+        .await;
+    assert_eq!(answer["period_budget_minor"], current, "{answer}");
+    assert_eq!(answer["entitlement_money_minor"], 3 * current, "{answer}");
     sqlx::query("UPDATE gpu_models SET price_per_gpu_hour_minor = 100 WHERE name = 'H100'")
         .execute(&app.pool)
         .await
@@ -830,6 +838,11 @@ async fn budget_changes_follow_into_the_ledger() {
     update(set(Some(1_000), None)).await;
     assert_eq!(balance_of(&app, "p1").await, 0);
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+    // The budget is what was set, though the postings could not take back what was spent.
+    let (_, answer) = app
+        .api("GET", &format!("/api/v1/projects/{p1}"), Some(&token), None)
+        .await;
+    assert_eq!(answer["period_budget_minor"], 1_000, "{answer}");
 }
 
 #[tokio::test]
@@ -973,4 +986,56 @@ async fn contracts_of_others_are_not_found_and_cancel_conflicts_are_409() {
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
+
+/// A quote buys nothing and writes nothing: a window in a period whose budget is not open yet
+/// is priced against the budget that period would be granted, and no account is opened.
+#[tokio::test]
+async fn a_quote_for_a_later_period_opens_no_budget() {
+    let app = TestApp::new().await;
+    org(&app, "H100", "1", "1.00", 2).await;
+    let token = app.token_for("lead1").await;
+    // Five weeks ahead: always in a later month than today's.
+    let start = tomorrow_at(9)
+        .checked_add(jiff::SignedDuration::from_hours(24 * 34))
+        .unwrap();
+    let end = start
+        .checked_add(jiff::SignedDuration::from_hours(2))
+        .unwrap();
+    let counts = || async {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT count(*) FROM ledger_accounts), (SELECT count(*) FROM ledger_postings)",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let before = counts().await;
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": start.to_string(), "end": end.to_string()});
+    let (status, quote) = app
+        .api(
+            "POST",
+            "/api/v1/contracts/quote",
+            Some(&token),
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{quote}");
+    assert_eq!(counts().await, before, "a quote wrote to the ledger");
+    // The purchase opens that period's budget, granted with what the quote counted on.
+    let (status, answer) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let site = app.state.site.clone();
+    let (start_of, _) = ledger::Period::containing(start, &site).bounds();
+    let granted: i64 = sqlx::query_scalar(
+        "SELECT p.amount_minor FROM ledger_postings p JOIN tree_nodes t ON t.id = p.project_id \
+         WHERE p.kind = 'grant' AND t.name = 'p1' AND p.period_start = $1",
+    )
+    .bind(start_of)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(quote["quote"]["balance_minor"], granted, "{quote}");
 }

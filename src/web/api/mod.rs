@@ -323,7 +323,9 @@ async fn project(
         return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
     }
     let settings = tree_db::project(&state.pool, id).await?;
-    let budget = tree_db::effective_budget(&settings, node.money_total);
+    let (budget, balance) =
+        crate::ledger::budget_and_balance(&state.pool, id, jiff::Timestamp::now(), &state.site)
+            .await?;
     ok(json!({
         "id": id,
         "name": node.name,
@@ -334,7 +336,7 @@ async fn project(
         "period_budget_override_minor": settings.period_budget_minor,
         "money_cap_minor": settings.money_cap_minor,
         "self_service_gpu_hours": settings.self_service_gpu_hours,
-        "balance_minor": crate::ledger::balance(&state.pool, id, jiff::Timestamp::now(), &state.site).await?.0,
+        "balance_minor": balance.0,
         "members": settings.members.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
         "currency": state.site.currency,
     }))
