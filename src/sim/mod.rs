@@ -30,8 +30,9 @@ pub struct SimulateArgs {
     /// Policies to compare, comma-separated: fifo, legacy, tranche.
     #[arg(long, value_delimiter = ',', default_value = "fifo,legacy,tranche")]
     pub policy: Vec<PolicyName>,
-    /// Cluster: comma-separated MODEL:NODESxGPUS (default: 8-GPU nodes sized so the trace's
-    /// mean demand is 60% of capacity).
+    /// Cluster: comma-separated MODEL:NODESxGPUS (default: the fewest 8-GPU nodes that put the
+    /// trace's mean demand at or below 60% of capacity and hold its largest job; the output
+    /// says the demand's share of the cluster).
     #[arg(long)]
     pub cluster: Option<String>,
     /// Program tree: comma-separated PATH=PERCENT; leaves are the trace's tenants (default:
@@ -131,6 +132,8 @@ pub struct TraceInfo {
     pub cluster: Vec<setup::PoolSpec>,
     /// GPUs.
     pub gpus: u32,
+    /// Mean GPU demand of the trace (GPU-seconds over the span of submissions), GPUs.
+    pub mean_demand_gpus: f64,
     /// Measurement window start (first submission, s since the epoch).
     pub window_start: i64,
     /// Measurement window end (last submission).
@@ -175,7 +178,15 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
     .progress_chars("=> ");
     let total = tr.jobs.len() as u64;
-    let want_rows = args.jobs_csv.is_some();
+    // Opened before the replay, so a path that cannot be written fails at once, not after it.
+    let jobs_file = match &args.jobs_csv {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| anyhow::anyhow!("--jobs-csv {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let want_rows = jobs_file.is_some();
     let results: Vec<(Summary, Option<Vec<JobRow>>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = kinds
             .iter()
@@ -205,8 +216,8 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         summaries.push(summary);
         rows.extend(r.unwrap_or_default());
     }
-    if let Some(path) = &args.jobs_csv {
-        write_job_rows(path, &rows)
+    if let (Some(path), Some(file)) = (&args.jobs_csv, jobs_file) {
+        write_job_rows(file, &rows)
             .map_err(|e| anyhow::anyhow!("--jobs-csv {}: {e}", path.display()))?;
     }
     Ok(Report {
@@ -218,6 +229,7 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
             excluded_rows: tr.excluded,
             cluster: pools,
             gpus: site.gpus,
+            mean_demand_gpus: setup::mean_demand(&tr.jobs),
             window_start: window.0,
             window_end: window.1,
             wall_s: started.elapsed().as_secs_f64(),
@@ -236,7 +248,12 @@ fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> 
         .map(|(job, (p, o))| JobRow {
             policy: policy.clone(),
             job,
-            project: site.names.get(&p.project).cloned().unwrap_or_default(),
+            // A trace's project names are text a spreadsheet could run as a formula.
+            project: site
+                .names
+                .get(&p.project)
+                .map(|n| crate::export::neutralise(n).into_owned())
+                .unwrap_or_default(),
             gpus: p.gpus,
             duration_s: p.duration,
             min_runtime_s: p.min_runtime,
@@ -252,8 +269,8 @@ fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> 
         .collect()
 }
 
-fn write_job_rows(path: &std::path::Path, rows: &[JobRow]) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path)?;
+fn write_job_rows(file: std::fs::File, rows: &[JobRow]) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     for r in rows {
         w.serialize(r)?;
     }
@@ -283,7 +300,7 @@ pub fn render(report: &Report) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "trace {} ({:?}): {} jobs, {} bad rows skipped, {} rows excluded; cluster {} ({} GPUs); window {} .. {}",
+        "trace {} ({:?}): {} jobs, {} bad rows skipped, {} rows excluded; cluster {} ({} GPUs; mean demand {:.1} GPUs, {:.0}% of them); window {} .. {}",
         t.path,
         t.format,
         t.jobs,
@@ -291,6 +308,8 @@ pub fn render(report: &Report) -> String {
         t.excluded_rows,
         cluster.join(","),
         t.gpus,
+        t.mean_demand_gpus,
+        100.0 * t.mean_demand_gpus / f64::from(t.gpus.max(1)),
         crate::scheduler::reason::format_instant(t.window_start),
         crate::scheduler::reason::format_instant(t.window_end),
     );

@@ -79,6 +79,12 @@ fn native_rows_refuse_minimum_runtimes_above_eight_hours_and_name_priority_overf
         load("0,10,1,a,0,10,1.5").unwrap_err(),
         "line 2, field `priority`: \"1.5\" is not an integer"
     );
+    // A '/' would make the default tree a path whose parent is missing (it panicked).
+    assert!(
+        load("0,10,1,team/a,0,10,0")
+            .unwrap_err()
+            .starts_with("line 2, field `project`: \"team/a\" contains '/'"),
+    );
 }
 
 /// `--tree` errors name the tree's paths, never the internal ids the core gives its nodes.
@@ -427,4 +433,36 @@ fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
         assert_eq!(estimated(false), summary.estimates.estimated, "{policy}");
         assert_eq!(estimated(true), summary.estimates.reserved, "{policy}");
     }
+}
+
+/// `--jobs-csv` writes a project name a spreadsheet would run as a formula as text, and a
+/// path it cannot write is refused before the replay.
+#[test]
+fn jobs_csv_neutralises_formulas_and_refuses_an_unwritable_path() {
+    let dir = std::env::temp_dir().join(format!("tranche-formula-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.csv");
+    std::fs::write(
+        &trace,
+        "submit,duration,gpus,project\n0,100,1,=HYPERLINK(1)\n10,100,1,b\n",
+    )
+    .unwrap();
+    let out = dir.join("jobs.csv");
+    let mut args = SimulateArgs {
+        trace: trace.clone(),
+        format: Format::Native,
+        policy: vec![PolicyName::Tranche],
+        cluster: None,
+        tree: None,
+        json: true,
+        skip_bad_rows: false,
+        jobs_csv: Some(out.clone()),
+    };
+    simulate(&args).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains(",'=HYPERLINK(1),"), "{text}");
+    args.jobs_csv = Some(dir.join("missing").join("jobs.csv"));
+    let err = simulate(&args).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(err.starts_with("--jobs-csv "), "{err}");
 }

@@ -21,7 +21,8 @@
 //!   `scheduled_time` (or `creation_time` when never scheduled), at least 1 s. The tenant is the
 //!   `qos` class; `BE` (best effort) pods become unallocated runs under `tranche`.
 //! - `native`: a header with at least `submit,duration,gpus,project` (submit in s since the
-//!   epoch, duration in s, GPUs >= 1, project name) and optionally `min_runtime` (s, at most
+//!   epoch, duration in s, GPUs >= 1, project name without `/`, which separates the levels of
+//!   `--tree`) and optionally `min_runtime` (s, at most
 //!   8 h, 0 = unallocated), `time_limit` (s, >= duration), `priority` (integer, within the
 //!   project). This is what a site can export from its own scheduler's accounting.
 
@@ -262,6 +263,15 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
             let tenant = row.get("project")?;
             if tenant.is_empty() {
                 return Err(bad(line, "project", "empty"));
+            }
+            if tenant.contains('/') {
+                return Err(bad(
+                    line,
+                    "project",
+                    format!(
+                        "{tenant:?} contains '/', which separates the levels of --tree: name the project by its last part and give its path in --tree (e.g. --tree team=100,team/a=100 for project a)"
+                    ),
+                ));
             }
             let mut j = job(submit, duration, gpus, tenant.to_string());
             if let Some(s) = row.opt("min_runtime") {
