@@ -95,6 +95,9 @@ pub struct Line {
     pub original: String,
     /// A canonical text of the whole record, hashed for idempotency.
     pub key: String,
+    /// The key earlier releases gave a CSV line (its columns in the file's order, empty ones
+    /// included), so lines imported before are still recognised; `None` where it is `key`.
+    pub legacy_key: Option<String>,
 }
 
 /// A file read.
@@ -113,15 +116,25 @@ impl Parsed {
     /// came before it in the file (so two equal lines of one file are two lines, and a line
     /// seen in an earlier file is recognised).
     pub fn line_hashes(&self) -> Vec<Vec<u8>> {
+        self.hashes(|l| &l.key)
+    }
+
+    /// [`Self::line_hashes`] of the keys earlier releases gave the lines ([`Line::legacy_key`]).
+    pub fn legacy_line_hashes(&self) -> Vec<Vec<u8>> {
+        self.hashes(|l| l.legacy_key.as_deref().unwrap_or(&l.key))
+    }
+
+    fn hashes<'a>(&'a self, key: impl Fn(&'a Line) -> &'a str) -> Vec<Vec<u8>> {
         let mut seen: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
         self.lines
             .iter()
             .map(|l| {
-                let n = seen.entry(l.key.as_str()).or_default();
+                let k = key(l);
+                let n = seen.entry(k).or_default();
                 let mut h = Sha256::new();
                 h.update(self.format.code().as_bytes());
                 h.update([0]);
-                h.update(l.key.as_bytes());
+                h.update(k.as_bytes());
                 h.update([0]);
                 h.update(n.to_string().as_bytes());
                 *n += 1;
@@ -425,6 +438,7 @@ fn openai(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                     bucket.get("end_time").unwrap_or(&Value::Null),
                     result,
                 ]),
+                legacy_key: None,
             });
         }
     }
@@ -478,6 +492,7 @@ fn anthropic(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                     bucket.get("ending_at").unwrap_or(&Value::Null),
                     result,
                 ]),
+                legacy_key: None,
             });
         }
     }
@@ -544,7 +559,23 @@ impl Csv {
         })
     }
 
+    /// A record's key: its non-empty cells as `column=value`, columns in lower case and sorted,
+    /// so a later export of the same line with another column order or an added empty column
+    /// is the same line.
     fn key(&self, r: &csv::StringRecord) -> String {
+        let mut cells: Vec<String> = self
+            .headers
+            .iter()
+            .zip(r.iter())
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(h, v)| format!("{}={}", h.trim().to_lowercase(), v.trim()))
+            .collect();
+        cells.sort_unstable();
+        cells.join("\u{1f}")
+    }
+
+    /// The key earlier releases gave a record: every cell in the file's order.
+    fn legacy_key(&self, r: &csv::StringRecord) -> String {
         self.headers
             .iter()
             .zip(r.iter())
@@ -605,6 +636,7 @@ fn github(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
             amount_micro,
             original: amount,
             key: csv.key(r),
+            legacy_key: Some(csv.legacy_key(r)),
         });
     }
     Ok((Some("USD".into()), lines))
@@ -667,6 +699,7 @@ fn focus(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
             amount_micro,
             original: amount,
             key: csv.key(r),
+            legacy_key: Some(csv.legacy_key(r)),
         });
     }
     Ok((currency, lines))
@@ -718,6 +751,25 @@ mod tests {
         assert_eq!(p.lines[0].amount_micro, 19_000_000);
         assert_eq!(p.lines[0].service, "GitHub Copilot");
         assert_eq!(p.lines[0].scopes, vec!["acme".to_string()]);
+    }
+
+    /// A later export of the same line with its columns in another order, or with an added
+    /// empty column, is the same line: importing it again adds nothing.
+    #[test]
+    fn a_line_is_the_same_whatever_the_column_order_or_an_added_empty_column() {
+        let one = "date,product,sku,quantity,unit_type,applied_cost_per_quantity,gross_amount,discount_amount,net_amount,organization\n\
+                   2026-11-02,copilot,Copilot Business,1,user-months,19,19,0,19,acme\n";
+        let other = "organization,net_amount,date,product,sku,quantity,unit_type,applied_cost_per_quantity,gross_amount,discount_amount,InvoiceId\n\
+                     acme,19,2026-11-02,copilot,Copilot Business,1,user-months,19,19,0,\n";
+        let a = parse(Format::GitHub, one.as_bytes()).unwrap();
+        let b = parse(Format::GitHub, other.as_bytes()).unwrap();
+        assert_eq!(a.line_hashes(), b.line_hashes());
+        // The key of earlier releases still names the first file's line as it was stored.
+        assert_ne!(a.legacy_line_hashes(), a.line_hashes());
+        assert_ne!(a.legacy_line_hashes(), b.legacy_line_hashes());
+        let changed = one.replace(",19,acme", ",20,acme");
+        let c = parse(Format::GitHub, changed.as_bytes()).unwrap();
+        assert_ne!(a.line_hashes(), c.line_hashes());
     }
 
     /// A control character in a service, scope or description refuses the file, naming the

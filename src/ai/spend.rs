@@ -343,6 +343,9 @@ pub async fn import(
     };
     let file_hash = import::file_hash(bytes);
     let hashes = parsed.line_hashes();
+    // Lines stored before the key was made independent of the column order carry the key
+    // of that time: a line is known under either.
+    let legacy = parsed.legacy_line_hashes();
     let file_name = domain::excerpt(file_name.trim());
     let file_name = if file_name.is_empty() {
         format!("{}-export", format.code())
@@ -360,13 +363,15 @@ pub async fn import(
             .bind(&file_hash)
             .fetch_one(&mut *tx)
             .await?;
-    let known: std::collections::HashSet<Vec<u8>> =
-        sqlx::query_scalar("SELECT row_sha256 FROM ai_spend_rows WHERE row_sha256 = ANY($1)")
-            .bind(&hashes)
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .collect();
+    let known: std::collections::HashSet<Vec<u8>> = sqlx::query_scalar(
+        "SELECT row_sha256 FROM ai_spend_rows WHERE row_sha256 = ANY($1) OR row_sha256 = ANY($2)",
+    )
+    .bind(&hashes)
+    .bind(&legacy)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .collect();
     let all_rules = rules(&mut *tx).await?;
     let names: HashMap<i64, String> =
         sqlx::query_as::<_, (i64, String)>("SELECT id, name FROM ai_use_cases")
@@ -375,8 +380,8 @@ pub async fn import(
             .into_iter()
             .collect();
     let mut fresh = Vec::new();
-    for (n, (line, hash)) in parsed.lines.iter().zip(&hashes).enumerate() {
-        if already || known.contains(hash) {
+    for (n, ((line, hash), old)) in parsed.lines.iter().zip(&hashes).zip(&legacy).enumerate() {
+        if already || known.contains(hash) || known.contains(old) {
             continue;
         }
         let uc = assign(&all_rules, format.code(), &line.service, &line.scopes);
