@@ -89,7 +89,8 @@ pub struct UseCaseFired {
 /// team (and above) and finance; the forecast is the period's spend so far extrapolated to
 /// its end ([`forecast`], all of it as usage), for the current period only. A use case of the
 /// critical-systems bag whose actual spend reaches 100% raises "stop rule triggered" once per
-/// period ([`crate::ai::stop_rule_triggered`]). Idempotent.
+/// period ([`crate::ai::stop_rule_triggered`]). A period that ended before the use case was
+/// registered is not checked: its limit was not in force then. Idempotent.
 ///
 /// # Errors
 /// Database errors.
@@ -100,8 +101,9 @@ pub async fn check_use_cases(
 ) -> Result<Vec<UseCaseFired>, AppError> {
     let current = Period::containing(now, site);
     let previous = Period::containing(current.start - jiff::SignedDuration::from_secs(1), site);
-    let cases: Vec<(i64, String, i64, String, i64, Vec<i32>)> = sqlx::query_as(
-        "SELECT id, name, owner_node_id, bag, monthly_limit_minor, alert_thresholds FROM ai_use_cases WHERE status <> 'stopped' ORDER BY id",
+    #[expect(clippy::type_complexity, reason = "one use case's columns")]
+    let cases: Vec<(i64, String, i64, String, i64, Vec<i32>, time::OffsetDateTime)> = sqlx::query_as(
+        "SELECT id, name, owner_node_id, bag, monthly_limit_minor, alert_thresholds, created_at FROM ai_use_cases WHERE status <> 'stopped' ORDER BY id",
     )
     .fetch_all(pool)
     .await?;
@@ -111,7 +113,10 @@ pub async fn check_use_cases(
         let (start, _) = period.bounds();
         let month_day = period.month(site);
         let month = month_day.strftime("%B %Y").to_string();
-        for (id, name, owner, bag, limit, thresholds) in &cases {
+        for (id, name, owner, bag, limit, thresholds, created) in &cases {
+            if crate::ledger::to_jiff(*created) >= period.end {
+                continue;
+            }
             let spent = spend.get(id).copied().unwrap_or_default().total().0;
             let projected = if period == current {
                 forecast(0, spent, period, now)

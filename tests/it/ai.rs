@@ -1523,3 +1523,73 @@ async fn imports_whose_sums_leave_the_range_are_refused_and_reads_never_fail() {
         .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// A use case registered today is not alerted about last month, when its limit was not in
+/// force, though its linked project spent far beyond it then (the demo's history).
+#[tokio::test]
+async fn a_new_use_case_is_not_alerted_about_months_before_it_existed() {
+    let (app, _) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    let owner = app.node_id("Organisation").await;
+    let site = &app.state.site;
+    let now = jiff::Timestamp::now();
+    let current = tranche::ledger::Period::containing(now, site);
+    let previous = tranche::ledger::Period::containing(
+        current.start - jiff::SignedDuration::from_secs(1),
+        site,
+    );
+    // Last month the project ran 8 GPUs for 10 hours (200.00 USD at 2.50 a GPU-hour).
+    let project = app.node_id("fm-pretrain-7b").await;
+    let pool_ids: (i64, i64) = sqlx::query_as(
+        "SELECT c.id, m.id FROM clusters c, gpu_models m WHERE c.name = 'local' AND m.name = 'H100'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    tranche::ledger::charge_usage_at(
+        &app.pool,
+        &mut conn,
+        site,
+        previous.start + jiff::SignedDuration::from_hours(24),
+        project,
+        pool_ids,
+        8 * 36_000,
+        true,
+        None,
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    let mut body = use_case("Late", owner, 5_000);
+    body["project_ids"] = json!([project]);
+    body["bag"] = json!("critical");
+    body["stop_rule"] = json!("stop when over the limit");
+    let (status, created) = app
+        .api("POST", "/api/v1/use-cases", Some(&admin), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_i64().unwrap();
+    let spent_before = tranche::ai::spend::by_use_case(&app.pool, previous)
+        .await
+        .unwrap()
+        .get(&id)
+        .copied()
+        .unwrap_or_default()
+        .total()
+        .0;
+    assert!(spent_before > 5_000, "the premise: {spent_before}");
+    tranche::ledger::alerts::check_use_cases(&app.pool, site, now)
+        .await
+        .unwrap();
+    let (alerts, triggers): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM ai_use_case_alerts WHERE use_case_id = $1 AND period_start < $2), \
+                (SELECT count(*) FROM ai_stop_triggers WHERE use_case_id = $1 AND period_start < $2)",
+    )
+    .bind(id)
+    .bind(tranche::ledger::to_time(current.start))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((alerts, triggers), (0, 0));
+}
