@@ -371,11 +371,16 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                 );
             }
             with_db(&db, |pool| async move {
-                let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
-                    .bind(user.trim())
-                    .fetch_optional(&pool)
-                    .await?
-                    .with_context(|| format!("there is no user named {:?}", user.trim()))?;
+                let (id, disabled): (i64, bool) =
+                    sqlx::query_as("SELECT id, disabled FROM users WHERE name = $1")
+                        .bind(user.trim())
+                        .fetch_optional(&pool)
+                        .await?
+                        .with_context(|| format!("there is no user named {:?}", user.trim()))?;
+                if disabled {
+                    // Its tokens are refused while it is disabled: one made now would not work.
+                    anyhow::bail!("{:?} is disabled: enable the account first", user.trim());
+                }
                 let token = tranche::auth::tokens::create(&pool, None, id, &label).await?;
                 Ok(format!("token: {token}"))
             })

@@ -518,6 +518,19 @@ impl Csv {
             .iter()
             .map(str::to_string)
             .collect();
+        // A column named twice: which one holds the cost is a guess, so the file is refused.
+        for (i, h) in headers.iter().enumerate() {
+            if headers[..i]
+                .iter()
+                .any(|o| o.trim().eq_ignore_ascii_case(h.trim()))
+            {
+                return Err(i18n::t1(
+                    "ai-import-column-twice",
+                    "column",
+                    crate::domain::excerpt(h.trim()),
+                ));
+            }
+        }
         let mut records = Vec::new();
         for r in reader.records() {
             let r = r.map_err(|e| match e.position() {
@@ -770,6 +783,16 @@ mod tests {
         let changed = one.replace(",19,acme", ",20,acme");
         let c = parse(Format::GitHub, changed.as_bytes()).unwrap();
         assert_ne!(a.line_hashes(), c.line_hashes());
+    }
+
+    /// A column named twice (in any case) refuses the file: which one holds the cost would be
+    /// a guess.
+    #[test]
+    fn a_column_named_twice_refuses_the_file() {
+        let text = "date,product,sku,quantity,unit_type,applied_cost_per_quantity,gross_amount,discount_amount,net_amount,organization,Net_Amount\n\
+                    2026-11-02,copilot,Copilot Business,1,user-months,19,19,0,19,acme,20\n";
+        let e = parse(Format::GitHub, text.as_bytes()).unwrap_err();
+        assert!(e.contains("Net_Amount") && e.contains("twice"), "{e}");
     }
 
     /// A control character in a service, scope or description refuses the file, naming the

@@ -392,6 +392,21 @@ async fn api_share_errors_are_json_4xx() {
         assert!(status.is_client_error(), "{body}: {status}");
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
     }
+    // A share that is neither a number nor a string is named in words, not serde's.
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &path,
+            Some(&token),
+            Some(json!({"shares": [{"node": pre, "share": null}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("null is not a share") && !message.contains("variant"),
+        "{answer}"
+    );
     assert_eq!(app.share_bp("Pretraining").await, 3000);
     let (status, _) = app
         .api(

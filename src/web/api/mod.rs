@@ -190,6 +190,9 @@ fn created(value: Value) -> ApiResult {
 enum ShareInput {
     Number(f64),
     Text(String),
+    /// Anything else (`null`, `true`, an object): refused by [`ShareInput::parse`] in words,
+    /// not with serde's "did not match any variant".
+    Other(serde_json::Value),
 }
 
 impl ShareInput {
@@ -206,6 +209,15 @@ impl ShareInput {
                 }
             }
             Self::Text(t) => t.clone(),
+            Self::Other(v) => {
+                return Err(AppError::invalid(
+                    "share",
+                    format!(
+                        "{} is not a share: give a percentage as a number or a string, such as 12.5 or \"12.5%\"",
+                        domain::excerpt(&v.to_string())
+                    ),
+                ));
+            }
         };
         Share::parse_percent(&text).map_err(|e| AppError::invalid("share", e.to_string()))
     }
