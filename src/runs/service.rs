@@ -254,9 +254,11 @@ fn run_usages(
     ledger::attempt_usages(base, i64::from(gpus), charged, elapsed, window)
 }
 
-/// Charges starting or running runs' time since their last charge (GPU-seconds at their
-/// model's billing weight and price while the balance lasts, the rest free:
-/// [`ledger::charge_usages`]), in a fixed number of statements however many runs fall due.
+/// Charges running runs' time since their last charge (GPU-seconds at their model's billing
+/// weight and price while the balance lasts, the rest free: [`ledger::charge_usages`]), in a
+/// fixed number of statements however many runs fall due. A starting run is not charged: its
+/// attempt counts from its processes' start, which the pass sets as its start when it confirms
+/// them running.
 /// When a protected run's charge could not be paid in full, its page says it goes on
 /// unallocated (once an attempt). Other ids are skipped. Returns each charged run with its new
 /// `charged_s` (seconds of its attempt charged), by ascending id: that write alone does not
@@ -273,7 +275,7 @@ async fn settle(
     let rows: Vec<SettleRow> = sqlx::query_as(
         &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
-         FROM runs r WHERE r.id = ANY($1) AND r.state IN ('starting', 'running') AND r.started_at IS NOT NULL ORDER BY r.id"),
+         FROM runs r WHERE r.id = ANY($1) AND r.state = 'running' AND r.started_at IS NOT NULL ORDER BY r.id"),
     )
     .bind(runs)
     .fetch_all(&mut *conn)
@@ -508,7 +510,9 @@ async fn end_exited_attempts(
     // Run states change only in passes and in writes serialised with them, so no row lock.
     let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
-                GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, \
+                CASE WHEN r.state = 'starting' \
+                     THEN GREATEST(0, floor(extract(epoch FROM max(p.exited_at) - max(p.running_at))))::BIGINT \
+                     ELSE GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT END, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \
                 {CONTRACT_WINDOW} \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
@@ -1231,8 +1235,13 @@ async fn pass_inner(
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
     report.ended = ended + reaped.len();
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;
+    // A run's attempt counts from its processes' start (the last of a gang's), not from its
+    // placement: the wait for a previous run's grace period on its GPUs is neither charged
+    // (starting runs are not) nor taken from its time limit or minimum runtime.
     let confirmed: Vec<i64> = sqlx::query_scalar(
-        "UPDATE runs r SET state = 'running' WHERE r.state = 'starting' \
+        "UPDATE runs r SET state = 'running', started_at = GREATEST(r.started_at, COALESCE( \
+             (SELECT max(p.running_at) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), r.started_at)) \
+         WHERE r.state = 'starting' \
          AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'assigned') \
          RETURNING r.id",
     )

@@ -128,6 +128,20 @@ async fn pass(app: &TestApp) -> service::PassReport {
     service::pass(&app.state).await.expect("pass")
 }
 
+/// Records the processes of `runs`' current attempts started, as their agents' reports would,
+/// and runs the pass that confirms them running (from then on they are charged).
+async fn processes_running(app: &TestApp, runs: &[i64]) {
+    sqlx::query(
+        "UPDATE run_placements p SET proc_state = 'running' FROM runs r \
+         WHERE p.run_id = r.id AND p.attempt = r.attempt AND r.id = ANY($1) AND p.proc_state = 'assigned'",
+    )
+    .bind(runs)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    pass(app).await;
+}
+
 /// The assignments of a sync answer as (run, node, gpus).
 fn assignments(answer: &Value) -> Vec<(i64, i64, Vec<i64>)> {
     answer["assignments"]
@@ -1198,6 +1212,42 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
 }
 
+/// A run's attempt counts from its processes' start, not its placement: a run placed on GPUs
+/// whose previous run was still in its grace period is neither charged for that wait nor has
+/// it taken from its time limit (or minimum runtime).
+#[tokio::test]
+async fn a_run_counts_from_its_processes_start_not_its_placement() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["g-1"]).await;
+    let mut body = run_body("fm-pretrain-7b", 2, 300, true);
+    body["time_limit_s"] = json!(600);
+    let run = submit(&o, body).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // Placed eleven minutes ago (past its ten-minute time limit from the placement), its
+    // processes only start now.
+    sqlx::query("UPDATE runs SET started_at = started_at - interval '11 minutes' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    processes_running(&o.app, &[run]).await;
+    assert_eq!(state_of(&o.app, run).await, "running");
+    let (since_start, postings): (f64, i64) = sqlx::query_as(
+        "SELECT extract(epoch FROM now() - r.started_at)::FLOAT8, \
+                (SELECT count(*) FROM ledger_postings WHERE run_id = r.id) FROM runs r WHERE r.id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        since_start < 60.0,
+        "its start is its processes': {since_start} s ago"
+    );
+    assert_eq!(postings, 0, "the wait was charged");
+}
+
 /// A run whose project's balance runs out goes on as unallocated, as its timeline says: free,
 /// holding nothing, no longer protected, so an allocated run of another project may take its
 /// GPUs before its minimum runtime ends.
@@ -1209,6 +1259,7 @@ async fn a_run_whose_budget_ran_out_is_unallocated_for_the_core() {
     let run = submit(&o, run_body("fm-pretrain-7b", 8, 3600, true)).await;
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "starting");
+    processes_running(&o.app, &[run]).await;
     // The lead cuts the budget to nothing while the run is inside its minimum runtime.
     let (status, answer) = o
         .app
@@ -1398,6 +1449,7 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
     let run = answer["id"].as_i64().unwrap();
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "starting");
+    processes_running(&o.app, &[run]).await;
     let (on, held): (Option<i64>, Option<i64>) = sqlx::query_as(
         "SELECT r.contract_id, (SELECT sum(gpu_seconds)::BIGINT FROM project_holds WHERE project_id = r.project_id) FROM runs r WHERE r.id = $1",
     )
@@ -2418,6 +2470,7 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
             .await
             .unwrap();
     assert_eq!(starting, count as i64);
+    processes_running(&o.app, &ours).await;
     // Moved back in time rather than waited for: the last CHARGES_PER_PASS by id started
     // 150 s ago, the first `extra` 90 s ago.
     let (early, late) = ours.split_at(extra);
