@@ -55,7 +55,7 @@ pub struct NewRun {
     /// Requeue after a preemption (true) or end as preempted (false).
     #[serde(default)]
     pub resumable: bool,
-    /// Shell command (`sh -c`), 1 ..= 8192 bytes.
+    /// Shell command (`sh -c`), 1 ..= 8192 characters.
     pub command: String,
     /// Working directory on the node; `None` = the agent's.
     #[serde(default)]
@@ -318,14 +318,19 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
     if !(-1000..=1000).contains(&run.priority) {
         return Err(AppError::invalid("priority", i18n::t("err-run-priority")));
     }
-    if run.command.is_empty() || run.command.len() > 8192 || run.command.contains('\0') {
+    // Characters, as the API document's maxLength counts them (not bytes: 4,097 'é' are
+    // 8,194 bytes).
+    if run.command.is_empty() || run.command.chars().count() > 8192 || run.command.contains('\0') {
         return Err(AppError::invalid("command", i18n::t("err-run-command")));
     }
     if let Some(dir) = &run.workdir {
         let dir = dir.trim();
         if dir.is_empty() {
             run.workdir = None;
-        } else if dir.len() > 4096 || dir.chars().any(char::is_control) || !dir.starts_with('/') {
+        } else if dir.chars().count() > 4096
+            || dir.chars().any(char::is_control)
+            || !dir.starts_with('/')
+        {
             return Err(AppError::invalid("workdir", i18n::t("err-run-workdir")));
         } else {
             run.workdir = Some(dir.to_string());
@@ -376,7 +381,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
                 i18n::t1("err-run-env-reserved", "name", k),
             ));
         }
-        if v.len() > 4096 || v.contains('\0') {
+        if v.chars().count() > 4096 || v.contains('\0') {
             return Err(AppError::invalid(
                 field,
                 i18n::t1("err-run-env-value", "name", k),

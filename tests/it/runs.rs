@@ -1212,6 +1212,30 @@ async fn running_runs_hold_their_minimum_runtime_cost_at_submission() {
     submit(&o, run_body("fm-pretrain-7b", 4, 3600, false)).await;
 }
 
+/// Text limits count characters, as the API document's `maxLength` does: 8,192 'é' (16,384
+/// bytes) are a valid command, one more is not.
+#[tokio::test]
+async fn command_and_env_limits_count_characters() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["c-1"]).await;
+    let mut body = run_body("fm-pretrain-7b", 1, 0, true);
+    body["command"] = json!("é".repeat(8192));
+    body["env"] = json!({"NOTE": "€".repeat(4096)});
+    submit(&o, body.clone()).await;
+    for (field, value) in [
+        ("command", json!("é".repeat(8193))),
+        ("env", json!({"NOTE": "€".repeat(4097)})),
+    ] {
+        let mut bad = body.clone();
+        bad[field] = value;
+        let (status, answer) = o
+            .app
+            .api("POST", "/api/v1/runs", Some(&o.researcher), Some(bad))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    }
+}
+
 /// A run's attempt counts from its processes' start, not its placement: a run placed on GPUs
 /// whose previous run was still in its grace period is neither charged for that wait nor has
 /// it taken from its time limit (or minimum runtime).
