@@ -184,7 +184,10 @@ wait-position = { NUMBER($position, type: "ordinal") ->
    *[other] { $position }th
 } in line in its project
 wait-over-share = its project holds { $held } { $model } GPUs and its fair share (entitlement) is { $entitlement }; the other busy GPUs are within other projects' entitlements, so it waits for { $gpus } to free up{ $reserved }
-wait-idle-gpus = unallocated: waits for { $gpus } idle GPUs of its model ({ $free } idle now); it never preempts
+wait-idle-gpus = unallocated: waits for { $gpus ->
+    [one] { $gpus } idle GPU
+   *[other] { $gpus } idle GPUs
+} of its model ({ $free } idle now); it never preempts
 wait-reserved = waiting for { $gpus } { $model } GPUs; reserved start about { $at }
 wait-behind-reservation = GPUs are reserved for run { $run } from about { $at }, and this run would not end before then
 wait-protected = the GPUs it could take are protected until { $until } (minimum runtime of the runs on them)

@@ -97,7 +97,7 @@ home-see-tree = Ver el árbol de programas
 role-admin = administración
 role-finance = finanzas
 role-lead = responsable
-role-researcher = investigación
+role-researcher = investigador/a
 
 ## Table headings used on several pages
 
@@ -178,7 +178,13 @@ wait-fair-share = { $count ->
 }
 wait-position = es la { $position }.ª de la cola de su proyecto
 wait-over-share = su proyecto ocupa { $held } GPU { $model } y su cuota equitativa (dotación) es { $entitlement }; las demás GPU ocupadas están dentro de la dotación de otros proyectos, así que espera a que se liberen { $gpus }{ $reserved }
-wait-idle-gpus = sin asignación: espera { $gpus } GPU ociosas de su modelo (ahora hay { $free } ociosas); nunca desaloja a otras
+wait-idle-gpus = sin asignación: espera { $gpus ->
+    [one] { $gpus } GPU ociosa
+   *[other] { $gpus } GPU ociosas
+} de su modelo (ahora hay { $free ->
+    [one] { $free } ociosa
+   *[other] { $free } ociosas
+}); nunca desaloja a otras
 wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }
 wait-behind-reservation = hay GPU reservadas para la ejecución { $run } desde { $at } aproximadamente, y esta ejecución no terminaría antes
 wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan)

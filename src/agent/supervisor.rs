@@ -488,8 +488,10 @@ pub(super) fn spawn_child(
     if let Some(dir) = a.workdir.as_deref().filter(|d| !d.is_empty()) {
         cmd.current_dir(dir);
     }
-    cmd.spawn()
-        .with_context(|| format!("cannot start {} (workdir {:?})", a.key(), a.workdir))
+    cmd.spawn().with_context(|| match &a.workdir {
+        Some(dir) => format!("cannot start {} in {dir}", a.key()),
+        None => format!("cannot start {}", a.key()),
+    })
 }
 
 /// Sends `signal` to a process group; a group that is already gone is not an error.

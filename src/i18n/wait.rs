@@ -251,6 +251,24 @@ mod tests {
         }
     }
 
+    /// One GPU is one GPU, not "1 idle GPUs" (Fluent's plural categories of each language).
+    #[test]
+    fn idle_gpus_agree_in_number() {
+        let one = pass(WaitReason::IdleGpus { gpus: 1, free: 1 });
+        assert!(render(&one, Lang::En).contains("waits for 1 idle GPU of its model"));
+        let es = render(&one, Lang::Es);
+        assert!(
+            es.contains("espera 1 GPU ociosa de su modelo (ahora hay 1 ociosa)"),
+            "{es}"
+        );
+        let two = pass(WaitReason::IdleGpus { gpus: 2, free: 0 });
+        assert!(render(&two, Lang::En).contains("waits for 2 idle GPUs of its model (0 idle now)"));
+        assert!(
+            render(&two, Lang::Es)
+                .contains("espera 2 GPU ociosas de su modelo (ahora hay 0 ociosas)")
+        );
+    }
+
     #[test]
     fn a_budget_reason_in_three_languages() {
         let note = pass(WaitReason::Budget {
