@@ -244,6 +244,11 @@ run-protected-hours = ({ $hours } protected GPU-hours)
 run-time-limit = Time limit
 run-priority = Priority
 run-within-project = (within the project)
+run-charges = Charges
+run-charges-none = none yet (a run is charged as it runs; its minimum runtime's cost is only held)
+run-charges-paid = { $money } from the project's budget for { $hours } GPU-hours
+run-charges-prepaid = { $hours } GPU-hours on the project's capacity contract, paid with it
+run-charges-free = { $hours } GPU-hours free (unallocated, or beyond the budget)
 run-resumable = Resumable
 run-resumable-yes = yes, requeued after a preemption or the loss of its node
 run-resumable-no = no, a preemption or the loss of its node ends it
@@ -477,8 +482,8 @@ alert-see-use-case = See the use case
 ## Run submission: checks and the cost preview
 
 run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)
-run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance })
-run-preview-contract = ; { $hours } of them on the project's capacity contract, paid with it, if it starts there
+run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance }), held when it starts; it is charged for the time it runs
+run-preview-contract = ; { $hours } protected GPU-hours fall on the project's capacity contract, paid with it, if it starts there
 run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it
 err-choose-project = choose a project
 err-choose-cluster = choose a cluster

@@ -235,6 +235,11 @@ run-protected-hours = ({ $hours } horas de GPU protegidas)
 run-time-limit = Límite de tiempo
 run-priority = Prioridad
 run-within-project = (dentro del proyecto)
+run-charges = Cargos
+run-charges-none = ninguno todavía (una ejecución se cobra mientras se ejecuta; el coste de su tiempo mínimo solo se reserva)
+run-charges-paid = { $money } del presupuesto del proyecto por { $hours } horas de GPU
+run-charges-prepaid = { $hours } horas de GPU en el contrato de capacidad del proyecto, ya pagadas con él
+run-charges-free = { $hours } horas de GPU gratuitas (sin asignación, o más allá del presupuesto)
 run-resumable = Reanudable
 run-resumable-yes = sí, vuelve a la cola tras un desalojo o la pérdida de su nodo
 run-resumable-no = no, un desalojo o la pérdida de su nodo la terminan
@@ -474,8 +479,8 @@ alert-see-use-case = Ver el caso de uso
 ## Run submission: checks and the cost preview
 
 run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas y cualquier ejecución asignada puede desalojarla)
-run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance })
-run-preview-contract = ; { $hours } de ellas en el contrato de capacidad del proyecto, ya pagadas con él, si empieza allí
+run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance }), reservados al empezar; se cobra el tiempo que se ejecute
+run-preview-contract = ; { $hours } horas de GPU protegidas caen en el contrato de capacidad del proyecto, ya pagadas con él, si empieza allí
 run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster

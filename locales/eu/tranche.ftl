@@ -229,6 +229,11 @@ run-protected-hours = ({ $hours } GPU-ordu babestu)
 run-time-limit = Denbora-muga
 run-priority = Lehentasuna
 run-within-project = (proiektuaren barruan)
+run-charges = Kobrantzak
+run-charges-none = oraindik ez (exekuzio bat exekutatzen den bitartean kobratzen da; gutxieneko denboraren kostua erreserbatu baino ez da egiten)
+run-charges-paid = { $money } proiektuaren aurrekontutik { $hours } GPU-ordurengatik
+run-charges-prepaid = { $hours } GPU-ordu proiektuaren edukiera-kontratuan, harekin ordainduta
+run-charges-free = { $hours } GPU-ordu doan (esleipenik gabe, edo aurrekontutik haratago)
 run-resumable = Berrabiagarria
 run-resumable-yes = bai, ilarara itzultzen da kanporatu ondoren edo bere nodoa galtzean
 run-resumable-no = ez, kanporatzeak edo bere nodoa galtzeak amaitzen du
@@ -468,8 +473,8 @@ alert-see-use-case = Ikusi erabilera-kasua
 ## Run submission: checks and the cost preview
 
 run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok kanpora dezake)
-run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance })
-run-preview-contract = ; horietatik { $hours } proiektuaren edukiera-kontratuan, harekin ordainduta, bertan hasten bada
+run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance }), hastean erreserbatuta; exekutatzen den denbora kobratzen da
+run-preview-contract = ; { $hours } GPU-ordu babestu proiektuaren edukiera-kontratuan daude, harekin ordainduta, bertan hasten bada
 run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
 err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat

@@ -1600,10 +1600,27 @@ pub struct Detail {
     pub events: Vec<Event>,
     /// Placements of every attempt.
     pub placements: Vec<Placement>,
+    /// What its time cost, every attempt together.
+    pub charges: Charges,
     /// Whether the viewer may cancel it now.
     pub can_cancel: bool,
     /// Whether the viewer may approve or deny it now.
     pub can_decide: bool,
+}
+
+/// What a run's time cost, every attempt together, from its ledger postings: charged as it ran
+/// (its minimum runtime's cost is only held, not a price), prepaid by its project's capacity
+/// contract, or free (unallocated, or past the budget).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Charges {
+    /// Money taken from the project's budget, minor units.
+    pub charged_minor: i64,
+    /// GPU-seconds charged.
+    pub charged_gpu_seconds: i64,
+    /// GPU-seconds on its capacity contract, paid with the contract.
+    pub prepaid_gpu_seconds: i64,
+    /// GPU-seconds recorded free.
+    pub free_gpu_seconds: i64,
 }
 
 /// A run's page data, for those who may see it.
@@ -1654,6 +1671,16 @@ pub async fn detail(
     .bind(id)
     .fetch_all(pool)
     .await?;
+    let charges = sqlx::query_as::<_, Charges>(
+        "SELECT coalesce(sum(amount_minor), 0)::BIGINT AS charged_minor, \
+                coalesce(sum(gpu_seconds) FILTER (WHERE kind = 'usage' AND contract_id IS NULL), 0)::BIGINT AS charged_gpu_seconds, \
+                coalesce(sum(gpu_seconds) FILTER (WHERE kind = 'usage' AND contract_id IS NOT NULL), 0)::BIGINT AS prepaid_gpu_seconds, \
+                coalesce(sum(gpu_seconds) FILTER (WHERE kind = 'usage_free'), 0)::BIGINT AS free_gpu_seconds \
+         FROM ledger_postings WHERE run_id = $1 AND kind IN ('usage', 'usage_free')",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await?;
     let live = [
         "waiting_approval",
         "queued",
@@ -1671,6 +1698,7 @@ pub async fn detail(
         secret_env,
         events,
         placements,
+        charges,
         can_cancel,
         can_decide,
     })

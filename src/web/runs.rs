@@ -847,6 +847,8 @@ struct DetailPage {
     decision: Option<String>,
     workdir: Option<String>,
     env: Vec<String>,
+    /// What its time cost, in words ([`charges_words`]).
+    charges: String,
     events: Vec<EventView>,
     placements: Vec<PlacementView>,
     /// Attempts stopped by a real preemption (GPUs given to another run).
@@ -932,6 +934,7 @@ async fn detail_page(
             decision,
             workdir: d.workdir.clone(),
             env: d.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            charges: charges_words(&d.charges, &state.site.currency),
             preemptions: stopped_attempts(&d.events, "preempted"),
             losses: stopped_attempts(&d.events, "lost"),
             events,
@@ -967,6 +970,34 @@ async fn detail_page(
             time_zone: state.site.time_zone_name.clone(),
         },
     )
+}
+
+/// A run's charges in words, in the page's language: the money and GPU-hours paid from the
+/// budget, then those prepaid by a contract and those free, each only when there are some.
+fn charges_words(c: &runs::Charges, currency: &str) -> String {
+    let mut parts = Vec::new();
+    if c.charged_gpu_seconds > 0 || c.charged_minor > 0 {
+        parts.push(i18n::t2(
+            "run-charges-paid",
+            "money",
+            crate::domain::Money(c.charged_minor).display(currency),
+            "hours",
+            i18n::format::gpu_hours(c.charged_gpu_seconds),
+        ));
+    }
+    for (key, secs) in [
+        ("run-charges-prepaid", c.prepaid_gpu_seconds),
+        ("run-charges-free", c.free_gpu_seconds),
+    ] {
+        if secs > 0 {
+            parts.push(i18n::t1(key, "hours", i18n::format::gpu_hours(secs)));
+        }
+    }
+    if parts.is_empty() {
+        i18n::t("run-charges-none")
+    } else {
+        parts.join("; ")
+    }
 }
 
 /// How many attempts have a timeline entry of `kind` (`preempted` or `lost`): a run that is

@@ -1540,6 +1540,21 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
         ]
     );
     assert_eq!(o.app.balance_at("fm-pretrain-7b", now).await, 500 - cost);
+    // The run says so.
+    let (_, detail) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{run}"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(
+        detail["charges"],
+        json!({"charged_minor": cost, "charged_gpu_seconds": paid_secs, "prepaid_gpu_seconds": 8 * 3600, "free_gpu_seconds": 0}),
+        "{detail}"
+    );
 }
 
 #[tokio::test]

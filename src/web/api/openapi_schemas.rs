@@ -983,6 +983,15 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("exit_code", nullable(int())),
                     ])),
                 ),
+                (
+                    "charges",
+                    obj(&[
+                        ("charged_minor", int()),
+                        ("charged_gpu_seconds", int()),
+                        ("prepaid_gpu_seconds", int()),
+                        ("free_gpu_seconds", int()),
+                    ]),
+                ),
             ] {
                 if let Some(r) = d["required"].as_array_mut() {
                     r.push(json!(k));
