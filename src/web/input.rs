@@ -424,6 +424,18 @@ pub fn from_json_value<T: DeserializeOwned>(value: Value) -> Result<T, AppError>
     serde_path_to_error::deserialize(value).map_err(shape_error)
 }
 
+/// Reads a query string as the operation's parameters.
+///
+/// # Errors
+/// 422 `invalid_input` naming the parameter: a value of the wrong type (`limit=abc`), a
+/// missing or an unknown one, as for a body ([`from_json_value`]).
+pub fn from_query<T: DeserializeOwned>(query: &str) -> Result<T, AppError> {
+    serde_path_to_error::deserialize(serde_urlencoded::Deserializer::new(form_urlencoded::parse(
+        query.as_bytes(),
+    )))
+    .map_err(shape_error)
+}
+
 fn shape_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> AppError {
     let path = e.path().to_string();
     let text = e.into_inner().to_string();

@@ -542,8 +542,16 @@ async fn the_ledger_comes_a_page_at_a_time_newest_first() {
             None,
         )
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error"]["code"], "malformed_request", "{body}");
+    // A parameter of the wrong type is named, as a body's field is (400 is for a body that
+    // is not JSON).
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_input", "{body}");
+    assert_eq!(body["error"]["field"], "limit", "{body}");
+    let (status, body) = app
+        .api("GET", "/api/v1/runs?limit=1.5", Some(&lead), None)
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["field"], "limit", "{body}");
 }
 
 /// Every API answer is JSON: a raw body over 2 MiB (a spend import, an approval) is 413

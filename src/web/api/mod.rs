@@ -154,8 +154,9 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     }
 }
 
-/// A query string whose rejections (a field of the wrong type, a missing field) are JSON 400s;
-/// its fields pass the text rule first (422 `invalid_text`).
+/// A query string whose rejections (a parameter of the wrong type, a missing one) are JSON
+/// 422s naming the parameter (`invalid_input`, as for a body); its fields pass the text rule
+/// first (422 `invalid_text`).
 pub struct ApiQuery<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
@@ -164,13 +165,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or("");
         crate::web::input::check_pairs(&crate::web::input::decode_pairs(query.as_bytes())?)?;
-        serde_urlencoded::from_str::<T>(query)
-            .map(Self)
-            .map_err(|e| {
-                ApiError(AppError::Malformed(domain::shorten_quoted(&format!(
-                    "Failed to deserialize query string: {e}"
-                ))))
-            })
+        Ok(Self(crate::web::input::from_query(query)?))
     }
 }
 
