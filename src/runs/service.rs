@@ -404,8 +404,8 @@ pub async fn begin_stops(
 }
 
 /// Id, state, stop kind, resumable, every process exited, the run's exit status (the first
-/// non-zero one recorded, else 0).
-type StopRow = (i64, String, Option<String>, bool, bool, Option<i32>);
+/// non-zero one recorded, else 0), and whether a process exited unreported (its node lost).
+type StopRow = (i64, String, Option<String>, bool, bool, Option<i32>, bool);
 
 /// Ends each of `runs` that is stopping and whose every process of its current attempt has
 /// exited: requeued (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed`
@@ -422,7 +422,8 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let rows: Vec<StopRow> = sqlx::query_as(
         "SELECT r.id, r.state, r.stop_kind, r.resumable, \
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
-                (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt) \
+                (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
+                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL) \
          FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE",
     )
     .bind(runs)
@@ -431,14 +432,20 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let (mut ids, mut states, mut codes) = (Vec::new(), Vec::new(), Vec::new());
     // Per timeline kind: the runs and what their entry says.
     let mut entries: BTreeMap<&str, (Vec<i64>, Vec<Said>)> = BTreeMap::new();
-    for (id, state, kind, resumable, all_exited, code) in rows {
+    for (id, state, kind, resumable, all_exited, code, unreported) in rows {
         if state != "stopping" || !all_exited {
             continue;
         }
+        // A process with no exit status was not seen to stop: its node's agent was lost (the
+        // placement counts as exited; an agent that comes back stops what is left).
         let (to, kind_text, message) = match kind.as_deref() {
             Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
             Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
+            Some("cancelled") if unreported => {
+                ("cancelled", "cancelled", "event-cancelled-node-lost")
+            }
             Some("cancelled") => ("cancelled", "cancelled", "event-cancelled-stopped"),
+            Some("time_limit") if unreported => ("failed", "failed", "event-time-limit-node-lost"),
             Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
             Some("failed") => ("failed", "failed", "event-gang-failed"),
             Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),

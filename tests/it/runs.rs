@@ -847,6 +847,42 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(attempt, 2);
 }
 
+/// A run cancelled while its node's agent is gone does not claim its processes stopped: the
+/// agent was lost before they were seen to stop.
+#[tokio::test]
+async fn a_cancel_on_a_lost_node_says_its_processes_were_not_seen_to_stop() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["cl-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{run}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(state_of(&o.app, run).await, "stopping");
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
+    let message: String = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'cancelled' ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        message.contains("agent was lost before its processes were seen to stop"),
+        "{message}"
+    );
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]
