@@ -457,6 +457,106 @@ pub async fn insert_node(
     Ok(id)
 }
 
+/// Corrects a declared node's GPU model and count (a node declared with the wrong hardware,
+/// which its agent then may not serve: `inventory_mismatch`). Allowed while no agent serves
+/// the node and nothing runs there, and only when the active contracts still fit the pool it
+/// leaves or shrinks. Audited as `node.update`; the same model and count change nothing.
+///
+/// # Errors
+/// Forbidden (no admin), NotFound (node, model), Invalid (count), Conflict (an agent serves
+/// it, runs are on it), Refused `capacity_exceeded` (contracts would exceed the pool).
+pub async fn update_node(
+    pool: &PgPool,
+    site: &crate::config::Site,
+    actor: &Account,
+    node_id: i64,
+    gpu_model: &str,
+    gpu_count: &str,
+) -> Result<(), AppError> {
+    require_admin(actor)?;
+    let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
+        .map_err(|m| AppError::invalid("gpu_count", m))?;
+    let mut tx = pool.begin().await?;
+    // No pass may place a run on the node while it changes.
+    crate::runs::service::serialize_with_passes(&mut tx).await?;
+    // An unknown name is a 404, as docs/api.md's rule says.
+    let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
+        AppError::NotFound(t1(
+            "cluster-no-such-model",
+            "name",
+            crate::domain::quote(gpu_model.trim()),
+        ))
+    })?;
+    let (name, cluster, old_model, old_count, served, model_name): (String, i64, i64, i32, bool, String) =
+        sqlx::query_as(
+            "SELECT n.name, n.cluster_id, n.gpu_model_id, n.gpu_count, n.agent_session IS NOT NULL, m.name \
+             FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id WHERE n.id = $1 FOR UPDATE OF n",
+        )
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| AppError::NotFound(t1("node-not-found", "id", node_id.to_string())))?;
+    if (old_model, old_count) == (model_id, gpu_count as i32) {
+        return Ok(());
+    }
+    if served {
+        return Err(AppError::Conflict(t1("node-edit-served", "name", &name)));
+    }
+    let busy: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM gpu_holds WHERE node_id = $1) \
+             OR EXISTS (SELECT 1 FROM run_placements WHERE node_id = $1 AND proc_state <> 'exited')",
+    )
+    .bind(node_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if busy {
+        return Err(AppError::Conflict(t1("node-edit-busy", "name", &name)));
+    }
+    sqlx::query("UPDATE nodes SET gpu_model_id = $2, gpu_count = $3 WHERE id = $1")
+        .bind(node_id)
+        .bind(model_id)
+        .bind(gpu_count as i32)
+        .execute(&mut *tx)
+        .await?;
+    if let Some((peak, limit)) = crate::ledger::contracts::overbooked(
+        &mut tx,
+        site,
+        (cluster, old_model),
+        jiff::Timestamp::now(),
+    )
+    .await?
+    {
+        return Err(AppError::Refused {
+            code: "capacity_exceeded",
+            message: crate::i18n::ta(
+                "node-edit-contracts",
+                &[
+                    ("name", &name),
+                    ("model", &model_name),
+                    ("peak", &crate::i18n::format::count(peak)),
+                    ("limit", &crate::i18n::format::count(limit)),
+                ],
+            ),
+        });
+    }
+    let new_model = gpu_model.trim();
+    audit::record(
+        &mut *tx,
+        Change {
+            actor: Some(actor.id),
+            action: "node.update",
+            entity: "cluster_node",
+            entity_id: Some(node_id),
+            node_id: None,
+            before: Some(json!({"name": name, "gpu_model": model_name, "gpu_count": old_count})),
+            after: Some(json!({"name": name, "gpu_model": new_model, "gpu_count": gpu_count})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Sets a node's state: `up`, `draining` or `down`. Moving a node to `draining` opens a drain
 /// for repair with `reason` (default "no reason given"); moving a draining node `down` while a
 /// protected run is still on it counts that drain as needing a human; moving it `up` returns

@@ -284,6 +284,36 @@ async fn windows(
         .collect())
 }
 
+/// After a change of the GPUs installed in a pool (inside the caller's transaction, which
+/// holds the change): the most GPUs active contracts hold at one instant from `now` on, when
+/// that is more than the pool may now contract (`floor(installed x percent / 100)`), with
+/// that contractable figure; `None` when every contract still fits.
+///
+/// # Errors
+/// Database errors.
+pub async fn overbooked(
+    conn: &mut sqlx::PgConnection,
+    site: &Site,
+    (cluster, model): (i64, i64),
+    now: jiff::Timestamp,
+) -> Result<Option<(i64, i64)>, sqlx::Error> {
+    let installed: i64 = sqlx::query_scalar(&installed_sql())
+        .bind(cluster)
+        .bind(model)
+        .fetch_one(&mut *conn)
+        .await?;
+    // Contracts are bought at most HORIZON ahead: a year covers every window.
+    let end = now + jiff::SignedDuration::from_hours(24 * 366);
+    let peak = peak_contracted(
+        &windows(conn, cluster, model, now, end).await?,
+        now.as_second(),
+        end.as_second(),
+    )
+    .0;
+    let limit = contractable(installed, site.contractable_percent);
+    Ok((peak > limit).then_some((peak, limit)))
+}
+
 fn capacity_check(q: &Quote, req: &Request, peak: (i64, i64), site: &Site) -> Result<(), AppError> {
     if peak.0 + q.gpus > q.contractable {
         let at = jiff::Timestamp::from_second(peak.1).unwrap_or(req.start);

@@ -583,6 +583,19 @@ struct NodePage {
     history: Vec<DrainRow>,
     error: Option<String>,
     form_reason: String,
+    /// GPU model names, for the correction form.
+    models: Vec<String>,
+    /// The correction form's input: the node's own, or what was typed before an error.
+    hardware: HardwareForm,
+}
+
+/// The node correction form: GPU model and count.
+#[derive(serde::Deserialize, Default, Clone)]
+struct HardwareForm {
+    #[serde(default)]
+    gpu_model: String,
+    #[serde(default)]
+    gpu_count: String,
 }
 
 async fn node_page(
@@ -592,6 +605,7 @@ async fn node_page(
     id: i64,
     error: Option<String>,
     form_reason: String,
+    hardware: Option<HardwareForm>,
 ) -> Result<Response, AppError> {
     require_admin(me)?;
     let (cluster, node) = inventory::clusters(&state.pool)
@@ -622,9 +636,20 @@ async fn node_page(
     } else {
         axum::http::StatusCode::OK
     };
+    let models = inventory::gpu_models(&state.pool)
+        .await?
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    let hardware = hardware.unwrap_or_else(|| HardwareForm {
+        gpu_model: node.gpu_model.clone(),
+        gpu_count: node.gpu_count.to_string(),
+    });
     render_status(
         status,
         &NodePage {
+            models,
+            hardware,
             layout: Layout::for_user(session, me, "/admin/inventory").await?,
             draining: node.state == "draining",
             status: node_status_words(&node.status),
@@ -683,7 +708,7 @@ async fn node_get(
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
-    node_page(&state, &session, &me, id, None, String::new()).await
+    node_page(&state, &session, &me, id, None, String::new(), None).await
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -705,7 +730,52 @@ async fn node_drain(
             Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
         }
         Err(AppError::Invalid { message, .. }) => {
-            node_page(&state, &session, &me, id, Some(message), f.reason).await
+            node_page(&state, &session, &me, id, Some(message), f.reason, None).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `POST /admin/nodes/{id}/hardware`: corrects the node's GPU model and count
+/// ([`inventory::update_node`]); a refusal re-renders the page with the message and the input.
+async fn node_hardware(
+    State(state): State<AppState>,
+    session: Session,
+    CurrentUser(me): CurrentUser,
+    PagePath(id): PagePath<i64>,
+    Form(f): Form<HardwareForm>,
+) -> Result<Response, AppError> {
+    match inventory::update_node(
+        &state.pool,
+        &state.site,
+        &me,
+        id,
+        &f.gpu_model,
+        &f.gpu_count,
+    )
+    .await
+    {
+        Ok(()) => {
+            flash(&session, t("node-edited")).await?;
+            Ok(Redirect::to(&format!("/admin/nodes/{id}")).into_response())
+        }
+        // The node exists (its page was shown): a NotFound names the GPU model.
+        Err(
+            AppError::Invalid { message, .. }
+            | AppError::Conflict(message)
+            | AppError::NotFound(message)
+            | AppError::Refused { message, .. },
+        ) => {
+            node_page(
+                &state,
+                &session,
+                &me,
+                id,
+                Some(message),
+                String::new(),
+                Some(f),
+            )
+            .await
         }
         Err(e) => Err(e),
     }
@@ -1037,6 +1107,7 @@ pub fn router() -> Router<AppState> {
         .route("/admin/clusters/{id}/nodes", post(node_create))
         .route("/admin/nodes/{id}/state", post(node_state))
         .route("/admin/nodes/{id}", get(node_get))
+        .route("/admin/nodes/{id}/hardware", post(node_hardware))
         .route("/admin/nodes/{id}/drain", post(node_drain))
         .route("/admin/nodes/{id}/return", post(node_return))
         .route("/admin/users", get(users_get).post(user_create))

@@ -847,6 +847,114 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(attempt, 2);
 }
 
+/// An admin corrects a declared node's GPUs (a node declared with the wrong count, which its
+/// agent may then not serve), audited; not while an agent serves it, and not when the active
+/// contracts would no longer fit the pool.
+#[tokio::test]
+async fn an_admin_corrects_a_nodes_gpus_while_nothing_depends_on_them() {
+    let o = org().await;
+    let admin = o.app.token_for("demo-admin").await;
+    o.app.declare_nodes(&["fix-1"]).await;
+    let id: i64 = sqlx::query_scalar("SELECT id FROM nodes WHERE name = 'fix-1'")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let path = format!("/api/v1/cluster-nodes/{id}");
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &path,
+            Some(&o.researcher),
+            Some(json!({"gpu_model": "H100", "gpu_count": 4})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &path,
+            Some(&admin),
+            Some(json!({"gpu_model": "H100", "gpu_count": 4})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["node"]["gpu_count"], 4, "{answer}");
+    assert_eq!(o.app.audit_count("node.update").await, 1);
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &path,
+            Some(&admin),
+            Some(json!({"gpu_model": "Z9", "gpu_count": 4})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    // Contracts hold as much of the pool as may be contracted: shrinking the node would
+    // leave them more than the pool may contract.
+    let installed: i64 = sqlx::query_scalar(
+        "SELECT sum(n.gpu_count)::BIGINT FROM nodes n JOIN clusters c ON c.id = n.cluster_id \
+         JOIN gpu_models m ON m.id = n.gpu_model_id WHERE c.name = 'local' AND m.name = 'H100'",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let percent = i64::from(o.app.state.site.contractable_percent);
+    let start = crate::support::tomorrow_at(9);
+    let end = start
+        .checked_add(jiff::SignedDuration::from_hours(2))
+        .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&o.lead),
+            Some(json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100",
+                        "gpus": installed * percent / 100, "start": start.to_string(), "end": end.to_string()})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &path,
+            Some(&admin),
+            Some(json!({"gpu_model": "H100", "gpu_count": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "capacity_exceeded", "{answer}");
+    let count: i32 = sqlx::query_scalar("SELECT gpu_count FROM nodes WHERE id = $1")
+        .bind(id)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 4, "a refusal changes nothing");
+    // A node an agent serves is corrected once its agent is stopped.
+    let (_, served) = register(&o.app, &o.agent, &["fix-2"]).await;
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &format!("/api/v1/cluster-nodes/{}", served[0]),
+            Some(&admin),
+            Some(json!({"gpu_model": "H100", "gpu_count": 2})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stop its agent"),
+        "{answer}"
+    );
+}
+
 /// A run cancelled while its node's agent is gone does not claim its processes stopped: the
 /// agent was lost before they were seen to stop.
 #[tokio::test]

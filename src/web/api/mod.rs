@@ -631,6 +631,33 @@ async fn post_cluster_node(
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+struct HardwareBody {
+    gpu_model: String,
+    gpu_count: i64,
+}
+
+/// `PATCH /api/v1/cluster-nodes/{id}` (admin): corrects the node's GPU model and count
+/// ([`inventory::update_node`]); answers the node as `GET` does.
+async fn patch_cluster_node(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<HardwareBody>,
+) -> ApiResult {
+    inventory::update_node(
+        &state.pool,
+        &state.site,
+        &me,
+        id,
+        &body.gpu_model,
+        &body.gpu_count.to_string(),
+    )
+    .await?;
+    get_cluster_node(State(state), ApiUser(me), ApiPath(id)).await
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct StateBody {
     state: String,
     /// Why, when the state is `draining`.
@@ -1113,7 +1140,10 @@ pub fn router() -> Router<AppState> {
         .route("/clusters", get(clusters).post(post_cluster))
         .route("/clusters/{id}/nodes", post(post_cluster_node))
         .route("/cluster-nodes/{id}/state", put(put_node_state))
-        .route("/cluster-nodes/{id}", get(get_cluster_node))
+        .route(
+            "/cluster-nodes/{id}",
+            get(get_cluster_node).patch(patch_cluster_node),
+        )
         .route("/cluster-nodes/{id}/drain", post(post_drain))
         .route("/cluster-nodes/{id}/return", post(post_return))
         .route("/idle-flags", get(runs::get_idle_flags))

@@ -226,6 +226,13 @@ pub fn requests() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "HardwareBody",
+            body(
+                &[("gpu_model", ident(32)), ("gpu_count", int_in(1, 64))],
+                &[],
+            ),
+        ),
+        (
             "StateBody",
             body(
                 &[("state", json!({"enum": ["up", "draining", "down"]}))],
