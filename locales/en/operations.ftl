@@ -208,6 +208,7 @@ node-root-move = the root cannot be moved
 node-move-into-itself = { $name } cannot move under itself or its own subtree
 node-root-archive = the root cannot be archived
 node-has-children = { $name } still has { $count } live children; archive or move them first
+node-has-contracts = { $name } still has { $count } capacity contracts that have not ended: cancel those not started, and archive it once the others end
 node-has-active-runs = { $name } still has runs under way ({ $running } running, { $waiting } waiting); cancel them or let them end before archiving it
 node-name-required = a name is required
 node-name-too-long = a name has at most 64 characters (this one has { $count })

@@ -217,6 +217,7 @@ node-has-children = { $count ->
     [one] { $name } todavía tiene { $count } hijo activo; archívalo o muévelo antes
    *[other] { $name } todavía tiene { $count } hijos activos; archívalos o muévelos antes
 }
+node-has-contracts = { $name } todavía tiene { $count } contratos de capacidad sin terminar: cancela los que no han empezado y archívalo cuando terminen los demás
 node-has-active-runs = { $name } todavía tiene ejecuciones en curso ({ $running } en marcha, { $waiting } en espera); cancélalas o deja que terminen antes de archivarlo
 node-name-required = hace falta un nombre
 node-name-too-long = un nombre tiene como máximo 64 caracteres (este tiene { $count })

@@ -218,6 +218,7 @@ node-has-children = { $name }: { $count ->
     [one] haur-nodo aktibo bat du oraindik; artxibatu edo mugitu lehenago
    *[other] { $count } haur-nodo aktibo ditu oraindik; artxibatu edo mugitu lehenago
 }
+node-has-contracts = { $name } nodoak amaitu gabeko { $count } edukiera-kontratu ditu oraindik: utzi bertan behera hasi gabeak, eta artxibatu besteak amaitzen direnean
 node-has-active-runs = { $name } nodoak exekuzioak ditu oraindik abian ({ $running } martxan, { $waiting } zain); utzi bertan behera edo itxaron amaitu arte artxibatu aurretik
 node-name-required = izen bat behar da
 node-name-too-long = izen batek gehienez 64 karaktere izan ditzake (honek { $count } ditu)

@@ -864,6 +864,29 @@ pub async fn archive_node(pool: &PgPool, actor: &Account, id: i64) -> Result<(),
             ),
         });
     }
+    // A contract of an archived project would hold GPUs no run can use until it ends (and a
+    // started one cannot be cancelled): archive once its contracts have ended or are cancelled.
+    let contracts: i64 = sqlx::query_scalar(
+        "WITH RECURSIVE sub AS (SELECT id FROM tree_nodes WHERE id = $1 \
+         UNION ALL SELECT t.id FROM tree_nodes t JOIN sub ON t.parent_id = sub.id) \
+         SELECT count(*) FROM contracts c JOIN sub ON sub.id = c.project_id \
+         WHERE c.state = 'active' AND c.ends_at > now()",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if contracts > 0 {
+        return Err(AppError::Refused {
+            code: "active_contracts",
+            message: crate::i18n::ta(
+                "node-has-contracts",
+                &[
+                    ("name", &crate::domain::quote(&name)),
+                    ("count", &contracts),
+                ],
+            ),
+        });
+    }
     sqlx::query("UPDATE tree_nodes SET archived = true WHERE id = $1")
         .bind(id)
         .execute(&mut *tx)

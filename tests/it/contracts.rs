@@ -1039,3 +1039,50 @@ async fn a_quote_for_a_later_period_opens_no_budget() {
     .unwrap();
     assert_eq!(quote["quote"]["balance_minor"], granted, "{quote}");
 }
+
+/// A project with a capacity contract that has not ended cannot be archived: the contract
+/// would hold GPUs no run could use. Once cancelled, it can.
+#[tokio::test]
+async fn a_project_with_a_contract_is_not_archived() {
+    let app = TestApp::new().await;
+    org(&app, "H100", "1", "1.00", 2).await;
+    let lead = app.token_for("lead1").await;
+    let admin = app.token_for("admin").await;
+    let start = tomorrow_at(9);
+    let end = start
+        .checked_add(jiff::SignedDuration::from_hours(2))
+        .unwrap();
+    let (status, bought) = app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&lead),
+            Some(json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 2, "start": start.to_string(), "end": end.to_string()})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bought}");
+    let p1 = app.node_id("p1").await;
+    let path = format!("/api/v1/nodes/{p1}");
+    let archive = || {
+        app.api(
+            "PATCH",
+            &path,
+            Some(&admin),
+            Some(json!({"archived": true})),
+        )
+    };
+    let (status, answer) = archive().await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "active_contracts", "{answer}");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/contracts/{}/cancel", bought["id"]),
+            Some(&lead),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = archive().await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}

@@ -156,6 +156,7 @@ pub const ERROR_CODES: &[&str] = &[
     "nothing_to_acknowledge",
     "already_triggered",
     "active_runs",
+    "active_contracts",
 ];
 
 /// The request body schemas.
