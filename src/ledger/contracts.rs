@@ -419,6 +419,11 @@ pub async fn quote(
             .find(|(id, _)| *id == q.project_id)
             .map_or(0, |(_, m)| m.0),
     };
+    // Less what running runs hold of the current period's balance, as a purchase counts it.
+    if period == ledger::Period::containing(now, site) {
+        q.balance_minor =
+            (q.balance_minor - crate::runs::held_by_runs(&mut conn, q.project_id).await?).max(0);
+    }
     budget_check(&q, req, site)?;
     Ok(q)
 }
@@ -469,19 +474,23 @@ pub async fn buy(
     }
     // Paid from the budget of the period in which the window starts: next month's capacity is
     // paid from next month's budget.
-    let account = ledger::period_account(
-        pool,
-        &mut tx,
-        q.project_id,
-        ledger::Period::containing(req.start, site),
-        site,
-    )
-    .await?;
+    let period = ledger::Period::containing(req.start, site);
+    let current = period == ledger::Period::containing(now, site);
+    if current {
+        // What running runs hold of this period's balance is not for sale: no pass may start
+        // or charge runs of the project between the read below and the purchase.
+        crate::runs::service::serialize_with_passes(&mut tx).await?;
+    }
+    let account = ledger::period_account(pool, &mut tx, q.project_id, period, site).await?;
     q.balance_minor =
         sqlx::query_scalar("SELECT balance_minor FROM ledger_accounts WHERE id = $1 FOR UPDATE")
             .bind(account)
             .fetch_one(&mut *tx)
             .await?;
+    if current {
+        q.balance_minor =
+            (q.balance_minor - crate::runs::held_by_runs(&mut tx, q.project_id).await?).max(0);
+    }
     budget_check(&q, req, site)?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by) \

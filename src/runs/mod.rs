@@ -585,6 +585,22 @@ fn held_minor(
         .sum()
 }
 
+/// What `project`'s running allocated runs hold of its current balance: the part of their
+/// minimum-runtime cost not charged yet (minor units), as of the last [`refresh_holds`], read
+/// on `conn` (a purchase's transaction).
+///
+/// # Errors
+/// Database errors.
+pub async fn held_by_runs(conn: &mut PgConnection, project: i64) -> Result<i64, sqlx::Error> {
+    #[expect(clippy::type_complexity, reason = "what holds_of reads")]
+    let (seconds, weights, prices): (Option<Vec<i64>>, Option<Vec<i32>>, Option<Vec<i64>>) =
+        sqlx::query_as(&holds_of("$1"))
+            .bind(project)
+            .fetch_one(conn)
+            .await?;
+    Ok(held_minor(seconds, weights, prices))
+}
+
 /// A project's balance in the current period less what its running allocated runs hold: the
 /// part of their minimum-runtime cost not charged yet (minor units, never below zero), as of
 /// the last [`refresh_holds`].

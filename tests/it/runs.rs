@@ -847,6 +847,57 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     assert_eq!(attempt, 2);
 }
 
+/// What running protected runs hold of the balance is not for sale: a contract paid from the
+/// current period's budget counts only the balance less their holds.
+#[tokio::test]
+async fn a_contract_cannot_spend_what_running_runs_hold() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["h-1", "h-2"]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    // A money cap of 25.00 leaves a balance of 25.00; an 8-GPU hour holds 20.00 of it.
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": null, "money_cap_minor": 2500, "self_service_gpu_hours": 64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let run = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // A window starting in two minutes (this period): 1 GPU for 3 h is 7.50, more than the
+    // 5.00 not held; 2 h is 5.00.
+    let start =
+        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() / 60 * 60 + 120).unwrap();
+    let site = &o.app.state.site;
+    assert_eq!(
+        tranche::ledger::Period::containing(start, site),
+        tranche::ledger::Period::containing(jiff::Timestamp::now(), site),
+        "the premise: a window in this period"
+    );
+    let buy = |hours: i64| {
+        let end = start
+            .checked_add(jiff::SignedDuration::from_hours(hours))
+            .unwrap();
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "start": start.to_string(), "end": end.to_string()})
+    };
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/contracts", Some(&o.lead), Some(buy(3)))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "budget_exceeded", "{answer}");
+    let (status, answer) = o
+        .app
+        .api("POST", "/api/v1/contracts", Some(&o.lead), Some(buy(2)))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+}
+
 /// An admin corrects a declared node's GPUs (a node declared with the wrong count, which its
 /// agent may then not serve), audited; not while an agent serves it, and not when the active
 /// contracts would no longer fit the pool.
