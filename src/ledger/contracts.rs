@@ -442,6 +442,23 @@ pub async fn buy(
     req: &Request,
     now: jiff::Timestamp,
 ) -> Result<(Contract, Quote), AppError> {
+    buy_once(pool, site, actor, req, now, None).await
+}
+
+/// [`buy`] confirming the price preview whose one-time token is `preview`: a second purchase
+/// with the same token, even at the same instant, buys nothing and is refused as the used
+/// preview it is (422 on `quote`).
+///
+/// # Errors
+/// As [`buy`].
+pub async fn buy_once(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    req: &Request,
+    now: jiff::Timestamp,
+    preview: Option<&str>,
+) -> Result<(Contract, Quote), AppError> {
     let mut tx = pool.begin().await?;
     let mut q = resolve(&mut tx, site, actor, req, now).await?;
     // One purchase at a time per cluster and model: the capacity check and the insert must see
@@ -493,8 +510,8 @@ pub async fn buy(
     }
     budget_check(&q, req, site)?;
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by, preview_token) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
     )
     .bind(q.project_id)
     .bind(q.cluster_id)
@@ -505,8 +522,15 @@ pub async fn buy(
     .bind(&site.time_zone_name)
     .bind(q.price_minor)
     .bind(actor.id)
+    .bind(preview)
     .fetch_one(&mut *tx)
-    .await?;
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(d) if d.constraint() == Some("contracts_preview_token") => {
+            AppError::invalid("quote", i18n::t("contract-expired"))
+        }
+        _ => e.into(),
+    })?;
     let spend = ledger::global_account(&mut tx, "contract_spend").await?;
     let period_start: time::OffsetDateTime =
         sqlx::query_scalar("SELECT period_start FROM ledger_accounts WHERE id = $1")

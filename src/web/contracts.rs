@@ -506,7 +506,15 @@ async fn buy(
                 expected_price_minor: Some(price),
                 ..req
             };
-            contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now()).await
+            contracts::buy_once(
+                &state.pool,
+                &state.site,
+                &me,
+                &req,
+                jiff::Timestamp::now(),
+                Some(&token),
+            )
+            .await
         }
         (_, Err(e)) => Err(e),
         _ => Err(AppError::invalid("quote", i18n::t("contract-expired"))),

@@ -1086,3 +1086,49 @@ async fn a_project_with_a_contract_is_not_archived() {
     let (status, answer) = archive().await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 }
+
+/// Two purchases confirming the same price preview at the same instant (a double click, two
+/// tabs) buy once: the other is refused as a used preview and charges nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_preview_buys_once_even_confirmed_twice_at_once() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 2).await;
+    let site = app.state.site.clone();
+    let start = tomorrow_at(9);
+    let req = contracts::Request {
+        project: "p1".into(),
+        cluster: "c".into(),
+        gpu_model: "H100".into(),
+        gpus: 2,
+        start,
+        end: start
+            .checked_add(jiff::SignedDuration::from_hours(2))
+            .unwrap(),
+        expected_price_minor: None,
+    };
+    let now = jiff::Timestamp::now();
+    let buy = || contracts::buy_once(&app.pool, &site, &admin, &req, now, Some("preview-1"));
+    let (a, b, c) = tokio::join!(buy(), buy(), buy());
+    let results = [a, b, c];
+    let bought = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(bought, 1, "{results:?}");
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            matches!(
+                r,
+                tranche::error::AppError::Invalid {
+                    field: Some("quote"),
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
+    }
+    let (contracts, payments): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM contracts), (SELECT count(*) FROM ledger_postings WHERE kind = 'contract')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((contracts, payments), (1, 1));
+}
