@@ -330,7 +330,7 @@ impl Metrics {
         let period = crate::ledger::Period::containing(jiff::Timestamp::now(), site);
         let balances: Vec<(String, i64)> = sqlx::query_as(
             "SELECT t.name, a.balance_minor FROM ledger_accounts a JOIN tree_nodes t ON t.id = a.project_id \
-             WHERE a.kind = 'project_budget' AND a.period_start = $1",
+             WHERE a.kind = 'project_budget' AND a.period_start = $1 AND NOT t.archived",
         )
         .bind(period.bounds().0)
         .fetch_all(pool)

@@ -94,7 +94,7 @@ fn draw_two(
             }
         })
         .y_desc(y_desc)
-        .y_label_formatter(&|y| i18n::format::integer(i18n::current(), y.round() as i64))
+        .y_label_formatter(&|y| axis_number(*y, max))
         .draw()?;
     let first = |i: usize, a: f64| {
         let x = i as f64;
@@ -180,7 +180,7 @@ fn draw_owed(
             }
         })
         .y_desc(i18n::t("chart-gpu-hours"))
-        .y_label_formatter(&|y| i18n::format::integer(i18n::current(), y.round() as i64))
+        .y_label_formatter(&|y| axis_number(*y, max))
         .draw()?;
     chart
         .draw_series(LineSeries::new(
@@ -210,6 +210,20 @@ fn draw_owed(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// A y-axis number in the page's language (CLDR grouping): whole below an axis top of 10 or
+/// more, else with the decimals its ticks need (0.2, 0.4, ... on a top of 1.15, which whole
+/// numbers would label 0, 0, 0, 1, 1).
+fn axis_number(y: f64, top: f64) -> String {
+    let decimals = if top >= 10.0 {
+        0
+    } else if top >= 1.0 {
+        1
+    } else {
+        2
+    };
+    i18n::format::grouped(i18n::current(), y, decimals)
 }
 
 #[cfg(test)]
@@ -244,6 +258,25 @@ mod tests {
         assert!(en.contains("\n100,000\n"), "{en}");
         assert!(es.contains("\n100.000\n"), "{es}");
         assert!(!en.contains("\n100000\n") && !es.contains("\n100000\n"));
+    }
+
+    /// Ticks of a small axis keep their decimals (they read 0, 0, 0, 1, 1 rounded).
+    #[test]
+    fn a_small_axis_keeps_its_decimals() {
+        let svg = i18n::sync_scope(i18n::Lang::En, || {
+            owed_received(
+                "small",
+                &[("12-01".into(), 0.4, 0.2), ("12-02".into(), 1.0, 0.9)],
+            )
+        });
+        assert!(svg.contains("\n0.2\n") || svg.contains(">0.2<"), "{svg}");
+        let es = i18n::sync_scope(i18n::Lang::Es, || {
+            owed_received(
+                "small",
+                &[("12-01".into(), 0.4, 0.2), ("12-02".into(), 1.0, 0.9)],
+            )
+        });
+        assert!(es.contains("\n0,2\n") || es.contains(">0,2<"), "{es}");
     }
 
     #[test]

@@ -250,13 +250,14 @@ async fn refused_submissions_say_why_and_change_nothing() {
     let (status, text, _) = o.app.send(req).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
     assert!(text.contains("malformed_request"));
-    // A query string of the wrong type is a JSON 400 too.
+    // A query parameter of the wrong type is a JSON 422 naming it, as a body field is.
     let (status, answer) = o
         .app
         .api("GET", "/api/v1/runs?limit=abc", Some(&o.researcher), None)
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer["error"]["code"], "malformed_request");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_input");
+    assert_eq!(answer["error"]["field"], "limit");
     // No token at all.
     let (status, _) = o
         .app

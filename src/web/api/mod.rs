@@ -219,11 +219,12 @@ impl ShareInput {
 }
 
 async fn me(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
-    let projects: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, name FROM tree_nodes WHERE id = ANY($1) ORDER BY name")
-            .bind(&me.projects)
-            .fetch_all(&state.pool)
-            .await?;
+    let projects: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, name FROM tree_nodes WHERE id = ANY($1) AND NOT archived ORDER BY name",
+    )
+    .bind(&me.projects)
+    .fetch_all(&state.pool)
+    .await?;
     let email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
         .bind(me.id)
         .fetch_one(&state.pool)
