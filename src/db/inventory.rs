@@ -92,7 +92,9 @@ pub async fn gpu_model_id(
     db: impl sqlx::PgExecutor<'_>,
     name: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = $1")
+    // Names are unique whatever their case (`gpu_models_name_ci`), as the check of a new one
+    // says ("a100 already exists"): found whatever their case too.
+    sqlx::query_scalar("SELECT id FROM gpu_models WHERE lower(name) = lower($1)")
         .bind(name.trim())
         .fetch_optional(db)
         .await
@@ -539,7 +541,10 @@ pub async fn update_node(
             ),
         });
     }
-    let new_model = gpu_model.trim();
+    let new_model: String = sqlx::query_scalar("SELECT name FROM gpu_models WHERE id = $1")
+        .bind(model_id)
+        .fetch_one(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Change {

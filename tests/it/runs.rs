@@ -928,11 +928,13 @@ async fn an_admin_corrects_a_nodes_gpus_while_nothing_depends_on_them() {
             "PATCH",
             &path,
             Some(&admin),
-            Some(json!({"gpu_model": "H100", "gpu_count": 4})),
+            Some(json!({"gpu_model": "h100", "gpu_count": 4})),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["node"]["gpu_count"], 4, "{answer}");
+    // A model is found whatever the case it is written in, and named as it is declared.
+    assert_eq!(answer["node"]["gpu_model"], "H100", "{answer}");
     assert_eq!(o.app.audit_count("node.update").await, 1);
     let (status, answer) = o
         .app
