@@ -214,6 +214,11 @@ type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
 /// raised later does not make it paid again.
 const MIN_RUNTIME: &str = "CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END";
 
+/// SQL: whether the run `r` is on a Slurm cluster, whose runs count from their placement
+/// (the bridge sees a job running only at its next poll), where an agent's count from their
+/// processes' start.
+const ON_SLURM: &str = "(SELECT c.executor = 'slurm' FROM clusters c WHERE c.id = r.cluster_id)";
+
 /// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id and
 /// its window's start and end in seconds from the attempt's start (NULL when none).
 const CONTRACT_WINDOW: &str = "(SELECT ARRAY[c.id, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT, \
@@ -277,7 +282,7 @@ async fn settle(
         &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
          FROM runs r WHERE r.id = ANY($1) AND r.started_at IS NOT NULL \
-           AND (r.state = 'running' OR (r.state = 'starting' AND (SELECT c.executor = 'slurm' FROM clusters c WHERE c.id = r.cluster_id))) \
+           AND (r.state = 'running' OR (r.state = 'starting' AND {ON_SLURM})) \
          ORDER BY r.id"),
     )
     .bind(runs)
@@ -520,7 +525,7 @@ async fn end_exited_attempts(
     // Run states change only in passes and in writes serialised with them, so no row lock.
     let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
-                CASE WHEN r.state = 'starting' AND (SELECT c.executor <> 'slurm' FROM clusters c WHERE c.id = r.cluster_id) \
+                CASE WHEN r.state = 'starting' AND NOT {ON_SLURM} \
                      THEN GREATEST(0, floor(extract(epoch FROM max(p.exited_at) - max(p.running_at))))::BIGINT \
                      ELSE GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT END, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \

@@ -1436,8 +1436,7 @@ impl<'a> Pass<'a> {
 
     fn consider_tranche(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
-        let contract = self.contract_for(w, pool);
-        if !self.budget_allows(w, pool, contract) {
+        if !self.budget_allows(w, pool, true) {
             return;
         }
         if self.pools[pool].reservation.is_some() {
@@ -1448,6 +1447,7 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
+        let contract = self.contract_for(w, pool);
         let usable = self.usable(pool, w, self.held_for(contract));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
@@ -2188,15 +2188,18 @@ impl<'a> Pass<'a> {
     }
 
     /// Budget gate: records the wait and returns false when the balance cannot cover the
-    /// minimum-runtime cost, less the part inside the window of `contract`, the project's
-    /// capacity contract the run would start on (prepaid with it: docs/design.md 3.3).
-    fn budget_allows(&mut self, w: &Queued, pool: usize, contract: Option<ContractId>) -> bool {
+    /// minimum-runtime cost, less (with `contracts`: the policy starts runs on their contracts)
+    /// the part inside the window of the project's capacity contract the run would start on
+    /// (prepaid with it: docs/design.md 3.3). The contract is looked up only when the full
+    /// cost is over the balance, not for every waiting run.
+    fn budget_allows(&mut self, w: &Queued, pool: usize, contracts: bool) -> bool {
         let Some(b) = self.projects.get(&w.project).and_then(|p| p.balance) else {
             return true;
         };
         let mut cost = self.cost(w, pool);
         if cost > b
-            && let Some(c) = contract
+            && contracts
+            && let Some(c) = self.contract_for(w, pool)
             && let Some(k) = self.snap.contracts.iter().find(|k| k.id == c)
         {
             let prepaid = overlap_s(self.now, self.now + w.min_runtime_s, k.start, k.end);
@@ -2219,7 +2222,7 @@ impl<'a> Pass<'a> {
     fn consider_fifo(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
         if !self.pools[pool].blocked {
-            if !self.budget_allows(w, pool, None) {
+            if !self.budget_allows(w, pool, false) {
                 return;
             }
             if self.start(w, pool, None, false) {
@@ -2243,7 +2246,7 @@ impl<'a> Pass<'a> {
 
     fn consider_legacy(&mut self, w: &Queued) {
         let Some(pool) = self.pool_of(w) else { return };
-        if !self.budget_allows(w, pool, None) {
+        if !self.budget_allows(w, pool, false) {
             return;
         }
         let (np, cap) = self
