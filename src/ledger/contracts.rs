@@ -43,6 +43,85 @@ pub struct Request {
     pub expected_price_minor: Option<i64>,
 }
 
+impl Request {
+    /// SHA-256 of the request with its window as instants: the fingerprint an
+    /// `Idempotency-Key` is stored with, so the same purchase written with another offset or
+    /// zone is the same request, and another GPU count or window is not.
+    #[must_use]
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let text = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}\n{:?}",
+            self.project.trim(),
+            self.cluster.trim(),
+            self.gpu_model.trim(),
+            self.gpus,
+            self.start.as_second(),
+            self.end.as_second(),
+            self.expected_price_minor
+        );
+        Sha256::digest(text.as_bytes()).into()
+    }
+}
+
+/// How a purchase is made once only, whatever the retries.
+#[derive(Clone, Copy, Debug)]
+pub enum Once<'a> {
+    /// The browser's one-time price-preview token: a second purchase with it buys nothing and
+    /// is refused as the used preview it is.
+    Preview(&'a str),
+    /// The API's `Idempotency-Key` of the buyer, with [`Request::fingerprint`]: a repeat with
+    /// the same request answers the contract bought first ([`Purchase::Repeated`]).
+    Key(crate::runs::Key<'a>),
+}
+
+/// What [`buy_once`] did.
+#[derive(Debug)]
+pub enum Purchase {
+    /// A new contract, with the quote it was bought at.
+    Bought(Contract, Quote),
+    /// The contract the buyer's idempotency key bought before; nothing was bought now.
+    Repeated(Contract),
+}
+
+/// The contract `actor` bought before with `key`, if any.
+///
+/// # Errors
+/// 422 `idempotency_mismatch` (field `Idempotency-Key`) when the key was used for another
+/// request; database errors.
+pub async fn repeat_of(
+    db: &mut sqlx::PgConnection,
+    actor: &Account,
+    key: crate::runs::Key<'_>,
+) -> Result<Option<Contract>, AppError> {
+    let row: Option<(i64, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT id, idempotency_sha256 FROM contracts WHERE bought_by = $1 AND idempotency_key = $2",
+    )
+    .bind(actor.id)
+    .bind(key.key)
+    .fetch_optional(&mut *db)
+    .await?;
+    match row {
+        None => Ok(None),
+        Some((id, Some(stored))) if stored.as_slice() != key.fingerprint.as_slice() => {
+            Err(AppError::Unprocessable {
+                code: "idempotency_mismatch",
+                field: Some("Idempotency-Key"),
+                message: format!(
+                    "this Idempotency-Key was already used for another purchase (contract {id}); \
+                     send that request again, or use a new key for a new contract"
+                ),
+            })
+        }
+        Some((id, _)) => Ok(Some(
+            sqlx::query_as::<_, Contract>(&format!("{SELECT_CONTRACT} WHERE c.id = $1"))
+                .bind(id)
+                .fetch_one(&mut *db)
+                .await?,
+        )),
+    }
+}
+
 /// A priced, checked request (the price preview), before or after buying.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Quote {
@@ -442,32 +521,54 @@ pub async fn buy(
     req: &Request,
     now: jiff::Timestamp,
 ) -> Result<(Contract, Quote), AppError> {
-    buy_once(pool, site, actor, req, now, None).await
+    match buy_once(pool, site, actor, req, now, None).await? {
+        Purchase::Bought(c, q) => Ok((c, q)),
+        Purchase::Repeated(c) => {
+            Err(anyhow::anyhow!("contract {} repeated without a key", c.id).into())
+        }
+    }
 }
 
-/// [`buy`] confirming the price preview whose one-time token is `preview`: a second purchase
-/// with the same token, even at the same instant, buys nothing and is refused as the used
-/// preview it is (422 on `quote`).
+/// [`buy`] made once only (`once`): a second purchase with the same price-preview token, even
+/// at the same instant, buys nothing and is refused as the used preview it is (422 on
+/// `quote`); a repeat of the buyer's idempotency key with the same request answers
+/// [`Purchase::Repeated`] with the contract bought first, also when the two arrive together.
 ///
 /// # Errors
-/// As [`buy`].
+/// As [`buy`]; 422 `idempotency_mismatch` when the key was used for another request.
 pub async fn buy_once(
     pool: &PgPool,
     site: &Site,
     actor: &Account,
     req: &Request,
     now: jiff::Timestamp,
-    preview: Option<&str>,
-) -> Result<(Contract, Quote), AppError> {
+    once: Option<Once<'_>>,
+) -> Result<Purchase, AppError> {
+    let key = match once {
+        Some(Once::Key(key)) => Some(key),
+        _ => None,
+    };
+    // A retry after the first purchase: answered before its checks, which the purchase itself
+    // may now fail (the budget it spent, a start now past).
+    if let Some(key) = key
+        && let Some(c) = repeat_of(&mut *pool.acquire().await?, actor, key).await?
+    {
+        return Ok(Purchase::Repeated(c));
+    }
     let mut tx = pool.begin().await?;
     let mut q = resolve(&mut tx, site, actor, req, now).await?;
     // One purchase at a time per cluster and model: the capacity check and the insert must see
-    // the same contracts (scenario S7).
+    // the same contracts (scenario S7); two copies of one keyed request meet here.
     sqlx::query("SELECT pg_advisory_xact_lock($1::int, $2::int)")
         .bind(q.cluster_id as i32)
         .bind(q.gpu_model_id as i32)
         .execute(&mut *tx)
         .await?;
+    if let Some(key) = key
+        && let Some(c) = repeat_of(&mut tx, actor, key).await?
+    {
+        return Ok(Purchase::Repeated(c));
+    }
     let peak = peak_contracted(
         &windows(&mut tx, q.cluster_id, q.gpu_model_id, req.start, req.end).await?,
         req.start.as_second(),
@@ -510,8 +611,9 @@ pub async fn buy_once(
     }
     budget_check(&q, req, site)?;
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by, preview_token) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+        "INSERT INTO contracts (project_id, cluster_id, gpu_model_id, gpus, starts_at, ends_at, time_zone, price_minor, bought_by, \
+                                preview_token, idempotency_key, idempotency_sha256) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
     )
     .bind(q.project_id)
     .bind(q.cluster_id)
@@ -522,13 +624,26 @@ pub async fn buy_once(
     .bind(&site.time_zone_name)
     .bind(q.price_minor)
     .bind(actor.id)
-    .bind(preview)
+    .bind(match once {
+        Some(Once::Preview(token)) => Some(token),
+        _ => None,
+    })
+    .bind(key.map(|k| k.key))
+    .bind(key.map(|k| k.fingerprint.as_slice()))
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| match &e {
         sqlx::Error::Database(d) if d.constraint() == Some("contracts_preview_token") => {
             AppError::invalid("quote", i18n::t("contract-expired"))
         }
+        // The same key with a request for another cluster or model, at the same instant.
+        sqlx::Error::Database(d) if d.constraint() == Some("contracts_idempotency") => AppError::Unprocessable {
+            code: "idempotency_mismatch",
+            field: Some("Idempotency-Key"),
+            message: "this Idempotency-Key is being used for another purchase at this moment; \
+                      use a new key for a new contract"
+                .to_owned(),
+        },
         _ => e.into(),
     })?;
     let spend = ledger::global_account(&mut tx, "contract_spend").await?;
@@ -574,7 +689,7 @@ pub async fn buy_once(
         .fetch_one(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok((contract, q))
+    Ok(Purchase::Bought(contract, q))
 }
 
 /// Cancels a contract before its start, refunding the site's refund percentage of its price to

@@ -839,10 +839,11 @@ pub async fn repeat_of(
 /// An idempotency key with the fingerprint of the request it comes with.
 #[derive(Debug, Clone, Copy)]
 pub struct Key<'a> {
-    /// 1 to 255 characters, per submitter: the API's `Idempotency-Key` or the run form's
-    /// one-time field.
+    /// 1 to 255 characters, per submitter (per buyer for contracts): the API's
+    /// `Idempotency-Key` or the run form's one-time field.
     pub key: &'a str,
-    /// [`NewRun::fingerprint`] of the request.
+    /// The request's fingerprint: [`NewRun::fingerprint`], or
+    /// [`crate::ledger::contracts::Request::fingerprint`] for a contract.
     pub fingerprint: &'a [u8; 32],
 }
 

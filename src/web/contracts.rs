@@ -512,15 +512,18 @@ async fn buy(
                 &me,
                 &req,
                 jiff::Timestamp::now(),
-                Some(&token),
+                Some(contracts::Once::Preview(&token)),
             )
             .await
+            .map(|p| match p {
+                contracts::Purchase::Bought(c, _) | contracts::Purchase::Repeated(c) => c,
+            })
         }
         (_, Err(e)) => Err(e),
         _ => Err(AppError::invalid("quote", i18n::t("contract-expired"))),
     };
     match result {
-        Ok((c, _)) => {
+        Ok(c) => {
             crate::web::check_alerts(&state).await;
             flash(
                 &session,

@@ -1107,7 +1107,16 @@ async fn one_preview_buys_once_even_confirmed_twice_at_once() {
         expected_price_minor: None,
     };
     let now = jiff::Timestamp::now();
-    let buy = || contracts::buy_once(&app.pool, &site, &admin, &req, now, Some("preview-1"));
+    let buy = || {
+        contracts::buy_once(
+            &app.pool,
+            &site,
+            &admin,
+            &req,
+            now,
+            Some(contracts::Once::Preview("preview-1")),
+        )
+    };
     let (a, b, c) = tokio::join!(buy(), buy(), buy());
     let results = [a, b, c];
     let bought = results.iter().filter(|r| r.is_ok()).count();
@@ -1131,4 +1140,104 @@ async fn one_preview_buys_once_even_confirmed_twice_at_once() {
     .await
     .unwrap();
     assert_eq!((contracts, payments), (1, 1));
+}
+
+/// POST /api/v1/contracts with an `Idempotency-Key` header.
+async fn buy_with_key(
+    app: &TestApp,
+    token: &str,
+    key: &str,
+    body: &serde_json::Value,
+) -> (StatusCode, serde_json::Value) {
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/contracts")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let (status, text, _) = app.send(req).await;
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retried_purchase_with_its_idempotency_key_buys_once() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 2).await;
+    let p1 = app.node_id("p1").await;
+    let tree = app.state.tree().await.unwrap();
+    // 16.00 of budget: exactly the first purchase (8 GPUs x 2 h at 1.00), so a retry that
+    // were bought again would be refused for the budget, not answered with the contract.
+    tree_db::update_project(
+        &app.pool,
+        &admin,
+        p1,
+        &tree_db::BudgetUpdate {
+            period_budget_minor: Some(1_600),
+            money_cap_minor: None,
+            self_service_gpu_hours: 64,
+            alert_thresholds: None,
+        },
+        &tree,
+        (&app.state.site, jiff::Timestamp::now()),
+    )
+    .await
+    .unwrap();
+    let token = app.token_for("lead1").await;
+    let start = tomorrow_at(9);
+    let end = start
+        .checked_add(jiff::SignedDuration::from_hours(2))
+        .unwrap();
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": start.to_string(), "end": end.to_string()});
+    // Three copies of one request at the same instant: one contract, every answer names it.
+    let (a, b, c) = tokio::join!(
+        buy_with_key(&app, &token, "buy-1", &body),
+        buy_with_key(&app, &token, "buy-1", &body),
+        buy_with_key(&app, &token, "buy-1", &body)
+    );
+    let answers = [a, b, c];
+    let created: Vec<_> = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .collect();
+    assert_eq!(created.len(), 1, "{answers:?}");
+    let id = created[0].1["id"].as_i64().unwrap();
+    for (status, answer) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
+        assert_eq!(*status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["repeated"], true, "{answer}");
+    }
+    assert_eq!(balance_of(&app, "p1").await, 0, "paid once");
+    // The same window written in another zone is the same request; a later retry is answered
+    // with the contract although the budget it spent is gone.
+    let zoned = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8,
+        "start": start.in_tz("Asia/Tokyo").unwrap().strftime("%Y-%m-%d %H:%M").to_string(),
+        "end": end.in_tz("Asia/Tokyo").unwrap().strftime("%Y-%m-%d %H:%M").to_string(),
+        "time_zone": "Asia/Tokyo"});
+    let (status, again) = buy_with_key(&app, &token, "buy-1", &zoned).await;
+    assert_eq!(
+        (status, &again["id"]),
+        (StatusCode::OK, &json!(id)),
+        "{again}"
+    );
+    // The key with another request buys nothing and says why.
+    let other = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 4, "start": start.to_string(), "end": end.to_string()});
+    let (status, refused) = buy_with_key(&app, &token, "buy-1", &other).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "idempotency_mismatch");
+    assert_eq!(refused["error"]["field"], "Idempotency-Key");
+    // Keys are the buyer's own: another lead's same key is another purchase (refused here
+    // for p2's own reasons, not as a repeat of lead1's).
+    let lead2 = app.token_for("lead2").await;
+    let (status, answer) = buy_with_key(&app, &lead2, "buy-1", &body).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let (contracts, payments): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM contracts), (SELECT count(*) FROM ledger_postings WHERE kind = 'contract')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((contracts, payments), (1, 1));
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
 }

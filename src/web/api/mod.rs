@@ -915,17 +915,67 @@ fn contract_json(c: &crate::ledger::contracts::Contract, currency: &str) -> Valu
     })
 }
 
+/// The request's `Idempotency-Key` header, trimmed, if it has one.
+///
+/// # Errors
+/// 422 `invalid_input` (field `Idempotency-Key`) unless it is 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppError> {
+    headers
+        .get("idempotency-key")
+        .map(|v| {
+            v.to_str()
+                .ok()
+                .map(str::trim)
+                .filter(|k| (1..=255).contains(&k.len()))
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "Idempotency-Key",
+                        "the Idempotency-Key header is 1 to 255 visible ASCII characters",
+                    )
+                })
+        })
+        .transpose()
+}
+
+/// `POST /contracts`. An `Idempotency-Key` header makes a retry safe, as for runs: the key
+/// repeated with the same request answers 200 with the contract it bought and
+/// `"repeated": true`, buying nothing; with another request, 422 `idempotency_mismatch`.
 async fn post_contract(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<ContractBody>,
 ) -> ApiResult {
+    use crate::ledger::contracts::{Once, Purchase};
+    let key = idempotency_key(&headers)?;
     let req = body.request()?;
-    let (c, _) =
-        crate::ledger::contracts::buy(&state.pool, &state.site, &me, &req, jiff::Timestamp::now())
-            .await?;
-    crate::web::check_alerts(&state).await;
-    created(contract_json(&c, &state.site.currency))
+    let fingerprint = req.fingerprint();
+    let once = key.map(|key| {
+        Once::Key(crate::runs::Key {
+            key,
+            fingerprint: &fingerprint,
+        })
+    });
+    let purchase = crate::ledger::contracts::buy_once(
+        &state.pool,
+        &state.site,
+        &me,
+        &req,
+        jiff::Timestamp::now(),
+        once,
+    )
+    .await?;
+    match purchase {
+        Purchase::Bought(c, _) => {
+            crate::web::check_alerts(&state).await;
+            created(contract_json(&c, &state.site.currency))
+        }
+        Purchase::Repeated(c) => {
+            let mut body = contract_json(&c, &state.site.currency);
+            body["repeated"] = json!(true);
+            ok(body)
+        }
+    }
 }
 
 async fn quote_contract(

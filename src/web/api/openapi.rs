@@ -57,6 +57,15 @@ fn id_param(name: &str) -> Value {
     json!({"name": name, "in": "path", "required": true, "schema": int()})
 }
 
+/// The optional `Idempotency-Key` header of an operation that creates a `thing` (`run`).
+fn idempotency_header(what: &str, thing: &str) -> Value {
+    json!([{
+        "name": "Idempotency-Key", "in": "header", "required": false,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"},
+        "description": format!("A key chosen by the client for this {what} (visible ASCII); stored with a SHA-256 of the request, so a retry with the same request gets the first {thing} and another request is refused with idempotency_mismatch")
+    }])
+}
+
 /// The document served at `GET /api/v1/openapi.json`.
 pub fn document() -> Value {
     let id = id_param("id");
@@ -70,14 +79,25 @@ pub fn document() -> Value {
                 ),
                 "NewRun",
             ),
-            json!([{
-                "name": "Idempotency-Key", "in": "header", "required": false,
-                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"},
-                "description": "A key chosen by the client for this submission (visible ASCII); stored with a SHA-256 of the body, so a retry with the same body gets the first run and another body is refused with idempotency_mismatch"
-            }]),
+            idempotency_header("submission", "run"),
         ),
         "200",
         "RunRepeated",
+    );
+    let buy_contract = also(
+        params(
+            req(
+                op(
+                    "Buy a capacity contract (admin or lead of the project): admitted against contractable capacity and the project's budget in one transaction; 409 capacity_exceeded or budget_exceeded with the numbers; 422 for times that do not parse or an end before start. An optional Idempotency-Key header (1 to 255 characters) makes a retry safe: a repeat of a key the caller used before, with the same request, answers 200 with that contract and \"repeated\": true, buying nothing; the key repeated with another request is 422 idempotency_mismatch (field Idempotency-Key), buying nothing",
+                    "201",
+                    "Contract",
+                ),
+                "ContractBody",
+            ),
+            idempotency_header("purchase", "contract"),
+        ),
+        "200",
+        "ContractRepeated",
     );
     let pool_filter = json!([
         q("cluster", false, text(), "only this cluster (name)"),
@@ -240,7 +260,7 @@ pub fn document() -> Value {
             "/tokens/{id}": {"parameters": [id], "delete": op("Revoke one of the caller's tokens", "200", "Ok")},
             "/contracts": {
                 "get": params(op("Contracts visible to the caller", "200", "Contracts"), pool_filter.clone()),
-                "post": req(op("Buy a capacity contract (admin or lead of the project): admitted against contractable capacity and the project's budget in one transaction; 409 capacity_exceeded or budget_exceeded with the numbers; 422 for times that do not parse or an end before start", "201", "Contract"), "ContractBody")
+                "post": buy_contract
             },
             "/contracts/quote": {"post": req(op("Price preview for a contract, with the same checks, buying nothing", "200", "Quote"), "ContractBody")},
             "/contracts/{id}/cancel": {"parameters": [id], "post": op("Cancel a contract before its start for the site's refund percentage", "200", "Contract")},

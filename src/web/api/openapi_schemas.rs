@@ -782,6 +782,14 @@ pub fn responses() -> Vec<(&'static str, Value)> {
             )]),
         ),
         ("Contract", contract.clone()),
+        ("ContractRepeated", {
+            let mut c = contract.clone();
+            c["properties"]["repeated"] = json!({"const": true});
+            if let Some(r) = c["required"].as_array_mut() {
+                r.push(json!("repeated"));
+            }
+            c
+        }),
         ("Contracts", obj(&[("contracts", arr(contract))])),
         (
             "Quote",

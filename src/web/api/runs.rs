@@ -47,21 +47,7 @@ pub(super) async fn post_run(
     ApiUser(me): ApiUser,
     ApiJson(body): ApiJson<NewRun>,
 ) -> ApiResult {
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => Some(
-            v.to_str()
-                .ok()
-                .map(str::trim)
-                .filter(|k| (1..=255).contains(&k.len()))
-                .ok_or_else(|| {
-                    AppError::invalid(
-                        "Idempotency-Key",
-                        "the Idempotency-Key header is 1 to 255 visible ASCII characters",
-                    )
-                })?,
-        ),
-    };
+    let key = super::idempotency_key(&headers)?;
     let repeated = |r: runs::Submitted| ok(json!({"id": r.id, "state": r.state, "repeated": true}));
     let fingerprint = body.fingerprint(&state.secret_key);
     if let Some(key) = key
