@@ -389,6 +389,43 @@ async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
     );
 }
 
+/// After `TRANCHE_TIME_ZONE` changes mid-period, the tree's API names the zone the current
+/// period still follows (its months are the old zone's until the period ends), as the tree
+/// page does; before, it named the newly configured zone beside the old zone's period.
+#[tokio::test]
+async fn the_tree_api_names_the_zone_the_current_period_follows() {
+    let (app, _) = TestApp::with_admin().await;
+    let now = jiff::Timestamp::now();
+    let mut utc = tranche::config::Site::for_tests();
+    ledger::zones::record(&app.pool, &mut utc, now).await.unwrap();
+    let mut madrid = tranche::config::Site {
+        time_zone: jiff::tz::TimeZone::get("Europe/Madrid").unwrap(),
+        time_zone_name: "Europe/Madrid".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    madrid.periods = tranche::domain::PeriodCalendar::new(madrid.time_zone.clone());
+    ledger::zones::record(&app.pool, &mut madrid, now).await.unwrap();
+    let router = tranche::web::app(tranche::state::AppState::new(app.pool.clone(), madrid));
+    let token = app.token_for("admin").await;
+    let get = |token: String| {
+        axum::http::Request::builder()
+            .uri("/api/v1/tree")
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let (status, text, _) = crate::support::send(&router, get(token.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let period = ledger::Period::containing(now, &utc);
+    assert_eq!(tree["period"]["time_zone"], "UTC", "{}", tree["period"]);
+    assert_eq!(tree["period"]["end"], period.end.to_string());
+    // Where nothing is pending the configured zone is the period's.
+    let (_, text, _) = app.send(get(token)).await;
+    let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(tree["period"]["time_zone"], "UTC");
+}
+
 /// Archiving a project with runs under way is refused (409 on the page and the API, naming
 /// both counts); once they ended it archives, and what it booked stays in last period's
 /// report: its own row (marked archived) and every total above it, on the page, the API and

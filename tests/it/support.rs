@@ -330,7 +330,11 @@ fn rand_suffix() -> String {
     format!("{}_{nanos}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-async fn send(router: &Router, req: Request<Body>) -> (StatusCode, String, axum::http::HeaderMap) {
+/// Sends a raw request through `router` (an app built on other settings than a [`TestApp`]'s).
+pub async fn send(
+    router: &Router,
+    req: Request<Body>,
+) -> (StatusCode, String, axum::http::HeaderMap) {
     let res = router.clone().oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();

@@ -289,7 +289,7 @@ async fn tree(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult 
             "start": tree.period_start.timestamp().to_string(),
             "end": tree.period_end.timestamp().to_string(),
             "hours": tree.period_seconds() as f64 / 3600.0,
-            "time_zone": state.site.time_zone_name,
+            "time_zone": tree.period_zone_name(&state.site.time_zone_name),
         },
         "nodes": nodes,
     }))
