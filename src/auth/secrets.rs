@@ -107,17 +107,32 @@ impl SecretKey {
                 })?;
                 let mut bytes = [0u8; 32];
                 rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
-                let mut file = std::fs::OpenOptions::new()
+                // Written whole under a name of its own, then linked into place: a server
+                // starting at the same moment either reads the complete file or, when its own
+                // link finds one there, reads the one that won (never an empty or second key).
+                let mut nonce = [0u8; 8];
+                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
+                let draft = data_dir.join(format!(".{KEY_FILE}.{}", hex::encode(nonce)));
+                let written = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .mode(0o600)
-                    .open(&path)
-                    .with_context(|| format!("cannot create the key file {}", path.display()))?;
-                file.write_all(format!("{}\n", hex::encode(bytes)).as_bytes())
-                    .and_then(|()| file.sync_all())
-                    .with_context(|| format!("cannot write the key file {}", path.display()))?;
-                tracing::info!(path = %path.display(), "created the secret key file (back it up with the database)");
-                Ok(Self::from_bytes(&bytes))
+                    .open(&draft)
+                    .and_then(|mut file| {
+                        file.write_all(format!("{}\n", hex::encode(bytes)).as_bytes())?;
+                        file.sync_all()
+                    })
+                    .and_then(|()| std::fs::hard_link(&draft, &path));
+                let _ = std::fs::remove_file(&draft);
+                match written {
+                    Ok(()) => {
+                        tracing::info!(path = %path.display(), "created the secret key file (back it up with the database)");
+                        Ok(Self::from_bytes(&bytes))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::load(data_dir),
+                    Err(e) => Err(e)
+                        .with_context(|| format!("cannot create the key file {}", path.display())),
+                }
             }
             Err(e) => {
                 Err(e).with_context(|| format!("cannot read the key file {}", path.display()))
@@ -228,6 +243,33 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let again = SecretKey::load(&dir).unwrap();
         assert_eq!(again.open(&first.seal(b"v")).unwrap(), b"v");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn servers_starting_together_make_one_key() {
+        let dir = std::env::temp_dir().join(format!("tranche-key-race-{}", std::process::id()));
+        for _ in 0..20 {
+            let _ = std::fs::remove_dir_all(&dir);
+            let barrier = std::sync::Barrier::new(4);
+            let keys: Vec<SecretKey> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            SecretKey::load(&dir).unwrap()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let sealed = keys[0].seal(b"v");
+            for k in &keys {
+                assert_eq!(k.open(&sealed).unwrap(), b"v", "one key for all");
+            }
+            let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+            assert_eq!(names.len(), 1, "no draft left behind: {names:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -397,14 +397,18 @@ async fn the_tree_api_names_the_zone_the_current_period_follows() {
     let (app, _) = TestApp::with_admin().await;
     let now = jiff::Timestamp::now();
     let mut utc = tranche::config::Site::for_tests();
-    ledger::zones::record(&app.pool, &mut utc, now).await.unwrap();
+    ledger::zones::record(&app.pool, &mut utc, now)
+        .await
+        .unwrap();
     let mut madrid = tranche::config::Site {
         time_zone: jiff::tz::TimeZone::get("Europe/Madrid").unwrap(),
         time_zone_name: "Europe/Madrid".into(),
         ..tranche::config::Site::for_tests()
     };
     madrid.periods = tranche::domain::PeriodCalendar::new(madrid.time_zone.clone());
-    ledger::zones::record(&app.pool, &mut madrid, now).await.unwrap();
+    ledger::zones::record(&app.pool, &mut madrid, now)
+        .await
+        .unwrap();
     let router = tranche::web::app(tranche::state::AppState::new(app.pool.clone(), madrid));
     let token = app.token_for("admin").await;
     let get = |token: String| {
