@@ -686,7 +686,7 @@ pub async fn set_node_state(
                     entity_id: Some(node_id),
                     node_id: None,
                     before: Some(json!({"name": name, "state": before, "drain": drain, "emptied": emptied.is_some(), "needed_human": human})),
-                    after: Some(json!({"name": name, "state": "up"})),
+                    after: Some(json!({"name": name, "state": "up", "reason": reason})),
                 },
             )
             .await?;
@@ -703,7 +703,7 @@ pub async fn set_node_state(
                 entity_id: Some(node_id),
                 node_id: None,
                 before: Some(json!({"name": name, "state": before})),
-                after: Some(json!({"name": name, "state": state})),
+                after: Some(json!({"name": name, "state": state, "reason": reason})),
             },
         )
         .await?;

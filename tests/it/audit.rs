@@ -594,6 +594,25 @@ async fn node_states_change_only_when_they_change_and_drains_say_why() {
             .await
             .unwrap();
     assert_eq!((drains, reason.as_str()), (1, "PSU, fans and a new board"));
+    // Back up with a reason, then down with one: each entry keeps the reason given.
+    for (state, reason) in [("up", "board replaced"), ("down", "rack power cut")] {
+        let (status, _, _) = admin
+            .post(&path, &[("state", state), ("reason", reason)])
+            .await;
+        assert_eq!(status, axum::http::StatusCode::SEE_OTHER, "{state}");
+        let after: serde_json::Value = sqlx::query_scalar(
+            "SELECT after FROM audit_log WHERE entity_id = $1 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(node)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            (&after["state"], &after["reason"]),
+            (&json!(state), &json!(reason)),
+            "{after}"
+        );
+    }
 
     // An inventory row saved unchanged writes nothing either.
     let (model, weight, price): (i64, i32, i64) = sqlx::query_as(
