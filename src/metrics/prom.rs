@@ -170,7 +170,7 @@ impl Metrics {
         let gpus = Family::<GpuLabels, Gauge>::default();
         registry.register(
             "gpus",
-            "GPUs by cluster, model and state: allocated, unallocated (held by runs of that kind), idle (up, no run), draining (no run), down (down or lost) (like KAI's queue_allocated_gpus)",
+            "GPUs by cluster, model and state: allocated, unallocated (held by runs of that kind), idle (up and served, no run), draining (no run), down (down, lost, or not yet served by an agent: no run can start there) (like KAI's queue_allocated_gpus)",
             gpus.clone(),
         );
         let balance = Family::<ProjectLabels, FGauge>::default();
@@ -301,12 +301,12 @@ impl Metrics {
         let gpus: Vec<(String, String, String, i64)> = sqlx::query_as(
             "WITH g AS ( \
                SELECT n.cluster_id, n.gpu_model_id, n.state AS node_state, \
-                      (n.agent_session IS NULL AND n.agent_seen_at IS NOT NULL) AS lost, \
+                      n.agent_session IS NULL AS offline, \
                       h.run_id, gs.i \
                FROM nodes n CROSS JOIN LATERAL generate_series(0, n.gpu_count - 1) AS gs(i) \
                LEFT JOIN gpu_holds h ON h.node_id = n.id AND h.gpu_index = gs.i) \
              SELECT c.name, m.name, CASE \
-                      WHEN g.node_state = 'down' OR g.lost THEN 'down' \
+                      WHEN g.node_state = 'down' OR g.offline THEN 'down' \
                       WHEN g.run_id IS NOT NULL AND r.min_runtime_s > 0 AND NOT EXISTS (SELECT 1 FROM run_events e \
                            WHERE e.run_id = r.id AND e.attempt = r.attempt AND e.kind = 'unallocated') THEN 'allocated' \
                       WHEN g.run_id IS NOT NULL THEN 'unallocated' \

@@ -1042,14 +1042,15 @@ async fn prometheus_scrapes_metrics_and_answers_a_query() {
             .spawn()
             .expect("prometheus (Debian package prometheus; scripts/test installs it)"),
     );
-    // The demo's H100 cluster: 1,024 GPUs, no agent ever served them, no run: all idle.
+    // The demo's H100 cluster: 1,024 GPUs, no agent ever served them, so no run can start
+    // there: all down, as the scheduler and the Metrics page's availability count them.
     let expected: i64 = sqlx::query_scalar(
         "SELECT sum(n.gpu_count) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'h100-east'",
     )
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    let query = "tranche_gpus{cluster=\"h100-east\",state=\"idle\"}";
+    let query = "tranche_gpus{cluster=\"h100-east\",state=\"down\"}";
     // Generous: on a loaded machine Prometheus takes a while to start and scrapes may time out.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     let value = loop {
