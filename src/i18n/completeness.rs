@@ -269,6 +269,12 @@ fn page_refusals_come_from_the_message_files() {
         ("src/web/input.rs", "as JSON"),
         // The API's Idempotency-Key; the run form says it with `run-form-resent`.
         ("src/runs/mod.rs", "Idempotency-Key was already used"),
+        // The API's Idempotency-Key of a contract purchase (the page uses a preview token).
+        (
+            "src/ledger/contracts.rs",
+            "Idempotency-Key was already used",
+        ),
+        ("src/ledger/contracts.rs", "Idempotency-Key is being used"),
     ];
     const VARIANTS: &[&str] = &[
         "Forbidden",
@@ -331,4 +337,40 @@ fn page_refusals_come_from_the_message_files() {
         "English refusals a page can show (give them a Fluent key):\n{}",
         english.join("\n")
     );
+}
+
+#[test]
+fn spanish_speaks_to_the_reader_as_tu_throughout() {
+    // The Spanish pages address the reader informally (tú: "tu cuenta", "pide a un
+    // administrador"), as docs/i18n.md says; a formal word ("usted", its imperatives) beside
+    // them reads as two voices on one page.
+    let formal = [
+        "usted",
+        "ustedes",
+        "cambie ",
+        "pulse ",
+        "elija ",
+        "escriba ",
+        "consulte ",
+        "inicie ",
+        "vuelva a intentarlo",
+        "pida ",
+        "cópielo",
+        "introduzca ",
+        "seleccione ",
+    ];
+    for (lang, name, text) in SOURCES {
+        if *lang != super::Lang::Es {
+            continue;
+        }
+        let lower = text.to_lowercase();
+        for word in formal {
+            let at = lower.find(word);
+            assert!(
+                at.is_none(),
+                "{name}: the formal \"{word}\" in: {}",
+                lower[at.unwrap_or(0)..].lines().next().unwrap_or_default()
+            );
+        }
+    }
 }
