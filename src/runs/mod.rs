@@ -294,7 +294,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
     if !(1..=MAX_TIME_LIMIT_S).contains(&run.time_limit_s) {
         return Err(AppError::invalid(
             "time_limit_s",
-            i18n::t1("err-run-time-limit", "max", MAX_TIME_LIMIT_S.to_string()),
+            i18n::t1("err-run-time-limit", "max", MAX_TIME_LIMIT_S),
         ));
     }
     if run.min_runtime_s < 0 || run.min_runtime_s > site.max_min_runtime_s {
@@ -305,7 +305,7 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
                 "hours",
                 domain::format_hours(site.max_min_runtime_s),
                 "seconds",
-                site.max_min_runtime_s.to_string(),
+                site.max_min_runtime_s,
             ),
         ));
     }

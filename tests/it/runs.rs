@@ -239,6 +239,26 @@ async fn refused_submissions_say_why_and_change_nothing() {
         assert_eq!(answer["error"]["code"], code, "{body} -> {answer}");
         assert!(!answer["error"]["message"].as_str().unwrap().is_empty());
     }
+    // Numbers in messages are grouped as in the rest of the text.
+    for (body, words) in [
+        (
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 0, "time_limit_s": 31 * 86_400, "command": "true"}),
+            "(2,592,000 seconds)",
+        ),
+        (
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 8 * 3600 + 1, "time_limit_s": 9 * 3600, "command": "true"}),
+            "(28,800 s)",
+        ),
+    ] {
+        let (_, answer) = o
+            .app
+            .api("POST", "/api/v1/runs", Some(&o.researcher), Some(body))
+            .await;
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{message}");
+    }
     // Malformed JSON.
     let req = axum::http::Request::builder()
         .method("POST")
