@@ -41,12 +41,13 @@ pub fn ident(max: u32) -> Value {
 }
 
 /// A share of the parent ([`crate::domain::Share::parse_percent`]): a number from 0 to 100
-/// with at most two decimals, or the same as text with an optional `%`.
+/// with at most two decimals, or the same as text with an optional `%` and a decimal point or
+/// comma (`12,5`).
 pub fn share() -> Value {
-    let num = "(0*(100(\\.0{0,2})?|[0-9]{1,2}(\\.[0-9]{0,2})?)|\\.[0-9]{1,2})";
+    let num = "(0*(100([.,]0{0,2})?|[0-9]{1,2}([.,][0-9]{0,2})?)|[.,][0-9]{1,2})";
     json!({"oneOf": [
         {"type": "number", "minimum": 0, "maximum": 100, "multipleOf": 0.01},
-        {"type": "string", "pattern": format!("^{WS}*{num}{WS}*%*{WS}*$"), "examples": ["12.5", "12.5%"]}
+        {"type": "string", "pattern": format!("^{WS}*{num}{WS}*%*{WS}*$"), "examples": ["12.5", "12.5%", "12,5"]}
     ]})
 }
 
