@@ -95,6 +95,10 @@ type SegRow = (i64, i32, bool, i64, Option<i64>, Option<i64>);
 /// `projects` are the projects with their effective shares and `capacity_gpus` the GPUs
 /// entitlements divide (the tree page's installed GPUs).
 ///
+/// At the live edge, the last health sample (taken at most [`HEALTH_SAMPLE_MAX_S`] before
+/// `now`) stands for the time from it to the window's end, as runs are counted to then: a
+/// window ending now is measured over the same stretch for both sides of its ratios.
+///
 /// # Errors
 /// Database errors.
 pub async fn load(
@@ -211,15 +215,29 @@ pub async fn load(
         window: (scope.from, scope.to),
         end: scope.now,
         capacity_gpus,
-        health: health
-            .into_iter()
-            .map(|(f, t, i, h)| HealthSpan {
-                from: f,
-                to: t,
-                installed: i.max(0) as u32,
-                healthy: h.max(0) as u32,
-            })
-            .collect(),
+        health: {
+            let mut spans: Vec<HealthSpan> = health
+                .into_iter()
+                .map(|(f, t, i, h)| HealthSpan {
+                    from: f,
+                    to: t,
+                    installed: i.max(0) as u32,
+                    healthy: h.max(0) as u32,
+                })
+                .collect();
+            let edge = scope.to.min(scope.now);
+            if let Some(&last) = spans.last()
+                && last.to < edge
+                && (scope.now - last.to) as f64 <= HEALTH_SAMPLE_MAX_S
+            {
+                spans.push(HealthSpan {
+                    from: last.to,
+                    to: edge,
+                    ..last
+                });
+            }
+            spans
+        },
         projects,
         runs: runs
             .into_iter()

@@ -302,6 +302,78 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
     }
 }
 
+/// A window ending now: runs count to now, and so does the last health sample (taken up to a
+/// minute before), so a pool whose every GPU is held is 100% occupied, not more. Before, the
+/// healthy GPU-time stopped at the sample while the runs' went on to now (100.8% here).
+#[tokio::test]
+async fn a_window_ending_now_measures_health_and_runs_over_the_same_time() {
+    let app = TestApp::new().await;
+    let (cluster, model, a, _, user) = small_org(&app).await;
+    let now = jiff::Timestamp::now().as_second();
+    let sampled = now - 30;
+    sqlx::query(
+        "INSERT INTO gpu_health_samples VALUES ($1, $2, to_timestamp($3), to_timestamp($4), 4, 4)",
+    )
+    .bind(cluster)
+    .bind(model)
+    .bind((sampled - 7200) as f64)
+    .bind(sampled as f64)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    scripted_run(
+        &app,
+        (cluster, model, a, user),
+        4,
+        3600,
+        "running",
+        now - 7200,
+        None,
+        &[("submitted", now - 7200, 0), ("started", now - 7200, 1)],
+    )
+    .await;
+    let share = tranche::metrics::ProjectShare {
+        id: a,
+        name: "a".into(),
+        effective_share: 0.5,
+    };
+    let scope = |to: i64| tranche::metrics::history::Scope {
+        cluster,
+        gpu_model: model,
+        from: now - 3600,
+        to,
+        now,
+        project: None,
+    };
+    let live = tranche::metrics::history::load(&app.pool, scope(now), vec![share.clone()], 4.0)
+        .await
+        .unwrap();
+    let figures = tranche::metrics::compute(&live);
+    assert!(
+        close(figures.occupancy.unwrap(), 1.0),
+        "{:?}",
+        figures.occupancy
+    );
+    assert!(
+        close(figures.availability.unwrap(), 1.0),
+        "{:?}",
+        figures.availability
+    );
+    // Owed over the whole hour: half of 4 GPUs for 3,600 s, all of it received.
+    let a_figures = &figures.projects[0];
+    assert!(close(a_figures.owed_gpu_hours, 2.0), "{a_figures:?}");
+    // A sample older than the longest stretch one may stand for is not stretched to now.
+    let stale = tranche::metrics::history::Scope {
+        now: sampled + tranche::metrics::history::HEALTH_SAMPLE_MAX_S as i64 + 1,
+        to: sampled + tranche::metrics::history::HEALTH_SAMPLE_MAX_S as i64 + 1,
+        ..scope(now)
+    };
+    let h = tranche::metrics::history::load(&app.pool, stale, vec![share], 4.0)
+        .await
+        .unwrap();
+    assert_eq!(h.health.last().unwrap().to, sampled);
+}
+
 #[tokio::test]
 async fn simulate_and_live_agree_on_the_same_replay() {
     use tranche::scheduler::PolicyKind;
