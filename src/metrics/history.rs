@@ -10,7 +10,8 @@
 //!   [`HEALTH_SAMPLE_S`] ([`sample_health`]): installed GPUs, and healthy ones (node `up` and
 //!   served by a live agent) at the sample's instant, for the stretch since the previous sample.
 //! - Utilization: `run_utilization`, busy and observed GPU-seconds per attempt and hour,
-//!   accumulated on agents' heartbeats ([`crate::runs::agents`]).
+//!   accumulated on agents' heartbeats ([`crate::runs::agents`]); an hour the window covers in
+//!   part counts in proportion (the hour under way: of its time so far).
 
 use sqlx::PgPool;
 
@@ -169,15 +170,22 @@ pub async fn load(
     .fetch_all(pool)
     .await?;
     let util: (Option<f64>, Option<f64>) = sqlx::query_as(
-        "SELECT sum(u.busy_gpu_s), sum(u.observed_gpu_s) FROM run_utilization u JOIN runs r ON r.id = u.run_id \
-         WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND u.hour >= to_timestamp($3) AND u.hour < to_timestamp($4) \
-         AND ($5::BIGINT IS NULL OR r.project_id = $5)",
+        "WITH b AS ( \
+           SELECT u.busy_gpu_s, u.observed_gpu_s, extract(epoch FROM u.hour) AS h0, \
+                  LEAST(extract(epoch FROM u.hour) + 3600, $6) AS h1 \
+           FROM run_utilization u JOIN runs r ON r.id = u.run_id \
+           WHERE r.cluster_id = $1 AND r.gpu_model_id = $2 AND u.hour > to_timestamp($3 - 3600) \
+             AND u.hour < to_timestamp($4) AND ($5::BIGINT IS NULL OR r.project_id = $5)), \
+         f AS (SELECT busy_gpu_s, observed_gpu_s, \
+                      GREATEST(LEAST(h1, $4) - GREATEST(h0, $3), 0) / NULLIF(h1 - h0, 0) AS part FROM b) \
+         SELECT sum(busy_gpu_s * part)::FLOAT8, sum(observed_gpu_s * part)::FLOAT8 FROM f",
     )
     .bind(scope.cluster)
     .bind(scope.gpu_model)
     .bind(from)
     .bind(to)
     .bind(scope.project)
+    .bind(now)
     .fetch_one(pool)
     .await?;
     let mut segs = Vec::with_capacity(segments.len());

@@ -374,6 +374,67 @@ async fn a_window_ending_now_measures_health_and_runs_over_the_same_time() {
     assert_eq!(h.health.last().unwrap().to, sampled);
 }
 
+/// Utilization is stored per run and hour; a window inside an hour, or across two, counts
+/// each hour in proportion to the part it covers. Before, a window inside one hour had none.
+#[tokio::test]
+async fn utilization_of_a_window_inside_an_hour_counts_that_hours_part() {
+    let app = TestApp::new().await;
+    let (cluster, model, a, _, user) = small_org(&app).await;
+    let now = jiff::Timestamp::now().as_second();
+    let h = now / 3600 * 3600 - 7200;
+    let run = scripted_run(
+        &app,
+        (cluster, model, a, user),
+        4,
+        3600,
+        "running",
+        h,
+        None,
+        &[("submitted", h, 0), ("started", h, 1)],
+    )
+    .await;
+    for (hour, busy, observed) in [(h, 3600.0, 14_400.0), (h + 3600, 10_800.0, 14_400.0)] {
+        sqlx::query("INSERT INTO run_utilization VALUES ($1, 1, to_timestamp($2), $3, $4)")
+            .bind(run)
+            .bind(hour as f64)
+            .bind(busy)
+            .bind(observed)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    }
+    let load = |from: i64, to: i64| {
+        let pool = app.pool.clone();
+        async move {
+            let h = tranche::metrics::history::load(
+                &pool,
+                tranche::metrics::history::Scope {
+                    cluster,
+                    gpu_model: model,
+                    from,
+                    to,
+                    now,
+                    project: None,
+                },
+                Vec::new(),
+                4.0,
+            )
+            .await
+            .unwrap();
+            tranche::metrics::compute(&h).utilization
+        }
+    };
+    // Inside the first hour: its ratio, 25%.
+    let inside = load(h + 600, h + 1800).await.unwrap();
+    assert!(close(inside, 0.25), "{inside}");
+    // Half of each hour: (1,800 + 5,400) / (7,200 + 7,200) = 50%.
+    let across = load(h + 1800, h + 5400).await.unwrap();
+    assert!(close(across, 0.5), "{across}");
+    // Both whole hours: (3,600 + 10,800) / 28,800.
+    let whole = load(h, h + 7200).await.unwrap();
+    assert!(close(whole, 0.5), "{whole}");
+}
+
 #[tokio::test]
 async fn simulate_and_live_agree_on_the_same_replay() {
     use tranche::scheduler::PolicyKind;
