@@ -142,7 +142,7 @@ pub async fn load(
         "SELECT * FROM ( \
            SELECT r.project_id, r.gpus, r.min_runtime_s > 0, extract(epoch FROM s.at)::BIGINT AS start_s, \
                   (SELECT extract(epoch FROM min(e.at))::BIGINT FROM run_events e WHERE e.run_id = s.run_id \
-                     AND e.attempt = s.attempt AND e.id > s.id AND e.kind NOT IN ('started', 'running', 'unallocated')) AS end_s, \
+                     AND e.attempt = s.attempt AND e.id > s.id AND e.kind NOT IN ('started', 'running', 'unallocated', 'contract')) AS end_s, \
                   (SELECT extract(epoch FROM min(e.at))::BIGINT FROM run_events e WHERE e.run_id = s.run_id \
                      AND e.attempt = s.attempt AND e.id > s.id AND e.kind = 'unallocated') AS free_s \
            FROM run_events s JOIN runs r ON r.id = s.run_id \

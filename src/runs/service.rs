@@ -105,6 +105,8 @@ pub struct PassReport {
     pub preempted: usize,
     /// Runs stopped at their time limit.
     pub timed_out: usize,
+    /// Running runs put on a capacity contract that took effect while they ran.
+    pub adopted: usize,
     /// Nodes whose agent went quiet in this pass.
     pub nodes_lost: usize,
     /// Runs still waiting.
@@ -1389,6 +1391,33 @@ async fn pass_inner(
         begin_stops(&mut tx, pool, site, &preempted, "preempted").await?;
         report.preempted = preempted.len();
     }
+    // Runs a contract's window found running are on it from now on (the core's adoption).
+    let (mut adopted, mut adopted_by) = (Vec::new(), Vec::new());
+    for decision in decisions {
+        if let Decision::Adopt { run, contract } = decision {
+            adopted.push(run.0);
+            adopted_by.push(contract.0);
+        }
+    }
+    if !adopted.is_empty() {
+        let on: Vec<i64> = sqlx::query_scalar(
+            "UPDATE runs r SET contract_id = u.c FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) \
+             WHERE r.id = u.id AND r.state IN ('starting', 'running') AND r.contract_id IS NULL RETURNING r.id",
+        )
+        .bind(&adopted)
+        .bind(&adopted_by)
+        .fetch_all(&mut *tx)
+        .await?;
+        let said: Vec<Said> = adopted
+            .iter()
+            .zip(&adopted_by)
+            .filter(|(run, _)| on.contains(run))
+            .map(|(_, c)| Said::new("event-on-contract").arg("contract", c.to_string()))
+            .collect();
+        let runs: Vec<i64> = adopted.into_iter().filter(|r| on.contains(r)).collect();
+        super::events(&mut tx, &runs, "contract", &said, &vec![None; runs.len()]).await?;
+        report.adopted = runs.len();
+    }
     report.writes_ms[0] = clock.elapsed().as_millis() as u64;
     let writes_clock = std::time::Instant::now();
     for decision in decisions {
@@ -1440,7 +1469,7 @@ async fn pass_inner(
                     None => Said::new("event-started-on").arg("places", words),
                 });
             }
-            Decision::Reserve { .. } => {}
+            Decision::Reserve { .. } | Decision::Adopt { .. } => {}
         }
     }
     report.started = starts.len();
@@ -1598,9 +1627,14 @@ async fn pass_inner(
             live.forget_reasons();
         }
     }
-    let changed =
-        report.started + report.preempted + report.timed_out + report.ended + report.nodes_lost > 0
-            || charged;
+    let changed = report.started
+        + report.preempted
+        + report.timed_out
+        + report.ended
+        + report.nodes_lost
+        + report.adopted
+        > 0
+        || charged;
     let writes_clock = std::time::Instant::now();
     if live.holds_due(changed, HOLDS_EVERY) {
         super::refresh_holds(&mut tx).await?;

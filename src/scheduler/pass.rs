@@ -357,6 +357,8 @@ struct RunSlot<'a> {
     /// during a pass, so this is computed once).
     all_up: bool,
     gone: bool,
+    /// The capacity contract it is on: its own, or the one that adopts it in this pass.
+    contract: Option<ContractId>,
     contract_protected: bool,
 }
 
@@ -457,6 +459,53 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
         }
     }
     pass.finish()
+}
+
+/// Puts on each contract that holds capacity now (its lead time included) the running
+/// allocated runs of its project in its pool that are on no contract, oldest first, whole
+/// gangs, while the contract has GPUs none of its runs uses: a run the window finds running is
+/// on the contract as one started inside it would be (protected inside the window,
+/// `contract_protected` from its start). Returns the [`Decision::Adopt`]s.
+fn adopt(
+    runs: &mut [RunSlot<'_>],
+    active: &BTreeMap<ContractId, &super::types::Contract>,
+    pool_index: &BTreeMap<(ClusterId, ModelId), usize>,
+    now: i64,
+) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for c in active.values() {
+        let Some(&pool) = pool_index.get(&(c.cluster, c.model)) else {
+            continue;
+        };
+        let mine = |s: &RunSlot<'_>| s.pool == Some(pool) && s.run.project == c.project;
+        let used: i64 = runs
+            .iter()
+            .filter(|s| mine(s) && s.contract == Some(c.id))
+            .map(|s| i64::from(s.gpus))
+            .sum();
+        let mut unused = i64::from(c.gpus) - used;
+        if unused <= 0 {
+            continue;
+        }
+        let mut candidates: Vec<usize> = (0..runs.len())
+            .filter(|&i| mine(&runs[i]) && runs[i].contract.is_none() && runs[i].run.allocated())
+            .collect();
+        candidates.sort_unstable_by_key(|&i| (runs[i].run.started_at, runs[i].run.id));
+        for i in candidates {
+            let gpus = i64::from(runs[i].gpus);
+            if gpus == 0 || gpus > unused {
+                continue;
+            }
+            unused -= gpus;
+            runs[i].contract = Some(c.id);
+            runs[i].contract_protected = c.active_at(now);
+            out.push(Decision::Adopt {
+                run: runs[i].run.id,
+                contract: c.id,
+            });
+        }
+    }
+    out
 }
 
 /// A waiting run's order within its project as one integer: priority (highest first), then
@@ -582,9 +631,15 @@ impl<'a> Pass<'a> {
                 up_gpus,
                 all_up,
                 gone: false,
+                contract: r.contract,
                 contract_protected,
             });
         }
+        let adopted = if snap.policy.kind == PolicyKind::Tranche {
+            adopt(&mut runs, &active, &pool_index, now)
+        } else {
+            Vec::new()
+        };
         // In-flight usage.
         let w = snap.policy.in_flight_s.max(0) as i128;
         let mut in_flight: IdMap<ProjectId, i128> = IdMap::default();
@@ -643,7 +698,7 @@ impl<'a> Pass<'a> {
             projects,
             slots: IdSlots::new(&snap.projects.iter().map(|p| p.id).collect::<Vec<_>>()),
             contracts,
-            decisions: Vec::new(),
+            decisions: adopted,
             waiting: Vec::with_capacity(snap.waiting.len()),
             waiting_by_id,
         };
@@ -685,7 +740,7 @@ impl<'a> Pass<'a> {
                     ps.legacy_np += s.gpus;
                 }
             }
-            if let Some(c) = r.contract
+            if let Some(c) = s.contract
                 && let Some(entry) = self.contracts.get_mut(&c)
                 && entry.0 == r.project
             {
@@ -873,7 +928,7 @@ impl<'a> Pass<'a> {
             } else {
                 self.pools[pool].unalloc_gpus -= i64::from(gpus);
             }
-            if let Some(c) = r.contract
+            if let Some(c) = self.runs[ri].contract
                 && let Some(entry) = self.contracts.get_mut(&c)
                 && entry.0 == r.project
             {

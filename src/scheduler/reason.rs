@@ -29,6 +29,17 @@ pub enum Decision {
         /// The run it makes room for, if any.
         for_run: Option<RunId>,
     },
+    /// A running run of a capacity contract's project, in the contract's pool, that the
+    /// contract finds running when it takes effect (from its lead time before the window): it
+    /// is on the contract from now on, as a run started inside the window would be (protected
+    /// inside the window, its time there prepaid). Runs are taken oldest first, whole gangs,
+    /// while the contract has GPUs no run of it uses (docs/design.md section 3.3).
+    Adopt {
+        /// The run.
+        run: RunId,
+        /// The contract it is on from now on.
+        contract: ContractId,
+    },
     /// Hold capacity for a waiting run's reserved start: `gpus` GPUs of its pool become free for
     /// it by `at` (from time limits and minimum-runtime expiries); only runs that end by `at` may
     /// use them meanwhile.

@@ -331,6 +331,12 @@ pub fn replay(
                         },
                     );
                 }
+                Decision::Adopt { run, contract } => {
+                    let at = snap.running.partition_point(|r| r.id < run);
+                    if let Some(rr) = snap.running.get_mut(at).filter(|rr| rr.id == run) {
+                        rr.contract = Some(contract);
+                    }
+                }
                 Decision::Reserve { .. } => {}
             }
         }

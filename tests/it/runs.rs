@@ -1620,6 +1620,83 @@ async fn submission_and_pass_agree_on_the_cost_and_the_limit() {
     assert_eq!(answer["preview"]["needs_approval"], true, "{answer}");
 }
 
+/// A contract bought to protect a run that is already running takes that run on at the next
+/// pass: the run is on the contract (its timeline says so), and its minimum runtime inside
+/// the window holds nothing of the budget (the contract prepaid it). Before, the run stayed
+/// off the contract and was charged for the window the contract had paid.
+#[tokio::test]
+async fn a_contract_takes_on_the_run_its_window_finds_running() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["adopt-1"]).await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.lead),
+            Some(run_body("fm-pretrain-7b", 2, 1800, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let held = || async {
+        sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT sum(gpu_seconds)::BIGINT FROM project_holds WHERE project_id = $1",
+        )
+        .bind(project)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+        .unwrap_or(0)
+    };
+    assert!(held().await > 0, "its minimum runtime is held");
+    let admin = o.app.admin().await;
+    let now = jiff::Timestamp::now();
+    let req = tranche::ledger::contracts::Request {
+        project: "fm-pretrain-7b".into(),
+        cluster: "local".into(),
+        gpu_model: "H100".into(),
+        gpus: 2,
+        start: now - jiff::SignedDuration::from_mins(1),
+        end: now + jiff::SignedDuration::from_mins(120),
+        expected_price_minor: None,
+    };
+    let (contract, _) = tranche::ledger::contracts::buy(
+        &o.app.pool,
+        &o.app.state.site,
+        &admin,
+        &req,
+        now - jiff::SignedDuration::from_mins(5),
+    )
+    .await
+    .unwrap();
+    pass(&o.app).await;
+    let on: Option<i64> = sqlx::query_scalar("SELECT contract_id FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(on, Some(contract.id));
+    assert_eq!(held().await, 0, "the window prepaid its minimum runtime");
+    let (_, detail) = o
+        .app
+        .api("GET", &format!("/api/v1/runs/{run}"), Some(&o.lead), None)
+        .await;
+    let events = detail["events"].as_array().expect("events");
+    assert!(
+        events.iter().any(|e| e["kind"] == "contract"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&format!("capacity contract {}", contract.id)))),
+        "{detail}"
+    );
+    // Still running, and counted as running in the metrics' segments.
+    assert_eq!(state_of(&o.app, run).await, "running");
+}
+
 /// Time on the project's own capacity contract was paid with the contract: a run on it is not
 /// charged again for the part inside the window (posted as usage at no cost, naming the
 /// contract, so fair-share usage still counts it), holds nothing for it, and may start with a

@@ -292,3 +292,87 @@ fn a_contract_run_uses_only_its_own_contracts_held_gpus() {
         |d| matches!(d, Decision::Start { run, contract: Some(ContractId(1)), .. } if *run == own)
     ));
 }
+
+/// A lead buys a contract to protect a training run that is already running: the window takes
+/// that run on (whole gangs, oldest first, up to the contract's GPUs), so it is protected and
+/// the contract holds no further GPUs for it. Before, the run stayed off the contract: another
+/// project's run preempted it once past its minimum runtime while the contract held 4 GPUs
+/// more for a project that had nothing else to run.
+#[test]
+fn a_contract_takes_on_its_projects_runs_that_its_window_finds_running() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 4,
+        start: T0,
+        end: T0 + 2 * H,
+    });
+    let training = b.running(owner, 4, T0 - 2 * H, H, 10 * H);
+    let later = b.running(owner, 4, T0 - H + 60, H, 10 * H);
+    let want = b.waiting(other, 4, T0, H, H);
+    let now = T0 + 120;
+    let out = schedule(&b.snap, now);
+    assert_eq!(
+        out.decisions.first(),
+        Some(&Decision::Adopt {
+            run: training,
+            contract: ContractId(1)
+        })
+    );
+    // The other project's run takes the owner's run that is on no contract, past its
+    // minimum runtime, not the one on the contract.
+    assert_eq!(
+        preemptions(&out)
+            .into_iter()
+            .map(|p| p.0)
+            .collect::<Vec<_>>(),
+        vec![later]
+    );
+    assert_eq!(started(&out), vec![want]);
+    let mut snap = b.snap.clone();
+    apply(&mut snap, &out, now);
+    assert_eq!(
+        snap.running
+            .iter()
+            .find(|r| r.id == training)
+            .unwrap()
+            .contract,
+        Some(ContractId(1))
+    );
+    // Taken on once: the next pass adopts nothing more and preempts nothing.
+    let out = schedule(&snap, now + 60);
+    assert!(
+        !out.decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Adopt { .. } | Decision::Preempt { .. })),
+        "{:?}",
+        out.decisions
+    );
+
+    // Whole gangs only: a 4-GPU run is not put on a 2-GPU contract.
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 2,
+        start: T0,
+        end: T0 + 2 * H,
+    });
+    b.running(owner, 4, T0 - 2 * H, H, 10 * H);
+    let out = schedule(&b.snap, T0 + 1);
+    assert!(
+        !out.decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Adopt { .. }))
+    );
+}

@@ -150,13 +150,35 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
     let mut preempted = BTreeSet::new();
     let mut started = BTreeSet::new();
     let mut spent: BTreeMap<ProjectId, i64> = BTreeMap::new();
+    let mut adopted: BTreeMap<RunId, ContractId> = BTreeMap::new();
     for d in &out.decisions {
         match d {
+            Decision::Adopt { run, contract } => {
+                let r = running.get(run).expect("only running runs are adopted");
+                let k = contracts[contract];
+                assert!(r.contract.is_none() && r.allocated(), "adopted {r:?}");
+                assert_eq!(
+                    (r.project, r.cluster, r.model),
+                    (k.project, k.cluster, k.model)
+                );
+                assert!(adopted.insert(*run, *contract).is_none(), "adopted twice");
+                let on: u32 = snap
+                    .running
+                    .iter()
+                    .filter(|x| {
+                        x.project == k.project
+                            && (x.contract == Some(k.id) || adopted.get(&x.id) == Some(&k.id))
+                    })
+                    .map(RunningRun::gpus)
+                    .sum();
+                assert!(on <= k.gpus, "contract {} over its GPUs: {on}", k.id);
+            }
             Decision::Preempt { run, reason, .. } => {
                 let r = running.get(run).expect("only running runs are preempted");
                 assert!(preempted.insert(*run), "preempted twice in one pass");
                 let on_contract = r
                     .contract
+                    .or_else(|| adopted.get(run).copied())
                     .is_some_and(|c| contracts.get(&c).is_some_and(|k| k.active_at(now)));
                 if !matches!(reason, PreemptReason::NodeDown { .. })
                     && snap.policy.kind == PolicyKind::Tranche

@@ -246,6 +246,11 @@ pub fn apply(snap: &mut Snapshot, out: &Outcome, now: i64) {
                     non_preemptible: *non_preemptible,
                 });
             }
+            Decision::Adopt { run, contract } => {
+                if let Some(r) = snap.running.iter_mut().find(|r| r.id == *run) {
+                    r.contract = Some(*contract);
+                }
+            }
             Decision::Reserve { .. } => {}
         }
     }
@@ -383,7 +388,7 @@ impl Driver {
                     self.started_at.entry(*run).or_default().push(self.now)
                 }
                 Decision::Preempt { .. } => self.preempted += 1,
-                Decision::Reserve { .. } => {}
+                Decision::Reserve { .. } | Decision::Adopt { .. } => {}
             }
         }
         apply(&mut self.snap, &out, self.now);
