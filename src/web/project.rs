@@ -585,7 +585,7 @@ pub struct OwedReceived {
     pub received_gpu_hours: f64,
     /// Hour by hour min(received, owed), summed, GPU-hours.
     pub received_of_owed_gpu_hours: f64,
-    /// Per day of the window in the organisation's time zone: (`MM-DD`, owed, received), GPU-hours.
+    /// Per day of the window in the zone its period follows: (`MM-DD`, owed, received), GPU-hours.
     pub days: Vec<(String, f64, f64)>,
 }
 
@@ -597,7 +597,7 @@ impl OwedReceived {
 }
 
 /// [`OwedReceived`] of `project` from the start of `period` to `now`, with one entry per day
-/// (midnight to midnight in the organisation's time zone; the last one ends now).
+/// (midnight to midnight in the zone the period follows; the last one ends now).
 ///
 /// # Errors
 /// Database errors.
@@ -608,7 +608,9 @@ pub async fn owed_received(
     period: crate::ledger::Period,
     now: jiff::Timestamp,
 ) -> Result<OwedReceived, AppError> {
-    let tz = &state.site.time_zone;
+    // Days of the zone the period follows (the previous zone until a change takes effect at
+    // the period's end), as its bounds are.
+    let tz = &state.site.periods.period(period.start).0.time_zone().clone();
     let (from, to) = (
         period.start.as_second(),
         now.as_second().max(period.start.as_second()),

@@ -430,6 +430,51 @@ async fn the_tree_api_names_the_zone_the_current_period_follows() {
     assert_eq!(tree["period"]["time_zone"], "UTC");
 }
 
+/// The project page's days follow the zone the period follows: after a change to a zone west
+/// of UTC, the current (UTC) period's first day is still its first of the month, not the
+/// day before in the new zone.
+#[tokio::test]
+async fn a_projects_days_follow_the_zone_of_its_period() {
+    let (app, _) = TestApp::with_admin().await;
+    let admin = app.admin().await;
+    let root = app.node_id("Organisation").await;
+    tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    let now = jiff::Timestamp::now();
+    let mut utc = tranche::config::Site::for_tests();
+    ledger::zones::record(&app.pool, &mut utc, now).await.unwrap();
+    let mut west = tranche::config::Site {
+        time_zone: jiff::tz::TimeZone::get("America/Los_Angeles").unwrap(),
+        time_zone_name: "America/Los_Angeles".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    west.periods = tranche::domain::PeriodCalendar::new(west.time_zone.clone());
+    ledger::zones::record(&app.pool, &mut west, now).await.unwrap();
+    let state = tranche::state::AppState::new(app.pool.clone(), west);
+    let tree = state.tree().await.unwrap();
+    let project = tree.nodes.iter().find(|n| n.name == "p").unwrap();
+    let period = ledger::Period::containing(now, &utc);
+    let owed = tranche::web::project::owed_received(&state, &tree, project, period, now)
+        .await
+        .unwrap();
+    let first = period.start.to_zoned(jiff::tz::TimeZone::UTC);
+    assert_eq!(owed.days[0].0, first.strftime("%m-%d").to_string());
+    let today = now.to_zoned(jiff::tz::TimeZone::UTC);
+    assert_eq!(
+        owed.days.last().unwrap().0,
+        today.strftime("%m-%d").to_string()
+    );
+    assert_eq!(owed.days.len(), usize::from(today.day() as u8));
+}
+
 /// Archiving a project with runs under way is refused (409 on the page and the API, naming
 /// both counts); once they ended it archives, and what it booked stays in last period's
 /// report: its own row (marked archived) and every total above it, on the page, the API and
