@@ -317,9 +317,12 @@ async fn settle(
         .unzip();
     let charges =
         ledger::charge_usages(pool, conn, site, jiff::Timestamp::now(), None, &usages).await?;
-    let mut went_free = vec![false; rows.len()];
-    for (&i, c) in of_row.iter().zip(&charges) {
-        went_free[i] |= c.free_gpu_seconds > 0;
+    // Seconds at the end of each row's stretch that the balance no longer covered.
+    let mut free_s = vec![0i64; rows.len()];
+    for ((&i, c), u) in of_row.iter().zip(&charges).zip(&usages) {
+        if u.allocated && c.free_gpu_seconds > 0 {
+            free_s[i] += c.free_gpu_seconds / i64::from(rows[i].4.max(1));
+        }
     }
     let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let elapsed: Vec<i64> = rows.iter().map(|r| r.7).collect();
@@ -330,28 +333,32 @@ async fn settle(
     .bind(&elapsed)
     .execute(&mut *conn)
     .await?;
-    let unallocated: Vec<i64> = rows
+    let (unallocated, free_for): (Vec<i64>, Vec<i64>) = rows
         .iter()
-        .zip(&went_free)
-        .filter(|&(r, &free)| r.5 > 0 && free)
-        .map(|(r, _)| r.0)
-        .collect();
+        .zip(&free_s)
+        .filter(|&(r, &free)| r.5 > 0 && free > 0)
+        .map(|(r, &free)| (r.0, free))
+        .unzip();
     if !unallocated.is_empty() {
         // From now on the attempt is unallocated: free, not protected (docs/design.md 2).
         sqlx::query("UPDATE runs SET budget_spent = true WHERE id = ANY($1)")
             .bind(&unallocated)
             .execute(&mut *conn)
             .await?;
+        // Stamped when the balance ran out (the stretch's last free seconds before now), where
+        // the ledger's free time begins, so the metrics' allocated time ends there too.
         let said = Said::new("event-unallocated");
         sqlx::query(
-            "INSERT INTO run_events (run_id, kind, message, attempt, note) \
-             SELECT r.id, 'unallocated', $2, r.attempt, $3 FROM runs r WHERE r.id = ANY($1) \
-             AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id AND e.kind = 'unallocated' AND e.attempt = r.attempt) \
+            "INSERT INTO run_events (run_id, kind, message, attempt, note, at) \
+             SELECT r.id, 'unallocated', $2, r.attempt, $3, now() - make_interval(secs => u.s) \
+             FROM unnest($1::BIGINT[], $4::BIGINT[]) AS u(id, s) JOIN runs r ON r.id = u.id \
+             WHERE NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id AND e.kind = 'unallocated' AND e.attempt = r.attempt) \
              ORDER BY r.id",
         )
         .bind(&unallocated)
         .bind(said.english())
         .bind(said.to_json())
+        .bind(&free_for)
         .execute(&mut *conn)
         .await?;
     }

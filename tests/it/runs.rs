@@ -1530,6 +1530,18 @@ async fn a_run_whose_budget_ran_out_is_unallocated_for_the_core() {
     .await
     .unwrap();
     assert_eq!((spent, events, held.unwrap_or(0)), (true, 1, 0));
+    // The timeline (and the metrics, which end its allocated time there) says it went on
+    // unallocated when the balance ran out: at once here, as the ledger's free time begins,
+    // not at the charge five minutes later.
+    let late: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM e.at - r.started_at)::FLOAT8 FROM run_events e JOIN runs r ON r.id = e.run_id \
+         WHERE e.run_id = $1 AND e.kind = 'unallocated'",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(late.abs() < 5.0, "went unallocated {late} s into the attempt");
     // Another project's allocated run needs all 16 GPUs: it evicts the unallocated run.
     let admin = o.app.token_for("demo-admin").await;
     let mut body = run_body("fm-tokenizer", 16, 600, true);
