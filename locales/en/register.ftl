@@ -252,6 +252,7 @@ ai-err-source = source: choose any, openai, anthropic, github or focus
 ai-err-rule-empty = give a service, a scope (project, workspace, cost centre or tag key=value) or both
 ai-err-rule-long = service and scope: at most 200 characters each
 ai-err-rule-forbidden = only finance, admins and the use case's leads map spend to it
+ai-err-rule-takes = this rule would take lines that use case { $use_case } (another team's) maps with a less specific rule; ask finance or an admin to map them
 ai-err-rule-exists = a rule for this source, service and scope already exists
 ai-err-rate = rate: { $got } is not a positive number of at most six decimals, such as 0.92
 ai-err-malformed = { $format }: { $problem }; nothing was imported

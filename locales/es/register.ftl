@@ -252,6 +252,7 @@ ai-err-source = origen: elige any, openai, anthropic, github o focus
 ai-err-rule-empty = indica un servicio, un ámbito (proyecto, espacio de trabajo, centro de coste o etiqueta clave=valor) o ambos
 ai-err-rule-long = servicio y ámbito: como máximo 200 caracteres cada uno
 ai-err-rule-forbidden = solo finanzas, la administración y los responsables del caso de uso le asignan gasto
+ai-err-rule-takes = esta regla se quedaría con líneas que el caso de uso { $use_case } (de otro equipo) asigna con una regla menos específica; pide a finanzas o a la administración que las asignen
 ai-err-rule-exists = ya existe una regla para este origen, servicio y ámbito
 ai-err-rate = tipo de cambio: { $got } no es un número positivo de seis decimales como mucho, como 0,92
 ai-err-malformed = { $format }: { $problem }; no se ha importado nada

@@ -252,6 +252,7 @@ ai-err-source = jatorria: aukeratu any, openai, anthropic, github edo focus
 ai-err-rule-empty = eman zerbitzu bat, esparru bat (proiektua, lan-eremua, kostu-zentroa edo etiketa gakoa=balioa) edo biak
 ai-err-rule-long = zerbitzua eta esparrua: gehienez 200 karaktere bakoitza
 ai-err-rule-forbidden = finantzek, administratzaileek eta erabilera-kasuaren arduradunek bakarrik esleitzen diote gastua
+ai-err-rule-takes = arau honek { $use_case } erabilera-kasuak (beste talde batenak) arau ez hain zehatz batekin esleitzen dituen lerroak hartuko lituzke; eskatu finantzei edo administratzaile bati esleitzeko
 ai-err-rule-exists = badago jada arau bat jatorri, zerbitzu eta esparru honetarako
 ai-err-rate = truke-tasa: { $got } ez da gehienez sei hamartar dituen zenbaki positibo bat, adibidez 0,92
 ai-err-malformed = { $format }: { $problem }; ez da ezer inportatu

@@ -77,6 +77,16 @@ impl Rule {
             && (self.scope.is_empty() || scopes.iter().any(|s| s.eq_ignore_ascii_case(&self.scope)))
     }
 
+    /// Whether a line could match both rules as far as the rules' names tell: their formats,
+    /// services and scopes are each the same or one of them is "any" (two different scopes
+    /// are taken as lines of different owners, though a line may carry both).
+    fn overlaps(&self, other: &Self) -> bool {
+        let same = |a: &str, b: &str, any: &str| a == any || b == any || a.eq_ignore_ascii_case(b);
+        same(&self.source, &other.source, "any")
+            && same(&self.service, &other.service, "")
+            && same(&self.scope, &other.scope, "")
+    }
+
     /// Rules with both a service and a scope come before those with one of them.
     fn specificity(&self) -> u8 {
         u8::from(!self.service.is_empty())
@@ -109,12 +119,15 @@ pub fn assign(rules: &[Rule], source: &str, service: &str, scopes: &[String]) ->
 }
 
 /// Adds a mapping rule, audited as `spend_rule.create`, and assigns the unassigned lines it
-/// matches. Admin, finance and whoever manages the use case may add rules. Returns the rule's
-/// id and how many lines it assigned.
+/// matches. Admin, finance and whoever manages the use case may add rules; a lead's rule may
+/// not be more specific than a rule of a use case they do not manage on the same lines
+/// ([`Rule::overlaps`]), which it would take from it. Returns the rule's id and how many lines
+/// it assigned.
 ///
 /// # Errors
 /// 422 for an unknown source, an empty rule or over-long texts; 409 `rule_exists` for a rule
-/// already there; 404/403 for the use case.
+/// already there; 404/403 for the use case; 403 for a lead's rule that would take another
+/// team's lines.
 pub async fn add_rule(
     pool: &PgPool,
     me: &Account,
@@ -139,6 +152,35 @@ pub async fn add_rule(
         return Err(AppError::Forbidden(i18n::t("ai-err-rule-forbidden")));
     }
     let mut tx = pool.begin().await?;
+    // A lead maps lines to their own use cases, never away from another team's: a rule more
+    // specific than another use case's rule on the same lines would win them (finance and
+    // admins, who see every use case, may).
+    if !me.sees_everything() {
+        let new = Rule {
+            id: 0,
+            use_case_id,
+            use_case: uc.name.clone(),
+            source: source.to_owned(),
+            service: service.to_owned(),
+            scope: scope.to_owned(),
+        };
+        for r in rules(&mut *tx).await? {
+            if r.use_case_id == use_case_id
+                || !new.overlaps(&r)
+                || new.specificity() <= r.specificity()
+            {
+                continue;
+            }
+            let theirs = crate::ai::get(pool, r.use_case_id).await?;
+            if !theirs.may_manage(me, parents) {
+                return Err(AppError::Forbidden(i18n::t1(
+                    "ai-err-rule-takes",
+                    "use_case",
+                    r.use_case,
+                )));
+            }
+        }
+    }
     let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO ai_mapping_rules (use_case_id, source, service, scope, created_by) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (source, service, scope) DO NOTHING RETURNING id",

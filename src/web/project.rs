@@ -610,7 +610,13 @@ pub async fn owed_received(
 ) -> Result<OwedReceived, AppError> {
     // Days of the zone the period follows (the previous zone until a change takes effect at
     // the period's end), as its bounds are.
-    let tz = &state.site.periods.period(period.start).0.time_zone().clone();
+    let tz = &state
+        .site
+        .periods
+        .period(period.start)
+        .0
+        .time_zone()
+        .clone();
     let (from, to) = (
         period.start.as_second(),
         now.as_second().max(period.start.as_second()),

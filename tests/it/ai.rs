@@ -525,6 +525,60 @@ async fn focus_imports_once_assigns_by_rules_and_lists_unassigned_lines() {
         .api("GET", "/api/v1/spend-imports", Some(&lead), None)
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // A lead of another subtree cannot take Support's lines with a more specific rule for a
+    // use case of their own; a rule on lines of their own is theirs to add.
+    let biology = app.node_id("Biology").await;
+    tranche::db::users::create(&app.pool, None, "bio-lead", "lead", Some("Biology"))
+        .await
+        .unwrap();
+    let bio = app.token_for("bio-lead").await;
+    let (status, mine) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&bio),
+            Some(use_case("Protein notes", biology, 10_000)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{mine}");
+    let before = count(&app, "ai_mapping_rules").await;
+    let (status, refused) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&bio),
+            Some(json!({"use_case_id": mine["id"], "source": "focus", "service": "Azure OpenAI", "scope": "team=support"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Support ticket triage"),
+        "{refused}"
+    );
+    assert_eq!(count(&app, "ai_mapping_rules").await, before);
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&bio),
+            Some(json!({"use_case_id": mine["id"], "source": "focus", "service": "Azure OpenAI", "scope": "team=biology"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    // Finance may map lines anywhere, also more specifically than a team's rule.
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/spend-rules",
+            Some(&finance),
+            Some(json!({"use_case_id": mine["id"], "source": "focus", "service": "Azure OpenAI", "scope": "team=support"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
 }
 
 #[tokio::test]

@@ -450,14 +450,18 @@ async fn a_projects_days_follow_the_zone_of_its_period() {
     .unwrap();
     let now = jiff::Timestamp::now();
     let mut utc = tranche::config::Site::for_tests();
-    ledger::zones::record(&app.pool, &mut utc, now).await.unwrap();
+    ledger::zones::record(&app.pool, &mut utc, now)
+        .await
+        .unwrap();
     let mut west = tranche::config::Site {
         time_zone: jiff::tz::TimeZone::get("America/Los_Angeles").unwrap(),
         time_zone_name: "America/Los_Angeles".into(),
         ..tranche::config::Site::for_tests()
     };
     west.periods = tranche::domain::PeriodCalendar::new(west.time_zone.clone());
-    ledger::zones::record(&app.pool, &mut west, now).await.unwrap();
+    ledger::zones::record(&app.pool, &mut west, now)
+        .await
+        .unwrap();
     let state = tranche::state::AppState::new(app.pool.clone(), west);
     let tree = state.tree().await.unwrap();
     let project = tree.nodes.iter().find(|n| n.name == "p").unwrap();

@@ -1541,7 +1541,10 @@ async fn a_run_whose_budget_ran_out_is_unallocated_for_the_core() {
     .fetch_one(&o.app.pool)
     .await
     .unwrap();
-    assert!(late.abs() < 5.0, "went unallocated {late} s into the attempt");
+    assert!(
+        late.abs() < 5.0,
+        "went unallocated {late} s into the attempt"
+    );
     // Another project's allocated run needs all 16 GPUs: it evicts the unallocated run.
     let admin = o.app.token_for("demo-admin").await;
     let mut body = run_body("fm-tokenizer", 16, 600, true);
