@@ -207,14 +207,11 @@ async fn resolve(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| {
-        AppError::invalid(
-            "project",
-            i18n::t1(
-                "contract-err-no-project",
-                "name",
-                crate::domain::quote(req.project.trim()),
-            ),
-        )
+        AppError::NotFound(i18n::t1(
+            "contract-err-no-project",
+            "name",
+            crate::domain::quote(req.project.trim()),
+        ))
     })?;
     let parents = crate::auth::Parents::load(&mut *conn).await?;
     if !actor.leads(project_id, &parents) {
@@ -227,30 +224,24 @@ async fn resolve(
     let cluster_id = crate::db::inventory::cluster_id(&mut *conn, &req.cluster)
         .await?
         .ok_or_else(|| {
-            AppError::invalid(
-                "cluster",
-                i18n::t1(
-                    "contract-err-no-cluster",
-                    "name",
-                    crate::domain::quote(req.cluster.trim()),
-                ),
-            )
+            AppError::NotFound(i18n::t1(
+                "contract-err-no-cluster",
+                "name",
+                crate::domain::quote(req.cluster.trim()),
+            ))
         })?;
     let (gpu_model_id, weight, price): (i64, i32, i64) = sqlx::query_as(
-        "SELECT id, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE name = $1",
+        "SELECT id, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE lower(name) = lower($1)",
     )
     .bind(req.gpu_model.trim())
     .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| {
-        AppError::invalid(
-            "gpu_model",
-            i18n::t1(
-                "contract-err-no-model",
-                "name",
-                crate::domain::quote(req.gpu_model.trim()),
-            ),
-        )
+        AppError::NotFound(i18n::t1(
+            "contract-err-no-model",
+            "name",
+            crate::domain::quote(req.gpu_model.trim()),
+        ))
     })?;
     let installed: i64 = sqlx::query_scalar(&installed_sql())
         .bind(cluster_id)

@@ -482,9 +482,11 @@ async fn preview(
             };
             form_page(&state, &session, &me, form, None, Some(view)).await
         }
-        Err(AppError::Invalid { message, .. } | AppError::Refused { message, .. }) => {
-            form_page(&state, &session, &me, form, Some(message), None).await
-        }
+        Err(
+            AppError::Invalid { message, .. }
+            | AppError::Refused { message, .. }
+            | AppError::NotFound(message),
+        ) => form_page(&state, &session, &me, form, Some(message), None).await,
         Err(e) => Err(e),
     }
 }
@@ -538,9 +540,11 @@ async fn buy(
             .await?;
             Ok(Redirect::to(&format!("/projects/{}", c.project_id)).into_response())
         }
-        Err(AppError::Invalid { message, .. } | AppError::Refused { message, .. }) => {
-            form_page(&state, &session, &me, form, Some(message), None).await
-        }
+        Err(
+            AppError::Invalid { message, .. }
+            | AppError::Refused { message, .. }
+            | AppError::NotFound(message),
+        ) => form_page(&state, &session, &me, form, Some(message), None).await,
         Err(e) => Err(e),
     }
 }

@@ -88,7 +88,7 @@ pub fn document() -> Value {
         params(
             req(
                 op(
-                    "Buy a capacity contract (admin or lead of the project): admitted against contractable capacity and the project's budget in one transaction; 409 capacity_exceeded or budget_exceeded with the numbers; 422 for times that do not parse or an end before start. An optional Idempotency-Key header (1 to 255 characters) makes a retry safe: a repeat of a key the caller used before, with the same request, answers 200 with that contract and \"repeated\": true, buying nothing; the key repeated with another request is 422 idempotency_mismatch (field Idempotency-Key), buying nothing",
+                    "Buy a capacity contract (admin or lead of the project): admitted against contractable capacity and the project's budget in one transaction; 404 for an unknown project, cluster or GPU model; 409 capacity_exceeded or budget_exceeded with the numbers; 422 for times that do not parse or an end before start. An optional Idempotency-Key header (1 to 255 characters) makes a retry safe: a repeat of a key the caller used before, with the same request, answers 200 with that contract and \"repeated\": true, buying nothing; the key repeated with another request is 422 idempotency_mismatch (field Idempotency-Key), buying nothing",
                     "201",
                     "Contract",
                 ),
