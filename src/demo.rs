@@ -332,6 +332,25 @@ pub struct HistoryLoaded {
     pub charged_minor: i64,
 }
 
+/// Declares the demo's `local` nodes (`names`, 8 H100 each) for a node agent on this machine.
+/// They count as installed for as long as the demo's history goes back (their declaration
+/// instant is left unknown), as the demo's other clusters do: the budgets its history grants
+/// for past months and those months' reports then count the same GPUs.
+///
+/// # Errors
+/// Refused names (see [`crate::db::inventory::declare_nodes`]); database errors.
+pub async fn declare_local_nodes(
+    pool: &PgPool,
+    names: &[String],
+) -> Result<(), crate::error::AppError> {
+    crate::db::inventory::declare_nodes(pool, None, "local", names, "H100", "8").await?;
+    sqlx::query("UPDATE nodes SET created_at = NULL WHERE name = ANY($1)")
+        .bind(names)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Records about [`HISTORY_DAYS`] days of past runs for the demo organisation's clusters
 /// (not `local`): jobs drawn by a fixed-seed generator (projects weighted by their effective
 /// share times a demand factor of 0.3 to 2, gangs of 1 to 64 GPUs, run times log-uniform

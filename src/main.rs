@@ -465,7 +465,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
 async fn demo_agent_setup(pool: &sqlx::PgPool) -> anyhow::Result<(Vec<String>, String)> {
     let host = tranche::agent::host_name(None)?;
     let names = tranche::agent::node_names(&host, 2);
-    db::inventory::declare_nodes(pool, None, "local", &names, "H100", "8")
+    tranche::demo::declare_local_nodes(pool, &names)
         .await
         .map_err(user_error)?;
     let token = tranche::runs::agents::create_token(pool, "local")

@@ -479,6 +479,57 @@ async fn a_projects_days_follow_the_zone_of_its_period() {
     assert_eq!(owed.days.len(), usize::from(today.day() as u8));
 }
 
+/// The demo grants its past month's budgets late (while loading its history): a project on the
+/// default budget is granted that month's entitlement as its report shows it. Before, the
+/// grant counted the demo's `local` nodes, declared today, which the ended month's report
+/// leaves out (nodes declared after a period's end), so last month's budget exceeded its
+/// entitlement for every such project.
+#[tokio::test]
+async fn the_demos_past_budgets_are_their_months_entitlements() {
+    let (app, _) = TestApp::with_demo().await;
+    let site = &app.state.site;
+    // The `local` nodes, declared today by `tranche demo`.
+    tranche::demo::declare_local_nodes(&app.pool, &["today-1".into(), "today-2".into()])
+        .await
+        .unwrap();
+    tranche::demo::load_history(&app.pool, site)
+        .await
+        .unwrap()
+        .expect("the history loads once");
+    let now = jiff::Timestamp::now();
+    let this = ledger::Period::containing(now, site);
+    let last = ledger::Period::containing(this.start - jiff::SignedDuration::from_secs(1), site);
+    let finance = app.token_for("demo-finance").await;
+    let (status, report) = app
+        .api(
+            "GET",
+            &format!("/api/v1/spend?period={}", last.label(site)),
+            Some(&finance),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    // Projects on the default budget that were granted one for that month.
+    let default: Vec<i64> = sqlx::query_scalar(
+        "SELECT p.node_id FROM projects p WHERE p.period_budget_minor IS NULL AND p.money_cap_minor IS NULL \
+         AND EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.kind = 'project_budget' AND a.project_id = p.node_id AND a.period_start = $1)",
+    )
+    .bind(ledger::to_time(last.start))
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let rows: Vec<&serde_json::Value> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["gpu_model"] == "all" && default.contains(&r["node_id"].as_i64().unwrap()))
+        .collect();
+    assert!(!rows.is_empty(), "{report}");
+    for r in rows {
+        assert_eq!(r["budget_minor"], r["entitlement_minor"], "{r}");
+    }
+}
+
 /// Archiving a project with runs under way is refused (409 on the page and the API, naming
 /// both counts); once they ended it archives, and what it booked stays in last period's
 /// report: its own row (marked archived) and every total above it, on the page, the API and
