@@ -340,6 +340,7 @@ dashboard-to-after-from = to must be after from
 dashboard-from-before-now = from must be before now: nothing is measured yet after it
 dashboard-window-too-long = a window is at most 400 days long
 dashboard-period-not-begun = that budget period has not begun
+dashboard-period-needs-window = a budget period is shown with the window “a budget period”: choose that window, or leave the period empty
 dashboard-bad-window = { $got } is not a window; choose 24h, 7d, 30d or period
 
 ## Idle GPUs (home and project pages)

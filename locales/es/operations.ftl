@@ -361,6 +361,7 @@ dashboard-to-after-from = to debe ser posterior a from
 dashboard-from-before-now = from debe ser anterior a ahora: después aún no se ha medido nada
 dashboard-window-too-long = un intervalo dura como máximo 400 días
 dashboard-period-not-begun = ese periodo presupuestario no ha empezado
+dashboard-period-needs-window = un periodo presupuestario se muestra con el intervalo «un periodo presupuestario»: elige ese intervalo o deja vacío el periodo
 dashboard-bad-window = { $got } no es un intervalo; elige 24h, 7d, 30d o period
 
 ## Idle GPUs (home and project pages)

@@ -353,6 +353,7 @@ dashboard-to-after-from = to-k from baino geroagokoa izan behar du
 dashboard-from-before-now = from oraingo unea baino lehenagokoa izan behar du: ondoren ez da ezer neurtu oraindik
 dashboard-window-too-long = tarte batek gehienez 400 egun iraun ditzake
 dashboard-period-not-begun = aurrekontu-aldi hori ez da hasi
+dashboard-period-needs-window = aurrekontu-aldi bat «aurrekontu-aldi bat» tartearekin erakusten da: aukeratu tarte hori, edo utzi aldia hutsik
 dashboard-bad-window = { $got } ez da tarte bat; aukeratu 24h, 7d, 30d edo period
 
 ## Idle GPUs (home and project pages)

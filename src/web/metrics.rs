@@ -124,7 +124,13 @@ pub fn resolve_window(
         }
         return Ok((from, to, "custom".into()));
     }
-    let w = q.window.trim();
+    // A period is read with the period window (given alone, it asks for it); beside another
+    // window it would be ignored, so it is refused rather than silently dropped.
+    let w = match (q.window.trim(), q.period.trim().is_empty()) {
+        ("", false) => "period",
+        ("period", _) | (_, true) => q.window.trim(),
+        _ => return Err(AppError::invalid("period", t("dashboard-period-needs-window"))),
+    };
     let span = match w {
         "" | "24h" => 86_400,
         "7d" => 7 * 86_400,

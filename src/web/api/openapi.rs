@@ -120,7 +120,7 @@ pub fn document() -> Value {
             "period",
             false,
             text(),
-            "YYYY-MM, read only with window=period (default the current period)"
+            "YYYY-MM: the budget period shown with window=period (default the current period); given without a window it asks for window=period; beside another window it is 422"
         ),
         q(
             "from",
