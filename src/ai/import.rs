@@ -91,6 +91,9 @@ pub struct Line {
     pub end: jiff::Timestamp,
     /// Amount in millionths of the file's currency (may be negative: a credit).
     pub amount_micro: i64,
+    /// The same in 10^-12 of the file's currency: what a conversion with a rate multiplies,
+    /// so the converted amount is rounded to the millionth once, not twice.
+    pub amount_pico: i128,
     /// The amount as written in the file.
     pub original: String,
     /// A canonical text of the whole record, hashed for idempotency.
@@ -223,6 +226,15 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
 /// # Errors
 /// Not a number, or too large.
 pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
+    decimal_wide(text, decimals).and_then(|v| i64::try_from(v).map_err(|_| too_large(text.trim())))
+}
+
+/// [`decimal`] as a 128-bit integer, for amounts kept beyond the millionth until they are
+/// converted with a rate and rounded once ([`Line::amount_pico`]).
+///
+/// # Errors
+/// Not a number, or too large.
+pub fn decimal_wide(text: &str, decimals: i32) -> Result<i128, String> {
     let t = text.trim();
     let bad = || i18n::t1("ai-import-not-number", "got", crate::domain::quote(t));
     let (negative, t2) = match t.strip_prefix('-') {
@@ -253,7 +265,7 @@ pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
         whole = whole
             .checked_mul(10)
             .and_then(|w| w.checked_add(i128::from(d)))
-            .filter(|w| *w < i128::from(i64::MAX))
+            .filter(|w| *w < i128::MAX / 100)
             .ok_or_else(|| too_large(t))?;
     }
     let next = if point >= 0 {
@@ -268,8 +280,7 @@ pub fn decimal(text: &str, decimals: i32) -> Result<i64, String> {
     if next >= 5 {
         whole += 1;
     }
-    let v = i64::try_from(whole).map_err(|_| too_large(t))?;
-    Ok(if negative { -v } else { v })
+    Ok(if negative { -whole } else { whole })
 }
 
 fn too_large(t: &str) -> String {
@@ -418,6 +429,8 @@ fn openai(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                 }
             };
             let amount_micro = decimal(&value, 6).map_err(|e| format!("{at}.amount.value: {e}"))?;
+            let amount_pico =
+                decimal_wide(&value, 12).map_err(|e| format!("{at}.amount.value: {e}"))?;
             one_currency(
                 &mut currency,
                 str_field(amount, "currency", &format!("{at}.amount"))?,
@@ -432,6 +445,7 @@ fn openai(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                 start,
                 end,
                 amount_micro,
+                amount_pico,
                 original: value,
                 key: canonical(&[
                     bucket.get("start_time").unwrap_or(&Value::Null),
@@ -472,6 +486,7 @@ fn anthropic(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                 }
             };
             let amount_micro = decimal(&cents, 4).map_err(|e| format!("{at}.amount: {e}"))?;
+            let amount_pico = decimal_wide(&cents, 10).map_err(|e| format!("{at}.amount: {e}"))?;
             one_currency(&mut currency, str_field(result, "currency", &at)?, &at)?;
             let workspace = opt_str(result, "workspace_id");
             let description = match (opt_str(result, "description"), opt_str(result, "model")) {
@@ -486,6 +501,7 @@ fn anthropic(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
                 start,
                 end,
                 amount_micro,
+                amount_pico,
                 original: format!("{cents} (cents)"),
                 key: canonical(&[
                     bucket.get("starting_at").unwrap_or(&Value::Null),
@@ -629,6 +645,8 @@ fn github(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
         let end = start + jiff::SignedDuration::from_hours(24);
         let amount = get(r, Some(net)).ok_or_else(|| empty(&at, "net_amount"))?;
         let amount_micro = decimal(&amount, 6).map_err(|e| format!("{at}: net_amount: {e}"))?;
+        let amount_pico =
+            decimal_wide(&amount, 12).map_err(|e| format!("{at}: net_amount: {e}"))?;
         let product = get(r, Some(product)).ok_or_else(|| empty(&at, "product"))?;
         let service = if product.eq_ignore_ascii_case("copilot") {
             "GitHub Copilot".to_string()
@@ -647,6 +665,7 @@ fn github(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
             start,
             end,
             amount_micro,
+            amount_pico,
             original: amount,
             key: csv.key(r),
             legacy_key: Some(csv.legacy_key(r)),
@@ -675,6 +694,8 @@ fn focus(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
         let at = i18n::t1("ai-import-line", "line", i18n::format::count(*line as i64));
         let amount = get(r, Some(cost)).ok_or_else(|| empty(&at, "BilledCost"))?;
         let amount_micro = decimal(&amount, 6).map_err(|e| format!("{at}: BilledCost: {e}"))?;
+        let amount_pico =
+            decimal_wide(&amount, 12).map_err(|e| format!("{at}: BilledCost: {e}"))?;
         one_currency(
             &mut currency,
             &get(r, Some(cur)).ok_or_else(|| empty(&at, "BillingCurrency"))?,
@@ -710,6 +731,7 @@ fn focus(text: &str) -> Result<(Option<String>, Vec<Line>), String> {
             start,
             end,
             amount_micro,
+            amount_pico,
             original: amount,
             key: csv.key(r),
             legacy_key: Some(csv.legacy_key(r)),

@@ -364,16 +364,18 @@ pub async fn import(
             problem,
         ),
     };
-    let convert = |n: usize, micro: i64| -> Result<i64, AppError> {
+    // With a rate, the file's amount as written (kept to 10^-12) times the rate, rounded to
+    // the millionth once.
+    let convert = |n: usize, line: &import::Line| -> Result<i64, AppError> {
         let v = match rate_micro {
-            None => i128::from(micro),
-            Some(r) => {
-                let v = i128::from(micro) * i128::from(r);
-                let half = 500_000_i128 * v.signum();
-                (v + half) / 1_000_000
-            }
+            None => Some(i128::from(line.amount_micro)),
+            Some(r) => line.amount_pico.checked_mul(i128::from(r)).map(|v| {
+                // 10^-12 units times millionths: 10^-18 units, 10^12 to the millionth.
+                let half = 500_000_000_000_i128 * v.signum();
+                (v + half) / 1_000_000_000_000
+            }),
         };
-        i64::try_from(v).map_err(|_| {
+        v.and_then(|v| i64::try_from(v).ok()).ok_or_else(|| {
             too_large(i18n::ta(
                 "ai-import-line-too-large",
                 &[
@@ -427,7 +429,7 @@ pub async fn import(
             continue;
         }
         let uc = assign(&all_rules, format.code(), &line.service, &line.scopes);
-        fresh.push((line, hash, uc, convert(n, line.amount_micro)?));
+        fresh.push((line, hash, uc, convert(n, line)?));
     }
     // Every sum a read computes (per import, per use case, per month, unassigned) is a sum of
     // some of the stored lines: it stays in range while the stored and new lines' absolute

@@ -129,7 +129,12 @@ pub fn resolve_window(
     let w = match (q.window.trim(), q.period.trim().is_empty()) {
         ("", false) => "period",
         ("period", _) | (_, true) => q.window.trim(),
-        _ => return Err(AppError::invalid("period", t("dashboard-period-needs-window"))),
+        _ => {
+            return Err(AppError::invalid(
+                "period",
+                t("dashboard-period-needs-window"),
+            ));
+        }
     };
     let span = match w {
         "" | "24h" => 86_400,

@@ -613,6 +613,31 @@ async fn a_file_in_another_currency_needs_a_rate() {
             .await
             .unwrap();
     assert_eq!(scopes[0], vec!["proj_support_triage".to_string()]);
+    // Each line is converted as written and rounded to the millionth once: 1.0000005 USD at
+    // 0.92 is 0.92000046 EUR, 920,000 millionths (rounding the USD first gave 920,001);
+    // 0.3333333 at 3 is 999,999.9 millionths, 1,000,000 (first rounded: 0.333333 x 3, 999,999);
+    // 0.0000005 at 0.92 is 0.46 millionths, 0 (first rounded: 1 x 0.92, 1).
+    for (value, rate, micro) in [
+        ("1.0000005", "0.92", 920_000),
+        ("0.3333333", "3", 1_000_000),
+        ("0.0000005", "0.92", 0),
+        ("0.0000005", "1.5", 1),
+    ] {
+        let one = format!(
+            r#"{{"object": "page", "data": [{{"object": "bucket", "start_time": 1793491200, "end_time": 1793577600,
+                "results": [{{"object": "organization.costs.result", "amount": {{"value": {value}, "currency": "usd"}},
+                "line_item": "rate check {value} {rate}", "project_id": "p"}}]}}]}}"#
+        );
+        let (status, answer) = import(
+            &app,
+            &finance,
+            &format!("format=openai&dry_run=true&rate={rate}"),
+            &one,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["amount_micro"], micro, "{value} x {rate}: {answer}");
+    }
 }
 
 #[tokio::test]

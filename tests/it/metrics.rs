@@ -293,6 +293,8 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
         (&*format!("from={}&to={}", ts(t0), ts(t0)), "to"),
         ("cluster=nope", "cluster"),
         ("window=period&period=1999-01", "period"),
+        // A period beside another window was ignored (the last 24 hours answered).
+        ("window=7d&period=2026-11", "period"),
     ] {
         let (status, body) = app
             .api("GET", &format!("/api/v1/metrics?{query}"), Some(&fin), None)
@@ -300,6 +302,19 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {body}");
         assert_eq!(body["error"]["field"], field, "{query}: {body}");
     }
+    // A period alone asks for the period window.
+    let label = tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site)
+        .label(&app.state.site);
+    let (status, body) = app
+        .api(
+            "GET",
+            &format!("/api/v1/metrics?period={label}"),
+            Some(&fin),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["window"], "period", "{body}");
 }
 
 /// A window ending now: runs count to now, and so does the last health sample (taken up to a
