@@ -295,7 +295,8 @@ fn secs(s: f64) -> String {
     if s < 120 {
         format!("{} s", int(s))
     } else if s < 7200 {
-        format!("{} min", int(s / 60))
+        // Rounded to the nearest minute (5,389 s is 90 min, not 89).
+        format!("{} min", int((s + 30) / 60))
     } else {
         format!("{} h", fixed(s as f64 / 3600.0, 1))
     }
@@ -754,6 +755,9 @@ mod tests {
         assert_eq!(sync_scope(Lang::Es, || pct(Some(0.75))), "75,0 %");
         assert_eq!(sync_scope(Lang::Eu, || pct(Some(0.125))), "% 12,5");
         assert_eq!(sync_scope(Lang::Eu, || secs(5400.0)), "90 min");
+        // Minutes are rounded, not cut: 5,389 s is 89.8 min.
+        assert_eq!(sync_scope(Lang::En, || secs(5389.0)), "90 min");
+        assert_eq!(sync_scope(Lang::En, || secs(6329.0)), "105 min");
         assert_eq!(sync_scope(Lang::Es, || secs(9000.0)), "2,5 h");
         assert_eq!(sync_scope(Lang::En, || fixed(0.9534, 3)), "0.953");
         assert_eq!(sync_scope(Lang::Eu, || fixed(1234.56, 1)), "1.234,6");
