@@ -501,7 +501,7 @@ async fn page(
 }
 
 /// The CSV header of [`csv_rows`].
-pub const CSV_HEADER: [&str; 24] = [
+pub const CSV_HEADER: [&str; 29] = [
     "from",
     "to",
     "cluster",
@@ -526,6 +526,11 @@ pub const CSV_HEADER: [&str; 24] = [
     "protected_wait_p90_s",
     "unallocated_wait_p50_s",
     "unallocated_wait_p90_s",
+    "all_wait_p50_s",
+    "all_wait_p90_s",
+    "preemptions",
+    "preemptions_per_1000_gpu_hours",
+    "utilization_coverage",
 ];
 
 /// One row per pool (project empty) and one per project of each pool (pool-only columns empty).
@@ -563,6 +568,11 @@ pub fn csv_rows(d: &Dashboard) -> Vec<Vec<Cell>> {
             n(f.waits.protected.p90_s),
             n(f.waits.unallocated.p50_s),
             n(f.waits.unallocated.p90_s),
+            n(f.waits.all.p50_s),
+            n(f.waits.all.p90_s),
+            Cell::number(f.preemptions.to_string()),
+            n(f.preemptions_per_1000_gpu_hours),
+            o(f.utilization_coverage),
         ]);
         for pr in &f.projects {
             let mut row = vec![
@@ -576,7 +586,7 @@ pub fn csv_rows(d: &Dashboard) -> Vec<Vec<Cell>> {
             row.push(n(pr.owed_gpu_hours));
             row.push(n(pr.received_gpu_hours));
             row.push(o(pr.impact));
-            row.extend((0..8).map(|_| e()));
+            row.extend((row.len()..CSV_HEADER.len()).map(|_| e()));
             rows.push(row);
         }
     }

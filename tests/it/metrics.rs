@@ -262,6 +262,17 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
     assert!(close(f(pool_row, "availability"), 0.75));
     assert!(close(f(pool_row, "impact"), impact));
     assert!(close(f(pool_row, "debug_wait_p50_s"), 600.0));
+    // The page's other figures are columns too.
+    assert!(close(f(pool_row, "preemptions"), 1.0));
+    assert!(close(f(pool_row, "preemptions_per_1000_gpu_hours"), per_1000));
+    assert!(close(
+        f(pool_row, "all_wait_p90_s"),
+        p["waits"]["all"]["p90_s"].as_f64().unwrap()
+    ));
+    assert!(close(
+        f(pool_row, "utilization_coverage"),
+        p["utilization_coverage"].as_f64().unwrap()
+    ));
     let b_row = rows.iter().find(|r| &r[col("project")] == "b").unwrap();
     assert!(close(f(b_row, "owed_gpu_hours"), 1.5));
     // The page shows them (and readable without JavaScript: the charts are inline SVG).
