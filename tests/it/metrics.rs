@@ -264,7 +264,10 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
     assert!(close(f(pool_row, "debug_wait_p50_s"), 600.0));
     // The page's other figures are columns too.
     assert!(close(f(pool_row, "preemptions"), 1.0));
-    assert!(close(f(pool_row, "preemptions_per_1000_gpu_hours"), per_1000));
+    assert!(close(
+        f(pool_row, "preemptions_per_1000_gpu_hours"),
+        per_1000
+    ));
     assert!(close(
         f(pool_row, "all_wait_p90_s"),
         p["waits"]["all"]["p90_s"].as_f64().unwrap()
