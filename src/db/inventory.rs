@@ -415,15 +415,13 @@ pub async fn insert_node(
     let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
     let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
         .map_err(|m| AppError::invalid("gpu_count", m))?;
+    // An unknown name is a 404, as docs/api.md's rule says.
     let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
-        AppError::invalid(
-            "gpu_model",
-            t1(
-                "cluster-no-such-model",
-                "name",
-                crate::domain::quote(gpu_model.trim()),
-            ),
-        )
+        AppError::NotFound(t1(
+            "cluster-no-such-model",
+            "name",
+            crate::domain::quote(gpu_model.trim()),
+        ))
     })?;
     let taken: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($1))")

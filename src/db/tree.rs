@@ -1176,14 +1176,11 @@ pub async fn set_member(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| {
-                AppError::invalid(
-                    "user",
-                    crate::i18n::t1(
-                        "project-err-no-user",
-                        "name",
-                        crate::domain::quote(user_name.trim()),
-                    ),
-                )
+                AppError::NotFound(crate::i18n::t1(
+                    "project-err-no-user",
+                    "name",
+                    crate::domain::quote(user_name.trim()),
+                ))
             })?;
     if add && disabled {
         return Err(AppError::invalid(

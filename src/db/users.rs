@@ -80,10 +80,7 @@ async fn lead_node(
                 .fetch_optional(&mut *tx)
                 .await?
                 .ok_or_else(|| {
-                    AppError::invalid(
-                        "node",
-                        t1("users-no-such-node", "name", crate::domain::quote(name)),
-                    )
+                    AppError::NotFound(t1("users-no-such-node", "name", crate::domain::quote(name)))
                 })?,
         )),
         (Role::Lead, None) => Err(AppError::invalid("node", t("users-lead-needs-node"))),

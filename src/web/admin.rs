@@ -475,7 +475,7 @@ async fn node_create(
             flash(&session, t1("cluster-node-added", "name", f.name.trim())).await?;
             Ok(Redirect::to(&format!("/admin/clusters/{id}")).into_response())
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::NotFound(message)) => {
             cluster_page(&state, &session, &me, id, Some(message), f).await
         }
         Err(e) => Err(e),
@@ -944,7 +944,7 @@ async fn user_create(
             )
             .await
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::NotFound(message)) => {
             users_page(&state, &session, &me, Some(message), None, f).await
         }
         Err(e) => Err(e),
@@ -965,7 +965,7 @@ async fn grant_create(
             flash(&session, t("users-role-granted")).await?;
             Ok(Redirect::to("/admin/users").into_response())
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::NotFound(message)) => {
             users_page_with(
                 &state,
                 &session,

@@ -809,7 +809,7 @@ async fn member_change(
             .await?;
             Ok(Redirect::to(&format!("/projects/{id}")).into_response())
         }
-        Err(AppError::Invalid { message, .. }) => {
+        Err(AppError::Invalid { message, .. } | AppError::NotFound(message)) => {
             project_page(
                 &state,
                 &session,

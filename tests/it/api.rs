@@ -129,6 +129,11 @@ async fn bad_input_is_4xx_json_never_500() {
     let (app, _) = TestApp::with_demo().await;
     let t = app.token_for("demo-admin").await;
     let fm = app.node_id("Foundation Models").await;
+    let pretrain = app.node_id("fm-pretrain-7b").await;
+    let local: i64 = sqlx::query_scalar("SELECT id FROM clusters WHERE name = 'local'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let cases: Vec<(&str, String, Option<serde_json::Value>, u16, &str)> = vec![
         (
             "POST",
@@ -240,9 +245,24 @@ async fn bad_input_is_4xx_json_never_500() {
         (
             "POST",
             "/api/v1/users".into(),
+            // An unknown name is a 404 (docs/api.md), as an unknown id.
             Some(json!({"name": "x", "role": "lead", "node": "Nowhere"})),
-            422,
-            "invalid_input",
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            format!("/api/v1/projects/{pretrain}/members"),
+            Some(json!({"user": "no-such-user"})),
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            format!("/api/v1/clusters/{local}/nodes"),
+            Some(json!({"name": "n-x", "gpu_model": "NOPE", "gpu_count": 8})),
+            404,
+            "not_found",
         ),
         (
             "POST",

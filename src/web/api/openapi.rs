@@ -246,13 +246,13 @@ pub fn document() -> Value {
             "/nodes/{id}/shares": {"parameters": [id], "put": req(op("Set shares of some children of a node at once (admin or lead of the node or above); siblings sum to at most 100% (422 otherwise)", "200", "Ok"), "SharesBody")},
             "/projects/{id}": {"parameters": [id], "get": op("A project: share, entitlement, period budget, money cap, self-service limit, members", "200", "Project")},
             "/projects/{id}/budget": {"parameters": [id], "put": req(op("Set a project's period budget, money cap and self-service limit (admin or lead above the project)", "200", "Ok"), "BudgetUpdate")},
-            "/projects/{id}/members": {"parameters": [id], "post": req(op("Add a member (admin or lead)", "201", "Ok"), "MemberBody")},
+            "/projects/{id}/members": {"parameters": [id], "post": req(op("Add a member (admin or lead); 404 for an unknown user name", "201", "Ok"), "MemberBody")},
             "/projects/{id}/members/{user}": {"parameters": [id, {"name": "user", "in": "path", "required": true, "schema": text()}], "delete": op("Remove a member (admin or lead)", "200", "Ok")},
             "/users": {
                 "get": op("Users and their roles (admin)", "200", "Users"),
-                "post": req(op("Create a user with a role; the answer carries the generated password once (admin); a lead needs node, other roles refuse it (422)", "201", "UserCreated"), "UserBody")
+                "post": req(op("Create a user with a role; the answer carries the generated password once (admin); a lead needs node, other roles refuse it (422); 404 for an unknown node name", "201", "UserCreated"), "UserBody")
             },
-            "/users/{id}/grants": {"parameters": [id], "post": req(op("Grant a role (admin); a lead needs node, other roles refuse it (422)", "201", "Created"), "GrantBody")},
+            "/users/{id}/grants": {"parameters": [id], "post": req(op("Grant a role (admin); a lead needs node, other roles refuse it (422); 404 for an unknown node name", "201", "Created"), "GrantBody")},
             "/users/{id}/disable": {"parameters": [id], "post": op("Disable an account (admin): its sessions end, its API tokens and sign-in are refused; grants and history stay. 409 conflict for one's own account, the last enabled admin, or the break-glass admin while password sign-in is off", "200", "Ok")},
             "/users/{id}/enable": {"parameters": [id], "post": op("Enable a disabled account again (admin)", "200", "Ok")},
             "/users/{id}/grants/{grant}": {"parameters": [id, id_param("grant")], "delete": op("Revoke a role (admin); the last admin cannot be revoked", "200", "Ok")},
