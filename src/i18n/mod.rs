@@ -414,22 +414,26 @@ pub async fn middleware(
         .uri()
         .path_and_query()
         .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
-    let mut response = CONTEXT
+    CONTEXT
         .scope(
             Context {
                 lang: Cell::new(lang),
                 here,
             },
-            next.run(req),
+            async move {
+                let mut response = next.run(req).await;
+                // The language the page was written in: the signed-in user's own choice, when
+                // they made one, replaced the request's while it ran.
+                if let Ok(v) = axum::http::HeaderValue::from_str(current().code()) {
+                    response
+                        .headers_mut()
+                        .entry(axum::http::header::CONTENT_LANGUAGE)
+                        .or_insert(v);
+                }
+                response
+            },
         )
-        .await;
-    if let Ok(v) = axum::http::HeaderValue::from_str(lang.code()) {
-        response
-            .headers_mut()
-            .entry(axum::http::header::CONTENT_LANGUAGE)
-            .or_insert(v);
-    }
-    response
+        .await
 }
 
 #[cfg(test)]

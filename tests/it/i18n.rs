@@ -83,6 +83,13 @@ async fn an_admin_sets_the_default_and_a_user_s_own_choice_wins() {
     let (_, account, _) = c.get("/account/tokens").await;
     assert!(account.contains("Zure kontua"), "{account}");
     assert!(account.contains("Hizkuntza aldatu da."), "{account}");
+    // The page says the language it is in (before: the organisation's, `es`).
+    assert_eq!(
+        c.last_headers()
+            .get(header::CONTENT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+        Some("eu")
+    );
     let stored: Option<String> =
         sqlx::query_scalar("SELECT language FROM users WHERE name = 'admin'")
             .fetch_one(&app.pool)
