@@ -326,7 +326,7 @@ form-submit = Submit
 err-gpus-whole = the GPU count must be a whole number (got { $got })
 err-min-runtime-format = the minimum runtime must be whole minutes (90) or hours and minutes (1:30); got { $got }
 err-time-limit-format = the time limit must be whole minutes (90) or hours and minutes (1:30); got { $got }
-err-priority-whole = the priority must be a whole number from -1000 to 1000 (got { $got })
+err-priority-whole = the priority must be a whole number from -1,000 to 1,000 (got { $got })
 err-env-line = line { $line }: write NAME=value (got { $got })
 err-env-twice = line { $line }: { $name } is given twice
 
@@ -590,12 +590,12 @@ event-history-requeued = requeued after preemption (recorded history)
 
 ## A run's checks (the form and the API)
 
-err-run-gpus = the GPU count must be a whole number from 1 to 100000
+err-run-gpus = the GPU count must be a whole number from 1 to 100,000
 err-run-time-limit = the time limit must be above zero and at most 30 days ({ $max } seconds)
 err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } h ({ $seconds } s)
 err-run-min-over-limit = the minimum runtime cannot be longer than the time limit
-err-run-priority = the priority must be from -1000 to 1000
-err-run-command = the command must be 1 to 8192 characters of text
+err-run-priority = the priority must be from -1,000 to 1,000
+err-run-command = the command must be 1 to 8,192 characters of text
 err-run-workdir = the working directory must be an absolute path
 err-run-env-twice = { $name } is given twice, in the environment and as a secret
 err-run-env-many = at most 64 environment variables
@@ -608,7 +608,7 @@ err-run-env-value = the value of { $name } is too long or not text
 budget-err-too-large = an amount is at most 10,000,000,000,000.00
 budget-err-negative = a period budget cannot be negative
 budget-err-cap-negative = a money cap cannot be negative
-budget-err-self-service = the self-service limit must be between 0 and 100000 GPU-hours
+budget-err-self-service = the self-service limit must be between 0 and 100,000 GPU-hours
 budget-err-forbidden = only an admin or a lead above this project can change its budget
 budget-err-threshold-twice = the alert threshold { $pct }% is given twice; give each percentage once
 budget-err-thresholds = alert thresholds are up to 10 percentages from 1 to 100

@@ -359,7 +359,7 @@ settings-saved = Ajustes guardados.
 ## Spend reports
 
 reports-title = Informes de gasto
-reports-err-role = los informes de gasto son para finanzas, administradores y responsables
+reports-err-role = los informes de gasto son para finanzas, administración y responsables
 reports-all-models = todos
 reports-archived = archivado
 reports-period = Periodo
@@ -583,7 +583,7 @@ event-history-requeued = vuelve a la cola tras el desalojo (historial registrado
 
 ## Comprobaciones de una ejecución (el formulario y la API)
 
-err-run-gpus = el número de GPU debe ser un número entero de 1 a 100000
+err-run-gpus = el número de GPU debe ser un número entero de 1 a 100.000
 err-run-time-limit = el límite de tiempo debe ser mayor que cero y de 30 días como máximo ({ $max } segundos)
 err-run-min-runtime = el tiempo mínimo de ejecución debe ser de 0 al máximo del sitio, { $hours } h ({ $seconds } s)
 err-run-min-over-limit = el tiempo mínimo de ejecución no puede superar el límite de tiempo
@@ -601,7 +601,7 @@ err-run-env-value = el valor de { $name } es demasiado largo o no es texto
 budget-err-too-large = un importe es como máximo 10.000.000.000.000,00
 budget-err-negative = un presupuesto del periodo no puede ser negativo
 budget-err-cap-negative = un límite de gasto no puede ser negativo
-budget-err-self-service = el límite de autoservicio debe estar entre 0 y 100000 h GPU
+budget-err-self-service = el límite de autoservicio debe estar entre 0 y 100.000 h GPU
 budget-err-forbidden = solo un administrador o un responsable por encima de este proyecto puede cambiar su presupuesto
 budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; da cada porcentaje una sola vez
 budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100

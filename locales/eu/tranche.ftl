@@ -311,7 +311,7 @@ form-submit = Bidali
 err-gpus-whole = GPU kopuruak zenbaki oso bat izan behar du ({ $got } idatzi da)
 err-min-runtime-format = gutxieneko exekuzio-denbora minutu osotan (90) edo ordu eta minututan (1:30) idatzi behar da; { $got } idatzi da
 err-time-limit-format = denbora-muga minutu osotan (90) edo ordu eta minututan (1:30) idatzi behar da; { $got } idatzi da
-err-priority-whole = lehentasunak -1000 eta 1000 arteko zenbaki oso bat izan behar du ({ $got } idatzi da)
+err-priority-whole = lehentasunak −1.000 eta 1.000 arteko zenbaki oso bat izan behar du ({ $got } idatzi da)
 err-env-line = { $line }. lerroa: idatzi IZENA=balioa ({ $got } idatzi da)
 err-env-twice = { $line }. lerroa: { $name } bi aldiz dago
 
@@ -577,12 +577,12 @@ event-history-requeued = ilarara itzulia kanporatu ondoren (erregistratutako his
 
 ## Exekuzio baten egiaztapenak (inprimakia eta APIa)
 
-err-run-gpus = GPU kopuruak 1etik 100000rako zenbaki oso bat izan behar du
+err-run-gpus = GPU kopuruak 1etik 100.000rako zenbaki oso bat izan behar du
 err-run-time-limit = denbora-mugak zero baino handiagoa izan behar du, eta gehienez 30 egun ({ $max } segundo)
 err-run-min-runtime = gutxieneko exekuzio-denborak 0tik gunearen gehienezkora bitartekoa izan behar du: { $hours } h ({ $seconds } s)
 err-run-min-over-limit = gutxieneko exekuzio-denbora ezin da denbora-muga baino luzeagoa izan
-err-run-priority = lehentasunak -1000tik 1000ra bitartekoa izan behar du
-err-run-command = aginduak 1etik 8192ra bitarteko testu-karaktere izan behar ditu
+err-run-priority = lehentasunak −1.000tik 1.000ra bitartekoa izan behar du
+err-run-command = aginduak 1etik 8.192ra bitarteko testu-karaktere izan behar ditu
 err-run-workdir = lan-direktorioak bide-izen absolutua izan behar du
 err-run-env-twice = { $name } bi aldiz eman da, ingurunean eta sekretu gisa
 err-run-env-many = gehienez 64 ingurune-aldagai
@@ -595,14 +595,14 @@ err-run-env-value = { $name } aldagaiaren balioa luzeegia da edo ez da testua
 budget-err-too-large = zenbateko bat gehienez 10.000.000.000.000,00 da
 budget-err-negative = aldiko aurrekontua ezin da negatiboa izan
 budget-err-cap-negative = gastu-muga ezin da negatiboa izan
-budget-err-self-service = autozerbitzu-mugak 0 eta 100000 GPU-ordu artekoa izan behar du
+budget-err-self-service = autozerbitzu-mugak 0 eta 100.000 GPU-ordu artekoa izan behar du
 budget-err-forbidden = administratzaile batek edo proiektu honen gaineko arduradun batek bakarrik alda dezake bere aurrekontua
 budget-err-threshold-twice = % { $pct } alerta-atalasea bi aldiz eman da; eman ehuneko bakoitza behin
 budget-err-thresholds = alerta-atalaseak gehienez 10 ehuneko dira, 1etik 100era
 budget-err-over-entitlement = { $node } nodoaren azpiko proiektuen aurrekontuek { $sum } batuko lukete, bere { $entitlement } zuzkidura baino gehiago; jaitsi hau edo beste proiektu baten aurrekontua
 project-err-no-user = ez dago { $name } izeneko erabiltzailerik
 project-err-user-disabled = { $name } desgaituta dago: gaitu kontua proiektu bati gehitu aurretik
-project-waits-approval = arduradun baten onarpenaren zain
+project-waits-approval = arduradun baten onespenaren zain
 project-run-since = { $at }(e)tik; { $protection }
 project-err-user-empty = idatzi gehitu edo kendu nahi duzun erabiltzailearen izena
 

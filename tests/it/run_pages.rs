@@ -178,7 +178,7 @@ async fn a_bad_field_rerenders_with_its_message_and_the_typed_input() {
         (run_form("two", "60", command), "whole number"),
         (run_form("2", "1:75", command), "hours and minutes"),
         (run_form("2", "9:00", command), "site maximum"),
-        (run_form("2000000", "60", command), "from 1 to 100000"),
+        (run_form("2000000", "60", command), "from 1 to 100,000"),
         (run_form("4000", "60", command), "could never start"),
     ];
     for (fields, message) in cases {
