@@ -288,6 +288,21 @@ async fn admin_creates_renames_moves_and_archives_nodes() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     let (_, body, _) = c.get("/tree").await;
     assert!(!body.contains("Agentic"), "archived nodes leave the tree");
+    // The root is the organisation's to name too (a Spanish site: "Organización"); it cannot
+    // move or be archived, so those forms are not offered.
+    let root = app.node_id("Organisation").await;
+    let (_, page, _) = c.get(&format!("/tree/nodes/{root}")).await;
+    assert!(page.contains(&format!("/tree/nodes/{root}/rename")), "{page}");
+    assert!(!page.contains(&format!("/tree/nodes/{root}/move")), "{page}");
+    let (status, _, _) = c
+        .post(
+            &format!("/tree/nodes/{root}/rename"),
+            &[("name", "Organización")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, body, _) = c.get("/tree").await;
+    assert!(body.contains("Organización"), "{body}");
     // Unknown node ids.
     let (status, _, _) = c.post("/tree/nodes/999999/rename", &[("name", "x")]).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
