@@ -8,6 +8,18 @@ use tranche::ledger::{self, contracts};
 
 use crate::support::{TestApp, tomorrow_at};
 
+/// The test settings with the organisation's time zone `zone` (IANA), as a restart with
+/// `TRANCHE_TIME_ZONE=zone` reads them (before [`ledger::zones::record`]).
+fn site_in(zone: &str) -> tranche::config::Site {
+    let time_zone = jiff::tz::TimeZone::get(zone).unwrap();
+    tranche::config::Site {
+        periods: tranche::domain::PeriodCalendar::new(time_zone.clone()),
+        time_zone,
+        time_zone_name: zone.into(),
+        ..tranche::config::Site::for_tests()
+    }
+}
+
 #[tokio::test]
 async fn spend_rows_match_hand_computed_values_and_the_csv() {
     let app = TestApp::new().await;
@@ -351,12 +363,7 @@ async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
     assert_eq!(december.end.to_string(), "2027-01-01T00:00:00Z");
 
     // Restart in Madrid (UTC+1 in winter): the month under way keeps its UTC period.
-    let mut madrid = tranche::config::Site {
-        time_zone: jiff::tz::TimeZone::get("Europe/Madrid").unwrap(),
-        time_zone_name: "Europe/Madrid".into(),
-        ..tranche::config::Site::for_tests()
-    };
-    madrid.periods = tranche::domain::PeriodCalendar::new(madrid.time_zone.clone());
+    let mut madrid = site_in("Europe/Madrid");
     ledger::zones::record(&app.pool, &mut madrid, mid_month)
         .await
         .unwrap();
@@ -400,12 +407,7 @@ async fn the_tree_api_names_the_zone_the_current_period_follows() {
     ledger::zones::record(&app.pool, &mut utc, now)
         .await
         .unwrap();
-    let mut madrid = tranche::config::Site {
-        time_zone: jiff::tz::TimeZone::get("Europe/Madrid").unwrap(),
-        time_zone_name: "Europe/Madrid".into(),
-        ..tranche::config::Site::for_tests()
-    };
-    madrid.periods = tranche::domain::PeriodCalendar::new(madrid.time_zone.clone());
+    let mut madrid = site_in("Europe/Madrid");
     ledger::zones::record(&app.pool, &mut madrid, now)
         .await
         .unwrap();
@@ -453,12 +455,7 @@ async fn a_projects_days_follow_the_zone_of_its_period() {
     ledger::zones::record(&app.pool, &mut utc, now)
         .await
         .unwrap();
-    let mut west = tranche::config::Site {
-        time_zone: jiff::tz::TimeZone::get("America/Los_Angeles").unwrap(),
-        time_zone_name: "America/Los_Angeles".into(),
-        ..tranche::config::Site::for_tests()
-    };
-    west.periods = tranche::domain::PeriodCalendar::new(west.time_zone.clone());
+    let mut west = site_in("America/Los_Angeles");
     ledger::zones::record(&app.pool, &mut west, now)
         .await
         .unwrap();

@@ -292,8 +292,14 @@ async fn admin_creates_renames_moves_and_archives_nodes() {
     // move or be archived, so those forms are not offered.
     let root = app.node_id("Organisation").await;
     let (_, page, _) = c.get(&format!("/tree/nodes/{root}")).await;
-    assert!(page.contains(&format!("/tree/nodes/{root}/rename")), "{page}");
-    assert!(!page.contains(&format!("/tree/nodes/{root}/move")), "{page}");
+    assert!(
+        page.contains(&format!("/tree/nodes/{root}/rename")),
+        "{page}"
+    );
+    assert!(
+        !page.contains(&format!("/tree/nodes/{root}/move")),
+        "{page}"
+    );
     let (status, _, _) = c
         .post(
             &format!("/tree/nodes/{root}/rename"),
