@@ -1459,6 +1459,7 @@ impl<'a> Pass<'a> {
                         .iter()
                         .map(|s| (s.ends_by, i64::from(s.gpus))),
                 )
+                .chain(self.contract_returns(pool))
                 .collect();
             ends.sort_unstable();
             let mut sum = 0;
@@ -1471,6 +1472,19 @@ impl<'a> Pass<'a> {
         let ends = self.pools[pool].ends.as_deref().unwrap_or_default();
         let i = ends.partition_point(|&(_, cum)| cum < short);
         ends.get(i).map(|&(t, _)| t.max(self.now + 1))
+    }
+
+    /// The GPUs held for contracts in `pool` and unused by their runs, with the instant each
+    /// contract's window ends and gives them back: `(end, GPUs)` (docs/design.md section 3.4).
+    fn contract_returns(&self, pool: usize) -> Vec<(i64, i64)> {
+        self.contracts
+            .iter()
+            .filter(|(_, (_, p, unused))| *p == pool && *unused > 0)
+            .filter_map(|(id, &(_, _, unused))| {
+                let k = self.snap.contracts.iter().find(|k| k.id == *id)?;
+                Some((k.end.max(self.now), unused))
+            })
+            .collect()
     }
 
     /// Unused GPUs held for `contract` (0 for none).
@@ -1724,6 +1738,11 @@ impl<'a> Pass<'a> {
             let b = if s.allocated { end } else { self.now };
             frees.push([a, b, end]);
             gpus.push(i64::from(s.gpus));
+        }
+        // GPUs held for contracts come back to the pool when their window ends.
+        for (end, held) in self.contract_returns(pool) {
+            frees.push([end, end, end]);
+            gpus.push(held);
         }
         let mut chosen = None;
         let mut order: Vec<(i64, i64)> = Vec::with_capacity(frees.len());

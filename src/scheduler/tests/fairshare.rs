@@ -376,3 +376,44 @@ fn a_contract_takes_on_its_projects_runs_that_its_window_finds_running() {
             .any(|d| matches!(d, Decision::Adopt { .. }))
     );
 }
+
+/// A gang that needs GPUs a contract holds unused gets a reservation at the contract's end,
+/// when they come back, with that instant as its reason. Before, held GPUs never came back in
+/// the reservation's count: a 16-GPU gang on a 16-GPU pool with 4 GPUs held got no
+/// reservation and no estimate, told "4 free now" while 8 stood idle (a live check).
+#[test]
+fn a_gang_is_reserved_for_when_a_contracts_held_gpus_come_back() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "25", 0);
+    let other = b.project(None, "25", 0);
+    let big = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 4,
+        start: T0,
+        end: T0 + H,
+    });
+    // Protected until it ends, half an hour from now.
+    b.running(other, 4, T0 - 1800, 3600, 3600);
+    let gang = b.waiting(big, 16, T0, 600, 2 * H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty());
+    assert!(preemptions(&out).is_empty());
+    assert!(
+        out.decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Reserve { run, at, gpus: 16 } if *run == gang && *at == T0 + H)),
+        "{:?}",
+        out.decisions
+    );
+    assert_eq!(
+        reason_of(&out, gang).reserved_at(),
+        Some(T0 + H),
+        "{:?}",
+        reason_of(&out, gang)
+    );
+}
