@@ -178,7 +178,7 @@ pub struct Contract {
     pub time_zone: String,
     /// Price, minor units.
     pub price_minor: i64,
-    /// `active` or `cancelled`.
+    /// `active`, `ended` (an active contract whose window is over, as read) or `cancelled`.
     pub state: String,
     /// Refund on cancellation, minor units.
     pub refund_minor: Option<i64>,
@@ -187,7 +187,8 @@ pub struct Contract {
 }
 
 const SELECT_CONTRACT: &str = "SELECT c.id, t.name AS project, c.project_id, cl.name AS cluster, m.name AS gpu_model, c.gpus, \
-     c.starts_at, c.ends_at, c.time_zone, c.price_minor, c.state, c.refund_minor, u.name AS bought_by \
+     c.starts_at, c.ends_at, c.time_zone, c.price_minor, \
+     CASE WHEN c.state = 'active' AND c.ends_at <= now() THEN 'ended' ELSE c.state END AS state, c.refund_minor, u.name AS bought_by \
      FROM contracts c JOIN tree_nodes t ON t.id = c.project_id JOIN clusters cl ON cl.id = c.cluster_id \
      JOIN gpu_models m ON m.id = c.gpu_model_id LEFT JOIN users u ON u.id = c.bought_by";
 

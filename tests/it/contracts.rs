@@ -393,6 +393,31 @@ async fn cancel_before_the_start_refunds_and_a_started_contract_stays() {
         .unwrap_err();
     assert!(err.to_string().contains("has started"), "{err}");
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+    // Once its window is over it reads as ended (it said active for ever).
+    sqlx::query("UPDATE contracts SET starts_at = now() - interval '2 hours', ends_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(c.id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (_, list) = app
+        .api("GET", "/api/v1/contracts", Some(&token), None)
+        .await;
+    let states: Vec<(i64, String)> = list["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["id"].as_i64().unwrap(),
+                k["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(states.contains(&(c.id, "ended".to_string())), "{states:?}");
+    assert!(
+        states.contains(&(id, "cancelled".to_string())),
+        "{states:?}"
+    );
 }
 
 #[test]

@@ -579,7 +579,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ("hours", num()),
         ("price_minor", int()),
         ("currency", s()),
-        ("state", s()),
+        ("state", json!({"enum": ["active", "ended", "cancelled"]})),
         ("refund_minor", nullable(int())),
         ("bought_by", nullable(s())),
     ]);
