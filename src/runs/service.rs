@@ -1409,7 +1409,7 @@ async fn pass_inner(
     if !adopted.is_empty() {
         let on: Vec<i64> = sqlx::query_scalar(
             "UPDATE runs r SET contract_id = u.c FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) \
-             WHERE r.id = u.id AND r.state IN ('starting', 'running') AND r.contract_id IS NULL RETURNING r.id",
+             WHERE r.id = u.id AND r.state IN ('starting', 'running') AND r.contract_id IS DISTINCT FROM u.c RETURNING r.id",
         )
         .bind(&adopted)
         .bind(&adopted_by)

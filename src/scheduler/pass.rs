@@ -462,9 +462,10 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
 }
 
 /// Puts on each contract that holds capacity now (its lead time included) the running
-/// allocated runs of its project in its pool that are on no contract, oldest first, whole
-/// gangs, while the contract has GPUs none of its runs uses: a run the window finds running is
-/// on the contract as one started inside it would be (protected inside the window,
+/// allocated runs of its project in its pool that are on no contract holding capacity now (none,
+/// or one whose window is over: a training run goes from one contract to the next), oldest
+/// first, whole gangs, while the contract has GPUs none of its runs uses: a run the window finds
+/// running is on the contract as one started inside it would be (protected inside the window,
 /// `contract_protected` from its start). Returns the [`Decision::Adopt`]s.
 fn adopt(
     runs: &mut [RunSlot<'_>],
@@ -488,7 +489,11 @@ fn adopt(
             continue;
         }
         let mut candidates: Vec<usize> = (0..runs.len())
-            .filter(|&i| mine(&runs[i]) && runs[i].contract.is_none() && runs[i].run.allocated())
+            .filter(|&i| {
+                mine(&runs[i])
+                    && runs[i].contract.is_none_or(|k| !active.contains_key(&k))
+                    && runs[i].run.allocated()
+            })
             .collect();
         candidates.sort_unstable_by_key(|&i| (runs[i].run.started_at, runs[i].run.id));
         for i in candidates {

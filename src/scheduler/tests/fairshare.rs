@@ -417,3 +417,46 @@ fn a_gang_is_reserved_for_when_a_contracts_held_gpus_come_back() {
         reason_of(&out, gang)
     );
 }
+
+/// A long training run protected by one contract and then the next (back-to-back windows)
+/// goes from the first to the second when the first ends, instead of staying on the ended
+/// one, unprotected, while the second holds GPUs for it.
+#[test]
+fn a_run_goes_from_an_ended_contract_to_the_next() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "50", 0);
+    b.project(None, "50", 0);
+    for (id, start) in [(1, T0), (2, T0 + 2 * H)] {
+        b.snap.contracts.push(Contract {
+            id: ContractId(id),
+            project: owner,
+            cluster: ClusterId(1),
+            model: ModelId(1),
+            gpus: 4,
+            start,
+            end: start + 2 * H,
+        });
+    }
+    let training = b.running(owner, 4, T0 - H, H, 10 * H);
+    let out = schedule(&b.snap, T0 + 60);
+    assert_eq!(
+        out.decisions.first(),
+        Some(&Decision::Adopt {
+            run: training,
+            contract: ContractId(1)
+        })
+    );
+    let mut snap = b.snap.clone();
+    apply(&mut snap, &out, T0 + 60);
+    let out = schedule(&snap, T0 + 2 * H + 60);
+    assert_eq!(
+        out.decisions.first(),
+        Some(&Decision::Adopt {
+            run: training,
+            contract: ContractId(2)
+        }),
+        "{:?}",
+        out.decisions
+    );
+}

@@ -156,7 +156,15 @@ pub(super) fn check_outcome(snap: &Snapshot, out: &Outcome, now: i64) {
             Decision::Adopt { run, contract } => {
                 let r = running.get(run).expect("only running runs are adopted");
                 let k = contracts[contract];
-                assert!(r.contract.is_none() && r.allocated(), "adopted {r:?}");
+                assert!(
+                    r.allocated()
+                        && r.contract
+                            .is_none_or(|c| !contracts.get(&c).is_some_and(|k| {
+                                k.start.saturating_sub(snap.policy.contract_lead_s) <= now
+                                    && now < k.end
+                            })),
+                    "adopted {r:?}"
+                );
                 assert_eq!(
                     (r.project, r.cluster, r.model),
                     (k.project, k.cluster, k.model)
