@@ -125,6 +125,16 @@ impl AppError {
         }
     }
 
+    /// An `Idempotency-Key` already used for another request: 422 `idempotency_mismatch` on
+    /// the header (runs and contract purchases).
+    pub fn idempotency_mismatch(message: impl Into<String>) -> Self {
+        Self::Unprocessable {
+            code: "idempotency_mismatch",
+            field: Some("Idempotency-Key"),
+            message: message.into(),
+        }
+    }
+
     /// A validation error on `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         Self::Invalid {

@@ -100,6 +100,20 @@ pub async fn gpu_model_id(
         .await
 }
 
+/// The id of the GPU model named `name` (whatever its case).
+///
+/// # Errors
+/// 404 for an unknown name, as docs/api.md's rule says; database errors.
+async fn known_gpu_model(conn: &mut sqlx::PgConnection, name: &str) -> Result<i64, AppError> {
+    gpu_model_id(&mut *conn, name).await?.ok_or_else(|| {
+        AppError::NotFound(t1(
+            "cluster-no-such-model",
+            "name",
+            crate::domain::quote(name.trim()),
+        ))
+    })
+}
+
 /// All GPU models by name.
 ///
 /// # Errors
@@ -415,14 +429,7 @@ pub async fn insert_node(
     let name = domain::ident(name, "node", 128).map_err(|m| AppError::invalid("name", m))?;
     let gpu_count = domain::int_in(gpu_count, "the GPU count", 1, 64)
         .map_err(|m| AppError::invalid("gpu_count", m))?;
-    // An unknown name is a 404, as docs/api.md's rule says.
-    let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
-        AppError::NotFound(t1(
-            "cluster-no-such-model",
-            "name",
-            crate::domain::quote(gpu_model.trim()),
-        ))
-    })?;
+    let model_id = known_gpu_model(&mut *tx, gpu_model).await?;
     let taken: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM nodes WHERE lower(name) = lower($1))")
             .bind(&name)
@@ -479,14 +486,7 @@ pub async fn update_node(
     let mut tx = pool.begin().await?;
     // No pass may place a run on the node while it changes.
     crate::runs::service::serialize_with_passes(&mut tx).await?;
-    // An unknown name is a 404, as docs/api.md's rule says.
-    let model_id = gpu_model_id(&mut *tx, gpu_model).await?.ok_or_else(|| {
-        AppError::NotFound(t1(
-            "cluster-no-such-model",
-            "name",
-            crate::domain::quote(gpu_model.trim()),
-        ))
-    })?;
+    let model_id = known_gpu_model(&mut tx, gpu_model).await?;
     let (name, cluster, old_model, old_count, served, model_name): (String, i64, i64, i32, bool, String) =
         sqlx::query_as(
             "SELECT n.name, n.cluster_id, n.gpu_model_id, n.gpu_count, n.agent_session IS NOT NULL, m.name \

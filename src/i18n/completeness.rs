@@ -285,6 +285,7 @@ fn page_refusals_come_from_the_message_files() {
         "InvalidText",
         "Refused",
         "Unprocessable",
+        "idempotency_mismatch",
         "Malformed",
         "BadShape",
     ];

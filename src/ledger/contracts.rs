@@ -104,14 +104,10 @@ pub async fn repeat_of(
     match row {
         None => Ok(None),
         Some((id, Some(stored))) if stored.as_slice() != key.fingerprint.as_slice() => {
-            Err(AppError::Unprocessable {
-                code: "idempotency_mismatch",
-                field: Some("Idempotency-Key"),
-                message: format!(
-                    "this Idempotency-Key was already used for another purchase (contract {id}); \
-                     send that request again, or use a new key for a new contract"
-                ),
-            })
+            Err(AppError::idempotency_mismatch(format!(
+                "this Idempotency-Key was already used for another purchase (contract {id}); \
+                 send that request again, or use a new key for a new contract"
+            )))
         }
         Some((id, _)) => Ok(Some(
             sqlx::query_as::<_, Contract>(&format!("{SELECT_CONTRACT} WHERE c.id = $1"))
@@ -629,13 +625,12 @@ pub async fn buy_once(
             AppError::invalid("quote", i18n::t("contract-expired"))
         }
         // The same key with a request for another cluster or model, at the same instant.
-        sqlx::Error::Database(d) if d.constraint() == Some("contracts_idempotency") => AppError::Unprocessable {
-            code: "idempotency_mismatch",
-            field: Some("Idempotency-Key"),
-            message: "this Idempotency-Key is being used for another purchase at this moment; \
-                      use a new key for a new contract"
-                .to_owned(),
-        },
+        sqlx::Error::Database(d) if d.constraint() == Some("contracts_idempotency") => {
+            AppError::idempotency_mismatch(
+                "this Idempotency-Key is being used for another purchase at this moment; \
+                 use a new key for a new contract",
+            )
+        }
         _ => e.into(),
     })?;
     let spend = ledger::global_account(&mut tx, "contract_spend").await?;

@@ -825,14 +825,10 @@ pub async fn repeat_of(
     match key_use(pool, actor, key, fingerprint).await? {
         KeyUse::New => Ok(None),
         KeyUse::Repeat(earlier) => Ok(Some(earlier)),
-        KeyUse::Other { id } => Err(AppError::Unprocessable {
-            code: "idempotency_mismatch",
-            field: Some("Idempotency-Key"),
-            message: format!(
-                "this Idempotency-Key was already used for another request (run {id}); \
-                 send that request again, or use a new key for a new run"
-            ),
-        }),
+        KeyUse::Other { id } => Err(AppError::idempotency_mismatch(format!(
+            "this Idempotency-Key was already used for another request (run {id}); \
+             send that request again, or use a new key for a new run"
+        ))),
     }
 }
 
