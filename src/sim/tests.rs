@@ -307,7 +307,9 @@ fn every_format_replays_with_all_jobs_accounted_for() {
             jobs_csv: None,
         };
         let report = simulate(&args).unwrap();
-        assert_eq!(report.policies.len(), 3);
+        // Replayed costliest first, reported in the order asked.
+        let names: Vec<&str> = report.policies.iter().map(|p| p.policy.as_str()).collect();
+        assert_eq!(names, ["fifo", "legacy", "tranche"], "{file}");
         for p in &report.policies {
             let j = p.jobs;
             assert_eq!(
