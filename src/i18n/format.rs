@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use fixed_decimal::Decimal;
 use icu_datetime::FixedCalendarDateTimeFormatter;
-use icu_datetime::fieldsets::{YM, YMD, YMDE, YMDT};
+use icu_datetime::fieldsets::{MD, YM, YMD, YMDE, YMDT};
 use icu_datetime::input::{Date, DateTime, Time};
 use icu_datetime::options::TimePrecision;
 use icu_decimal::DecimalFormatter;
@@ -29,6 +29,10 @@ struct Formatters {
     /// As `date_time`, with seconds (for an instant that has them).
     date_time_s: FixedCalendarDateTimeFormatter<Gregorian, YMDT>,
     month: FixedCalendarDateTimeFormatter<Gregorian, YM>,
+    /// A month with its year, abbreviated (chart labels).
+    month_short: FixedCalendarDateTimeFormatter<Gregorian, YM>,
+    /// A day of a month, abbreviated, without the year (chart and table labels).
+    day_month: FixedCalendarDateTimeFormatter<Gregorian, MD>,
 }
 
 fn locale(lang: Lang) -> icu_locale_core::Locale {
@@ -58,6 +62,10 @@ fn build(lang: Lang) -> Formatters {
         )
         .expect("compiled date-time data"),
         month: FixedCalendarDateTimeFormatter::try_new(prefs(), YM::long())
+            .expect("compiled date data"),
+        month_short: FixedCalendarDateTimeFormatter::try_new(prefs(), YM::medium())
+            .expect("compiled date data"),
+        day_month: FixedCalendarDateTimeFormatter::try_new(prefs(), MD::medium())
             .expect("compiled date data"),
     }
 }
@@ -206,6 +214,24 @@ pub fn month_year(lang: Lang, d: jiff::civil::Date) -> String {
     match (lang, icu_date(d)) {
         (Lang::En, _) | (_, None) => d.strftime("%B %Y").to_string(),
         (_, Some(date)) => of(lang).month.format(&date).to_string(),
+    }
+}
+
+/// The month of `d` with its year, abbreviated, for chart labels and period choices where a
+/// page lists many: `2026-12` (en, the period's name), `dic 2026` (es), `2026 abe.` (eu).
+pub fn month_short(lang: Lang, d: jiff::civil::Date) -> String {
+    match (lang, icu_date(d)) {
+        (Lang::En, _) | (_, None) => d.strftime("%Y-%m").to_string(),
+        (_, Some(date)) => of(lang).month_short.format(&date).to_string(),
+    }
+}
+
+/// The day and month of `d` without the year, for a month's days in a table or chart:
+/// `12-02` (en), `2 dic` (es), `abe. 2` (eu).
+pub fn day_month(lang: Lang, d: jiff::civil::Date) -> String {
+    match (lang, icu_date(d)) {
+        (Lang::En, _) | (_, None) => d.strftime("%m-%d").to_string(),
+        (_, Some(date)) => of(lang).day_month.format(&date).to_string(),
     }
 }
 
@@ -373,6 +399,13 @@ mod tests {
         assert_eq!(month_year(Lang::Es, d), "diciembre de 2026");
         assert_eq!(month_year(Lang::Eu, d), "2026(e)ko abendua");
         assert_eq!(medium_date(Lang::Eu, d), "2026 abe. 2(a)");
+        // CLDR's yMMM and MMMd skeletons: es "MMM y", "d MMM"; eu "y MMM", "MMM d(a)".
+        assert_eq!(month_short(Lang::En, d), "2026-12");
+        assert_eq!(month_short(Lang::Es, d), "dic 2026");
+        assert_eq!(month_short(Lang::Eu, d), "2026 abe.");
+        assert_eq!(day_month(Lang::En, d), "12-02");
+        assert_eq!(day_month(Lang::Es, d), "2 dic");
+        assert_eq!(day_month(Lang::Eu, d), "abe. 2(a)");
     }
 
     #[test]

@@ -427,8 +427,8 @@ pub fn parse_report_period(
     Ok(p)
 }
 
-/// Spend per period for the trend chart: (period label, contracts, runs) for the node's
-/// subtree, oldest first.
+/// Spend per period for the trend chart: (the period's month in the reader's language,
+/// [`crate::i18n::format::month_short`], contracts, runs) for the node's subtree, oldest first.
 ///
 /// # Errors
 /// Database errors.
@@ -458,7 +458,11 @@ pub async fn trend(
         .bind(cluster)
         .fetch_one(pool)
         .await?;
-        out.push((p.label(site), contracts, runs));
+        out.push((
+            crate::i18n::format::month_short(crate::i18n::current(), p.month(site)),
+            contracts,
+            runs,
+        ));
     }
     Ok(out)
 }

@@ -639,11 +639,11 @@ pub async fn owed_received(
         days: bounds
             .windows(2)
             .map(|w| {
-                let label = jiff::Timestamp::from_second(w[0])
+                let day = jiff::Timestamp::from_second(w[0])
                     .unwrap_or(period.start)
                     .to_zoned(tz.clone())
-                    .strftime("%m-%d")
-                    .to_string();
+                    .date();
+                let label = crate::i18n::format::day_month(crate::i18n::current(), day);
                 (label, 0.0, 0.0)
             })
             .collect(),

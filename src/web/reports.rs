@@ -152,7 +152,8 @@ fn cells(r: &Row) -> Vec<String> {
 #[template(path = "reports.html")]
 struct ReportsPage {
     layout: Layout,
-    periods: Vec<String>,
+    /// (name as the query gives it, `YYYY-MM`; as the reader reads it).
+    periods: Vec<(String, String)>,
     period: String,
     nodes: Vec<(i64, String)>,
     node: i64,
@@ -164,6 +165,15 @@ struct ReportsPage {
     trend_svg: String,
     split_svg: String,
     rows: Vec<RowView>,
+}
+
+/// A period as the reader names it: `2026-12` in English (the period's name, as the CSV and
+/// the API give it), the month and year in words in Spanish and Basque (`diciembre de 2026`).
+fn period_name(state: &AppState, p: &crate::ledger::Period) -> String {
+    match i18n::current() {
+        i18n::Lang::En => p.label(&state.site),
+        lang => i18n::format::month_year(lang, p.month(&state.site)),
+    }
 }
 
 async fn page(
@@ -206,7 +216,11 @@ async fn page(
     .unwrap_or_default();
     render(&ReportsPage {
         layout: Layout::for_user(&session, &me, "/reports").await?,
-        periods: recent.iter().rev().map(|p| p.label(&state.site)).collect(),
+        periods: recent
+            .iter()
+            .rev()
+            .map(|p| (p.label(&state.site), period_name(&state, p)))
+            .collect(),
         period: r.period_label.clone(),
         nodes,
         node: r.filter.node,
@@ -221,7 +235,11 @@ async fn page(
         currency: cur.clone(),
         trend_svg: charts::stacked_bars(&i18n::t("chart-spend-by-period"), &trend, cur),
         split_svg: charts::stacked_bars(
-            &i18n::t1("chart-spend-by-model", "period", &r.period_label),
+            &i18n::t1(
+                "chart-spend-by-model",
+                "period",
+                period_name(&state, &r.filter.period),
+            ),
             &split,
             cur,
         ),

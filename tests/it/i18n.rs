@@ -1032,6 +1032,7 @@ async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
             "/tree".to_string(),
             format!("/tree/nodes/{parent}"),
             "/ai/spend".to_string(),
+            "/reports".to_string(),
         ] {
             let (status, body, _) = c.get(&path).await;
             assert_eq!(status, StatusCode::OK, "{path} in {lang}");
@@ -1066,6 +1067,75 @@ async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
                 .is_some_and(|(whole, _)| whole.len() >= 4 && !whole.contains(','))
         });
     assert_eq!(ungrouped, None, "{en_project}");
+    // (e) Dates in words: the project's days ("by day" rows and chart) and the reports' period
+    // choice and chart title, in CLDR's forms (month names written out by hand here).
+    let month = usize::from(today.month() as u8) - 1;
+    let es_short = [
+        "ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sept", "oct", "nov", "dic",
+    ][month];
+    let eu_short = [
+        "urt.", "ots.", "mar.", "api.", "mai.", "eka.", "uzt.", "abu.", "ira.", "urr.", "aza.",
+        "abe.",
+    ][month];
+    let es_long = [
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+    ][month];
+    let eu_long = [
+        "urtarrila",
+        "otsaila",
+        "martxoa",
+        "apirila",
+        "maiatza",
+        "ekaina",
+        "uztaila",
+        "abuztua",
+        "iraila",
+        "urria",
+        "azaroa",
+        "abendua",
+    ][month];
+    let (year, iso_day) = (today.year(), format!("{:02}-01", today.month()));
+    let period = format!("{year}-{:02}", today.month());
+    for (lang, first_day, period_name) in [
+        (Lang::En, iso_day.clone(), period.clone()),
+        (
+            Lang::Es,
+            format!("1 {es_short}"),
+            format!("{es_long} de {year}"),
+        ),
+        (
+            Lang::Eu,
+            format!("{eu_short} 1(a)"),
+            format!("{year}(e)ko {eu_long}"),
+        ),
+    ] {
+        let (text, _) = page(lang, p.clone());
+        assert!(text.contains(&first_day), "{lang}: {first_day} in {text}");
+        if lang != Lang::En {
+            assert!(!text.contains(&iso_day), "{lang}: {iso_day} in {text}");
+        }
+        let (text, body) = page(lang, "/reports".into());
+        assert!(
+            body.contains(&format!(
+                "<option value=\"{period}\" selected>{period_name}</option>"
+            )),
+            "{lang}: {period_name} in {body}"
+        );
+        if lang != Lang::En {
+            assert!(!text.contains(&period), "{lang}: {period} in {text}");
+        }
+    }
     // Shares read with the language's percent sign.
     let (es_project, _) = page(Lang::Es, p.clone());
     assert!(es_project.contains("9,5 %"), "{es_project}");
