@@ -185,8 +185,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => {
             let mut site = Site::from_env()?;
             let database = open(&args).await?;
+            // The zone the server recorded, whatever this shell's TRANCHE_TIME_ZONE says.
             let zones =
-                tranche::ledger::zones::record(&database.pool, &mut site, jiff::Timestamp::now())
+                tranche::ledger::zones::follow(&database.pool, &mut site, jiff::Timestamp::now())
                     .await;
             let result = match zones {
                 Err(e) => Err(e),
@@ -205,7 +206,6 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             let use_cases = match &result {
                 Ok(_) => {
-                    let site = tranche::config::Site::from_env()?;
                     let today = jiff::Timestamp::now()
                         .to_zoned(site.time_zone.clone())
                         .date();

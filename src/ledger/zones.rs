@@ -17,6 +17,39 @@ use crate::ledger::{Period, to_jiff, to_time};
 /// # Errors
 /// Database errors; a recorded zone this build does not know.
 pub async fn record(pool: &PgPool, site: &mut Site, now: jiff::Timestamp) -> anyhow::Result<()> {
+    sync(pool, site, now, true).await
+}
+
+/// For commands other than `serve` (`tranche demo`), whose environment need not be the
+/// server's: reads the recorded zones into `site.periods` and makes `site.time_zone` the zone
+/// the period containing `now` follows, changing nothing recorded but on an empty table (the
+/// configured zone from the beginning, as [`record`] does). A configured zone that differs is
+/// ignored with a warning: only `tranche serve` changes the zone.
+///
+/// # Errors
+/// Database errors; a recorded zone this build does not know.
+pub async fn follow(pool: &PgPool, site: &mut Site, now: jiff::Timestamp) -> anyhow::Result<()> {
+    sync(pool, site, now, false).await?;
+    let zone = site.periods.period(now).0.time_zone().clone();
+    let name = zone.iana_name().unwrap_or("UTC").to_string();
+    if name != site.time_zone_name {
+        tracing::warn!(
+            configured = %site.time_zone_name,
+            recorded = %name,
+            "TRANCHE_TIME_ZONE differs from the zone the server recorded: this command follows the recorded one (only `tranche serve` changes it)"
+        );
+    }
+    site.time_zone = zone;
+    site.time_zone_name = name;
+    Ok(())
+}
+
+async fn sync(
+    pool: &PgPool,
+    site: &mut Site,
+    now: jiff::Timestamp,
+    change: bool,
+) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     sqlx::query("LOCK TABLE period_zones IN EXCLUSIVE MODE")
         .execute(&mut *tx)
@@ -24,6 +57,7 @@ pub async fn record(pool: &PgPool, site: &mut Site, now: jiff::Timestamp) -> any
     let rows = read(&mut tx).await?;
     let configured = site.time_zone_name.as_str();
     match rows.as_slice() {
+        [_, ..] if !change => {}
         [] => {
             sqlx::query(
                 "INSERT INTO period_zones (effective_from, time_zone) VALUES ('epoch', $1)",

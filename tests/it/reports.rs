@@ -396,6 +396,60 @@ async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
     );
 }
 
+/// `tranche demo` (any command but `serve`) run from a shell without the server's
+/// `TRANCHE_TIME_ZONE` follows the recorded zones and changes none: before, it recorded its
+/// own zone (UTC) as a change from the end of the month and dropped a change pending.
+#[tokio::test]
+async fn a_command_other_than_serve_follows_the_recorded_zones() {
+    let (app, _) = TestApp::with_admin().await;
+    let now: jiff::Timestamp = "2026-12-10T12:00:00Z".parse().unwrap();
+    let zones = || async {
+        sqlx::query_as::<_, (time::OffsetDateTime, String)>(
+            "SELECT effective_from, time_zone FROM period_zones ORDER BY effective_from",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+    };
+    // On an empty table the first command records its zone, as a first start does.
+    let mut berlin = site_in("Europe/Berlin");
+    ledger::zones::follow(&app.pool, &mut berlin, now)
+        .await
+        .unwrap();
+    let recorded = zones().await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].1, "Europe/Berlin");
+    let mut utc = tranche::config::Site::for_tests();
+    ledger::zones::follow(&app.pool, &mut utc, now)
+        .await
+        .unwrap();
+    assert_eq!(zones().await, recorded);
+    assert_eq!(utc.time_zone_name, "Europe/Berlin");
+    // December in Berlin (UTC+1) begins at 23:00 UTC on 30 November.
+    let december = ledger::Period::containing(now, &utc);
+    assert_eq!(december.start.to_string(), "2026-11-30T23:00:00Z");
+    // The server restarted in New York: a change from the end of December, kept.
+    let mut new_york = site_in("America/New_York");
+    ledger::zones::record(&app.pool, &mut new_york, now)
+        .await
+        .unwrap();
+    let pending = zones().await;
+    assert_eq!(pending.len(), 2);
+    let mut utc = tranche::config::Site::for_tests();
+    ledger::zones::follow(&app.pool, &mut utc, now)
+        .await
+        .unwrap();
+    assert_eq!(zones().await, pending);
+    assert_eq!(
+        utc.time_zone_name, "Europe/Berlin",
+        "the zone in effect now"
+    );
+    let january = ledger::Period::containing("2027-01-15T00:00:00Z".parse().unwrap(), &utc);
+    // January in New York (UTC-5) from where December ended.
+    assert_eq!(january.start, december.end);
+    assert_eq!(january.end.to_string(), "2027-02-01T05:00:00Z");
+}
+
 /// After `TRANCHE_TIME_ZONE` changes mid-period, the tree's API names the zone the current
 /// period still follows (its months are the old zone's until the period ends), as the tree
 /// page does; before, it named the newly configured zone beside the old zone's period.
