@@ -89,8 +89,10 @@ pub struct AgentArgs {
     pub log_dir: PathBuf,
     /// Directory where the agent records the processes it starts (pid and start time, per
     /// node), so that a later agent for the same nodes can stop what this one left running,
-    /// and nothing else.
-    #[arg(long, default_value = "./tranche-agent-state")]
+    /// and nothing else. An absolute default, the same wherever the agent is started from:
+    /// `/var/lib/tranche-agent` as root, else `$XDG_STATE_HOME/tranche-agent` or
+    /// `~/.local/state/tranche-agent` ([`default_state_dir`]).
+    #[arg(long, env = "TRANCHE_AGENT_STATE_DIR", default_value_os_t = default_state_dir())]
     pub state_dir: PathBuf,
     /// A file declaring the GPUs' utilization, read at every heartbeat (tests and demos of a
     /// declared inventory; on a real node it overrides nvidia-smi). Lines `NODE VALUES`, `NODE`
@@ -155,6 +157,28 @@ pub fn node_names(host: &str, nodes: u32) -> Vec<String> {
         vec![host.to_string()]
     } else {
         (1..=nodes).map(|i| format!("{host}-{i}")).collect()
+    }
+}
+
+/// The state directory when none is given: `/var/lib/tranche-agent` for root, else
+/// `$XDG_STATE_HOME/tranche-agent`, else `$HOME/.local/state/tranche-agent` (the XDG base
+/// directory specification's state home), else `./tranche-agent-state`. Absolute, so that an
+/// agent restarted from another working directory finds its predecessor's records (a relative
+/// default found none, and the old processes kept running beside the new attempt).
+pub fn default_state_dir() -> PathBuf {
+    let non_empty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if nix::unistd::geteuid().is_root() {
+        PathBuf::from("/var/lib/tranche-agent")
+    } else if let Some(state) = non_empty("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
+        state.join("tranche-agent")
+    } else if let Some(home) = non_empty("HOME").filter(|p| p.is_absolute()) {
+        home.join(".local/state/tranche-agent")
+    } else {
+        PathBuf::from("./tranche-agent-state")
     }
 }
 
@@ -1618,5 +1642,40 @@ mod tests {
             c.kill().unwrap();
             c.wait().unwrap();
         }
+    }
+
+    /// Process groups an agent started for a node are found without records (another state
+    /// directory's): those whose environment names the node and carries an agent's secret.
+    #[test]
+    fn a_node_s_agent_processes_are_found_without_records() {
+        use std::os::unix::process::CommandExt;
+        let node = format!("probe-{}", std::process::id());
+        let spawn = |node: &str, owner: bool| {
+            let mut command = std::process::Command::new("sleep");
+            command.arg("30").env("TRANCHE_NODE", node).process_group(0);
+            if owner {
+                command.env(OWNER_ENV, "secret");
+            }
+            command.spawn().unwrap()
+        };
+        let mut ours = spawn(&node, true);
+        let mut no_secret = spawn(&node, false);
+        let mut other_node = spawn(&format!("{node}-2"), true);
+        let found = supervisor::agent_groups(std::slice::from_ref(&node));
+        let pid = i32::try_from(ours.id()).unwrap();
+        assert_eq!(found, vec![(pid, node.clone())]);
+        for c in [&mut ours, &mut no_secret, &mut other_node] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_default_state_directory_is_absolute() {
+        assert!(
+            default_state_dir().is_absolute(),
+            "{:?}",
+            default_state_dir()
+        );
     }
 }

@@ -351,7 +351,7 @@ impl ProcessRecords {
     /// the server accepted the registration of `nodes`, and before anything starts on them.
     /// Returns how many groups were killed.
     pub fn kill_leftovers(&self, nodes: &[String]) -> usize {
-        let mut killed = 0;
+        let mut killed = Vec::new();
         for node in nodes {
             for r in self.open_starts(node) {
                 if !proven(&r) {
@@ -363,7 +363,7 @@ impl ProcessRecords {
                     "killing a run's process group that an earlier agent of this node left running"
                 );
                 signal_group(Pid::from_raw(r.pid), Signal::SIGKILL);
-                killed += 1;
+                killed.push(r.pid);
             }
             let path = self.path(node);
             if path.exists()
@@ -372,8 +372,55 @@ impl ProcessRecords {
                 tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
             }
         }
-        killed
+        for (pid, node) in agent_groups(nodes) {
+            if !killed.contains(&pid) {
+                tracing::error!(
+                    pid,
+                    %node,
+                    state_dir = %self.dir.display(),
+                    "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped and may use the GPUs this agent assigns; stop it, or restart the agent with that agent's --state-dir"
+                );
+            }
+        }
+        killed.len()
     }
+}
+
+/// The process groups alive on this machine that an agent started for one of `nodes`: group
+/// leaders whose environment names the node (`TRANCHE_NODE`) and carries an agent's secret
+/// ([`OWNER_ENV`]). As (pid, node). Not proof of whose they are (another server's agent may
+/// name its nodes alike), so they are only reported.
+pub(super) fn agent_groups(nodes: &[String]) -> Vec<(i32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if crate::process::group_of(pid) != Some(pid) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        let owned = vars
+            .iter()
+            .any(|v| v.starts_with(format!("{OWNER_ENV}=").as_bytes()));
+        let node = vars.iter().find_map(|v| v.strip_prefix(b"TRANCHE_NODE="));
+        if let (true, Some(node)) = (owned, node)
+            && let Some(name) = nodes.iter().find(|n| n.as_bytes() == node)
+        {
+            out.push((pid, name.clone()));
+        }
+    }
+    out
 }
 
 /// Whether the live process `r.pid` is the recorded one: same start time, leader of its own

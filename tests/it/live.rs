@@ -74,6 +74,8 @@ pub fn agent_with(
         .args(["--nodes", &nodes.to_string()])
         .arg("--log-dir")
         .arg(dir.join("logs"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
         .current_dir(dir)
         .env("TRANCHE_AGENT_TOKEN", token)
         .env("RUST_LOG", "info")

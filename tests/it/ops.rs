@@ -35,6 +35,8 @@ fn agent(base: &str, token: &str, name: &str, dir: &Path, utilization: Option<&P
     command
         .arg("--log-dir")
         .arg(dir.join("logs"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
         .current_dir(dir)
         .env("TRANCHE_AGENT_TOKEN", token)
         .env("RUST_LOG", "info")
