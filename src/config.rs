@@ -201,12 +201,18 @@ fn smtp_from_env() -> anyhow::Result<Option<Smtp>> {
 }
 
 fn seconds_var(name: &str, default: i64) -> anyhow::Result<i64> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) if v.trim().is_empty() => Ok(default),
-        Ok(v) => match v.trim().parse::<i64>() {
-            Ok(s) if (0..=30 * 86_400).contains(&s) => Ok(s),
-            _ => anyhow::bail!("{name} must be a number of seconds from 0 to 2592000, got {v:?}"),
+    seconds(name, std::env::var(name).ok().as_deref(), default, 0)
+}
+
+/// Seconds from `raw`, the value of variable `name`: `default` when unset or blank, else a
+/// whole number from `min` to 30 days.
+fn seconds(name: &str, raw: Option<&str>, default: i64, min: i64) -> anyhow::Result<i64> {
+    const MAX: i64 = 30 * 86_400;
+    match raw.map(str::trim) {
+        None | Some("") => Ok(default),
+        Some(v) => match v.parse::<i64>() {
+            Ok(s) if (min..=MAX).contains(&s) => Ok(s),
+            _ => anyhow::bail!("{name} must be a number of seconds from {min} to {MAX}, got {v:?}"),
         },
     }
 }
@@ -271,7 +277,13 @@ impl Site {
             smtp: smtp_from_env()?,
             max_min_runtime_s: seconds_var("TRANCHE_MAX_MIN_RUNTIME_S", 8 * 3600)?,
             grace_s: seconds_var("TRANCHE_GRACE_S", 30)?,
-            agent_timeout_s: seconds_var("TRANCHE_AGENT_TIMEOUT_S", 30)?,
+            // Agents heartbeat every third of it, at least every second: 3 s at the least.
+            agent_timeout_s: seconds(
+                "TRANCHE_AGENT_TIMEOUT_S",
+                std::env::var("TRANCHE_AGENT_TIMEOUT_S").ok().as_deref(),
+                30,
+                3,
+            )?,
             tick_s: seconds_var("TRANCHE_TICK_S", 5)?.max(1),
             trust_forwarded_for,
             metrics_token: match std::env::var("TRANCHE_METRICS_TOKEN") {
@@ -329,5 +341,27 @@ pub fn database_source() -> DatabaseSource {
     match std::env::var("DATABASE_URL") {
         Ok(url) if !url.trim().is_empty() => DatabaseSource::Url(Secret::new(url)),
         _ => DatabaseSource::Embedded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn seconds_are_whole_and_in_range() {
+        let t = |raw: Option<&str>, min| seconds("X", raw, 30, min);
+        assert_eq!(t(None, 0).unwrap(), 30);
+        assert_eq!(t(Some("  "), 0).unwrap(), 30);
+        assert_eq!(t(Some(" 0 "), 0).unwrap(), 0);
+        assert_eq!(t(Some("2592000"), 0).unwrap(), 2_592_000);
+        assert_eq!(t(Some("3"), 3).unwrap(), 3);
+        for bad in ["0", "2", "-1", "2592001", "1.5", "ten"] {
+            let e = t(Some(bad), 3).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("X must be a number of seconds from 3 to 2592000, got {bad:?}")
+            );
+        }
     }
 }

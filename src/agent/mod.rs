@@ -634,7 +634,7 @@ impl Agent {
                 }
                 Err(e @ ApiError::Status { status: 409, .. }) if matches!(&e, ApiError::Status { code, .. } if code == "stale_session") =>
                 {
-                    tracing::warn!(error = %e, "session replaced by another agent: registering again");
+                    tracing::warn!(error = %e, "the server marked these nodes lost (no heartbeat within its timeout): registering again");
                     return Ok(SessionEnd::Reregister);
                 }
                 Err(e @ ApiError::Status { status: 409, .. }) => {
