@@ -56,23 +56,31 @@ pub async fn account_for_token(
     Ok(Some(account))
 }
 
-/// Revokes one of the user's own tokens, with an `api_token.revoke` audit entry in the same
-/// statement; false when there is no such active token.
+/// Revokes active token `token_id` for `actor_id`: one of the actor's own tokens, or when
+/// `any_user` (an admin) any user's, with an `api_token.revoke` audit entry by the actor in
+/// the same statement (`user` is the token's owner); false when there is no such active token.
 ///
 /// # Errors
 /// Database errors.
-pub async fn revoke(pool: &PgPool, user_id: i64, token_id: i64) -> Result<bool, sqlx::Error> {
+pub async fn revoke(
+    pool: &PgPool,
+    actor_id: i64,
+    token_id: i64,
+    any_user: bool,
+) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
-        "WITH t AS (UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id, label) \
+        "WITH t AS (UPDATE api_tokens SET revoked_at = now() \
+                    WHERE id = $1 AND (user_id = $2 OR $3) AND revoked_at IS NULL RETURNING id, label, user_id) \
          INSERT INTO audit_log (actor_id, action, entity, entity_id, before, after) \
          SELECT $2, 'api_token.revoke', 'api_token', t.id, jsonb_build_object('user', u.name, 'label', t.label, 'revoked', false), \
                 jsonb_build_object('user', u.name, 'label', t.label, 'revoked', true) \
-         FROM t, users u WHERE u.id = $2",
+         FROM t, users u WHERE u.id = t.user_id",
     )
-        .bind(token_id)
-        .bind(user_id)
-        .execute(pool)
-        .await?;
+    .bind(token_id)
+    .bind(actor_id)
+    .bind(any_user)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 

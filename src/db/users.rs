@@ -384,6 +384,19 @@ pub async fn set_disabled(
     .bind(disabled)
     .execute(&mut *tx)
     .await?;
+    // And its API tokens: enabling the account again does not bring back a token that may
+    // have leaked (the user makes new ones).
+    let revoked = if disabled {
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+    } else {
+        0
+    };
     audit::record(
         &mut *tx,
         Change {
@@ -397,7 +410,11 @@ pub async fn set_disabled(
             entity_id: Some(user_id),
             node_id: None,
             before: Some(json!({"name": name, "disabled": was})),
-            after: Some(json!({"name": name, "disabled": disabled})),
+            after: Some(if disabled {
+                json!({"name": name, "disabled": disabled, "tokens_revoked": revoked})
+            } else {
+                json!({"name": name, "disabled": disabled})
+            }),
         },
     )
     .await?;

@@ -158,7 +158,7 @@ async fn revoke_token(
     CurrentUser(me): CurrentUser,
     PagePath(id): PagePath<i64>,
 ) -> Result<Response, AppError> {
-    if tokens::revoke(&state.pool, me.id, id).await? {
+    if tokens::revoke(&state.pool, me.id, id, false).await? {
         flash(&session, crate::i18n::t("account-flash-token-revoked")).await?;
         Ok(Redirect::to("/account/tokens").into_response())
     } else {

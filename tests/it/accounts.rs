@@ -457,6 +457,72 @@ async fn revoked_tokens_stop_working() {
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
 }
 
+/// An admin revokes another user's token (a leaked one) without disabling the account: the
+/// admin lists the user's tokens, revokes one, and the audit log names both; nobody else can.
+#[tokio::test]
+async fn an_admin_revokes_another_user_s_token() {
+    let (app, _) = TestApp::with_demo().await;
+    let lead = app.token_for("demo-lead").await;
+    let researcher = app.token_for("demo-researcher").await;
+    let admin = app.token_for("demo-admin").await;
+    let lead_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-lead'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let path = format!("/api/v1/users/{lead_id}/tokens");
+    let (status, _) = app.api("GET", &path, Some(&researcher), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, listed) = app.api("GET", &path, Some(&admin), None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let ids: Vec<i64> = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_i64().unwrap())
+        .collect();
+    let own: i64 = sqlx::query_scalar("SELECT id FROM api_tokens WHERE user_id = $1")
+        .bind(lead_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(ids, [own]);
+    let (status, _) = app
+        .api("GET", "/api/v1/users/999999/tokens", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Another researcher cannot revoke it: not theirs, as if it did not exist.
+    let revoke = format!("/api/v1/tokens/{own}");
+    let (status, _) = app.api("DELETE", &revoke, Some(&researcher), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.api("GET", "/api/v1/me", Some(&lead), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = app.api("DELETE", &revoke, Some(&admin), None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, _) = app.api("GET", "/api/v1/me", Some(&lead), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.api("DELETE", &revoke, Some(&admin), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "already revoked");
+    let (actor, user): (String, String) = sqlx::query_as(
+        "SELECT a.name, l.after->>'user' FROM audit_log l JOIN users a ON a.id = l.actor_id \
+         WHERE l.action = 'api_token.revoke' AND l.entity_id = $1",
+    )
+    .bind(own)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((actor.as_str(), user.as_str()), ("demo-admin", "demo-lead"));
+    // The lead's account still works: a new token does.
+    let (status, _) = app
+        .api(
+            "GET",
+            "/api/v1/me",
+            Some(&app.token_for("demo-lead").await),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
 #[tokio::test]
 async fn pages_carry_security_headers() {
     let (app, _) = TestApp::with_admin().await;
@@ -525,8 +591,17 @@ async fn a_disabled_account_can_do_nothing_until_enabled() {
     .await
     .unwrap();
     assert_eq!(audited, 1);
+    let revoked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM api_tokens WHERE user_id = $1 AND revoked_at IS NOT NULL",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(revoked, 1, "disabling revoked its token");
 
-    // Enabled again through the API: the same token works.
+    // Enabled again through the API: it signs in; its old token stays revoked (it may have
+    // leaked), a new one works.
     let admin_token = app.token_for(&admin_name).await;
     let (status, answer) = app
         .api(
@@ -538,6 +613,9 @@ async fn a_disabled_account_can_do_nothing_until_enabled() {
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let (status, _) = app.api("GET", "/api/v1/me", Some(&token), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let fresh = app.token_for(&name).await;
+    let (status, _) = app.api("GET", "/api/v1/me", Some(&fresh), None).await;
     assert_eq!(status, StatusCode::OK);
 
     // Not oneself; and (from the command line, with no actor) not the last enabled admin.

@@ -836,11 +836,33 @@ async fn delete_token(
     ApiUser(me): ApiUser,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult {
-    if crate::auth::tokens::revoke(&state.pool, me.id, id).await? {
+    // Admins may revoke any user's token (a leaked one, without disabling its account).
+    if crate::auth::tokens::revoke(&state.pool, me.id, id, me.is_admin()).await? {
         ok(json!({"ok": true}))
+    } else if me.is_admin() {
+        Err(AppError::NotFound(format!("there is no active token with id {id}")).into())
     } else {
         Err(AppError::NotFound(format!("you have no active token with id {id}")).into())
     }
+}
+
+/// A user's API tokens (admin), newest first: to find the id of one to revoke.
+async fn get_user_tokens(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult {
+    require_admin(&me)?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)")
+        .bind(id)
+        .fetch_one(&state.pool)
+        .await?;
+    if !exists {
+        return Err(
+            AppError::NotFound(crate::i18n::t1("users-not-found", "id", id.to_string())).into(),
+        );
+    }
+    ok(json!({"tokens": crate::auth::tokens::list(&state.pool, id).await?}))
 }
 
 /// A contract purchase: times are RFC 3339 with an offset, or wall-clock with `time_zone`.
@@ -1214,6 +1236,7 @@ pub fn router() -> Router<AppState> {
         .route("/users", get(get_users).post(post_user))
         .route("/users/{id}/grants", post(post_grant))
         .route("/users/{id}/disable", post(post_disable))
+        .route("/users/{id}/tokens", get(get_user_tokens))
         .route("/users/{id}/enable", post(post_enable))
         .route(
             "/users/{id}/grants/{grant}",

@@ -253,11 +253,12 @@ pub fn document() -> Value {
                 "post": req(op("Create a user with a role; the answer carries the generated password once (admin); a lead needs node, other roles refuse it (422); 404 for an unknown node name", "201", "UserCreated"), "UserBody")
             },
             "/users/{id}/grants": {"parameters": [id], "post": req(op("Grant a role (admin); a lead needs node, other roles refuse it (422); 404 for an unknown node name", "201", "Created"), "GrantBody")},
-            "/users/{id}/disable": {"parameters": [id], "post": op("Disable an account (admin): its sessions end, its API tokens and sign-in are refused; grants and history stay. 409 conflict for one's own account, the last enabled admin, or the break-glass admin while password sign-in is off", "200", "Ok")},
-            "/users/{id}/enable": {"parameters": [id], "post": op("Enable a disabled account again (admin)", "200", "Ok")},
+            "/users/{id}/disable": {"parameters": [id], "post": op("Disable an account (admin): its sessions end, its API tokens are revoked and sign-in is refused; grants and history stay. 409 conflict for one's own account, the last enabled admin, or the break-glass admin while password sign-in is off", "200", "Ok")},
+            "/users/{id}/enable": {"parameters": [id], "post": op("Enable a disabled account again (admin); the tokens revoked when it was disabled stay revoked", "200", "Ok")},
+            "/users/{id}/tokens": {"parameters": [id], "get": op("A user's API tokens (admin; never the tokens themselves), to revoke one with DELETE /tokens/{id}", "200", "Tokens")},
             "/users/{id}/grants/{grant}": {"parameters": [id, id_param("grant")], "delete": op("Revoke a role (admin); the last admin cannot be revoked", "200", "Ok")},
             "/tokens": {"get": op("The caller's API tokens (never the tokens themselves)", "200", "Tokens")},
-            "/tokens/{id}": {"parameters": [id], "delete": op("Revoke one of the caller's tokens", "200", "Ok")},
+            "/tokens/{id}": {"parameters": [id], "delete": op("Revoke one of the caller's tokens, or any user's (admin)", "200", "Ok")},
             "/contracts": {
                 "get": params(op("Contracts visible to the caller", "200", "Contracts"), pool_filter.clone()),
                 "post": buy_contract
