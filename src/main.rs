@@ -174,8 +174,20 @@ fn run_cli() -> anyhow::Result<()> {
     }
 }
 
+/// The database of a command other than `serve`. Only `serve` creates an organisation: given
+/// a mistyped data directory, another command would initialise an empty one there and act on
+/// it.
 async fn open(db: &DbArgs) -> anyhow::Result<Database> {
-    Database::open(&config::database_source(), &db.data_dir).await
+    let source = config::database_source();
+    if matches!(source, config::DatabaseSource::Embedded)
+        && !db.data_dir.join("postgres").join("PG_VERSION").exists()
+    {
+        anyhow::bail!(
+            "there is no Tranche database in {dir}: start `tranche serve --data-dir {dir}` first (it creates one), or set DATABASE_URL",
+            dir = db.data_dir.display()
+        );
+    }
+    Database::open(&source, &db.data_dir).await
 }
 
 async fn run(command: Command) -> anyhow::Result<()> {

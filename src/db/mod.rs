@@ -60,6 +60,21 @@ impl Database {
                 (embedded.connect_options(embedded::DATABASE), Some(embedded))
             }
         };
+        if embedded.is_none() {
+            // One connection first, so that an unreachable server or a refused login says so
+            // at once (the pool retries until its acquire timeout, then says only that).
+            use sqlx::{ConnectOptions, Connection};
+            match tokio::time::timeout(std::time::Duration::from_secs(10), options.connect()).await
+            {
+                Ok(Ok(c)) => c.close().await?,
+                Ok(Err(e)) => anyhow::bail!("cannot connect to PostgreSQL: {e}"),
+                Err(_) => anyhow::bail!(
+                    "cannot connect to PostgreSQL: no answer from {}:{} within 10 s",
+                    options.get_host(),
+                    options.get_port()
+                ),
+            }
+        }
         let pool = pool_options(20)
             .connect_with(options)
             .await

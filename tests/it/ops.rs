@@ -875,3 +875,46 @@ fn the_command_line_refuses_agent_node_counts_and_token_labels_the_server_would(
         );
     }
 }
+
+/// Commands other than `serve` refuse a data directory holding no database (a mistyped one
+/// got an empty organisation initialised there), and an unreachable `DATABASE_URL` says why at
+/// once (it waited 30 s, then said only that the pool timed out).
+#[test]
+fn commands_name_a_missing_database_and_an_unreachable_server() {
+    let dir = std::env::temp_dir().join(format!("tranche-no-such-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .args([
+            "admin",
+            "create-token",
+            "--user",
+            "demo-admin",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run tranche");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!(
+            "there is no Tranche database in {}",
+            dir.display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing created");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .arg("migrate")
+        .env("DATABASE_URL", "postgres://nobody:secret@127.0.0.1:9/none")
+        .output()
+        .expect("run tranche");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cannot connect to PostgreSQL") && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "the password is not shown: {err}");
+}
