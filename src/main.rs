@@ -191,7 +191,7 @@ async fn open(db: &DbArgs) -> anyhow::Result<Database> {
 }
 
 async fn run(command: Command) -> anyhow::Result<()> {
-    tranche::telemetry::init();
+    tranche::telemetry::init()?;
     match command {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => {

@@ -917,4 +917,21 @@ fn commands_name_a_missing_database_and_an_unreachable_server() {
         "{err}"
     );
     assert!(!err.contains("secret"), "the password is not shown: {err}");
+    // Log settings that mean nothing are refused, not replaced by the defaults.
+    for (var, value, says) in [
+        (
+            "TRANCHE_LOG_FORMAT",
+            "xml",
+            "TRANCHE_LOG_FORMAT must be text or json, got \"xml\"",
+        ),
+        ("RUST_LOG", "tranche=loud", "RUST_LOG is not a log filter"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+            .arg("migrate")
+            .env(var, value)
+            .output()
+            .expect("run tranche");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{var}: {err}");
+    }
 }
