@@ -375,3 +375,7 @@ audit-yes = yes
 audit-no = no
 audit-none = none
 audit-empty = (empty)
+audit-pages = Pages of the audit log
+audit-newest = Newest entries
+audit-older = Older entries
+err-audit-before = before is the id of an audit entry, a whole number from 1, to show the entries older than it; got { $got }

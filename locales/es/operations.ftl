@@ -396,3 +396,7 @@ audit-yes = sí
 audit-no = no
 audit-none = ninguno
 audit-empty = (vacío)
+audit-pages = Páginas del registro de auditoría
+audit-newest = Entradas más recientes
+audit-older = Entradas más antiguas
+err-audit-before = before es el id de una entrada del registro, un número entero desde 1, para ver las entradas más antiguas que ella; has indicado { $got }

@@ -388,3 +388,7 @@ audit-yes = bai
 audit-no = ez
 audit-none = bat ere ez
 audit-empty = (hutsik)
+audit-pages = Auditoria-erregistroaren orriak
+audit-newest = Sarrera berrienak
+audit-older = Sarrera zaharragoak
+err-audit-before = before erregistroko sarrera baten id-a da, 1etik aurrerako zenbaki osoa, hura baino zaharragoak diren sarrerak ikusteko; { $got } adierazi duzu

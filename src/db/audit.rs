@@ -69,8 +69,13 @@ pub struct Entry {
     pub after: Option<Value>,
 }
 
-/// The newest `limit` entries the account may see: all for admin and finance, entries about
-/// the lead's subtree for leads, none for others.
+/// Most entries a page of the audit log holds.
+pub const PAGE_MAX: i64 = 1_000;
+
+/// The newest `limit` (clamped to 1 ..= [`PAGE_MAX`]) entries the account may see with an id
+/// below `before` (all when `None`): all for admin and finance, entries about the lead's
+/// subtree for leads, none for others. Returns them, newest first, and the `before` of the
+/// next (older) page: the last id when the page is full, else `None`.
 ///
 /// # Errors
 /// Database errors.
@@ -79,7 +84,9 @@ pub async fn visible(
     account: &Account,
     parents: &Parents,
     limit: i64,
-) -> Result<Vec<Entry>, sqlx::Error> {
+    before: Option<i64>,
+) -> Result<(Vec<Entry>, Option<i64>), sqlx::Error> {
+    let limit = limit.clamp(1, PAGE_MAX);
     let scope: Option<Vec<i64>> = if account.sees_everything() {
         None
     } else {
@@ -96,14 +103,21 @@ pub async fn visible(
                 .collect(),
         )
     };
-    sqlx::query_as(
+    let entries: Vec<Entry> = sqlx::query_as(
         "SELECT a.id, a.at, u.name AS actor, a.action, a.entity, a.entity_id, a.node_id, a.before, a.after \
          FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id \
-         WHERE $1::bigint[] IS NULL OR a.node_id = ANY($1) \
+         WHERE ($1::bigint[] IS NULL OR a.node_id = ANY($1)) AND ($3::bigint IS NULL OR a.id < $3) \
          ORDER BY a.id DESC LIMIT $2",
     )
     .bind(scope)
     .bind(limit)
+    .bind(before)
     .fetch_all(pool)
-    .await
+    .await?;
+    let next = if entries.len() as i64 == limit {
+        entries.last().map(|e| e.id)
+    } else {
+        None
+    };
+    Ok((entries, next))
 }

@@ -1,7 +1,7 @@
 //! The audit log page: admins and finance see everything, leads their subtrees.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
 use tower_sessions::Session;
@@ -34,6 +34,10 @@ struct AuditPage {
     /// How many entries are shown, as the page writes it.
     shown: String,
     time_zone: String,
+    /// The next (older) page's address, when there is one.
+    older: Option<String>,
+    /// Back to the newest entries, from an older page.
+    newest: Option<String>,
 }
 
 /// A recorded value in words (in the page's language): strings as they are, `yes`/`no`,
@@ -72,17 +76,38 @@ fn state_lines(v: Option<&serde_json::Value>) -> Vec<(String, String)> {
     }
 }
 
+/// `?before=ID`: the page of entries older than `ID`.
+#[derive(serde::Deserialize)]
+struct AuditQuery {
+    #[serde(default)]
+    before: Option<String>,
+}
+
+/// Entries on a page of the audit log.
+const PAGE: i64 = 500;
+
 async fn audit_page(
     State(state): State<AppState>,
     session: Session,
     CurrentUser(me): CurrentUser,
+    Query(q): Query<AuditQuery>,
 ) -> Result<Response, AppError> {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
         return Err(AppError::Forbidden(t("audit-forbidden")));
     }
+    let before = crate::runs::parse_before(q.before.as_deref()).map_err(|_| {
+        AppError::invalid(
+            "before",
+            crate::i18n::t1(
+                "err-audit-before",
+                "got",
+                crate::domain::quote(q.before.as_deref().unwrap_or("").trim()),
+            ),
+        )
+    })?;
     let parents = Parents::load(&state.pool).await?;
-    let entries = audit::visible(&state.pool, &me, &parents, 500)
-        .await?
+    let (entries, next_before) = audit::visible(&state.pool, &me, &parents, PAGE, before).await?;
+    let entries = entries
         .into_iter()
         .map(|e| EntryRow {
             at: crate::domain::format_local(crate::ledger::to_jiff(e.at), &state.site.time_zone),
@@ -100,6 +125,8 @@ async fn audit_page(
         shown: crate::web::int(entries.len() as i64),
         entries,
         time_zone: state.site.time_zone_name.clone(),
+        older: next_before.map(|b| format!("/audit?before={b}")),
+        newest: before.map(|_| "/audit".to_string()),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Every kind of change leaves an audit entry with who, what, before and after; leads see
 //! their subtree's entries only.
 
+use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::support::TestApp;
@@ -303,6 +304,95 @@ async fn leads_see_only_their_subtrees_entries() {
         .map(|e| e["action"].as_str().unwrap())
         .collect();
     assert_eq!(actions.iter().filter(|a| **a == "share.update").count(), 2);
+}
+
+/// The whole audit log can be read, a page at a time (it showed only the newest entries):
+/// the API's `limit` and `before`, the page's "Older entries" link; a bad cursor is refused.
+#[tokio::test]
+async fn the_audit_log_is_read_a_page_at_a_time() {
+    let (app, users) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    // A few more entries (token creations), so that pages of 3 and 4 are full.
+    for _ in 0..8 {
+        app.token_for("demo-admin").await;
+    }
+    let newest: Vec<i64> = sqlx::query_scalar("SELECT id FROM audit_log ORDER BY id DESC LIMIT 7")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(newest.len(), 7);
+    let ids = |answer: &serde_json::Value| -> Vec<i64> {
+        answer["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_i64().unwrap())
+            .collect()
+    };
+    let (status, first) = app
+        .api("GET", "/api/v1/audit?limit=3", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(ids(&first), newest[..3]);
+    assert_eq!(first["next_before"], newest[2]);
+    let (_, second) = app
+        .api(
+            "GET",
+            &format!("/api/v1/audit?limit=4&before={}", newest[2]),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(ids(&second), newest[3..7]);
+    // The oldest page is not full and names no next one.
+    let oldest: i64 = sqlx::query_scalar("SELECT min(id) FROM audit_log")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (_, last) = app
+        .api(
+            "GET",
+            &format!("/api/v1/audit?before={}", oldest + 1),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(ids(&last), [oldest]);
+    assert!(last["next_before"].is_null());
+    for bad in ["abc", "0", "-5"] {
+        let (status, answer) = app
+            .api(
+                "GET",
+                &format!("/api/v1/audit?before={bad}"),
+                Some(&admin),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {answer}");
+        assert_eq!(answer["error"]["field"], "before", "{answer}");
+    }
+    // The page: 500 a page, a link to the older ones, and back.
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (name, pw) = crate::support::demo_password(&users, "admin");
+    let mut c = app.client();
+    c.login(&name, &pw).await;
+    let (status, page, _) = c.get(&format!("/audit?before={}", newest[2])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("href=\"/audit\" rel=\"first\""), "{page}");
+    assert_eq!(
+        page.contains("rel=\"next\""),
+        total - 3 > 500,
+        "{total} entries"
+    );
+    let (status, page, _) = c.get("/audit?before=abc").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{page}");
+    assert!(
+        page.contains("before is the id of an audit entry"),
+        "{page}"
+    );
 }
 
 #[tokio::test]

@@ -817,14 +817,46 @@ async fn delete_grant(
     ok(json!({"ok": true}))
 }
 
-async fn get_audit(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
+#[derive(serde::Deserialize)]
+struct AuditQuery {
+    /// Only entries with a smaller id (the previous page's `next_before`): text as it came, a
+    /// whole number from 1.
+    #[serde(default)]
+    before: Option<String>,
+    /// At most this many (default and most [`audit::PAGE_MAX`]; clamped to 1 ..= it).
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn get_audit(
+    State(state): State<AppState>,
+    ApiUser(me): ApiUser,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> ApiResult {
     if !me.sees_everything() && me.lead_nodes().next().is_none() {
         return Err(
             AppError::Forbidden("the audit log is for admins, finance and leads".into()).into(),
         );
     }
+    let before = crate::runs::parse_before(q.before.as_deref()).map_err(|_| {
+        AppError::invalid(
+            "before",
+            format!(
+                "before: the id of an audit entry, a whole number from 1 (the previous page's next_before); got {}",
+                crate::domain::quote(q.before.as_deref().unwrap_or("").trim())
+            ),
+        )
+    })?;
     let parents = Parents::load(&state.pool).await?;
-    ok(json!({"entries": audit::visible(&state.pool, &me, &parents, 1000).await?}))
+    let (entries, next_before) = audit::visible(
+        &state.pool,
+        &me,
+        &parents,
+        q.limit.unwrap_or(audit::PAGE_MAX),
+        before,
+    )
+    .await?;
+    ok(json!({"entries": entries, "next_before": next_before}))
 }
 
 async fn get_tokens(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {

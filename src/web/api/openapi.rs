@@ -283,7 +283,10 @@ pub fn document() -> Value {
             "/notifications": {"get": op("The caller's notifications (budget alerts), newest first", "200", "Notifications")},
             "/alerts": {"get": op("Budget alerts that fired for projects the caller may see (threshold, actual or forecast, spend and budget)", "200", "Alerts")},
             "/notifications/read": {"post": op("Mark all the caller's notifications read", "200", "MarkedRead")},
-            "/audit": {"get": op("Audit entries visible to the caller (admin and finance: all; leads: their subtree)", "200", "Audit")},
+            "/audit": {"get": params(op("Audit entries visible to the caller (admin and finance: all; leads: their subtree), newest first, a page at a time; next_before, when not null, is the before of the next (older) page", "200", "Audit"), json!([
+                q("before", false, sc::int_in(1, i64::MAX), "only entries with a smaller id (the previous page's next_before); 422 invalid_input when not a whole number from 1"),
+                q("limit", false, int(), "at most this many (default 1000; clamped to 1 to 1000)")
+            ]))},
             "/runs": {
                 "get": params(op("Runs the caller may see, newest first, a page at a time; next_before, when not null, is the before of the next (older) page", "200", "RunPage"), runs_params),
                 "post": submit_run

@@ -934,17 +934,20 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ("MarkedRead", obj(&[("marked_read", int())])),
         (
             "Audit",
-            obj(&[(
-                "entries",
-                arr(obj(&[
-                    ("id", int()),
-                    ("at", s()),
-                    ("actor", nullable(s())),
-                    ("action", s()),
-                    ("entity", s()),
-                    ("entity_id", nullable(int())),
-                ])),
-            )]),
+            obj(&[
+                (
+                    "entries",
+                    arr(obj(&[
+                        ("id", int()),
+                        ("at", s()),
+                        ("actor", nullable(s())),
+                        ("action", s()),
+                        ("entity", s()),
+                        ("entity_id", nullable(int())),
+                    ])),
+                ),
+                ("next_before", nullable(int())),
+            ]),
         ),
         ("Runs", obj(&[("runs", arr(run_row()))])),
         (
