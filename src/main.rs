@@ -1,6 +1,7 @@
 //! The `tranche` binary: a thin command-line shell over the library.
 
 use std::io::BufRead;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -82,6 +83,25 @@ enum AdminCommand {
         /// A label to recognise the token by.
         #[arg(long, default_value = "cli")]
         label: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Back up the embedded database to a new file (pg_dump's custom format, mode 0600); copy
+    /// the data directory's secret.key with it. With DATABASE_URL, back up that server with
+    /// pg_dump instead.
+    Backup {
+        /// The file to write (it must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Replace the embedded database's contents with a backup made by `admin backup`, in one
+    /// transaction, while no `tranche serve` runs on it.
+    Restore {
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -172,6 +192,20 @@ fn run_cli() -> anyhow::Result<()> {
             .build()?
             .block_on(run(other)),
     }
+}
+
+/// The embedded PostgreSQL of `db`'s data directory for `what` (back up, restore): refused
+/// with `DATABASE_URL` (that server has its own tools) or a directory with no database.
+fn open_embedded(db: &DbArgs, what: &str) -> anyhow::Result<db::embedded::Embedded> {
+    if !matches!(config::database_source(), config::DatabaseSource::Embedded) {
+        anyhow::bail!(
+            "DATABASE_URL is set: {what} that server with PostgreSQL's own tools (pg_dump, pg_restore); this command serves the embedded database"
+        );
+    }
+    if !db.data_dir.join("postgres").join("PG_VERSION").exists() {
+        anyhow::bail!("there is no Tranche database in {}", db.data_dir.display());
+    }
+    db::embedded::Embedded::open(&db.data_dir, db::embedded::Claim::Join)
 }
 
 /// The database of a command other than `serve`. Only `serve` creates an organisation: given
@@ -397,6 +431,55 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
                 Ok(format!("token: {token}"))
             })
             .await
+        }
+        AdminCommand::Backup { out, db } => {
+            use std::os::unix::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&out)
+                .with_context(|| format!("--out {}", out.display()))?;
+            let embedded = match open_embedded(&db, "back up") {
+                Ok(e) => e,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&out);
+                    return Err(e);
+                }
+            };
+            let dumped = embedded.dump(db::embedded::DATABASE, file);
+            let stopped = embedded.stop_if_owned();
+            if dumped.is_err() {
+                let _ = std::fs::remove_file(&out);
+            }
+            dumped.and(stopped)?;
+            println!(
+                "backup: {} (keep {} with it: without the key, runs' sealed secret values cannot be read)",
+                out.display(),
+                db.data_dir.join("secret.key").display()
+            );
+            Ok(())
+        }
+        AdminCommand::Restore { from, db } => {
+            let file = std::fs::File::open(&from)
+                .with_context(|| format!("--from {}", from.display()))?;
+            let embedded = open_embedded(&db, "restore")?;
+            if embedded.served() {
+                let _ = embedded.stop_if_owned();
+                anyhow::bail!(
+                    "a `tranche serve` runs on {}: stop it first, then restore",
+                    db.data_dir.display()
+                );
+            }
+            let restored = embedded.restore(db::embedded::DATABASE, file);
+            let stopped = embedded.stop_if_owned();
+            restored.and(stopped)?;
+            println!(
+                "restored {} into {} (migrations newer than the backup run at the next start)",
+                from.display(),
+                db.data_dir.display()
+            );
+            Ok(())
         }
         AdminCommand::CreateAgentToken { cluster, db } => {
             with_db(&db, |pool| async move {

@@ -206,8 +206,82 @@ impl Embedded {
         self.owned
     }
 
+    /// `program` of the server's installation: beside the binaries found, else beside the
+    /// `postgres` they link to (`/usr/local/bin/postgres` linking into
+    /// `/usr/lib/postgresql/15/bin`), else on `PATH`.
+    fn tool(&self, program: &str) -> PathBuf {
+        let here = self.bindir.join(program);
+        if here.exists() {
+            return here;
+        }
+        std::fs::canonicalize(self.bindir.join("postgres"))
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join(program)))
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from(program))
+    }
+
+    /// Whether a live `tranche serve` keeps this server running.
+    pub fn served(&self) -> bool {
+        Owner::read_live(&self.owner_file).iter().any(|o| o.serve)
+    }
+
+    /// Writes a backup of `database` to `out`: `pg_dump`'s custom format (for `pg_restore`),
+    /// one consistent snapshot even while `serve` writes.
+    ///
+    /// # Errors
+    /// `pg_dump` cannot run or fails (its message).
+    pub fn dump(&self, database: &str, out: std::fs::File) -> anyhow::Result<()> {
+        let done = self
+            .command("pg_dump")
+            .args(["--format=custom", "-h"])
+            .arg(&self.socket_dir)
+            .args(["-p", &PORT.to_string(), "-U", "postgres", "-d", database])
+            .stdout(out)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .context("cannot run pg_dump")?;
+        if !done.status.success() {
+            bail!(
+                "pg_dump failed: {}",
+                String::from_utf8_lossy(&done.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+
+    /// Replaces `database`'s contents with the backup `from` ([`Embedded::dump`]'s format), in
+    /// one transaction: on any error nothing changes.
+    ///
+    /// # Errors
+    /// `pg_restore` cannot run or fails (its message).
+    pub fn restore(&self, database: &str, from: std::fs::File) -> anyhow::Result<()> {
+        let done = self
+            .command("pg_restore")
+            .args([
+                "--clean",
+                "--if-exists",
+                "--single-transaction",
+                "--exit-on-error",
+                "-h",
+            ])
+            .arg(&self.socket_dir)
+            .args(["-p", &PORT.to_string(), "-U", "postgres", "-d", database])
+            .stdin(from)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .context("cannot run pg_restore")?;
+        if !done.status.success() {
+            bail!(
+                "pg_restore failed: {}",
+                String::from_utf8_lossy(&done.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+
     fn command(&self, program: &str) -> Command {
-        let path = self.bindir.join(program);
+        let path = self.tool(program);
         if self.as_postgres_user {
             let mut c = Command::new("runuser");
             c.arg("-u").arg("postgres").arg("--").arg(path);

@@ -226,3 +226,70 @@ async fn overlapping_serves_keep_postgres_until_the_last_one_stops() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(dir.with_extension("log"));
 }
+
+/// `tranche admin backup` writes the embedded database to a new private file and
+/// `tranche admin restore` puts it back in one transaction: a user made after the backup is
+/// gone, and the server each command started is stopped again.
+#[tokio::test]
+async fn a_backup_restores_the_database_as_it_was() {
+    let dir = std::env::temp_dir().join(format!("tranche-backup-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&DatabaseSource::Embedded, &dir)
+        .await
+        .expect("first start");
+    tranche::db::users::first_run(&db.pool).await.unwrap();
+    db.close().await.unwrap();
+    let tranche = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(&dir)
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run tranche");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let backup = dir.join("backup.dump");
+    let file = backup.to_str().unwrap();
+    let (ok, said) = tranche(&["admin", "backup", "--out", file]);
+    assert!(ok, "{said}");
+    assert!(said.contains("secret.key"), "{said}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&backup).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // An existing file is not overwritten.
+    let (ok, said) = tranche(&["admin", "backup", "--out", file]);
+    assert!(!ok && said.contains("exists"), "{said}");
+    let (ok, said) = tranche(&[
+        "admin",
+        "create-user",
+        "--name",
+        "later",
+        "--role",
+        "researcher",
+    ]);
+    assert!(ok, "{said}");
+    let (ok, said) = tranche(&["admin", "restore", "--from", file]);
+    assert!(ok, "{said}");
+    assert!(
+        !dir.join("postgres/postmaster.pid").exists(),
+        "the commands stop the server they started"
+    );
+    let db = Database::open(&DatabaseSource::Embedded, &dir)
+        .await
+        .expect("restart");
+    let names: Vec<String> = sqlx::query_scalar("SELECT name FROM users ORDER BY name")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(names, ["admin"]);
+    db.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
