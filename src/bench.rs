@@ -540,40 +540,49 @@ fn pass_figures(seconds: &[f64]) -> String {
     )
 }
 
-/// The runs whose GPUs were free when they were submitted: fewer runs held GPUs or waited
-/// ahead of them (submitted earlier, not yet started) than `capacity` runs' worth. From the
-/// server's instants: (id, submitted, first start, end), seconds.
+/// The runs whose GPUs were free when they were submitted: more GPUs were free at its
+/// arrival than runs started ahead of it (after its arrival, before its start). The core
+/// starts runs in fair-share order, not arrival order, so a run that arrives while one GPU is
+/// free and sees a later run of a project further below its share take it was not given a
+/// free GPU: its wait is the policy's, not the service's delay. Runs that never started wait
+/// for every start after their arrival. From the server's instants: (id, submitted, first
+/// start, end), seconds.
 fn free_on_arrival(
     rows: &[(i64, f64, Option<f64>, Option<f64>)],
     capacity: usize,
 ) -> std::collections::HashSet<i64> {
     // Events at one instant: ends and starts before submissions (they free or take GPUs
     // before the run arrives); kinds 0 end, 1 start, 2 submit.
-    let mut events: Vec<(f64, u8, i64)> = Vec::with_capacity(rows.len() * 3);
-    for (id, submitted, started, ended) in rows {
-        events.push((*submitted, 2, *id));
+    let mut events: Vec<(f64, u8, usize)> = Vec::with_capacity(rows.len() * 3);
+    for (i, (_, submitted, started, ended)) in rows.iter().enumerate() {
+        events.push((*submitted, 2, i));
         if let Some(s) = started {
-            events.push((*s, 1, *id));
+            events.push((*s, 1, i));
             if let Some(e) = ended {
-                events.push((*e, 0, *id));
+                events.push((*e, 0, i));
             }
         }
     }
     events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut holding, mut queued) = (0usize, 0usize);
+    let mut starts: Vec<f64> = rows.iter().filter_map(|r| r.2).collect();
+    starts.sort_by(f64::total_cmp);
+    // Starts strictly between `from` and `to`.
+    let started_between = |from: f64, to: f64| {
+        starts
+            .partition_point(|&t| t < to)
+            .saturating_sub(starts.partition_point(|&t| t <= from))
+    };
+    let mut holding = 0usize;
     let mut free = std::collections::HashSet::new();
-    for (_, kind, id) in events {
+    for (at, kind, i) in events {
         match kind {
             0 => holding = holding.saturating_sub(1),
-            1 => {
-                holding += 1;
-                queued = queued.saturating_sub(1);
-            }
+            1 => holding += 1,
             _ => {
-                if holding + queued < capacity {
-                    free.insert(id);
+                let ahead = started_between(at, rows[i].2.unwrap_or(f64::INFINITY));
+                if holding + ahead < capacity {
+                    free.insert(rows[i].0);
                 }
-                queued += 1;
             }
         }
     }
@@ -1027,10 +1036,11 @@ mod run_tests {
     use super::free_on_arrival;
 
     #[test]
-    fn runs_find_free_gpus_only_while_fewer_hold_or_wait_than_fit() {
-        // Capacity 2. Run 1 and 2 arrive at 0 and start at 1; run 3 arrives at 2 (both GPUs
-        // held); run 1 ends at 3; run 4 arrives at 4 while 3 still waits ahead of it; run 3
-        // starts at 5; run 5 arrives at 6 (2 and 3 hold both GPUs); 2 ends at 7; run 6 at 8.
+    fn runs_find_free_gpus_only_while_more_are_free_than_start_ahead_of_them() {
+        // Capacity 2. Runs 1 and 2 arrive at 0 and start at 1; run 3 arrives at 2 (both GPUs
+        // held); run 1 ends at 3; run 4 arrives at 4 (one GPU free) but run 3 takes it at 5;
+        // run 5 arrives at 6 (2 and 3 hold both GPUs); 2 ends at 7; run 6 arrives at 8 (one
+        // free; nothing starts after).
         let rows = vec![
             (1, 0.0, Some(1.0), Some(3.0)),
             (2, 0.0, Some(1.0), Some(7.0)),
@@ -1041,12 +1051,27 @@ mod run_tests {
         ];
         let mut free: Vec<i64> = free_on_arrival(&rows, 2).into_iter().collect();
         free.sort_unstable();
-        // Run 6: 3 holds one GPU, 4 and 5 wait ahead: not free.
-        assert_eq!(free, vec![1, 2]);
+        assert_eq!(free, vec![1, 2, 6]);
+        // Capacity 3: run 3 arrives with two held, run 4 with one held and one start ahead
+        // (3's), run 5 with two held, run 6 with one.
         let mut free: Vec<i64> = free_on_arrival(&rows, 3).into_iter().collect();
         free.sort_unstable();
-        // Capacity 3: run 3 arrives with two held, run 4 with one held and one waiting (both
-        // free); run 5 with two held and one waiting, run 6 with one held and two waiting.
-        assert_eq!(free, vec![1, 2, 3, 4]);
+        assert_eq!(free, vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn a_run_overtaken_by_fair_share_was_not_given_a_free_gpu() {
+        // Capacity 2, run 1 holds one GPU. Run 2 (project A) arrives at 1; run 3 (project B,
+        // further below its share) arrives at 1.5 and takes the free GPU at 2; run 2 starts
+        // at 10, after run 1 ends at 9.5. Run 3 found a free GPU; run 2's was taken ahead of
+        // it: its 9 s are the policy's, not the service's delay.
+        let rows = vec![
+            (1, 0.0, Some(0.0), Some(9.5)),
+            (2, 1.0, Some(10.0), None),
+            (3, 1.5, Some(2.0), None),
+        ];
+        let mut free: Vec<i64> = free_on_arrival(&rows, 2).into_iter().collect();
+        free.sort_unstable();
+        assert_eq!(free, vec![1, 3]);
     }
 }
