@@ -1306,6 +1306,43 @@ mod tests {
             .expect("no exit reported")
     }
 
+    /// A command runs only once the agent opened its start gate (after recording the
+    /// process): an agent gone before that leaves a shell that exits without running it.
+    #[tokio::test]
+    async fn a_command_waits_for_its_start_gate_and_never_runs_without_it() {
+        use std::io::Write;
+        let dir = TempDir::new("gate");
+        let a = job(
+            9,
+            &[0],
+            "echo ran > out; read -r line; echo \"[$line]\" > stdin".into(),
+            &dir.0,
+        );
+        let log = dir.0.join("gate.log");
+        // Gate closed unopened: exit 125, the command never ran.
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s").unwrap();
+        drop(gate);
+        let status = tokio::time::timeout(GUARD, child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(status.code(), Some(125));
+        assert!(!dir.0.join("out").exists());
+        // Opened: it runs, and its standard input is empty, as before the gate.
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s").unwrap();
+        std::fs::File::from(gate).write_all(b"\n").unwrap();
+        let status = tokio::time::timeout(GUARD, child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+        assert_eq!(std::fs::read_to_string(dir.0.join("out")).unwrap(), "ran\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.0.join("stdin")).unwrap(),
+            "[]\n"
+        );
+    }
+
     #[tokio::test]
     async fn child_gets_its_environment_and_dies_on_sigterm() {
         let dir = TempDir::new("env");

@@ -462,8 +462,8 @@ pub(super) async fn launch(
             .map_err(anyhow::Error::from)
             .and_then(|r| r)
     };
-    let child = match spawned {
-        Ok(child) => child,
+    let (child, gate) = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => {
             tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
             // The run's log is where its owner looks: say why it never started.
@@ -494,6 +494,12 @@ pub(super) async fn launch(
         r.started(&node_name, pgid, started, &secret);
         Some((r.clone(), started))
     });
+    // Only now may the command run (see `spawn_child`); a child that already ended has no
+    // reader left, and the write's error says nothing new.
+    {
+        use std::io::Write;
+        let _ = std::fs::File::from(gate).write_all(b"\n");
+    }
     supervise(child, Pid::from_raw(pgid), key, stops, exits, move || {
         if let Some((r, started)) = recorded {
             r.ended(&node_name, pgid, started);
@@ -502,12 +508,23 @@ pub(super) async fn launch(
     .await;
 }
 
+/// Starts `a`'s command (`sh -c`) in its own process group, its output appended to
+/// `log_path`. The command waits at a gate until the agent has recorded the process
+/// ([`ProcessRecords::started`]): the shell first reads a line from its standard input, a
+/// pipe whose write end is returned, then reads from `/dev/null`; the caller writes the line
+/// once the record is written. An agent
+/// killed between the start and the record closes the pipe, and the shell exits (code 125)
+/// without running the command, instead of running it unrecorded beside the attempt the
+/// server starts next.
+///
+/// # Errors
+/// The log cannot be opened, the pipe made or the shell started.
 pub(super) fn spawn_child(
     a: &Assignment,
     node_name: &str,
     log_path: &Path,
     secret: &str,
-) -> anyhow::Result<tokio::process::Child> {
+) -> anyhow::Result<(tokio::process::Child, std::os::fd::OwnedFd)> {
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
@@ -517,9 +534,14 @@ pub(super) fn spawn_child(
         .with_context(|| format!("cannot open {}", log_path.display()))?;
     let err_log = log.try_clone()?;
     let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
+    let (gate_read, gate_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .context("cannot make the start gate's pipe")?;
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
-        .arg(&a.command)
+        .arg(format!(
+            "IFS= read -r _ || exit 125\nexec 0</dev/null\n{}",
+            a.command
+        ))
         .envs(&a.env)
         .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
         .env("TRANCHE_RUN_ID", a.run.to_string())
@@ -528,17 +550,18 @@ pub(super) fn spawn_child(
         .env(OWNER_ENV, secret)
         // The agent's own token is not the run's business.
         .env_remove("TRANCHE_AGENT_TOKEN")
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(gate_read))
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
         .process_group(0);
     if let Some(dir) = a.workdir.as_deref().filter(|d| !d.is_empty()) {
         cmd.current_dir(dir);
     }
-    cmd.spawn().with_context(|| match &a.workdir {
+    let child = cmd.spawn().with_context(|| match &a.workdir {
         Some(dir) => format!("cannot start {} in {dir}", a.key()),
         None => format!("cannot start {}", a.key()),
-    })
+    })?;
+    Ok((child, gate_write))
 }
 
 /// Sends `signal` to a process group; a group that is already gone is not an error.

@@ -485,7 +485,12 @@ fn in_json_terms(message: &str) -> String {
     let mut out = message
         .replace("invalid type: map", "invalid type: object")
         .replace("invalid type: sequence", "invalid type: array")
-        .replace("invalid type: unit value", "invalid type: null");
+        .replace("invalid type: unit value", "invalid type: null")
+        // JSON has one kind of number: an integer beyond 64 bits reads as a float (`1e+20`).
+        .replace(
+            "invalid type: floating point",
+            "invalid value: a number with a fraction or too large,",
+        );
     if let Some(at) = out.find("expected ") {
         let rest = &out[at + "expected ".len()..];
         let replaced = if rest.starts_with("struct ") {
@@ -619,6 +624,10 @@ mod tests {
         assert_eq!(
             in_json_terms("invalid type: sequence, expected struct NewRun with 12 elements"),
             "invalid type: array, expected an object"
+        );
+        assert_eq!(
+            in_json_terms("invalid type: floating point `1e20`, expected u32"),
+            "invalid value: a number with a fraction or too large, `1e20`, expected an integer from 0 to 4294967295"
         );
         #[derive(Debug, serde::Deserialize)]
         #[allow(dead_code)]
