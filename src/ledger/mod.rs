@@ -222,7 +222,7 @@ pub async fn follow_budget_change(
     site: &Site,
     now: jiff::Timestamp,
     project: i64,
-    (budget_override, cap): (Option<i64>, Option<i64>),
+    settings: (Option<i64>, Option<i64>),
 ) -> Result<(), AppError> {
     let accounts: Vec<(i64, time::OffsetDateTime, time::OffsetDateTime, i64)> = sqlx::query_as(
         "SELECT id, period_start, period_end, balance_minor FROM ledger_accounts \
@@ -232,7 +232,6 @@ pub async fn follow_budget_change(
     .bind(to_time(now))
     .fetch_all(&mut *conn)
     .await?;
-    let funding = global_account(conn, "funding").await?;
     for (account, start, end, balance) in accounts {
         let period = Period {
             start: to_jiff(start),
@@ -242,47 +241,129 @@ pub async fn follow_budget_change(
             .await?
             .node(project)
             .map_or(0, |n| n.money_total.0);
-        let base = budget_override.unwrap_or(entitlement);
-        let budget = cap.map_or(base, |c| c.min(base));
-        let granted: i64 = sqlx::query_scalar(
-            "SELECT coalesce(sum(CASE WHEN to_account = $1 THEN amount_minor ELSE -amount_minor END), 0)::bigint \
-             FROM ledger_postings WHERE kind IN ('grant', 'adjust') AND (to_account = $1 OR from_account = $1)",
+        regrant(
+            conn,
+            project,
+            (account, start, balance),
+            entitlement,
+            settings,
         )
-        .bind(account)
-        .fetch_one(&mut *conn)
-        .await?;
-        sqlx::query("UPDATE ledger_accounts SET budget_minor = $2 WHERE id = $1")
-            .bind(account)
-            .bind(budget)
-            .execute(&mut *conn)
-            .await?;
-        let delta = budget - granted;
-        let (from, to, amount) = if delta > 0 {
-            (funding, account, delta)
-        } else {
-            (account, funding, (-delta).min(balance))
-        };
-        if amount == 0 {
-            continue;
-        }
-        sqlx::query(
-            "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, note) \
-             VALUES ('adjust', $1, $2, $3, $4, $5, 'period budget changed')",
-        )
-        .bind(from)
-        .bind(to)
-        .bind(amount)
-        .bind(project)
-        .bind(start)
-        .execute(&mut *conn)
         .await?;
     }
     Ok(())
 }
 
+/// Sets budget account `account` (of `project`, its period starting `start`, its balance
+/// `balance`) to the budget its settings give against `entitlement` (the override, else the
+/// entitlement, capped), posting the difference from what was granted so far as an
+/// adjustment (never taking the balance below zero).
+async fn regrant(
+    conn: &mut PgConnection,
+    project: i64,
+    (account, start, balance): (i64, time::OffsetDateTime, i64),
+    entitlement: i64,
+    (budget_override, cap): (Option<i64>, Option<i64>),
+) -> Result<(), AppError> {
+    let funding = global_account(conn, "funding").await?;
+    let base = budget_override.unwrap_or(entitlement);
+    let budget = cap.map_or(base, |c| c.min(base));
+    let granted: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(CASE WHEN to_account = $1 THEN amount_minor ELSE -amount_minor END), 0)::bigint \
+         FROM ledger_postings WHERE kind IN ('grant', 'adjust') AND (to_account = $1 OR from_account = $1)",
+    )
+    .bind(account)
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE ledger_accounts SET budget_minor = $2 WHERE id = $1")
+        .bind(account)
+        .bind(budget)
+        .execute(&mut *conn)
+        .await?;
+    let delta = budget - granted;
+    let (from, to, amount) = if delta > 0 {
+        (funding, account, delta)
+    } else {
+        (account, funding, (-delta).min(balance))
+    };
+    if amount == 0 {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO ledger_postings (kind, from_account, to_account, amount_minor, project_id, period_start, note) \
+         VALUES ('adjust', $1, $2, $3, $4, $5, 'period budget changed')",
+    )
+    .bind(from)
+    .bind(to)
+    .bind(amount)
+    .bind(project)
+    .bind(start)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Budget accounts of periods not begun yet (opened early, by a contract bought ahead) follow
+/// the tree until their period begins: each is set to what its project's settings give
+/// against the period's entitlement as the tree stands now (shares, GPUs and prices changed
+/// since it was opened), as the roll-over at the period's start would have granted it. Run
+/// after a change of shares and at every roll-over. Returns how many accounts changed.
+///
+/// # Errors
+/// Database errors.
+pub async fn refresh_early_budgets(
+    pool: &PgPool,
+    now: jiff::Timestamp,
+    site: &Site,
+) -> Result<usize, AppError> {
+    let mut tx = pool.begin().await?;
+    #[allow(clippy::type_complexity)]
+    let accounts: Vec<(
+        i64,
+        i64,
+        time::OffsetDateTime,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+    )> = sqlx::query_as(
+        "SELECT a.id, a.project_id, a.period_start, a.balance_minor, a.budget_minor, \
+                    p.period_budget_minor, p.money_cap_minor \
+             FROM ledger_accounts a JOIN projects p ON p.node_id = a.project_id \
+             WHERE a.kind = 'project_budget' AND a.period_start > $1 ORDER BY a.id FOR UPDATE OF a",
+    )
+    .bind(to_time(now))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut trees: std::collections::BTreeMap<time::OffsetDateTime, tree_db::TreeView> =
+        std::collections::BTreeMap::new();
+    let mut changed = 0;
+    for (account, project, start, balance, recorded, budget_override, cap) in accounts {
+        if !trees.contains_key(&start) {
+            let tree = tree_db::load(pool, to_jiff(start), &site.periods).await?;
+            trees.insert(start, tree);
+        }
+        let entitlement = trees[&start].node(project).map_or(0, |n| n.money_total.0);
+        let base = budget_override.unwrap_or(entitlement);
+        if Some(cap.map_or(base, |c| c.min(base))) == recorded {
+            continue;
+        }
+        regrant(
+            &mut tx,
+            project,
+            (account, start, balance),
+            entitlement,
+            (budget_override, cap),
+        )
+        .await?;
+        changed += 1;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
 /// Rolls budgets over at period boundaries: every live project gets its budget account for the
-/// period containing `now` (granted from funding), and whatever is left in accounts of ended
-/// periods lapses. Idempotent; run at start-up and every minute.
+/// period containing `now` (granted from funding), whatever is left in accounts of ended
+/// periods lapses, and accounts of periods to come follow the tree ([`refresh_early_budgets`]). Idempotent; run at start-up and every minute.
 ///
 /// # Errors
 /// Database errors.
@@ -329,6 +410,7 @@ pub async fn roll_over(
         .await?;
     }
     tx.commit().await?;
+    refresh_early_budgets(pool, now, site).await?;
     Ok(RollOver {
         granted,
         lapsed: ended.len(),

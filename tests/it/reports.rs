@@ -396,6 +396,93 @@ async fn a_time_zone_change_takes_effect_at_the_end_of_the_period() {
     );
 }
 
+/// A budget of next month opened early (a contract bought ahead opens and grants it) follows
+/// a change of shares made before the month begins, as the roll-over at its start would have
+/// granted it; before, it kept the old share's budget for the whole month.
+#[tokio::test]
+async fn a_budget_opened_early_follows_a_change_of_shares() {
+    let (app, _) = TestApp::with_demo().await;
+    let site = &app.state.site;
+    let project = app.node_id("fm-tokenizer").await;
+    let (parent, share_bp): (i64, i32) =
+        sqlx::query_as("SELECT parent_id, share_bp FROM tree_nodes WHERE id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    // A window on the fourth day of next month (UTC, the test site's zone), 10:00 to 11:00.
+    let next = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .first_of_month()
+        .checked_add(jiff::Span::new().months(1).days(3))
+        .unwrap();
+    let at = |h: i8| {
+        next.at(h, 0, 0, 0)
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+            .timestamp()
+    };
+    let lead = app.token_for("demo-lead").await;
+    let body = serde_json::json!({"project": "fm-tokenizer", "cluster": "h100-east",
+        "gpu_model": "H100", "gpus": 1, "start": at(10).to_string(), "end": at(11).to_string()});
+    let (status, bought) = app
+        .api("POST", "/api/v1/contracts", Some(&lead), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bought}");
+    let early = || async {
+        sqlx::query_as::<_, (Option<i64>, i64)>(
+            "SELECT budget_minor, balance_minor FROM ledger_accounts \
+             WHERE kind = 'project_budget' AND project_id = $1 AND period_start > now()",
+        )
+        .bind(project)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let (before, balance_before) = early().await;
+    let before = before.unwrap();
+    assert!(before > 0);
+    let now = jiff::Timestamp::now();
+    let this_month = ledger::budget_and_balance(&app.pool, project, now, site)
+        .await
+        .unwrap();
+    // Half the share, in this month: next month's budget halves (entitlements are linear in
+    // the share; a minor unit of rounding either way).
+    let admin = app.token_for("demo-admin").await;
+    let half = f64::from(share_bp) / 200.0;
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/nodes/{parent}/shares"),
+            Some(&admin),
+            Some(serde_json::json!({"shares": [{"node": project, "share": half}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (after, balance_after) = early().await;
+    let after = after.unwrap();
+    assert!((after - before / 2).abs() <= 1, "{before} halved: {after}");
+    assert_eq!(
+        balance_before - balance_after,
+        before - after,
+        "the difference went back"
+    );
+    assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
+    // This month's budget stays as granted (share changes apply from the next period).
+    assert_eq!(
+        ledger::budget_and_balance(&app.pool, project, now, site)
+            .await
+            .unwrap(),
+        this_month
+    );
+    // The roll-over leaves it as it is now.
+    ledger::roll_over(&app.pool, jiff::Timestamp::now(), site)
+        .await
+        .unwrap();
+    assert_eq!(early().await.0, Some(after));
+}
+
 /// `tranche demo` (any command but `serve`) run from a shell without the server's
 /// `TRANCHE_TIME_ZONE` follows the recorded zones and changes none: before, it recorded its
 /// own zone (UTC) as a change from the end of the month and dropped a change pending.

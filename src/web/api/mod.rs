@@ -375,6 +375,7 @@ async fn put_shares(
         .map(|s| Ok((s.node, s.share.parse()?)))
         .collect::<Result<Vec<_>, AppError>>()?;
     tree_db::set_child_shares(&state.pool, &me, id, &changes).await?;
+    crate::ledger::refresh_early_budgets(&state.pool, jiff::Timestamp::now(), &state.site).await?;
     ok(json!({"ok": true}))
 }
 
