@@ -315,6 +315,19 @@ pub struct WrittenReason {
 }
 
 impl LiveRuns {
+    /// The earliest instant (Unix seconds) after `now` at which a starting or running run
+    /// reaches its time limit ([`Self::past_time_limit`] then lists it), if any: the scheduler
+    /// loop wakes then instead of at its next tick.
+    #[must_use]
+    pub fn next_time_limit(&self, now: jiff::Timestamp) -> Option<i64> {
+        let now_ns = now.as_nanosecond();
+        self.running
+            .values()
+            .map(|r| r.started_at.saturating_add(r.time_limit_s))
+            .filter(|&t| i128::from(t) * 1_000_000_000 > now_ns)
+            .min()
+    }
+
     /// Starting and running runs past their time limit at `now` (their start, rounded up to
     /// the second, plus the limit is not after `now`), by ascending id.
     #[must_use]
@@ -646,6 +659,11 @@ mod tests {
         assert_eq!(runs.past_time_limit(at(1_050, 0)), vec![1]);
         assert_eq!(runs.past_time_limit(at(1_100, 500)), vec![1, 3]);
         assert_eq!(runs.past_time_limit(at(1_110, 0)), vec![1, 2, 3]);
+        // The loop's next wake-up for a limit: the first after now, past ones aside.
+        assert_eq!(runs.next_time_limit(at(1_049, 999)), Some(1_050));
+        assert_eq!(runs.next_time_limit(at(1_050, 0)), Some(1_100));
+        assert_eq!(runs.next_time_limit(at(1_100, 500)), Some(1_110));
+        assert_eq!(runs.next_time_limit(at(1_110, 0)), None);
         // Uncharged seconds: run 1 from 1,040, run 3 from 1,000, run 2 from 1,010.
         let all = usize::MAX;
         assert_eq!(runs.charge_due(at(1_059, 999), 60, all), (vec![], 0));

@@ -105,6 +105,9 @@ pub struct PassReport {
     pub preempted: usize,
     /// Runs stopped at their time limit.
     pub timed_out: usize,
+    /// When the next running run reaches its time limit (Unix seconds; none when none runs
+    /// or stops now): the loop's next pass comes no later.
+    pub next_time_limit: Option<i64>,
     /// Running runs put on a capacity contract that took effect while they ran.
     pub adopted: usize,
     /// Nodes whose agent went quiet in this pass.
@@ -1311,6 +1314,7 @@ async fn pass_inner(
     .await?;
     begin_stops(&mut tx, pool, site, &expired, "time_limit").await?;
     report.timed_out = expired.len();
+    report.next_time_limit = live.runs().next_time_limit(now);
     let charging = std::time::Instant::now();
     let charges = settle(pool, &mut tx, site, &due).await?;
     live.charge_slice.record(due.len(), charging.elapsed());
@@ -1816,6 +1820,7 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
         let charges_left = result.as_ref().map_or(0, |r| r.charges_left);
         // A pass that left moves wrote no reasons: the one that applies the last of them does.
         let moves_left = result.as_ref().map_or(0, |r| r.moves_left);
+        let next_time_limit = result.as_ref().ok().and_then(|r| r.next_time_limit);
         if write_reasons && result.is_ok() && reasons_left == 0 && moves_left == 0 {
             reasons_written = began;
         }
@@ -1869,6 +1874,18 @@ async fn lead(state: &AppState) -> Result<(), AppError> {
                 tick
             } else {
                 REASONS_EVERY.min(tick)
+            };
+            // A time limit falls due on its second, not at the next tick (the run would hold
+            // its GPUs, and be charged, up to a tick longer).
+            let wait = match next_time_limit {
+                Some(at) => {
+                    let left_ms = at
+                        .saturating_mul(1_000)
+                        .saturating_sub(jiff::Timestamp::now().as_millisecond());
+                    let left = Duration::from_millis(u64::try_from(left_ms).unwrap_or(0));
+                    wait.min(left.max(MIN_PASS_GAP))
+                }
+                None => wait,
             };
             tokio::select! {
                 n = listener.recv() => {
