@@ -188,10 +188,16 @@ wait-idle-gpus = unallocated: waits for { $gpus ->
     [one] { $gpus } idle GPU
    *[other] { $gpus } idle GPUs
 } of its model ({ $free } idle now); it never preempts
-wait-reserved = waiting for { $gpus } { $model } GPUs; reserved start about { $at }
+wait-reserved = waiting for { $gpus } { $model } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+}; reserved start about { $at }
 wait-behind-reservation = GPUs are reserved for run { $run } from about { $at }, and this run would not end before then
 wait-protected = the GPUs it could take are protected until { $until } (minimum runtime of the runs on them)
-wait-gpus = waiting for { $gpus } GPUs of its model; { $free } free now
+wait-gpus = waiting for { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+} of its model; { $free } free now
 wait-nodes-draining = node draining: the free GPUs are on nodes being drained; needs { $gpus }
 wait-budget = budget exhausted: its minimum runtime costs { $needs }, the project has { $has } left this period (it may still run unallocated with minimum runtime 0)
 wait-unallocated-cap = project's cap of { $cap } unallocated GPUs reached ({ $held } in use)
@@ -209,9 +215,18 @@ wait-never-fits = asks for { $gpus } { $gpus ->
    *[other] GPUs
  } but only { $installed } of its model are installed; it can never start
 wait-no-live-agent = no live agent: none of the { $offline } { $model } GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes
-wait-no-live-agent-enough = no live agent on enough nodes: it needs { $gpus } { $model } GPUs, { $installed } are on nodes with a running `tranche agent` and { $offline } on nodes without one
-wait-gpus-some-offline = waiting for { $gpus } { $model } GPUs: { $free } free on nodes with a running `tranche agent`; { $offline } more are on nodes without one
-wait-draining-or-outside = waiting for { $gpus } GPUs: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, { $outside }
+wait-no-live-agent-enough = no live agent on enough nodes: it needs { $gpus } { $model } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+}, { $installed } are on nodes with a running `tranche agent` and { $offline } on nodes without one
+wait-gpus-some-offline = waiting for { $gpus } { $model } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+}: { $free } free on nodes with a running `tranche agent`; { $offline } more are on nodes without one
+wait-draining-or-outside = waiting for { $gpus } { $gpus ->
+    [one] GPU
+   *[other] GPUs
+}: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, { $outside }
 wait-with-outside = { $reason }; outside Tranche, { $outside }
 wait-executor-down = the Slurm controller of cluster { $cluster } does not answer since { $since } ({ $error }); new starts wait, running runs keep their state
 runs-ahead = { $count ->
@@ -246,6 +261,7 @@ run-priority = Priority
 run-within-project = (within the project)
 run-charges = Charges
 run-charges-none = none yet (a run is charged as it runs; its minimum runtime's cost is only held)
+run-charges-never-ran = none: it never ran
 run-charges-paid = { $money } from the project's budget for { $hours } GPU-hours
 run-charges-prepaid = { $hours } GPU-hours on the project's capacity contract, paid with it
 run-charges-free = { $hours } GPU-hours free (unallocated, or beyond the budget)

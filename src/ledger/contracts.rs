@@ -432,7 +432,8 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
                     ("project", &req.project.trim()),
                     (
                         "left",
-                        &domain::format_milli_gpu_hours((left.floor() * 1000.0) as i64),
+                        // Down to the tenth shown: never more hours than the balance buys.
+                        &domain::format_milli_gpu_hours(((left * 10.0).floor() * 100.0) as i64),
                     ),
                     (
                         "month",

@@ -273,6 +273,11 @@ pub fn format_instant(t: i64) -> String {
     }
 }
 
+/// "GPU" for one, "GPUs" otherwise.
+fn gpu_word(gpus: u32) -> &'static str {
+    if gpus == 1 { "GPU" } else { "GPUs" }
+}
+
 /// Milli-GPUs as a number of GPUs with at most one decimal ("12", "0.8").
 pub fn format_milli(m: i64) -> String {
     let tenths = m.max(0) / 100;
@@ -369,10 +374,12 @@ impl WaitReason {
                 reserved_words(*reserved_at)
             ),
             WaitReason::IdleGpus { gpus, free } => format!(
-                "unallocated: waits for {gpus} idle GPUs of its model ({free} idle now); it never preempts"
+                "unallocated: waits for {gpus} idle {} of its model ({free} idle now); it never preempts",
+                gpu_word(*gpus)
             ),
             WaitReason::Reserved { gpus, model, at } => format!(
-                "waiting for {gpus} {model} GPUs; reserved start about {}",
+                "waiting for {gpus} {model} {}; reserved start about {}",
+                gpu_word(*gpus),
                 format_instant(*at)
             ),
             WaitReason::BehindReservation { run, at } => format!(
@@ -384,7 +391,10 @@ impl WaitReason {
                 format_instant(*until)
             ),
             WaitReason::Gpus { gpus, free } => {
-                format!("waiting for {gpus} GPUs of its model; {free} free now")
+                format!(
+                    "waiting for {gpus} {} of its model; {free} free now",
+                    gpu_word(*gpus)
+                )
             }
             WaitReason::NodesDraining { gpus } => {
                 format!("node draining: the free GPUs are on nodes being drained; needs {gpus}")
@@ -398,13 +408,17 @@ impl WaitReason {
             WaitReason::Contracts { held } => {
                 format!("{held} free GPUs are held for other projects' capacity contracts")
             }
-            WaitReason::InLine { ahead } => format!("in line: {ahead} runs ahead of it"),
+            WaitReason::InLine { ahead } => format!(
+                "in line: {ahead} {} ahead of it",
+                if *ahead == 1 { "run" } else { "runs" }
+            ),
             WaitReason::GpusDown { gpus, up } => format!(
-                "waiting for nodes that are down: it needs {gpus} GPUs of its model, {up} are on nodes that are up"
+                "waiting for nodes that are down: it needs {gpus} {} of its model, {up} are on nodes that are up",
+                gpu_word(*gpus)
             ),
             WaitReason::NeverFits { gpus, installed } => format!(
                 "asks for {gpus} {} but only {installed} of its model are installed; it can never start",
-                if *gpus == 1 { "GPU" } else { "GPUs" }
+                gpu_word(*gpus)
             ),
         }
     }

@@ -204,7 +204,9 @@ async fn capacity(
                     });
                 }
                 let day = days.last_mut().expect("pushed above");
-                let free = cal.contractable - slot.contracted;
+                // Contracts bought before nodes went down may exceed what is contractable now:
+                // none is left then, not a negative number.
+                let free = (cal.contractable - slot.contracted).max(0);
                 day.max_contracted = day.max_contracted.max(slot.contracted);
                 day.min_free = day.min_free.min(free);
                 let cell = &mut day.cells[usize::from(local.hour() as u8)];
@@ -223,10 +225,7 @@ async fn capacity(
                                 },
                             ),
                             ("time", &local.strftime("%H:%M %:z").to_string()),
-                            (
-                                "contracted",
-                                &crate::web::int(cal.contractable - shown_free),
-                            ),
+                            ("contracted", &crate::web::int(slot.contracted)),
                             ("left", &crate::web::int(shown_free)),
                         ],
                     ),

@@ -301,6 +301,7 @@ type RunRow = (
     Option<sqlx::types::Json<i18n::wait::WaitNote>>,
     Option<time::OffsetDateTime>,
     Option<i64>,
+    Option<time::OffsetDateTime>,
 );
 
 /// Gathers the project page's standing for `project` (for anyone who may see the project: all
@@ -324,7 +325,9 @@ pub async fn standing(
     let rows: Vec<RunRow> = sqlx::query_as(
         "SELECT r.id, u.name, r.gpus, m.name, c.name, r.state, r.started_at, \
                 CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END, r.wait_reason, r.wait_note, r.estimated_start, \
-         CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END \
+         CASE WHEN r.wait_note->'reason'->>'kind' = 'fair_share' THEN line.place END, \
+         (SELECT k.ends_at FROM contracts k WHERE k.id = r.contract_id AND k.project_id = r.project_id \
+            AND k.state = 'active' AND k.starts_at <= now() AND k.ends_at > now()) \
          FROM runs r LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY cluster_id, gpu_model_id ORDER BY priority DESC, \
          extract(epoch FROM queued_at)::BIGINT, id) AS place FROM runs \
          WHERE project_id = $1 AND state = 'queued' AND min_runtime_s > 0) line ON line.id = r.id \
@@ -338,8 +341,21 @@ pub async fn standing(
     .await?;
     // In the viewer's language: the cache keeps one standing per project and language.
     let (mut running, mut waiting) = (Vec::new(), Vec::new());
-    for (id, submitter, gpus, model, cluster, st, started, min_rt, words, note, estimate, place) in
-        rows
+    for (
+        id,
+        submitter,
+        gpus,
+        model,
+        cluster,
+        st,
+        started,
+        min_rt,
+        words,
+        note,
+        estimate,
+        place,
+        contract_until,
+    ) in rows
     {
         let what = i18n::ta(
             "run-what-on",
@@ -368,7 +384,10 @@ pub async fn standing(
         } else {
             let detail = match started {
                 Some(s) => {
-                    let until = s + time::Duration::seconds(min_rt);
+                    // Protected for its minimum runtime, and on its contract while the
+                    // window lasts (docs/design.md section 3.3).
+                    let until = (s + time::Duration::seconds(min_rt))
+                        .max(contract_until.unwrap_or(time::OffsetDateTime::UNIX_EPOCH));
                     let protection = if min_rt == 0 {
                         i18n::t("node-unallocated")
                     } else if crate::ledger::to_jiff(until) > now {

@@ -557,8 +557,10 @@ fn waiting_words(state: &AppState, r: &RunRow) -> Option<String> {
 }
 
 /// Why a queued run waits, in the page's language, with its place in its project's line (when
-/// the reason names it) and its estimated start: English pages show the pass's own `words` (as
-/// the API does); other languages render the structured `note` the same pass wrote beside them.
+/// the reason names it) and its estimated start: the structured `note` the pass wrote beside
+/// its `words`, rendered with the organisation's time zone (the API's `words` give instants in
+/// UTC, which an English page put beside an estimate in the organisation's zone); the `words`
+/// where a run has no note.
 pub fn reason_words(
     state: &AppState,
     words: Option<&str>,
@@ -569,7 +571,6 @@ pub fn reason_words(
     let lang = i18n::current();
     let reason = match (words, note) {
         (None, _) => i18n::t("run-waiting-next-pass"),
-        (Some(words), _) if lang == i18n::Lang::En => words.to_string(),
         (Some(_), Some(note)) => note.render(&i18n::wait::Render {
             lang,
             currency: &state.site.currency,
@@ -934,7 +935,11 @@ async fn detail_page(
             decision,
             workdir: d.workdir.clone(),
             env: d.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            charges: charges_words(&d.charges, &state.site.currency),
+            charges: charges_words(
+                &d.charges,
+                &state.site.currency,
+                d.run.started_at.is_none() && d.run.ended_at.is_some(),
+            ),
             preemptions: stopped_attempts(&d.events, "preempted"),
             losses: stopped_attempts(&d.events, "lost"),
             events,
@@ -973,8 +978,10 @@ async fn detail_page(
 }
 
 /// A run's charges in words, in the page's language: the money and GPU-hours paid from the
-/// budget, then those prepaid by a contract and those free, each only when there are some.
-fn charges_words(c: &runs::Charges, currency: &str) -> String {
+/// budget, then those prepaid by a contract and those free, each only when there are some;
+/// for a run that ended without ever starting (`never_ran`: denied, cancelled while waiting),
+/// that it never ran.
+fn charges_words(c: &runs::Charges, currency: &str, never_ran: bool) -> String {
     let mut parts = Vec::new();
     if c.charged_gpu_seconds > 0 || c.charged_minor > 0 {
         parts.push(i18n::t2(
@@ -993,7 +1000,9 @@ fn charges_words(c: &runs::Charges, currency: &str) -> String {
             parts.push(i18n::t1(key, "hours", i18n::format::gpu_hours(secs)));
         }
     }
-    if parts.is_empty() {
+    if parts.is_empty() && never_ran {
+        i18n::t("run-charges-never-ran")
+    } else if parts.is_empty() {
         i18n::t("run-charges-none")
     } else {
         parts.join("; ")

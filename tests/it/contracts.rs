@@ -245,6 +245,39 @@ async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
 }
 
+/// The hours a refused purchase says are left are cut to the tenth shown: 100.95 GPU-hours
+/// read "100.9" (they read "100.0", the whole hours with a decimal).
+#[tokio::test]
+async fn a_refused_purchase_says_the_hours_left_to_the_tenth() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 4).await;
+    let p1 = app.node_id("p1").await;
+    let tree = app.state.tree().await.unwrap();
+    tree_db::update_project(
+        &app.pool,
+        &admin,
+        p1,
+        &tree_db::BudgetUpdate {
+            period_budget_minor: Some(10_095),
+            money_cap_minor: None,
+            self_service_gpu_hours: 64,
+            alert_thresholds: None,
+        },
+        &tree,
+        (&app.state.site, jiff::Timestamp::now()),
+    )
+    .await
+    .unwrap();
+    let token = app.token_for("lead1").await;
+    let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(16).to_string()});
+    let (status, answer) = app
+        .api("POST", "/api/v1/contracts", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("has 100.9 left"), "{message}");
+}
+
 #[tokio::test]
 async fn contract_bad_input_is_refused_with_the_numbers() {
     let app = TestApp::new().await;

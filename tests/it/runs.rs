@@ -325,7 +325,7 @@ async fn refused_submissions_say_why_and_change_nothing() {
 
 #[tokio::test]
 async fn protected_run_above_the_limit_waits_for_a_lead() {
-    let o = org().await;
+    let (o, users) = org_with_users().await;
     register(&o.app, &o.agent, &["a-1"]).await;
     let project = o.app.node_id("fm-pretrain-7b").await;
     sqlx::query("UPDATE projects SET self_service_gpu_hours = 4 WHERE node_id = $1")
@@ -505,6 +505,12 @@ async fn protected_run_above_the_limit_waits_for_a_lead() {
         .await;
     assert_eq!(run["state"], "denied");
     assert_eq!(run["decision_reason"], "use the 7b checkpoint first");
+    // Its page says it never ran (it said its minimum runtime's cost "is only held").
+    let (name, password) = crate::support::demo_password(&users, "researcher");
+    let mut c = o.app.client();
+    c.login(&name, &password).await;
+    let (_, page, _) = c.get(&format!("/runs/{denied}")).await;
+    assert!(page.contains("none: it never ran"), "{page}");
     // Approved without a note: no reason, not an empty one.
     let quiet = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
     let (status, _) = o
@@ -1641,7 +1647,7 @@ async fn submission_and_pass_agree_on_the_cost_and_the_limit() {
 /// off the contract and was charged for the window the contract had paid.
 #[tokio::test]
 async fn a_contract_takes_on_the_run_its_window_finds_running() {
-    let o = org().await;
+    let (o, users) = org_with_users().await;
     register(&o.app, &o.agent, &["adopt-1"]).await;
     let (status, answer) = o
         .app
@@ -1710,6 +1716,18 @@ async fn a_contract_takes_on_the_run_its_window_finds_running() {
     );
     // Still running, and counted as running in the metrics' segments.
     assert_eq!(state_of(&o.app, run).await, "running");
+    // The project page says it is protected while the window lasts (it said until the end of
+    // its 30-minute minimum runtime).
+    let (name, password) = crate::support::demo_password(&users, "lead");
+    let mut c = o.app.client();
+    c.login(&name, &password).await;
+    let (status, page, _) = c.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let until = tranche::domain::format_local(req.end, &o.app.state.site.time_zone);
+    assert!(
+        page.contains(&format!("protected until {until}")),
+        "{until}: {page}"
+    );
 }
 
 /// Time on the project's own capacity contract was paid with the contract: a run on it is not
