@@ -232,22 +232,8 @@ impl Embedded {
     /// # Errors
     /// `pg_dump` cannot run or fails (its message).
     pub fn dump(&self, database: &str, out: std::fs::File) -> anyhow::Result<()> {
-        let done = self
-            .command("pg_dump")
-            .args(["--format=custom", "-h"])
-            .arg(&self.socket_dir)
-            .args(["-p", &PORT.to_string(), "-U", "postgres", "-d", database])
-            .stdout(out)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .context("cannot run pg_dump")?;
-        if !done.status.success() {
-            bail!(
-                "pg_dump failed: {}",
-                String::from_utf8_lossy(&done.stderr).trim()
-            );
-        }
-        Ok(())
+        let mut c = self.tool_on(database, "pg_dump", &["--format=custom"]);
+        self.run_tool(c.stdout(out), "pg_dump")
     }
 
     /// Replaces `database`'s contents with the backup `from` ([`Embedded::dump`]'s format), in
@@ -256,24 +242,39 @@ impl Embedded {
     /// # Errors
     /// `pg_restore` cannot run or fails (its message).
     pub fn restore(&self, database: &str, from: std::fs::File) -> anyhow::Result<()> {
-        let done = self
-            .command("pg_restore")
-            .args([
-                "--clean",
-                "--if-exists",
-                "--single-transaction",
-                "--exit-on-error",
-                "-h",
-            ])
-            .arg(&self.socket_dir)
-            .args(["-p", &PORT.to_string(), "-U", "postgres", "-d", database])
-            .stdin(from)
+        let flags = [
+            "--clean",
+            "--if-exists",
+            "--single-transaction",
+            "--exit-on-error",
+        ];
+        let mut c = self.tool_on(database, "pg_restore", &flags);
+        self.run_tool(c.stdin(from), "pg_restore")
+    }
+
+    /// `program` with `flags`, connected to `database` on this server's socket.
+    fn tool_on(&self, database: &str, program: &str, flags: &[&str]) -> Command {
+        let mut c = self.command(program);
+        c.args(flags).arg("-h").arg(&self.socket_dir).args([
+            "-p",
+            &PORT.to_string(),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+        ]);
+        c
+    }
+
+    /// Runs `c` to its end; its error output is the error when it fails.
+    fn run_tool(&self, c: &mut Command, name: &str) -> anyhow::Result<()> {
+        let done = c
             .stderr(std::process::Stdio::piped())
             .output()
-            .context("cannot run pg_restore")?;
+            .with_context(|| format!("cannot run {name}"))?;
         if !done.status.success() {
             bail!(
-                "pg_restore failed: {}",
+                "{name} failed: {}",
                 String::from_utf8_lossy(&done.stderr).trim()
             );
         }

@@ -338,11 +338,13 @@ pub async fn refresh_early_budgets(
         std::collections::BTreeMap::new();
     let mut changed = 0;
     for (account, project, start, balance, recorded, budget_override, cap) in accounts {
-        if !trees.contains_key(&start) {
-            let tree = tree_db::load(pool, to_jiff(start), &site.periods).await?;
-            trees.insert(start, tree);
-        }
-        let entitlement = trees[&start].node(project).map_or(0, |n| n.money_total.0);
+        let tree = match trees.entry(start) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(tree_db::load(pool, to_jiff(start), &site.periods).await?)
+            }
+        };
+        let entitlement = tree.node(project).map_or(0, |n| n.money_total.0);
         let base = budget_override.unwrap_or(entitlement);
         if Some(cap.map_or(base, |c| c.min(base))) == recorded {
             continue;

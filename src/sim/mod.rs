@@ -207,7 +207,7 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         .map_or(1, std::num::NonZeroUsize::get)
         .clamp(1, kinds.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<std::sync::Mutex<Option<(Summary, Option<Vec<JobRow>>)>>> =
+    let done: Vec<std::sync::Mutex<Option<Replayed>>> =
         kinds.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -228,7 +228,7 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
             });
         }
     });
-    let results: Vec<(Summary, Option<Vec<JobRow>>)> = done
+    let results: Vec<Replayed> = done
         .into_iter()
         .map(|m| {
             m.into_inner()
@@ -263,6 +263,9 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         policies: summaries,
     })
 }
+
+/// One policy's replay: its summary, and its jobs' rows when `--jobs-csv` asks for them.
+type Replayed = (Summary, Option<Vec<JobRow>>);
 
 /// Relative cost of replaying a trace under `kind`, for ordering the replays: `tranche`'s
 /// passes also preempt, reserve and estimate, `legacy`'s preempt, `fifo`'s only start.

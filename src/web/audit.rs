@@ -1,7 +1,7 @@
 //! The audit log page: admins and finance see everything, leads their subtrees.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use tower_sessions::Session;
@@ -11,6 +11,7 @@ use crate::db::audit;
 use crate::error::AppError;
 use crate::i18n::t;
 use crate::state::AppState;
+use crate::web::input::Query;
 use crate::web::{Layout, render};
 
 struct EntryRow {
