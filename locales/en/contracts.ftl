@@ -65,6 +65,7 @@ contract-err-not-lead = only an admin or a lead of { $project } can buy contract
 contract-err-no-cluster = there is no cluster named { $name }
 contract-err-no-model = there is no GPU model named { $name }
 contract-err-no-gpus = cluster { $cluster } has no { $model } GPUs
+contract-err-gpus-not-counted = none of the { $declared } { $model } GPUs of cluster { $cluster } counts now (their nodes are lost: the agent serving them stopped): no capacity can be contracted until they are back
 contract-err-gpu-count = the GPU count must be between 1 and { $installed } (the { $model } GPUs installed on { $cluster }), got { $got }
 contract-err-past = the window starts in the past ({ $start }); it must start after now
 contract-err-order = the window must end after it starts (it starts { $start } and ends { $end })

@@ -62,6 +62,7 @@ contract-err-not-lead = solo la administración o un responsable de { $project }
 contract-err-no-cluster = no hay ningún clúster llamado { $name }
 contract-err-no-model = no hay ningún modelo de GPU llamado { $name }
 contract-err-no-gpus = el clúster { $cluster } no tiene GPU { $model }
+contract-err-gpus-not-counted = ninguna de las { $declared } GPU { $model } del clúster { $cluster } cuenta ahora (sus nodos están perdidos: el agente que los atendía se detuvo): no se puede contratar capacidad hasta que vuelvan
 contract-err-gpu-count = el número de GPU debe estar entre 1 y { $installed } (las GPU { $model } instaladas en { $cluster }); se ha escrito { $got }
 contract-err-past = la franja empieza en el pasado ({ $start }); debe empezar después de ahora
 contract-err-order = la franja debe terminar después de empezar (empieza el { $start } y termina el { $end })

@@ -62,6 +62,7 @@ contract-err-not-lead = administratzaile batek edo { $project } proiektuaren ard
 contract-err-no-cluster = ez dago { $name } izeneko klusterrik
 contract-err-no-model = ez dago { $name } izeneko GPU modelorik
 contract-err-no-gpus = { $cluster } klusterrak ez du { $model } GPUrik
+contract-err-gpus-not-counted = { $cluster } klusterreko { $declared } { $model } GPUetako bat ere ez da kontuan hartzen orain (haien nodoak galduta daude: haiek zerbitzatzen zituen agentea gelditu zen): ezin da ahalmenik kontratatu itzuli arte
 contract-err-gpu-count = GPU kopuruak 1 eta { $installed } artekoa izan behar du ({ $cluster } klusterrean instalatutako { $model } GPUak); { $got } idatzi da
 contract-err-past = tartea iraganean hasten da ({ $start }); orain ondoren hasi behar da
 contract-err-order = tartea hasi ondoren amaitu behar da (hasiera: { $start }; amaiera: { $end })

@@ -246,14 +246,28 @@ async fn resolve(
         .fetch_one(&mut *conn)
         .await?;
     if installed == 0 {
+        // Nodes of the model that do not count now (lost: their agent stopped) are said so, not
+        // "none".
+        let declared: i64 = sqlx::query_scalar(
+            "SELECT coalesce(sum(gpu_count), 0)::bigint FROM nodes WHERE cluster_id = $1 AND gpu_model_id = $2",
+        )
+        .bind(cluster_id)
+        .bind(gpu_model_id)
+        .fetch_one(&mut *conn)
+        .await?;
         return Err(AppError::invalid(
             "gpu_model",
-            i18n::t2(
-                "contract-err-no-gpus",
-                "cluster",
-                req.cluster.trim(),
-                "model",
-                req.gpu_model.trim(),
+            i18n::ta(
+                if declared > 0 {
+                    "contract-err-gpus-not-counted"
+                } else {
+                    "contract-err-no-gpus"
+                },
+                &[
+                    ("cluster", &req.cluster.trim()),
+                    ("model", &req.gpu_model.trim()),
+                    ("declared", &declared),
+                ],
             ),
         ));
     }

@@ -3137,3 +3137,70 @@ async fn the_project_page_shows_a_cancelled_run_gone_on_the_first_view_after_a_s
         "the cancelled run is still waiting: {page}"
     );
 }
+
+/// Contracts bought before a pool's nodes were lost (their agent stopped): the capacity
+/// calendar shows no GPU left, not a negative number, and a purchase says the GPUs do not count
+/// now (it said the cluster "has no H100 GPUs").
+#[tokio::test]
+async fn a_pool_whose_nodes_are_lost_says_so_to_buyers() {
+    let (o, users) = org_with_users().await;
+    let (session, _) = register(&o.app, &o.agent, &["lost-1", "lost-2"]).await;
+    let contract = |hour: i8| {
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 8,
+            "start": crate::support::tomorrow_at(hour).to_string(),
+            "end": crate::support::tomorrow_at(hour + 2).to_string()})
+    };
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&o.lead),
+            Some(contract(9)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/agent/stop",
+            Some(&o.agent),
+            Some(json!({ "session": session })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/contracts",
+            Some(&o.lead),
+            Some(contract(13)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("none of the 16 H100 GPUs of cluster local counts now"),
+        "{message}"
+    );
+    let (name, password) = crate::support::demo_password(&users, "lead");
+    let mut c = o.app.client();
+    c.login(&name, &password).await;
+    let (status, page, _) = c.get("/capacity?pool=local%2FH100").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let cells: Vec<&str> = page
+        .split("<td")
+        .skip(1)
+        .filter_map(|td| td.split_once('>').map(|(_, rest)| rest))
+        .map(|rest| rest.split('<').next().unwrap_or("").trim())
+        .collect();
+    assert!(!cells.is_empty());
+    assert!(
+        cells
+            .iter()
+            .all(|t| !t.starts_with('-') && !t.starts_with('\u{2212}')),
+        "{cells:?}"
+    );
+}

@@ -269,7 +269,7 @@ pub fn document() -> Value {
                 q("cluster", true, required_text(64), "cluster name"),
                 q("gpu_model", true, required_text(32), "GPU model name")
             ]))},
-            "/spend": {"get": params(op("Spend report rows (the CSV's rows) (finance, admins, leads of the node); 422 for a period outside the recorded ones", "200", "Spend"), json!([
+            "/spend": {"get": params(op("Spend report rows (the CSV's rows) (finance, admins, leads of the node); 422 invalid_input for a period before the last 24 months or after the next 2", "200", "Spend"), json!([
                 q("period", false, json!({"type": "string", "pattern": "^[ ]*([0-9]{4}-(0[1-9]|1[0-2]))?[ ]*$"}), "YYYY-MM; default the current period"),
                 q("node", false, int(), "tree node id; default the root or the first node the lead leads"),
                 q("cluster", false, text(), "cluster name; default all")
