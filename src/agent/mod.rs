@@ -87,6 +87,10 @@ pub struct AgentArgs {
     /// Directory for the processes' output, one file per run attempt and node.
     #[arg(long, default_value = "./tranche-agent-logs")]
     pub log_dir: PathBuf,
+    /// Most bytes a run's log keeps: past it the agent keeps the newest half, after a line
+    /// saying how much was dropped (0: no bound). Default 1 GiB.
+    #[arg(long, env = "TRANCHE_AGENT_LOG_MAX_BYTES", default_value_t = 1 << 30)]
+    pub log_max_bytes: u64,
     /// Directory where the agent records the processes it starts (pid and start time, per
     /// node), so that a later agent for the same nodes can stop what this one left running,
     /// and nothing else. An absolute default, the same wherever the agent is started from:
@@ -477,7 +481,8 @@ impl Agent {
             label: format!("{machine} pid {}", std::process::id()),
             records: records.clone(),
             cleaned_up: false,
-            sup: Supervisor::with_records(args.log_dir.clone(), Some(records)),
+            sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
+                .with_log_max(args.log_max_bytes),
             started: HashSet::new(),
             pending: Vec::new(),
             node_names: HashMap::new(),
@@ -1547,6 +1552,7 @@ mod tests {
             nodes: 1,
             name: Some("box".into()),
             log_dir: dir.0.join("logs"),
+            log_max_bytes: 1 << 30,
             state_dir: dir.0.join("state"),
             utilization_file: None,
             full_sync: false,
@@ -1705,6 +1711,38 @@ mod tests {
             c.kill().unwrap();
             c.wait().unwrap();
         }
+    }
+
+    /// A run's log past the agent's bound keeps its newest half after a line saying how much
+    /// was dropped; the process's next writes (it appends) follow it.
+    #[test]
+    fn a_log_past_its_bound_keeps_its_newest_half() {
+        use std::io::Write;
+        let dir = TempDir::new("logcap");
+        let path = dir.0.join("run.log");
+        let lines: String = (0..300).map(|i| format!("line {i:04}\n")).collect();
+        assert_eq!(lines.len(), 3000);
+        std::fs::write(&path, &lines).unwrap();
+        assert_eq!(supervisor::cap_log(&path, 4000), 0, "under the bound");
+        assert_eq!(supervisor::cap_log(&path, 1000), 2500);
+        let kept = std::fs::read_to_string(&path).unwrap();
+        let (note, tail) = kept.split_once('\n').unwrap();
+        assert_eq!(
+            note,
+            "[tranche agent: 2500 earlier bytes of this log were dropped to keep it within 1000 bytes]"
+        );
+        assert_eq!(tail, &lines[2500..]);
+        // An appending writer goes on after the kept part.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"after\n").unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("line 0299\nafter\n")
+        );
     }
 
     #[test]

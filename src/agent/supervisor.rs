@@ -64,6 +64,8 @@ pub(super) struct Supervised {
 /// Owns the agent's child processes: one task per child waits on it, and carries out stops.
 pub struct Supervisor {
     log_dir: PathBuf,
+    /// Most bytes a process's log keeps (0: no bound), [`cap_log`].
+    log_max: u64,
     records: Option<Arc<ProcessRecords>>,
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
@@ -84,12 +86,21 @@ impl Supervisor {
         let (exits_tx, exits_rx) = mpsc::unbounded_channel();
         Supervisor {
             log_dir,
+            log_max: 0,
             records,
             procs: HashMap::new(),
             exits_tx,
             exits_rx,
             spawning: Arc::new(Semaphore::new(SPAWN_CONCURRENCY)),
         }
+    }
+
+    /// Bounds each process's log to `bytes` (0: no bound): past it the agent keeps the newest
+    /// half ([`cap_log`]).
+    #[must_use]
+    pub fn with_log_max(mut self, bytes: u64) -> Self {
+        self.log_max = bytes;
+        self
     }
 
     /// The output file of a process: `LOGDIR/run-RUN-attempt-ATTEMPT-NODE.log`.
@@ -124,6 +135,7 @@ impl Supervisor {
             self.records.clone(),
             stop_rx,
             self.exits_tx.clone(),
+            self.log_max,
         ));
         self.procs.insert(
             key,
@@ -449,6 +461,7 @@ pub(super) async fn launch(
     records: Option<Arc<ProcessRecords>>,
     stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
+    log_max: u64,
 ) {
     let key = a.key();
     let secret = crate::auth::random_hex(16);
@@ -500,11 +513,20 @@ pub(super) async fn launch(
         use std::io::Write;
         let _ = std::fs::File::from(gate).write_all(b"\n");
     }
-    supervise(child, Pid::from_raw(pgid), key, stops, exits, move || {
-        if let Some((r, started)) = recorded {
-            r.ended(&node_name, pgid, started);
-        }
-    })
+    let log = (log_max > 0).then(|| (log_path.clone(), log_max));
+    supervise(
+        child,
+        Pid::from_raw(pgid),
+        key,
+        stops,
+        exits,
+        log,
+        move || {
+            if let Some((r, started)) = recorded {
+                r.ended(&node_name, pgid, started);
+            }
+        },
+    )
     .await;
 }
 
@@ -564,6 +586,54 @@ pub(super) fn spawn_child(
     Ok((child, gate_write))
 }
 
+/// How often a running process's log size is checked against the agent's bound.
+const LOG_CHECK_EVERY: Duration = Duration::from_secs(10);
+
+/// Keeps the log at `path` within `max` bytes: past it, the newest half is moved to the start
+/// after a line saying how much was dropped. The process appends (`O_APPEND`), so its next
+/// writes follow the kept part; what it writes while the tail is moved may be lost with the
+/// dropped part. Returns the bytes dropped (0 when under the bound or unreadable).
+pub(super) fn cap_log(path: &Path, max: u64) -> u64 {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    else {
+        return 0;
+    };
+    let Ok(len) = f.metadata().map(|m| m.len()) else {
+        return 0;
+    };
+    if len <= max {
+        return 0;
+    }
+    let keep = max / 2;
+    let mut tail = Vec::with_capacity(usize::try_from(keep).unwrap_or(0));
+    if f.seek(SeekFrom::Start(len - keep)).is_err()
+        || Read::by_ref(&mut f)
+            .take(keep)
+            .read_to_end(&mut tail)
+            .is_err()
+    {
+        return 0;
+    }
+    let dropped = len - keep;
+    let note = format!(
+        "[tranche agent: {dropped} earlier bytes of this log were dropped to keep it within {max} bytes]\n"
+    );
+    let written = f
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| f.write_all(note.as_bytes()))
+        .and_then(|()| f.write_all(&tail))
+        .and_then(|()| f.set_len(note.len() as u64 + tail.len() as u64));
+    if let Err(e) = written {
+        tracing::warn!(path = %path.display(), error = %e, "cannot bound the run's log");
+        return 0;
+    }
+    dropped
+}
+
 /// Sends `signal` to a process group; a group that is already gone is not an error.
 pub(super) fn signal_group(pgid: Pid, signal: Signal) {
     match killpg(pgid, signal) {
@@ -587,13 +657,22 @@ pub(super) async fn supervise(
     key: RunKey,
     mut stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
+    log: Option<(PathBuf, u64)>,
     ended: impl FnOnce(),
 ) {
     let mut kill_at: Option<Instant> = None;
     let mut terminated = false;
+    let mut log_check = tokio::time::interval(LOG_CHECK_EVERY);
+    log_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
+            _ = log_check.tick(), if log.is_some() => {
+                if let Some((path, max)) = &log {
+                    let (path, max) = (path.clone(), *max);
+                    let _ = tokio::task::spawn_blocking(move || cap_log(&path, max)).await;
+                }
+            }
             Some(grace) = stops.recv() => {
                 if !terminated {
                     signal_group(pgid, Signal::SIGTERM);

@@ -3204,3 +3204,22 @@ async fn a_pool_whose_nodes_are_lost_says_so_to_buyers() {
         "{cells:?}"
     );
 }
+
+/// A lead's budget above what the node they lead is entitled to is refused naming the JSON
+/// key the API was given (`period_budget_minor`), as every other field of the body.
+#[tokio::test]
+async fn a_budget_over_the_lead_s_entitlement_names_the_api_s_field() {
+    let o = org().await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let (status, answer) = o
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/projects/{project}/budget"),
+            Some(&o.lead),
+            Some(json!({"period_budget_minor": 900_000_000_000_000_i64})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["field"], "period_budget_minor", "{answer}");
+}
