@@ -202,24 +202,28 @@ fn open_embedded(db: &DbArgs, what: &str) -> anyhow::Result<db::embedded::Embedd
             "DATABASE_URL is set: {what} that server with PostgreSQL's own tools (pg_dump, pg_restore); this command serves the embedded database"
         );
     }
-    if !db.data_dir.join("postgres").join("PG_VERSION").exists() {
-        anyhow::bail!("there is no Tranche database in {}", db.data_dir.display());
-    }
+    embedded_exists(db)?;
     db::embedded::Embedded::open(&db.data_dir, db::embedded::Claim::Join)
 }
 
-/// The database of a command other than `serve`. Only `serve` creates an organisation: given
-/// a mistyped data directory, another command would initialise an empty one there and act on
-/// it.
-async fn open(db: &DbArgs) -> anyhow::Result<Database> {
-    let source = config::database_source();
-    if matches!(source, config::DatabaseSource::Embedded)
-        && !db.data_dir.join("postgres").join("PG_VERSION").exists()
-    {
+/// Refuses a data directory holding no embedded database: only `serve` creates an
+/// organisation; given a mistyped directory, another command would initialise an empty one
+/// there and act on it.
+fn embedded_exists(db: &DbArgs) -> anyhow::Result<()> {
+    if !db.data_dir.join("postgres").join("PG_VERSION").exists() {
         anyhow::bail!(
             "there is no Tranche database in {dir}: start `tranche serve --data-dir {dir}` first (it creates one), or set DATABASE_URL",
             dir = db.data_dir.display()
         );
+    }
+    Ok(())
+}
+
+/// The database of a command other than `serve` ([`embedded_exists`] without `DATABASE_URL`).
+async fn open(db: &DbArgs) -> anyhow::Result<Database> {
+    let source = config::database_source();
+    if matches!(source, config::DatabaseSource::Embedded) {
+        embedded_exists(db)?;
     }
     Database::open(&source, &db.data_dir).await
 }
@@ -454,7 +458,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             }
             dumped.and(stopped)?;
             println!(
-                "backup: {} (keep {} with it: without the key, runs' sealed secret values cannot be read)",
+                "backup: {} (keep {} with it, or TRANCHE_SECRET_KEY where it is set: without the key, runs' sealed secret values cannot be read)",
                 out.display(),
                 db.data_dir.join("secret.key").display()
             );
