@@ -477,6 +477,25 @@ pub async fn first_run(pool: &PgPool) -> Result<Option<String>, AppError> {
     Ok(Some(pw))
 }
 
+/// Whether `email` is a plain address, as the API document's pattern says: a local part of
+/// letters, digits and ``.!#$%&'*+/=?^_`{|}~-``, `@`, and a domain of two or more dot-separated
+/// labels of letters, digits and `-` (ASCII; no quoted local part, no space). The mail library
+/// alone took `"a b"@b.co`, which the database's check then refused.
+fn plain_address(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    let labels: Vec<&str> = domain.split('.').collect();
+    !local.is_empty()
+        && local
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".!#$%&'*+/=?^_`{|}~-".contains(c))
+        && labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+}
+
 /// Sets (or, with an empty string, clears) a user's e-mail address for budget alerts.
 ///
 /// # Errors
@@ -486,7 +505,7 @@ pub async fn set_email(pool: &PgPool, user_id: i64, email: &str) -> Result<(), A
     let value = if email.is_empty() {
         None
     } else {
-        if email.len() > 254 || email.parse::<lettre::Address>().is_err() || !email.contains('.') {
+        if email.len() > 254 || !plain_address(email) || email.parse::<lettre::Address>().is_err() {
             return Err(AppError::invalid(
                 "email",
                 t1("account-err-email", "email", crate::domain::quote(email)),

@@ -146,9 +146,11 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
         crate::web::input::check_path(parts, state).await?;
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(Self(v)),
-            Err(rejection) => Err(ApiError(AppError::NotFound(format!(
-                "bad path: {}",
-                domain::shorten_quoted(&rejection.body_text())
+            // Ids are whole numbers: anything else names no record (axum's own text speaks
+            // of Rust types).
+            Err(_) => Err(ApiError(AppError::NotFound(format!(
+                "no such record: {} has an id that is not a whole number from 1 to 9223372036854775807",
+                domain::shorten_quoted(&domain::quote(parts.uri.path()))
             )))),
         }
     }
@@ -1092,11 +1094,12 @@ async fn get_capacity(
     ApiQuery(f): ApiQuery<PoolFilter>,
 ) -> ApiResult {
     let (Some(cluster), Some(model)) = (f.cluster.as_deref(), f.gpu_model.as_deref()) else {
-        return Err(AppError::Invalid {
-            field: None,
-            message: "give cluster and gpu_model".into(),
-        }
-        .into());
+        let missing = if f.cluster.is_none() {
+            "cluster"
+        } else {
+            "gpu_model"
+        };
+        return Err(AppError::invalid(missing, "give cluster and gpu_model").into());
     };
     let cluster_id = inventory::cluster_id(&state.pool, cluster)
         .await?

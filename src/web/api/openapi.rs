@@ -245,7 +245,7 @@ pub fn document() -> Value {
             "/nodes/{id}": {"parameters": [id], "patch": req(op("Rename, move or archive a tree node (admin); archiving a node whose subtree has runs running or waiting is 409 active_runs naming both counts", "200", "Ok"), "NodePatch")},
             "/nodes/{id}/shares": {"parameters": [id], "put": req(op("Set shares of some children of a node at once (admin or lead of the node or above); siblings sum to at most 100% (422 otherwise)", "200", "Ok"), "SharesBody")},
             "/projects/{id}": {"parameters": [id], "get": op("A project: share, entitlement, period budget, money cap, self-service limit, members", "200", "Project")},
-            "/projects/{id}/budget": {"parameters": [id], "put": req(op("Set a project's period budget, money cap and self-service limit (admin or lead above the project)", "200", "Ok"), "BudgetUpdate")},
+            "/projects/{id}/budget": {"parameters": [id], "put": req(op("Set a project's period budget, money cap and self-service limit (admin or lead above the project); 422 invalid_input on period_budget_minor when a lead's budgets of the projects under a node they lead would sum to more than that node's entitlement", "200", "Ok"), "BudgetUpdate")},
             "/projects/{id}/members": {"parameters": [id], "post": req(op("Add a member (admin or lead); 404 for an unknown user name", "201", "Ok"), "MemberBody")},
             "/projects/{id}/members/{user}": {"parameters": [id, {"name": "user", "in": "path", "required": true, "schema": text()}], "delete": op("Remove a member (admin or lead)", "200", "Ok")},
             "/users": {

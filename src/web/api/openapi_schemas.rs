@@ -200,7 +200,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                     "period_budget_minor": nullable(int_in(0, 1_000_000_000_000_000)),
                     "money_cap_minor": nullable(int_in(0, 1_000_000_000_000_000)),
                     "self_service_gpu_hours": int_in(0, 100_000),
-                    "alert_thresholds": {"type": ["array", "null"], "items": int_in(1, 100), "maxItems": 10,
+                    "alert_thresholds": {"type": ["array", "null"], "items": int_in(1, 100), "maxItems": 10, "uniqueItems": true,
                         "description": "percent of the period budget; omitted or null keeps the current ones"}}}),
         ),
         (
@@ -332,11 +332,11 @@ pub fn requests() -> Vec<(&'static str, Value)> {
         ("AgentStop", body(&[("session", text())], &[])),
         (
             "AgentSync",
-            json!({"type": "object", "required": ["session", "nodes"], "properties": {
+            json!({"type": "object", "required": ["session", "nodes"], "additionalProperties": false, "properties": {
                 "session": text(), "wait_s": int_in(0, 30),
                 "since": {"type": ["integer", "null"], "minimum": 0, "description": "the answer version the agent holds: only orders changed after it come back (docs/agent-protocol.md); absent = the whole state"},
-                "nodes": arr(json!({"type": "object", "required": ["node"], "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
-                "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": {"type": ["integer", "null"], "minimum": -1, "maximum": 255, "description": "exit status of an exited process, 0 to 255, or -1 when the agent could not learn it; an exited report has exactly one of exit_code and signal, a running one neither (else 422 invalid_input on exit_code)"}, "signal": {"type": ["integer", "null"], "minimum": 1, "maximum": 64, "description": "the signal that killed the process, 1 to 64 (the run's exit code is 128 plus it); another number is 422 invalid_input on signal"}}}))}}),
+                "nodes": arr(json!({"type": "object", "required": ["node"], "additionalProperties": false, "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
+                "runs": arr(json!({"type": "object", "required": ["run", "attempt", "node", "state"], "additionalProperties": false, "properties": {"run": int(), "attempt": int(), "node": int(), "state": {"enum": ["running", "exited"]}, "exit_code": {"type": ["integer", "null"], "minimum": -1, "maximum": 255, "description": "exit status of an exited process, 0 to 255, or -1 when the agent could not learn it; an exited report has exactly one of exit_code and signal, a running one neither (else 422 invalid_input on exit_code)"}, "signal": {"type": ["integer", "null"], "minimum": 1, "maximum": 64, "description": "the signal that killed the process, 1 to 64 (the run's exit code is 128 plus it); another number is 422 invalid_input on signal"}}}))}}),
         ),
         (
             "UseCaseBody",
