@@ -320,6 +320,16 @@ async fn bad_input_is_4xx_json_never_500() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(answer["error"]["field"], "cluster", "{answer}");
+    // A control character in any query, also of an operation that reads none.
+    for path in [
+        "/api/v1/me?x=%01",
+        "/api/v1/tree?lang=%07",
+        "/api/v1/runs?x%01=1",
+    ] {
+        let (status, answer) = app.api("GET", path, Some(&t), None).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {answer}");
+        assert_eq!(answer["error"]["code"], "invalid_text", "{path}: {answer}");
+    }
     // Malformed JSON text.
     let req = axum::http::Request::builder()
         .method("POST")

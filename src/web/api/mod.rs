@@ -1321,4 +1321,19 @@ pub fn router() -> Router<AppState> {
         .route("/agent/stop", post(runs::agent_stop))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(query_text_rule))
+}
+
+/// The text rule on the query of every API request, also of operations that read no query
+/// (docs/api.md: any text of a query): a control character in a name or a value is 422
+/// `invalid_text` (operations without query parameters took `?x=%01` with 200).
+async fn query_text_rule(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if let Some(query) = req.uri().query() {
+        let checked = crate::web::input::decode_pairs(query.as_bytes())
+            .and_then(|pairs| crate::web::input::check_pairs(&pairs));
+        if let Err(e) = checked {
+            return ApiError(e).into_response();
+        }
+    }
+    next.run(req).await
 }
