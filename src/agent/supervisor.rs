@@ -668,7 +668,11 @@ pub(super) async fn supervise(
         tokio::select! {
             status = child.wait() => break status,
             _ = log_check.tick(), if log.is_some() => {
-                if let Some((path, max)) = &log {
+                // A stat is all a log under its bound costs; only moving its tail goes off the
+                // async threads.
+                if let Some((path, max)) = &log
+                    && std::fs::metadata(path).is_ok_and(|m| m.len() > *max)
+                {
                     let (path, max) = (path.clone(), *max);
                     let _ = tokio::task::spawn_blocking(move || cap_log(&path, max)).await;
                 }

@@ -475,13 +475,15 @@ async fn lock_live(
 
 /// Sets the shares of some children of `parent_id` at once (so siblings can be rebalanced in
 /// one step). Allowed for admins and leads of the parent or above. The live children's shares
-/// must then sum to at most 100%.
+/// must then sum to at most 100%. Budgets of periods to come that were opened early then follow
+/// the new shares ([`crate::ledger::refresh_early_budgets`]).
 ///
 /// # Errors
 /// Forbidden; NotFound for an unknown parent or a node that is not its live child; Invalid
 /// when the sum would exceed 100% (the message gives the sum).
 pub async fn set_child_shares(
     pool: &PgPool,
+    site: &crate::config::Site,
     actor: &Account,
     parent_id: i64,
     changes: &[(i64, Share)],
@@ -561,6 +563,7 @@ pub async fn set_child_shares(
         .await?;
     }
     tx.commit().await?;
+    crate::ledger::refresh_early_budgets(pool, jiff::Timestamp::now(), site).await?;
     Ok(())
 }
 

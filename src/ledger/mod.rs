@@ -365,7 +365,8 @@ pub async fn refresh_early_budgets(
 
 /// Rolls budgets over at period boundaries: every live project gets its budget account for the
 /// period containing `now` (granted from funding), whatever is left in accounts of ended
-/// periods lapses, and accounts of periods to come follow the tree ([`refresh_early_budgets`]). Idempotent; run at start-up and every minute.
+/// periods lapses, and accounts of periods to come follow the tree
+/// ([`refresh_early_budgets`]). Idempotent; run at start-up and every minute.
 ///
 /// # Errors
 /// Database errors.

@@ -267,14 +267,8 @@ async fn shares_post(
         }
     }
     if errors.is_empty() {
-        match tree_db::set_child_shares(&state.pool, &me, id, &changes).await {
+        match tree_db::set_child_shares(&state.pool, &state.site, &me, id, &changes).await {
             Ok(()) => {
-                crate::ledger::refresh_early_budgets(
-                    &state.pool,
-                    jiff::Timestamp::now(),
-                    &state.site,
-                )
-                .await?;
                 flash(&session, t("node-shares-saved")).await?;
                 return Ok(Redirect::to(&format!("/tree/nodes/{id}")).into_response());
             }

@@ -157,8 +157,8 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
 }
 
 /// A query string whose rejections (a parameter of the wrong type, a missing one) are JSON
-/// 422s naming the parameter (`invalid_input`, as for a body); its fields pass the text rule
-/// first (422 `invalid_text`).
+/// 422s naming the parameter (`invalid_input`, as for a body). Its fields passed the text rule
+/// before ([`query_text_rule`], on every request of the API's router, where it is used).
 pub struct ApiQuery<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
@@ -166,7 +166,6 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or("");
-        crate::web::input::check_pairs(&crate::web::input::decode_pairs(query.as_bytes())?)?;
         Ok(Self(crate::web::input::from_query(query)?))
     }
 }
@@ -376,8 +375,7 @@ async fn put_shares(
         .iter()
         .map(|s| Ok((s.node, s.share.parse()?)))
         .collect::<Result<Vec<_>, AppError>>()?;
-    tree_db::set_child_shares(&state.pool, &me, id, &changes).await?;
-    crate::ledger::refresh_early_budgets(&state.pool, jiff::Timestamp::now(), &state.site).await?;
+    tree_db::set_child_shares(&state.pool, &state.site, &me, id, &changes).await?;
     ok(json!({"ok": true}))
 }
 
@@ -841,15 +839,7 @@ async fn get_audit(
             AppError::Forbidden("the audit log is for admins, finance and leads".into()).into(),
         );
     }
-    let before = crate::runs::parse_before(q.before.as_deref()).map_err(|_| {
-        AppError::invalid(
-            "before",
-            format!(
-                "before: the id of an audit entry, a whole number from 1 (the previous page's next_before); got {}",
-                crate::domain::quote(q.before.as_deref().unwrap_or("").trim())
-            ),
-        )
-    })?;
+    let before = page_before(q.before.as_deref(), "an audit entry")?;
     let parents = Parents::load(&state.pool).await?;
     let (entries, next_before) = audit::visible(
         &state.pool,
@@ -860,6 +850,20 @@ async fn get_audit(
     )
     .await?;
     ok(json!({"entries": entries, "next_before": next_before}))
+}
+
+/// A page's `before` ([`crate::runs::parse_before`]): the id of `what` (`a ledger entry`),
+/// or 422 `invalid_input` on `before` saying so.
+fn page_before(text: Option<&str>, what: &str) -> Result<Option<i64>, AppError> {
+    crate::runs::parse_before(text).map_err(|_| {
+        AppError::invalid(
+            "before",
+            format!(
+                "before: the id of {what}, a whole number from 1 (the previous page's next_before); got {}",
+                crate::domain::quote(text.unwrap_or("").trim())
+            ),
+        )
+    })
 }
 
 async fn get_tokens(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
@@ -1187,15 +1191,7 @@ async fn get_ledger(
     if !me.may_view(project, &parents) {
         return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
     }
-    let before = crate::runs::parse_before(q.before.as_deref()).map_err(|_| {
-        AppError::invalid(
-            "before",
-            format!(
-                "before: the id of a ledger entry, a whole number from 1 (the previous page's next_before); got {}",
-                crate::domain::quote(q.before.as_deref().unwrap_or("").trim())
-            ),
-        )
-    })?;
+    let before = page_before(q.before.as_deref(), "a ledger entry")?;
     let balance =
         crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;
     let (entries, next_before) =
