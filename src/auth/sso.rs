@@ -280,14 +280,14 @@ pub async fn apply(
         let resolved = match &gives {
             Gives::Role(role) => Some(Resolved::Role(role.as_str(), None)),
             Gives::Lead(node) => sqlx::query_scalar::<_, i64>(
-                "SELECT id FROM tree_nodes WHERE name = $1 AND NOT archived",
+                "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND NOT archived",
             )
             .bind(node)
             .fetch_optional(&mut *tx)
             .await?
             .map(|id| Resolved::Role("lead", Some(id))),
             Gives::Project(project) => sqlx::query_scalar::<_, i64>(
-                "SELECT id FROM tree_nodes WHERE name = $1 AND is_project AND NOT archived",
+                "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project AND NOT archived",
             )
             .bind(project)
             .fetch_optional(&mut *tx)

@@ -78,7 +78,7 @@ pub async fn cluster_id(
     db: impl sqlx::PgExecutor<'_>,
     name: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT id FROM clusters WHERE name = $1")
+    sqlx::query_scalar("SELECT id FROM clusters WHERE lower(name) = lower($1)")
         .bind(name.trim())
         .fetch_optional(db)
         .await

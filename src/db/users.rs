@@ -75,13 +75,15 @@ async fn lead_node(
 ) -> Result<Option<i64>, AppError> {
     match (role, node.map(str::trim).filter(|n| !n.is_empty())) {
         (Role::Lead, Some(name)) => Ok(Some(
-            sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND NOT archived")
-                .bind(name)
-                .fetch_optional(&mut *tx)
-                .await?
-                .ok_or_else(|| {
-                    AppError::NotFound(t1("users-no-such-node", "name", crate::domain::quote(name)))
-                })?,
+            sqlx::query_scalar(
+                "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND NOT archived",
+            )
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| {
+                AppError::NotFound(t1("users-no-such-node", "name", crate::domain::quote(name)))
+            })?,
         )),
         (Role::Lead, None) => Err(AppError::invalid("node", t("users-lead-needs-node"))),
         (_, Some(_)) => Err(AppError::invalid("node", t("users-only-lead-node"))),

@@ -198,7 +198,7 @@ async fn resolve(
     now: jiff::Timestamp,
 ) -> Result<Quote, AppError> {
     let project_id: i64 = sqlx::query_scalar(
-        "SELECT id FROM tree_nodes WHERE name = $1 AND is_project AND NOT archived",
+        "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project AND NOT archived",
     )
     .bind(req.project.trim())
     .fetch_optional(&mut *conn)
@@ -827,7 +827,7 @@ pub async fn visible(
     gpu_model: Option<&str>,
 ) -> Result<Vec<Contract>, AppError> {
     let all: Vec<Contract> = sqlx::query_as(&format!(
-        "{SELECT_CONTRACT} WHERE ($1::text IS NULL OR cl.name = $1) AND ($2::text IS NULL OR m.name = $2) ORDER BY c.starts_at DESC, c.id DESC"
+        "{SELECT_CONTRACT} WHERE ($1::text IS NULL OR lower(cl.name) = lower($1)) AND ($2::text IS NULL OR lower(m.name) = lower($2)) ORDER BY c.starts_at DESC, c.id DESC"
     ))
     .bind(cluster)
     .bind(gpu_model)

@@ -1483,8 +1483,16 @@ impl<'f> Conditions<'f> {
             // "My projects": the ones the actor is a member of or leads.
             mine: own_projects(actor, parents),
             state,
-            project: filter.project.as_deref().filter(|s| !s.is_empty()),
-            cluster: filter.cluster.as_deref().filter(|s| !s.is_empty()),
+            project: filter
+                .project
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()),
+            cluster: filter
+                .cluster
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()),
             before: before.unwrap_or(i64::MAX),
             limit: filter.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX),
         })

@@ -225,7 +225,7 @@ pub async fn dashboard(
         .collect();
     let pools: Vec<(i64, String, i64, String)> = sqlx::query_as(
         "SELECT DISTINCT c.id, c.name, m.id, m.name FROM nodes n JOIN clusters c ON c.id = n.cluster_id \
-         JOIN gpu_models m ON m.id = n.gpu_model_id WHERE ($1 = '' OR c.name = $1) ORDER BY c.name, m.name",
+         JOIN gpu_models m ON m.id = n.gpu_model_id WHERE ($1 = '' OR lower(c.name) = lower($1)) ORDER BY c.name, m.name",
     )
     .bind(cluster)
     .fetch_all(&state.pool)

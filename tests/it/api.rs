@@ -706,3 +706,71 @@ async fn gpu_model_errors_name_the_json_fields() {
         "{answer}"
     );
 }
+
+/// A filter naming a cluster, GPU model or project that does not exist is a 404 naming it
+/// (docs/api.md), not an empty list as if the name were right; names are found whatever their
+/// case, in every filter and lookup alike.
+#[tokio::test]
+async fn unknown_names_in_filters_are_404_and_names_match_whatever_their_case() {
+    let (app, _) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    let period = jiff::Zoned::now().strftime("%Y-%m").to_string();
+    for path in [
+        "/api/v1/runs?cluster=nowhere".to_string(),
+        "/api/v1/runs?project=nobody".to_string(),
+        "/api/v1/contracts?cluster=nowhere".to_string(),
+        "/api/v1/contracts?gpu_model=Z999".to_string(),
+        format!("/api/v1/spend?period={period}&cluster=nowhere"),
+        "/api/v1/metrics?cluster=nowhere".to_string(),
+        "/api/v1/capacity?cluster=nowhere&gpu_model=H100".to_string(),
+        "/api/v1/ledger?project=nobody".to_string(),
+    ] {
+        let (status, body) = app.api("GET", &path, Some(&admin), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "not_found", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("nowhere") || message.contains("nobody") || message.contains("Z999"),
+            "{path}: {message}"
+        );
+    }
+    // The same names in another case find what the exact names find.
+    let researcher = app.token_for("demo-researcher").await;
+    let run = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
+        "resumable": true, "command": "true"});
+    let (status, body) = app
+        .api("POST", "/api/v1/runs", Some(&researcher), Some(run))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let count =
+        |v: &serde_json::Value, key: &str| v.pointer(key).unwrap().as_array().unwrap().len();
+    for (exact, upper, key) in [
+        (
+            "/api/v1/runs?project=fm-pretrain-7b&limit=1000",
+            "/api/v1/runs?project=FM-Pretrain-7B&limit=1000",
+            "/runs",
+        ),
+        (
+            "/api/v1/runs?cluster=h100-east&limit=1000",
+            "/api/v1/runs?cluster=H100-EAST&limit=1000",
+            "/runs",
+        ),
+        (
+            "/api/v1/ledger?project=fm-pretrain-7b",
+            "/api/v1/ledger?project=FM-PRETRAIN-7B",
+            "/entries",
+        ),
+        (
+            "/api/v1/capacity?cluster=h100-east&gpu_model=H100",
+            "/api/v1/capacity?cluster=H100-EAST&gpu_model=h100",
+            "/calendar/hours",
+        ),
+    ] {
+        let (s1, a) = app.api("GET", exact, Some(&admin), None).await;
+        let (s2, b) = app.api("GET", upper, Some(&admin), None).await;
+        assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK), "{upper}: {b}");
+        assert!(count(&a, key) > 0, "{exact}: {a}");
+        assert_eq!(count(&a, key), count(&b, key), "{upper}");
+    }
+}

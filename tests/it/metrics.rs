@@ -305,7 +305,6 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
         ("window=2w", "window"),
         ("from=yesterday", "from"),
         (&*format!("from={}&to={}", ts(t0), ts(t0)), "to"),
-        ("cluster=nope", "cluster"),
         ("window=period&period=1999-01", "period"),
         // A period beside another window was ignored (the last 24 hours answered).
         ("window=7d&period=2026-11", "period"),
@@ -316,6 +315,12 @@ async fn live_figures_equal_hand_computed_values_for_a_scripted_history() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {body}");
         assert_eq!(body["error"]["field"], field, "{query}: {body}");
     }
+    // An unknown cluster is a 404 naming it, as every unknown name in the API.
+    let (status, body) = app
+        .api("GET", "/api/v1/metrics?cluster=nope", Some(&fin), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["code"], "not_found", "{body}");
     // A period alone asks for the period window.
     let label = tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site)
         .label(&app.state.site);

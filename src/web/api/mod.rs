@@ -1064,16 +1064,74 @@ struct PoolFilter {
     gpu_model: Option<String>,
 }
 
+/// A name filter as given, trimmed; `None` when absent or empty (no filter).
+fn given_name(name: Option<&str>) -> Option<&str> {
+    name.map(str::trim).filter(|n| !n.is_empty())
+}
+
+/// Refuses a query that filters by a cluster, GPU model or project name that does not exist:
+/// 404 `not_found` naming it (docs/api.md: an unknown id or name is a 404), where the filter
+/// would otherwise answer an empty list as if the name were right. Names match whatever their
+/// case, as the filters do; `None` or an empty name filters nothing and passes.
+///
+/// # Errors
+/// 404 for the first unknown name; database errors.
+pub(super) async fn known_names(
+    pool: &sqlx::PgPool,
+    cluster: Option<&str>,
+    gpu_model: Option<&str>,
+    project: Option<&str>,
+) -> Result<(), AppError> {
+    if let Some(name) = given_name(cluster)
+        && inventory::cluster_id(pool, name).await?.is_none()
+    {
+        return Err(AppError::NotFound(format!(
+            "no cluster named {}",
+            domain::quote(name)
+        )));
+    }
+    if let Some(name) = given_name(gpu_model)
+        && inventory::gpu_model_id(pool, name).await?.is_none()
+    {
+        return Err(AppError::NotFound(format!(
+            "no GPU model named {}",
+            domain::quote(name)
+        )));
+    }
+    if let Some(name) = given_name(project) {
+        let found: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE lower(name) = lower($1) AND is_project)",
+        )
+        .bind(name)
+        .fetch_one(pool)
+        .await?;
+        if !found {
+            return Err(AppError::NotFound(format!(
+                "no project named {}",
+                domain::quote(name)
+            )));
+        }
+    }
+    Ok(())
+}
+
 async fn get_contracts(
     State(state): State<AppState>,
     ApiUser(me): ApiUser,
     ApiQuery(f): ApiQuery<PoolFilter>,
 ) -> ApiResult {
+    known_names(
+        &state.pool,
+        f.cluster.as_deref(),
+        f.gpu_model.as_deref(),
+        None,
+    )
+    .await?;
     let list = crate::ledger::contracts::visible(
         &state.pool,
         &me,
-        f.cluster.as_deref(),
-        f.gpu_model.as_deref(),
+        given_name(f.cluster.as_deref()),
+        given_name(f.gpu_model.as_deref()),
     )
     .await?;
     ok(
@@ -1137,6 +1195,7 @@ async fn get_spend(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<crate::web::reports::ReportQuery>,
 ) -> ApiResult {
+    known_names(&state.pool, Some(&q.cluster), None, None).await?;
     let (filter, label) = crate::web::reports::resolve_filter(&state, &me, &q).await?;
     crate::web::reports::open_current_budgets(&state, &filter, jiff::Timestamp::now()).await?;
     let rows = crate::ledger::reports::rows(
@@ -1155,6 +1214,7 @@ async fn get_metrics(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<crate::web::metrics::MetricsQuery>,
 ) -> ApiResult {
+    known_names(&state.pool, Some(&q.cluster), None, None).await?;
     let d = crate::web::metrics::dashboard(&state, &me, &q).await?;
     ok(serde_json::to_value(d).map_err(|e| ApiError(AppError::Internal(e.into())))?)
 }
@@ -1176,17 +1236,18 @@ async fn get_ledger(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<LedgerQuery>,
 ) -> ApiResult {
-    let project: i64 =
-        sqlx::query_scalar("SELECT id FROM tree_nodes WHERE name = $1 AND is_project")
-            .bind(q.project.trim())
-            .fetch_optional(&state.pool)
-            .await?
-            .ok_or_else(|| {
-                AppError::NotFound(format!(
-                    "no project named {}",
-                    crate::domain::quote(q.project.trim())
-                ))
-            })?;
+    let project: i64 = sqlx::query_scalar(
+        "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project",
+    )
+    .bind(q.project.trim())
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or_else(|| {
+        AppError::NotFound(format!(
+            "no project named {}",
+            crate::domain::quote(q.project.trim())
+        ))
+    })?;
     let parents = Parents::load(&state.pool).await?;
     if !me.may_view(project, &parents) {
         return Err(AppError::Forbidden("this project is outside what you may see".into()).into());

@@ -89,6 +89,13 @@ pub(super) async fn get_runs(
     ApiUser(me): ApiUser,
     ApiQuery(filter): ApiQuery<Filter>,
 ) -> ApiResult {
+    super::known_names(
+        &state.pool,
+        filter.cluster.as_deref(),
+        None,
+        filter.project.as_deref(),
+    )
+    .await?;
     let tree = state.tree_for(&me).await?;
     let (rows, next_before) = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
     ok(json!({"runs": rows, "next_before": next_before}))
