@@ -350,15 +350,45 @@ async fn write_links(
     Ok(())
 }
 
+/// 422 `name_taken` naming `name`.
+fn taken(name: &str) -> AppError {
+    AppError::Unprocessable {
+        code: "name_taken",
+        field: Some("name"),
+        message: i18n::t1("ai-err-name-taken", "name", domain::quote(name)),
+    }
+}
+
 fn name_taken(e: sqlx::Error, name: &str) -> AppError {
     match e.as_database_error().and_then(|d| d.constraint()) {
-        Some("ai_use_cases_name_key") => AppError::Unprocessable {
-            code: "name_taken",
-            field: Some("name"),
-            message: i18n::t1("ai-err-name-taken", "name", domain::quote(name)),
-        },
+        Some("ai_use_cases_name_key") => taken(name),
         _ => e.into(),
     }
+}
+
+/// Refuses `name` when another use case (not `except`) has it whatever its case, as the names
+/// of projects, clusters and users are unique whatever their case ("Triage" beside "triage"
+/// would read as one use case in lists and reports). Takes a transaction-scoped lock, so two
+/// registrations that differ only in case cannot both pass.
+///
+/// # Errors
+/// 422 `name_taken`; database errors.
+async fn check_name_free(
+    tx: &mut sqlx::PgConnection,
+    name: &str,
+    except: Option<i64>,
+) -> Result<(), AppError> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('ai_use_cases.name'))")
+        .execute(&mut *tx)
+        .await?;
+    let in_use: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM ai_use_cases WHERE lower(name) = lower($1) AND id IS DISTINCT FROM $2)",
+    )
+    .bind(name)
+    .bind(except)
+    .fetch_one(&mut *tx)
+    .await?;
+    if in_use { Err(taken(name)) } else { Ok(()) }
 }
 
 /// Registers a use case (status `proposed`), audited as `use_case.create`. Returns its id.
@@ -373,6 +403,7 @@ pub async fn create(
 ) -> Result<i64, AppError> {
     let d = draft.check(me, tree)?;
     let mut tx = pool.begin().await?;
+    check_name_free(&mut tx, &d.name, None).await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO ai_use_cases (name, owner_node_id, bag, allowed_data, ai_action, human_review, \
          monthly_limit_minor, metric, stop_rule, services, created_by, human_hourly_rate_minor) \
@@ -436,6 +467,7 @@ pub async fn update(
     if !before.may_manage(me, &tree.parents) {
         return Err(not_lead("ai-not-lead-change", &before.owner));
     }
+    check_name_free(&mut tx, &d.name, Some(id)).await?;
     sqlx::query(
         "UPDATE ai_use_cases SET name = $2, owner_node_id = $3, bag = $4, allowed_data = $5, ai_action = $6, \
          human_review = $7, monthly_limit_minor = $8, metric = $9, stop_rule = $10, services = $11, \

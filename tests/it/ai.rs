@@ -97,6 +97,41 @@ async fn leads_register_edit_and_change_status_with_audit() {
         (StatusCode::UNPROCESSABLE_ENTITY, Some("name_taken")),
         "{answer}"
     );
+    // Names are unique whatever their case, also when another use case is renamed to one.
+    let mut shouted = body.clone();
+    shouted["name"] = json!("SUPPORT TICKET triage");
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&lead),
+            Some(shouted.clone()),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("name_taken")),
+        "{answer}"
+    );
+    let other = use_case("Other triage", pretraining, 100);
+    let (status, created_other) = app
+        .api("POST", "/api/v1/use-cases", Some(&lead), Some(other))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created_other}");
+    let other_id = created_other["id"].as_i64().unwrap();
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/use-cases/{other_id}"),
+            Some(&lead),
+            Some(shouted),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("name_taken")),
+        "{answer}"
+    );
     let mut bad = use_case("Other", pretraining, 100);
     bad["bag"] = json!("gold");
     let (status, answer) = app
@@ -156,7 +191,7 @@ async fn leads_register_edit_and_change_status_with_audit() {
         .api("POST", "/api/v1/use-cases", Some(&lead), Some(critical))
         .await;
     assert_eq!(answer["error"]["field"], "stop_rule", "{status} {answer}");
-    assert_eq!(count(&app, "ai_use_cases").await, 1, "nothing half-written");
+    assert_eq!(count(&app, "ai_use_cases").await, 2, "nothing half-written");
 
     // The researcher of the linked project sees it; finance sees it; the researcher cannot change it.
     let (_, list) = app
