@@ -575,7 +575,26 @@ pub fn control_char_in(text: &str, multiline: bool, bidi: bool) -> Option<Contro
         })
 }
 
-/// Parses a whole number within `min..=max` for the field `what`.
+/// A whole number as people type it and as the pages write it (docs/i18n.md): an optional
+/// sign, `-`, `+` or the minus sign U+2212 that CLDR's Spanish and Basque formats print, then
+/// digits grouped as [`decimal_parts`] reads them (`10.000` on a Spanish page, `10,000` on an
+/// English one, `10 000` anywhere), with no decimals. `None` when it is not one, or beyond `i64`.
+pub fn typed_integer(input: &str) -> Option<i64> {
+    let s = input.trim();
+    let (negative, digits) = match s.chars().next()? {
+        '-' | '\u{2212}' => (true, &s[s.chars().next()?.len_utf8()..]),
+        '+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (whole, frac) = decimal_parts(digits)?;
+    if whole.is_empty() || !frac.is_empty() {
+        return None;
+    }
+    let v: i64 = whole.parse().ok()?;
+    Some(if negative { -v } else { v })
+}
+
+/// Parses a whole number within `min..=max` for the field `what` ([`typed_integer`]).
 ///
 /// # Errors
 /// The message to show next to the field.
@@ -588,7 +607,7 @@ pub fn int_in(input: &str, what: &str, min: i64, max: i64) -> Result<i64, String
         "the self-service limit" => (crate::i18n::current(), t("project-noun-self-service")),
         other => (crate::i18n::Lang::En, other.to_string()),
     };
-    let v: i64 = typed.parse().map_err(|_| {
+    let v: i64 = typed_integer(typed).ok_or_else(|| {
         crate::i18n::message(
             lang,
             "inventory-number-whole",
@@ -1121,6 +1140,43 @@ mod tests {
             sync_scope(Lang::Es, || format_protected_gpu_hours(17, false)),
             "0,02"
         );
+    }
+
+    #[test]
+    fn typed_integers_read_the_forms_pages_print() {
+        use crate::i18n::{Lang, sync_scope};
+        let int = |lang, s: &str| sync_scope(lang, || typed_integer(s));
+        for lang in [Lang::En, Lang::Es, Lang::Eu] {
+            assert_eq!(int(lang, " 42 "), Some(42), "{lang:?}");
+            assert_eq!(int(lang, "-5"), Some(-5), "{lang:?}");
+            // CLDR's Spanish and Basque minus sign, as the pages write "\u{2212}1.000".
+            assert_eq!(int(lang, "\u{2212}5"), Some(-5), "{lang:?}");
+            assert_eq!(int(lang, "+7"), Some(7), "{lang:?}");
+            assert_eq!(int(lang, "10 000"), Some(10_000), "{lang:?}");
+            assert_eq!(int(lang, "1.234.567"), Some(1_234_567), "{lang:?}");
+            for bad in [
+                "",
+                "-",
+                "1,5",
+                "2.50",
+                "x",
+                "1e3",
+                "--1",
+                "0,001",
+                "99999999999999999999",
+            ] {
+                assert_eq!(int(lang, bad), None, "{lang:?} {bad:?}");
+            }
+        }
+        // One separator and three digits: grouping in the page's language, else decimals.
+        assert_eq!(int(Lang::Es, "\u{2212}1.000"), Some(-1_000));
+        assert_eq!(int(Lang::Eu, "10.000"), Some(10_000));
+        assert_eq!(int(Lang::Es, "10,000"), None);
+        assert_eq!(int(Lang::En, "10,000"), Some(10_000));
+        assert_eq!(int(Lang::En, "1.024"), None);
+        // The range message's own numbers read back.
+        let range = sync_scope(Lang::Eu, || int_in("1.000", "the GPU count", 1, 64)).unwrap_err();
+        assert!(range.contains("1.000"), "{range}");
     }
 
     #[test]

@@ -628,6 +628,7 @@ budget-err-self-service = the self-service limit must be between 0 and 100,000 G
 budget-err-forbidden = only an admin or a lead above this project can change its budget
 budget-err-threshold-twice = the alert threshold { $pct }% is given twice; give each percentage once
 budget-err-thresholds = alert thresholds are up to 10 percentages from 1 to 100
+budget-err-thresholds-decimal = alert thresholds are whole percentages separated by a comma and a space, or by spaces, e.g. 50, 75, 90 (typed { $got })
 budget-err-over-entitlement = the budgets of the projects under { $node } would sum to { $sum }, more than its entitlement of { $entitlement }; lower this or another project's budget
 project-err-no-user = there is no user named { $name }
 project-err-user-disabled = { $name } is disabled: enable the account before adding it to a project

@@ -606,6 +606,7 @@ budget-err-self-service = el límite de autoservicio debe estar entre 0 y 100.00
 budget-err-forbidden = solo un administrador o un responsable por encima de este proyecto puede cambiar su presupuesto
 budget-err-threshold-twice = el umbral de alerta { $pct } % se da dos veces; da cada porcentaje una sola vez
 budget-err-thresholds = los umbrales de alerta son hasta 10 porcentajes de 1 a 100
+budget-err-thresholds-decimal = los umbrales de alerta son porcentajes enteros separados por una coma y un espacio, o por espacios, p. ej. 50, 75, 90 (se ha escrito { $got })
 budget-err-over-entitlement = los presupuestos de los proyectos bajo { $node } sumarían { $sum }, más que su dotación de { $entitlement }; reduce este u otro presupuesto de proyecto
 project-err-no-user = no hay ningún usuario llamado { $name }
 project-err-user-disabled = { $name } está desactivado: active la cuenta antes de añadirla a un proyecto

@@ -600,6 +600,7 @@ budget-err-self-service = autozerbitzu-mugak 0 eta 100.000 GPU-ordu artekoa izan
 budget-err-forbidden = administratzaile batek edo proiektu honen gaineko arduradun batek bakarrik alda dezake bere aurrekontua
 budget-err-threshold-twice = % { $pct } alerta-atalasea bi aldiz eman da; eman ehuneko bakoitza behin
 budget-err-thresholds = alerta-atalaseak gehienez 10 ehuneko dira, 1etik 100era
+budget-err-thresholds-decimal = alerta-atalaseak ehuneko osoak dira, koma eta zuriune batez edo zuriunez bereiziak, adib. 50, 75, 90 ({ $got } idatzi da)
 budget-err-over-entitlement = { $node } nodoaren azpiko proiektuen aurrekontuek { $sum } batuko lukete, bere { $entitlement } zuzkidura baino gehiago; jaitsi hau edo beste proiektu baten aurrekontua
 project-err-no-user = ez dago { $name } izeneko erabiltzailerik
 project-err-user-disabled = { $name } desgaituta dago: gaitu kontua proiektu bati gehitu aurretik

@@ -185,7 +185,7 @@ impl RunForm {
 
     /// Parses the typed fields into a submission; errors name the form's field.
     fn parse(&self) -> Result<NewRun, AppError> {
-        let gpus = self.gpus.trim().parse::<i64>().map_err(|_| {
+        let gpus = crate::domain::typed_integer(&self.gpus).ok_or_else(|| {
             AppError::invalid(
                 "gpus",
                 i18n::t1(
@@ -200,12 +200,14 @@ impl RunForm {
         let time_limit_s = parse_minutes(&self.time_limit, "time_limit", "err-time-limit-format")?;
         let priority = match self.priority.trim() {
             "" => 0,
-            p => p.parse::<i32>().map_err(|_| {
-                AppError::invalid(
-                    "priority",
-                    i18n::t1("err-priority-whole", "got", crate::domain::quote(p)),
-                )
-            })?,
+            p => crate::domain::typed_integer(p)
+                .and_then(|v| i32::try_from(v).ok())
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "priority",
+                        i18n::t1("err-priority-whole", "got", crate::domain::quote(p)),
+                    )
+                })?,
         };
         let workdir = Some(self.workdir.trim().to_string()).filter(|w| !w.is_empty());
         Ok(NewRun {

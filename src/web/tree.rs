@@ -697,8 +697,27 @@ struct BudgetForm {
     alert_thresholds: String,
 }
 
-/// Parses alert thresholds typed as `50, 75, 90` (percent; empty for none).
+/// Parses alert thresholds typed as `50, 75, 90` (whole percentages separated by commas,
+/// spaces or semicolons; empty for none). On a page whose language writes a decimal comma
+/// (Spanish, Basque), a comma between two digits (`12,5`) is a decimal number, not two
+/// thresholds: refused, so 12.5 % is never read as 12 % and 5 %.
 fn thresholds(input: &str) -> Result<Vec<i32>, AppError> {
+    let decimal_comma = crate::i18n::current() != crate::i18n::Lang::En;
+    let chars: Vec<char> = input.chars().collect();
+    if decimal_comma
+        && chars
+            .windows(3)
+            .any(|w| w[0].is_ascii_digit() && w[1] == ',' && w[2].is_ascii_digit())
+    {
+        return Err(AppError::invalid(
+            "alert_thresholds",
+            i18n::t1(
+                "budget-err-thresholds-decimal",
+                "got",
+                domain::quote(input.trim()),
+            ),
+        ));
+    }
     input
         .split([',', ' ', ';'])
         .filter(|t| !t.trim().is_empty())
@@ -861,4 +880,28 @@ pub fn router() -> Router<AppState> {
         .route("/projects/{id}/budget", post(budget_post))
         .route("/projects/{id}/members", post(member_add))
         .route("/projects/{id}/members/remove", post(member_remove))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thresholds;
+    use crate::i18n::{Lang, sync_scope};
+
+    #[test]
+    fn thresholds_never_read_a_decimal_comma_as_two() {
+        let read = |lang, s: &str| sync_scope(lang, || thresholds(s)).map_err(|e| e.to_string());
+        for lang in [Lang::En, Lang::Es, Lang::Eu] {
+            assert_eq!(read(lang, "50, 75, 90%"), Ok(vec![50, 75, 90]), "{lang:?}");
+            assert_eq!(read(lang, "50 75;90"), Ok(vec![50, 75, 90]), "{lang:?}");
+            assert_eq!(read(lang, ""), Ok(vec![]), "{lang:?}");
+        }
+        // English writes a decimal point: a comma between digits separates two thresholds.
+        assert_eq!(read(Lang::En, "50,75"), Ok(vec![50, 75]));
+        // Spanish and Basque write a decimal comma: 12,5 is twelve and a half, refused.
+        for lang in [Lang::Es, Lang::Eu] {
+            let err = read(lang, "12,5").unwrap_err();
+            assert!(err.contains("12,5") && err.contains("50, 75, 90"), "{err}");
+            assert!(read(lang, "50,75, 90").is_err(), "{lang:?}");
+        }
+    }
 }
