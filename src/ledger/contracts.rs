@@ -439,7 +439,7 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
                 &[
                     (
                         "hours",
-                        &domain::format_milli_gpu_hours((q.gpu_hours * 1000.0).round() as i64),
+                        &domain::format_milli_gpu_hours((q.gpu_hours * 10.0).round() as i64 * 100),
                     ),
                     ("model", &req.gpu_model.trim()),
                     ("price", &Money(q.price_minor).display(&site.currency)),

@@ -28,7 +28,7 @@ pub struct Filter {
 
 /// One report row: a node and a GPU model, or the node's total (`gpu_model` = `all`).
 /// Money in minor units, GPU-hours as decimals.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Row {
     /// Period as `YYYY-MM` in the site's time zone.
     pub period: String,
@@ -359,10 +359,22 @@ pub async fn rows(
             None
         };
         // Contract purchases are one-off: counted once; only run usage is a rate.
+        // Each project's forecast as its alerts compute it, summed: a subtree's forecast is its
+        // projects' (extrapolating the subtree's total rounded otherwise, a few minor units
+        // apart from the sum of its children's rows).
         t.forecast_minor = Some(if now >= filter.period.end {
             t.spend_minor
         } else {
-            crate::ledger::alerts::forecast(total.contract, total.run, filter.period, now)
+            projects
+                .iter()
+                .map(|p| {
+                    let (contract, run) = by
+                        .iter()
+                        .filter(|((q, _), _)| q == p)
+                        .fold((0, 0), |(c, r), (_, s)| (c + s.contract, r + s.run));
+                    crate::ledger::alerts::forecast(contract, run, filter.period, now)
+                })
+                .sum()
         });
         out.push(t);
         for m in models {

@@ -132,7 +132,8 @@ struct RowView {
 fn cells(r: &Row) -> Vec<String> {
     let m = |v: i64| Money(v).amount();
     let o = |v: Option<i64>| v.map_or_else(String::new, |x| Money(x).amount());
-    let h = |v: f64| domain::format_milli_gpu_hours((v * 1000.0).round() as i64);
+    // Rounded once, to the tenth the page shows (through thousandths, 251.9497 read 252.0).
+    let h = |v: f64| domain::format_milli_gpu_hours((v * 10.0).round() as i64 * 100);
     vec![
         m(r.contract_minor),
         h(r.contract_gpu_hours),
@@ -294,4 +295,26 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/reports", get(page))
         .route("/reports.csv", get(csv_export))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cells;
+    use crate::ledger::reports::Row;
+
+    #[test]
+    fn gpu_hours_are_rounded_once_to_the_tenth_shown() {
+        let row = Row {
+            run_gpu_hours: 251.9497,
+            contract_gpu_hours: 3_292.6497,
+            free_gpu_hours: 0.05,
+            ..Row::default()
+        };
+        let c = crate::i18n::sync_scope(crate::i18n::Lang::En, || cells(&row));
+        // Through thousandths first, 251.9497 read 251.950 and then 252.0.
+        assert_eq!(
+            (c[1].as_str(), c[3].as_str(), c[4].as_str()),
+            ("3,292.6", "251.9", "0.1")
+        );
+    }
 }

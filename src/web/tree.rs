@@ -589,7 +589,9 @@ async fn project_page(
         period: period_label(&tree.period_start, &tree.period_end),
         entitlement_money: node.money_total.display(cur),
         budget: budget.display(cur),
-        budget_is_default: settings.period_budget_minor.is_none(),
+        // A money cap below the entitlement's value is the budget then, not the default.
+        budget_is_default: settings.period_budget_minor.is_none()
+            && settings.money_cap_minor.is_none_or(|cap| cap > budget.0),
         cap: settings
             .money_cap_minor
             .map_or_else(|| i18n::t("project-none"), |c| Money(c).display(cur)),
