@@ -305,8 +305,8 @@ mod tests {
     #[test]
     fn gpu_hours_are_rounded_once_to_the_tenth_shown() {
         let row = Row {
-            run_gpu_hours: 251.9497,
-            contract_gpu_hours: 3_292.6497,
+            run_gpu_hours: 251.949_7,
+            contract_gpu_hours: 3_292.649_7,
             free_gpu_hours: 0.05,
             ..Row::default()
         };
