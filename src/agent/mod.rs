@@ -643,8 +643,9 @@ impl Agent {
                     return Ok(SessionEnd::Reregister);
                 }
                 Err(e @ ApiError::Status { status: 409, .. }) => {
-                    // `not_assigned`: the server does not know a reported run; drop the exits
-                    // it refused so the next sync can succeed.
+                    // `not_assigned` (a report about a node this session does not serve) or
+                    // another refusal: drop the exits it carried so the next sync can succeed.
+                    // (A run the server never assigned is not refused: it is told to stop.)
                     tracing::warn!(error = %e, dropped = carried.len(), "sync refused; dropping the exit reports it carried");
                     self.pending.retain(|e| !carried.contains(e));
                     not_before = Some(Instant::now() + backoff.next());

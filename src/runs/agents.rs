@@ -476,7 +476,9 @@ fn stale_session(why: String) -> AppError {
 /// # Errors
 /// 409 `session_replaced` when another agent registered one of the nodes since (this agent
 /// should stop), 409 `stale_session` when a node was marked lost (register again);
-/// 409 `not_assigned` for a report about a run this node never held; 422 for bad figures.
+/// 409 `not_assigned` for a report about a node this session does not serve; 422 for bad
+/// figures. A report about a process the node was never assigned records nothing and, when it
+/// runs, adds a stop order for it to the answer.
 /// Nothing is changed when an error is returned.
 pub async fn sync(
     state: &AppState,
@@ -608,20 +610,54 @@ pub async fn sync(
         exited.push(r.state == "exited");
         codes.push(r.exit_code.or(r.signal.map(|s| 128 + s)));
     }
-    let unknown: Option<(i64, i32, i64)> = sqlx::query_as(
+    // A report about a process the database never gave this node (an agent that outlived a
+    // restore of an older backup, or a forged report) records nothing, and a running one is
+    // told to stop: refusing the whole sync, as before, left the agent resending it and its
+    // nodes without heartbeats until they were lost, while the process kept its GPUs.
+    let unknown: Vec<(i64, i32, i64)> = sqlx::query_as(
         "SELECT u.r, u.a, u.n FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[]) AS u(r, a, n) \
-         WHERE NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n) LIMIT 1",
+         WHERE NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n)",
     )
     .bind(&runs)
     .bind(&attempts)
     .bind(&nodes)
-    .fetch_optional(pool)
+    .fetch_all(pool)
     .await?;
-    if let Some((run, attempt, node)) = unknown {
-        return Err(AppError::Refused {
-            code: "not_assigned",
-            message: format!("run {run} attempt {attempt} was never assigned to node {node}"),
-        });
+    let mut foreign_stops = Vec::new();
+    if !unknown.is_empty() {
+        let mut keep = Vec::with_capacity(runs.len());
+        for i in 0..runs.len() {
+            let key = (runs[i], attempts[i], nodes[i]);
+            if !unknown.contains(&key) {
+                keep.push(i);
+                continue;
+            }
+            tracing::warn!(
+                run = key.0,
+                attempt = key.1,
+                node = key.2,
+                exited = exited[i],
+                "an agent reported a process this node was never assigned (a restored database?): ignored, stopped if running"
+            );
+            if !exited[i] {
+                foreign_stops.push(crate::executor::StopOrder {
+                    run: key.0,
+                    attempt: key.1,
+                    node: key.2,
+                    grace_s: site.grace_s,
+                });
+            }
+        }
+        fn pick<T: Copy>(v: &[T], keep: &[usize]) -> Vec<T> {
+            keep.iter().map(|&i| v[i]).collect()
+        }
+        (runs, attempts, nodes, exited, codes) = (
+            pick(&runs, &keep),
+            pick(&attempts, &keep),
+            pick(&nodes, &keep),
+            pick(&exited, &keep),
+            pick(&codes, &keep),
+        );
     }
 
     // A sync writes only heartbeats and process states, each in one statement; the pass turns
@@ -718,7 +754,7 @@ pub async fn sync(
     loop {
         if let Some(since) = body.since {
             // Delta: anything changed is news; an agent keeps what it was told before.
-            let (assignments, stops, version, full) = crate::executor::orders_since(
+            let (assignments, mut stops, version, full) = crate::executor::orders_since(
                 pool,
                 &state.secret_key,
                 &node_ids,
@@ -726,6 +762,7 @@ pub async fn sync(
                 Some(since),
             )
             .await?;
+            stops.extend(foreign_stops.iter().cloned());
             let answer = || serde_json::json!({"assignments": assignments, "stops": stops, "version": version, "full": full});
             let now = Instant::now();
             if full || !assignments.is_empty() || !stops.is_empty() || now >= deadline {
@@ -739,8 +776,9 @@ pub async fn sync(
             }
             continue;
         }
-        let (assignments, stops) =
+        let (assignments, mut stops) =
             crate::executor::orders(pool, &state.secret_key, &node_ids, site.grace_s).await?;
+        stops.extend(foreign_stops.iter().cloned());
         // Answer at once when the agent has something to do that it has not shown it did: a
         // process to start, or one to stop that it reports running. (An agent that cannot act
         // yet, say while a GPU is in a grace period, paces itself.)

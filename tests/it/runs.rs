@@ -1243,16 +1243,41 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
         .fetch_one(&o.app.pool)
         .await
         .unwrap();
+    // A process the node was never assigned (an agent that outlived a restore of an older
+    // backup): nothing is recorded, the sync is served and the process is told to stop, so
+    // the agent neither resends it forever nor keeps its GPUs (it was a 409 for the whole
+    // sync: the agent's nodes went without heartbeats until they were lost).
     let (status, answer) = sync(
         &o.app,
         &o.agent,
         &session,
         &nodes,
-        json!([{"run": run + 100, "attempt": 1, "node": nodes[0], "state": "running"}]),
+        json!([{"run": run + 100, "attempt": 1, "node": nodes[0], "state": "running"},
+               {"run": run + 101, "attempt": 2, "node": nodes[0], "state": "exited", "exit_code": 0}]),
     )
     .await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(answer["error"]["code"], "not_assigned");
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let stops: Vec<(i64, i64, i64)> = answer["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["run"].as_i64().unwrap(),
+                s["attempt"].as_i64().unwrap(),
+                s["node"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(stops, vec![(run + 100, 1, nodes[0])], "{answer}");
+    let recorded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM run_placements WHERE run_id IN ($1, $2)")
+            .bind(run + 100)
+            .bind(run + 101)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, 0);
     let (status, answer) = sync(
         &o.app,
         &o.agent,
