@@ -707,6 +707,7 @@ impl Agent {
                 state: RunState::Running,
                 exit_code: None,
                 signal: None,
+                exited_s_ago: None,
             })
             .collect();
         runs.extend(self.pending.iter().map(Exit::report));
@@ -988,23 +989,27 @@ mod tests {
                     state: RunState::Running,
                     exit_code: None,
                     signal: None,
+                    exited_s_ago: None,
                 },
-                Exit {
-                    key: RunKey {
+                Exit::new(
+                    RunKey {
                         run: 6,
                         attempt: 2,
                         node: 12,
                     },
-                    outcome: Outcome::Code(0),
-                }
+                    Outcome::Code(0),
+                )
                 .report(),
                 Exit {
-                    key: RunKey {
-                        run: 7,
-                        attempt: 1,
-                        node: 12,
-                    },
-                    outcome: Outcome::Signal(9),
+                    at: Instant::now() - Duration::from_secs(17),
+                    ..Exit::new(
+                        RunKey {
+                            run: 7,
+                            attempt: 1,
+                            node: 12,
+                        },
+                        Outcome::Signal(9),
+                    )
                 }
                 .report(),
             ],
@@ -1015,8 +1020,8 @@ mod tests {
             serde_json::json!({"session": "3f9c", "wait_s": 10,
                 "nodes": [{"node": 12, "utilization": [37, null]}],
                 "runs": [{"run": 5, "attempt": 1, "node": 12, "state": "running"},
-                         {"run": 6, "attempt": 2, "node": 12, "state": "exited", "exit_code": 0},
-                         {"run": 7, "attempt": 1, "node": 12, "state": "exited", "signal": 9}]})
+                         {"run": 6, "attempt": 2, "node": 12, "state": "exited", "exit_code": 0, "exited_s_ago": 0},
+                         {"run": 7, "attempt": 1, "node": 12, "state": "exited", "signal": 9, "exited_s_ago": 17}]})
         );
         let answer: SyncAnswer = serde_json::from_str(
             r#"{"assignments": [{"run": 5, "attempt": 1, "node": 12, "gpus": [0, 1],
@@ -1445,15 +1450,18 @@ mod tests {
         let log = sup.start(&a, "n").unwrap();
         let exit = next_exit(&mut sup).await;
         assert_eq!(exit.outcome, Outcome::Code(7));
+        let report = exit.report();
+        assert!(report.exited_s_ago.is_some_and(|s| s <= 1), "{report:?}");
         assert_eq!(
-            exit.report(),
+            report,
             RunReport {
                 run: 8,
                 attempt: 2,
                 node: 12,
                 state: RunState::Exited,
                 exit_code: Some(7),
-                signal: None
+                signal: None,
+                exited_s_ago: report.exited_s_ago,
             }
         );
         let text = std::fs::read_to_string(log).unwrap();

@@ -34,9 +34,22 @@ pub struct Exit {
     pub key: RunKey,
     /// How it ended.
     pub outcome: Outcome,
+    /// When the agent saw it end: the report says how long ago, so a server that was down
+    /// meanwhile ends and charges the run at its real end (docs/agent-protocol.md section 2).
+    pub at: Instant,
 }
 
 impl Exit {
+    /// A process that ended now.
+    #[must_use]
+    pub fn new(key: RunKey, outcome: Outcome) -> Self {
+        Self {
+            key,
+            outcome,
+            at: Instant::now(),
+        }
+    }
+
     /// The `exited` report for a sync.
     #[must_use]
     pub fn report(&self) -> RunReport {
@@ -51,6 +64,7 @@ impl Exit {
             state: RunState::Exited,
             exit_code,
             signal,
+            exited_s_ago: Some(i64::try_from(self.at.elapsed().as_secs()).unwrap_or(i64::MAX)),
         }
     }
 }
@@ -486,18 +500,12 @@ pub(super) async fn launch(
                 use std::io::Write;
                 let _ = writeln!(f, "tranche agent: {e:#}");
             }
-            let _ = exits.send(Exit {
-                key,
-                outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
-            });
+            let _ = exits.send(Exit::new(key, Outcome::Code(SPAWN_FAILED_EXIT_CODE)));
             return;
         }
     };
     let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        let _ = exits.send(Exit {
-            key,
-            outcome: Outcome::Code(SPAWN_FAILED_EXIT_CODE),
-        });
+        let _ = exits.send(Exit::new(key, Outcome::Code(SPAWN_FAILED_EXIT_CODE)));
         return;
     };
     // Recorded before anything can signal it; a child that already ended has no start time
@@ -701,5 +709,5 @@ pub(super) async fn supervise(
             Outcome::Code(-1)
         }
     };
-    let _ = exits.send(Exit { key, outcome });
+    let _ = exits.send(Exit::new(key, outcome));
 }

@@ -123,6 +123,10 @@ pub struct RunReport {
     /// Signal number, for a process killed by a signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// For an exited process, how many whole seconds ago it ended (the agent's own clock
+    /// measures it, so the server's clock need not agree with the node's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited_s_ago: Option<i64>,
 }
 
 /// State in a [`RunReport`].

@@ -230,6 +230,10 @@ pub struct ProcessReport {
     /// `None` while it runs; once it ended, its exit status (128 + the signal for a signal,
     /// as a shell shows it; `None` inside when unknown).
     pub exited: Option<Option<i32>>,
+    /// For an exit, how many seconds before the report it happened (0: now); the placement's
+    /// `exited_at` is that instant, which ends and charges its run (a run whose process ended
+    /// while the server was down is not charged for the outage).
+    pub ago_s: i64,
 }
 
 /// Writes reports in one statement: an assigned placement becomes running or exited, a running
@@ -250,10 +254,16 @@ pub async fn record(
     let nodes: Vec<i64> = reports.iter().map(|r| r.node).collect();
     let exited: Vec<bool> = reports.iter().map(|r| r.exited.is_some()).collect();
     let codes: Vec<Option<i32>> = reports.iter().map(|r| r.exited.flatten()).collect();
+    let ago: Vec<i64> = reports.iter().map(|r| r.ago_s.max(0)).collect();
+    // The exit instant, never before the placement began running (clocks of a restarted
+    // agent aside, a process cannot end before it ran).
     Ok(sqlx::query(
         "UPDATE run_placements p SET proc_state = CASE WHEN u.x THEN 'exited' ELSE 'running' END, \
-                exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END \
-         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[]) AS u(r, a, n, x, c) \
+                exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END, \
+                exited_at = CASE WHEN u.x AND u.ago > 0 \
+                    THEN GREATEST(clock_timestamp() - make_interval(secs => u.ago), p.running_at) \
+                    ELSE p.exited_at END \
+         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[], $6::BIGINT[]) AS u(r, a, n, x, c, ago) \
          WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
          AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",
     )
@@ -262,6 +272,7 @@ pub async fn record(
     .bind(&nodes)
     .bind(&exited)
     .bind(&codes)
+    .bind(&ago)
     .execute(conn)
     .await?
     .rows_affected())

@@ -430,7 +430,16 @@ pub struct RunReport {
     /// plus it).
     #[serde(default)]
     pub signal: Option<i32>,
+    /// For an exited process, how many whole seconds ago it ended, by the agent's clock, 0 to
+    /// [`MAX_EXITED_S_AGO`]: the run ends and is charged at that instant (a process that ended
+    /// while the server was down is not charged for the outage). Absent means now.
+    #[serde(default)]
+    pub exited_s_ago: Option<i64>,
 }
+
+/// The longest ago an agent may say a process exited: a week, beyond which its report is
+/// refused rather than read as ending a run before the server's records of it.
+pub const MAX_EXITED_S_AGO: i64 = 7 * 24 * 3600;
 
 /// The highest signal number an agent may report: Linux's `SIGRTMAX`.
 pub const MAX_SIGNAL: i32 = 64;
@@ -530,6 +539,19 @@ pub async fn sync(
             ),
         ));
     }
+    // How long ago an exit happened: 0 to a week, for exited processes only.
+    if let Some(r) = body.runs.iter().find(|r| {
+        r.exited_s_ago
+            .is_some_and(|s| !(0..=MAX_EXITED_S_AGO).contains(&s) || r.state != "exited")
+    }) {
+        return Err(AppError::invalid(
+            "exited_s_ago",
+            format!(
+                "run {} on node {}: exited_s_ago is given for an exited process, 0 to {MAX_EXITED_S_AGO} seconds",
+                r.run, r.node
+            ),
+        ));
+    }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
     let session_lock = state.agent_locks.of(&body.session);
     let mut confirmed = session_lock.lock().await;
@@ -582,8 +604,14 @@ pub async fn sync(
     // Every report must be about a process this session's nodes were given. Running
     // processes this replica already recorded for the session are left out: nothing to check
     // or write for them.
-    let (mut runs, mut attempts, mut nodes, mut exited, mut codes) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut runs, mut attempts, mut nodes, mut exited, mut codes, mut agos) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     let mut reported_running = HashSet::new();
     for r in &body.runs {
         if r.state == "running" {
@@ -609,6 +637,7 @@ pub async fn sync(
         nodes.push(r.node);
         exited.push(r.state == "exited");
         codes.push(r.exit_code.or(r.signal.map(|s| 128 + s)));
+        agos.push(r.exited_s_ago.unwrap_or(0));
     }
     // A report about a process the database never gave this node (an agent that outlived a
     // restore of an older backup, or a forged report) records nothing, and a running one is
@@ -651,12 +680,13 @@ pub async fn sync(
         fn pick<T: Copy>(v: &[T], keep: &[usize]) -> Vec<T> {
             keep.iter().map(|&i| v[i]).collect()
         }
-        (runs, attempts, nodes, exited, codes) = (
+        (runs, attempts, nodes, exited, codes, agos) = (
             pick(&runs, &keep),
             pick(&attempts, &keep),
             pick(&nodes, &keep),
             pick(&exited, &keep),
             pick(&codes, &keep),
+            pick(&agos, &keep),
         );
     }
 
@@ -698,13 +728,16 @@ pub async fn sync(
         .iter()
         .zip(&attempts)
         .zip(&nodes)
-        .zip(exited.iter().zip(&codes))
-        .map(|(((r, a), n), (x, c))| crate::executor::ProcessReport {
-            run: *r,
-            attempt: *a,
-            node: *n,
-            exited: x.then_some(*c),
-        })
+        .zip(exited.iter().zip(&codes).zip(&agos))
+        .map(
+            |(((r, a), n), ((x, c), ago))| crate::executor::ProcessReport {
+                run: *r,
+                attempt: *a,
+                node: *n,
+                exited: x.then_some(*c),
+                ago_s: *ago,
+            },
+        )
         .collect();
     let changed = crate::executor::record(&mut tx, &reports).await?;
     // Processes of stopping (or superseded) attempts that this agent never started and does

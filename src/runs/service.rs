@@ -505,7 +505,9 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
 }
 
 /// Id, project, cluster, model, GPUs, minimum runtime, charged s, elapsed s, any failure,
-/// largest exit status, the capacity contract it runs on ([`CONTRACT_WINDOW`]).
+/// largest exit status, the capacity contract it runs on ([`CONTRACT_WINDOW`]), and when it
+/// ended: its last process's exit (as its agent reported it, so a run whose process ended
+/// while the server was down is not charged for the outage), at the latest now.
 type DoneRow = (
     i64,
     i64,
@@ -518,6 +520,7 @@ type DoneRow = (
     bool,
     Option<i32>,
     Option<Vec<i64>>,
+    time::OffsetDateTime,
 );
 
 /// Ends, in a few set-based statements, every starting or running attempt whose processes all
@@ -539,9 +542,9 @@ async fn end_exited_attempts(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 CASE WHEN r.state = 'starting' AND NOT {ON_SLURM} \
                      THEN GREATEST(0, floor(extract(epoch FROM max(p.exited_at) - max(p.running_at))))::BIGINT \
-                     ELSE GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT END, \
+                     ELSE GREATEST(0, floor(extract(epoch FROM LEAST(now(), COALESCE(max(p.exited_at), now())) - r.started_at)))::BIGINT END, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \
-                {CONTRACT_WINDOW} \
+                {CONTRACT_WINDOW}, LEAST(now(), COALESCE(max(p.exited_at), now())) \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
          WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
          HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",
@@ -554,10 +557,18 @@ async fn end_exited_attempts(
         return Ok(0);
     }
     let mut usages = Vec::new();
-    let (mut ids, mut states, mut codes, mut elapsed_s, mut messages) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code, c) in done
+    let (mut ids, mut states, mut codes, mut elapsed_s, mut messages, mut ended) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    for (id, project, cluster, model, gpus, min_runtime, charged, elapsed, failed, code, c, end) in
+        done
     {
+        ended.push(end);
         usages.extend(run_usages(
             id,
             project,
@@ -580,13 +591,14 @@ async fn end_exited_attempts(
     let now = jiff::Timestamp::now();
     ledger::charge_usages(pool, conn, site, now, None, &usages).await?;
     sqlx::query(
-        "UPDATE runs SET state = u.s, ended_at = now(), exit_code = u.c, charged_s = u.e \
-         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[]) AS u(id, s, c, e) WHERE runs.id = u.id",
+        "UPDATE runs SET state = u.s, ended_at = GREATEST(u.t, runs.started_at), exit_code = u.c, charged_s = u.e \
+         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[], $5::TIMESTAMPTZ[]) AS u(id, s, c, e, t) WHERE runs.id = u.id",
     )
     .bind(&ids)
     .bind(&states)
     .bind(&codes)
     .bind(&elapsed_s)
+    .bind(&ended)
     .execute(&mut *conn)
     .await?;
     sqlx::query("DELETE FROM gpu_holds WHERE run_id = ANY($1)")

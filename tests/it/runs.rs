@@ -1185,6 +1185,94 @@ async fn a_server_outage_is_not_counted_as_agent_silence() {
     assert_eq!(state_of(&o.app, fragile).await, "lost");
 }
 
+/// A process that ended while the server was down: its agent reports, once the server is back,
+/// how long ago it exited, and the run ends and is charged at that instant, not at the report
+/// (found by a new-user check: a 20 s run ending during a 30 s outage was charged 40 s). The
+/// instant is never before the process was reported running, and a report of an exit more
+/// than a week ago, or of `exited_s_ago` on a running process, is refused with nothing written.
+#[tokio::test]
+async fn a_run_that_ended_while_the_server_was_down_is_charged_to_its_exit() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["downtime-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
+    pass(&o.app).await;
+    let running = json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, running).await;
+    assert_eq!(status, StatusCode::OK);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "running");
+    // It began an hour ago; its process ended 40 minutes ago, while the server was down.
+    sqlx::query("UPDATE runs SET started_at = now() - interval '1 hour' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE run_placements SET running_at = now() - interval '1 hour' WHERE run_id = $1",
+    )
+    .bind(run)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    for bad in [
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited", "exit_code": 0, "exited_s_ago": 604_801}]),
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited", "exit_code": 0, "exited_s_ago": -1}]),
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running", "exited_s_ago": 5}]),
+    ] {
+        let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, bad).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        assert_eq!(answer["error"]["field"], "exited_s_ago", "{answer}");
+    }
+    let exit = json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited", "exit_code": 0, "exited_s_ago": 2400}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, exit).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "succeeded");
+    let (ended_ago, ran): (f64, f64) = sqlx::query_as(
+        "SELECT extract(epoch FROM now() - ended_at)::float8, extract(epoch FROM ended_at - started_at)::float8 FROM runs WHERE id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        (2395.0..2430.0).contains(&ended_ago),
+        "ended {ended_ago} s ago"
+    );
+    assert!((1170.0..1205.0).contains(&ran), "ran {ran} s");
+    // Charged 20 minutes on each of its 2 GPUs, not the hour up to the report.
+    let secs: Option<i64> = sqlx::query_scalar(
+        "SELECT sum(gpu_seconds)::BIGINT FROM ledger_postings WHERE run_id = $1 AND kind IN ('usage', 'usage_free')",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let secs = secs.unwrap_or(0);
+    assert!((2 * 1170..2 * 1205).contains(&secs), "{secs} GPU-seconds");
+
+    // The exit is never put before the process was reported running.
+    let second = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    pass(&o.app).await;
+    let running = json!([{"run": second, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    sync(&o.app, &o.agent, &session, &nodes, running).await;
+    pass(&o.app).await;
+    let exit = json!([{"run": second, "attempt": 1, "node": nodes[0], "state": "exited", "exit_code": 0, "exited_s_ago": 600_000}]);
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, exit).await;
+    assert_eq!(status, StatusCode::OK);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, second).await, "succeeded");
+    let (before_running, before_start): (bool, bool) = sqlx::query_as(
+        "SELECT p.exited_at < p.running_at, r.ended_at < r.started_at FROM runs r \
+         JOIN run_placements p ON p.run_id = r.id WHERE r.id = $1",
+    )
+    .bind(second)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!((before_running, before_start), (false, false));
+}
+
 #[tokio::test]
 async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     let o = org().await;

@@ -831,6 +831,7 @@ async fn exit_all(
             run,
             attempt,
             node,
+            ago_s: 0,
             exited: Some(code),
         })
         .collect();
@@ -971,6 +972,7 @@ impl Executor for Bridge {
                         run: a.run,
                         attempt: a.attempt,
                         node: a.node,
+                        ago_s: 0,
                         exited: None,
                     });
                     if let Some(name) = names.get(&a.node)
@@ -999,6 +1001,7 @@ impl Executor for Bridge {
                     run: *run,
                     attempt: *attempt,
                     node,
+                    ago_s: 0,
                     exited: Some(code),
                 })
             };
