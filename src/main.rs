@@ -635,12 +635,42 @@ async fn serve_on(
         .with_secret_key(key)
         .with_sso(sso);
     let rollover = tokio::spawn(roll_over_every_minute(state.clone()));
+    let watchdog = database
+        .embedded()
+        .filter(|e| e.owned())
+        .cloned()
+        .map(|e| tokio::spawn(keep_embedded_running(e)));
     tracing::info!("Tranche listening on http://{}", listener.local_addr()?);
     println!("Tranche is serving on http://{}", listener.local_addr()?);
     let served = tranche::serve(listener, state, shutdown_signal()).await;
     rollover.abort();
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     tracing::info!("shutting down");
     Ok(served?)
+}
+
+/// Every few seconds, starts the embedded PostgreSQL again if it stopped while `serve` owns it
+/// (killed or crashed): requests fail meanwhile, and the portal recovers by itself.
+async fn keep_embedded_running(embedded: db::embedded::Embedded) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let e = embedded.clone();
+        match tokio::task::spawn_blocking(move || e.restart_if_stopped()).await {
+            Ok(Ok(true)) => tracing::error!(
+                "the embedded PostgreSQL had stopped (killed or crashed): started it again"
+            ),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::error!(
+                error = %format!("{e:#}"),
+                "the embedded PostgreSQL is not running and did not start; retrying in 5 s"
+            ),
+            Err(e) => tracing::error!(error = %e, "the embedded PostgreSQL's watch failed"),
+        }
+    }
 }
 
 /// Opens each project's budget for a new period when it begins, and lapses ended ones.

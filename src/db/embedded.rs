@@ -27,7 +27,7 @@ const PORT: u16 = 5432;
 pub const DATABASE: &str = "tranche";
 
 /// A cluster in a data directory, with the binaries that manage it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Embedded {
     bindir: PathBuf,
     pgdata: PathBuf,
@@ -406,6 +406,25 @@ impl Embedded {
             );
         }
         Ok(())
+    }
+
+    /// Starts the server again when it is not running (killed, or crashed) while this process
+    /// owns it: what `tranche serve` checks every few seconds, so that the portal recovers by
+    /// itself instead of answering every request with a database error until restarted.
+    /// Returns whether it had to start it.
+    ///
+    /// # Errors
+    /// `pg_ctl` failing (its message and the log's last lines).
+    pub fn restart_if_stopped(&self) -> anyhow::Result<bool> {
+        if !self.owned {
+            return Ok(false);
+        }
+        let _lock = self.lock()?;
+        if self.is_running()? {
+            return Ok(false);
+        }
+        self.start()?;
+        Ok(true)
     }
 
     /// Removes this process from the owners and stops the server with `pg_ctl stop -m fast`

@@ -25,6 +25,11 @@ pub struct Database {
 }
 
 impl Database {
+    /// The embedded cluster in use, if any (`None` with `DATABASE_URL`).
+    pub fn embedded(&self) -> Option<&embedded::Embedded> {
+        self.embedded.as_ref()
+    }
+
     /// Resolves the database the way every subcommand does: `DATABASE_URL` when set, else the
     /// embedded cluster in `data_dir` (joined while `tranche serve` runs it, started otherwise),
     /// then runs the migrations.
@@ -123,6 +128,9 @@ pub fn pool_options(max_connections: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(max_connections)
         .test_before_acquire(false)
+        // A request whose database is gone fails in seconds with a 5xx instead of holding its
+        // client for sqlx's default 30 s (a busy pool hands a connection over in milliseconds).
+        .acquire_timeout(std::time::Duration::from_secs(10))
 }
 
 /// Runs Tranche's migrations (embedded from `migrations/`) and the session store's.

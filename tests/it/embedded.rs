@@ -157,6 +157,52 @@ async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
     let _ = std::fs::remove_file(dir.with_extension("log"));
 }
 
+/// The embedded PostgreSQL killed under a running `serve` (an OOM kill, an operator's mistake):
+/// `/healthz` says so within its own few seconds instead of hanging on the pool, and `serve`
+/// starts PostgreSQL again by itself, so the portal recovers with no one restarting it (it
+/// answered every request after 30 s with a 500 until restarted by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_starts_its_embedded_postgres_again_when_it_dies() {
+    let dir = std::env::temp_dir().join(format!("tranche-pgdeath-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let port = free_port();
+    let serve = start_serve(&dir, port);
+    wait_healthy(port).await;
+    let postmaster = postmaster_pid(&dir).expect("serve started PostgreSQL");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(postmaster),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Until it is back, the health check answers within its timeout (3 s), never hangs.
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(8))
+        .build()
+        .unwrap();
+    let answered = http
+        .get(format!("http://127.0.0.1:{port}/healthz"))
+        .send()
+        .await
+        .expect("the health check answers while the database is down");
+    let first = answered.status();
+    // Back by itself, as a new server process.
+    wait_healthy(port).await;
+    let again = postmaster_pid(&dir).expect("PostgreSQL runs again");
+    assert_ne!(
+        again, postmaster,
+        "a new server, not the killed one ({first})"
+    );
+    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default();
+    assert!(log.contains("started it again"), "{log}");
+    interrupt(serve).await;
+    let left = postgres_processes(&dir.join("postgres"));
+    assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("log"));
+}
+
 /// Sends SIGINT to a `serve` and waits for it to exit cleanly.
 async fn interrupt(child: std::process::Child) {
     nix::sys::signal::kill(
