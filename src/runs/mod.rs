@@ -1026,6 +1026,25 @@ pub async fn cancel(
             });
         }
     }
+    // A lead's or admin's cancel of someone else's run is theirs to answer for: audited (a
+    // researcher's own cancels are in the run's timeline only).
+    if actor.id != o.submitted_by
+        && !(state == "stopping" && stop_kind.as_deref() == Some("cancelled"))
+    {
+        crate::db::audit::record(
+            &mut *tx,
+            crate::db::audit::Change {
+                actor: Some(actor.id),
+                action: "run.cancel",
+                entity: "run",
+                entity_id: Some(id),
+                node_id: Some(o.project_id),
+                before: Some(serde_json::json!({"state": state})),
+                after: Some(serde_json::json!({"state": "cancelled"})),
+            },
+        )
+        .await?;
+    }
     tx.commit().await?;
     Ok(())
 }

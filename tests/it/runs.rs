@@ -3336,3 +3336,42 @@ async fn a_budget_over_the_lead_s_entitlement_names_the_api_s_field() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert_eq!(answer["error"]["field"], "period_budget_minor", "{answer}");
 }
+
+/// A lead's cancel of a researcher's run is in the audit log (who, which run, its state
+/// before); a researcher's cancel of their own run is in its timeline only (found by a
+/// new-user check: no cancel ever reached the audit log).
+#[tokio::test]
+async fn a_leads_cancel_of_someone_elses_run_is_audited() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["cancel-1"]).await;
+    let own = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let theirs = submit(&o, run_body("fm-pretrain-7b", 1, 60, true)).await;
+    let cancel = |token: &str, run: i64| {
+        let token = token.to_string();
+        let app = &o.app;
+        async move {
+            let (status, answer) = app
+                .api(
+                    "POST",
+                    &format!("/api/v1/runs/{run}/cancel"),
+                    Some(&token),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+        }
+    };
+    cancel(&o.researcher, own).await;
+    assert_eq!(o.app.audit_count("run.cancel").await, 0);
+    cancel(&o.lead, theirs).await;
+    let rows: Vec<(i64, String, serde_json::Value)> = sqlx::query_as(
+        "SELECT a.entity_id, u.name, a.before FROM audit_log a JOIN users u ON u.id = a.actor_id WHERE a.action = 'run.cancel'",
+    )
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![(theirs, "demo-lead".to_string(), json!({"state": "queued"}))]
+    );
+}
