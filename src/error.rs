@@ -244,28 +244,30 @@ impl IntoResponse for AppError {
         if matches!(self, Self::Unauthorized) {
             return axum::response::Redirect::to("/login").into_response();
         }
-        let message = askama::filters::escape(self.public_message(), askama::filters::Html)
-            .map(|m| m.to_string())
-            .unwrap_or_default();
-        // The page's language (crate::i18n::middleware); English outside a page request.
-        let lang = crate::i18n::current();
-        let heading = if lang == crate::i18n::Lang::En {
-            self.status()
-                .canonical_reason()
-                .unwrap_or("Error")
-                .to_string()
-        } else {
-            crate::i18n::t1("error-heading", "status", self.status().as_u16())
-        };
-        let body = format!(
-            "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"><title>{} — Tranche</title>\
-             <link rel=\"stylesheet\" href=\"/static/style.css\"></head><body><main class=\"narrow\">\
-             <h1>{heading}</h1><p class=\"error\">{message}</p><p><a href=\"/\">{}</a></p></main></body></html>",
-            crate::i18n::t("error-page-title"),
-            crate::i18n::t("error-back"),
-        );
-        (self.status(), Html(body)).into_response()
+        error_page(self.status(), &self.public_message())
     }
+}
+
+/// The pages' small HTML error page: `status`'s name as the heading and `message`, in the
+/// page's language (crate::i18n::middleware; English outside a page request).
+pub fn error_page(status: StatusCode, message: &str) -> Response {
+    let message = askama::filters::escape(message, askama::filters::Html)
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    let lang = crate::i18n::current();
+    let heading = if lang == crate::i18n::Lang::En {
+        status.canonical_reason().unwrap_or("Error").to_string()
+    } else {
+        crate::i18n::t1("error-heading", "status", status.as_u16())
+    };
+    let body = format!(
+        "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"><title>{} — Tranche</title>\
+         <link rel=\"stylesheet\" href=\"/static/style.css\"></head><body><main class=\"narrow\">\
+         <h1>{heading}</h1><p class=\"error\">{message}</p><p><a href=\"/\">{}</a></p></main></body></html>",
+        crate::i18n::t("error-page-title"),
+        crate::i18n::t("error-back"),
+    );
+    (status, Html(body)).into_response()
 }
 
 /// An [`AppError`] answered as JSON: `{"error": {"code": "...", "message": "...", "field": ...}}`.

@@ -38,6 +38,7 @@ error-back = Back to Tranche
 error-internal = something went wrong on our side; it has been logged
 error-csrf = the form expired or came from another site; reload the page and try again
 error-no-such-page = there is no such page
+error-form-only = this address takes a form when it is sent, not a visit: go back to the page the form was on
 
 ## Sign in
 

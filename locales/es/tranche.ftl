@@ -37,6 +37,7 @@ error-back = Volver a Tranche
 error-internal = algo ha fallado por nuestra parte; ha quedado registrado
 error-csrf = el formulario ha caducado o viene de otro sitio; recarga la página y vuelve a intentarlo
 error-no-such-page = esa página no existe
+error-form-only = esta dirección recibe un formulario al enviarlo, no una visita: vuelve a la página del formulario
 
 ## Sign in
 

@@ -410,10 +410,25 @@ pub async fn middleware(
                 Lang::En
             }),
     };
-    let here = req
-        .uri()
-        .path_and_query()
-        .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
+    // A page answering a form's submission (a refused form shown again, a price preview) is
+    // not one a GET can come back to: the language switch returns to the page the form was
+    // on (the browser's same-origin Referer), else home.
+    let here = if matches!(
+        req.method(),
+        &axum::http::Method::GET | &axum::http::Method::HEAD
+    ) {
+        req.uri()
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |p| p.as_str().to_string())
+    } else {
+        req.headers()
+            .get(axum::http::header::REFERER)
+            .and_then(|r| r.to_str().ok())
+            .and_then(|r| r.parse::<axum::http::Uri>().ok())
+            .and_then(|u| u.path_and_query().map(|p| p.as_str().to_string()))
+            .filter(|p| p.starts_with('/'))
+            .unwrap_or_else(|| "/".to_string())
+    };
     CONTEXT
         .scope(
             Context {

@@ -303,6 +303,14 @@ async fn not_found(uri: axum::http::Uri) -> Response {
     AppError::NotFound(i18n::t("error-no-such-page")).into_response()
 }
 
+/// The pages' 405: an address that takes a form's submission, visited (a bookmark, a reload
+/// after the language switch, a link copied from the address bar): a page in the reader's
+/// language that says so, instead of an empty answer.
+async fn form_only(_reader: Result<crate::auth::CurrentUser, Response>) -> Response {
+    // The extractor applies a signed-in reader's own language; anyone may read the page.
+    crate::error::error_page(StatusCode::METHOD_NOT_ALLOWED, &i18n::t("error-form-only"))
+}
+
 /// Runs each request's handler in its own task, so a client that disconnects (an agent
 /// dropping a long poll, a closed browser tab) cannot cancel it halfway through a
 /// transaction: a future dropped inside sqlx's `begin()` can return a connection to the pool
@@ -341,6 +349,7 @@ pub fn app(state: AppState) -> Router {
         .merge(ai::router())
         .merge(language::router())
         .fallback(not_found)
+        .method_not_allowed_fallback(form_only)
         .layer(axum::middleware::from_fn(csrf::protect))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -376,6 +376,16 @@ async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
         body.contains("1,0 horas de GPU protegidas, 2,50 USD del presupuesto del proyecto"),
         "{body}"
     );
+    // The language switch of a page answering a form comes back to the form's page (a GET of
+    // the address the form was sent to answered an empty 405), and such an address visited
+    // answers a page that says what it is, in the reader's language.
+    assert!(body.contains(r#"name="next" value="/runs/new""#), "{body}");
+    let (status, body, _) = c.get("/runs/1/cancel").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        body.contains("esta dirección recibe un formulario al enviarlo"),
+        "{body}"
+    );
 }
 
 /// The text a reader sees on an HTML page: its text nodes and its `title`, `placeholder` and

@@ -185,6 +185,7 @@ impl TestApp {
             csrf: None,
             peer: None,
             last_headers: axum::http::HeaderMap::new(),
+            page: None,
         }
     }
 
@@ -362,6 +363,9 @@ pub struct Client {
     /// The client address the app sees (as a real connection's peer address would be).
     peer: Option<std::net::SocketAddr>,
     last_headers: axum::http::HeaderMap,
+    /// The last page fetched: a same-origin POST carries it as its `Referer`, as a browser's
+    /// form on that page does.
+    page: Option<String>,
 }
 
 impl Client {
@@ -402,6 +406,7 @@ impl Client {
         }
         let req = self.with_peer(req.body(Body::empty()).unwrap());
         let (status, body, headers) = send(&self.router, req).await;
+        self.page = Some(path.to_string());
         self.remember(&headers, &body);
         (
             status,
@@ -444,6 +449,9 @@ impl Client {
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
         if let Some(o) = origin {
             req = req.header(header::ORIGIN, o);
+            if let Some(page) = &self.page {
+                req = req.header(header::REFERER, format!("{o}{page}"));
+            }
         }
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
