@@ -88,6 +88,24 @@ pub fn nullable(v: Value) -> Value {
     }
 }
 
+/// A JSON object of any fields, or `null`: a record's state before or after a change in the
+/// audit log, whose fields are the record's own.
+pub fn free_object() -> Value {
+    json!({"type": ["object", "null"], "additionalProperties": true})
+}
+
+/// Queue waits by class (`metrics::ClassWaits`): runs counted, median and 90th percentile in
+/// seconds, for all runs and per class.
+fn class_waits() -> Value {
+    let waits = obj(&[("runs", int()), ("p50_s", num()), ("p90_s", num())]);
+    obj(&[
+        ("all", waits.clone()),
+        ("debug", waits.clone()),
+        ("protected", waits.clone()),
+        ("unallocated", waits),
+    ])
+}
+
 /// An array of `items`.
 pub fn arr(items: Value) -> Value {
     json!({"type": "array", "items": items})
@@ -753,6 +771,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                             ("node_id", nullable(int())),
                             ("node_name", nullable(s())),
                             ("role", s()),
+                            ("source", json!({"enum": ["manual", "idp"]})),
                         ])),
                     ),
                 ])),
@@ -842,9 +861,17 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("archived", b()),
                         ("gpu_model", s()),
                         ("period", s()),
+                        ("contract_minor", int()),
+                        ("contract_gpu_hours", num()),
+                        ("run_minor", int()),
+                        ("run_gpu_hours", num()),
+                        ("free_gpu_hours", num()),
                         ("spend_minor", int()),
+                        ("entitlement_gpu_hours", num()),
+                        ("entitlement_minor", int()),
                         ("budget_minor", nullable(int())),
                         ("cap_minor", nullable(int())),
+                        ("forecast_minor", nullable(int())),
                     ])),
                 ),
             ]),
@@ -868,6 +895,13 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("occupancy", nullable(num())),
                         ("utilization", nullable(num())),
                         ("impact", nullable(num())),
+                        ("from", int()),
+                        ("to", int()),
+                        ("healthy_gpu_hours", num()),
+                        ("occupancy_allocated", nullable(num())),
+                        ("occupancy_unallocated", nullable(num())),
+                        ("projects_served_share", nullable(num())),
+                        ("utilization_coverage", nullable(num())),
                         ("preemptions", int()),
                         ("preemptions_per_1000_gpu_hours", nullable(num())),
                         (
@@ -875,14 +909,25 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                             arr(obj(&[
                                 ("id", int()),
                                 ("name", s()),
+                                ("share", num()),
                                 ("owed_gpu_hours", num()),
                                 ("received_gpu_hours", num()),
+                                ("received_of_owed_gpu_hours", num()),
+                                ("impact", nullable(num())),
                             ])),
                         ),
-                        ("waits", json!({"type": "object"})),
+                        ("waits", class_waits()),
                     ])),
                 ),
-                ("drains", json!({"type": "object"})),
+                (
+                    "drains",
+                    obj(&[
+                        ("drains", int()),
+                        ("emptied_by_themselves", int()),
+                        ("needed_human", int()),
+                        ("in_progress", int()),
+                    ]),
+                ),
             ]),
         ),
         (
@@ -898,8 +943,12 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("at", s()),
                         ("kind", s()),
                         ("amount_minor", int()),
+                        ("period_start", s()),
+                        ("gpu_model", nullable(s())),
+                        ("gpu_seconds", int()),
                         ("run_id", nullable(int())),
                         ("contract_id", nullable(int())),
+                        ("note", s()),
                     ])),
                 ),
                 ("next_before", nullable(int())),
@@ -944,6 +993,9 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("action", s()),
                         ("entity", s()),
                         ("entity_id", nullable(int())),
+                        ("node_id", nullable(int())),
+                        ("before", free_object()),
+                        ("after", free_object()),
                     ])),
                 ),
                 ("next_before", nullable(int())),
