@@ -130,6 +130,8 @@ struct Started {
     project: ProjectId,
     allocated: bool,
     on_contract: bool,
+    /// The contract it runs on, whose hold takes its GPUs back when it ends.
+    contract: Option<ContractId>,
     gpus: u32,
     /// End of its minimum runtime.
     protected_until: i64,
@@ -1017,6 +1019,7 @@ impl<'a> Pass<'a> {
             project: w.project,
             allocated: w.allocated(),
             on_contract: contract.is_some(),
+            contract,
             gpus: w.gpus,
             protected_until: self.now.saturating_add(w.min_runtime_s),
             ends_by: self.now.saturating_add(w.time_limit_s),
@@ -1492,6 +1495,23 @@ impl<'a> Pass<'a> {
             .collect()
     }
 
+    /// When GPUs of a run on `contract` that ends at `end` come back to the pool for `w`: at
+    /// `end`, unless the contract's window is still open then and `w` is another project's:
+    /// the contract's hold takes them back until its window ends (docs/design.md section 3.4).
+    fn back_to_pool(&self, w: &WaitingRun, contract: Option<ContractId>, end: i64) -> i64 {
+        let Some((project, _, _)) = contract.and_then(|c| self.contracts.get(&c)) else {
+            return end;
+        };
+        if *project == w.project {
+            return end;
+        }
+        self.snap
+            .contracts
+            .iter()
+            .find(|k| Some(k.id) == contract)
+            .map_or(end, |k| end.max(k.end))
+    }
+
     /// Unused GPUs held for `contract` (0 for none).
     fn held_for(&self, contract: Option<ContractId>) -> i64 {
         contract
@@ -1717,7 +1737,7 @@ impl<'a> Pass<'a> {
             let r = s.run;
             // Only GPUs on up nodes come back to the pool.
             let up_gpus = s.up_gpus;
-            let end = r.ends_by().max(self.now);
+            let end = self.back_to_pool(w, r.contract, r.ends_by().max(self.now));
             let (a, b) = if !r.allocated() {
                 (self.now, self.now)
             } else if tranche && self.could_evict(w, pool, gain, ri) {
@@ -1730,7 +1750,7 @@ impl<'a> Pass<'a> {
         }
         // Runs started earlier in this pass hold GPUs of up nodes too.
         for s in &self.pools[pool].started {
-            let end = s.ends_by.max(self.now);
+            let end = self.back_to_pool(w, s.contract, s.ends_by.max(self.now));
             let a = if !s.allocated {
                 self.now
             } else if tranche

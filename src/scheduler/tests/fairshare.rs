@@ -418,6 +418,45 @@ fn a_gang_is_reserved_for_when_a_contracts_held_gpus_come_back() {
     );
 }
 
+/// A run on its contract that ends before the window does gives its GPUs back to the contract,
+/// not to the pool: another project's gang that needs them is reserved for the window's end,
+/// never for the contract run's end, a start the contract's hold would refuse (found by a
+/// new-user check: "reserved start about 17:34" for GPUs held until 18:15).
+#[test]
+fn a_contract_runs_end_frees_nothing_before_its_window_does() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 11,
+        start: T0 - 300,
+        end: T0 + H,
+    });
+    // On the contract, 11 GPUs, ending 19 minutes from now.
+    let on = b.running(owner, 11, T0 - 300, 600, 300 + 19 * 60);
+    b.snap
+        .running
+        .iter_mut()
+        .find(|r| r.id == on)
+        .unwrap()
+        .contract = Some(ContractId(1));
+    let gang = b.waiting(other, 8, T0, 600, 2 * H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty(), "{:?}", out.decisions);
+    assert!(preemptions(&out).is_empty(), "{:?}", out.decisions);
+    assert_eq!(
+        reason_of(&out, gang).reserved_at(),
+        Some(T0 + H),
+        "{:?}",
+        reason_of(&out, gang)
+    );
+}
+
 /// A long training run protected by one contract and then the next (back-to-back windows)
 /// goes from the first to the second when the first ends, instead of staying on the ended
 /// one, unprotected, while the second holds GPUs for it.
