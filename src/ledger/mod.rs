@@ -10,6 +10,7 @@ pub mod reports;
 pub mod zones;
 
 use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
 
 use crate::config::Site;
 use crate::db::tree as tree_db;
@@ -87,12 +88,21 @@ pub async fn period_budgets(
     period: Period,
     site: &Site,
 ) -> Result<Vec<(i64, Money)>, AppError> {
+    Ok(tree_and_budgets(pool, period, site).await?.1)
+}
+
+/// [`period_budgets`] with the period's tree they were computed from.
+async fn tree_and_budgets(
+    pool: &PgPool,
+    period: Period,
+    site: &Site,
+) -> Result<(tree_db::TreeView, Vec<(i64, Money)>), AppError> {
     let tree = tree_db::load(pool, period.start, &site.periods).await?;
     let settings: Vec<(i64, Option<i64>, Option<i64>)> =
         sqlx::query_as("SELECT node_id, period_budget_minor, money_cap_minor FROM projects")
             .fetch_all(pool)
             .await?;
-    Ok(tree
+    let budgets = tree
         .nodes
         .iter()
         .filter(|n| n.is_project)
@@ -109,7 +119,38 @@ pub async fn period_budgets(
             };
             (n.id, amount)
         })
-        .collect())
+        .collect::<Vec<_>>();
+    Ok((tree, budgets))
+}
+
+/// What a project opened after its period began may be granted: `amount`, at most what every
+/// group above it has left of its entitlement's value once the budgets its other projects
+/// already hold for the period (`held`: project -> budget, minor units) are counted, and
+/// never below zero. Children's budgets sum to at most the parent's (docs/design.md section
+/// 7): a project created, moved or unarchived mid-period would otherwise get a whole budget
+/// while its siblings keep theirs until the period ends (shares changed then apply from the
+/// next one), and the organisation would hold more budget than its GPUs are worth.
+fn within_headroom(
+    tree: &tree_db::TreeView,
+    project: i64,
+    amount: Money,
+    held: &HashMap<i64, i64>,
+) -> Money {
+    let mut grant = amount.0;
+    for group in tree
+        .nodes
+        .iter()
+        .filter(|n| !n.is_project && n.id != project)
+        .filter(|n| tree.parents.is_ancestor_or_self(n.id, project))
+    {
+        let others: i64 = held
+            .iter()
+            .filter(|(p, _)| **p != project && tree.parents.is_ancestor_or_self(group.id, **p))
+            .map(|(_, b)| *b)
+            .sum();
+        grant = grant.min(group.money_total.0 - others);
+    }
+    Money(grant.max(0))
 }
 
 /// Makes sure `project` has its budget account for `period`, granting `amount` from funding
@@ -376,20 +417,33 @@ pub async fn roll_over(
     site: &Site,
 ) -> Result<RollOver, AppError> {
     let period = Period::containing(now, site);
-    let budgets = period_budgets(pool, period, site).await?;
+    let (tree, budgets) = tree_and_budgets(pool, period, site).await?;
     let mut tx = pool.begin().await?;
     let mut granted = 0;
     let (start, _) = period.bounds();
+    // The budgets projects hold for the period already: when there are some, the period has
+    // begun, and a project opened now is granted within what its groups have left.
+    let mut held: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT project_id, budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",
+    )
+    .bind(start)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .collect();
+    let begun = !held.is_empty();
     for (project, amount) in budgets {
-        let had: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2)")
-            .bind(project)
-            .bind(start)
-            .fetch_one(&mut *tx)
-            .await?;
-        if !had {
-            ensure_budget_account(&mut tx, project, period, amount).await?;
-            granted += 1;
+        if held.contains_key(&project) {
+            continue;
         }
+        let amount = if begun {
+            within_headroom(&tree, project, amount, &held)
+        } else {
+            amount
+        };
+        ensure_budget_account(&mut tx, project, period, amount).await?;
+        held.insert(project, amount.0);
+        granted += 1;
     }
     let lapsed_account = global_account(&mut tx, "lapsed").await?;
     let ended: Vec<(i64, i64, i64, time::OffsetDateTime)> = sqlx::query_as(

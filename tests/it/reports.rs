@@ -2,6 +2,7 @@
 //! rows as the page and the API.
 
 use axum::http::StatusCode;
+use serde_json::json;
 use tranche::db::tree::{self as tree_db, NodeKind};
 use tranche::domain::Share;
 use tranche::ledger::{self, contracts};
@@ -1359,4 +1360,91 @@ async fn a_subtrees_forecast_is_the_sum_of_its_childrens() {
         }
     }
     assert!(checked > 0, "no subtree with a forecast: {report}");
+}
+
+/// A project created in the middle of a period is granted at most what its group has left of
+/// its entitlement's value after its siblings' budgets, which stay as they were until the
+/// period ends: the children's budgets never sum to more than the parent's (found by a new-user
+/// check: a share lowered for next period plus a new project gave Pretraining a budget of
+/// 52,811,352 against an entitlement of 48,010,320).
+#[tokio::test]
+async fn a_project_created_mid_period_is_granted_within_its_groups_headroom() {
+    let (app, _) = TestApp::with_demo().await;
+    let site = &app.state.site;
+    let now = jiff::Timestamp::now();
+    ledger::roll_over(&app.pool, now, site).await.unwrap();
+    let admin = app.token_for("demo-admin").await;
+    let pretraining = app.node_id("Pretraining").await;
+    let long_context = app.node_id("fm-long-context").await;
+    // Lower a sibling's share (its budget stays until the period ends), then add a project.
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/nodes/{pretraining}/shares"),
+            Some(&admin),
+            Some(json!({"shares": [{"node": long_context, "share": "5"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/nodes",
+            Some(&admin),
+            Some(
+                json!({"name": "fm-new", "parent": pretraining, "share": "10", "kind": "project"}),
+            ),
+        )
+        .await;
+    assert!(status.is_success(), "{answer}");
+    ledger::roll_over(&app.pool, now, site).await.unwrap();
+    let finance = app.token_for("demo-finance").await;
+    let period = ledger::Period::containing(now, site).label(site);
+    for node in [pretraining, app.node_id("Foundation Models").await] {
+        let rows = spend_rows(&app, &finance, node, &period).await;
+        let top = rows
+            .iter()
+            .find(|r| r["depth"] == 0 && r["gpu_model"] == "all")
+            .unwrap();
+        assert!(
+            top["budget_minor"].as_i64().unwrap() <= top["entitlement_minor"].as_i64().unwrap(),
+            "{top}"
+        );
+    }
+    // The new project got what was left, no more (here nothing: the lowered share's budget
+    // stands until the period ends), from the ledger's own grant.
+    let new = app.node_id("fm-new").await;
+    let granted: i64 = sqlx::query_scalar(
+        "SELECT budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 AND period_start = $2",
+    )
+    .bind(new)
+    .bind(ledger::to_time(ledger::Period::containing(now, site).start))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let rows = spend_rows(&app, &finance, pretraining, &period).await;
+    let top = rows
+        .iter()
+        .find(|r| r["depth"] == 0 && r["gpu_model"] == "all")
+        .unwrap();
+    let others: i64 = rows
+        .iter()
+        .filter(|r| r["depth"] == 1 && r["gpu_model"] == "all" && r["node_id"] != new)
+        .map(|r| r["budget_minor"].as_i64().unwrap())
+        .sum();
+    let own = rows
+        .iter()
+        .find(|r| r["node_id"] == new && r["gpu_model"] == "all")
+        .unwrap()["entitlement_minor"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        granted,
+        own.min((top["entitlement_minor"].as_i64().unwrap() - others).max(0)),
+        "{rows:?}"
+    );
+    assert!(
+        granted < own,
+        "the scenario leaves less than its entitlement: {granted} {own}"
+    );
 }
