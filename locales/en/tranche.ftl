@@ -215,15 +215,15 @@ wait-never-fits = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
  } but only { $installed } of its model are installed; it can never start
-wait-no-live-agent = no live agent: none of the { $offline } { $model } GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes
+wait-no-live-agent = no live agent: none of the { $offline } { $model } GPUs of its cluster has a running node agent; it starts once agents serve its nodes
 wait-no-live-agent-enough = no live agent on enough nodes: it needs { $gpus } { $model } { $gpus ->
     [one] GPU
    *[other] GPUs
-}, { $installed } are on nodes with a running `tranche agent` and { $offline } on nodes without one
+}, { $installed } are on nodes with a running node agent and { $offline } on nodes without one
 wait-gpus-some-offline = waiting for { $gpus } { $model } { $gpus ->
     [one] GPU
    *[other] GPUs
-}: { $free } free on nodes with a running `tranche agent`; { $offline } more are on nodes without one
+}: { $free } free on nodes with a running node agent; { $offline } more are on nodes without one
 wait-draining-or-outside = waiting for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
@@ -505,6 +505,7 @@ run-preview-approval = ; above the project's self-service limit of { $limit } GP
 err-choose-project = choose a project
 err-choose-cluster = choose a cluster
 err-choose-model = choose a GPU model
+err-model-not-in-cluster = cluster { $cluster } has no { $model } GPUs installed; choose a GPU model the cluster has
 err-larger-than-cluster = asks for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs

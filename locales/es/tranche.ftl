@@ -200,9 +200,9 @@ wait-in-line = en cola: { $count ->
 } por delante
 wait-gpus-down = esperando a nodos caídos: necesita { $gpus } GPU de su modelo y { $up } están en nodos activos
 wait-never-fits = pide { $gpus } GPU, pero de su modelo solo hay { $installed } instaladas; no podrá arrancar nunca
-wait-no-live-agent = ningún agente activo: ninguna de las { $offline } GPU { $model } de su clúster tiene un `tranche agent` en marcha; arrancará cuando haya agentes sirviendo sus nodos
-wait-no-live-agent-enough = no hay agentes activos en suficientes nodos: necesita { $gpus } GPU { $model }; { $installed } están en nodos con un `tranche agent` en marcha y { $offline } en nodos sin él
-wait-gpus-some-offline = esperando { $gpus } GPU { $model }: { $free } libres en nodos con un `tranche agent` en marcha; otras { $offline } están en nodos sin él
+wait-no-live-agent = ningún agente activo: ninguna de las { $offline } GPU { $model } de su clúster tiene un agente de nodo en marcha; arrancará cuando haya agentes sirviendo sus nodos
+wait-no-live-agent-enough = no hay agentes activos en suficientes nodos: necesita { $gpus } GPU { $model }; { $installed } están en nodos con un agente de nodo en marcha y { $offline } en nodos sin él
+wait-gpus-some-offline = esperando { $gpus } GPU { $model }: { $free } libres en nodos con un agente de nodo en marcha; otras { $offline } están en nodos sin él
 wait-draining-or-outside = esperando { $gpus } GPU: las libres están en nodos que se están vaciando u ocupados por trabajos de Slurm ajenos a Tranche; fuera de Tranche, { $outside }
 wait-with-outside = { $reason }; fuera de Tranche, { $outside }
 wait-executor-down = el controlador de Slurm del clúster { $cluster } no responde desde { $since } ({ $error }); los nuevos arranques esperan y las ejecuciones en marcha conservan su estado
@@ -487,6 +487,7 @@ run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limi
 err-choose-project = elige un proyecto
 err-choose-cluster = elige un clúster
 err-choose-model = elige un modelo de GPU
+err-model-not-in-cluster = el clúster { $cluster } no tiene GPU { $model } instaladas; elige un modelo de GPU que tenga el clúster
 err-larger-than-cluster = pide { $gpus } GPU, pero el clúster { $cluster } solo tiene { $installed } GPU { $model } instaladas; no podría arrancar nunca
 err-budget-exceeded = al proyecto { $project } le quedan { $balance } en este periodo, pero el tiempo mínimo de ejecución cuesta { $cost }; reduce las GPU o el tiempo mínimo, o envíala con tiempo mínimo 0 para ejecutarla sin asignación (gratuita, desalojable)
 

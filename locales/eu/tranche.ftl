@@ -194,9 +194,9 @@ wait-in-line = ilaran: { $count ->
 } aurretik
 wait-gpus-down = eroritako nodoen zain: bere modeloko { $gpus } GPU behar ditu, eta { $up } daude martxan dauden nodoetan
 wait-never-fits = { $gpus } GPU eskatzen ditu, baina bere modeloko { $installed } baino ez daude instalatuta; ezin izango da inoiz abiatu
-wait-no-live-agent = ez dago agente bizirik: bere klusterreko { $offline } { $model } GPUetako batek ere ez du `tranche agent` martxan; agenteek bere nodoak zerbitzatzen dituztenean abiatuko da
-wait-no-live-agent-enough = ez dago agente bizirik behar adina nodotan: { $gpus } { $model } GPU behar ditu; { $installed } `tranche agent` martxan duten nodoetan daude eta { $offline } agenterik gabekoetan
-wait-gpus-some-offline = { $gpus } { $model } GPUren zain: { $free } libre `tranche agent` martxan duten nodoetan; beste { $offline } agenterik gabeko nodoetan daude
+wait-no-live-agent = ez dago agente bizirik: bere klusterreko { $offline } { $model } GPUetako batek ere ez du nodo-agenterik martxan; agenteek bere nodoak zerbitzatzen dituztenean abiatuko da
+wait-no-live-agent-enough = ez dago agente bizirik behar adina nodotan: { $gpus } { $model } GPU behar ditu; { $installed } nodo-agentea martxan duten nodoetan daude eta { $offline } agenterik gabekoetan
+wait-gpus-some-offline = { $gpus } { $model } GPUren zain: { $free } libre nodo-agentea martxan duten nodoetan; beste { $offline } agenterik gabeko nodoetan daude
 wait-draining-or-outside = { $gpus } GPUren zain: libreak husten ari diren nodoetan daude edo Tranche-tik kanpoko Slurm lanek betetzen dituzte; Tranche-tik kanpo, { $outside }
 wait-with-outside = { $reason }; Tranche-tik kanpo, { $outside }
 wait-executor-down = { $cluster } klusterreko Slurm kontrolatzaileak ez du erantzuten { $since }(e)tik ({ $error }); abiatze berriak zain daude, eta martxan dauden exekuzioek beren egoera gordetzen dute
@@ -481,7 +481,11 @@ run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) ga
 err-choose-project = aukeratu proiektu bat
 err-choose-cluster = aukeratu kluster bat
 err-choose-model = aukeratu GPU modelo bat
-err-larger-than-cluster = { $gpus } GPU eskatzen ditu, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu instalatuta; ezin izango litzateke inoiz abiatu
+err-model-not-in-cluster = { $cluster } klusterrak ez du { $model } GPUrik instalatuta; aukeratu klusterrak duen GPU eredu bat
+err-larger-than-cluster = { $gpus } GPU eskatzen { $gpus ->
+    [one] du
+   *[other] ditu
+ }, baina { $cluster } klusterrak { $installed } { $model } GPU baino ez ditu instalatuta; ezin izango litzateke inoiz abiatu
 err-budget-exceeded = { $project } proiektuari { $balance } geratzen zaizkio aldi honetan, baina gutxieneko exekuzio-denborak { $cost } balio du; jaitsi GPUak edo gutxieneko denbora, edo bidali gutxieneko denbora 0 jarrita, esleipenik gabe exekutatzeko (doakoa, kanpora daitekeena)
 
 ## Grafikoak

@@ -493,6 +493,15 @@ pub async fn check(
         .get(&(cluster_id, model_id))
         .copied()
         .unwrap_or(0);
+    if installed == 0 {
+        return Err(AppError::Refused {
+            code: "model_not_in_cluster",
+            message: i18n::ta(
+                "err-model-not-in-cluster",
+                &[("cluster", &run.cluster), ("model", &run.gpu_model)],
+            ),
+        });
+    }
     if run.gpus > installed {
         return Err(AppError::Refused {
             code: "larger_than_cluster",

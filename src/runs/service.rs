@@ -1127,16 +1127,16 @@ fn wait_words(
     let model = names.models.get(&run.model.0).cloned().unwrap_or_default();
     match reason {
         WaitReason::GpusDown { up: 0, .. } if off > 0 => format!(
-            "no live agent: none of the {off} {model} GPUs of its cluster has a running `tranche agent`; it starts once agents serve its nodes"
+            "no live agent: none of the {off} {model} GPUs of its cluster has a running node agent; it starts once agents serve its nodes"
         ),
         WaitReason::GpusDown {
             gpus,
             up: installed,
         } if off > 0 => format!(
-            "no live agent on enough nodes: it needs {gpus} {model} GPUs, {installed} are on nodes with a running `tranche agent` and {off} on nodes without one"
+            "no live agent on enough nodes: it needs {gpus} {model} GPUs, {installed} are on nodes with a running node agent and {off} on nodes without one"
         ),
         WaitReason::Gpus { gpus, free } if off > 0 => format!(
-            "waiting for {gpus} {model} GPUs: {free} free on nodes with a running `tranche agent`; {off} more are on nodes without one"
+            "waiting for {gpus} {model} GPUs: {free} free on nodes with a running node agent; {off} more are on nodes without one"
         ),
         WaitReason::Budget { needs, has } => format!(
             "budget exhausted: its minimum runtime costs {}, the project has {} left this period (it may still run unallocated with minimum runtime 0)",
@@ -1467,7 +1467,7 @@ async fn pass_inner(
                                 "node",
                                 names.nodes.get(&node.0).cloned().unwrap_or_default(),
                             )
-                            .arg("gpus", list.join(",")),
+                            .arg("gpus", list.join(", ")),
                     );
                     for g in gpus {
                         hold_nodes.push(node.0);

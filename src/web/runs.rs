@@ -287,6 +287,10 @@ fn form_field(e: &AppError, form: &RunForm) -> Option<&'static str> {
             code: "larger_than_cluster",
             ..
         } => Some("gpus"),
+        AppError::Refused {
+            code: "model_not_in_cluster",
+            ..
+        } => Some("gpu_model"),
         AppError::Forbidden(_) => Some("project"),
         AppError::NotFound(m) if unknown(m, "contract-err-no-project", &form.project) => {
             Some("project")

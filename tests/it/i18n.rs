@@ -363,8 +363,13 @@ async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
     refused.push(("once", &once));
     let (status, body, _) = c.post("/runs/new", &refused).await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // The field at fault is the GPU model the cluster lacks, not the GPU count.
     assert!(
-        body.contains("pide 2 GPU, pero el clúster local solo tiene 0 GPU H100"),
+        body.contains(r#"<select name="gpu_model" aria-invalid="true">"#),
+        "{body}"
+    );
+    assert!(
+        body.contains("el clúster local no tiene GPU H100 instaladas; elige un modelo de GPU"),
         "{body}"
     );
     // The preview: 2 GPUs x 30 min = 1 GPU-hour at 2.50 USD.

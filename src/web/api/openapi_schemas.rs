@@ -151,6 +151,7 @@ pub const ERROR_CODES: &[&str] = &[
     "price_changed",
     "not_cancellable",
     "larger_than_cluster",
+    "model_not_in_cluster",
     "not_waiting_approval",
     "flag_cleared",
     "undeclared_node",
