@@ -401,6 +401,18 @@ pub fn recent_periods(now: jiff::Timestamp, site: &Site, count: usize) -> Vec<Pe
     periods
 }
 
+/// The periods a report covers, oldest first: the 24 before the one containing `now`, it, and
+/// the 2 after (contracts may be paid from them) — what [`parse_report_period`] accepts and
+/// the pages' period lists offer.
+pub fn covered_periods(now: jiff::Timestamp, site: &Site) -> Vec<Period> {
+    let mut periods = recent_periods(now, site, 25);
+    for _ in 0..2 {
+        let last = periods[periods.len() - 1];
+        periods.push(Period::containing(last.end, site));
+    }
+    periods
+}
+
 /// Parses `YYYY-MM` into that month's budget period in the site's time zone.
 ///
 /// # Errors
@@ -429,11 +441,8 @@ pub fn parse_report_period(
     now: jiff::Timestamp,
 ) -> Result<Period, String> {
     let p = parse_period(text, site)?;
-    let earliest = recent_periods(now, site, 25)[0].start;
-    let latest = now
-        .checked_add(jiff::SignedDuration::from_hours(24 * 62))
-        .unwrap_or(now);
-    if p.start < earliest || p.start > latest {
+    let covered = covered_periods(now, site);
+    if p.start < covered[0].start || p.start > covered[covered.len() - 1].start {
         return Err(crate::i18n::t1("err-period-range", "got", text.trim()));
     }
     Ok(p)
@@ -477,4 +486,35 @@ pub async fn trend(
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{covered_periods, parse_report_period};
+    use crate::config::Site;
+
+    /// The pages offer every period the reports accept: 24 back, the current one, 2 ahead (the
+    /// page listed 12, so a period the API accepted, such as next month's contracts, could not
+    /// be chosen and the form jumped back to the current one).
+    #[test]
+    fn the_covered_periods_are_the_accepted_ones() {
+        let site = Site::for_tests();
+        let now: jiff::Timestamp = "2026-12-06T12:00:00Z".parse().unwrap();
+        let covered = covered_periods(now, &site);
+        let labels: Vec<String> = covered.iter().map(|p| p.label(&site)).collect();
+        assert_eq!(labels.len(), 27);
+        assert_eq!(
+            (labels[0].as_str(), labels[24].as_str(), labels[26].as_str()),
+            ("2024-12", "2026-12", "2027-02")
+        );
+        for label in &labels {
+            assert!(parse_report_period(label, &site, now).is_ok(), "{label}");
+        }
+        for outside in ["2024-11", "2027-03"] {
+            assert!(
+                parse_report_period(outside, &site, now).is_err(),
+                "{outside}"
+            );
+        }
+    }
 }

@@ -451,7 +451,8 @@ async fn page(
             ("period", t("dashboard-window-period")),
         ],
         window: d.window.clone(),
-        periods: crate::ledger::reports::recent_periods(now, &state.site, 12)
+        // The periods a report covers up to the current one (a window cannot begin later).
+        periods: crate::ledger::reports::recent_periods(now, &state.site, 25)
             .iter()
             .rev()
             .map(|p| {

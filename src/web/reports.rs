@@ -217,7 +217,7 @@ async fn page(
     .unwrap_or_default();
     render(&ReportsPage {
         layout: Layout::for_user(&session, &me, "/reports").await?,
-        periods: recent
+        periods: reports::covered_periods(now, &state.site)
             .iter()
             .rev()
             .map(|p| (p.label(&state.site), period_name(&state, p)))
