@@ -689,7 +689,7 @@ pub type UseCasesLoaded = (Vec<String>, crate::ai::spend::Outcome);
 /// Database errors; a load cut short is completed by the next one.
 pub async fn load_use_cases(
     pool: &PgPool,
-    currency: &str,
+    site: &crate::config::Site,
     today: jiff::civil::Date,
 ) -> anyhow::Result<Option<UseCasesLoaded>> {
     let loaded: bool = sqlx::query_scalar(
@@ -789,11 +789,11 @@ pub async fn load_use_cases(
         }
         names.push((*name).to_string());
     }
-    let file = demo_focus_file(today, currency);
+    let file = demo_focus_file(today, &site.currency);
     let outcome = crate::ai::spend::import(
         pool,
         &me,
-        currency,
+        site,
         crate::ai::import::Format::Focus,
         &format!("demo-focus-{today}.csv"),
         file.as_bytes(),

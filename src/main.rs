@@ -259,7 +259,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                     let today = jiff::Timestamp::now()
                         .to_zoned(site.time_zone.clone())
                         .date();
-                    tranche::demo::load_use_cases(&database.pool, &site.currency, today).await
+                    tranche::demo::load_use_cases(&database.pool, &site, today).await
                 }
                 Err(_) => Ok(None),
             };

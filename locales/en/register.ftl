@@ -268,6 +268,7 @@ ai-import-too-many = the file has { $count } cost lines, more than { $max }; spl
 ai-import-not-number = { $got } is not a number
 ai-import-too-large = { $got } is too large
 ai-import-line-too-large = cost line { $line }: { $amount } is too large once converted at the rate
+ai-import-line-outside = cost line { $line }: its charge period begins { $start }, outside the months reports cover ({ $from } to { $to }); nothing was imported
 ai-import-total-too-large = the amounts are too large to add up: imported lines may come to at most { $max } in all (counting credits as amounts too), this file's included
 ai-import-not-instant = { $got } is not a date or an instant such as 2026-11-01T00:00:00Z
 ai-import-not-currency = { $at }: { $got } is not a currency code such as USD

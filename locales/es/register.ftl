@@ -268,6 +268,7 @@ ai-import-too-many = el archivo tiene { $count } líneas de coste, más de { $ma
 ai-import-not-number = { $got } no es un número
 ai-import-too-large = { $got } es demasiado grande
 ai-import-line-too-large = línea de coste { $line }: { $amount } es demasiado grande una vez convertido al tipo de cambio
+ai-import-line-outside = línea de coste { $line }: su periodo de cargo empieza el { $start }, fuera de los meses que cubren los informes ({ $from } a { $to }); no se ha importado nada
 ai-import-total-too-large = los importes son demasiado grandes para sumarlos: las líneas importadas pueden sumar como máximo { $max } en total (los abonos también cuentan como importes), incluidas las de este archivo
 ai-import-not-instant = { $got } no es una fecha ni un instante como 2026-11-01T00:00:00Z
 ai-import-not-currency = { $at }: { $got } no es un código de moneda como USD

@@ -268,6 +268,7 @@ ai-import-too-many = fitxategiak { $count } kostu-lerro ditu, { $max } baino geh
 ai-import-not-number = { $got } ez da zenbaki bat
 ai-import-too-large = { $got } handiegia da
 ai-import-line-too-large = { $line }. kostu-lerroa: { $amount } handiegia da truke-tasaren arabera bihurtu ondoren
+ai-import-line-outside = { $line }. kostu-lerroa: kargu-aldia { $start } hasten da, txostenek hartzen dituzten hilabeteetatik kanpo ({ $from } eta { $to } artean); ez da ezer inportatu
 ai-import-total-too-large = zenbatekoak handiegiak dira batzeko: inportatutako lerroek guztira gehienez { $max } egin dezakete (abonuak ere zenbateko gisa kontatzen dira), fitxategi honetakoak barne
 ai-import-not-instant = { $got } ez da data bat, ezta 2026-11-01T00:00:00Z bezalako une bat ere
 ai-import-not-currency = { $at }: { $got } ez da USD bezalako moneta-kode bat

@@ -312,7 +312,7 @@ pub struct Outcome {
 pub async fn import(
     pool: &PgPool,
     me: &Account,
-    site_currency: &str,
+    site: &crate::config::Site,
     format: Format,
     file_name: &str,
     bytes: &[u8],
@@ -327,6 +327,38 @@ pub async fn import(
         field: Some("file"),
         message: i18n::t2("ai-err-malformed", "format", format.label(), "problem", m),
     })?;
+    // Every line inside the months the reports cover, or none is imported: a line dated outside
+    // them would be stored and assigned where no report, register page or CSV can show it.
+    let covered = crate::ledger::reports::covered_periods(jiff::Timestamp::now(), site);
+    let (first, last) = (covered[0], covered[covered.len() - 1]);
+    if let Some((n, line)) = parsed
+        .lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.start < first.start || l.start >= last.end)
+    {
+        return Err(AppError::Unprocessable {
+            code: "malformed_file",
+            field: Some("file"),
+            message: i18n::ta(
+                "ai-import-line-outside",
+                &[
+                    ("line", &(n + 1)),
+                    (
+                        "start",
+                        &line
+                            .start
+                            .to_zoned(site.time_zone.clone())
+                            .date()
+                            .to_string(),
+                    ),
+                    ("from", &first.label(site)),
+                    ("to", &last.label(site)),
+                ],
+            ),
+        });
+    }
+    let site_currency = site.currency.as_str();
     let rate = rate.map(str::trim).filter(|r| !r.is_empty());
     let rate_micro = match (parsed.currency == site_currency, rate) {
         (true, None) => None,

@@ -1127,7 +1127,7 @@ async fn preview(
     match spend::import(
         &state.pool,
         &me,
-        &state.site.currency,
+        &state.site,
         format,
         &up.file_name,
         &up.bytes,
@@ -1199,7 +1199,7 @@ async fn confirm(
     match spend::import(
         &state.pool,
         &me,
-        &state.site.currency,
+        &state.site,
         format,
         &file_name,
         text.as_bytes(),

@@ -757,8 +757,19 @@ async fn malformed_files_are_refused_whole_with_a_clear_error() {
     let bad_line = FOCUS_SAMPLE.replacen("38.75", "38.7.5", 1);
     let no_column = FOCUS_SAMPLE.replacen("BilledCost", "Cost", 1);
     let mixed = FOCUS_SAMPLE.replacen("9.99,EUR", "9.99,USD", 1);
-    let cases: [(&str, &str, &str); 6] = [
+    // A line dated where no report, register page or CSV could show it (it was stored).
+    let long_ago = FOCUS_SAMPLE.replacen(
+        "2026-11-10T00:00:00Z,2026-11-11T00:00:00Z",
+        "2020-01-10T00:00:00Z,2020-01-11T00:00:00Z",
+        1,
+    );
+    let cases: [(&str, &str, &str); 7] = [
         ("format=focus", &bad_line, "line 3: BilledCost"),
+        (
+            "format=focus",
+            &long_ago,
+            "cost line 2: its charge period begins 2020-01-10, outside the months reports cover",
+        ),
         ("format=focus", &no_column, "no BilledCost column"),
         ("format=focus", &mixed, "mixes currencies"),
         ("format=openai&rate=1", "{\"data\": [", "not valid JSON"),
@@ -938,7 +949,7 @@ async fn limits_fire_alerts_and_a_critical_use_case_triggers_the_stop_rule() {
     tranche::ai::spend::import(
         &app.pool,
         &finance_account,
-        "EUR",
+        &app.state.site,
         tranche::ai::import::Format::Focus,
         "f.csv",
         file.as_bytes(),
@@ -1273,7 +1284,7 @@ async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
 async fn the_demo_loads_the_three_use_cases_with_a_month_of_spend_once() {
     let (app, _) = demo_in("EUR").await;
     let today = jiff::civil::date(2026, 12, 1);
-    let (names, outcome) = tranche::demo::load_use_cases(&app.pool, "EUR", today)
+    let (names, outcome) = tranche::demo::load_use_cases(&app.pool, &app.state.site, today)
         .await
         .unwrap()
         .unwrap();
@@ -1297,7 +1308,7 @@ async fn the_demo_loads_the_three_use_cases_with_a_month_of_spend_once() {
         (5, 5 * 9_990_000)
     );
     assert!(
-        tranche::demo::load_use_cases(&app.pool, "EUR", today)
+        tranche::demo::load_use_cases(&app.pool, &app.state.site, today)
             .await
             .unwrap()
             .is_none(),

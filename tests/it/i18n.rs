@@ -535,7 +535,7 @@ async fn every_page_is_in_basque_and_spanish_with_no_english_sentence_left() {
     let today = jiff::Timestamp::now()
         .to_zoned(app.state.site.time_zone.clone())
         .date();
-    tranche::demo::load_use_cases(&app.pool, &app.state.site.currency, today)
+    tranche::demo::load_use_cases(&app.pool, &app.state.site, today)
         .await
         .unwrap()
         .unwrap();
@@ -996,7 +996,7 @@ async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
     let today = jiff::Timestamp::now()
         .to_zoned(app.state.site.time_zone.clone())
         .date();
-    tranche::demo::load_use_cases(&app.pool, &app.state.site.currency, today)
+    tranche::demo::load_use_cases(&app.pool, &app.state.site, today)
         .await
         .unwrap()
         .unwrap();

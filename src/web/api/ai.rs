@@ -210,7 +210,7 @@ pub(super) async fn post_import(
     let o = spend::import(
         &state.pool,
         &me,
-        &state.site.currency,
+        &state.site,
         format,
         &q.file_name,
         &body,
