@@ -574,7 +574,15 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
         json!({"command": command}),
     )
     .await;
+    // A long run that must stay running across the restart, and one cancelled while the
+    // controller is down (with a stop pending, a restarted controller's first answers listed
+    // no job, and both runs were ended as lost while Slurm kept running their jobs).
+    let long = json!({"command": "sleep 300"});
+    let steady = submit(&base, &researcher, "fm-pretrain-7b", 2, long.clone()).await;
+    let cancelled = submit(&base, &researcher, "fm-pretrain-7b", 2, long).await;
     wait_state(&app, before, "running").await;
+    wait_state(&app, steady, "running").await;
+    wait_state(&app, cancelled, "running").await;
     tokio::task::spawn_blocking(|| SlurmCluster::get().stop_controller())
         .await
         .unwrap();
@@ -608,11 +616,48 @@ async fn slurmctld_stopped_and_restarted_mid_traffic_loses_no_run_and_starts_non
     assert_eq!(state_of(&app, during).await, "queued");
     // The running run keeps its state.
     assert_eq!(state_of(&app, before).await, "running");
+    let (status, answer) = post(
+        &base,
+        &format!("/api/v1/runs/{cancelled}/cancel"),
+        &researcher,
+        json!(null),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
     tokio::task::spawn_blocking(|| SlurmCluster::get().restart_controller())
         .await
         .unwrap();
     wait_state(&app, before, "succeeded").await;
     wait_state(&app, during, "succeeded").await;
+    wait_state(&app, cancelled, "cancelled").await;
+    // The cancel reached Slurm: its job is not running any more; the other kept running.
+    let cluster_now = SlurmCluster::get();
+    assert!(
+        jobs_of(&app, cluster_now, cancelled)
+            .await
+            .iter()
+            .all(|j| j.2 != "RUNNING"),
+        "{:?}",
+        jobs_of(&app, cluster_now, cancelled).await
+    );
+    assert_eq!(state_of(&app, steady).await, "running");
+    assert_eq!(
+        jobs_of(&app, cluster_now, steady)
+            .await
+            .iter()
+            .map(|j| j.2.as_str())
+            .collect::<Vec<_>>(),
+        vec!["RUNNING"]
+    );
+    let (status, _) = post(
+        &base,
+        &format!("/api/v1/runs/{steady}/cancel"),
+        &researcher,
+        json!(null),
+    )
+    .await;
+    assert_eq!(status, 200);
+    wait_state(&app, steady, "cancelled").await;
     for run in [before, during] {
         assert_eq!(
             jobs_of(&app, cluster, run).await.len(),

@@ -338,7 +338,15 @@ pub struct Bridge {
     not_before: Option<Instant>,
     /// This installation's reservations (contracts) as last seen.
     reservations: Vec<cli::Reservation>,
+    /// Jobs of ours that `squeue` did not list, since when ([`Bridge::gone`]).
+    missing_since: HashMap<i64, Instant>,
 }
+
+/// How long a job of ours may be missing from `squeue` before it counts as gone (lost, or its
+/// processes exited): longer than a restarted controller takes to list its jobs again (its
+/// first answers listed none of the jobs still running, and their runs were ended as lost
+/// while Slurm kept running them; found by a new-user check).
+const VANISH_AFTER: Duration = Duration::from_secs(60);
 
 /// A Slurm job Tranche submitted, as the database remembers it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -361,7 +369,15 @@ impl Bridge {
             backoff: Duration::ZERO,
             not_before: None,
             reservations: Vec::new(),
+            missing_since: HashMap::new(),
         }
+    }
+
+    /// Whether job `job`, not listed by this round's `squeue`, has been missing for
+    /// [`VANISH_AFTER`] (counted from the first round that missed it).
+    fn gone(&mut self, job: i64, now: Instant) -> bool {
+        let since = *self.missing_since.entry(job).or_insert(now);
+        now.duration_since(since) >= VANISH_AFTER
     }
 
     fn settings(&self) -> &SlurmSettings {
@@ -869,6 +885,8 @@ impl Executor for Bridge {
             .unwrap_or_default();
         let jobs = cli::parse_squeue(&squeue).map_err(ExecutorError::Unreachable)?;
         let by_id: HashMap<i64, &SlurmJob> = jobs.iter().map(|j| (j.id, j)).collect();
+        let now = Instant::now();
+        self.missing_since.retain(|job, _| !by_id.contains_key(job));
         // Jobs named and commented as this installation's, by run and attempt.
         let by_name: HashMap<(i64, i32), &SlurmJob> = jobs
             .iter()
@@ -963,7 +981,9 @@ impl Executor for Bridge {
                 continue;
             };
             let Some(job) = by_id.get(&k.job_id) else {
-                self.vanished(&pool, k.job_id, &places).await?;
+                if self.gone(k.job_id, now) {
+                    self.vanished(&pool, k.job_id, &places).await?;
+                }
                 continue;
             };
             if job.is_running() {
@@ -1011,7 +1031,9 @@ impl Executor for Bridge {
                 continue;
             };
             let Some(job) = by_id.get(&k.job_id) else {
-                reports.extend(exited(None));
+                if self.gone(k.job_id, now) {
+                    reports.extend(exited(None));
+                }
                 continue;
             };
             if !job.is_active() {
