@@ -1255,6 +1255,27 @@ pub struct RunRow {
     pub position_in_project: Option<i64>,
 }
 
+/// The API's words for a run waiting for approval, which no pass writes (passes write the
+/// reasons of queued runs): "Waits for a lead's approval: its protected contract (H GPU-hours)
+/// is above the project's self-service limit.", as its page says, in English like every
+/// reason the API gives. Other rows are left as they are.
+pub fn explain_approval_wait(row: &mut RunRow) {
+    if row.state != "waiting_approval" || row.wait_reason.is_some() {
+        return;
+    }
+    let milli = (i64::from(row.gpus) * row.min_runtime_s * 1000 + 3599) / 3600;
+    let en = crate::i18n::Lang::En;
+    row.wait_reason = Some(format!(
+        "{} {}",
+        crate::i18n::message(en, "run-waits-approval", &[]),
+        crate::i18n::message(
+            en,
+            "run-waits-approval-why",
+            &[("hours", &domain::format_protected_gpu_hours(milli, true))],
+        )
+    ));
+}
+
 /// Sets the place in its project's line of each queued allocated run among `rows`: the order
 /// in which the scheduler considers a project's waiting runs of one pool (priority, highest
 /// first, then the second it was queued, then id; docs/design.md section 3.1), counting the

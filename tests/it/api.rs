@@ -650,6 +650,25 @@ async fn raw_bodies_missing_bodies_and_the_api_root_answer_json() {
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(answer["state"], "waiting_approval", "{answer}");
     let id = answer["id"].as_i64().unwrap();
+    // Every waiting run has a reason, in the API too (it was null while its page said why).
+    let why = "Waits for a lead's approval: its protected contract (80.0 GPU-hours) is above the project's self-service limit.";
+    let (_, run_now) = app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{id}"),
+            Some(&researcher),
+            None,
+        )
+        .await;
+    assert_eq!(run_now["wait_reason"], why, "{run_now}");
+    let (_, inbox) = app.api("GET", "/api/v1/approvals", Some(&lead), None).await;
+    let listed = inbox["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap();
+    assert_eq!(listed["wait_reason"], why, "{listed}");
     let deny = format!("/api/v1/runs/{id}/deny");
     let (status, body) = app.api("POST", &deny, Some(&lead), None).await;
     let got = |status: StatusCode, body: &serde_json::Value| {

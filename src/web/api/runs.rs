@@ -97,7 +97,8 @@ pub(super) async fn get_runs(
     )
     .await?;
     let tree = state.tree_for(&me).await?;
-    let (rows, next_before) = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
+    let (mut rows, next_before) = runs::list(&state.pool, &me, &tree.parents, &filter).await?;
+    rows.iter_mut().for_each(runs::explain_approval_wait);
     ok(json!({"runs": rows, "next_before": next_before}))
 }
 
@@ -107,7 +108,8 @@ pub(super) async fn get_run(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult {
     let tree = state.tree_for(&me).await?;
-    let detail = runs::detail(&state.pool, &me, &tree.parents, id).await?;
+    let mut detail = runs::detail(&state.pool, &me, &tree.parents, id).await?;
+    runs::explain_approval_wait(&mut detail.run);
     ok(serde_json::to_value(detail).map_err(|e| AppError::Internal(e.into()))?)
 }
 
@@ -188,7 +190,8 @@ pub(super) async fn get_approvals(
     ApiUser(me): ApiUser,
 ) -> ApiResult {
     let tree = state.tree_for(&me).await?;
-    let rows = runs::approvals(&state.pool, &me, &tree.parents).await?;
+    let mut rows = runs::approvals(&state.pool, &me, &tree.parents).await?;
+    rows.iter_mut().for_each(runs::explain_approval_wait);
     ok(json!({"runs": rows}))
 }
 
