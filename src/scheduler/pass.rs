@@ -1630,7 +1630,9 @@ impl<'a> Pass<'a> {
                 run: r.run,
                 at: r.at,
             }
-        } else if p.hold > 0 && p.free >= i64::from(w.gpus) {
+        } else if p.hold > 0 && p.free.max(p.hold) >= i64::from(w.gpus) {
+            // Held GPUs lent to unallocated runs count: but for the contracts, the run would
+            // take them back from their borrowers.
             WaitReason::Contracts {
                 held: p.hold as u32,
             }

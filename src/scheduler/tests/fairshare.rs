@@ -168,6 +168,38 @@ fn contract_holds_gpus_and_lends_them_only_to_unallocated_runs() {
     ));
 }
 
+/// GPUs a contract holds and lends to an unallocated run are still held for the contract: an
+/// allocated run of another project that waits for them is told so, not "0 free now" (it
+/// could preempt the borrower but for the contract; found by a new-user check).
+#[test]
+fn a_run_waiting_for_held_gpus_lent_out_is_told_of_the_contract() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 2,
+        start: T0,
+        end: T0 + 2 * H,
+    });
+    // Six GPUs busy with protected runs, the two held ones lent to an unallocated run.
+    b.running(other, 6, T0 - 60, H, 2 * H);
+    b.running(other, 2, T0 - 60, 0, 2 * H);
+    let third = b.project(None, "0.01", 0);
+    let waiting = b.waiting(third, 1, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(!started(&out).contains(&waiting), "{:?}", out.decisions);
+    assert!(
+        matches!(reason_of(&out, waiting), WaitReason::Contracts { held: 2 }),
+        "{:?}",
+        reason_of(&out, waiting)
+    );
+}
+
 /// The owner's run takes its contract's GPUs back from an unallocated borrower at once, also
 /// a borrower larger than the run by more than a node (the bound on evicted GPUs is for
 /// allocated victims): a 16-GPU free run on two nodes, a 4-GPU run on an 8-GPU contract.
