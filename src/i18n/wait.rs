@@ -166,7 +166,18 @@ fn pass_words(
             ..
         } => {
             let more = ahead_total.saturating_sub(projects.len());
-            let list = projects.join(", ");
+            // A name hidden from the reader (runs::hide_unseen_projects) is empty.
+            let list = projects
+                .iter()
+                .map(|p| {
+                    if p.is_empty() {
+                        r.m("project-sibling-hidden", &[])
+                    } else {
+                        p.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
             r.m(
                 "wait-fair-share",
                 &[

@@ -1255,6 +1255,58 @@ pub struct RunRow {
     pub position_in_project: Option<i64>,
 }
 
+/// Hides from `actor` the names of the projects a fair-share reason names that `actor` may not
+/// see (their names are hidden on the program tree and project pages too): in the structured
+/// note they become empty (pages then say "another project"), and in the English words the
+/// list of names is written with "another project" in their place. Other reasons are left as
+/// they are.
+pub fn hide_unseen_projects(
+    actor: &Account,
+    parents: &Parents,
+    words: &mut Option<String>,
+    note: Option<&mut crate::i18n::wait::WaitNote>,
+) {
+    let Some(crate::i18n::wait::WaitNote::Pass {
+        reason: crate::scheduler::reason::WaitReason::FairShare { ahead, .. },
+        projects,
+        ..
+    }) = note
+    else {
+        return;
+    };
+    let before = projects.join(", ");
+    let mut hidden = false;
+    for (id, name) in ahead.as_slice().iter().zip(projects.iter_mut()) {
+        if !name.is_empty() && !actor.may_view(id.0, parents) {
+            name.clear();
+            hidden = true;
+        }
+    }
+    if !hidden {
+        return;
+    }
+    let after = projects
+        .iter()
+        .map(|p| if p.is_empty() { "another project" } else { p })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(w) = words.as_mut() {
+        *w = w.replacen(&before, &after, 1);
+    }
+}
+
+/// [`hide_unseen_projects`] on each row.
+fn hide_unseen_in_rows(actor: &Account, parents: &Parents, rows: &mut [RunRow]) {
+    for r in rows {
+        hide_unseen_projects(
+            actor,
+            parents,
+            &mut r.wait_reason,
+            r.wait_note.as_mut().map(|n| &mut n.0),
+        );
+    }
+}
+
 /// The API's words for a run waiting for approval, which no pass writes (passes write the
 /// reasons of queued runs): "Waits for a lead's approval: its protected contract (H GPU-hours)
 /// is above the project's self-service limit.", as its page says, in English like every
@@ -1454,7 +1506,9 @@ pub async fn list(
     filter: &Filter,
 ) -> Result<(Vec<RunRow>, Option<i64>), AppError> {
     let c = Conditions::of(actor, parents, filter)?;
-    c.rows(pool).await
+    let (mut rows, next_before) = c.rows(pool).await?;
+    hide_unseen_in_rows(actor, parents, &mut rows);
+    Ok((rows, next_before))
 }
 
 /// One page of the runs `actor` may see, filtered, newest first: at most the filter's `limit`
@@ -1472,7 +1526,8 @@ pub async fn list_page(
     filter: &Filter,
 ) -> Result<Page, AppError> {
     let c = Conditions::of(actor, parents, filter)?;
-    let (rows, next_before) = c.rows(pool).await?;
+    let (mut rows, next_before) = c.rows(pool).await?;
+    hide_unseen_in_rows(actor, parents, &mut rows);
     let (total, newer): (i64, i64) = c
         .bind(sqlx::query_as(&format!(
             "SELECT count(*), count(*) FILTER (WHERE r.id >= $8) \
@@ -1712,6 +1767,7 @@ pub async fn detail(
         .fetch_one(pool)
         .await?;
     place_in_line(pool, std::slice::from_mut(&mut run)).await?;
+    hide_unseen_in_rows(actor, parents, std::slice::from_mut(&mut run));
     let (workdir, env, secret_env): (
         Option<String>,
         sqlx::types::Json<BTreeMap<String, String>>,

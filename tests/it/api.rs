@@ -793,3 +793,87 @@ async fn unknown_names_in_filters_are_404_and_names_match_whatever_their_case() 
         assert_eq!(count(&a, key), count(&b, key), "{upper}");
     }
 }
+
+/// A fair-share reason names the projects ahead of a run; a reader who may not see one of them
+/// (a researcher, for a sibling project: its name is hidden on the tree and project pages) reads
+/// "another project" in its place, in the API and on the run's page; a reader who may see it
+/// reads its name (found by a new-user check: the run page named projects the project page hid).
+#[tokio::test]
+async fn a_reason_names_only_the_projects_its_reader_may_see() {
+    use tranche::i18n::wait::WaitNote;
+    use tranche::scheduler::{
+        ProjectId,
+        reason::{Ahead, WaitReason},
+    };
+    let (app, users) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let admin = app.token_for("demo-admin").await;
+    let run = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
+        "resumable": true, "command": "true"});
+    let (status, body) = app
+        .api("POST", "/api/v1/runs", Some(&researcher), Some(run))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["id"].as_i64().unwrap();
+    // As a pass writes it: is-kernels (not the researcher's) and fm-pretrain-70b (theirs) ahead.
+    let hidden = app.node_id("is-kernels").await;
+    let own = app.node_id("fm-pretrain-70b").await;
+    let mut ahead = Ahead::default();
+    ahead.push(ProjectId(hidden));
+    ahead.push(ProjectId(own));
+    let note = WaitNote::Pass {
+        reason: WaitReason::FairShare {
+            ahead,
+            ahead_total: 2,
+            reserved_at: None,
+        },
+        model: "H100".into(),
+        offline: 0,
+        projects: vec!["is-kernels".into(), "fm-pretrain-70b".into()],
+        outside: None,
+    };
+    let words = "projects further below their fair share come first: is-kernels, fm-pretrain-70b";
+    sqlx::query("UPDATE runs SET wait_reason = $2, wait_note = $3 WHERE id = $1")
+        .bind(id)
+        .bind(words)
+        .bind(sqlx::types::Json(&note))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let reason = |token: String| {
+        let app = &app;
+        async move {
+            let (_, run) = app
+                .api("GET", &format!("/api/v1/runs/{id}"), Some(&token), None)
+                .await;
+            let (_, list) = app
+                .api("GET", "/api/v1/runs?limit=5", Some(&token), None)
+                .await;
+            let listed = list["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == id)
+                .unwrap()["wait_reason"]
+                .clone();
+            assert_eq!(run["wait_reason"], listed);
+            run["wait_reason"].as_str().unwrap().to_string()
+        }
+    };
+    assert_eq!(
+        reason(researcher).await,
+        "projects further below their fair share come first: another project, fm-pretrain-70b"
+    );
+    assert_eq!(reason(admin).await, words);
+    // The run's page says the same.
+    let (name, password) = crate::support::demo_password(&users, "researcher");
+    let mut c = app.client();
+    c.login(&name, &password).await;
+    let (_, page, _) = c.get(&format!("/runs/{id}")).await;
+    assert!(!page.contains("is-kernels"), "{page}");
+    assert!(
+        page.contains("another project (not yours to see), fm-pretrain-70b"),
+        "{page}"
+    );
+}
