@@ -557,6 +557,18 @@ async fn jobs_cancelled_in_slurm_or_refused_by_it_end_with_slurms_words() {
         .to_string();
     assert!(message.to_lowercase().contains("time limit"), "{message}");
     assert!(jobs_of(&app, cluster, refused).await.is_empty());
+    // A time limit of exactly the partition's 60 minutes is allowed: submitted without the
+    // spare minute Tranche adds (it failed at once, told the padded limit was invalid).
+    let at_max = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        1,
+        json!({"command": "true", "time_limit_s": 3600}),
+    )
+    .await;
+    wait_state(&app, at_max, "succeeded").await;
+    assert_eq!(jobs_of(&app, cluster, at_max).await.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -484,11 +484,16 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
-    /// `sbatch` arguments.
+    /// `sbatch` arguments ([`JobSpec::args_with`] with the spare minute).
     pub fn args(&self, user: Option<&str>) -> Vec<String> {
-        // Slurm's --time is in whole minutes; rounded up, so Tranche's own time limit (which
-        // stops the run with its grace period) comes first.
-        let minutes = (self.time_limit_s.max(1) + 59) / 60 + 1;
+        self.args_with(user, true)
+    }
+
+    /// `sbatch` arguments. Slurm's `--time` is the run's time limit in whole minutes, rounded
+    /// up, plus one `spare` minute so that Tranche's own stop (SIGTERM, then the grace period)
+    /// comes first; without it where the partition's MaxTime refuses that minute.
+    pub fn args_with(&self, user: Option<&str>, spare: bool) -> Vec<String> {
+        let minutes = (self.time_limit_s.max(1) + 59) / 60 + i64::from(spare);
         let mut args = vec![
             "--parsable".to_string(),
             format!("--job-name={}", job_name(self.run, self.attempt)),
@@ -548,13 +553,29 @@ pub fn is_env_name(name: &str) -> bool {
 /// As [`call`]; an answer without a job id is [`CliError::Unreachable`] (it may have been
 /// submitted: the bridge looks it up by name before trying again).
 pub async fn submit(settings: &SlurmSettings, job: &JobSpec) -> Result<i64, CliError> {
-    let out = call(
-        settings,
-        "sbatch",
-        &job.args(settings.user.as_deref()),
-        Some(&job.script()),
-    )
-    .await?;
+    let script = job.script();
+    let (spared, exact) = (
+        job.args_with(settings.user.as_deref(), true),
+        job.args_with(settings.user.as_deref(), false),
+    );
+    let sbatch = |spare: bool| {
+        call(
+            settings,
+            "sbatch",
+            if spare { &spared } else { &exact },
+            Some(&script),
+        )
+    };
+    // A time limit at the partition's MaxTime is refused with the spare minute: submitted
+    // again without it (a refused sbatch created no job), rather than failing a run whose time
+    // limit the partition allows.
+    let out = match sbatch(true).await {
+        Err(CliError::Refused(m)) if m.to_ascii_lowercase().contains("time limit") => {
+            tracing::info!(run = job.run, refusal = %m, "sbatch refused the spare minute; submitting at the run's own time limit");
+            sbatch(false).await?
+        }
+        other => other?,
+    };
     out.trim()
         .split(';')
         .next()
