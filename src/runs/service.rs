@@ -424,8 +424,18 @@ pub async fn begin_stops(
 }
 
 /// Id, state, stop kind, resumable, every process exited, the run's exit status (the first
-/// non-zero one recorded, else 0), and whether a process exited unreported (its node lost).
-type StopRow = (i64, String, Option<String>, bool, bool, Option<i32>, bool);
+/// non-zero one recorded, else 0), whether a process exited unreported (its node lost, or its
+/// Slurm job no longer listed), and whether its cluster is run by Slurm.
+type StopRow = (
+    i64,
+    String,
+    Option<String>,
+    bool,
+    bool,
+    Option<i32>,
+    bool,
+    bool,
+);
 
 /// Ends each of `runs` that is stopping and whose every process of its current attempt has
 /// exited: requeued (preempted or lost, and resumable), or `preempted`, `cancelled`, `failed`
@@ -443,8 +453,9 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
         "SELECT r.id, r.state, r.stop_kind, r.resumable, \
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
                 (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
-                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL) \
-         FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE",
+                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL), \
+                EXISTS (SELECT 1 FROM clusters c WHERE c.id = r.cluster_id AND c.executor = 'slurm') \
+         FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE OF r",
     )
     .bind(runs)
     .fetch_all(&mut *conn)
@@ -452,7 +463,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let (mut ids, mut states, mut codes) = (Vec::new(), Vec::new(), Vec::new());
     // Per timeline kind: the runs and what their entry says.
     let mut entries: BTreeMap<&str, (Vec<i64>, Vec<Said>)> = BTreeMap::new();
-    for (id, state, kind, resumable, all_exited, code, unreported) in rows {
+    for (id, state, kind, resumable, all_exited, code, unreported, slurm) in rows {
         if state != "stopping" || !all_exited {
             continue;
         }
@@ -461,6 +472,13 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
         let (to, kind_text, message) = match kind.as_deref() {
             Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
             Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
+            // A Slurm job that is no longer listed has no agent to speak of.
+            Some("cancelled") if unreported && slurm => {
+                ("cancelled", "cancelled", "event-cancelled-job-gone")
+            }
+            Some("time_limit") if unreported && slurm => {
+                ("failed", "failed", "event-time-limit-job-gone")
+            }
             Some("cancelled") if unreported => {
                 ("cancelled", "cancelled", "event-cancelled-node-lost")
             }

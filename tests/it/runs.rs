@@ -3375,3 +3375,47 @@ async fn a_leads_cancel_of_someone_elses_run_is_audited() {
         vec![(theirs, "demo-lead".to_string(), json!({"state": "queued"}))]
     );
 }
+
+/// A cancelled run whose Slurm job is no longer listed ends with words about Slurm, not about
+/// an agent a Slurm cluster does not have (found by a new-user check).
+#[tokio::test]
+async fn a_slurm_run_that_vanished_while_stopping_is_not_told_of_an_agent() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["vanish-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // As the Slurm bridge leaves it: the cluster run by Slurm, the run stopping for a cancel,
+    // its job gone from squeue (exited with no status).
+    sqlx::query(
+        "UPDATE clusters SET executor = 'slurm', slurm_partition = 'gpu' WHERE name = 'local'",
+    )
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE runs SET state = 'stopping', stop_kind = 'cancelled' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE run_placements SET proc_state = 'exited', exit_code = NULL WHERE run_id = $1 AND node_id = $2")
+        .bind(run)
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let mut conn = o.app.pool.acquire().await.unwrap();
+    tranche::runs::service::finish_exited(&mut conn, &[run])
+        .await
+        .unwrap();
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
+    let last: String = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(last.contains("Slurm no longer lists its job"), "{last}");
+    assert!(!last.contains("agent"), "{last}");
+}
