@@ -223,6 +223,24 @@ pub async fn rows(
         }
     }
     let label = filter.period.label(site);
+    // Each project's forecast as its alerts compute it, once: a subtree's forecast is its
+    // projects' summed (extrapolating the subtree's total rounded otherwise, a few minor units
+    // apart from the sum of its children's rows).
+    let mut forecasts: HashMap<i64, i64> = HashMap::new();
+    if now < filter.period.end {
+        let mut spent: HashMap<i64, (i64, i64)> = HashMap::new();
+        for ((p, _), s) in &by {
+            let e = spent.entry(*p).or_default();
+            e.0 += s.contract;
+            e.1 += s.run;
+        }
+        for (p, (contract, run)) in spent {
+            forecasts.insert(
+                p,
+                crate::ledger::alerts::forecast(contract, run, filter.period, now),
+            );
+        }
+    }
     // Archived nodes keep what they booked: a project archived after the period (or an
     // archived group around it) is a row of its own, after its live siblings, and counts in
     // every total above it. Archived nodes with nothing booked in the period are left out.
@@ -359,22 +377,10 @@ pub async fn rows(
             None
         };
         // Contract purchases are one-off: counted once; only run usage is a rate.
-        // Each project's forecast as its alerts compute it, summed: a subtree's forecast is its
-        // projects' (extrapolating the subtree's total rounded otherwise, a few minor units
-        // apart from the sum of its children's rows).
         t.forecast_minor = Some(if now >= filter.period.end {
             t.spend_minor
         } else {
-            projects
-                .iter()
-                .map(|p| {
-                    let (contract, run) = by
-                        .iter()
-                        .filter(|((q, _), _)| q == p)
-                        .fold((0, 0), |(c, r), (_, s)| (c + s.contract, r + s.run));
-                    crate::ledger::alerts::forecast(contract, run, filter.period, now)
-                })
-                .sum()
+            projects.iter().filter_map(|p| forecasts.get(p)).sum()
         });
         out.push(t);
         for m in models {

@@ -995,6 +995,8 @@ pub async fn cancel(
             .fetch_one(&mut *tx)
             .await?;
     let by = Said::new("event-cancelled").arg("by", &actor.name);
+    // Cancelled already: asking again changes nothing and adds nothing to the timeline.
+    let again = state == "stopping" && stop_kind.as_deref() == Some("cancelled");
     match state.as_str() {
         "waiting_approval" | "queued" => {
             sqlx::query("UPDATE runs SET state = 'cancelled', ended_at = now(), wait_reason = NULL, estimated_start = NULL WHERE id = $1")
@@ -1013,8 +1015,7 @@ pub async fn cancel(
             event(&mut tx, id, "cancel_requested", &by, None).await?;
             refresh_holds(&mut tx).await?;
         }
-        // Cancelled already: asking again changes nothing and adds nothing to the timeline.
-        "stopping" if stop_kind.as_deref() == Some("cancelled") => {}
+        "stopping" if again => {}
         "stopping" => {
             sqlx::query("UPDATE runs SET stop_kind = 'cancelled' WHERE id = $1")
                 .bind(id)
@@ -1037,9 +1038,7 @@ pub async fn cancel(
     }
     // A lead's or admin's cancel of someone else's run is theirs to answer for: audited (a
     // researcher's own cancels are in the run's timeline only).
-    if actor.id != o.submitted_by
-        && !(state == "stopping" && stop_kind.as_deref() == Some("cancelled"))
-    {
+    if actor.id != o.submitted_by && !again {
         crate::db::audit::record(
             &mut *tx,
             crate::db::audit::Change {

@@ -755,12 +755,7 @@ async fn unknown_names_in_filters_are_404_and_names_match_whatever_their_case() 
     }
     // The same names in another case find what the exact names find.
     let researcher = app.token_for("demo-researcher").await;
-    let run = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
-        "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
-        "resumable": true, "command": "true"});
-    let (status, body) = app
-        .api("POST", "/api/v1/runs", Some(&researcher), Some(run))
-        .await;
+    let (status, body) = submit_queued(&app, &researcher).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let count =
         |v: &serde_json::Value, key: &str| v.pointer(key).unwrap().as_array().unwrap().len();
@@ -808,12 +803,7 @@ async fn a_reason_names_only_the_projects_its_reader_may_see() {
     let (app, users) = TestApp::with_demo().await;
     let researcher = app.token_for("demo-researcher").await;
     let admin = app.token_for("demo-admin").await;
-    let run = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
-        "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
-        "resumable": true, "command": "true"});
-    let (status, body) = app
-        .api("POST", "/api/v1/runs", Some(&researcher), Some(run))
-        .await;
+    let (status, body) = submit_queued(&app, &researcher).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["id"].as_i64().unwrap();
     // As a pass writes it: is-kernels (not the researcher's) and fm-pretrain-70b (theirs) ahead.
@@ -876,4 +866,14 @@ async fn a_reason_names_only_the_projects_its_reader_may_see() {
         page.contains("another project (not yours to see), fm-pretrain-70b"),
         "{page}"
     );
+}
+
+/// Submits a 1-GPU run of `fm-pretrain-7b` on `h100-east` (no agent serves it: it stays
+/// queued) as the holder of `token`; the answer's status and body.
+async fn submit_queued(app: &TestApp, token: &str) -> (StatusCode, serde_json::Value) {
+    let run = json!({"project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100",
+        "gpus": 1, "min_runtime_s": 600, "time_limit_s": 3600, "priority": 0,
+        "resumable": true, "command": "true"});
+    app.api("POST", "/api/v1/runs", Some(token), Some(run))
+        .await
 }
