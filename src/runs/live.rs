@@ -232,6 +232,10 @@ pub struct LiveCache {
     /// What applying the core's starts and preemptions costs, to size the next pass's share
     /// of them ([`crate::scheduler::Outcome::moves_within`]).
     pub move_slice: Slice,
+    /// The runs that held a pool's reservation after this process's last pass, for the next
+    /// pass's [`crate::scheduler::Snapshot::reserved`] (a process that takes over starts
+    /// without: its first pass reserves again).
+    pub reserved: Vec<crate::scheduler::RunId>,
 }
 
 /// Sizes a pass's slice of the work that may wait for the passes after it (waiting reasons to

@@ -1358,13 +1358,15 @@ async fn pass_inner(
     report.refresh = Some(refresh);
     let charged = !due.is_empty();
     report.snapshot_ms[1] = clock.elapsed().as_millis() as u64 - report.snapshot_ms[0];
-    let (snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
+    let (mut snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
+    snap.reserved = std::mem::take(&mut live.reserved);
     report.timings_ms[1] = clock.elapsed().as_millis() as u64;
     report.snapshot_ms[2] = report.timings_ms[1] - report.snapshot_ms[0] - report.snapshot_ms[1];
     let clock = std::time::Instant::now();
     snap.validate()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid snapshot: {e}")))?;
     let outcome = scheduler::schedule(&snap, now_s);
+    live.reserved = outcome.reserved();
     report.timings_ms[2] = clock.elapsed().as_millis() as u64;
     let clock = std::time::Instant::now();
     // The moves that fit what is left of the pass's budget, or as long as the pass took to

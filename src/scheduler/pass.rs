@@ -9,8 +9,9 @@
 //!    them; unallocated runs may borrow held GPUs and give them back when the owner needs them.
 //! 3. Projects are ranked by hierarchical fair share ([`super::fairshare`]). Allocated waiting
 //!    runs are taken in that order (project rank, priority descending, submit time, id), in
-//!    three groups: each pool's starving head (its first run when it is a gang larger than its
-//!    project's entitlement and its project has no run that fits the entitlement), then runs
+//!    three groups: each pool's starving head (a gang larger than its project's entitlement
+//!    whose project has no run that fits the entitlement: the run that held the pool's
+//!    reservation after the previous pass when it is one, else the first run), then runs
 //!    that keep their project within its entitlement (or run on its contract), then the rest
 //!    (entitlement first, docs/design.md section 3.2):
 //!    - a run whose minimum-runtime cost exceeds its project's balance waits (budget);
@@ -1368,25 +1369,44 @@ impl<'a> Pass<'a> {
             || self.contract_for(w, pool).is_some()
     }
 
-    /// Indices (into `alloc`, allocated waiting runs in fair-share order) of each pool's first
-    /// run when it is a gang larger than its project's entitlement in the pool and no waiting
-    /// run of its project in that pool fits within the entitlement: such a gang can only ever
+    /// Indices (into `alloc`, allocated waiting runs in fair-share order) of each pool's
+    /// starving head: a gang larger than its project's entitlement in the pool while no waiting
+    /// run of its project in that pool fits within the entitlement. Such a gang can only ever
     /// run beyond its entitlement, so it would wait for ever behind other projects' runs that
     /// are within theirs unless it holds the reservation. A run that would fit once its
     /// project's own runs end is not one: its project already holds its entitlement.
+    ///
+    /// The head is the run that held the pool's reservation after the previous pass
+    /// ([`Snapshot::reserved`]) when it still is such a gang, else the pool's first run in
+    /// fair-share order when it is one: once reserved for, a gang keeps its reservation until
+    /// it starts, so runs of higher-ranked projects that arrive later do not take the GPUs it
+    /// waits for and push its start back pass after pass (docs/design.md section 3.4).
     fn starving_heads(&self, alloc: &[&Queued]) -> Vec<usize> {
-        let mut first: BTreeMap<usize, usize> = BTreeMap::new();
+        // Per pool: the run that held the reservation, then the first run.
+        let mut candidates: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut firsts = 0;
+        let mut held = self.snap.reserved.len();
         for (i, w) in alloc.iter().enumerate() {
-            if first.len() == self.pools.len() {
+            if firsts == self.pools.len() && held == 0 {
                 break;
             }
-            if let Some(pool) = w.pool {
-                first.entry(pool).or_insert(i);
+            let Some(pool) = w.pool else { continue };
+            let list = candidates.entry(pool).or_default();
+            if list.is_empty() {
+                firsts += 1;
+                list.push(i);
+            }
+            if held > 0 && self.snap.reserved.contains(&w.id) {
+                held -= 1;
+                list.insert(0, i);
             }
         }
-        let mut smallest: BTreeMap<(usize, ProjectId), u32> = first
+        let mut smallest: BTreeMap<(usize, ProjectId), u32> = candidates
             .iter()
-            .map(|(&pool, &i)| ((pool, alloc[i].project), u32::MAX))
+            .flat_map(|(&pool, list)| {
+                list.iter()
+                    .map(move |&i| ((pool, alloc[i].project), u32::MAX))
+            })
             .collect();
         for w in alloc {
             if let Some(pool) = w.pool
@@ -1396,14 +1416,17 @@ impl<'a> Pass<'a> {
             }
         }
         let mut heads = Vec::new();
-        for (&pool, &i) in &first {
-            let w = alloc[i];
-            let entitled = self.entitled_milli(w.project, pool);
-            let g = i64::from(smallest[&(pool, w.project)]);
-            let fits = (self.held_in(w.project, pool) + g) * 1000 <= entitled
-                || self.contract_for(w, pool).is_some();
-            let larger = i64::from(w.gpus) * 1000 > entitled;
-            if !fits && larger && self.pools[pool].installed >= w.gpus {
+        for (&pool, list) in &candidates {
+            let starving = |i: usize| {
+                let w = alloc[i];
+                let entitled = self.entitled_milli(w.project, pool);
+                let g = i64::from(smallest[&(pool, w.project)]);
+                let fits = (self.held_in(w.project, pool) + g) * 1000 <= entitled
+                    || self.contract_for(w, pool).is_some();
+                let larger = i64::from(w.gpus) * 1000 > entitled;
+                !fits && larger && self.pools[pool].installed >= w.gpus
+            };
+            if let Some(&i) = list.iter().find(|&&i| starving(i)) {
                 heads.push(i);
             }
         }

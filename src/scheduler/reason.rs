@@ -452,6 +452,19 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The runs that hold a pool's reservation after this pass (at most one per pool): what
+    /// the next pass's [`crate::scheduler::Snapshot::reserved`] should say.
+    #[must_use]
+    pub fn reserved(&self) -> Vec<RunId> {
+        self.decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Reserve { run, .. } => Some(*run),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// How many of the decisions a caller applies when it may apply `most` moves, a move being
     /// a start or a preemption (a reservation writes nothing), and how many moves that leaves:
     /// (decisions to apply, moves left). The pass appends decisions as it makes them, each on

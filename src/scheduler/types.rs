@@ -388,6 +388,13 @@ pub struct Snapshot {
     pub waiting: Vec<WaitingRun>,
     /// Capacity contracts (any window; the pass looks at those active now).
     pub contracts: Vec<Contract>,
+    /// Runs that held their pool's reservation after the previous pass
+    /// ([`crate::scheduler::Outcome::reserved`]); empty for a first pass. Such a run that is
+    /// still a gang larger than its project's entitlement keeps the reservation: it is its
+    /// pool's starving head whatever its place in fair-share order (docs/design.md section 3.4).
+    /// Ids of runs no longer waiting are ignored.
+    #[serde(default)]
+    pub reserved: Vec<RunId>,
 }
 
 /// Why a snapshot or a setting is refused.

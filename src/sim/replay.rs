@@ -242,6 +242,7 @@ pub fn replay(
         }
         let mut started_now = 0usize;
         let mut requeued = false;
+        snap.reserved = out.reserved();
         for d in out.decisions {
             match d {
                 Decision::Preempt { run, .. } => {

@@ -403,6 +403,62 @@ fn s16_a_reservation_that_is_due_starts_or_is_released() {
     assert_eq!(started(&out), vec![gang]);
 }
 
+#[test]
+fn a_reserved_gang_keeps_its_reservation_when_higher_ranked_runs_arrive() {
+    // 16 GPUs shared by 17 projects of 5% each: every entitlement is under one GPU, so every
+    // run is larger than its project's entitlement. The lowest-ranked project's 16-GPU gang
+    // waits while 16 one-GPU runs of others end one every 10 minutes; then higher-ranked
+    // projects keep submitting 4-hour runs. Once reserved for, the gang keeps its instant (the
+    // last of the 16 ends) and starts then; the later runs do not take the GPUs it waits for.
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let low = b.project(None, "5", 30 * 24 * H);
+    let others: Vec<ProjectId> = (0..16).map(|_| b.project(None, "5", 0)).collect();
+    for (k, &p) in others.iter().enumerate() {
+        b.running(p, 1, T0 - 50 * M, H, 50 * M + (k as i64 + 1) * 10 * M);
+    }
+    let gang = b.waiting(low, 16, T0 - H, H, 8 * H);
+    let last_end = T0 + 160 * M;
+    let mut m = Multi::new(b.snap.clone(), T0);
+    m.step_to(T0);
+    let out = m.pass();
+    match reason_of(&out, gang) {
+        WaitReason::Reserved { at, .. } => assert_eq!(*at, last_end),
+        other => panic!("{other:?}"),
+    }
+    let mut later = Vec::new();
+    for k in 1..16i64 {
+        let t = T0 + k * 10 * M;
+        let mut bb = Builder {
+            snap: std::mem::take(&mut m.snap),
+            next: 1_000_000 + k,
+        };
+        later.push(bb.waiting(others[k as usize % 3], 1, t - 5 * M, H, 4 * H));
+        m.snap = bb.snap;
+        m.step_to(t);
+        let out = m.pass();
+        assert!(
+            started(&out).is_empty(),
+            "at +{k}0 min: {:?}",
+            started(&out)
+        );
+        match reason_of(&out, gang) {
+            WaitReason::Reserved { at, .. } => assert_eq!(*at, last_end, "at +{k}0 min"),
+            other => panic!("at +{k}0 min: {other:?}"),
+        }
+        for &r in &later {
+            assert!(
+                matches!(reason_of(&out, r), WaitReason::BehindReservation { run, .. } if *run == gang),
+                "at +{k}0 min: {:?}",
+                reason_of(&out, r)
+            );
+        }
+    }
+    m.step_to(last_end);
+    let out = m.pass();
+    assert_eq!(started(&out), vec![gang]);
+}
+
 /// Random sites, trees, arrivals and durations over at least 200 passes each, checked by
 /// `check_outcome` (the single-pass invariants) and `check_pass` (Φ, reservations, evicted
 /// GPUs left idle); protected runs are never preempted (`check_outcome`).

@@ -199,6 +199,7 @@ impl Builder {
 /// Applies an outcome to a snapshot the way the database layer would (preemptions requeue the
 /// run, queued from now; grace period zero).
 pub fn apply(snap: &mut Snapshot, out: &Outcome, now: i64) {
+    snap.reserved = out.reserved();
     for d in &out.decisions {
         match d {
             Decision::Preempt { run, .. } => {
