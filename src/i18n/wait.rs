@@ -50,6 +50,20 @@ impl WaitNote {
             }
         )
     }
+
+    /// Whether its words name other projects (a fair-share reason's projects ahead), which a
+    /// reader who may not see them must not be shown ([`crate::runs::hide_unseen_projects`]).
+    #[must_use]
+    pub fn names_projects(&self) -> bool {
+        matches!(
+            self,
+            WaitNote::Pass {
+                reason: WaitReason::FairShare { .. },
+                projects,
+                ..
+            } if !projects.is_empty()
+        )
+    }
 }
 
 /// The context a note is rendered in: language, currency and time zone of the organisation.

@@ -1258,20 +1258,20 @@ pub struct RunRow {
 /// see (their names are hidden on the program tree and project pages too): in the structured
 /// note they become empty (pages then say "another project"), and in the English words the
 /// list of names is written with "another project" in their place. Other reasons are left as
-/// they are.
+/// they are. Returns whether a name was hidden.
 pub fn hide_unseen_projects(
     actor: &Account,
     parents: &Parents,
     words: &mut Option<String>,
     note: Option<&mut crate::i18n::wait::WaitNote>,
-) {
+) -> bool {
     let Some(crate::i18n::wait::WaitNote::Pass {
         reason: crate::scheduler::reason::WaitReason::FairShare { ahead, .. },
         projects,
         ..
     }) = note
     else {
-        return;
+        return false;
     };
     let before = projects.join(", ");
     let mut hidden = false;
@@ -1282,7 +1282,7 @@ pub fn hide_unseen_projects(
         }
     }
     if !hidden {
-        return;
+        return false;
     }
     let after = projects
         .iter()
@@ -1292,12 +1292,13 @@ pub fn hide_unseen_projects(
     if let Some(w) = words.as_mut() {
         *w = w.replacen(&before, &after, 1);
     }
+    true
 }
 
 /// [`hide_unseen_projects`] on each row.
 fn hide_unseen_in_rows(actor: &Account, parents: &Parents, rows: &mut [RunRow]) {
     for r in rows {
-        hide_unseen_projects(
+        let _ = hide_unseen_projects(
             actor,
             parents,
             &mut r.wait_reason,

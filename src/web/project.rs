@@ -25,6 +25,7 @@ use crate::web::home::IdleView;
 pub const WINDOW_S: i64 = crate::runs::live::USAGE_WINDOW_S;
 
 /// A run of the project now.
+#[derive(Clone)]
 pub struct RunNow {
     /// Run id.
     pub id: i64,
@@ -37,6 +38,47 @@ pub struct RunNow {
     /// For a running run: since when and its protection; for a waiting one: the core's
     /// reason and estimated start.
     pub detail: String,
+    /// For a waiting run whose reason names the projects ahead of it by fair share: what
+    /// `detail` is worded from, to word it again for a reader who may not see them all
+    /// ([`RunNow::for_reader`]).
+    pub named: Option<Arc<NamedReason>>,
+}
+
+/// What a fair-share waiting reason is worded from ([`crate::web::runs::reason_words`]).
+pub struct NamedReason {
+    words: Option<String>,
+    note: i18n::wait::WaitNote,
+    place: Option<i64>,
+    estimate: Option<time::OffsetDateTime>,
+}
+
+impl RunNow {
+    /// The run as `reader` may see it: a fair-share reason's names of projects the reader may
+    /// not see become "another project" ([`crate::runs::hide_unseen_projects`]), as on the
+    /// runs list and the run's page. The standing is cached for all readers of the project;
+    /// this is worded per reader.
+    #[must_use]
+    pub fn for_reader(
+        &self,
+        state: &AppState,
+        reader: &crate::auth::Account,
+        parents: &crate::auth::Parents,
+    ) -> RunNow {
+        let mut run = self.clone();
+        if let Some(n) = &self.named {
+            let (mut words, mut note) = (n.words.clone(), n.note.clone());
+            if crate::runs::hide_unseen_projects(reader, parents, &mut words, Some(&mut note)) {
+                run.detail = crate::web::runs::reason_words(
+                    state,
+                    words.as_deref(),
+                    Some(&note),
+                    n.place,
+                    n.estimate,
+                );
+            }
+        }
+        run
+    }
 }
 
 /// A sibling (or the project itself) in the fair-share standing.
@@ -374,12 +416,24 @@ pub async fn standing(
                     estimate,
                 )
             };
+            let named = note
+                .filter(|n| n.names_projects())
+                .filter(|_| st == "queued")
+                .map(|n| {
+                    Arc::new(NamedReason {
+                        words,
+                        note: n.0,
+                        place,
+                        estimate,
+                    })
+                });
             waiting.push(RunNow {
                 id,
                 submitter,
                 what,
                 state: state_words,
                 detail,
+                named,
             });
         } else {
             let detail = match started {
@@ -405,6 +459,7 @@ pub async fn standing(
                 what,
                 state: state_words,
                 detail,
+                named: None,
             });
         }
     }

@@ -486,6 +486,9 @@ struct ProjectPage {
     thresholds: String,
     /// Runs, fair-share standing, owed vs received, spend and idle flags.
     now: std::sync::Arc<crate::web::project::Standing>,
+    /// The waiting runs of `now` as the viewer may see them
+    /// ([`crate::web::project::RunNow::for_reader`]).
+    waiting: Vec<crate::web::project::RunNow>,
     /// The standing's siblings as this viewer may see them: a sibling outside what the tree
     /// shows them keeps its rank, without its name, share or usage.
     siblings: Vec<crate::web::project::SiblingRow>,
@@ -542,6 +545,11 @@ async fn project_page(
                 }
             }
         })
+        .collect();
+    let waiting = now
+        .waiting
+        .iter()
+        .map(|r| r.for_reader(state, me, parents))
         .collect();
     let can_stop = me.leads(id, parents);
     let idle = now
@@ -671,6 +679,7 @@ async fn project_page(
         },
         form_thresholds,
         now,
+        waiting,
         idle_threshold: state.site.idle_utilization_percent,
         idle,
         idle_error: None,

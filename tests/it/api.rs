@@ -866,6 +866,20 @@ async fn a_reason_names_only_the_projects_its_reader_may_see() {
         page.contains("another project (not yours to see), fm-pretrain-70b"),
         "{page}"
     );
+    // So does the project's page, whose standing is computed once for all its readers: the
+    // admin's read fills the cache with the names, the researcher's then hides one.
+    let project = app.node_id("fm-pretrain-7b").await;
+    let (admin_name, admin_password) = crate::support::demo_password(&users, "admin");
+    let mut a = app.client();
+    a.login(&admin_name, &admin_password).await;
+    let (_, page, _) = a.get(&format!("/projects/{project}")).await;
+    assert!(page.contains("is-kernels, fm-pretrain-70b"), "{page}");
+    let (_, page, _) = c.get(&format!("/projects/{project}")).await;
+    assert!(!page.contains("is-kernels"), "{page}");
+    assert!(
+        page.contains("another project (not yours to see), fm-pretrain-70b"),
+        "{page}"
+    );
 }
 
 /// Submits a 1-GPU run of `fm-pretrain-7b` on `h100-east` (no agent serves it: it stays
