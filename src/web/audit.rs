@@ -77,6 +77,19 @@ fn state_lines(v: Option<&serde_json::Value>) -> Vec<(String, String)> {
     }
 }
 
+/// The words for an entry's action or record kind in the page's language: the attribute
+/// `code` of message `message` (`audit-action.run-cancel` is "Run cancelled"), or `code` as
+/// recorded when the files have no words for it.
+fn in_words(lang: crate::i18n::Lang, message: &str, code: &str) -> String {
+    let key = format!("{message}.{code}");
+    let words = crate::i18n::message(lang, &key, &[]);
+    if words == key {
+        code.to_string()
+    } else {
+        words
+    }
+}
+
 /// `?before=ID`: the page of entries older than `ID`.
 #[derive(serde::Deserialize)]
 struct AuditQuery {
@@ -108,13 +121,14 @@ async fn audit_page(
     })?;
     let parents = Parents::load(&state.pool).await?;
     let (entries, next_before) = audit::visible(&state.pool, &me, &parents, PAGE, before).await?;
+    let lang = crate::i18n::current();
     let entries = entries
         .into_iter()
         .map(|e| EntryRow {
             at: crate::domain::format_local(crate::ledger::to_jiff(e.at), &state.site.time_zone),
             who: e.actor.unwrap_or_else(|| t("audit-system")),
-            action: e.action,
-            entity: e.entity,
+            action: in_words(lang, "audit-action", &e.action.replace('.', "-")),
+            entity: in_words(lang, "audit-entity", &e.entity),
             entity_id: e.entity_id,
             before: state_lines(e.before.as_ref()),
             after: state_lines(e.after.as_ref()),
@@ -157,5 +171,50 @@ mod tests {
         );
         assert_eq!(state_lines(Some(&json!(3))), [pair("", "3")]);
         assert!(state_lines(None).is_empty());
+    }
+
+    /// Every action and record kind the code records (`action: "run.cancel"`, `entity:
+    /// "run"` literals, and the identity provider's `record_idp(.., "user.grant", ..)`) has
+    /// words in every language, distinct from the code; an unknown code reads as recorded.
+    #[test]
+    fn every_recorded_action_and_record_has_words() {
+        let mut codes = std::collections::BTreeSet::new();
+        let mut files = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src"
+        ))];
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (marker, message) in [
+                ("action: \"", "audit-action"),
+                ("entity: \"", "audit-entity"),
+                ("record_idp(&mut tx, \"", "audit-action"),
+            ] {
+                for piece in text.split(marker).skip(1) {
+                    let code = piece.split('"').next().unwrap();
+                    if !code.is_empty() && !code.contains(char::is_whitespace) {
+                        codes.insert((message, code.to_string()));
+                    }
+                }
+            }
+        }
+        assert!(codes.len() > 50, "{codes:?}");
+        for lang in crate::i18n::Lang::ALL {
+            for (message, code) in &codes {
+                let key = format!("{message}.{}", code.replace('.', "-"));
+                let words = crate::i18n::message(lang, &key, &[]);
+                assert_ne!(words, key, "{} has no words for {code}", lang.code());
+            }
+        }
+        let es = crate::i18n::Lang::Es;
+        assert_eq!(
+            in_words(es, "audit-action", "run-cancel"),
+            "Ejecución cancelada"
+        );
+        assert_eq!(in_words(es, "audit-action", "run-launch"), "run-launch");
     }
 }

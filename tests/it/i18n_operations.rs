@@ -340,10 +340,12 @@ async fn a_basque_admin_reads_the_operations_pages() {
             "Aldaketa guztiak, berrienetik hasita",
             "<th>Noiz (",
             "<th>Nor</th>",
-            "node.drain",
+            "<td>Nodoa konpontzeko husten</td><td>klusterreko nodoa #",
             "<code>reason</code>: GPU 3 aldatu (XID 79)",
         ],
         &[
+            "node.drain",
+            "cluster_node",
             "<h1>Audit log</h1>",
             "<th>Who</th>",
             "All changes",
