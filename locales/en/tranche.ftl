@@ -188,7 +188,11 @@ wait-over-share = its project holds { $held } { $model } GPUs and its fair share
 wait-idle-gpus = unallocated: waits for { $gpus ->
     [one] { $gpus } idle GPU
    *[other] { $gpus } idle GPUs
-} of its model ({ $free } idle now); it never preempts
+} of its model ({ $free } idle now); it never preempts{ $waiting ->
+    [0] {""}
+    [one] ; 1 allocated run waiting for its model comes first
+   *[other] ; { $waiting } allocated runs waiting for its model come first
+}
 wait-reserved = waiting for { $gpus } { $model } { $gpus ->
     [one] GPU
    *[other] GPUs

@@ -185,7 +185,11 @@ wait-idle-gpus = sin asignación: espera { $gpus ->
 } de su modelo (ahora hay { $free ->
     [one] { $free } ociosa
    *[other] { $free } ociosas
-}); nunca desaloja a otras
+}); nunca desaloja a otras{ $waiting ->
+    [0] {""}
+    [one] ; antes va 1 ejecución asignada que espera GPU de su modelo
+   *[other] ; antes van { $waiting } ejecuciones asignadas que esperan GPU de su modelo
+}
 wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }
 wait-behind-reservation = hay GPU reservadas para la ejecución { $run } desde { $at } aproximadamente, y esta ejecución no terminaría antes
 wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan)

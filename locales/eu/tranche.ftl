@@ -179,7 +179,11 @@ wait-fair-share = { $count ->
 }
 wait-position = { $position }. da bere proiektuaren ilaran
 wait-over-share = bere proiektuak { $held } { $model } GPU dauzka, eta haren kuota bidezkoa (zuzkidura) { $entitlement } da; gainerako GPU okupatuak beste proiektu batzuen zuzkiduraren barruan daude, beraz { $gpus } libratu arte itxaroten du{ $reserved }
-wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxaroten du (orain { $free } daude geldirik); ez du inoiz inor kanporatzen
+wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxaroten du (orain { $free } daude geldirik); ez du inoiz inor kanporatzen{ $waiting ->
+    [0] {""}
+    [one] ; bere modeloko GPUen zain dagoen exekuzio esleitu 1 doa lehenago
+   *[other] ; bere modeloko GPUen zain dauden { $waiting } exekuzio esleitu doaz lehenago
+}
 wait-reserved = { $gpus } { $model } GPUren zain; hasiera erreserbatua { $at } inguruan
 wait-behind-reservation = GPUak { $run }. exekuziorako erreserbatuta daude { $at } inguruan hasita, eta exekuzio hau ez litzateke lehenago amaituko
 wait-protected = har litzakeen GPUak { $until } arte daude babestuta (haietan dauden exekuzioen gutxieneko exekuzio-denbora)

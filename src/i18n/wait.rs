@@ -217,9 +217,18 @@ fn pass_words(
                 ("reserved", &reserved(r, *reserved_at)),
             ],
         ),
-        WaitReason::IdleGpus { gpus, free } => {
-            r.m("wait-idle-gpus", &[("gpus", gpus), ("free", free)])
-        }
+        WaitReason::IdleGpus {
+            gpus,
+            free,
+            allocated_waiting,
+        } => r.m(
+            "wait-idle-gpus",
+            &[
+                ("gpus", gpus),
+                ("free", free),
+                ("waiting", allocated_waiting),
+            ],
+        ),
         WaitReason::Reserved { gpus, model, at } => r.m(
             "wait-reserved",
             &[("gpus", gpus), ("model", model), ("at", &r.instant(*at))],
@@ -279,15 +288,31 @@ mod tests {
     /// One GPU is one GPU, not "1 idle GPUs" (Fluent's plural categories of each language).
     #[test]
     fn idle_gpus_agree_in_number() {
-        let one = pass(WaitReason::IdleGpus { gpus: 1, free: 1 });
+        let one = pass(WaitReason::IdleGpus {
+            gpus: 1,
+            free: 1,
+            allocated_waiting: 0,
+        });
         assert!(render(&one, Lang::En).contains("waits for 1 idle GPU of its model"));
         let es = render(&one, Lang::Es);
         assert!(
             es.contains("espera 1 GPU ociosa de su modelo (ahora hay 1 ociosa)"),
             "{es}"
         );
-        let two = pass(WaitReason::IdleGpus { gpus: 2, free: 0 });
+        let two = pass(WaitReason::IdleGpus {
+            gpus: 2,
+            free: 0,
+            allocated_waiting: 3,
+        });
         assert!(render(&two, Lang::En).contains("waits for 2 idle GPUs of its model (0 idle now)"));
+        assert!(
+            render(&two, Lang::En)
+                .ends_with("it never preempts; 3 allocated runs waiting for its model come first"),
+            "{}",
+            render(&two, Lang::En)
+        );
+        assert!(render(&one, Lang::En).ends_with("it never preempts"));
+        assert!(render(&two, Lang::Eu).contains("3 exekuzio esleitu doaz lehenago"));
         assert!(
             render(&two, Lang::Es)
                 .contains("espera 2 GPU ociosas de su modelo (ahora hay 0 ociosas)")

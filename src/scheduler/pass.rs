@@ -174,6 +174,11 @@ struct Pool {
     reservation: Option<Reservation>,
     /// Runs examined after the reservation was made.
     examined_after: usize,
+    /// Allocated runs of the pool that wait for GPUs in this pass (not for budget): the GPUs
+    /// that free go to them before unallocated runs.
+    allocated_waiting: u32,
+    /// Their GPUs.
+    allocated_waiting_gpus: u32,
     /// Runs ahead in line (fifo) / blocked flag.
     blocked: bool,
     ahead: usize,
@@ -1256,6 +1261,18 @@ impl<'a> Pass<'a> {
     }
 
     fn wait(&mut self, w: &Queued, reason: WaitReason, estimated_start: Option<i64>) {
+        // Allocated runs that wait for GPUs take the pool's GPUs before unallocated ones.
+        if w.allocated()
+            && let Some(pool) = w.pool
+            && !matches!(
+                reason,
+                WaitReason::Budget { .. } | WaitReason::NeverFits { .. }
+            )
+        {
+            let p = &mut self.pools[pool];
+            p.allocated_waiting += 1;
+            p.allocated_waiting_gpus = p.allocated_waiting_gpus.saturating_add(w.gpus);
+        }
         self.waiting.push(Waiting {
             run: w.id,
             reason,
@@ -2298,17 +2315,18 @@ impl<'a> Pass<'a> {
             return;
         }
         let p = &self.pools[pool];
-        let reserved = p.reservation.as_ref().map(|r| (r.at, r.gpus));
         let free = p.free.max(0) as u32;
-        let mut estimate = self.expected_free(pool, w.gpus);
-        // GPUs that free up by the reservation's instant go to the reserved run first: the
-        // unallocated run is expected once they are enough for both.
-        if let (Some(e), Some((at, gpus))) = (estimate, reserved)
-            && e >= at
-        {
-            estimate = self.expected_free(pool, w.gpus.saturating_add(gpus));
-        }
-        self.wait(w, WaitReason::IdleGpus { gpus: w.gpus, free }, estimate);
+        let allocated_waiting = p.allocated_waiting;
+        // The GPUs that free go first to the allocated runs that wait for them (the reserved
+        // one among them): the unallocated run is expected once enough have freed for them
+        // all and for it, if no other allocated run comes (docs/design.md section 3.6).
+        let estimate = self.expected_free(pool, w.gpus.saturating_add(p.allocated_waiting_gpus));
+        let reason = WaitReason::IdleGpus {
+            gpus: w.gpus,
+            free,
+            allocated_waiting,
+        };
+        self.wait(w, reason, estimate);
     }
 
     /// Budget gate: records the wait and returns false when the balance cannot cover the

@@ -188,6 +188,10 @@ pub enum WaitReason {
         gpus: u32,
         /// Idle GPUs of its model now.
         free: u32,
+        /// Allocated runs of its pool waiting for GPUs in the same pass: the GPUs that free
+        /// go to them first, so no start is estimated while there are any.
+        #[serde(default)]
+        allocated_waiting: u32,
     },
     /// It is next in its pool and GPUs are reserved for it.
     Reserved {
@@ -373,9 +377,18 @@ impl WaitReason {
                 format_milli(*entitled_milli),
                 reserved_words(*reserved_at)
             ),
-            WaitReason::IdleGpus { gpus, free } => format!(
-                "unallocated: waits for {gpus} idle {} of its model ({free} idle now); it never preempts",
-                gpu_word(*gpus)
+            WaitReason::IdleGpus {
+                gpus,
+                free,
+                allocated_waiting,
+            } => format!(
+                "unallocated: waits for {gpus} idle {} of its model ({free} idle now); it never preempts{}",
+                gpu_word(*gpus),
+                match allocated_waiting {
+                    0 => String::new(),
+                    1 => "; 1 allocated run waiting for its model comes first".to_string(),
+                    n => format!("; {n} allocated runs waiting for its model come first"),
+                }
             ),
             WaitReason::Reserved { gpus, model, at } => format!(
                 "waiting for {gpus} {model} {}; reserved start about {}",
@@ -506,7 +519,11 @@ mod tests {
                 gpus: 1,
                 reserved_at: None,
             },
-            WaitReason::IdleGpus { gpus: 1, free: 0 },
+            WaitReason::IdleGpus {
+                gpus: 1,
+                free: 0,
+                allocated_waiting: 0,
+            },
             WaitReason::Reserved {
                 gpus: 1,
                 model: "H100".into(),

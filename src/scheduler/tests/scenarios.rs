@@ -600,6 +600,45 @@ fn an_unallocated_run_is_not_expected_at_another_runs_reserved_start() {
     assert_eq!(estimate(free), Some(T0 + 2 * H));
 }
 
+/// The GPUs that free go first to the allocated runs waiting for them: an unallocated run is
+/// expected once enough have freed for them all and for it, and its reason counts them. It
+/// was told the first GPU's end, which the rules then gave to an allocated run (on OpenB its
+/// first estimates were days early).
+#[test]
+fn an_unallocated_run_is_expected_after_the_allocated_runs_waiting() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "50", 0);
+    let pb = b.project(None, "50", 0);
+    // Eight 1-GPU runs, protected, ending 10, 20, ..., 80 minutes from now.
+    for k in 1..=8 {
+        b.running(
+            if k % 2 == 0 { a } else { pb },
+            1,
+            T0 - 5 * M,
+            H,
+            5 * M + k * 10 * M,
+        );
+    }
+    for _ in 0..3 {
+        b.waiting(a, 1, T0 - 3 * M, H, 2 * H);
+    }
+    let free = b.waiting(pb, 1, T0 - 4 * M, 0, 2 * H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty());
+    let w = out.waiting.iter().find(|w| w.run == free).unwrap();
+    assert_eq!(
+        w.reason,
+        WaitReason::IdleGpus {
+            gpus: 1,
+            free: 0,
+            allocated_waiting: 3
+        }
+    );
+    // The 4th GPU to free: three for the allocated runs, then one for it.
+    assert_eq!(w.estimated_start, Some(T0 + 40 * M));
+}
+
 /// Idle GPUs held for a reservation are lent to unallocated work, whatever its time limit, and
 /// taken back when the reservation is due: the reserved gang starts at its instant by
 /// preempting the unallocated run. Before, the unallocated run waited "behind the
