@@ -143,8 +143,6 @@ struct Started {
 struct Reservation {
     run: RunId,
     at: i64,
-    /// GPUs of the reserved run.
-    gpus: u32,
     /// GPUs runs that do not end by `at` may still take.
     extra: i64,
 }
@@ -1849,7 +1847,6 @@ impl<'a> Pass<'a> {
         self.pools[pool].reservation = Some(Reservation {
             run: w.id,
             at,
-            gpus: w.gpus,
             extra: total_by_at - need,
         });
         self.decisions.push(Decision::Reserve {
