@@ -109,6 +109,15 @@ pub struct AgentArgs {
     /// (the protocol before delta syncs; docs/agent-protocol.md section 2).
     #[arg(long)]
     pub full_sync: bool,
+    /// Run each process as its submitter's Unix account (the account of the same name on the
+    /// node, with its groups, `HOME`, `USER` and `LOGNAME`; a run whose submitter has no such
+    /// account, or whose account is root, fails at its start, saying so), so that runs of
+    /// different people cannot read each other's environment (secret values) or signal each
+    /// other's processes. Needs the agent to run as root; `setpriv` (util-linux) drops the
+    /// privileges. Without it every run runs as the agent's own user (docs/agent-protocol.md
+    /// section 2).
+    #[arg(long, env = "TRANCHE_AGENT_RUN_AS_SUBMITTER")]
+    pub run_as_submitter: bool,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -460,6 +469,10 @@ async fn shutdown_signal() {
 
 impl Agent {
     async fn new(args: &AgentArgs) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            !args.run_as_submitter || nix::unistd::geteuid().is_root(),
+            "--run-as-submitter needs the agent to run as root (it starts each run as its submitter's Unix account)"
+        );
         let host = host_name(args.name.as_deref())?;
         let machine = host_name(None).unwrap_or_else(|_| host.clone());
         let records = Arc::new(ProcessRecords::new(args.state_dir.clone()));
@@ -482,7 +495,8 @@ impl Agent {
             records: records.clone(),
             cleaned_up: false,
             sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
-                .with_log_max(args.log_max_bytes),
+                .with_log_max(args.log_max_bytes)
+                .with_run_as_submitter(args.run_as_submitter),
             started: HashSet::new(),
             pending: Vec::new(),
             node_names: HashMap::new(),
@@ -1058,6 +1072,7 @@ mod tests {
             command: "true".into(),
             workdir: None,
             env: BTreeMap::new(),
+            user: None,
         }
     }
 
@@ -1308,6 +1323,7 @@ mod tests {
             command,
             workdir: Some(dir.display().to_string()),
             env: [("K".to_string(), "V".to_string())].into(),
+            user: None,
         }
     }
 
@@ -1331,7 +1347,7 @@ mod tests {
         );
         let log = dir.0.join("gate.log");
         // Gate closed unopened: exit 125, the command never ran.
-        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s").unwrap();
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", false).unwrap();
         drop(gate);
         let status = tokio::time::timeout(GUARD, child.wait())
             .await
@@ -1340,7 +1356,7 @@ mod tests {
         assert_eq!(status.code(), Some(125));
         assert!(!dir.0.join("out").exists());
         // Opened: it runs, and its standard input is empty, as before the gate.
-        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s").unwrap();
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", false).unwrap();
         std::fs::File::from(gate).write_all(b"\n").unwrap();
         let status = tokio::time::timeout(GUARD, child.wait())
             .await
@@ -1565,6 +1581,7 @@ mod tests {
             state_dir: dir.0.join("state"),
             utilization_file: None,
             full_sync: false,
+            run_as_submitter: false,
         };
         let mut agent = Agent::new(&args).await.unwrap();
         let result = tokio::time::timeout(GUARD, agent.serve())

@@ -81,6 +81,8 @@ pub struct Supervisor {
     /// Most bytes a process's log keeps (0: no bound), [`cap_log`].
     log_max: u64,
     records: Option<Arc<ProcessRecords>>,
+    /// Start each process as its submitter's Unix account ([`spawn_child`]).
+    run_as_submitter: bool,
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
@@ -102,6 +104,7 @@ impl Supervisor {
             log_dir,
             log_max: 0,
             records,
+            run_as_submitter: false,
             procs: HashMap::new(),
             exits_tx,
             exits_rx,
@@ -114,6 +117,14 @@ impl Supervisor {
     #[must_use]
     pub fn with_log_max(mut self, bytes: u64) -> Self {
         self.log_max = bytes;
+        self
+    }
+
+    /// Starts each process as its submitter's Unix account ([`spawn_child`]); the agent must
+    /// run as root.
+    #[must_use]
+    pub fn with_run_as_submitter(mut self, on: bool) -> Self {
+        self.run_as_submitter = on;
         self
     }
 
@@ -150,6 +161,7 @@ impl Supervisor {
             stop_rx,
             self.exits_tx.clone(),
             self.log_max,
+            self.run_as_submitter,
         ));
         self.procs.insert(
             key,
@@ -476,6 +488,7 @@ pub(super) async fn launch(
     stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
     log_max: u64,
+    run_as_submitter: bool,
 ) {
     let key = a.key();
     let secret = crate::auth::random_hex(16);
@@ -484,10 +497,12 @@ pub(super) async fn launch(
         let log = log_path.clone();
         let node_name = node_name.clone();
         let secret = secret.clone();
-        tokio::task::spawn_blocking(move || spawn_child(&a, &node_name, &log, &secret))
-            .await
-            .map_err(anyhow::Error::from)
-            .and_then(|r| r)
+        tokio::task::spawn_blocking(move || {
+            spawn_child(&a, &node_name, &log, &secret, run_as_submitter)
+        })
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r)
     };
     let (child, gate) = match spawned {
         Ok(spawned) => spawned,
@@ -547,14 +562,28 @@ pub(super) async fn launch(
 /// without running the command, instead of running it unrecorded beside the attempt the
 /// server starts next.
 ///
+/// With `run_as_submitter` the shell runs as the Unix account named like the run's submitter
+/// (`setpriv --reuid --regid --init-groups`: its uid, primary group and supplementary groups,
+/// all capabilities dropped), with `HOME`, `USER` and `LOGNAME` set, in the run's working
+/// directory or else the account's home, entered as that account (a directory it may not
+/// enter fails the run, exit code 126); the log file stays the agent's, written through the
+/// descriptor it hands over.
+///
 /// # Errors
-/// The log cannot be opened, the pipe made or the shell started.
+/// The log cannot be opened, the pipe made or the shell started; with `run_as_submitter`, the
+/// assignment names no submitter, no Unix account has its name, or the account is root.
 pub(super) fn spawn_child(
     a: &Assignment,
     node_name: &str,
     log_path: &Path,
     secret: &str,
+    run_as_submitter: bool,
 ) -> anyhow::Result<(tokio::process::Child, std::os::fd::OwnedFd)> {
+    let account = if run_as_submitter {
+        Some(submitter_account(a)?)
+    } else {
+        None
+    };
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
@@ -566,13 +595,43 @@ pub(super) fn spawn_child(
     let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
     let (gate_read, gate_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot make the start gate's pipe")?;
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!(
-            "IFS= read -r _ || exit 125\nexec 0</dev/null\n{}",
-            a.command
-        ))
-        .envs(&a.env)
+    let workdir = a.workdir.as_deref().filter(|d| !d.is_empty());
+    // As the submitter, the shell enters the directory itself, with the account's rights.
+    let enter = match (&account, workdir) {
+        (Some(_), Some(dir)) => format!("cd -- {} || exit 126\n", shell_quote(dir)),
+        (Some(_), None) => "cd -- \"$HOME\" || exit 126\n".to_string(),
+        (None, _) => String::new(),
+    };
+    let script = format!(
+        "IFS= read -r _ || exit 125\nexec 0</dev/null\n{enter}{}",
+        a.command
+    );
+    let mut cmd = match &account {
+        Some(user) => {
+            let mut cmd = tokio::process::Command::new("setpriv");
+            cmd.arg("--reuid")
+                .arg(user.uid.to_string())
+                .arg("--regid")
+                .arg(user.gid.to_string())
+                .arg("--init-groups")
+                .arg("--inh-caps=-all")
+                .args(["--", "sh", "-c"])
+                .arg(&script)
+                .env("HOME", &user.dir)
+                .env("USER", &user.name)
+                .env("LOGNAME", &user.name);
+            cmd
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.arg("-c").arg(&script);
+            if let Some(dir) = workdir {
+                cmd.current_dir(dir);
+            }
+            cmd
+        }
+    };
+    cmd.envs(&a.env)
         .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
         .env("TRANCHE_RUN_ID", a.run.to_string())
         .env("TRANCHE_ATTEMPT", a.attempt.to_string())
@@ -584,14 +643,39 @@ pub(super) fn spawn_child(
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
         .process_group(0);
-    if let Some(dir) = a.workdir.as_deref().filter(|d| !d.is_empty()) {
-        cmd.current_dir(dir);
-    }
     let child = cmd.spawn().with_context(|| match &a.workdir {
         Some(dir) => format!("cannot start {} in {dir}", a.key()),
         None => format!("cannot start {}", a.key()),
     })?;
     Ok((child, gate_write))
+}
+
+/// The Unix account a run runs as under `--run-as-submitter`: the one named like its
+/// submitter, never root.
+fn submitter_account(a: &Assignment) -> anyhow::Result<nix::unistd::User> {
+    let name = a.user.as_deref().filter(|n| !n.is_empty()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "the server did not say who submitted {} (--run-as-submitter needs a server that does)",
+            a.key()
+        )
+    })?;
+    let user = nix::unistd::User::from_name(name)
+        .with_context(|| format!("cannot look up the Unix account {name:?}"))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no Unix account named {name:?} on this node: with --run-as-submitter each run runs as its submitter's account"
+            )
+        })?;
+    anyhow::ensure!(
+        !user.uid.is_root(),
+        "the Unix account {name:?} is root: with --run-as-submitter no run runs as root"
+    );
+    Ok(user)
+}
+
+/// `text` as one word of `sh`: in single quotes, each single quote written `'\''`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// How often a running process's log size is checked against the agent's bound.

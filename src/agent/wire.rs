@@ -178,6 +178,10 @@ pub struct Assignment {
     /// Extra environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The submitter's account name, the Unix account the process runs as under
+    /// `--run-as-submitter` (absent from servers before it).
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 impl Assignment {

@@ -76,6 +76,9 @@ pub struct Assignment {
     pub workdir: Option<String>,
     /// Environment: the run's own, its secret values opened.
     pub env: BTreeMap<String, String>,
+    /// The submitter's account name: an agent started with `--run-as-submitter` runs the
+    /// process as the Unix account of that name (docs/agent-protocol.md section 2).
+    pub user: String,
 }
 
 /// A process the agent should stop.
@@ -103,6 +106,7 @@ type DesiredRow = (
     sqlx::types::Json<BTreeMap<String, String>>,
     Option<i64>,
     Option<Vec<u8>>,
+    String,
 );
 
 /// The orders for `nodes` (the pass's decisions as they stand): assignments (with their secret environment opened with
@@ -118,7 +122,8 @@ pub async fn orders(
 ) -> Result<(Vec<Assignment>, Vec<StopOrder>), sqlx::Error> {
     let rows: Vec<DesiredRow> = sqlx::query_as(
         "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
-                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env, \
+                (SELECT u.name FROM users u WHERE u.id = r.submitted_by) \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
          WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
     )
@@ -160,7 +165,8 @@ pub async fn orders_since(
     };
     let rows: Vec<DesiredRow> = sqlx::query_as(
         "SELECT p.run_id, p.attempt, p.node_id, p.gpu_indices, r.state, r.attempt, r.command, r.workdir, r.env, \
-                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env \
+                GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env, \
+                (SELECT u.name FROM users u WHERE u.id = r.submitted_by) \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
          WHERE p.node_id = ANY($1) AND p.order_version > $2 AND p.order_version <= $3 AND p.proc_state <> 'exited' \
          ORDER BY p.run_id, p.node_id",
@@ -183,7 +189,9 @@ fn to_orders(
 ) -> (Vec<Assignment>, Vec<StopOrder>) {
     let mut assignments = Vec::new();
     let mut stops = Vec::new();
-    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed) in rows {
+    for (run, attempt, node, gpus, state, current, command, workdir, env, grace, sealed, user) in
+        rows
+    {
         if (state == "starting" || state == "running") && attempt == current {
             let mut env = env.0;
             match crate::runs::open_secret_env(key, sealed.as_deref()) {
@@ -201,6 +209,7 @@ fn to_orders(
                 command,
                 workdir,
                 env,
+                user,
             });
         } else {
             stops.push(StopOrder {

@@ -65,8 +65,22 @@ pub fn agent_with(
     dir: &Path,
     log: &str,
 ) -> Child {
+    agent_flags(base, token, name, nodes, dir, log, &[])
+}
+
+/// As [`agent_with`], with more flags.
+fn agent_flags(
+    base: &str,
+    token: &str,
+    name: Option<&str>,
+    nodes: u32,
+    dir: &Path,
+    log: &str,
+    flags: &[&str],
+) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tranche"));
     command.args(["agent", "--server", base, "--gpus", "8xH100"]);
+    command.args(flags);
     if let Some(name) = name {
         command.args(["--name", name]);
     }
@@ -933,5 +947,138 @@ async fn a_stopped_agents_nodes_get_no_new_runs() {
             .await
             .unwrap();
     assert_eq!(placements, 1, "only the requeued run's first attempt");
+    clean_up(&dir);
+}
+
+/// With `--run-as-submitter` (an agent run as root), each run runs as its submitter's Unix
+/// account: one person's run can neither read another's environment (a secret value) nor
+/// signal their processes, which it could as the agent's own user (found by a new-user check:
+/// a run read another project's `WANDB_API_KEY` from `/proc/PID/environ` and killed its
+/// process). A submitter without an account fails at its start. Needs root and Debian's
+/// accounts `daemon` and `nobody`; without them it says so and checks nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runs_run_as_their_submitters_unix_accounts() {
+    use nix::unistd::User;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let (Some(daemon), Some(nobody)) = (
+        User::from_name("daemon").ok().flatten(),
+        User::from_name("nobody").ok().flatten(),
+    ) else {
+        eprintln!("skipped: no Unix accounts daemon and nobody");
+        return;
+    };
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: --run-as-submitter needs root");
+        return;
+    }
+    let (app, base, researcher, lead, agent_token) = live(site()).await;
+    let admin = app.token_for("demo-admin").await;
+    // The demo's researcher and lead are named like the two accounts.
+    for (from, to) in [("demo-researcher", "daemon"), ("demo-lead", "nobody")] {
+        sqlx::query("UPDATE users SET name = $2 WHERE name = $1")
+            .bind(from)
+            .bind(to)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    }
+    let dir = scratch("run-as");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    app.declare_agent_nodes("runas", 1).await;
+    let _agent = agent_flags(
+        &base,
+        &agent_token,
+        Some("runas"),
+        1,
+        &dir,
+        "agent.log",
+        &["--run-as-submitter"],
+    );
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let d = dir.display();
+    let submit = |token: String, command: String, secret: bool| {
+        let (http, base, d) = (&http, &base, d.to_string());
+        async move {
+            let mut body = json!({"project": "fm-pretrain-7b", "cluster": "local",
+                "gpu_model": "H100", "gpus": 1, "min_runtime_s": 0, "time_limit_s": 3600,
+                "resumable": false, "workdir": d, "command": command});
+            if secret {
+                body["secret_env"] = json!({"WANDB_API_KEY": "victim-secret-4f9a"});
+            }
+            let (status, answer) = post(http, format!("{base}/api/v1/runs"), &token, body).await;
+            assert_eq!(status, 201, "{answer}");
+            answer["id"].as_i64().unwrap()
+        }
+    };
+    let victim = submit(
+        researcher,
+        format!(
+            "id -un > victim-user; echo $$ > victim-pid; mv victim-pid {d}/victim-ready; sleep 600"
+        ),
+        true,
+    )
+    .await;
+    until(Duration::from_secs(30), "the victim's process", || async {
+        dir.join("victim-ready").exists()
+    })
+    .await;
+    let attacker = submit(
+        lead,
+        "id -un > attacker-user; \
+         for f in /proc/[0-9]*/environ; do tr '\\000' '\\n' < $f 2>/dev/null; done | grep -c victim-secret > attacker-found; \
+         kill -KILL $(cat victim-ready) 2>/dev/null; echo $? > attacker-kill; touch attacker-done"
+            .to_string(),
+        false,
+    )
+    .await;
+    until(
+        Duration::from_secs(30),
+        "the attacker's process",
+        || async { dir.join("attacker-done").exists() },
+    )
+    .await;
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(read("victim-user"), "daemon");
+    assert_eq!(read("attacker-user"), "nobody");
+    assert_eq!(
+        std::fs::metadata(dir.join("victim-user")).unwrap().uid(),
+        daemon.uid.as_raw()
+    );
+    assert_eq!(
+        std::fs::metadata(dir.join("attacker-user")).unwrap().uid(),
+        nobody.uid.as_raw()
+    );
+    assert_eq!(read("attacker-found"), "0", "the secret was read");
+    assert_ne!(read("attacker-kill"), "0", "the victim was signalled");
+    wait_state(&app, attacker, "succeeded").await;
+    assert_eq!(state_of(&app, victim).await, "running");
+    // An admin has no Unix account here: the run fails at its start.
+    let homeless = submit(admin, "touch admin-ran".to_string(), false).await;
+    wait_state(&app, homeless, "failed").await;
+    assert!(!dir.join("admin-ran").exists());
+    let log = std::fs::read_to_string(
+        dir.join("logs")
+            .join(format!("run-{homeless}-attempt-1-runas.log")),
+    )
+    .unwrap_or_default();
+    assert!(
+        log.contains("no Unix account named \"demo-admin\""),
+        "{log}"
+    );
+    if let Ok(pid) = read("victim-ready").parse::<i32>() {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
     clean_up(&dir);
 }
