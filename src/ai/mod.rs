@@ -79,6 +79,15 @@ pub struct UseCase {
     pub projects: Vec<String>,
     /// The price of an hour of human work on it, minor units.
     pub human_hourly_rate_minor: i64,
+    /// Linked GPU projects left out of `project_ids` and `projects` because the reader may
+    /// not see them ([`UseCase::as_seen_by`]); 0 as stored.
+    #[sqlx(skip)]
+    pub hidden_projects: usize,
+    /// Their ids, never shown: the use case's whole spend counts them
+    /// ([`spend::SpendBook::whole`]).
+    #[sqlx(skip)]
+    #[serde(skip)]
+    pub hidden_project_ids: Vec<i64>,
 }
 
 const COLUMNS: &str = "u.id, u.name, u.owner_node_id, o.name AS owner, u.bag, u.status, u.allowed_data, \
@@ -240,6 +249,30 @@ impl UseCase {
         me.leads(self.owner_node_id, parents)
     }
 
+    /// The use case as `me` may read it: the linked projects `me` may not see (their names
+    /// are hidden on the program tree and project pages too) leave `project_ids` and
+    /// `projects` and are only counted in `hidden_projects`, so neither their names nor their
+    /// spend ([`spend::SpendBook::seen`]) reach a reader who may not see them.
+    #[must_use]
+    pub fn as_seen_by(mut self, me: &Account, parents: &Parents) -> Self {
+        if me.sees_everything() {
+            return self;
+        }
+        let (mut ids, mut names) = (Vec::new(), Vec::new());
+        for (id, name) in self.project_ids.iter().zip(&self.projects) {
+            if me.may_view(*id, parents) {
+                ids.push(*id);
+                names.push(name.clone());
+            } else {
+                self.hidden_project_ids.push(*id);
+            }
+        }
+        self.hidden_projects = self.hidden_project_ids.len();
+        self.project_ids = ids;
+        self.projects = names;
+        self
+    }
+
     /// Whether `me` may see it: admin and finance; leads of its owner; researchers of a
     /// project under its owner node or linked to it.
     pub fn may_view(&self, me: &Account, parents: &Parents) -> bool {
@@ -297,6 +330,7 @@ pub async fn visible(
         .await?
         .into_iter()
         .filter(|u| u.may_view(me, parents))
+        .map(|u| u.as_seen_by(me, parents))
         .collect())
 }
 
@@ -328,7 +362,7 @@ pub async fn get_visible(
     if !u.may_view(me, parents) {
         return Err(AppError::Forbidden(i18n::t("ai-not-your-team")));
     }
-    Ok(u)
+    Ok(u.as_seen_by(me, parents))
 }
 
 async fn write_links(
@@ -468,6 +502,16 @@ pub async fn update(
         return Err(not_lead("ai-not-lead-change", &before.owner));
     }
     check_name_free(&mut tx, &d.name, Some(id)).await?;
+    // Links to projects `me` may not see were not on the form `me` was shown: kept.
+    let mut d = d;
+    d.project_ids.extend(
+        before
+            .clone()
+            .as_seen_by(me, &tree.parents)
+            .hidden_project_ids,
+    );
+    d.project_ids.sort_unstable();
+    d.project_ids.dedup();
     sqlx::query(
         "UPDATE ai_use_cases SET name = $2, owner_node_id = $3, bag = $4, allowed_data = $5, ai_action = $6, \
          human_review = $7, monthly_limit_minor = $8, metric = $9, stop_rule = $10, services = $11, \

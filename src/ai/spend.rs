@@ -685,24 +685,66 @@ impl Spend {
     }
 }
 
-/// The spend of every use case in `period` (use cases without spend are absent).
+/// Spend in a period, to be read per use case: each GPU project's ledger spend and each use
+/// case's imported spend ([`by_use_case`]).
+#[derive(Clone, Debug, Default)]
+pub struct SpendBook {
+    /// Project id -> contracts less refunds plus run usage, minor units.
+    gpu: HashMap<i64, i64>,
+    /// Use case id -> imported lines whose charge period starts in the period, millionths.
+    imported: HashMap<i64, i64>,
+}
+
+impl SpendBook {
+    fn of(&self, u: &crate::ai::UseCase, hidden: bool) -> Spend {
+        let gpu = |ids: &[i64]| {
+            ids.iter()
+                .map(|p| self.gpu.get(p).copied().unwrap_or(0))
+                .fold(0i64, i64::saturating_add)
+        };
+        let mut gpu_minor = gpu(&u.project_ids);
+        if hidden {
+            gpu_minor = gpu_minor.saturating_add(gpu(&u.hidden_project_ids));
+        }
+        Spend {
+            gpu_minor,
+            imported_micro: self.imported.get(&u.id).copied().unwrap_or(0),
+        }
+    }
+
+    /// `u`'s spend as its reader may see it: the GPU spend of the linked projects in
+    /// `u.project_ids` (those the reader may see, [`crate::ai::UseCase::as_seen_by`]) and its
+    /// imported spend.
+    #[must_use]
+    pub fn seen(&self, u: &crate::ai::UseCase) -> Spend {
+        self.of(u, false)
+    }
+
+    /// `u`'s whole spend, the projects hidden from its reader included: what its monthly limit
+    /// and stop rule judge.
+    #[must_use]
+    pub fn whole(&self, u: &crate::ai::UseCase) -> Spend {
+        self.of(u, true)
+    }
+}
+
+/// The spend in `period`: per GPU project linked to a use case, and per use case imported.
 ///
 /// # Errors
 /// Database errors.
-pub async fn by_use_case(db: &PgPool, period: Period) -> Result<HashMap<i64, Spend>, sqlx::Error> {
+pub async fn by_use_case(db: &PgPool, period: Period) -> Result<SpendBook, sqlx::Error> {
     let (start, end) = period.bounds();
-    let mut out: HashMap<i64, Spend> = HashMap::new();
+    let mut out = SpendBook::default();
     let gpu: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT l.use_case_id, coalesce(sum(CASE p.kind WHEN 'refund' THEN -p.amount_minor ELSE p.amount_minor END), 0)::bigint \
-         FROM ai_use_case_projects l JOIN ledger_postings p ON p.project_id = l.project_id \
-         WHERE p.period_start = $1 AND p.kind IN ('usage', 'contract', 'refund') GROUP BY l.use_case_id",
+        "SELECT p.project_id, coalesce(sum(CASE p.kind WHEN 'refund' THEN -p.amount_minor ELSE p.amount_minor END), 0)::bigint \
+         FROM ledger_postings p \
+         WHERE p.period_start = $1 AND p.kind IN ('usage', 'contract', 'refund') \
+           AND p.project_id IN (SELECT project_id FROM ai_use_case_projects) GROUP BY p.project_id",
     )
     .bind(start)
     .fetch_all(db)
     .await?;
-    for (id, minor) in gpu {
-        out.entry(id).or_default().gpu_minor = minor;
-    }
+    out.gpu = gpu.into_iter().collect();
     let imported: Vec<(i64, String)> = sqlx::query_as(
         "SELECT use_case_id, sum(amount_micro)::text FROM ai_spend_rows \
          WHERE use_case_id IS NOT NULL AND period_start >= $1 AND period_start < $2 GROUP BY use_case_id",
@@ -712,7 +754,8 @@ pub async fn by_use_case(db: &PgPool, period: Period) -> Result<HashMap<i64, Spe
     .fetch_all(db)
     .await?;
     for (id, micro) in imported {
-        out.entry(id).or_default().imported_micro = checked_sum(&micro, "use case month");
+        out.imported
+            .insert(id, checked_sum(&micro, "use case month"));
     }
     Ok(out)
 }

@@ -108,6 +108,11 @@ pub async fn check_use_cases(
     .fetch_all(pool)
     .await?;
     let mut fired = Vec::new();
+    let linked: std::collections::HashMap<i64, crate::ai::UseCase> = crate::ai::all(pool)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u))
+        .collect();
     for period in [previous, current] {
         let spend = crate::ai::spend::by_use_case(pool, period).await?;
         let (start, _) = period.bounds();
@@ -117,7 +122,7 @@ pub async fn check_use_cases(
             if crate::ledger::to_jiff(*created) >= period.end {
                 continue;
             }
-            let spent = spend.get(id).copied().unwrap_or_default().total().0;
+            let spent = linked.get(id).map_or(0, |u| spend.whole(u).total().0);
             let projected = if period == current {
                 forecast(0, spent, period, now)
             } else {

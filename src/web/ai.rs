@@ -249,8 +249,9 @@ async fn list(
         .await?
         .into_iter()
         .map(|u| {
-            let s = spend.get(&u.id).copied().unwrap_or_default().total();
-            let p = before.get(&u.id).copied().unwrap_or_default().total();
+            let s = spend.seen(&u).total();
+            let p = before.seen(&u).total();
+            let over = spend.whole(&u).total().0 > u.monthly_limit_minor;
             RegisterRow {
                 human: ai::human_cost(
                     human.get(&u.id).copied().unwrap_or(0),
@@ -275,7 +276,7 @@ async fn list(
                 id: u.id,
                 bag: bag_words(&u.bag),
                 pct: percent(pct(s, u.monthly_limit_minor)),
-                over: s.0 > u.monthly_limit_minor,
+                over,
                 spend: s.display(cur),
                 limit: Money(u.monthly_limit_minor).display(cur),
                 name: u.name,
@@ -600,11 +601,9 @@ async fn detail_page(
         decision: "continue".into(),
         ..ReviewForm::default()
     });
-    let s = spend::by_use_case(&state.pool, period)
-        .await?
-        .get(&id)
-        .copied()
-        .unwrap_or_default();
+    let book = spend::by_use_case(&state.pool, period).await?;
+    let s = book.seen(&u);
+    let over = book.whole(&u).total().0 > u.monthly_limit_minor;
     let cur = &state.site.currency;
     let total = s.total();
     let rules = spend::rules(&state.pool)
@@ -629,7 +628,7 @@ async fn detail_page(
             total: total.display(cur),
             limit: Money(u.monthly_limit_minor).display(cur),
             pct: percent(pct(total, u.monthly_limit_minor)),
-            over: total.0 > u.monthly_limit_minor,
+            over,
             can_manage,
             can_map: can_manage || me.sees_everything(),
             statuses: STATUSES
@@ -1260,9 +1259,7 @@ async fn review(
         };
         let spent = spend::by_use_case(&state.pool, period)
             .await?
-            .get(&id)
-            .copied()
-            .unwrap_or_default()
+            .whole(&ai::get(&state.pool, id).await?)
             .total();
         ai::record_review(
             &state.pool,
@@ -1434,8 +1431,8 @@ pub async fn home_notes(
         if open.contains(&u.id) {
             notes.push((u.id, u.name.clone(), i18n::t("ai-home-stop")));
         }
-        let s = spend.get(&u.id).copied().unwrap_or_default().total();
-        if s.0 > u.monthly_limit_minor {
+        let s = spend.seen(u).total();
+        if spend.whole(u).total().0 > u.monthly_limit_minor {
             notes.push((
                 u.id,
                 u.name.clone(),
@@ -1518,7 +1515,7 @@ async fn csv_export(
         .await?
         .into_iter()
         .map(|u| {
-            let s = spend.get(&u.id).copied().unwrap_or_default();
+            let s = spend.seen(&u);
             let minutes = human.get(&u.id).copied().unwrap_or(0);
             let decision = last.iter().find(|r| r.use_case_id == u.id);
             vec![
@@ -1533,7 +1530,7 @@ async fn csv_export(
                 m(micro_to_money(s.imported_micro)),
                 m(s.total()),
                 crate::export::Cell::number(pct(s.total(), u.monthly_limit_minor)),
-                m(before.get(&u.id).copied().unwrap_or_default().total()),
+                m(before.seen(&u).total()),
                 crate::export::Cell::number(format!("{:.2}", minutes as f64 / 60.0)),
                 m(ai::human_cost(minutes, u.human_hourly_rate_minor)),
                 t(decision.map(|r| r.decision.clone()).unwrap_or_default()),

@@ -319,6 +319,111 @@ async fn a_linked_projects_gpu_spend_counts_towards_the_use_case() {
     assert_eq!(one["spend"]["over_limit"], expected > 1_000);
 }
 
+/// A use case may link projects some of its readers may not see: a researcher reads neither
+/// their names nor their spend (found by a new-user check: a researcher read a sibling
+/// project's name and month's GPU spend on the register), only how many there are; whether
+/// the whole spend is over the limit still counts them. A lead who edits it keeps the links
+/// the form did not show.
+#[tokio::test]
+async fn a_use_case_hides_linked_projects_its_reader_may_not_see() {
+    let (app, users) = TestApp::with_demo().await;
+    let admin = app.token_for("demo-admin").await;
+    let researcher = app.token_for("demo-researcher").await;
+    let lead = app.token_for("demo-lead").await;
+    let (seen, hidden) = (
+        app.node_id("fm-pretrain-7b").await,
+        app.node_id("is-kernels").await,
+    );
+    let mut body = use_case("Kernel assistant", app.node_id("Pretraining").await, 1);
+    body["project_ids"] = json!([seen, hidden]);
+    let (status, created) = app
+        .api(
+            "POST",
+            "/api/v1/use-cases",
+            Some(&admin),
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_i64().unwrap();
+    // A contract on each project, paid this period (tomorrow, unless tomorrow starts a new
+    // month: then nothing this period, and the sums are 0).
+    let same_period = tranche::ledger::Period::containing(tomorrow_at(9), &app.state.site)
+        == tranche::ledger::Period::containing(jiff::Timestamp::now(), &app.state.site);
+    let mut prices = Vec::new();
+    for project in ["fm-pretrain-7b", "is-kernels"] {
+        let contract = json!({"project": project, "cluster": "h100-east", "gpu_model": "H100",
+            "gpus": 1, "start": tomorrow_at(9).to_string(), "end": tomorrow_at(11).to_string()});
+        let (status, bought) = app
+            .api("POST", "/api/v1/contracts", Some(&admin), Some(contract))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{bought}");
+        let price = bought["price_minor"].as_i64().unwrap();
+        prices.push(if same_period { price } else { 0 });
+    }
+    let read = |token: String| {
+        let app = &app;
+        async move {
+            let (status, one) = app
+                .api(
+                    "GET",
+                    &format!("/api/v1/use-cases/{id}"),
+                    Some(&token),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{one}");
+            let (_, list) = app
+                .api("GET", "/api/v1/use-cases", Some(&token), None)
+                .await;
+            let listed = list["use_cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["id"] == id)
+                .unwrap()
+                .clone();
+            assert_eq!(listed["spend"], one["spend"]);
+            assert_eq!(listed["projects"], one["projects"]);
+            one
+        }
+    };
+    let all = read(admin.clone()).await;
+    assert_eq!(all["projects"], json!(["fm-pretrain-7b", "is-kernels"]));
+    assert_eq!(all["hidden_projects"], 0);
+    assert_eq!(all["spend"]["gpu_minor"], prices[0] + prices[1]);
+    let part = read(researcher).await;
+    assert_eq!(part["projects"], json!(["fm-pretrain-7b"]));
+    assert_eq!(part["project_ids"], json!([seen]));
+    assert_eq!(part["hidden_projects"], 1);
+    assert_eq!(part["spend"]["gpu_minor"], prices[0]);
+    assert_eq!(part["spend"]["over_limit"], prices[0] + prices[1] > 1);
+    let (name, pw) = demo_password(&users, "researcher");
+    let mut c = app.client();
+    c.login(&name, &pw).await;
+    for path in [format!("/ai/{id}"), "/ai".to_string()] {
+        let (status, page, _) = c.get(&path).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!page.contains("is-kernels"), "{path}: {page}");
+    }
+    // The lead of Foundation Models may not see is-kernels either: an edit of the fields
+    // it was shown keeps that link.
+    body["project_ids"] = json!([seen]);
+    body["monthly_limit_minor"] = json!(2);
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/use-cases/{id}"),
+            Some(&lead),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let all = read(admin).await;
+    assert_eq!(all["monthly_limit_minor"], 2);
+    assert_eq!(all["project_ids"], json!([seen, hidden]));
+}
+
 #[tokio::test]
 async fn the_register_form_keeps_input_on_error_and_registers() {
     let (app, users) = TestApp::with_demo().await;
@@ -1698,9 +1803,7 @@ async fn a_new_use_case_is_not_alerted_about_months_before_it_existed() {
     let spent_before = tranche::ai::spend::by_use_case(&app.pool, previous)
         .await
         .unwrap()
-        .get(&id)
-        .copied()
-        .unwrap_or_default()
+        .whole(&tranche::ai::get(&app.pool, id).await.unwrap())
         .total()
         .0;
     assert!(spent_before > 5_000, "the premise: {spent_before}");

@@ -72,7 +72,8 @@ impl UseCaseBody {
     }
 }
 
-fn with_spend(u: &UseCase, s: spend::Spend, human_minutes: i64) -> Value {
+fn with_spend(u: &UseCase, book: &spend::SpendBook, human_minutes: i64) -> Value {
+    let s = book.seen(u);
     let mut v = serde_json::to_value(u).unwrap_or(Value::Null);
     v["human"] = json!({
         "minutes": human_minutes,
@@ -82,7 +83,7 @@ fn with_spend(u: &UseCase, s: spend::Spend, human_minutes: i64) -> Value {
         "gpu_minor": s.gpu_minor,
         "imported_micro": s.imported_micro,
         "total_minor": s.total().0,
-        "over_limit": s.total().0 > u.monthly_limit_minor,
+        "over_limit": book.whole(u).total().0 > u.monthly_limit_minor,
     });
     v
 }
@@ -98,13 +99,7 @@ pub(super) async fn get_use_cases(
     let list: Vec<Value> = ai::visible(&state.pool, &me, &tree.parents)
         .await?
         .iter()
-        .map(|u| {
-            with_spend(
-                u,
-                spend.get(&u.id).copied().unwrap_or_default(),
-                human.get(&u.id).copied().unwrap_or(0),
-            )
-        })
+        .map(|u| with_spend(u, &spend, human.get(&u.id).copied().unwrap_or(0)))
         .collect();
     ok(
         json!({"period_start": period.start.to_string(), "currency": state.site.currency, "use_cases": list}),
@@ -119,13 +114,9 @@ pub(super) async fn get_use_case(
     let tree = state.tree().await?;
     let u = ai::get_visible(&state.pool, &me, &tree.parents, id).await?;
     let period = Period::containing(jiff::Timestamp::now(), &state.site);
-    let s = spend::by_use_case(&state.pool, period)
-        .await?
-        .get(&id)
-        .copied()
-        .unwrap_or_default();
+    let book = spend::by_use_case(&state.pool, period).await?;
     let human = ai::human_minutes(&state.pool, period).await?;
-    ok(with_spend(&u, s, human.get(&id).copied().unwrap_or(0)))
+    ok(with_spend(&u, &book, human.get(&id).copied().unwrap_or(0)))
 }
 
 /// The register's checks name the page form's fields; the API's errors name the JSON fields
@@ -342,9 +333,7 @@ pub(super) async fn post_review(
     }
     let spent = spend::by_use_case(&state.pool, period)
         .await?
-        .get(&id)
-        .copied()
-        .unwrap_or_default()
+        .whole(&ai::get(&state.pool, id).await?)
         .total();
     let r = ai::record_review(
         &state.pool,

@@ -617,6 +617,7 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ("services", arr(s())),
         ("project_ids", arr(int())),
         ("human_hourly_rate_minor", int()),
+        ("hidden_projects", int()),
     ]);
     let mut use_case_spend = use_case.clone();
     if let Some(r) = use_case_spend["required"].as_array_mut() {
