@@ -9,11 +9,12 @@
 //!    them; unallocated runs may borrow held GPUs and give them back when the owner needs them.
 //! 3. Projects are ranked by hierarchical fair share ([`super::fairshare`]). Allocated waiting
 //!    runs are taken in that order (project rank, priority descending, submit time, id), in
-//!    three groups: each pool's starving head (a gang larger than its project's entitlement
-//!    whose project has no run that fits the entitlement: the run that held the pool's
-//!    reservation after the previous pass when it is one, else the first run), then runs
-//!    that keep their project within its entitlement (or run on its contract), then the rest
-//!    (entitlement first, docs/design.md section 3.2):
+//!    four groups: runs that fit their project's active contract (docs/design.md section
+//!    3.3), each pool's starving head (a gang larger than its project's entitlement whose
+//!    project has no run that fits the entitlement: the run that held the pool's reservation
+//!    after the previous pass when it is one, else the first run), then runs that keep their
+//!    project within its entitlement, then the rest (entitlement first, docs/design.md
+//!    section 3.2):
 //!    - a run whose minimum-runtime cost exceeds its project's balance waits (budget);
 //!    - a run that fits on free GPUs starts, packed best-fit (the node with the fewest free GPUs
 //!      that holds the gang, else whole nodes, fullest-free first);
@@ -427,17 +428,33 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
                     unalloc.push(w);
                 }
             }
+            // Runs on their project's active contract first: they take only the GPUs the
+            // contract holds, which no other allocated run may use, so a reservation made
+            // after them counts them as they are instead of promising their GPUs to another
+            // run at the window's end (docs/design.md section 3.3).
+            let mut done = vec![false; alloc.len()];
+            let contracts = !pass.contracts.is_empty();
+            for (i, w) in alloc.iter().enumerate().filter(|_| contracts) {
+                if w.pool
+                    .is_some_and(|pool| pass.contract_for(w, pool).is_some())
+                {
+                    pass.consider_tranche(w);
+                    done[i] = true;
+                }
+            }
             // Large gangs do not starve: a pool's first run in fair-share order whose project
             // has no run that fits its entitlement starts now or holds the reservation.
             let heads = pass.starving_heads(&alloc);
             for &i in &heads {
-                pass.consider_tranche(alloc[i]);
+                if !done[i] {
+                    pass.consider_tranche(alloc[i]);
+                }
             }
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
             let mut beyond = Vec::with_capacity(alloc.len());
             for (i, w) in alloc.into_iter().enumerate() {
-                if heads.contains(&i) {
+                if heads.contains(&i) || done[i] {
                     continue;
                 }
                 if pass.within_entitlement(w) {

@@ -453,8 +453,8 @@ pub struct Waiting {
 pub struct Outcome {
     /// Decisions, in the order to apply them.
     pub decisions: Vec<Decision>,
-    /// Every waiting run not started, in the order the pass considered them (each pool's
-    /// starving head, then runs that keep their project within its entitlement, then the other
+    /// Every waiting run not started, in the order the pass considered them (runs that fit
+    /// their project's active contract, each pool's starving head, then runs that keep their project within its entitlement, then the other
     /// allocated runs, then unallocated runs; each group in fair-share order). Find a run's entry
     /// by its id, not by its place.
     pub waiting: Vec<Waiting>,

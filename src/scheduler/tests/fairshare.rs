@@ -450,6 +450,44 @@ fn a_gang_is_reserved_for_when_a_contracts_held_gpus_come_back() {
     );
 }
 
+/// A run on its project's active contract starts on the GPUs the contract holds even behind
+/// another project's reservation that it would outlast: those GPUs are the contract's, and
+/// the reservation, made after it, counts the run's end instead of the window's (found by a
+/// new-user check: a paid contract's GPUs stood idle while its project's run waited "behind
+/// the reservation" of another project's gang, reserved for after the window).
+#[test]
+fn a_contract_run_is_not_held_behind_another_projects_reservation() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    // The gang's project ranks first (it used nothing), the contract's owner after it.
+    let owner = b.project(None, "30", 10 * H);
+    let gang_project = b.project(None, "30", 0);
+    let other = b.project(None, "40", 20 * H);
+    b.snap.contracts.push(Contract {
+        id: ContractId(1),
+        project: owner,
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        gpus: 4,
+        start: T0 - 60,
+        end: T0 + 10 * M,
+    });
+    // Protected until it ends, 50 minutes from now.
+    b.running(other, 4, T0 - 10 * M, H, H);
+    let gang = b.waiting(gang_project, 8, T0 - 2 * M, 600, 2 * H);
+    let paid = b.waiting(owner, 1, T0 - M, 600, H);
+    let out = schedule(&b.snap, T0);
+    assert_eq!(started(&out), vec![paid]);
+    let start = out.decisions.iter().find_map(|d| match d {
+        Decision::Start { run, contract, .. } if *run == paid => Some(*contract),
+        _ => None,
+    });
+    assert_eq!(start, Some(Some(ContractId(1))));
+    // The gang: 3 GPUs come back at the window's end and 4 at T0 + 50 min, the 8th only when
+    // the contract's run ends, an hour from now.
+    assert_eq!(reason_of(&out, gang).reserved_at(), Some(T0 + H));
+}
+
 /// A run on its contract that ends before the window does gives its GPUs back to the contract,
 /// not to the pool: another project's gang that needs them is reserved for the window's end,
 /// never for the contract run's end, a start the contract's hold would refuse (found by a
