@@ -570,6 +570,7 @@ event-requeued-preempted = requeued after preemption; it keeps its history and r
 event-ended-preempted = ended as preempted (not resumable)
 event-cancelled-stopped = cancelled; its processes have stopped
 event-cancelled-node-lost = cancelled; its node's agent was lost before its processes were seen to stop: they count as stopped, and an agent that comes back stops any left
+event-cancelled-before-start = cancelled before its processes were seen to start: none was running
 event-time-limit-node-lost = stopped at its time limit; its node's agent was lost before its processes were seen to stop: they count as stopped, and an agent that comes back stops any left
 event-cancelled-job-gone = cancelled; Slurm no longer lists its job, so how it ended is unknown and its processes count as stopped
 event-time-limit-job-gone = stopped at its time limit; Slurm no longer lists its job, so how it ended is unknown and its processes count as stopped

@@ -548,6 +548,7 @@ event-requeued-preempted = vuelve a la cola tras el desalojo; conserva su histor
 event-ended-preempted = terminada como desalojada (no reanudable)
 event-cancelled-stopped = cancelada; sus procesos se han detenido
 event-cancelled-node-lost = cancelada; se perdió el agente de su nodo antes de ver detenerse sus procesos: se dan por detenidos, y un agente que vuelva detiene los que queden
+event-cancelled-before-start = cancelada antes de que sus procesos se vieran arrancar: ninguno estaba en marcha
 event-time-limit-node-lost = detenida al llegar a su tiempo límite; se perdió el agente de su nodo antes de ver detenerse sus procesos: se dan por detenidos, y un agente que vuelva detiene los que queden
 event-cancelled-job-gone = cancelada; Slurm ya no muestra su trabajo, así que no se sabe cómo terminó y sus procesos se dan por detenidos
 event-time-limit-job-gone = detenida al llegar a su tiempo límite; Slurm ya no muestra su trabajo, así que no se sabe cómo terminó y sus procesos se dan por detenidos

@@ -545,6 +545,7 @@ event-requeued-preempted = ilarara itzuli da kanporatu ondoren; bere historia go
 event-ended-preempted = kanporatuta amaitua (ez da berrabiagarria)
 event-cancelled-stopped = bertan behera utzia; bere prozesuak gelditu dira
 event-cancelled-node-lost = bertan behera utzita; bere nodoko agentea galdu zen prozesuak gelditzen ikusi aurretik: geldituta daudela jotzen da, eta itzultzen den agente batek geratzen direnak geldiarazten ditu
+event-cancelled-before-start = bertan behera utzia bere prozesuak abiatzen ikusi aurretik: bat ere ez zegoen martxan
 event-time-limit-node-lost = muga-denboran geldituta; bere nodoko agentea galdu zen prozesuak gelditzen ikusi aurretik: geldituta daudela jotzen da, eta itzultzen den agente batek geratzen direnak geldiarazten ditu
 event-cancelled-job-gone = bertan behera utzita; Slurm-ek ez du bere lana erakusten, beraz ez dakigu nola amaitu zen eta prozesuak geldituta daudela jotzen da
 event-time-limit-job-gone = muga-denboran geldituta; Slurm-ek ez du bere lana erakusten, beraz ez dakigu nola amaitu zen eta prozesuak geldituta daudela jotzen da

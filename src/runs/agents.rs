@@ -743,7 +743,7 @@ pub async fn sync(
     // Processes of stopping (or superseded) attempts that this agent never started and does
     // not report: nothing to wait for.
     let never_started = sqlx::query(
-        "UPDATE run_placements p SET proc_state = 'exited' FROM runs r \
+        "UPDATE run_placements p SET proc_state = 'exited', never_started = true FROM runs r \
          WHERE r.id = p.run_id AND p.node_id = ANY($1) AND p.proc_state = 'assigned' \
          AND (r.state = 'stopping' OR p.attempt <> r.attempt) \
          AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \

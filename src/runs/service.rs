@@ -425,7 +425,8 @@ pub async fn begin_stops(
 
 /// Id, state, stop kind, resumable, every process exited, the run's exit status (the first
 /// non-zero one recorded, else 0), whether a process exited unreported (its node lost, or its
-/// Slurm job no longer listed), and whether its cluster is run by Slurm.
+/// Slurm job no longer listed, or never started), whether its cluster is run by Slurm, and
+/// whether its live agents said they never started any of the attempt's processes.
 type StopRow = (
     i64,
     String,
@@ -433,6 +434,7 @@ type StopRow = (
     bool,
     bool,
     Option<i32>,
+    bool,
     bool,
     bool,
 );
@@ -454,7 +456,8 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
                 (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
                 EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL), \
-                EXISTS (SELECT 1 FROM clusters c WHERE c.id = r.cluster_id AND c.executor = 'slurm') \
+                EXISTS (SELECT 1 FROM clusters c WHERE c.id = r.cluster_id AND c.executor = 'slurm'), \
+                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND NOT p.never_started) \
          FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE OF r",
     )
     .bind(runs)
@@ -463,7 +466,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let (mut ids, mut states, mut codes) = (Vec::new(), Vec::new(), Vec::new());
     // Per timeline kind: the runs and what their entry says.
     let mut entries: BTreeMap<&str, (Vec<i64>, Vec<Said>)> = BTreeMap::new();
-    for (id, state, kind, resumable, all_exited, code, unreported, slurm) in rows {
+    for (id, state, kind, resumable, all_exited, code, unreported, slurm, never_ran) in rows {
         if state != "stopping" || !all_exited {
             continue;
         }
@@ -478,6 +481,11 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
             }
             Some("time_limit") if unreported && slurm => {
                 ("failed", "failed", "event-time-limit-job-gone")
+            }
+            // Cancelled between its start decision and its processes' start: the agent had
+            // nothing to stop (or was lost before it said so).
+            Some("cancelled") if unreported && never_ran => {
+                ("cancelled", "cancelled", "event-cancelled-before-start")
             }
             Some("cancelled") if unreported => {
                 ("cancelled", "cancelled", "event-cancelled-node-lost")

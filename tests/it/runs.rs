@@ -1071,6 +1071,49 @@ async fn a_cancel_on_a_lost_node_says_its_processes_were_not_seen_to_stop() {
     );
 }
 
+/// A run cancelled between its start decision and its processes' start: its live agent, told
+/// to stop a process it never started, reports nothing, and the run ends saying its processes
+/// were never seen to start, not that its agent was lost (found by a new-user check).
+#[tokio::test]
+async fn a_run_cancelled_before_its_processes_started_says_so() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["cs-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{run}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
+    let message: String = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'cancelled' ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        message,
+        "cancelled before its processes were seen to start: none was running"
+    );
+    let live: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM nodes WHERE agent_session IS NOT NULL")
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(live, 1, "its agent is not lost");
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]
