@@ -168,6 +168,11 @@ struct Pool {
     all_installed: u32,
     /// Largest node.
     node_max: u32,
+    /// GPUs of the smallest run a preemption could take here (unallocated, or allocated past
+    /// its minimum runtime and not on an active contract), as the pass began or started
+    /// unallocated runs: a move evicts at most a run's need plus `node_max`, so none is
+    /// possible when even this run is larger ([`Pass::may_find_victims`]).
+    smallest_victim: Option<u32>,
     /// Unused GPUs held for active contracts.
     hold: i64,
     reservation: Option<Reservation>,
@@ -779,6 +784,12 @@ impl<'a> Pass<'a> {
                 *self.pools[pool].held_entry(slot, r.project) += i64::from(s.gpus);
                 self.pools[pool].held_total += i64::from(s.gpus);
             }
+            let victim =
+                !r.allocated() || (!s.contract_protected && r.protected_until() <= self.now);
+            if victim {
+                let p = &mut self.pools[pool];
+                p.smallest_victim = Some(p.smallest_victim.map_or(s.gpus, |g| g.min(s.gpus)));
+            }
             if !r.allocated() {
                 self.pools[pool].unalloc_gpus += i64::from(s.gpus);
             } else if !s.contract_protected {
@@ -1027,7 +1038,9 @@ impl<'a> Pass<'a> {
             }
         }
         if !w.allocated() {
-            self.pools[pool].unalloc_gpus += i64::from(w.gpus);
+            let p = &mut self.pools[pool];
+            p.unalloc_gpus += i64::from(w.gpus);
+            p.smallest_victim = Some(p.smallest_victim.map_or(w.gpus, |g| g.min(w.gpus)));
         }
         if let Some(c) = contract
             && let Some(entry) = self.contracts.get_mut(&c)
@@ -1639,12 +1652,20 @@ impl<'a> Pass<'a> {
 
     /// Whether the preemption rule's cheap bounds (those [`Self::try_preempt`] checks first)
     /// leave room for a move of `w`: unprotected runs of projects it may take GPUs from, and
-    /// GPUs beyond entitlements, enough for its need. A necessary condition, not a move.
+    /// GPUs beyond entitlements, enough for its need, and a run small enough to evict within
+    /// the need plus one node's GPUs. A necessary condition, not a move.
     fn may_find_victims(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> bool {
         let need = self.preemption_need(w, pool, contract);
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let rank = self.fs.rank(w.project).min(self.fs.len());
         let p = &self.pools[pool];
+        // A run on its contract takes its GPUs back from unallocated borrowers of any size.
+        if contract.is_none()
+            && p.smallest_victim
+                .is_none_or(|g| i64::from(g) > need + i64::from(p.node_max))
+        {
+            return false;
+        }
         let from = if gain > 0 { 0 } else { rank + 1 };
         let bound = p.unalloc_gpus + p.preemptible_by_rank.get(from).copied().unwrap_or(0);
         let own =

@@ -600,6 +600,32 @@ fn an_unallocated_run_is_not_expected_at_another_runs_reserved_start() {
     assert_eq!(estimate(free), Some(T0 + 2 * H));
 }
 
+/// Behind a reservation, a run is told the reservation bars it only when GPUs are free for it
+/// or a preemption could be made for it: here every GPU is held by one 16-GPU gang, and
+/// evicting it for one GPU would exceed the need plus one node's GPUs, so no move exists and
+/// the reservation is not the cause (found by a new-user check: fifteen 1-GPU runs "behind
+/// the reservation" while the pool was simply full).
+#[test]
+fn a_full_pool_with_no_possible_move_is_not_blamed_on_the_reservation() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let first = b.project(None, "33", 0);
+    let second = b.project(None, "33", H);
+    let big = b.project(None, "34", 100 * H);
+    // Past its minimum runtime; its time limit ends in an hour.
+    b.running(big, 16, T0 - 2 * H, H, 3 * H);
+    let gang = b.waiting(first, 8, T0 - 2 * M, H, 4 * H);
+    let one = b.waiting(second, 1, T0 - M, 600, 2 * H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty() && preemptions(&out).is_empty());
+    assert_eq!(reason_of(&out, gang).reserved_at(), Some(T0 + H));
+    assert!(
+        !matches!(reason_of(&out, one), WaitReason::BehindReservation { .. }),
+        "{:?}",
+        reason_of(&out, one)
+    );
+}
+
 /// The GPUs that free go first to the allocated runs waiting for them: an unallocated run is
 /// expected once enough have freed for them all and for it, and its reason counts them. It
 /// was told the first GPU's end, which the rules then gave to an allocated run (on OpenB its
