@@ -383,6 +383,10 @@ err-audit-before = before is the id of an audit entry, a whole number from 1, to
 ## Audit log: an entry's action and record in words, by the codes the entries keep (an
 ## action's dot as a dash). A code without words here is shown as recorded.
 audit-action =
+    .agent_token-create = Agent token created
+    .agent_token-revoke = Agent token revoked
+    .api_token-create = API token created
+    .api_token-revoke = API token revoked
     .agent-refused = Agent call refused
     .budget-update = Budget changed
     .cluster-create = Cluster created
@@ -427,6 +431,8 @@ audit-action =
     .user-password = Password changed
     .user-revoke = Role revoked
 audit-entity =
+    .agent_token = agent token
+    .api_token = API token
     .ai_mapping_rule = mapping rule
     .ai_spend_import = spend import
     .ai_use_case = AI use case

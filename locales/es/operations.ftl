@@ -403,6 +403,10 @@ err-audit-before = before es el id de una entrada del registro, un número enter
 
 ## Registro de auditoría: la acción y el registro de cada entrada en palabras.
 audit-action =
+    .agent_token-create = Token de agente creado
+    .agent_token-revoke = Token de agente revocado
+    .api_token-create = Token de API creado
+    .api_token-revoke = Token de API revocado
     .agent-refused = Llamada de agente rechazada
     .budget-update = Presupuesto cambiado
     .cluster-create = Clúster creado
@@ -447,6 +451,8 @@ audit-action =
     .user-password = Contraseña cambiada
     .user-revoke = Rol retirado
 audit-entity =
+    .agent_token = token de agente
+    .api_token = token de API
     .ai_mapping_rule = regla de asignación
     .ai_spend_import = importación de gasto
     .ai_use_case = caso de uso de IA

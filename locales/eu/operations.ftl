@@ -395,6 +395,10 @@ err-audit-before = before erregistroko sarrera baten id-a da, 1etik aurrerako ze
 
 ## Auditoria-erregistroa: sarrera bakoitzaren ekintza eta erregistroa hitzez.
 audit-action =
+    .agent_token-create = Agente-tokena sortua
+    .agent_token-revoke = Agente-tokena baliogabetua
+    .api_token-create = API tokena sortua
+    .api_token-revoke = API tokena baliogabetua
     .agent-refused = Agentearen deia baztertua
     .budget-update = Aurrekontua aldatua
     .cluster-create = Klusterra sortua
@@ -439,6 +443,8 @@ audit-action =
     .user-password = Pasahitza aldatua
     .user-revoke = Rola kendua
 audit-entity =
+    .agent_token = agente-tokena
+    .api_token = API tokena
     .ai_mapping_rule = esleipen-araua
     .ai_spend_import = gastu-inportazioa
     .ai_use_case = AA erabilera-kasua

@@ -174,7 +174,8 @@ mod tests {
     }
 
     /// Every action and record kind the code records (`action: "run.cancel"`, `entity:
-    /// "run"` literals, and the identity provider's `record_idp(.., "user.grant", ..)`) has
+    /// "run"` literals, the identity provider's `record_idp(.., "user.grant", ..)` and those
+    /// written in SQL, `INSERT INTO audit_log .. 'api_token.create', 'api_token'`) has
     /// words in every language, distinct from the code; an unknown code reads as recorded.
     #[test]
     fn every_recorded_action_and_record_has_words() {
@@ -199,6 +200,15 @@ mod tests {
                     if !code.is_empty() && !code.contains(char::is_whitespace) {
                         codes.insert((message, code.to_string()));
                     }
+                }
+            }
+            // Entries written in SQL: `'api_token.create', 'api_token'`.
+            for piece in text.split("INSERT INTO audit_log").skip(1) {
+                let sql = piece.split('"').next().unwrap();
+                let quoted: Vec<&str> = sql.split('\'').skip(1).step_by(2).take(2).collect();
+                if let [action, entity] = quoted[..] {
+                    codes.insert(("audit-action", action.to_string()));
+                    codes.insert(("audit-entity", entity.to_string()));
                 }
             }
         }

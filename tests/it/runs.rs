@@ -63,6 +63,32 @@ pub async fn register(app: &TestApp, agent: &str, names: &[&str]) -> (String, Ve
     (body["session"].as_str().unwrap().to_string(), ids)
 }
 
+/// Cancels `run` as the researcher.
+async fn cancel(o: &Org, run: i64) {
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/runs/{run}/cancel"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+/// The words of `run`'s latest timeline entry of `kind`.
+async fn last_event(app: &TestApp, run: i64, kind: &str) -> String {
+    sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(run)
+    .bind(kind)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
 /// One sync without waiting.
 async fn sync(
     app: &TestApp,
@@ -1044,27 +1070,12 @@ async fn a_cancel_on_a_lost_node_says_its_processes_were_not_seen_to_stop() {
     let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     pass(&o.app).await;
     processes_running(&o.app, &[run]).await;
-    let (status, answer) = o
-        .app
-        .api(
-            "POST",
-            &format!("/api/v1/runs/{run}/cancel"),
-            Some(&o.researcher),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    cancel(&o, run).await;
     assert_eq!(state_of(&o.app, run).await, "stopping");
     silent_for_an_hour(&o.app, Some(nodes[0])).await;
     assert_eq!(pass(&o.app).await.nodes_lost, 1);
     assert_eq!(state_of(&o.app, run).await, "cancelled");
-    let message: String = sqlx::query_scalar(
-        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'cancelled' ORDER BY id DESC LIMIT 1",
-    )
-    .bind(run)
-    .fetch_one(&o.app.pool)
-    .await
-    .unwrap();
+    let message = last_event(&o.app, run, "cancelled").await;
     assert!(
         message.contains("agent was lost before its processes were seen to stop"),
         "{message}"
@@ -1081,27 +1092,12 @@ async fn a_run_cancelled_before_its_processes_started_says_so() {
     let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "starting");
-    let (status, answer) = o
-        .app
-        .api(
-            "POST",
-            &format!("/api/v1/runs/{run}/cancel"),
-            Some(&o.researcher),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    cancel(&o, run).await;
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "cancelled");
-    let message: String = sqlx::query_scalar(
-        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'cancelled' ORDER BY id DESC LIMIT 1",
-    )
-    .bind(run)
-    .fetch_one(&o.app.pool)
-    .await
-    .unwrap();
+    let message = last_event(&o.app, run, "cancelled").await;
     assert_eq!(
         message,
         "cancelled before its processes were seen to start: none was running"
@@ -1990,16 +1986,7 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
         .execute(&o.app.pool)
         .await
         .unwrap();
-    let (status, answer) = o
-        .app
-        .api(
-            "POST",
-            &format!("/api/v1/runs/{run}/cancel"),
-            Some(&o.researcher),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    cancel(&o, run).await;
     let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
         .bind(run)
         .fetch_one(&o.app.pool)
