@@ -48,7 +48,6 @@ ai-only-leads-register = only leads and admins register use cases
 ai-not-lead-change = you do not lead { $owner }, so you cannot change its use cases
 ai-no-such-use-case = there is no such use case
 ai-no-use-case = there is no use case { $id }
-ai-not-your-team = this use case belongs to a team you are not part of
 
 ## The register
 

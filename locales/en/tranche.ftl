@@ -650,7 +650,6 @@ project-err-user-empty = enter the name of a user to add or remove
 err-no-project-id = no project with id { $id }
 err-no-live-project-id = no live project with id { $id }
 err-no-run = no run { $id }
-err-project-hidden = this project is outside what you may see
 err-settings-admins = only admins change organisation settings
 err-members-forbidden = only an admin or a lead of this project can change its members
 err-not-member = you are not a member of project { $project }

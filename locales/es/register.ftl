@@ -48,7 +48,6 @@ ai-only-leads-register = solo los responsables y la administración registran ca
 ai-not-lead-change = no eres responsable de { $owner }, así que no puedes cambiar sus casos de uso
 ai-no-such-use-case = ese caso de uso no existe
 ai-no-use-case = el caso de uso { $id } no existe
-ai-not-your-team = este caso de uso pertenece a un equipo del que no formas parte
 
 ## The register
 

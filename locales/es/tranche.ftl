@@ -628,7 +628,6 @@ project-err-user-empty = escribe el nombre del usuario que quieres añadir o qui
 err-no-project-id = no hay ningún proyecto con el id { $id }
 err-no-live-project-id = no hay ningún proyecto sin archivar con el id { $id }
 err-no-run = la ejecución { $id } no existe
-err-project-hidden = este proyecto queda fuera de lo que puedes ver
 err-settings-admins = solo la administración puede cambiar los ajustes de la organización
 err-members-forbidden = solo la administración o un responsable de este proyecto pueden cambiar sus miembros
 err-not-member = no eres miembro del proyecto { $project }

@@ -48,7 +48,6 @@ ai-only-leads-register = arduradunek eta administratzaileek bakarrik erregistrat
 ai-not-lead-change = ez zara { $owner } nodoaren arduraduna; beraz, ezin dituzu haren erabilera-kasuak aldatu
 ai-no-such-use-case = erabilera-kasu hori ez dago
 ai-no-use-case = { $id } erabilera-kasua ez dago
-ai-not-your-team = erabilera-kasu hau zu kide ez zaren talde batena da
 
 ## The register
 

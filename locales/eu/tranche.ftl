@@ -625,7 +625,6 @@ project-err-user-empty = idatzi gehitu edo kendu nahi duzun erabiltzailearen ize
 err-no-project-id = ez dago { $id } id-a duen proiekturik
 err-no-live-project-id = ez dago { $id } id-a duen proiektu artxibatu gaberik
 err-no-run = { $id } exekuzioa ez dago
-err-project-hidden = proiektu hau ikus dezakezunetik kanpo dago
 err-settings-admins = administratzaileek bakarrik alda ditzakete erakundearen ezarpenak
 err-members-forbidden = administratzaile batek edo proiektu honen arduradun batek bakarrik alda ditzake bere kideak
 err-not-member = ez zara { $project } proiektuko kidea

@@ -351,7 +351,7 @@ pub async fn get(db: impl sqlx::PgExecutor<'_>, id: i64) -> Result<UseCase, AppE
 /// One use case `me` may see.
 ///
 /// # Errors
-/// 404 unknown, 403 not visible to `me`.
+/// 404 unknown or not visible to `me` (alike: its existence is not told).
 pub async fn get_visible(
     pool: &PgPool,
     me: &Account,
@@ -359,8 +359,9 @@ pub async fn get_visible(
     id: i64,
 ) -> Result<UseCase, AppError> {
     let u = get(pool, id).await?;
+    // One `me` may not see answers as a missing one: its existence is not told.
     if !u.may_view(me, parents) {
-        return Err(AppError::Forbidden(i18n::t("ai-not-your-team")));
+        return Err(no_use_case(id));
     }
     Ok(u.as_seen_by(me, parents))
 }

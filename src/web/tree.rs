@@ -516,13 +516,11 @@ async fn project_page(
 ) -> Result<Response, AppError> {
     let (tree, facts) = crate::web::project::tree_and_facts(state, id).await?;
     let parents = &tree.parents;
+    // A project the viewer may not see answers as a missing one: its existence is not told.
     let node = tree
         .node(id)
-        .filter(|n| n.is_project)
+        .filter(|n| n.is_project && me.may_view(id, parents))
         .ok_or_else(|| AppError::NotFound(t1("err-no-project-id", "id", id.to_string())))?;
-    if !me.may_view(id, parents) {
-        return Err(AppError::Forbidden(t("err-project-hidden")));
-    }
     let settings = &facts.settings;
     let now = crate::web::project::cached_standing(state, &tree, node, &facts).await?;
     let visible = visible_nodes(me, &tree, parents);

@@ -104,7 +104,8 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ),
         (
             format!("/projects/{}", i.weather),
-            [303, 403, 403, 200, 200],
+            // A project the reader may not see answers as a missing one.
+            [303, 404, 404, 200, 200],
         ),
         ("/audit".into(), [303, 403, 200, 200, 200]),
         ("/dashboard".into(), [303, 403, 200, 200, 200]),
@@ -153,7 +154,7 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         (format!("/ai/{}", i.use_case), [303, 200, 200, 200, 200]),
         (
             format!("/ai/{}", i.other_use_case),
-            [303, 403, 403, 200, 200],
+            [303, 404, 404, 200, 200],
         ),
         (
             format!("/ai/{}/edit", i.use_case),
@@ -161,7 +162,7 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ),
         (
             format!("/ai/{}/edit", i.other_use_case),
-            [303, 403, 403, 403, 200],
+            [303, 404, 404, 403, 200],
         ),
     ]
 }
@@ -338,7 +339,7 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         (
             format!("/ai/{}/status", i.other_use_case),
             f(&[("status", "pilot".into())]),
-            [303, 403, 403, 403, 303],
+            [303, 404, 404, 403, 303],
         ),
         (
             "/ai/rules".into(),
@@ -430,7 +431,7 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             "GET",
             format!("/api/v1/projects/{}", i.weather),
             None,
-            [401, 403, 403, 200, 200],
+            [401, 404, 404, 200, 200],
         ),
         (
             "GET",
@@ -578,7 +579,7 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             "GET",
             format!("/api/v1/use-cases/{}", i.other_use_case),
             None,
-            [401, 403, 403, 200, 200],
+            [401, 404, 404, 200, 200],
         ),
         (
             "POST",
@@ -606,7 +607,7 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             "PUT",
             format!("/api/v1/use-cases/{}/status", i.other_use_case),
             Some(json!({"status": "active"})),
-            [401, 403, 403, 403, 200],
+            [401, 404, 404, 403, 200],
         ),
         (
             "GET",
@@ -670,7 +671,7 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             "POST",
             "/api/v1/spend-rules".into(),
             Some(json!({"use_case_id": i.other_use_case, "service": "Azure OpenAI"})),
-            [401, 403, 403, 201, 201],
+            [401, 404, 404, 201, 201],
         ),
     ]
 }

@@ -245,7 +245,7 @@ async fn leads_register_edit_and_change_status_with_audit() {
         ),
         (Some(30_000), Some(45_000))
     );
-    // Without the link the researcher no longer sees it.
+    // Without the link the researcher no longer sees it: to them it is missing.
     let (status, _) = app
         .api(
             "GET",
@@ -254,7 +254,7 @@ async fn leads_register_edit_and_change_status_with_audit() {
             None,
         )
         .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Status: pilot, then pilot again (nothing recorded), then a status that does not exist.
     for (s, expected) in [

@@ -891,3 +891,56 @@ async fn submit_queued(app: &TestApp, token: &str) -> (StatusCode, serde_json::V
     app.api("POST", "/api/v1/runs", Some(token), Some(run))
         .await
 }
+
+/// What a researcher may not see answers as if it did not exist: a project by id, by name in
+/// the runs filter and the ledger, a use case (found by a new-user check: 403 for a hidden
+/// project and 404 for a missing one told which names and ids exist).
+#[tokio::test]
+async fn a_hidden_project_answers_as_a_missing_one() {
+    let (app, _) = TestApp::with_demo().await;
+    let researcher = app.token_for("demo-researcher").await;
+    let hidden = app.node_id("is-kernels").await;
+    let missing = 99_999_999;
+    for (path, hidden_path) in [
+        (
+            format!("/api/v1/projects/{missing}"),
+            format!("/api/v1/projects/{hidden}"),
+        ),
+        (
+            "/api/v1/runs?project=no-such-project".to_string(),
+            "/api/v1/runs?project=is-kernels".to_string(),
+        ),
+        (
+            "/api/v1/ledger?project=no-such-project".to_string(),
+            "/api/v1/ledger?project=is-kernels".to_string(),
+        ),
+    ] {
+        let (status, gone) = app.api("GET", &path, Some(&researcher), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {gone}");
+        let (status, answer) = app.api("GET", &hidden_path, Some(&researcher), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{hidden_path}: {answer}");
+        assert_eq!(answer["error"]["code"], gone["error"]["code"]);
+        // The same words, the id or name aside.
+        let words = |v: &serde_json::Value| {
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace(&missing.to_string(), "X")
+                .replace(&hidden.to_string(), "X")
+                .replace("no-such-project", "X")
+                .replace("is-kernels", "X")
+        };
+        assert_eq!(words(&answer), words(&gone));
+    }
+    // Its own project still answers.
+    let own = app.node_id("fm-pretrain-7b").await;
+    let (status, _) = app
+        .api(
+            "GET",
+            &format!("/api/v1/projects/{own}"),
+            Some(&researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}

@@ -757,10 +757,11 @@ async fn refusals_and_missing_records_speak_the_page_s_language() {
         get(
             "researcher",
             format!("/projects/{sae}"),
+            // A project the reader may not see answers as a missing one.
             words(
-                "this project is outside what you may see",
-                "este proyecto queda fuera de lo que puedes ver",
-                "proiektu hau ikus dezakezunetik kanpo dago",
+                &format!("no project with id {sae}"),
+                &format!("no hay ningún proyecto con el id {sae}"),
+                &format!("ez dago {sae} id-a duen proiekturik"),
             ),
         ),
         get(

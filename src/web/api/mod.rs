@@ -324,13 +324,11 @@ async fn project(
 ) -> ApiResult {
     let tree = state.tree().await?;
     let parents = &tree.parents;
+    // A project the caller may not see answers as a missing one: its existence is not told.
     let node = tree
         .node(id)
-        .filter(|n| n.is_project)
+        .filter(|n| n.is_project && me.may_view(id, parents))
         .ok_or_else(|| AppError::NotFound(format!("no project with id {id}")))?;
-    if !me.may_view(id, parents) {
-        return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
-    }
     let settings = tree_db::project(&state.pool, id).await?;
     let (budget, balance) =
         crate::ledger::budget_and_balance(&state.pool, id, jiff::Timestamp::now(), &state.site)
@@ -1072,12 +1070,14 @@ fn given_name(name: Option<&str>) -> Option<&str> {
 /// Refuses a query that filters by a cluster, GPU model or project name that does not exist:
 /// 404 `not_found` naming it (docs/api.md: an unknown id or name is a 404), where the filter
 /// would otherwise answer an empty list as if the name were right. Names match whatever their
-/// case, as the filters do; `None` or an empty name filters nothing and passes.
+/// case, as the filters do; `None` or an empty name filters nothing and passes. A project
+/// `viewer` may not see is unknown to them alike (its existence is not told).
 ///
 /// # Errors
 /// 404 for the first unknown name; database errors.
 pub(super) async fn known_names(
     pool: &sqlx::PgPool,
+    viewer: &crate::auth::Account,
     cluster: Option<&str>,
     gpu_model: Option<&str>,
     project: Option<&str>,
@@ -1099,12 +1099,20 @@ pub(super) async fn known_names(
         )));
     }
     if let Some(name) = given_name(project) {
-        let found: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM tree_nodes WHERE lower(name) = lower($1) AND is_project)",
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project",
         )
         .bind(name)
-        .fetch_one(pool)
+        .fetch_all(pool)
         .await?;
+        let parents = if ids.is_empty() || viewer.sees_everything() {
+            None
+        } else {
+            Some(Parents::load(pool).await?)
+        };
+        let found = ids
+            .iter()
+            .any(|&id| parents.as_ref().is_none_or(|p| viewer.may_view(id, p)));
         if !found {
             return Err(AppError::NotFound(format!(
                 "no project named {}",
@@ -1122,6 +1130,7 @@ async fn get_contracts(
 ) -> ApiResult {
     known_names(
         &state.pool,
+        &me,
         f.cluster.as_deref(),
         f.gpu_model.as_deref(),
         None,
@@ -1195,7 +1204,7 @@ async fn get_spend(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<crate::web::reports::ReportQuery>,
 ) -> ApiResult {
-    known_names(&state.pool, Some(&q.cluster), None, None).await?;
+    known_names(&state.pool, &me, Some(&q.cluster), None, None).await?;
     let (filter, label) = crate::web::reports::resolve_filter(&state, &me, &q).await?;
     crate::web::reports::open_current_budgets(&state, &filter, jiff::Timestamp::now()).await?;
     let rows = crate::ledger::reports::rows(
@@ -1214,7 +1223,7 @@ async fn get_metrics(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<crate::web::metrics::MetricsQuery>,
 ) -> ApiResult {
-    known_names(&state.pool, Some(&q.cluster), None, None).await?;
+    known_names(&state.pool, &me, Some(&q.cluster), None, None).await?;
     let d = crate::web::metrics::dashboard(&state, &me, &q).await?;
     ok(serde_json::to_value(d).map_err(|e| ApiError(AppError::Internal(e.into())))?)
 }
@@ -1236,22 +1245,21 @@ async fn get_ledger(
     ApiUser(me): ApiUser,
     ApiQuery(q): ApiQuery<LedgerQuery>,
 ) -> ApiResult {
-    let project: i64 = sqlx::query_scalar(
+    let parents = Parents::load(&state.pool).await?;
+    // A project the caller may not see answers as a missing one: its existence is not told.
+    let project: i64 = sqlx::query_scalar::<_, i64>(
         "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project",
     )
     .bind(q.project.trim())
     .fetch_optional(&state.pool)
     .await?
+    .filter(|&id| me.may_view(id, &parents))
     .ok_or_else(|| {
         AppError::NotFound(format!(
             "no project named {}",
             crate::domain::quote(q.project.trim())
         ))
     })?;
-    let parents = Parents::load(&state.pool).await?;
-    if !me.may_view(project, &parents) {
-        return Err(AppError::Forbidden("this project is outside what you may see".into()).into());
-    }
     let before = page_before(q.before.as_deref(), "a ledger entry")?;
     let balance =
         crate::ledger::balance(&state.pool, project, jiff::Timestamp::now(), &state.site).await?;

@@ -91,6 +91,7 @@ pub(super) async fn get_runs(
 ) -> ApiResult {
     super::known_names(
         &state.pool,
+        &me,
         filter.cluster.as_deref(),
         None,
         filter.project.as_deref(),
