@@ -564,10 +564,10 @@ pub(super) async fn launch(
 ///
 /// With `run_as_submitter` the shell runs as the Unix account named like the run's submitter
 /// (`setpriv --reuid --regid --init-groups`: its uid, primary group and supplementary groups,
-/// all capabilities dropped), with `HOME`, `USER` and `LOGNAME` set, in the run's working
-/// directory or else the account's home, entered as that account (a directory it may not
-/// enter fails the run, exit code 126); the log file stays the agent's, written through the
-/// descriptor it hands over.
+/// all capabilities dropped), in an environment of its own (none of the agent's: `PATH`
+/// `/usr/local/bin:/usr/bin:/bin`, `HOME`, `USER`, `LOGNAME`, then the run's), in the run's
+/// working directory or else the account's home, entered as that account (a directory it may
+/// not enter fails the run, exit code 126); its log file is given to the account.
 ///
 /// # Errors
 /// The log cannot be opened, the pipe made or the shell started; with `run_as_submitter`, the
@@ -591,6 +591,11 @@ pub(super) fn spawn_child(
     let log = private(std::fs::OpenOptions::new().create(true).append(true))
         .open(log_path)
         .with_context(|| format!("cannot open {}", log_path.display()))?;
+    // The submitter may read their run's log on the node.
+    if let Some(user) = &account {
+        std::os::unix::fs::fchown(&log, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
+            .with_context(|| format!("cannot give {} to {}", log_path.display(), user.name))?;
+    }
     let err_log = log.try_clone()?;
     let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
     let (gate_read, gate_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -617,6 +622,9 @@ pub(super) fn spawn_child(
                 .arg("--inh-caps=-all")
                 .args(["--", "sh", "-c"])
                 .arg(&script)
+                // Nothing of the agent's (root's) environment: only what a login gives.
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
                 .env("HOME", &user.dir)
                 .env("USER", &user.name)
                 .env("LOGNAME", &user.name);

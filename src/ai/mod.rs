@@ -190,7 +190,11 @@ impl Draft {
         self.project_ids.sort_unstable();
         self.project_ids.dedup();
         for p in &self.project_ids {
-            let Some(node) = tree.node(*p).filter(|n| n.is_project) else {
+            // A project `me` may not see is unknown to them alike (its name is not told).
+            let Some(node) = tree
+                .node(*p)
+                .filter(|n| n.is_project && me.may_view(n.id, &tree.parents))
+            else {
                 return Err(AppError::invalid(
                     "projects",
                     i18n::t1("ai-err-not-live-project", "id", p.to_string()),

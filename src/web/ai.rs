@@ -70,7 +70,7 @@ impl UseCaseForm {
         }
     }
 
-    fn draft(&self, tree: &TreeView) -> Result<Draft, AppError> {
+    fn draft(&self, tree: &TreeView, me: &Account) -> Result<Draft, AppError> {
         let owner = tree
             .nodes
             .iter()
@@ -107,7 +107,8 @@ impl UseCaseForm {
             let node = tree
                 .nodes
                 .iter()
-                .find(|n| n.name == name && n.is_project)
+                // A project `me` may not see is unknown to them alike.
+                .find(|n| n.name == name && n.is_project && me.may_view(n.id, &tree.parents))
                 .ok_or_else(|| {
                     AppError::invalid(
                         "projects",
@@ -390,7 +391,7 @@ async fn create(
         return Err(AppError::Forbidden(i18n::t("ai-only-leads-register")));
     }
     let tree = state.tree().await?;
-    let result = match form.draft(&tree) {
+    let result = match form.draft(&tree, &me) {
         Ok(d) => ai::create(&state.pool, &me, &tree, d).await,
         Err(e) => Err(e),
     };
@@ -716,7 +717,7 @@ async fn update(
             &u.owner,
         )));
     }
-    let result = match form.draft(&tree) {
+    let result = match form.draft(&tree, &me) {
         Ok(d) => ai::update(&state.pool, &me, &tree, id, d).await,
         Err(e) => Err(e),
     };

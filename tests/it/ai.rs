@@ -415,13 +415,30 @@ async fn a_use_case_hides_linked_projects_its_reader_may_not_see() {
             "PUT",
             &format!("/api/v1/use-cases/{id}"),
             Some(&lead),
-            Some(body),
+            Some(body.clone()),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+    // Its answer is the use case as the lead may see it.
+    assert_eq!(answer["project_ids"], json!([seen]), "{answer}");
+    assert_eq!(answer["hidden_projects"], 1);
     let all = read(admin).await;
     assert_eq!(all["monthly_limit_minor"], 2);
     assert_eq!(all["project_ids"], json!([seen, hidden]));
+    // Linking a project the lead may not see is refused as for a missing one, unnamed.
+    for project in [hidden, 99_999_999] {
+        body["project_ids"] = json!([seen, project]);
+        let (status, answer) = app
+            .api(
+                "PUT",
+                &format!("/api/v1/use-cases/{id}"),
+                Some(&lead),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        assert!(!answer.to_string().contains("is-kernels"), "{answer}");
+    }
 }
 
 #[tokio::test]

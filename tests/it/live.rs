@@ -1017,7 +1017,7 @@ async fn runs_run_as_their_submitters_unix_accounts() {
     let victim = submit(
         researcher,
         format!(
-            "id -un > victim-user; echo $$ > victim-pid; mv victim-pid {d}/victim-ready; sleep 600"
+            "id -un > victim-user; env > victim-env; echo $$ > victim-pid; mv victim-pid {d}/victim-ready; sleep 600"
         ),
         true,
     )
@@ -1058,6 +1058,22 @@ async fn runs_run_as_their_submitters_unix_accounts() {
         nobody.uid.as_raw()
     );
     assert_eq!(read("attacker-found"), "0", "the secret was read");
+    // Nothing of the agent's environment reaches the run; a login's and the run's own do.
+    let env = read("victim-env");
+    assert!(
+        env.contains("HOME=/usr/sbin") && env.contains("USER=daemon"),
+        "{env}"
+    );
+    assert!(env.contains("WANDB_API_KEY=victim-secret-4f9a"), "{env}");
+    assert!(
+        !env.contains("RUST_LOG="),
+        "the agent's environment leaked: {env}"
+    );
+    // Its log is the submitter's to read.
+    let log = dir
+        .join("logs")
+        .join(format!("run-{victim}-attempt-1-runas.log"));
+    assert_eq!(std::fs::metadata(&log).unwrap().uid(), daemon.uid.as_raw());
     assert_ne!(read("attacker-kill"), "0", "the victim was signalled");
     wait_state(&app, attacker, "succeeded").await;
     assert_eq!(state_of(&app, victim).await, "running");

@@ -138,8 +138,12 @@ pub(super) async fn post_use_case(
         .await
         .map_err(|e| e.renamed(USE_CASE_FIELDS))?;
     created(
-        serde_json::to_value(ai::get(&state.pool, id).await?)
-            .map_err(|e| AppError::Internal(e.into()))?,
+        serde_json::to_value(
+            ai::get(&state.pool, id)
+                .await?
+                .as_seen_by(&me, &tree.parents),
+        )
+        .map_err(|e| AppError::Internal(e.into()))?,
     )
 }
 
@@ -154,8 +158,12 @@ pub(super) async fn put_use_case(
     ai::update(&state.pool, &me, &tree, id, body.draft()?)
         .await
         .map_err(|e| e.renamed(USE_CASE_FIELDS))?;
-    ok(serde_json::to_value(ai::get(&state.pool, id).await?)
-        .map_err(|e| AppError::Internal(e.into()))?)
+    ok(serde_json::to_value(
+        ai::get(&state.pool, id)
+            .await?
+            .as_seen_by(&me, &tree.parents),
+    )
+    .map_err(|e| AppError::Internal(e.into()))?)
 }
 
 #[derive(serde::Deserialize)]
