@@ -467,6 +467,14 @@ pub async fn check(
             crate::domain::quote(&run.project),
         )));
     };
+    // A project the submitter may not see is unknown to them alike (its existence is not told).
+    if !actor.may_view(project_id, parents) {
+        return Err(AppError::NotFound(i18n::t1(
+            "contract-err-no-project",
+            "name",
+            crate::domain::quote(&run.project),
+        )));
+    }
     if !may_submit(actor, project_id, parents) {
         return Err(AppError::Forbidden(i18n::t1(
             "err-not-member",

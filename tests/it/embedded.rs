@@ -198,8 +198,16 @@ async fn serve_starts_its_embedded_postgres_again_when_it_dies() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     wait_healthy(port).await;
-    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default();
-    assert!(log.contains("started it again"), "{log}");
+    // `serve` says so once the new server has started (its pid file is written before).
+    let log = loop {
+        let log = std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default();
+        if log.contains("started it again") {
+            break log;
+        }
+        assert!(std::time::Instant::now() < deadline, "{log}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(!log.contains("panicked"), "{log}");
     interrupt(serve).await;
     let left = postgres_processes(&dir.join("postgres"));
     assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");

@@ -827,10 +827,11 @@ async fn refusals_and_missing_records_speak_the_page_s_language() {
             "researcher",
             "/runs/new",
             &run_form,
+            // A project the researcher may not see answers as a missing one.
             words(
-                "you are not a member of project is-sae",
-                "no eres miembro del proyecto is-sae",
-                "ez zara is-sae proiektuko kidea",
+                "there is no project named",
+                "no hay ningún proyecto llamado",
+                "izeneko proiekturik",
             ),
         ),
         post(

@@ -929,8 +929,20 @@ async fn demo_history_is_recorded_once_charged_when_used_and_shows_in_the_metric
             None,
         )
         .await;
+    // Not the researcher's to see: as a missing project.
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    let (status, answer) = app
+        .api("GET", "/api/v1/runs?limit=1000", Some(&researcher), None)
+        .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    assert_eq!(answer["runs"], serde_json::json!([]), "{answer}");
+    assert!(
+        answer["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["project"] != "fm-red-team"),
+        "{answer}"
+    );
     // Nothing recorded is left for the scheduler, and the ledger balances.
     let active: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM runs WHERE state NOT IN ('succeeded', 'cancelled')",

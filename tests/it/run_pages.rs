@@ -219,17 +219,16 @@ async fn a_bad_field_rerenders_with_its_message_and_the_typed_input() {
 async fn submitting_to_a_project_of_others_is_forbidden_and_inserts_nothing() {
     let (app, _, mut c) = signed_in("researcher").await;
     let mut fields = with_action(run_form("1", "30", "echo hi"), "submit");
+    // A project the researcher may not see answers as a missing one, the input kept.
     fields[0] = ("project", "ar-weather");
-    let (status, body, _) = c.post("/runs/new", &fields).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert!(
-        body.contains("not a member of project ar-weather"),
-        "{body}"
-    );
-    assert!(body.contains("echo hi"));
+    let (status, hidden, _) = c.post("/runs/new", &fields).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{hidden}");
+    assert!(hidden.contains("there is no project named"), "{hidden}");
+    assert!(hidden.contains("echo hi"));
     fields[0] = ("project", "no-such-project");
-    let (status, _, _) = c.post("/runs/new", &fields).await;
+    let (status, missing, _) = c.post("/runs/new", &fields).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(missing.contains("there is no project named"), "{missing}");
     assert_eq!(run_count(&app).await, 0);
 }
 
