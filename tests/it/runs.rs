@@ -212,10 +212,10 @@ async fn refused_submissions_say_why_and_change_nothing() {
             "not_found",
         ),
         (
-            // A project the researcher is not a member of.
+            // A project the researcher may not see: as a missing one.
             run_body("fm-rlhf", 1, 0, false),
-            StatusCode::FORBIDDEN,
-            "forbidden",
+            StatusCode::NOT_FOUND,
+            "not_found",
         ),
         (
             json!({"project": "fm-pretrain-7b", "cluster": "nowhere", "gpu_model": "H100", "gpus": 1,
