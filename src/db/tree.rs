@@ -1023,6 +1023,14 @@ pub async fn update_project(
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| AppError::NotFound(crate::i18n::t1("err-no-project-id", "id", id.to_string())))?;
+    // A project the actor may not see is unknown to them alike (its existence is not told).
+    if !actor.may_view(id, &parents) {
+        return Err(AppError::NotFound(crate::i18n::t1(
+            "err-no-project-id",
+            "id",
+            id.to_string(),
+        )));
+    }
     if !actor.leads_strictly_above(id, &parents) {
         return Err(AppError::Forbidden(crate::i18n::t("budget-err-forbidden")));
     }
@@ -1157,7 +1165,8 @@ pub async fn set_member(
         .bind(project_id)
         .fetch_one(&mut *tx)
         .await?;
-    if !exists {
+    // A project the actor may not see is unknown to them alike (its existence is not told).
+    if !exists || !actor.may_view(project_id, &parents) {
         return Err(AppError::NotFound(crate::i18n::t1(
             "err-no-project-id",
             "id",

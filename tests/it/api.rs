@@ -932,6 +932,27 @@ async fn a_hidden_project_answers_as_a_missing_one() {
         };
         assert_eq!(words(&answer), words(&gone));
     }
+    // Writes to it too: its budget and members.
+    for (method, path, body) in [
+        (
+            "PUT",
+            format!("/api/v1/projects/{hidden}/budget"),
+            json!({"period_budget_minor": 1, "money_cap_minor": null, "self_service_gpu_hours": 1}),
+        ),
+        (
+            "POST",
+            format!("/api/v1/projects/{hidden}/members"),
+            json!({"user": "demo-researcher"}),
+        ),
+    ] {
+        let (status, answer) = app.api(method, &path, Some(&researcher), Some(body)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
+        assert_eq!(
+            answer["error"]["message"],
+            format!("no project with id {hidden}"),
+            "{answer}"
+        );
+    }
     // Its own project still answers.
     let own = app.node_id("fm-pretrain-7b").await;
     let (status, _) = app

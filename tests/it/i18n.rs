@@ -845,7 +845,9 @@ async fn refusals_and_missing_records_speak_the_page_s_language() {
             ),
         ),
         post(
-            "lead",
+            // Finance sees every project and leads none (to a lead of another program the
+            // project would be missing).
+            "finance",
             &format!("/projects/{sae}/members"),
             &[("user", "demo-finance")],
             words(
