@@ -135,15 +135,7 @@ fn contract_holds_gpus_and_lends_them_only_to_unallocated_runs() {
     b.nodes(1, 8);
     let owner = b.project(None, "50", 0);
     let other = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 6,
-        start: T0,
-        end: T0 + 2 * H,
-    });
+    b.contract(1, owner, 6, T0, T0 + 2 * H);
     let alloc = b.waiting(other, 4, T0, H, H);
     let free = b.waiting(other, 4, T0, 0, H);
     let out = schedule(&b.snap, T0);
@@ -177,15 +169,7 @@ fn a_run_waiting_for_held_gpus_lent_out_is_told_of_the_contract() {
     b.nodes(1, 8);
     let owner = b.project(None, "50", 0);
     let other = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 2,
-        start: T0,
-        end: T0 + 2 * H,
-    });
+    b.contract(1, owner, 2, T0, T0 + 2 * H);
     // Six GPUs busy with protected runs, the two held ones lent to an unallocated run.
     b.running(other, 6, T0 - 60, H, 2 * H);
     b.running(other, 2, T0 - 60, 0, 2 * H);
@@ -211,15 +195,7 @@ fn a_contract_takes_its_gpus_back_from_a_large_unallocated_borrower() {
     b.nodes(2, 8);
     let owner = b.project(None, "50", 0);
     let other = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 8,
-        start: T0,
-        end: T0 + 2 * H,
-    });
+    b.contract(1, owner, 8, T0, T0 + 2 * H);
     let free = b.running(other, 16, T0 - H, 0, 10 * H);
     let own = b.waiting(owner, 4, T0 + 5, 60, 300);
     let out = schedule(&b.snap, T0 + 10);
@@ -303,15 +279,7 @@ fn a_contract_run_uses_only_its_own_contracts_held_gpus() {
     let bb = b.project(None, "40", 0);
     let c = b.project(None, "20", 0);
     for (id, project) in [(1, a), (2, bb)] {
-        b.snap.contracts.push(Contract {
-            id: ContractId(id),
-            project,
-            cluster: ClusterId(1),
-            model: ModelId(1),
-            gpus: 4,
-            start: T0,
-            end: T0 + 2 * H,
-        });
+        b.contract(id, project, 4, T0, T0 + 2 * H);
     }
     let borrower = b.running(c, 2, T0 - H, 0, 4 * H);
     let own = b.waiting(a, 4, T0, H, H);
@@ -336,15 +304,7 @@ fn a_contract_takes_on_its_projects_runs_that_its_window_finds_running() {
     b.nodes(1, 8);
     let owner = b.project(None, "50", 0);
     let other = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 4,
-        start: T0,
-        end: T0 + 2 * H,
-    });
+    b.contract(1, owner, 4, T0, T0 + 2 * H);
     let training = b.running(owner, 4, T0 - 2 * H, H, 10 * H);
     let later = b.running(owner, 4, T0 - H + 60, H, 10 * H);
     let want = b.waiting(other, 4, T0, H, H);
@@ -391,15 +351,7 @@ fn a_contract_takes_on_its_projects_runs_that_its_window_finds_running() {
     let mut b = Builder::new();
     b.nodes(1, 8);
     let owner = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 2,
-        start: T0,
-        end: T0 + 2 * H,
-    });
+    b.contract(1, owner, 2, T0, T0 + 2 * H);
     b.running(owner, 4, T0 - 2 * H, H, 10 * H);
     let out = schedule(&b.snap, T0 + 1);
     assert!(
@@ -420,15 +372,7 @@ fn a_gang_is_reserved_for_when_a_contracts_held_gpus_come_back() {
     let owner = b.project(None, "25", 0);
     let other = b.project(None, "25", 0);
     let big = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 4,
-        start: T0,
-        end: T0 + H,
-    });
+    b.contract(1, owner, 4, T0, T0 + H);
     // Protected until it ends, half an hour from now.
     b.running(other, 4, T0 - 1800, 3600, 3600);
     let gang = b.waiting(big, 16, T0, 600, 2 * H);
@@ -463,15 +407,7 @@ fn a_contract_run_is_not_held_behind_another_projects_reservation() {
     let owner = b.project(None, "30", 10 * H);
     let gang_project = b.project(None, "30", 0);
     let other = b.project(None, "40", 20 * H);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 4,
-        start: T0 - 60,
-        end: T0 + 10 * M,
-    });
+    b.contract(1, owner, 4, T0 - 60, T0 + 10 * M);
     // Protected until it ends, 50 minutes from now.
     b.running(other, 4, T0 - 10 * M, H, H);
     let gang = b.waiting(gang_project, 8, T0 - 2 * M, 600, 2 * H);
@@ -498,15 +434,7 @@ fn a_contract_runs_end_frees_nothing_before_its_window_does() {
     b.nodes(2, 8);
     let owner = b.project(None, "50", 0);
     let other = b.project(None, "50", 0);
-    b.snap.contracts.push(Contract {
-        id: ContractId(1),
-        project: owner,
-        cluster: ClusterId(1),
-        model: ModelId(1),
-        gpus: 11,
-        start: T0 - 300,
-        end: T0 + H,
-    });
+    b.contract(1, owner, 11, T0 - 300, T0 + H);
     // On the contract, 11 GPUs, ending 19 minutes from now.
     let on = b.running(owner, 11, T0 - 300, 600, 300 + 19 * 60);
     b.snap
@@ -537,15 +465,7 @@ fn a_run_goes_from_an_ended_contract_to_the_next() {
     let owner = b.project(None, "50", 0);
     b.project(None, "50", 0);
     for (id, start) in [(1, T0), (2, T0 + 2 * H)] {
-        b.snap.contracts.push(Contract {
-            id: ContractId(id),
-            project: owner,
-            cluster: ClusterId(1),
-            model: ModelId(1),
-            gpus: 4,
-            start,
-            end: start + 2 * H,
-        });
+        b.contract(id, owner, 4, start, start + 2 * H);
     }
     let training = b.running(owner, 4, T0 - H, H, 10 * H);
     let out = schedule(&b.snap, T0 + 60);

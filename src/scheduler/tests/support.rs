@@ -95,6 +95,20 @@ impl Builder {
         id
     }
 
+    /// A capacity contract `id` of `project` for `gpus` GPUs of model 1 on cluster 1, its
+    /// window `[start, end)`.
+    pub fn contract(&mut self, id: i64, project: ProjectId, gpus: u32, start: i64, end: i64) {
+        self.snap.contracts.push(Contract {
+            id: ContractId(id),
+            project,
+            cluster: ClusterId(1),
+            model: ModelId(1),
+            gpus,
+            start,
+            end,
+        });
+    }
+
     pub fn project_mut(&mut self, p: ProjectId) -> &mut Project {
         self.snap.projects.iter_mut().find(|x| x.id == p).unwrap()
     }
