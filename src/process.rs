@@ -27,6 +27,17 @@ fn stat_field(pid: i32, index: usize) -> Option<String> {
         .map(str::to_string)
 }
 
+/// This boot of the machine: the kernel's random boot id
+/// (`/proc/sys/kernel/random/boot_id`, a UUID drawn at each boot), so that a pid and start
+/// time recorded before a reboot are never taken for a process of this boot. `None` where it
+/// cannot be read.
+#[must_use]
+pub fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty() && !id.contains(char::is_whitespace)).then(|| id.to_string())
+}
+
 /// This process: its pid and start time (0 where `/proc` cannot be read).
 #[must_use]
 pub fn me() -> (i32, u64) {

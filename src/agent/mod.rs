@@ -48,6 +48,10 @@ pub const EXIT_BATCH: Duration = Duration::from_millis(50);
 /// Least time between two syncs when the previous answer changed nothing locally (the server
 /// answers at once while, say, an assignment waits for a GPU still held by a stopping process).
 const MIN_SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest a sync waits for the processes being started to run or fail
+/// ([`Supervisor::starts_settled`]): within a third of the shortest agent timeout (3 s), so
+/// heartbeats keep their pace.
+const STARTS_SETTLE: Duration = Duration::from_secs(1);
 /// First and largest pause after a failed request.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -605,6 +609,9 @@ impl Agent {
                     exit = self.sup.next_exit() => self.record_exit(exit),
                 }
             }
+            // Processes still being started are reported once their commands run, or as the
+            // exits of starts that failed.
+            self.sup.starts_settled(STARTS_SETTLE).await;
             self.drain_exits();
             // Exits may have freed GPUs that a known assignment waits for (delta syncs: the
             // server sends no order again).
@@ -1621,7 +1628,12 @@ mod tests {
         let mut sup = Supervisor::new(dir.0.join("logs"));
         let a = job(9, &[0], "true".into(), &dir.0.join("missing"));
         let log = sup.start(&a, "n").unwrap();
-        let exit = next_exit(&mut sup).await;
+        // Once starts settle, the failed start is already an exit: a sync made then reports
+        // it as such, never as a running process.
+        sup.starts_settled(GUARD).await;
+        let exit = sup
+            .try_exit()
+            .expect("the failed start is an exit once starts settle");
         assert_eq!(exit.key, a.key());
         assert_eq!(exit.outcome, Outcome::Code(SPAWN_FAILED_EXIT_CODE));
         assert!(sup.is_empty());
@@ -1662,41 +1674,68 @@ mod tests {
 
     #[test]
     fn only_recorded_and_proven_leftovers_are_killed() {
+        use std::io::Write as _;
         use std::os::unix::process::CommandExt;
         let dir = TempDir::new("records");
         let records = ProcessRecords::new(dir.0.join("state"));
-        let spawn = |secret: &str| {
-            let child = std::process::Command::new("sleep")
+        let spawn = |secret: Option<&str>| {
+            let mut command = std::process::Command::new("sleep");
+            command
                 .arg("30")
                 .env("TRANCHE_RUN_ID", "1")
                 .env("TRANCHE_NODE", "n1")
-                .env(OWNER_ENV, secret)
-                .process_group(0)
-                .spawn()
-                .unwrap();
+                .process_group(0);
+            if let Some(secret) = secret {
+                command.env(OWNER_ENV, secret);
+            }
+            let child = command.spawn().unwrap();
             let pid = i32::try_from(child.id()).unwrap();
             let started = crate::process::start_time(pid).unwrap();
             (child, pid, started)
         };
-        let (mut ours, pid, started) = spawn("s-ours");
+        // A line as an earlier agent wrote it (another boot, or a build before boot ids).
+        let write = |line: String| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(dir.0.join("state").join("node-n1.processes"))
+                .unwrap()
+                .write_all(format!("{line}\n").as_bytes())
+                .unwrap();
+        };
+        let (mut ours, pid, started) = spawn(Some("s-ours"));
         records.started("n1", pid, started, "s-ours");
-        // Recorded with another secret, another start time, ended, or not recorded at all:
-        // none is proven to be the recorded process.
-        let (mut other_secret, pid2, started2) = spawn("s-two");
-        records.started("n1", pid2, started2, "s-not-this");
-        let (mut other_start, pid3, started3) = spawn("s-three");
+        // Its command replaced its environment (`exec env -i ...`): recorded in this boot, it
+        // is still the recorded process.
+        let (mut bare, pid1, started1) = spawn(None);
+        records.started("n1", pid1, started1, "s-gone");
+        // Recorded in another boot, recorded without a boot id and with another secret, with
+        // another start time, ended, or not recorded at all: none is proven to be the
+        // recorded process.
+        let (mut other_boot, pid2, started2) = spawn(Some("s-two"));
+        write(format!(
+            "start {pid2} {started2} s-two 00000000-0000-0000-0000-000000000000"
+        ));
+        let (mut other_secret, pid7, started7) = spawn(Some("s-seven"));
+        write(format!("start {pid7} {started7} s-not-this"));
+        let (mut other_start, pid3, started3) = spawn(Some("s-three"));
         records.started("n1", pid3, started3 + 1, "s-three");
-        let (mut ended, pid4, started4) = spawn("s-four");
+        let (mut ended, pid4, started4) = spawn(Some("s-four"));
         records.started("n1", pid4, started4, "s-four");
         records.ended("n1", pid4, started4);
-        let (mut unrecorded, ..) = spawn("s-five");
+        let (mut unrecorded, ..) = spawn(Some("s-five"));
         // Another node's records are not read.
-        let (mut other_node, pid6, started6) = spawn("s-six");
+        let (mut other_node, pid6, started6) = spawn(Some("s-six"));
         records.started("n2", pid6, started6, "s-six");
+        // A record of a build before boot ids, with the process's secret, is still proven.
+        let (mut legacy, pid8, started8) = spawn(Some("s-eight"));
+        write(format!("start {pid8} {started8} s-eight"));
 
-        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 1);
-        assert_eq!(ours.wait().unwrap().signal(), Some(9));
+        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 3);
+        for c in [&mut ours, &mut bare, &mut legacy] {
+            assert_eq!(c.wait().unwrap().signal(), Some(9));
+        }
         for c in [
+            &mut other_boot,
             &mut other_secret,
             &mut other_start,
             &mut ended,
@@ -1707,7 +1746,14 @@ mod tests {
         }
         // The records start afresh: nothing is killed twice.
         assert_eq!(records.kill_leftovers(&["n1".to_string()]), 0);
-        for mut c in [other_secret, other_start, ended, unrecorded, other_node] {
+        for mut c in [
+            other_boot,
+            other_secret,
+            other_start,
+            ended,
+            unrecorded,
+            other_node,
+        ] {
             c.kill().unwrap();
             c.wait().unwrap();
         }

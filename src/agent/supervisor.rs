@@ -87,6 +87,26 @@ pub struct Supervisor {
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
     spawning: Arc<Semaphore>,
+    /// How many processes are still being started (counted by [`Starting`]).
+    starting: Arc<tokio::sync::watch::Sender<usize>>,
+    starting_rx: tokio::sync::watch::Receiver<usize>,
+}
+
+/// One process being started: counted from [`Supervisor::start`] until its command may run or
+/// its start failed (its exit then already sent), whichever way its task ends.
+struct Starting(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Starting {
+    fn new(count: &Arc<tokio::sync::watch::Sender<usize>>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Starting(count.clone())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 impl Supervisor {
@@ -100,6 +120,7 @@ impl Supervisor {
     #[must_use]
     pub fn with_records(log_dir: PathBuf, records: Option<Arc<ProcessRecords>>) -> Self {
         let (exits_tx, exits_rx) = mpsc::unbounded_channel();
+        let (starting, starting_rx) = tokio::sync::watch::channel(0);
         Supervisor {
             log_dir,
             log_max: 0,
@@ -109,6 +130,8 @@ impl Supervisor {
             exits_tx,
             exits_rx,
             spawning: Arc::new(Semaphore::new(SPAWN_CONCURRENCY)),
+            starting: Arc::new(starting),
+            starting_rx,
         }
     }
 
@@ -152,7 +175,9 @@ impl Supervisor {
         anyhow::ensure!(!self.procs.contains_key(&key), "{key} is already running");
         let log_path = self.log_path(key, node_name);
         let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        let starting = Starting::new(&self.starting);
         tokio::spawn(launch(
+            starting,
             a.clone(),
             node_name.to_string(),
             log_path.clone(),
@@ -212,6 +237,15 @@ impl Supervisor {
         out
     }
 
+    /// Waits, at most `most`, until every process [`Supervisor::start`]ed has been started or
+    /// has failed to start (its [`Exit`] then already waits to be taken): a sync made after it
+    /// reports as running only processes whose commands run, so a run whose start failed is
+    /// never told to its owner as running first (docs/agent-protocol.md section 2). Past
+    /// `most` (a burst of starts), those still starting are reported running, as before.
+    pub async fn starts_settled(&mut self, most: Duration) {
+        let _ = tokio::time::timeout(most, self.starting_rx.wait_for(|n| *n == 0)).await;
+    }
+
     /// Whether no process is alive.
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -257,10 +291,15 @@ fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
 
 /// The agent's record of the processes it starts, in its state directory: one file per node,
 /// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
-/// (`end PID START_TIME`). A later agent for the same nodes and state directory reads it to
-/// stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only a process
-/// that is still the one recorded (same pid and start time, see [`crate::process`]), leads its
-/// own process group and carries the recorded secret in its environment ([`OWNER_ENV`]).
+/// (`end PID START_TIME`); a start also names the machine's boot (`start PID START_TIME SECRET
+/// BOOT_ID`, [`crate::process::boot_id`]). A later agent for the same nodes and state directory
+/// reads it to stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only
+/// a process that is still the one recorded (same pid and start time, see [`crate::process`])
+/// and leads its own process group, recorded in this boot (pid and start time then name one
+/// process) or, for a record without a boot id, carrying the recorded secret in its environment
+/// ([`OWNER_ENV`]). The boot decides where it can: a run's command may replace its own
+/// environment (`exec env -i ...`) and would otherwise outlive the agent on GPUs the server
+/// gives to others.
 /// A file grows by two short lines per process and starts afresh at each agent's first
 /// registration.
 #[derive(Debug)]
@@ -274,6 +313,7 @@ pub(super) struct Recorded {
     pid: i32,
     started: u64,
     secret: String,
+    boot: Option<String>,
 }
 
 impl ProcessRecords {
@@ -336,7 +376,7 @@ impl ProcessRecords {
         let written = created.and_then(|()| {
             private(std::fs::OpenOptions::new().create(create).append(true))
                 .open(self.path(node))?
-                .write_all(line.as_bytes())
+                .write_all(format!("{line}\n").as_bytes())
         });
         if !create && matches!(&written, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
             return;
@@ -349,12 +389,17 @@ impl ProcessRecords {
     /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
     /// runs on `node` with `secret` in its environment.
     pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) {
-        self.append(node, &format!("start {pid} {started} {secret}\n"), true);
+        let boot = crate::process::boot_id().unwrap_or_default();
+        self.append(
+            node,
+            format!("start {pid} {started} {secret} {boot}").trim_end(),
+            true,
+        );
     }
 
     /// Records that the process recorded by [`ProcessRecords::started`] ended.
     pub fn ended(&self, node: &str, pid: i32, started: u64) {
-        self.append(node, &format!("end {pid} {started}\n"), false);
+        self.append(node, &format!("end {pid} {started}"), false);
     }
 
     /// The recorded starts of `node` without a recorded end.
@@ -372,6 +417,7 @@ impl ProcessRecords {
                     pid,
                     started,
                     secret: (*secret).to_string(),
+                    boot: fields.get(4).map(|b| (*b).to_string()),
                 }),
                 (Some("end"), Some(pid), Some(started), None) => {
                     open.retain(|r| !(r.pid == pid && r.started == started));
@@ -462,11 +508,15 @@ pub(super) fn agent_groups(nodes: &[String]) -> Vec<(i32, String)> {
 }
 
 /// Whether the live process `r.pid` is the recorded one: same start time, leader of its own
-/// group, and the recorded secret in its environment.
+/// group, and recorded in this boot or (a record without one) the recorded secret in its
+/// environment.
 pub(super) fn proven(r: &Recorded) -> bool {
     if !crate::process::is_alive(r.pid, r.started) || crate::process::group_of(r.pid) != Some(r.pid)
     {
         return false;
+    }
+    if let Some(boot) = &r.boot {
+        return crate::process::boot_id().as_ref() == Some(boot);
     }
     let Ok(env) = std::fs::read(format!("/proc/{}/environ", r.pid)) else {
         return false;
@@ -479,7 +529,8 @@ pub(super) fn proven(r: &Recorded) -> bool {
 /// child) and supervises it; a start failure is reported as an exit with
 /// [`SPAWN_FAILED_EXIT_CODE`] and explained in the run's log.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn launch(
+async fn launch(
+    starting: Starting,
     a: Assignment,
     node_name: String,
     log_path: PathBuf,
@@ -536,6 +587,7 @@ pub(super) async fn launch(
         use std::io::Write;
         let _ = std::fs::File::from(gate).write_all(b"\n");
     }
+    drop(starting);
     let log = (log_max > 0).then(|| (log_path.clone(), log_max));
     supervise(
         child,

@@ -950,6 +950,48 @@ async fn a_stopped_agents_nodes_get_no_new_runs() {
     clean_up(&dir);
 }
 
+/// A run whose process cannot start (its `workdir` does not exist on the node) fails without
+/// ever being told as running: the agent reports a process only once its command runs
+/// (found by a new-user check: its timeline said "its processes are running", then failed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_that_cannot_start_is_never_told_as_running() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("nostart");
+    app.declare_agent_nodes("nostart", 1).await;
+    let _agent = agent(&base, &agent_token, "nostart", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let missing = dir.join("no-such-directory");
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false,
+               "workdir": missing.display().to_string(), "command": "true"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    wait_state(&app, id, "failed").await;
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM run_events WHERE run_id = $1 ORDER BY id")
+            .bind(id)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert!(!kinds.iter().any(|k| k == "running"), "{kinds:?}");
+    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(tranche::agent::SPAWN_FAILED_EXIT_CODE));
+    clean_up(&dir);
+}
+
 /// With `--run-as-submitter` (an agent run as root), each run runs as its submitter's Unix
 /// account: one person's run can neither read another's environment (a secret value) nor
 /// signal their processes, which it could as the agent's own user (found by a new-user check:
