@@ -198,6 +198,11 @@ pub fn plain_decimal(input: &str) -> Option<String> {
 pub struct Money(pub i64);
 
 impl Money {
+    /// The largest amount Tranche takes as input (a budget, a price, a limit): 10^15 minor
+    /// units, ten trillion in a two-decimal currency, so that sums of many stay far from
+    /// `i64`'s bound.
+    pub const MAX: Money = Money(1_000_000_000_000_000);
+
     /// Formats with two decimals and thousands separators, e.g. `12,345.67 USD`.
     pub fn display(self, currency: &str) -> String {
         format!("{} {currency}", self.amount())
@@ -241,7 +246,7 @@ impl Money {
         whole
             .checked_mul(100)
             .and_then(|w| w.checked_add(frac))
-            .filter(|v| *v <= 1_000_000_000_000_000)
+            .filter(|v| *v <= Money::MAX.0)
             .map(Money)
             .ok_or_else(|| t1("inventory-amount-too-large", "got", excerpt(s)))
     }

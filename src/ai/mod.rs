@@ -128,14 +128,20 @@ impl Draft {
     /// Checks the draft against the tree and what `me` may manage, trimming its texts.
     ///
     /// # Errors
-    /// 422 naming the field for a bad value; 403 when `me` may not manage the owner node or a
-    /// linked project; 404 for an unknown owner node or project.
+    /// 422 naming the field for a bad value, and for an owner node unknown or outside `me`'s
+    /// view; 403 when `me` may not manage the owner node or a linked project; 404 for an
+    /// unknown project.
     pub fn check(mut self, me: &Account, tree: &TreeView) -> Result<Self, AppError> {
         self.name = self.name.trim().to_string();
         if self.name.is_empty() || self.name.chars().count() > 120 {
             return Err(AppError::invalid("name", i18n::t("ai-err-name")));
         }
-        let Some(owner) = tree.node(self.owner_node_id) else {
+        // A node outside the caller's view is answered as an unknown one: a refusal naming
+        // it would list the tree to anyone who counts ids.
+        let Some(owner) = tree
+            .node(self.owner_node_id)
+            .filter(|n| me.sees_node(n.id, &tree.parents))
+        else {
             return Err(AppError::invalid("owner", i18n::t("ai-err-owner")));
         };
         if !me.leads(owner.id, &tree.parents) {
@@ -167,6 +173,16 @@ impl Draft {
             return Err(AppError::invalid(
                 "monthly_limit",
                 i18n::t("ai-err-limit-zero"),
+            ));
+        }
+        if self.monthly_limit > Money::MAX {
+            return Err(AppError::invalid(
+                "monthly_limit",
+                i18n::t1(
+                    "inventory-amount-too-large",
+                    "got",
+                    self.monthly_limit.amount(),
+                ),
             ));
         }
         if self.metric.is_empty() {
@@ -999,6 +1015,12 @@ pub async fn record_review(
         ));
     }
     let new_limit = match (decision, d.new_limit) {
+        ("expand", Some(l)) if l > Money::MAX => {
+            return Err(AppError::invalid(
+                "new_limit",
+                i18n::t1("inventory-amount-too-large", "got", l.amount()),
+            ));
+        }
         ("expand", Some(l)) if l.0 > limit => Some(l.0),
         ("expand", Some(l)) => {
             return Err(AppError::invalid(

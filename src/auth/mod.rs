@@ -279,6 +279,19 @@ impl Account {
         self.sees_everything() || self.leads(node, parents) || self.projects.contains(&node)
     }
 
+    /// Whether `node` is in the user's view of the tree at all, by name: everything for admin
+    /// and finance; otherwise the subtrees of the nodes they lead and their projects, plus the
+    /// ancestors of those (for context). A node outside it is answered as a missing one.
+    pub fn sees_node(&self, node: i64, parents: &Parents) -> bool {
+        self.sees_everything()
+            || self
+                .lead_nodes()
+                .chain(self.projects.iter().copied())
+                .any(|s| {
+                    parents.is_ancestor_or_self(s, node) || parents.is_ancestor_or_self(node, s)
+                })
+    }
+
     /// The roles as names, sorted and deduplicated.
     pub fn role_names(&self) -> Vec<&'static str> {
         let mut r: Vec<_> = self.grants.iter().map(|g| g.role.as_str()).collect();

@@ -479,8 +479,9 @@ async fn lock_live(
 /// the new shares ([`crate::ledger::refresh_early_budgets`]).
 ///
 /// # Errors
-/// Forbidden; NotFound for an unknown parent or a node that is not its live child; Invalid
-/// when the sum would exceed 100% (the message gives the sum).
+/// Forbidden; NotFound for an unknown parent, one outside `actor`'s view
+/// ([`Account::sees_node`]) or a node that is not its live child; Invalid when the sum would
+/// exceed 100% (the message gives the sum).
 pub async fn set_child_shares(
     pool: &PgPool,
     site: &crate::config::Site,
@@ -498,6 +499,14 @@ pub async fn set_child_shares(
     let mut tx = pool.begin().await?;
     let parents = Parents::load(&mut *tx).await?;
     lock_live(&mut tx, parent_id).await?;
+    if !actor.sees_node(parent_id, &parents) {
+        // Outside the caller's view: answered as a missing node.
+        return Err(AppError::NotFound(t1(
+            "node-tree-not-found",
+            "id",
+            parent_id.to_string(),
+        )));
+    }
     if !actor.leads(parent_id, &parents) {
         return Err(AppError::Forbidden(t("node-shares-forbidden")));
     }

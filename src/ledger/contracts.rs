@@ -197,12 +197,16 @@ async fn resolve(
     req: &Request,
     now: jiff::Timestamp,
 ) -> Result<Quote, AppError> {
-    let project_id: i64 = sqlx::query_scalar(
+    let parents = crate::auth::Parents::load(&mut *conn).await?;
+    // A project outside the caller's view is answered as a missing one (a refusal that names
+    // it would tell who may not see it that it exists).
+    let project_id: i64 = sqlx::query_scalar::<_, i64>(
         "SELECT id FROM tree_nodes WHERE lower(name) = lower($1) AND is_project AND NOT archived",
     )
     .bind(req.project.trim())
     .fetch_optional(&mut *conn)
     .await?
+    .filter(|id| actor.sees_node(*id, &parents))
     .ok_or_else(|| {
         AppError::NotFound(i18n::t1(
             "contract-err-no-project",
@@ -210,7 +214,6 @@ async fn resolve(
             crate::domain::quote(req.project.trim()),
         ))
     })?;
-    let parents = crate::auth::Parents::load(&mut *conn).await?;
     if !actor.leads(project_id, &parents) {
         return Err(AppError::Forbidden(i18n::t1(
             "contract-err-not-lead",

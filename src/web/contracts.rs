@@ -484,6 +484,7 @@ async fn preview(
         Err(
             AppError::Invalid { message, .. }
             | AppError::Refused { message, .. }
+            | AppError::Forbidden(message)
             | AppError::NotFound(message),
         ) => form_page(&state, &session, &me, form, Some(message), None).await,
         Err(e) => Err(e),
@@ -542,6 +543,7 @@ async fn buy(
         Err(
             AppError::Invalid { message, .. }
             | AppError::Refused { message, .. }
+            | AppError::Forbidden(message)
             | AppError::NotFound(message),
         ) => form_page(&state, &session, &me, form, Some(message), None).await,
         Err(e) => Err(e),

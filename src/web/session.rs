@@ -116,13 +116,29 @@ async fn login_page(
     ))
 }
 
+/// The longest user name a sign-in form looks up, in characters.
+const LONGEST_SIGN_IN_NAME: usize = 256;
+
+/// The part of a typed user name that a sign-in looks up, throttles and logs: its first
+/// [`LONGEST_SIGN_IN_NAME`] characters (shorter than what was typed: refused).
+fn sign_in_name(typed: &str) -> &str {
+    match typed.char_indices().nth(LONGEST_SIGN_IN_NAME) {
+        Some((at, _)) => &typed[..at],
+        None => typed,
+    }
+}
+
 async fn login(
     State(state): State<AppState>,
     session: Session,
     ClientAddress(client): ClientAddress,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, AppError> {
-    let name = form.name.trim();
+    // No account has a longer name (local ones have at most 64 characters): a longer one is
+    // refused as a wrong password, and only its first characters are looked up, throttled
+    // and logged (an unauthenticated caller could otherwise write megabytes of log a request).
+    let typed = form.name.trim();
+    let name = sign_in_name(typed);
     let refuse = |message: &str| {
         LoginPage::new(
             &state,
@@ -164,6 +180,13 @@ async fn login(
         page.layout = layout;
         page
     };
+    if name.len() < typed.len() {
+        let page = with_layout(
+            refuse(&i18n::t("login-wrong")),
+            login_layout(&session).await?,
+        );
+        return wrong(page);
+    }
     match (stored, &state.sso.ldap) {
         // A local account: its password, and the local sign-in policy.
         (Some((id, hash @ Some(_), epoch)), _) => {
@@ -483,4 +506,22 @@ pub fn router() -> Router<AppState> {
         .route("/logout", post(logout))
         .route("/login/oidc", get(oidc_begin))
         .route("/login/oidc/callback", get(oidc_callback))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name no account can have is cut to its first characters (whole characters, never
+    /// inside one) before anything looks it up or logs it; a shorter one is kept whole.
+    #[test]
+    fn an_overlong_sign_in_name_is_cut_short() {
+        let long = format!("admin{}", "é".repeat(100_000));
+        let kept = sign_in_name(&long);
+        assert_eq!(kept.chars().count(), LONGEST_SIGN_IN_NAME);
+        assert!(long.starts_with(kept) && kept.len() < long.len());
+        let exact = "é".repeat(LONGEST_SIGN_IN_NAME);
+        assert_eq!(sign_in_name(&exact), exact);
+        assert_eq!(sign_in_name("demo-lead"), "demo-lead");
+    }
 }

@@ -26,17 +26,13 @@ pub fn visible_nodes(me: &Account, tree: &TreeView, parents: &Parents) -> Option
     if me.sees_everything() {
         return None;
     }
-    let scope: Vec<i64> = me.lead_nodes().chain(me.projects.iter().copied()).collect();
-    let mut visible = HashSet::new();
-    for n in &tree.nodes {
-        if scope
+    Some(
+        tree.nodes
             .iter()
-            .any(|s| parents.is_ancestor_or_self(*s, n.id) || parents.is_ancestor_or_self(n.id, *s))
-        {
-            visible.insert(n.id);
-        }
-    }
-    Some(visible)
+            .filter(|n| me.sees_node(n.id, parents))
+            .map(|n| n.id)
+            .collect(),
+    )
 }
 
 struct Row {
@@ -158,6 +154,7 @@ async fn node_page(
     let parents = &tree.parents;
     let node = tree
         .node(id)
+        .filter(|_| me.sees_node(id, parents))
         .ok_or_else(|| AppError::NotFound(t1("node-tree-not-found", "id", id.to_string())))?;
     if !me.may_view(id, parents) {
         return Err(AppError::Forbidden(t("node-outside-view")));

@@ -97,7 +97,9 @@ fn page_rows(i: &Ids) -> Vec<Row> {
         ("/".into(), [303, 200, 200, 200, 200]),
         ("/tree".into(), [303, 200, 200, 200, 200]),
         (format!("/tree/nodes/{}", i.fm), [303, 403, 200, 200, 200]),
-        (format!("/tree/nodes/{}", i.ar), [303, 403, 403, 200, 200]),
+        // A node outside the reader's view answers as a missing one; its ancestors, shown
+        // in the tree for context, are refused.
+        (format!("/tree/nodes/{}", i.ar), [303, 404, 404, 200, 200]),
         (
             format!("/projects/{}", i.own_project),
             [303, 200, 200, 200, 200],
@@ -200,7 +202,7 @@ fn form_rows(i: &Ids) -> Vec<FormRow> {
         (
             format!("/tree/nodes/{}/shares", i.ar),
             f(&[]),
-            [303, 403, 403, 403, 303],
+            [303, 404, 404, 403, 303],
         ),
         (
             format!("/tree/nodes/{}/children", i.fm),
@@ -467,7 +469,7 @@ fn api_rows(i: &Ids) -> Vec<ApiRow> {
             "PUT",
             format!("/api/v1/nodes/{}/shares", i.ar),
             Some(json!({"shares": []})),
-            [401, 403, 403, 403, 200],
+            [401, 404, 404, 403, 200],
         ),
         (
             "POST",

@@ -441,6 +441,46 @@ async fn a_use_case_hides_linked_projects_its_reader_may_not_see() {
     }
 }
 
+/// An owner team outside the caller's view is answered as an unknown one, unnamed (found by a
+/// new-user check: the refusal "you do not lead ar-protein-folding" listed the whole tree to a
+/// researcher counting ids); a team in view that the caller does not lead is refused by name.
+#[tokio::test]
+async fn a_use_case_owner_outside_the_callers_view_is_unknown() {
+    let (app, _) = TestApp::with_demo().await;
+    let root: String = sqlx::query_scalar("SELECT name FROM tree_nodes WHERE parent_id IS NULL")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    for (user, hidden, seen_not_led) in [
+        ("demo-researcher", "ar-protein-folding", "fm-pretrain-7b"),
+        ("demo-lead", "Applied Research", root.as_str()),
+    ] {
+        let token = app.token_for(user).await;
+        let hidden_id = app.node_id(hidden).await;
+        let post = |owner: i64| {
+            let (app, token) = (&app, token.clone());
+            async move {
+                app.api(
+                    "POST",
+                    "/api/v1/use-cases",
+                    Some(&token),
+                    Some(use_case("Triage bot", owner, 1_000)),
+                )
+                .await
+            }
+        };
+        let (status, unknown) = post(99_999_999).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{unknown}");
+        let (status, answer) = post(hidden_id).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{user}: {answer}");
+        assert_eq!(answer, unknown, "{user}");
+        assert!(!answer.to_string().contains(hidden), "{answer}");
+        let (status, answer) = post(app.node_id(seen_not_led).await).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{user}: {answer}");
+        assert!(answer.to_string().contains(seen_not_led), "{answer}");
+    }
+}
+
 #[tokio::test]
 async fn the_register_form_keeps_input_on_error_and_registers() {
     let (app, users) = TestApp::with_demo().await;
@@ -1268,6 +1308,13 @@ async fn the_monthly_review_applies_the_decision_and_keeps_the_history() {
     for (decision, limit, field) in [
         ("expand", Some(20_000), "new_limit_minor"),
         ("expand", None, "new_limit_minor"),
+        // Past the bound every amount has (a limit no form could then save again).
+        ("expand", Some(i64::MAX), "new_limit_minor"),
+        (
+            "expand",
+            Some(tranche::domain::Money::MAX.0 + 1),
+            "new_limit_minor",
+        ),
         ("continue", Some(30_000), "new_limit_minor"),
         ("pause", None, "decision"),
     ] {

@@ -953,6 +953,54 @@ async fn a_hidden_project_answers_as_a_missing_one() {
             "{answer}"
         );
     }
+    // Its shares, and a contract for it (a refusal named it: found by a new-user check).
+    let (status, gone) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/nodes/{missing}/shares"),
+            Some(&researcher),
+            Some(json!({"shares": [{"node": 1, "share": "1"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
+    let (status, answer) = app
+        .api(
+            "PUT",
+            &format!("/api/v1/nodes/{hidden}/shares"),
+            Some(&researcher),
+            Some(json!({"shares": [{"node": 1, "share": "1"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        format!("no tree node with id {hidden}")
+    );
+    let lead = app.token_for("demo-lead").await;
+    let contract = |project: &str| {
+        json!({"project": project, "cluster": "h100-east", "gpu_model": "H100", "gpus": 1,
+            "start": "2030-01-10T00:00:00Z", "end": "2030-01-10T02:00:00Z"})
+    };
+    for path in ["/api/v1/contracts/quote", "/api/v1/contracts"] {
+        let (status, gone) = app
+            .api("POST", path, Some(&lead), Some(contract("no-such-project")))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {gone}");
+        let (status, answer) = app
+            .api("POST", path, Some(&lead), Some(contract("is-kernels")))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
+        assert_eq!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace("is-kernels", "X"),
+            gone["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace("no-such-project", "X")
+        );
+    }
     // Its own project still answers.
     let own = app.node_id("fm-pretrain-7b").await;
     let (status, _) = app

@@ -43,10 +43,13 @@ pub(super) struct UseCaseBody {
 
 impl UseCaseBody {
     fn draft(self) -> Result<Draft, AppError> {
-        if !(1..=1_000_000_000_000_000).contains(&self.monthly_limit_minor) {
+        if !(1..=Money::MAX.0).contains(&self.monthly_limit_minor) {
             return Err(AppError::invalid(
                 "monthly_limit_minor",
-                "monthly_limit_minor: a whole number of minor units, 1 or more",
+                format!(
+                    "monthly_limit_minor: a whole number of minor units from 1 to {}",
+                    Money::MAX.0
+                ),
             ));
         }
         if !(0..=100_000_000).contains(&self.human_hourly_rate_minor) {
