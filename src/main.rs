@@ -236,9 +236,14 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let mut site = Site::from_env()?;
             let database = open(&args).await?;
             // The zone the server recorded, whatever this shell's TRANCHE_TIME_ZONE says.
+            // Likewise its currency.
             let zones =
                 tranche::ledger::zones::follow(&database.pool, &mut site, jiff::Timestamp::now())
                     .await;
+            let zones = match zones {
+                Ok(()) => tranche::ledger::currency::follow(&database.pool, &mut site).await,
+                Err(e) => Err(e),
+            };
             let result = match zones {
                 Err(e) => Err(e),
                 Ok(()) => tranche::demo::load(&database.pool).await,
@@ -596,13 +601,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         db::embedded::Claim::TakeOver,
     )
     .await?;
-    let result =
-        match tranche::ledger::zones::record(&database.pool, &mut site, jiff::Timestamp::now())
-            .await
-        {
-            Ok(()) => serve_on(listener, &database, site, sso, key).await,
-            Err(e) => Err(e),
-        };
+    let recorded = match tranche::ledger::currency::record(&database.pool, &site).await {
+        Ok(()) => {
+            tranche::ledger::zones::record(&database.pool, &mut site, jiff::Timestamp::now()).await
+        }
+        Err(e) => Err(e),
+    };
+    let result = match recorded {
+        Ok(()) => serve_on(listener, &database, site, sso, key).await,
+        Err(e) => Err(e),
+    };
     // Whatever happened, stop the embedded PostgreSQL this process owns.
     let closed = database.close().await;
     result.and(closed)

@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod contracts;
+pub mod currency;
 pub mod reports;
 pub mod zones;
 

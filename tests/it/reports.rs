@@ -1448,3 +1448,37 @@ async fn a_project_created_mid_period_is_granted_within_its_groups_headroom() {
         "the scenario leaves less than its entitlement: {granted} {own}"
     );
 }
+
+/// A database keeps the currency it was first served in (found by a new-user check: `tranche
+/// demo` run without the server's `TRANCHE_CURRENCY=EUR` imported its AI spend in USD, counted
+/// one to one as euros; and a server restarted with another currency relabelled every amount).
+#[tokio::test]
+async fn a_database_keeps_the_currency_it_was_first_served_in() {
+    let app = TestApp::new().await;
+    let eur = tranche::config::Site {
+        currency: "EUR".into(),
+        ..tranche::config::Site::for_tests()
+    };
+    ledger::currency::record(&app.pool, &eur).await.unwrap();
+    // The same currency again starts; another is refused, naming the recorded one.
+    ledger::currency::record(&app.pool, &eur).await.unwrap();
+    let usd = tranche::config::Site::for_tests();
+    assert_eq!(usd.currency, "USD");
+    let err = ledger::currency::record(&app.pool, &usd)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TRANCHE_CURRENCY=EUR"), "{err}");
+    // Other commands follow the recorded one.
+    let mut demo = usd;
+    ledger::currency::follow(&app.pool, &mut demo)
+        .await
+        .unwrap();
+    assert_eq!(demo.currency, "EUR");
+    let recorded: String =
+        sqlx::query_scalar("SELECT value FROM site_flags WHERE name = 'currency'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, "EUR");
+}
