@@ -671,11 +671,28 @@ pub async fn unassigned(pool: &PgPool) -> Result<(Vec<SpendLine>, i64, i64), sql
 pub struct Spend {
     /// Linked GPU projects' ledger spend: contracts less refunds plus run usage, minor units.
     pub gpu_minor: i64,
+    /// The part of `gpu_minor` that is contracts less refunds (one-off, not a rate), minor
+    /// units.
+    #[serde(skip)]
+    pub gpu_one_off_minor: i64,
     /// Imported lines whose charge period starts in the period, millionths.
     pub imported_micro: i64,
 }
 
 impl Spend {
+    /// The spend projected to `period`'s end ([`crate::ledger::alerts::forecast`]): contracts
+    /// less refunds count once; run usage and imported spend go on at their rate so far.
+    #[must_use]
+    pub fn forecast(&self, period: Period, now: jiff::Timestamp) -> Money {
+        let total = self.total().0;
+        Money(crate::ledger::alerts::forecast(
+            self.gpu_one_off_minor,
+            total.saturating_sub(self.gpu_one_off_minor),
+            period,
+            now,
+        ))
+    }
+
     /// GPU and imported spend together, as money.
     pub fn total(&self) -> Money {
         Money(
@@ -691,23 +708,30 @@ impl Spend {
 pub struct SpendBook {
     /// Project id -> contracts less refunds plus run usage, minor units.
     gpu: HashMap<i64, i64>,
+    /// Project id -> contracts less refunds alone, minor units.
+    one_off: HashMap<i64, i64>,
     /// Use case id -> imported lines whose charge period starts in the period, millionths.
     imported: HashMap<i64, i64>,
 }
 
 impl SpendBook {
     fn of(&self, u: &crate::ai::UseCase, hidden: bool) -> Spend {
-        let gpu = |ids: &[i64]| {
-            ids.iter()
-                .map(|p| self.gpu.get(p).copied().unwrap_or(0))
-                .fold(0i64, i64::saturating_add)
+        let sum = |of: &HashMap<i64, i64>| {
+            let projects = |ids: &[i64]| {
+                ids.iter()
+                    .map(|p| of.get(p).copied().unwrap_or(0))
+                    .fold(0i64, i64::saturating_add)
+            };
+            let seen = projects(&u.project_ids);
+            if hidden {
+                seen.saturating_add(projects(&u.hidden_project_ids))
+            } else {
+                seen
+            }
         };
-        let mut gpu_minor = gpu(&u.project_ids);
-        if hidden {
-            gpu_minor = gpu_minor.saturating_add(gpu(&u.hidden_project_ids));
-        }
         Spend {
-            gpu_minor,
+            gpu_minor: sum(&self.gpu),
+            gpu_one_off_minor: sum(&self.one_off),
             imported_micro: self.imported.get(&u.id).copied().unwrap_or(0),
         }
     }
@@ -735,8 +759,9 @@ impl SpendBook {
 pub async fn by_use_case(db: &PgPool, period: Period) -> Result<SpendBook, sqlx::Error> {
     let (start, end) = period.bounds();
     let mut out = SpendBook::default();
-    let gpu: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT p.project_id, coalesce(sum(CASE p.kind WHEN 'refund' THEN -p.amount_minor ELSE p.amount_minor END), 0)::bigint \
+    let gpu: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT p.project_id, coalesce(sum(CASE p.kind WHEN 'refund' THEN -p.amount_minor ELSE p.amount_minor END), 0)::bigint, \
+                coalesce(sum(CASE p.kind WHEN 'refund' THEN -p.amount_minor WHEN 'contract' THEN p.amount_minor ELSE 0 END), 0)::bigint \
          FROM ledger_postings p \
          WHERE p.period_start = $1 AND p.kind IN ('usage', 'contract', 'refund') \
            AND p.project_id IN (SELECT project_id FROM ai_use_case_projects) GROUP BY p.project_id",
@@ -744,7 +769,10 @@ pub async fn by_use_case(db: &PgPool, period: Period) -> Result<SpendBook, sqlx:
     .bind(start)
     .fetch_all(db)
     .await?;
-    out.gpu = gpu.into_iter().collect();
+    for (project, all, one_off) in gpu {
+        out.gpu.insert(project, all);
+        out.one_off.insert(project, one_off);
+    }
     let imported: Vec<(i64, String)> = sqlx::query_as(
         "SELECT use_case_id, sum(amount_micro)::text FROM ai_spend_rows \
          WHERE use_case_id IS NOT NULL AND period_start >= $1 AND period_start < $2 GROUP BY use_case_id",
@@ -785,6 +813,34 @@ mod tests {
         for bad in ["1.0000004", "1.0000005", "0.0000009", "0", "-1", "x"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A contract bought this month counts once in the forecast; run usage and imported
+    /// spend go on at their rate (found by a new-user check: a 160 EUR contract was projected
+    /// as if it were spent again every few days).
+    #[test]
+    fn a_forecast_counts_contracts_once() {
+        let start = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let period = Period {
+            start,
+            end: start + jiff::SignedDuration::from_hours(240),
+        };
+        let now = start + jiff::SignedDuration::from_hours(48);
+        let spend = Spend {
+            gpu_minor: 1_160,
+            gpu_one_off_minor: 160,
+            // 2.00 imported: 200 minor units.
+            imported_micro: 2_000_000,
+        };
+        assert_eq!(spend.total(), Money(1_360));
+        // 160 once, then (1,000 usage + 200 imported) over 2 of 10 days: x5.
+        assert_eq!(spend.forecast(period, now), Money(160 + 6_000));
+        let refunded = Spend {
+            gpu_minor: 1_000,
+            gpu_one_off_minor: 0,
+            imported_micro: 0,
+        };
+        assert_eq!(refunded.forecast(period, now), Money(5_000));
     }
 
     #[test]

@@ -87,7 +87,8 @@ pub struct UseCaseFired {
 /// containing `now` and the one before (spend imported late still counts there): its
 /// thresholds fire once per period and kind, like a project's, to the leads of its owner
 /// team (and above) and finance; the forecast is the period's spend so far extrapolated to
-/// its end ([`forecast`], all of it as usage), for the current period only. A use case of the
+/// its end ([`crate::ai::spend::Spend::forecast`]: contracts less refunds count once, run
+/// usage and imported spend at their rate), for the current period only. A use case of the
 /// critical-systems bag whose actual spend reaches 100% raises "stop rule triggered" once per
 /// period ([`crate::ai::stop_rule_triggered`]). A period that ended before the use case was
 /// registered is not checked: its limit was not in force then. Idempotent.
@@ -122,9 +123,10 @@ pub async fn check_use_cases(
             if crate::ledger::to_jiff(*created) >= period.end {
                 continue;
             }
-            let spent = linked.get(id).map_or(0, |u| spend.whole(u).total().0);
+            let whole = linked.get(id).map(|u| spend.whole(u)).unwrap_or_default();
+            let spent = whole.total().0;
             let projected = if period == current {
-                forecast(0, spent, period, now)
+                whole.forecast(period, now).0
             } else {
                 spent
             };
