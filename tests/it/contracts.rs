@@ -348,7 +348,8 @@ async fn contract_bad_input_is_refused_with_the_numbers() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    // A lead cannot buy for a project outside their subtree.
+    // A lead cannot buy for a project outside their subtree: outside their view, it is
+    // answered as a missing one.
     let (status, answer) = app
         .api(
             "POST",
@@ -357,7 +358,7 @@ async fn contract_bad_input_is_refused_with_the_numbers() {
             Some(with("gpus", json!(1))),
         )
         .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     let contracts: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
         .fetch_one(&app.pool)
         .await
@@ -1297,10 +1298,10 @@ async fn a_retried_purchase_with_its_idempotency_key_buys_once() {
     assert_eq!(refused["error"]["code"], "idempotency_mismatch");
     assert_eq!(refused["error"]["field"], "Idempotency-Key");
     // Keys are the buyer's own: another lead's same key is another purchase (refused here
-    // for p2's own reasons, not as a repeat of lead1's).
+    // for its own reasons, p1 being outside lead2's view, not as a repeat of lead1's).
     let lead2 = app.token_for("lead2").await;
     let (status, answer) = buy_with_key(&app, &lead2, "buy-1", &body).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     let (contracts, payments): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM contracts), (SELECT count(*) FROM ledger_postings WHERE kind = 'contract')",
     )
