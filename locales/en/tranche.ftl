@@ -267,6 +267,7 @@ run-within-project = (within the project)
 run-charges = Charges
 run-charges-none = none yet (a run is charged as it runs; its minimum runtime's cost is only held)
 run-charges-never-ran = none: it never ran
+run-charges-ended-none = none
 run-charges-paid = { $money } from the project's budget for { $hours } GPU-hours
 run-charges-prepaid = { $hours } GPU-hours on the project's capacity contract, paid with it
 run-charges-free = { $hours } GPU-hours free (unallocated, or beyond the budget)

@@ -243,6 +243,7 @@ run-within-project = (dentro del proyecto)
 run-charges = Cargos
 run-charges-none = ninguno todavía (una ejecución se cobra mientras se ejecuta; el coste de su tiempo mínimo solo se reserva)
 run-charges-never-ran = ninguno: nunca llegó a ejecutarse
+run-charges-ended-none = ninguno
 run-charges-paid = { $money } del presupuesto del proyecto por { $hours } horas de GPU
 run-charges-prepaid = { $hours } horas de GPU en el contrato de capacidad del proyecto, ya pagadas con él
 run-charges-free = { $hours } horas de GPU gratuitas (sin asignación, o más allá del presupuesto)

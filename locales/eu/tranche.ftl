@@ -237,6 +237,7 @@ run-within-project = (proiektuaren barruan)
 run-charges = Kobrantzak
 run-charges-none = oraindik ez (exekuzio bat exekutatzen den bitartean kobratzen da; gutxieneko denboraren kostua erreserbatu baino ez da egiten)
 run-charges-never-ran = bat ere ez: ez da inoiz exekutatu
+run-charges-ended-none = bat ere ez
 run-charges-paid = { $money } proiektuaren aurrekontutik { $hours } GPU-ordurengatik
 run-charges-prepaid = { $hours } GPU-ordu proiektuaren edukiera-kontratuan, harekin ordainduta
 run-charges-free = { $hours } GPU-ordu doan (esleipenik gabe, edo aurrekontutik haratago)

@@ -1691,6 +1691,15 @@ mod tests {
             let child = command.spawn().unwrap();
             let pid = i32::try_from(child.id()).unwrap();
             let started = crate::process::start_time(pid).unwrap();
+            // A spawn returns while the kernel may still be setting up the new program's
+            // environment (`/proc/PID/environ` reads empty until then): wait for it.
+            let deadline = std::time::Instant::now() + GUARD;
+            while !std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| e.windows(13).any(|w| w == b"TRANCHE_NODE="))
+            {
+                assert!(std::time::Instant::now() < deadline, "no environment");
+                std::thread::yield_now();
+            }
             (child, pid, started)
         };
         // A line as an earlier agent wrote it (another boot, or a build before boot ids).

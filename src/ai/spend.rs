@@ -289,7 +289,7 @@ pub struct Outcome {
     pub amount_micro: i64,
     /// The new lines per use case (unassigned last).
     pub shares: Vec<Share>,
-    /// The first and last day the file covers.
+    /// The first and last day the file covers, in the organisation's time zone.
     pub covers: (String, String),
     /// The import's id, once imported.
     pub import_id: Option<i64>,
@@ -501,8 +501,9 @@ pub async fn import(
     });
     let first = parsed.lines.iter().map(|l| l.start).min();
     let last = parsed.lines.iter().map(|l| l.end).max();
+    // Days in the organisation's zone, as the months the lines count in.
     let day = |t: Option<jiff::Timestamp>| {
-        t.map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).date().to_string())
+        t.map(|t| t.to_zoned(site.time_zone.clone()).date().to_string())
             .unwrap_or_default()
     };
     let amount_micro: i64 = fresh.iter().map(|(.., a)| *a).sum();

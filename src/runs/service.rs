@@ -455,7 +455,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
         "SELECT r.id, r.state, r.stop_kind, r.resumable, \
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state <> 'exited'), \
                 (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
-                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL), \
+                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL AND NOT p.never_started), \
                 EXISTS (SELECT 1 FROM clusters c WHERE c.id = r.cluster_id AND c.executor = 'slurm'), \
                 NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND NOT p.never_started) \
          FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE OF r",
@@ -471,7 +471,9 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
             continue;
         }
         // A process with no exit status was not seen to stop: its node's agent was lost (the
-        // placement counts as exited; an agent that comes back stops what is left).
+        // placement counts as exited; an agent that comes back stops what is left). A
+        // placement whose process never started is not such a process (a gang cancelled while
+        // one node's GPUs were still in another run's grace period).
         let (to, kind_text, message) = match kind.as_deref() {
             Some("preempted") if resumable => ("queued", "requeued", "event-requeued-preempted"),
             Some("preempted") => ("preempted", "ended", "event-ended-preempted"),
@@ -484,7 +486,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
             }
             // Cancelled between its start decision and its processes' start: the agent had
             // nothing to stop (or was lost before it said so).
-            Some("cancelled") if unreported && never_ran => {
+            Some("cancelled") if never_ran => {
                 ("cancelled", "cancelled", "event-cancelled-before-start")
             }
             Some("cancelled") if unreported => {

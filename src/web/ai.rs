@@ -943,7 +943,7 @@ async fn spend_page(
                 i18n::format::medium_date(
                     i18n::current(),
                     crate::ledger::to_jiff(l.period_start)
-                        .to_zoned(jiff::tz::TimeZone::UTC)
+                        .to_zoned(state.site.time_zone.clone())
                         .date(),
                 ),
                 l.source,

@@ -944,7 +944,8 @@ async fn detail_page(
             charges: charges_words(
                 &d.charges,
                 &state.site.currency,
-                d.run.started_at.is_none() && d.run.ended_at.is_some(),
+                d.run.ended_at.is_some(),
+                d.run.started_at.is_some(),
             ),
             preemptions: stopped_attempts(&d.events, "preempted"),
             losses: stopped_attempts(&d.events, "lost"),
@@ -985,9 +986,9 @@ async fn detail_page(
 
 /// A run's charges in words, in the page's language: the money and GPU-hours paid from the
 /// budget, then those prepaid by a contract and those free, each only when there are some;
-/// for a run that ended without ever starting (`never_ran`: denied, cancelled while waiting),
-/// that it never ran.
-fn charges_words(c: &runs::Charges, currency: &str, never_ran: bool) -> String {
+/// for a run that ended without ever starting (denied, cancelled while waiting), that it
+/// never ran; for one that ended with nothing charged, none (not "none yet").
+fn charges_words(c: &runs::Charges, currency: &str, ended: bool, started: bool) -> String {
     let mut parts = Vec::new();
     if c.charged_gpu_seconds > 0 || c.charged_minor > 0 {
         parts.push(i18n::t2(
@@ -1006,8 +1007,10 @@ fn charges_words(c: &runs::Charges, currency: &str, never_ran: bool) -> String {
             parts.push(i18n::t1(key, "hours", i18n::format::gpu_hours(secs)));
         }
     }
-    if parts.is_empty() && never_ran {
+    if parts.is_empty() && ended && !started {
         i18n::t("run-charges-never-ran")
+    } else if parts.is_empty() && ended {
+        i18n::t("run-charges-ended-none")
     } else if parts.is_empty() {
         i18n::t("run-charges-none")
     } else {
@@ -1348,6 +1351,25 @@ pub fn router() -> Router<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nothing charged reads "none yet" only while the run may still be charged (found by a
+    /// new-user check: an ended run said "none yet").
+    #[test]
+    fn charges_say_none_yet_only_before_the_end() {
+        let none = runs::Charges::default();
+        assert!(charges_words(&none, "EUR", false, false).starts_with("none yet"));
+        assert!(charges_words(&none, "EUR", false, true).starts_with("none yet"));
+        assert_eq!(
+            charges_words(&none, "EUR", true, false),
+            "none: it never ran"
+        );
+        assert_eq!(charges_words(&none, "EUR", true, true), "none");
+        let free = runs::Charges {
+            free_gpu_seconds: 3600,
+            ..none
+        };
+        assert!(!charges_words(&free, "EUR", true, true).starts_with("none"));
+    }
 
     #[test]
     fn minutes_and_hours_parse_to_seconds() {

@@ -1886,3 +1886,48 @@ async fn a_new_use_case_is_not_alerted_about_months_before_it_existed() {
     .unwrap();
     assert_eq!((alerts, triggers), (0, 0));
 }
+
+/// An imported line is dated in the organisation's zone, as the month it counts in (found by
+/// a new-user check in Europe/Madrid: a line charged from 23:30 UTC on 30 November, 00:30 on
+/// 1 December in Madrid, counted in December but shown as 30 November).
+#[tokio::test]
+async fn imported_lines_are_dated_in_the_organisations_zone() {
+    let mut site = Site::for_tests();
+    site.currency = "EUR".into();
+    site.time_zone = jiff::tz::TimeZone::get("Europe/Madrid").unwrap();
+    site.time_zone_name = "Europe/Madrid".into();
+    site.periods = tranche::domain::PeriodCalendar::new(site.time_zone.clone());
+    let app = TestApp::with_site(site).await;
+    tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let finance = tranche::auth::Account::load(
+        &app.pool,
+        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-finance'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let header = FOCUS_SAMPLE.lines().next().unwrap();
+    let file = format!(
+        "{header}\n5.00,EUR,2026-12-01T00:00:00Z,2027-01-01T00:00:00Z,2026-11-30T23:30:00Z,2026-12-01T23:30:00Z,Usage,Tokens,Azure OpenAI,AI and Machine Learning,Microsoft,sub-x,X,\"{{}}\"\n"
+    );
+    let outcome = tranche::ai::spend::import(
+        &app.pool,
+        &finance,
+        &app.state.site,
+        tranche::ai::import::Format::Focus,
+        "madrid.csv",
+        file.as_bytes(),
+        None,
+        true,
+    )
+    .await
+    .unwrap();
+    // It ends at 00:30 on 2 December in Madrid.
+    assert_eq!(
+        outcome.covers,
+        ("2026-12-01".to_string(), "2026-12-02".to_string())
+    );
+}

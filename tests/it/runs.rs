@@ -1110,6 +1110,36 @@ async fn a_run_cancelled_before_its_processes_started_says_so() {
     assert_eq!(live, 1, "its agent is not lost");
 }
 
+/// A gang cancelled while one node's process ran and the other's had not started (its GPUs
+/// still in another run's grace period) ends saying its processes stopped, not that its live
+/// agent was lost (found by a new-user check).
+#[tokio::test]
+async fn a_half_started_gang_cancelled_says_its_processes_stopped() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["hg-1", "hg-2"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 16, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    let report = |state: &str| {
+        let mut r = json!({"run": run, "attempt": 1, "node": nodes[0], "state": state});
+        if state == "exited" {
+            r["signal"] = json!(15);
+        }
+        json!([r])
+    };
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report("running")).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    cancel(&o, run).await;
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report("exited")).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
+    assert_eq!(
+        last_event(&o.app, run, "cancelled").await,
+        "cancelled; its processes have stopped"
+    );
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]
