@@ -110,7 +110,8 @@ type DesiredRow = (
 );
 
 /// The orders for `nodes` (the pass's decisions as they stand): assignments (with their secret environment opened with
-/// `key`: the executor is the only place they go) and stops.
+/// `key`: the executor is the only place they go) and stops. A gang's placements held until
+/// all its GPUs are free are no order yet ([`crate::runs::service`], "gang start barrier").
 ///
 /// # Errors
 /// Database errors.
@@ -125,7 +126,7 @@ pub async fn orders(
                 GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env, \
                 (SELECT u.name FROM users u WHERE u.id = r.submitted_by) \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
-         WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' ORDER BY p.run_id, p.node_id",
+         WHERE p.node_id = ANY($1) AND p.proc_state <> 'exited' AND NOT p.held ORDER BY p.run_id, p.node_id",
     )
     .bind(nodes)
     .fetch_all(pool)
@@ -168,7 +169,7 @@ pub async fn orders_since(
                 GREATEST(0, ceil(extract(epoch FROM r.kill_at - now())))::BIGINT, r.secret_env, \
                 (SELECT u.name FROM users u WHERE u.id = r.submitted_by) \
          FROM run_placements p JOIN runs r ON r.id = p.run_id \
-         WHERE p.node_id = ANY($1) AND p.order_version > $2 AND p.order_version <= $3 AND p.proc_state <> 'exited' \
+         WHERE p.node_id = ANY($1) AND p.order_version > $2 AND p.order_version <= $3 AND p.proc_state <> 'exited' AND NOT p.held \
          ORDER BY p.run_id, p.node_id",
     )
     .bind(nodes)

@@ -1715,6 +1715,11 @@ pub struct Placement {
     /// On a Slurm cluster: the attempt's Slurm job (`gpus` are then the indices Slurm gave
     /// it, its `CUDA_VISIBLE_DEVICES`, once it runs).
     pub slurm_job: Option<i64>,
+    /// `held` (a gang member waiting for GPUs another run's process still uses: no member is
+    /// started before all can be) or `never_started` (stopped before its process started);
+    /// empty otherwise. For pages; the API's `process` says `assigned` and `exited`.
+    #[serde(skip)]
+    pub note: String,
 }
 
 /// Everything the run page shows.
@@ -1798,7 +1803,8 @@ pub async fn detail(
         "SELECT p.attempt, n.name AS node, COALESCE(p.executor_gpus, p.gpu_indices) AS gpus, p.proc_state AS process, p.exit_code, \
                 CASE WHEN r.state IN ('starting', 'running') AND p.attempt = r.attempt AND n.gpu_utilization IS NOT NULL \
                      THEN ARRAY(SELECT n.gpu_utilization[i + 1] FROM unnest(p.gpu_indices) AS i) END AS utilization, \
-                (SELECT j.job_id FROM slurm_jobs j WHERE j.run_id = p.run_id AND j.attempt = p.attempt) AS slurm_job \
+                (SELECT j.job_id FROM slurm_jobs j WHERE j.run_id = p.run_id AND j.attempt = p.attempt) AS slurm_job, \
+                CASE WHEN p.held AND p.proc_state = 'assigned' THEN 'held' WHEN p.never_started THEN 'never_started' ELSE '' END AS note \
          FROM run_placements p JOIN nodes n ON n.id = p.node_id JOIN runs r ON r.id = p.run_id \
          WHERE p.run_id = $1 ORDER BY p.attempt, n.name",
     )

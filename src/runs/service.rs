@@ -198,6 +198,52 @@ pub async fn snapshot_pair(state: &AppState) -> Result<SnapshotPair, AppError> {
     result
 }
 
+/// A live process of another run (or attempt) uses a GPU of one of attempt `m`'s placements:
+/// SQL condition on the placement alias `m`.
+const GPUS_IN_USE: &str = "EXISTS (SELECT 1 FROM run_placements q WHERE q.node_id = m.node_id \
+     AND q.proc_state <> 'exited' AND q.gpu_indices && m.gpu_indices \
+     AND NOT (q.run_id = m.run_id AND q.attempt = m.attempt))";
+
+/// Gang start barrier, first half: of the runs just placed (`starts`), the gangs on several
+/// nodes of agent clusters with a GPU still used by another run's live process (a preempted
+/// or cancelled run in its grace period) have their placements held: no order to their
+/// agents yet, so that no member starts, runs and is charged nothing while another waits
+/// ([`release_gangs`] gives the orders together). A gang on one node needs no barrier: its
+/// agent starts it once its GPUs are free.
+///
+/// # Errors
+/// Database errors.
+async fn hold_gangs(conn: &mut PgConnection, starts: &[i64]) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "UPDATE run_placements p SET held = true \
+         FROM runs r JOIN clusters c ON c.id = r.cluster_id AND c.executor = 'agent' \
+         WHERE r.id = p.run_id AND p.attempt = r.attempt AND r.id = ANY($1) \
+         AND (SELECT count(*) FROM run_placements s WHERE s.run_id = p.run_id AND s.attempt = p.attempt) > 1 \
+         AND EXISTS (SELECT 1 FROM run_placements m WHERE m.run_id = p.run_id AND m.attempt = p.attempt AND {GPUS_IN_USE})"
+    );
+    sqlx::query(&sql).bind(starts).execute(conn).await?;
+    Ok(())
+}
+
+/// Gang start barrier, second half: the held placements of starting runs whose every GPU is
+/// now free are released together, each with a new order version (drawn under the pass lock,
+/// as every order's), and the agents are told. Returns how many were released.
+///
+/// # Errors
+/// Database errors.
+async fn release_gangs(conn: &mut PgConnection) -> Result<u64, sqlx::Error> {
+    let sql = format!(
+        "UPDATE run_placements p SET held = false, order_version = nextval('order_versions') \
+         FROM runs r WHERE r.id = p.run_id AND p.attempt = r.attempt AND r.state = 'starting' AND p.held \
+         AND NOT EXISTS (SELECT 1 FROM run_placements m WHERE m.run_id = p.run_id AND m.attempt = p.attempt AND {GPUS_IN_USE})"
+    );
+    let released = sqlx::query(&sql).execute(&mut *conn).await?.rows_affected();
+    if released > 0 {
+        notify_agents(conn).await?;
+    }
+    Ok(released)
+}
+
 /// Tells agents' long polls on every replica that assignments changed, at commit.
 ///
 /// # Errors
@@ -1301,6 +1347,8 @@ async fn pass_inner(
     finish_exited(&mut tx, &stopping).await?;
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
     report.ended = ended + reaped.len();
+    // Gangs whose GPUs the processes just ended have freed start now, together.
+    release_gangs(&mut tx).await?;
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;
     // A run's attempt counts from its processes' start (the last of a gang's), not from its
     // placement: the wait for a previous run's grace period on its GPUs is neither charged
@@ -1555,6 +1603,7 @@ async fn pass_inner(
         .bind(&place_gpus)
         .execute(&mut *tx)
         .await?;
+        hold_gangs(&mut tx, &starts).await?;
         // Stamped no earlier than the entries this pass wrote before it (a requeue of the same
         // run after its node was lost), so a timeline sorted by time keeps the order.
         sqlx::query(

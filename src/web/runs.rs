@@ -965,7 +965,11 @@ async fn detail_page(
                     job: p.slurm_job.map_or(String::new(), |j| {
                         i18n::t1("run-slurm-job", "job", j.to_string())
                     }),
-                    process: i18n::t(&format!("proc-{}", p.process)),
+                    process: if p.note.is_empty() {
+                        i18n::t(&format!("proc-{}", p.process))
+                    } else {
+                        i18n::t(&format!("proc-{}", p.note.replace('_', "-")))
+                    },
                     exit_code: p.exit_code.map_or(String::new(), |c| c.to_string()),
                     utilization: p.utilization.as_ref().map_or(String::new(), |u| {
                         u.iter()

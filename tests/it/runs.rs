@@ -1140,6 +1140,72 @@ async fn a_half_started_gang_cancelled_says_its_processes_stopped() {
     );
 }
 
+/// A gang's processes start together: placed while one node's GPUs are still used by a
+/// cancelled run in its grace period, no member is ordered to start (found by a new-user
+/// check: the free node's half ran to its end, uncharged, before the other half started);
+/// once that process exits, the next pass orders both at once, as news to a delta sync.
+#[tokio::test]
+async fn a_gang_starts_on_all_its_nodes_together() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["gb-1", "gb-2"]).await;
+    let first = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    pass(&o.app).await;
+    processes_running(&o.app, &[first]).await;
+    let first_node: i64 =
+        sqlx::query_scalar("SELECT node_id FROM run_placements WHERE run_id = $1")
+            .bind(first)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    cancel(&o, first).await;
+    let gang = submit(&o, run_body("fm-pretrain-7b", 16, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gang).await, "starting");
+    let delta = |since: i64, runs: Value| {
+        let (app, agent, session) = (&o.app, o.agent.clone(), session.clone());
+        let nodes: Vec<Value> = nodes.iter().map(|n| json!({"node": n})).collect();
+        async move {
+            let (status, answer) = app
+                .api(
+                    "POST",
+                    "/api/v1/agent/sync",
+                    Some(&agent),
+                    Some(json!({"session": session, "wait_s": 0, "nodes": nodes, "runs": runs, "since": since})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            answer
+        }
+    };
+    let still = json!([{"run": first, "attempt": 1, "node": first_node, "state": "running"}]);
+    let answer = delta(0, still.clone()).await;
+    assert!(
+        assignments(&answer).iter().all(|(run, ..)| *run != gang),
+        "no member ordered while a GPU is in use: {answer}"
+    );
+    let (_, whole) = sync(&o.app, &o.agent, &session, &nodes, still).await;
+    assert!(
+        assignments(&whole).iter().all(|(run, ..)| *run != gang),
+        "{whole}"
+    );
+    // The cancelled run's process exits: both members are ordered, as news.
+    let version = answer["version"].as_i64().unwrap();
+    let gone =
+        json!([{"run": first, "attempt": 1, "node": first_node, "state": "exited", "signal": 15}]);
+    delta(version, gone).await;
+    pass(&o.app).await;
+    let answer = delta(version, json!([])).await;
+    let mut ordered: Vec<i64> = assignments(&answer)
+        .into_iter()
+        .filter(|(run, ..)| *run == gang)
+        .map(|(_, node, _)| node)
+        .collect();
+    ordered.sort_unstable();
+    let mut all = nodes.clone();
+    all.sort_unstable();
+    assert_eq!(ordered, all, "{answer}");
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]
