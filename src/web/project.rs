@@ -514,7 +514,8 @@ pub async fn standing(
         .collect();
     // Greater key first; ties to the lower id, as the core.
     ranked.sort_by(|(a, ka), (b, kb)| kb.compare(ka).then(a.id.cmp(&b.id)));
-    let hours = |secs: i64| i18n::format::gpu_hours(secs);
+    // Two decimals on every row, so a column of figures lines up (5,815.81 beside 5,573.80).
+    let hours = |secs: i64| i18n::format::grouped(i18n::current(), secs as f64 / 3600.0, 2);
     let sibling_rows: Vec<SiblingRow> = ranked
         .iter()
         .enumerate()
@@ -622,7 +623,7 @@ pub async fn standing(
             ("count", &rank.1),
             (
                 "usage",
-                &hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
+                &i18n::format::gpu_hours(by_sibling.get(&project.id).copied().unwrap_or(0)),
             ),
         ],
     );
