@@ -204,7 +204,9 @@ pub fn default_state_dir() -> PathBuf {
 /// runs' process groups behind, by design: a restarted agent adopts or stops them). Only
 /// processes proven to be the recorded ones are signalled. Returns how many groups were killed.
 pub fn kill_recorded(state_dir: &std::path::Path, nodes: &[String]) -> usize {
-    supervisor::ProcessRecords::new(state_dir.to_path_buf()).kill_leftovers(nodes)
+    supervisor::ProcessRecords::new(state_dir.to_path_buf())
+        .kill_leftovers(nodes)
+        .0
 }
 
 /// The node host name: `given` when set and not blank, else this machine's host name.
@@ -374,6 +376,9 @@ struct Agent {
     desired: Desired,
     /// Ask for the whole desired state at every sync (the protocol before delta syncs).
     full_sync: bool,
+    /// Process groups of these nodes that another agent started and left running: nothing
+    /// starts on their GPUs while they live.
+    foreign: Vec<supervisor::Foreign>,
 }
 
 /// The orders of the current session, merged from delta answers (docs/agent-protocol.md
@@ -507,6 +512,7 @@ impl Agent {
             session: None,
             desired: Desired::default(),
             full_sync: args.full_sync,
+            foreign: Vec::new(),
         })
     }
 
@@ -517,7 +523,11 @@ impl Agent {
             // anything starts on them: stop what an earlier agent of theirs left running.
             if !self.cleaned_up {
                 self.cleaned_up = true;
-                self.records.kill_leftovers(&self.names);
+                let (_, foreign) = self.records.kill_leftovers(&self.names);
+                self.foreign = foreign
+                    .iter()
+                    .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
+                    .collect();
             }
             match self.sync_loop().await? {
                 SessionEnd::Reregister => self.session = None,
@@ -771,6 +781,30 @@ impl Agent {
         changed
     }
 
+    /// The live local processes, and the other agents' process groups still alive as
+    /// processes already being stopped (so [`reconcile`] counts their GPUs as used and never
+    /// asks to stop them: their run is not theirs to know), keyed by a run id no run has
+    /// (minus the pid).
+    fn local_and_foreign(&mut self) -> Vec<LocalProcess> {
+        self.foreign.retain(supervisor::Foreign::alive);
+        let mut local = self.sup.local();
+        for f in &self.foreign {
+            let Some((&node, _)) = self.node_names.iter().find(|(_, name)| **name == f.node) else {
+                continue;
+            };
+            local.push(LocalProcess {
+                key: RunKey {
+                    run: -i64::from(f.pid),
+                    attempt: 0,
+                    node,
+                },
+                gpus: f.gpus.clone(),
+                stopping: Some(Duration::ZERO),
+            });
+        }
+        local
+    }
+
     /// Carries out a whole desired state; true when something was started or stopped.
     fn carry_out(&mut self, answer: &SyncAnswer) -> bool {
         for a in &answer.assignments {
@@ -783,7 +817,7 @@ impl Agent {
                 );
             }
         }
-        let plan = reconcile(answer, &self.sup.local(), &self.started);
+        let plan = reconcile(answer, &self.local_and_foreign(), &self.started);
         for (key, grace) in &plan.stop {
             let node = self.node_label(key.node);
             tracing::info!(run = key.run, attempt = key.attempt, %node, grace_s = grace.as_secs_f64(), "stopping");
@@ -1739,7 +1773,7 @@ mod tests {
         let (mut legacy, pid8, started8) = spawn(Some("s-eight"));
         write(format!("start {pid8} {started8} s-eight"));
 
-        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 3);
+        assert_eq!(records.kill_leftovers(&["n1".to_string()]).0, 3);
         for c in [&mut ours, &mut bare, &mut legacy] {
             assert_eq!(c.wait().unwrap().signal(), Some(9));
         }
@@ -1754,7 +1788,7 @@ mod tests {
             assert_eq!(c.try_wait().unwrap(), None, "spared");
         }
         // The records start afresh: nothing is killed twice.
-        assert_eq!(records.kill_leftovers(&["n1".to_string()]), 0);
+        assert_eq!(records.kill_leftovers(&["n1".to_string()]).0, 0);
         for mut c in [
             other_boot,
             other_secret,
@@ -1766,6 +1800,69 @@ mod tests {
             c.kill().unwrap();
             c.wait().unwrap();
         }
+    }
+
+    /// A run's process group that another agent (other records) left on a node keeps its GPUs:
+    /// this agent does not stop it (it cannot prove whose it is) and starts nothing on its GPUs
+    /// until it ends (found by a new-user check: an agent restarted with another --state-dir
+    /// started a run's next attempt on the GPUs its previous attempt still used).
+    #[tokio::test]
+    async fn another_agents_process_keeps_its_gpus_until_it_ends() {
+        use std::os::unix::process::CommandExt;
+        let dir = TempDir::new("foreign");
+        let node = format!("foreign-{}", std::process::id());
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("TRANCHE_NODE", &node)
+            .env(OWNER_ENV, "another-agents-secret")
+            .env("CUDA_VISIBLE_DEVICES", "1,2")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let deadline = Instant::now() + GUARD;
+        while !std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|e| e.windows(13).any(|w| w == b"TRANCHE_NODE="))
+        {
+            assert!(Instant::now() < deadline, "no environment");
+            std::thread::yield_now();
+        }
+        let records = ProcessRecords::new(dir.0.join("state"));
+        let (killed, foreign) = records.kill_leftovers(std::slice::from_ref(&node));
+        assert_eq!((killed, foreign.clone()), (0, vec![(pid, node.clone())]));
+        let args = AgentArgs {
+            server: "http://127.0.0.1:9/".into(),
+            token: Secret::new("sekrit"),
+            gpus: "8xH100".parse().unwrap(),
+            nodes: 1,
+            name: Some(node.clone()),
+            log_dir: dir.0.join("logs"),
+            log_max_bytes: 1 << 20,
+            state_dir: dir.0.join("state"),
+            utilization_file: None,
+            full_sync: false,
+            run_as_submitter: false,
+        };
+        let mut agent = Agent::new(&args).await.unwrap();
+        agent.node_names.insert(12, node.clone());
+        agent.foreign = foreign
+            .iter()
+            .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
+            .collect();
+        assert_eq!(agent.foreign[0].gpus, vec![1, 2]);
+        let answer = SyncAnswer {
+            assignments: vec![assignment(2, 12, &[2]), assignment(3, 12, &[3])],
+            stops: vec![],
+            ..SyncAnswer::default()
+        };
+        let plan = reconcile(&answer, &agent.local_and_foreign(), &HashSet::new());
+        assert_eq!(starts(&plan), vec![key(3, 12)]);
+        assert_eq!(plan.waiting, vec![key(2, 12)]);
+        assert!(plan.stop.is_empty(), "not ours to stop");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let plan = reconcile(&answer, &agent.local_and_foreign(), &HashSet::new());
+        assert_eq!(starts(&plan), vec![key(2, 12), key(3, 12)]);
     }
 
     /// Process groups an agent started for a node are found without records (another state

@@ -433,8 +433,10 @@ impl ProcessRecords {
     /// their GPUs must be free before anything new starts. Only processes proven to be the
     /// recorded ones are signalled; then the records of `nodes` start afresh. Call only once
     /// the server accepted the registration of `nodes`, and before anything starts on them.
-    /// Returns how many groups were killed.
-    pub fn kill_leftovers(&self, nodes: &[String]) -> usize {
+    /// Returns how many groups were killed, and the groups of `nodes` it found and could not
+    /// prove ([`agent_groups`]: started by an agent whose records are elsewhere), as (pid,
+    /// node), left running.
+    pub fn kill_leftovers(&self, nodes: &[String]) -> (usize, Vec<(i32, String)>) {
         let mut killed = Vec::new();
         for node in nodes {
             for r in self.open_starts(node) {
@@ -456,17 +458,19 @@ impl ProcessRecords {
                 tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
             }
         }
+        let mut foreign = Vec::new();
         for (pid, node) in agent_groups(nodes) {
             if !killed.contains(&pid) {
                 tracing::error!(
                     pid,
                     %node,
                     state_dir = %self.dir.display(),
-                    "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped and may use the GPUs this agent assigns; stop it, or restart the agent with that agent's --state-dir"
+                    "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped, and nothing starts on its GPUs while it runs; stop it, or restart the agent with that agent's --state-dir"
                 );
+                foreign.push((pid, node));
             }
         }
-        killed.len()
+        (killed.len(), foreign)
     }
 }
 
@@ -505,6 +509,46 @@ pub(super) fn agent_groups(nodes: &[String]) -> Vec<(i32, String)> {
         }
     }
     out
+}
+
+/// A run's process group that another agent (other records) started on one of this agent's
+/// nodes and left running: this agent starts nothing on its GPUs while it lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Foreign {
+    pub(super) pid: i32,
+    pub(super) started: u64,
+    pub(super) node: String,
+    /// Its `CUDA_VISIBLE_DEVICES`.
+    pub(super) gpus: Vec<u32>,
+}
+
+impl Foreign {
+    /// The group `pid` of `node` as it runs now; `None` once it is gone.
+    pub(super) fn read(pid: i32, node: &str) -> Option<Foreign> {
+        let started = crate::process::start_time(pid)?;
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let gpus = env
+            .split(|b| *b == 0)
+            .find_map(|v| v.strip_prefix(b"CUDA_VISIBLE_DEVICES="))
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .split(',')
+                    .filter_map(|g| g.trim().parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Foreign {
+            pid,
+            started,
+            node: node.to_string(),
+            gpus,
+        })
+    }
+
+    /// Whether it still runs.
+    pub(super) fn alive(&self) -> bool {
+        crate::process::is_alive(self.pid, self.started)
+    }
 }
 
 /// Whether the live process `r.pid` is the recorded one: same start time, leader of its own
