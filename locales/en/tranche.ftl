@@ -580,6 +580,7 @@ event-time-limit-job-gone = stopped at its time limit; Slurm no longer lists its
 event-time-limit-stopped = stopped at its time limit
 event-gang-failed = a process of the gang failed; the others were stopped
 event-requeued-lost = requeued after its node was lost
+event-requeued-lost-unstarted = requeued: its node was lost before its processes started there (nothing ran, so it runs again whether or not it is resumable)
 event-lost = its node was lost and the run is not resumable
 event-exited = exited with { $status }
 event-exited-0 = exited with status 0

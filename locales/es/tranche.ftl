@@ -558,6 +558,7 @@ event-time-limit-job-gone = detenida al llegar a su tiempo límite; Slurm ya no 
 event-time-limit-stopped = detenida en su límite de tiempo
 event-gang-failed = un proceso del grupo ha fallado; los demás se han detenido
 event-requeued-lost = vuelve a la cola tras perderse su nodo
+event-requeued-lost-unstarted = vuelve a la cola: su nodo se perdió antes de que arrancaran sus procesos (no se ejecutó nada, así que vuelve a ejecutarse sea o no reanudable)
 event-lost = su nodo se ha perdido y la ejecución no es reanudable
 event-exited = terminó con { $status }
 event-exited-0 = terminó con estado 0

@@ -555,6 +555,7 @@ event-time-limit-job-gone = muga-denboran geldituta; Slurm-ek ez du bere lana er
 event-time-limit-stopped = denbora-mugan gelditua
 event-gang-failed = taldeko prozesu batek huts egin du; besteak gelditu dira
 event-requeued-lost = ilarara itzuli da bere nodoa galdu ondoren
+event-requeued-lost-unstarted = ilarara itzuli da: bere nodoa galdu zen prozesuak bertan abiatu aurretik (ez zen ezer exekutatu, beraz berriro exekutatuko da, berrekingarria izan ala ez)
 event-lost = bere nodoa galdu da eta exekuzioa ez da berrabiagarria
 event-exited = amaitu da: { $status }
 event-exited-0 = amaitu da: 0 egoera

@@ -124,6 +124,12 @@ pub(super) struct Gpus {
 }
 
 impl Gpus {
+    /// Whether these are the machine's real GPUs (`--gpus auto`): then an index in another
+    /// process's `CUDA_VISIBLE_DEVICES` is a GPU in use; a declared inventory is no machine's.
+    pub(super) fn physical(&self) -> bool {
+        self.auto
+    }
+
     pub(super) async fn detect(spec: &GpuSpec) -> anyhow::Result<Self> {
         match spec {
             GpuSpec::Declared { count, model } => Ok(Gpus {

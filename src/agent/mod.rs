@@ -524,10 +524,13 @@ impl Agent {
             if !self.cleaned_up {
                 self.cleaned_up = true;
                 let (_, foreign) = self.records.kill_leftovers(&self.names);
-                self.foreign = foreign
-                    .iter()
-                    .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
-                    .collect();
+                // On real GPUs only: declared ones (`--gpus 8xH100`) are shared by nothing.
+                if self.gpus.physical() {
+                    self.foreign = foreign
+                        .iter()
+                        .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
+                        .collect();
+                }
             }
             match self.sync_loop().await? {
                 SessionEnd::Reregister => self.session = None,

@@ -465,7 +465,7 @@ impl ProcessRecords {
                     pid,
                     %node,
                     state_dir = %self.dir.display(),
-                    "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped, and nothing starts on its GPUs while it runs; stop it, or restart the agent with that agent's --state-dir"
+                    "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped (with --gpus auto, nothing starts on its GPUs while it runs); stop it, or restart the agent with that agent's --state-dir"
                 );
                 foreign.push((pid, node));
             }

@@ -542,6 +542,7 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
             Some("time_limit") if unreported => ("failed", "failed", "event-time-limit-node-lost"),
             Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
             Some("failed") => ("failed", "failed", "event-gang-failed"),
+            Some("lost") if never_ran => ("queued", "requeued", "event-requeued-lost-unstarted"),
             Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
             _ => ("lost", "lost", "event-lost"),
         };
@@ -727,8 +728,20 @@ pub async fn lose_node(
     node: i64,
     why: &Said,
 ) -> Result<(), AppError> {
+    // Starting runs none of whose processes was seen to start, on any node: nothing ran, so
+    // they are requeued whether or not they are resumable (finish_exited), and their timeline
+    // does not count a lost node.
+    let never_ran: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT r.id FROM run_placements p JOIN runs r ON r.id = p.run_id AND p.attempt = r.attempt \
+         WHERE p.node_id = $1 AND p.proc_state = 'assigned' AND r.state = 'starting' \
+         AND NOT EXISTS (SELECT 1 FROM run_placements q WHERE q.run_id = r.id AND q.attempt = r.attempt \
+                         AND (q.proc_state = 'running' OR (q.proc_state = 'exited' AND NOT q.never_started)))",
+    )
+    .bind(node)
+    .fetch_all(&mut *conn)
+    .await?;
     let runs: Vec<(i64, String)> = sqlx::query_as(
-        "UPDATE run_placements p SET proc_state = 'exited' FROM runs r \
+        "UPDATE run_placements p SET proc_state = 'exited', never_started = (p.proc_state = 'assigned') FROM runs r \
          WHERE p.node_id = $1 AND p.proc_state <> 'exited' AND r.id = p.run_id AND p.attempt = r.attempt \
          RETURNING r.id, r.state",
     )
@@ -748,12 +761,17 @@ pub async fn lose_node(
             _ => {}
         }
     }
+    let ran: Vec<i64> = live
+        .iter()
+        .copied()
+        .filter(|r| !never_ran.contains(r))
+        .collect();
     super::events(
         conn,
-        &live,
+        &ran,
         "lost",
-        &vec![why.clone(); live.len()],
-        &vec![None; live.len()],
+        &vec![why.clone(); ran.len()],
+        &vec![None; ran.len()],
     )
     .await?;
     begin_stops(conn, pool, site, &live, "lost").await?;

@@ -868,8 +868,9 @@ async fn a_silent_agent_loses_its_node_and_runs_requeue_or_end_lost() {
     let resumable = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     let fragile = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
     pass(&o.app).await;
-    assert_eq!(state_of(&o.app, resumable).await, "starting");
-    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    processes_running(&o.app, &[resumable, fragile]).await;
+    assert_eq!(state_of(&o.app, resumable).await, "running");
+    assert_eq!(state_of(&o.app, fragile).await, "running");
     // The agent's last heartbeat is past the timeout.
     silent_for_an_hour(&o.app, Some(nodes[0])).await;
     let report = pass(&o.app).await;
@@ -1206,6 +1207,47 @@ async fn a_gang_starts_on_all_its_nodes_together() {
     assert_eq!(ordered, all, "{answer}");
 }
 
+/// A run whose node is lost before any of its processes started is requeued even when it is
+/// not resumable: nothing ran (found by a new-user check: it ended as lost, its timeline said
+/// its processes there were gone, and its page counted a lost node).
+#[tokio::test]
+async fn a_run_whose_node_is_lost_before_it_started_is_requeued() {
+    let o = org().await;
+    let (_, nodes) = register(&o.app, &o.agent, &["nr-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    assert_eq!(pass(&o.app).await.nodes_lost, 1);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "queued");
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM run_events WHERE run_id = $1 ORDER BY id")
+            .bind(run)
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+    assert!(!kinds.iter().any(|k| k == "lost"), "{kinds:?}");
+    assert!(
+        last_event(&o.app, run, "requeued")
+            .await
+            .starts_with("requeued: its node was lost before its processes started"),
+    );
+    // One that had started is not resumable: it ends as lost.
+    let (session, nodes) = register(&o.app, &o.agent, &["nr-2"]).await;
+    let started = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
+    pass(&o.app).await;
+    let report = json!([{"run": started, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, started).await, "running");
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    pass(&o.app).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, started).await, "lost");
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]
@@ -1245,6 +1287,7 @@ async fn a_requeue_and_the_next_start_in_one_pass_keep_their_order_in_time() {
     let (_, first) = register(&o.app, &o.agent, &["order-1"]).await;
     let run = submit(&o, run_body("fm-pretrain-7b", 8, 0, true)).await;
     pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
     let (_, second) = register(&o.app, &o.agent, &["order-2"]).await;
     let on: i64 = sqlx::query_scalar("SELECT node_id FROM run_placements WHERE run_id = $1")
         .bind(run)
@@ -1274,7 +1317,14 @@ async fn a_requeue_and_the_next_start_in_one_pass_keep_their_order_in_time() {
             .unwrap();
     assert_eq!(
         by_id,
-        ["submitted", "started", "lost", "requeued", "started"]
+        [
+            "submitted",
+            "started",
+            "running",
+            "lost",
+            "requeued",
+            "started"
+        ]
     );
     assert_eq!(
         by_time, by_id,
@@ -1291,7 +1341,8 @@ async fn a_server_outage_is_not_counted_as_agent_silence() {
     let (_, nodes) = register(&o.app, &o.agent, &["outage-1"]).await;
     let fragile = submit(&o, run_body("fm-pretrain-7b", 4, 60, false)).await;
     pass(&o.app).await;
-    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    processes_running(&o.app, &[fragile]).await;
+    assert_eq!(state_of(&o.app, fragile).await, "running");
     // The server's last pass and the agent's last sync were an hour ago: the server was down.
     sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '1 hour' WHERE id = $1")
         .bind(nodes[0])
@@ -1306,7 +1357,7 @@ async fn a_server_outage_is_not_counted_as_agent_silence() {
     .await
     .unwrap();
     assert_eq!(pass(&o.app).await.nodes_lost, 0);
-    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    assert_eq!(state_of(&o.app, fragile).await, "running");
     let watching_for: f64 = sqlx::query_scalar(
         "SELECT extract(epoch FROM now() - watch_since)::float8 FROM snapshot_cursor",
     )
@@ -2377,8 +2428,9 @@ async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
     let resumable = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
     let fragile = submit(&o, run_body("fm-pretrain-7b", 8, 60, false)).await;
     pass(&o.app).await;
-    assert_eq!(state_of(&o.app, resumable).await, "starting");
-    assert_eq!(state_of(&o.app, fragile).await, "starting");
+    processes_running(&o.app, &[resumable, fragile]).await;
+    assert_eq!(state_of(&o.app, resumable).await, "running");
+    assert_eq!(state_of(&o.app, fragile).await, "running");
     let version_before = tree_version(&o.app).await;
     // Another session's stop changes nothing.
     let (status, answer) = o
@@ -2392,7 +2444,7 @@ async fn a_stopping_agent_loses_its_node_at_once_and_lost_nodes_do_not_count() {
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["nodes"], 0);
-    assert_eq!(state_of(&o.app, resumable).await, "starting");
+    assert_eq!(state_of(&o.app, resumable).await, "running");
     let (status, answer) = o
         .app
         .api(
@@ -2543,7 +2595,8 @@ async fn a_lost_node_is_shown_as_a_loss_not_as_a_preemption() {
     register(&o.app, &o.agent, &["l-1"]).await;
     let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     pass(&o.app).await;
-    assert_eq!(state_of(&o.app, run).await, "starting");
+    processes_running(&o.app, &[run]).await;
+    assert_eq!(state_of(&o.app, run).await, "running");
     // Its agent goes silent (stopped, restarting): the node is lost and the run requeued.
     silent_for_an_hour(&o.app, None).await;
     assert_eq!(pass(&o.app).await.nodes_lost, 1);
