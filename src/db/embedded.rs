@@ -391,7 +391,12 @@ impl Embedded {
             .arg("-l")
             .arg(&self.log_file)
             .arg("-o")
-            .arg(format!("-k {}", self.socket_dir.display()))
+            // Trust authentication is safe only because no one but the cluster's owner (and
+            // root) may connect: the socket is the owner's alone, not the default 0777.
+            .arg(format!(
+                "-k {} -c unix_socket_permissions=0700",
+                self.socket_dir.display()
+            ))
             .output()
             .context("cannot run pg_ctl start")?;
         if !out.status.success() {

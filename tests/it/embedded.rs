@@ -12,6 +12,21 @@ async fn embedded_cluster_keeps_its_data_across_restarts() {
         .await
         .expect("first start initialises the cluster");
     assert!(dir.join("postgres/PG_VERSION").exists());
+    // Its socket is its owner's alone (found by a new-user check: any local user could
+    // connect as the superuser, trust authentication and a 0777 socket).
+    let socket = std::fs::read_dir(dir.join("run"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy().starts_with(".s.PGSQL.")
+                    && !n.to_string_lossy().ends_with(".lock")
+            })
+        })
+        .expect("the socket");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
     let pw = tranche::db::users::first_run(&db.pool).await.unwrap();
     assert!(pw.is_some());
     // A second opener joins the running server instead of starting another.
