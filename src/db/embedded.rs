@@ -237,11 +237,18 @@ impl Embedded {
     }
 
     /// Replaces `database`'s contents with the backup `from` ([`Embedded::dump`]'s format), in
-    /// one transaction: on any error nothing changes.
+    /// one transaction: on any error nothing changes. No sequence goes back: each continues
+    /// from the later of its restored value and the value it had before, so ids issued since
+    /// the backup (runs, attempts' order versions) are never issued again, and agents that
+    /// kept running never take a new run for one they already ran (nor share its log file).
     ///
     /// # Errors
-    /// `pg_restore` cannot run or fails (its message).
+    /// `pg_restore` cannot run or fails (its message); the sequences cannot be read or set.
     pub fn restore(&self, database: &str, from: std::fs::File) -> anyhow::Result<()> {
+        let before = self.query(
+            database,
+            "SELECT format('%I.%I', schemaname, sequencename) || ' ' || coalesce(last_value, 0) FROM pg_sequences",
+        )?;
         let flags = [
             "--clean",
             "--if-exists",
@@ -249,7 +256,49 @@ impl Embedded {
             "--exit-on-error",
         ];
         let mut c = self.tool_on(database, "pg_restore", &flags);
-        self.run_tool(c.stdin(from), "pg_restore")
+        self.run_tool(c.stdin(from), "pg_restore")?;
+        let mut raise = String::new();
+        for line in before.lines() {
+            let Some((name, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(value) = value.parse::<i64>() else {
+                continue;
+            };
+            if value > 0 {
+                // Only sequences the backup has too; quoted by format('%I') above.
+                raise.push_str(&format!(
+                    "SELECT setval(s.oid, {value}) FROM pg_class s WHERE s.relkind = 'S' AND s.oid = to_regclass('{}') \
+                     AND {value} > (SELECT coalesce(last_value, 0) FROM pg_sequences WHERE format('%I.%I', schemaname, sequencename) = '{}');\n",
+                    name.replace('\'', "''"),
+                    name.replace('\'', "''"),
+                ));
+            }
+        }
+        if !raise.is_empty() {
+            self.query(database, &raise)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `sql` with `psql` on `database` and returns its unaligned, tuples-only output.
+    fn query(&self, database: &str, sql: &str) -> anyhow::Result<String> {
+        let done = self
+            .tool_on(
+                database,
+                "psql",
+                &["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql],
+            )
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .context("cannot run psql")?;
+        if !done.status.success() {
+            bail!(
+                "psql failed: {}",
+                String::from_utf8_lossy(&done.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&done.stdout).into_owned())
     }
 
     /// `program` with `flags`, connected to `database` on this server's socket.
