@@ -272,10 +272,13 @@ pub async fn revoke(
         ))
     })?;
     if role == "admin" {
-        let admins: i64 = sqlx::query_scalar(ENABLED_ADMINS)
+        // The enabled admins left once this grant is gone (a disabled account's grant leaves
+        // as many as there are; found by a new-user check, refused as the last admin's).
+        let left: i64 = sqlx::query_scalar(&format!("{ENABLED_ADMINS} AND g.id <> $1"))
+            .bind(grant_id)
             .fetch_one(&mut *tx)
             .await?;
-        if admins <= 1 {
+        if left == 0 {
             return Err(AppError::invalid("role", t("users-last-admin")));
         }
         // The break-glass admin keeps a hand-given admin grant (docs/sso.md), or no one could

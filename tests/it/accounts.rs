@@ -648,6 +648,43 @@ async fn a_disabled_account_can_do_nothing_until_enabled() {
         matches!(&last, Err(tranche::error::AppError::Conflict(message)) if message.contains("the last admin")),
         "{last:?}"
     );
+    // A disabled admin's grant is revoked while one enabled admin is left (found by a new-user
+    // check: it was refused as the last admin's); the last enabled admin's is not.
+    let grant = |disabled: bool| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT g.user_id, g.id FROM role_grants g JOIN users u ON u.id = g.user_id \
+                 WHERE g.role = 'admin' AND u.disabled = $1 ORDER BY g.id LIMIT 1",
+            )
+            .bind(disabled)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let old: i64 = sqlx::query_scalar(
+        "INSERT INTO users (name, disabled) VALUES ('old-admin', true) RETURNING id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO role_grants (user_id, role) VALUES ($1, 'admin')")
+        .bind(old)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (user, id) = grant(true).await;
+    tranche::db::users::revoke(&app.pool, None, user, id)
+        .await
+        .unwrap();
+    let (user, id) = grant(false).await;
+    assert_eq!(user, admin_id);
+    let last = tranche::db::users::revoke(&app.pool, None, user, id).await;
+    assert!(
+        matches!(&last, Err(tranche::error::AppError::Invalid { message, .. }) if message.contains("the last admin")),
+        "{last:?}"
+    );
 }
 
 /// The API tokens page shows when a token was made and used as every other page shows an
