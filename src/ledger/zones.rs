@@ -68,11 +68,23 @@ async fn sync(
         }
         [.., (_, in_effect), (pending_from, pending)] if *pending_from > now => {
             if in_effect == configured {
+                tracing::warn!(
+                    dropped = %pending,
+                    kept = %in_effect,
+                    at = %pending_from,
+                    "the time zone change not yet in effect is dropped: TRANCHE_TIME_ZONE is the zone in effect again"
+                );
                 sqlx::query("DELETE FROM period_zones WHERE effective_from = $1")
                     .bind(to_time(*pending_from))
                     .execute(&mut *tx)
                     .await?;
             } else if pending != configured {
+                tracing::warn!(
+                    from = %pending,
+                    to = %configured,
+                    at = %pending_from,
+                    "the time zone change not yet in effect now goes to the newly configured zone"
+                );
                 sqlx::query("UPDATE period_zones SET time_zone = $2 WHERE effective_from = $1")
                     .bind(to_time(*pending_from))
                     .bind(configured)
