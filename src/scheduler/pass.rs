@@ -1359,6 +1359,25 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Free GPUs `w` may take now without preempting anyone: as [`Self::usable`], but the GPUs
+    /// held for contracts that `w` may not use count as covered by unallocated borrowers too,
+    /// which a contract's run takes back at once (they are preemptible by it; the same count
+    /// as the holds' own check, [`Self::hold_contracts`]). So an allocated run starts on free
+    /// GPUs while the free and the borrowed GPUs together still cover the holds. Counting the
+    /// free ones alone made it evict the borrowers, which the next pass started again on the
+    /// same GPUs (found by a new-user check: one unallocated run preempted and restarted in
+    /// the same second, three times). The preemption path keeps the stricter count
+    /// ([`Self::preemption_need`]).
+    fn usable_without_preempting(&self, pool: usize, w: &WaitingRun, may_use_held: i64) -> i64 {
+        let p = &self.pools[pool];
+        let reserved = (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0);
+        let avail = (p.free + p.unalloc_gpus - reserved).clamp(0, p.free.max(0));
+        match &p.reservation {
+            Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
+            _ => avail,
+        }
+    }
+
     fn after_start_reservation(&mut self, pool: usize, w: &WaitingRun) {
         let ends = self.ends_by_reservation(pool, w);
         if let Some(r) = self.pools[pool].reservation.as_mut()
@@ -1610,7 +1629,7 @@ impl<'a> Pass<'a> {
             }
         }
         let contract = self.contract_for(w, pool);
-        let usable = self.usable(pool, w, self.held_for(contract));
+        let usable = self.usable_without_preempting(pool, w, self.held_for(contract));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
             self.note_ahead(pool, w.project);

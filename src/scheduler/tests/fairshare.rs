@@ -160,6 +160,47 @@ fn contract_holds_gpus_and_lends_them_only_to_unallocated_runs() {
     ));
 }
 
+/// An allocated run starts on a free GPU while free and borrowed GPUs together still cover a
+/// contract's hold: the unallocated borrower is not evicted (found by a new-user check: the
+/// borrower was preempted "for" a 1-GPU run that started on another, free GPU, then started
+/// again on its own GPUs in the next pass, three times over). Over several passes nothing is
+/// preempted, and the contract's owner still takes its GPUs back at once.
+#[test]
+fn a_start_on_free_gpus_does_not_evict_a_contracts_borrower() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "40", 0);
+    let other = b.project(None, "30", 0);
+    let third = b.project(None, "30", 0);
+    b.contract(1, owner, 7, T0, T0 + 2 * H);
+    // 7 busy allocated, 2 borrowed by an unallocated run, 7 free: 9 cover the hold of 7.
+    b.running(other, 7, T0 - 60, H, 3 * H);
+    let borrower = b.running(other, 2, T0 - 60, 0, 3 * H);
+    let newcomer = b.waiting(third, 1, T0, 60, H);
+    let mut d = Driver::new(b.snap.clone(), T0);
+    let out = d.pass();
+    assert_eq!(started(&out), vec![newcomer], "{:?}", out.decisions);
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
+    for t in [T0 + 60, T0 + 120, T0 + 180] {
+        let out = d.advance_to(t);
+        assert!(preemptions(&out).is_empty(), "{t}: {:?}", preemptions(&out));
+    }
+    // The owner's 7-GPU run takes its hold: the 6 free GPUs and one of the borrower's.
+    let mut snap = d.snap.clone();
+    let mut b2 = Builder {
+        snap: snap.clone(),
+        next: 9_000,
+    };
+    let own = b2.waiting(owner, 7, T0 + 200, H, H);
+    snap = b2.snap;
+    let out = schedule(&snap, T0 + 200);
+    assert!(started(&out).contains(&own), "{:?}", out.decisions);
+    assert_eq!(
+        preemptions(&out),
+        vec![(borrower, PreemptReason::Unallocated, Some(own))]
+    );
+}
+
 /// GPUs a contract holds and lends to an unallocated run are still held for the contract: an
 /// allocated run of another project that waits for them is told so, not "0 free now" (it
 /// could preempt the borrower but for the contract; found by a new-user check).
@@ -271,8 +312,10 @@ fn fifo_blocks_behind_the_head_and_legacy_reclaims_quota() {
 #[test]
 fn a_contract_run_uses_only_its_own_contracts_held_gpus() {
     // 8 GPUs, all held by contracts: 4 for A, 4 for B. An unallocated run of C borrows 2 of
-    // them. A's 4-GPU run on its contract finds 6 free GPUs, but only 2 are not B's: it must
-    // take its GPUs back from the borrower, not use B's held ones.
+    // them. A's 4-GPU run on its contract finds 6 free GPUs: 4 of them with the borrower's 2
+    // still cover B's hold, so it starts without evicting anyone; B's own run then takes its
+    // GPUs back from the borrower at once. (Before, A's run evicted the borrower first, which
+    // the next pass started again on the GPUs B does not use yet.)
     let mut b = Builder::new();
     b.nodes(1, 8);
     let a = b.project(None, "40", 0);
@@ -284,12 +327,21 @@ fn a_contract_run_uses_only_its_own_contracts_held_gpus() {
     let borrower = b.running(c, 2, T0 - H, 0, 4 * H);
     let own = b.waiting(a, 4, T0, H, H);
     let out = schedule(&b.snap, T0 + 1);
-    assert_eq!(
-        preemptions(&out),
-        vec![(borrower, PreemptReason::Unallocated, Some(own))]
-    );
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
     assert!(out.decisions.iter().any(
         |d| matches!(d, Decision::Start { run, contract: Some(ContractId(1)), .. } if *run == own)
+    ));
+    let mut snap = b.snap.clone();
+    apply(&mut snap, &out, T0 + 1);
+    let mut b2 = Builder { snap, next: 5_000 };
+    let theirs = b2.waiting(bb, 4, T0 + 2, H, H);
+    let out = schedule(&b2.snap, T0 + 3);
+    assert_eq!(
+        preemptions(&out),
+        vec![(borrower, PreemptReason::Unallocated, Some(theirs))]
+    );
+    assert!(out.decisions.iter().any(
+        |d| matches!(d, Decision::Start { run, contract: Some(ContractId(2)), .. } if *run == theirs)
     ));
 }
 
