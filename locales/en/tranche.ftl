@@ -206,7 +206,7 @@ wait-gpus = waiting for { $gpus } { $gpus ->
 wait-nodes-draining = node draining: the free GPUs are on nodes being drained; needs { $gpus }
 wait-budget = budget exhausted: its minimum runtime costs { $needs }, the project has { $has } left this period (it may still run unallocated with minimum runtime 0)
 wait-unallocated-cap = project's cap of { $cap } unallocated GPUs reached ({ $held } in use)
-wait-contracts = { $held } free GPUs are held for other projects' capacity contracts
+wait-contracts = { $held } GPUs are held for other projects' capacity contracts (free, or lent to unallocated runs until a contract takes them back)
 wait-in-line = in line: { $count ->
     [one] { $count } run
    *[other] { $count } runs

@@ -197,7 +197,7 @@ wait-gpus = esperando { $gpus } GPU de su modelo; ahora hay { $free } libres
 wait-nodes-draining = nodo en vaciado: las GPU libres están en nodos que se están vaciando; necesita { $gpus }
 wait-budget = presupuesto agotado: su tiempo mínimo de ejecución cuesta { $needs } y al proyecto le quedan { $has } en este periodo (aún puede ejecutarse sin asignación con tiempo mínimo 0)
 wait-unallocated-cap = alcanzado el límite del proyecto de { $cap } GPU sin asignación ({ $held } en uso)
-wait-contracts = { $held } GPU libres están retenidas para contratos de capacidad de otros proyectos
+wait-contracts = { $held } GPU están retenidas para contratos de capacidad de otros proyectos (libres, o prestadas a ejecuciones sin asignación hasta que un contrato las recupere)
 wait-in-line = en cola: { $count ->
     [one] { $count } ejecución
    *[other] { $count } ejecuciones

@@ -191,7 +191,7 @@ wait-gpus = bere modeloko { $gpus } GPUren zain; orain { $free } daude libre
 wait-nodes-draining = nodoa husten: GPU libreak husten ari diren nodoetan daude; { $gpus } behar ditu
 wait-budget = aurrekontua agortuta: gutxieneko exekuzio-denborak { $needs } balio du, eta proiektuari { $has } geratzen zaizkio aldi honetan (esleipenik gabe exekuta daiteke oraindik, gutxieneko denbora 0 jarrita)
 wait-unallocated-cap = proiektuak esleipenik gabeko { $cap } GPUko muga bete du ({ $held } erabiltzen)
-wait-contracts = { $held } GPU libre beste proiektu batzuen edukiera-kontratuetarako gordeta daude
+wait-contracts = { $held } GPU beste proiektu batzuen edukiera-kontratuetarako gordeta daude (libre, edo esleipenik gabeko exekuzioei utzita kontratu batek berreskuratu arte)
 wait-in-line = ilaran: { $count ->
     [one] exekuzio { $count }
    *[other] { $count } exekuzio

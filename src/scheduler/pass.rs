@@ -1714,7 +1714,14 @@ impl<'a> Pass<'a> {
         let held = self.held_in(w.project, pool);
         let entitled = self.entitled_milli(w.project, pool);
         let (ahead, ahead_total) = self.ahead_of(pool, w.project);
+        let own_hold: i64 = self
+            .contracts
+            .values()
+            .filter(|(project, p, _)| *project == w.project && *p == pool)
+            .map(|(_, _, unused)| (*unused).max(0))
+            .sum();
         let p = &self.pools[pool];
+        let others_hold = (p.hold - own_hold).max(0);
         let reserved_at = estimate.filter(|_| holder);
         let reason = if let Some(until) = protected_until {
             WaitReason::Protected { until }
@@ -1725,11 +1732,13 @@ impl<'a> Pass<'a> {
                 run: r.run,
                 at: r.at,
             }
-        } else if p.hold > 0 && p.free.max(p.hold) >= i64::from(w.gpus) {
+        } else if others_hold > 0 && p.free.max(p.hold) >= i64::from(w.gpus) {
             // Held GPUs lent to unallocated runs count: but for the contracts, the run would
-            // take them back from their borrowers.
+            // take them back from their borrowers. Only other projects' holds are named (found
+            // by a new-user check: a contract holder's run was told its own contract's GPUs
+            // were held for other projects).
             WaitReason::Contracts {
-                held: p.hold as u32,
+                held: others_hold as u32,
             }
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }

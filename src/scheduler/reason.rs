@@ -241,9 +241,10 @@ pub enum WaitReason {
         /// GPUs its unallocated runs hold or were given in this pass.
         held: u32,
     },
-    /// Free GPUs are held for capacity contracts of other projects.
+    /// GPUs are held for capacity contracts of other projects.
     Contracts {
-        /// GPUs held for contracts in its pool.
+        /// GPUs held for other projects' contracts in its pool (free or lent to unallocated
+        /// runs).
         held: u32,
     },
     /// Strict arrival order (fifo policy) or queue order: runs ahead of it come first.
@@ -419,7 +420,9 @@ impl WaitReason {
                 format!("project's cap of {cap} unallocated GPUs reached ({held} in use)")
             }
             WaitReason::Contracts { held } => {
-                format!("{held} free GPUs are held for other projects' capacity contracts")
+                format!(
+                    "{held} GPUs are held for other projects' capacity contracts (free, or lent to unallocated runs until a contract takes them back)"
+                )
             }
             WaitReason::InLine { ahead } => format!(
                 "in line: {ahead} {} ahead of it",

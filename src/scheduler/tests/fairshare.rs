@@ -201,6 +201,42 @@ fn a_start_on_free_gpus_does_not_evict_a_contracts_borrower() {
     );
 }
 
+/// A run is never told that its own project's contract holds GPUs "for other projects" (found
+/// by a new-user check: a contract holder's 8-GPU run, larger than its 7-GPU contract, was
+/// told its own contract's GPUs were held for other projects' contracts); another project's
+/// run is told the other projects' held GPUs alone.
+#[test]
+fn a_contract_holders_run_is_not_told_its_own_hold_is_others() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "20", 0);
+    let other = b.project(None, "80", 0);
+    b.contract(1, owner, 3, T0, T0 + 2 * H);
+    // Allocated, past its minimum runtime, within its project's entitlement.
+    b.running(other, 4, T0 - H, 60, 10 * H);
+    let larger = b.waiting(owner, 4, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(!started(&out).contains(&larger), "{:?}", out.decisions);
+    assert!(
+        !matches!(reason_of(&out, larger), WaitReason::Contracts { .. }),
+        "{:?}",
+        reason_of(&out, larger)
+    );
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let owner = b.project(None, "20", 0);
+    let other = b.project(None, "80", 0);
+    b.contract(1, owner, 4, T0, T0 + 2 * H);
+    b.running(other, 2, T0 - 60, H, 10 * H);
+    let theirs = b.waiting(other, 4, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(
+        matches!(reason_of(&out, theirs), WaitReason::Contracts { held: 4 }),
+        "{:?}",
+        reason_of(&out, theirs)
+    );
+}
+
 /// GPUs a contract holds and lends to an unallocated run are still held for the contract: an
 /// allocated run of another project that waits for them is told so, not "0 free now" (it
 /// could preempt the borrower but for the contract; found by a new-user check).
