@@ -192,7 +192,7 @@ wait-idle-gpus = sin asignación: espera { $gpus ->
 }
 wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }
 wait-behind-reservation = hay GPU reservadas para la ejecución { $run } desde { $at } aproximadamente, y esta ejecución no terminaría antes
-wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan)
+wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan, o el contrato de capacidad en el que se ejecutan)
 wait-gpus = esperando { $gpus } GPU de su modelo; ahora hay { $free } libres
 wait-nodes-draining = nodo en vaciado: las GPU libres están en nodos que se están vaciando; necesita { $gpus }
 wait-budget = presupuesto agotado: su tiempo mínimo de ejecución cuesta { $needs } y al proyecto le quedan { $has } en este periodo (aún puede ejecutarse sin asignación con tiempo mínimo 0)

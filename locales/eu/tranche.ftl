@@ -186,7 +186,7 @@ wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxar
 }
 wait-reserved = { $gpus } { $model } GPUren zain; hasiera erreserbatua { $at } inguruan
 wait-behind-reservation = GPUak { $run }. exekuziorako erreserbatuta daude { $at } inguruan hasita, eta exekuzio hau ez litzateke lehenago amaituko
-wait-protected = har litzakeen GPUak { $until } arte daude babestuta (haietan dauden exekuzioen gutxieneko exekuzio-denbora)
+wait-protected = har litzakeen GPUak { $until } arte daude babestuta (haietan dauden exekuzioen gutxieneko exekuzio-denbora, edo haiek erabiltzen duten edukiera-kontratua)
 wait-gpus = bere modeloko { $gpus } GPUren zain; orain { $free } daude libre
 wait-nodes-draining = nodoa husten: GPU libreak husten ari diren nodoetan daude; { $gpus } behar ditu
 wait-budget = aurrekontua agortuta: gutxieneko exekuzio-denborak { $needs } balio du, eta proiektuari { $has } geratzen zaizkio aldi honetan (esleipenik gabe exekuta daiteke oraindik, gutxieneko denbora 0 jarrita)

@@ -401,7 +401,7 @@ impl WaitReason {
                 format_instant(*at)
             ),
             WaitReason::Protected { until } => format!(
-                "the GPUs it could take are protected until {} (minimum runtime of the runs on them)",
+                "the GPUs it could take are protected until {} (minimum runtime of the runs on them, or the capacity contract they run on)",
                 format_instant(*until)
             ),
             WaitReason::Gpus { gpus, free } => {
