@@ -1709,6 +1709,19 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("node-n1.processes")]);
     }
 
+    /// Waits until child `pid`'s environment names its node: a spawn returns while the kernel
+    /// may still be setting up the new program's environment (`/proc/PID/environ` reads empty
+    /// until then).
+    fn wait_for_environment(pid: i32) {
+        let deadline = Instant::now() + GUARD;
+        while !std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|e| e.windows(13).any(|w| w == b"TRANCHE_NODE="))
+        {
+            assert!(Instant::now() < deadline, "no environment");
+            std::thread::yield_now();
+        }
+    }
+
     #[test]
     fn only_recorded_and_proven_leftovers_are_killed() {
         use std::io::Write as _;
@@ -1728,15 +1741,7 @@ mod tests {
             let child = command.spawn().unwrap();
             let pid = i32::try_from(child.id()).unwrap();
             let started = crate::process::start_time(pid).unwrap();
-            // A spawn returns while the kernel may still be setting up the new program's
-            // environment (`/proc/PID/environ` reads empty until then): wait for it.
-            let deadline = std::time::Instant::now() + GUARD;
-            while !std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|e| e.windows(13).any(|w| w == b"TRANCHE_NODE="))
-            {
-                assert!(std::time::Instant::now() < deadline, "no environment");
-                std::thread::yield_now();
-            }
+            wait_for_environment(pid);
             (child, pid, started)
         };
         // A line as an earlier agent wrote it (another boot, or a build before boot ids).
@@ -1823,13 +1828,7 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = i32::try_from(child.id()).unwrap();
-        let deadline = Instant::now() + GUARD;
-        while !std::fs::read(format!("/proc/{pid}/environ"))
-            .is_ok_and(|e| e.windows(13).any(|w| w == b"TRANCHE_NODE="))
-        {
-            assert!(Instant::now() < deadline, "no environment");
-            std::thread::yield_now();
-        }
+        wait_for_environment(pid);
         let records = ProcessRecords::new(dir.0.join("state"));
         let (killed, foreign) = records.kill_leftovers(std::slice::from_ref(&node));
         assert_eq!((killed, foreign.clone()), (0, vec![(pid, node.clone())]));

@@ -1099,16 +1099,7 @@ async fn limits_fire_alerts_and_a_critical_use_case_triggers_the_stop_rule() {
     }
     let file = focus_this_month(&app, &[(12_000, "support"), (1_000, "docs")]);
     // Imported straight (the API would check the alerts at once, at the real time).
-    let finance_account = tranche::auth::Account::load(
-        &app.pool,
-        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-finance'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let finance_account = app.account("demo-finance").await;
     tranche::ai::spend::import(
         &app.pool,
         &finance_account,
@@ -1899,16 +1890,7 @@ async fn imported_lines_are_dated_in_the_organisations_zone() {
     site.periods = tranche::domain::PeriodCalendar::new(site.time_zone.clone());
     let app = TestApp::with_site(site).await;
     tranche::demo::load(&app.pool).await.unwrap().unwrap();
-    let finance = tranche::auth::Account::load(
-        &app.pool,
-        sqlx::query_scalar("SELECT id FROM users WHERE name = 'demo-finance'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let finance = app.account("demo-finance").await;
     let header = FOCUS_SAMPLE.lines().next().unwrap();
     let file = format!(
         "{header}\n5.00,EUR,2026-12-01T00:00:00Z,2027-01-01T00:00:00Z,2026-11-30T23:30:00Z,2026-12-01T23:30:00Z,Usage,Tokens,Azure OpenAI,AI and Machine Learning,Microsoft,sub-x,X,\"{{}}\"\n"

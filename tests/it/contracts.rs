@@ -141,16 +141,7 @@ async fn s08_a_contract_over_the_clock_change_is_three_real_hours() {
     };
     let app = TestApp::with_site(site.clone()).await;
     org(&app, "H100", "1", "2.00", 2).await;
-    let lead = Account::load(
-        &app.pool,
-        sqlx::query_scalar("SELECT id FROM users WHERE name = 'lead1'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let lead = app.account("lead1").await;
     let now: jiff::Timestamp = "2026-10-01T08:00:00Z".parse().unwrap();
     let start = domain::parse_instant("2026-10-25 01:30", &berlin, "Europe/Berlin").unwrap();
     let end = domain::parse_instant("2026-10-25 03:30", &berlin, "Europe/Berlin").unwrap();

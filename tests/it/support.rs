@@ -164,6 +164,19 @@ impl TestApp {
         format!("http://{addr}")
     }
 
+    /// The account of the user called `name`.
+    pub async fn account(&self, name: &str) -> tranche::auth::Account {
+        let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        tranche::auth::Account::load(&self.pool, id)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
     /// An admin account (the first user with the admin role).
     pub async fn admin(&self) -> tranche::auth::Account {
         let id: i64 =
