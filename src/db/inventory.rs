@@ -240,6 +240,7 @@ pub async fn create_gpu_model(
 /// Forbidden, NotFound, Invalid.
 pub async fn update_gpu_model(
     pool: &PgPool,
+    site: &crate::config::Site,
     actor: &Account,
     id: i64,
     weight: &str,
@@ -253,6 +254,9 @@ pub async fn update_gpu_model(
         return Err(AppError::invalid("price", t("inventory-price-too-high")));
     }
     let mut tx = pool.begin().await?;
+    // Time used so far is charged at the price it was used at (first: the pass lock, then the
+    // model's row, the order passes take them in).
+    crate::runs::service::settle_model(pool, &mut tx, site, id).await?;
     let before: GpuModel = sqlx::query_as(
         "SELECT id, name, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE id = $1 FOR UPDATE",
     )

@@ -48,6 +48,42 @@ pub async fn serialize_with_passes(conn: &mut PgConnection) -> Result<(), sqlx::
     Ok(())
 }
 
+/// Charges the starting and running runs of GPU model `model` up to now ([`settle`]), in
+/// the caller's transaction, serialised with passes: before the model's price or billing
+/// weight changes, so that time already used is charged at the price of its time (the pass
+/// charges about once a minute; found by a new-user check: a price change applied to every
+/// running run's last minute). The runs are noted for the passes' snapshot, which keeps each
+/// run's seconds charged.
+///
+/// # Errors
+/// Database errors.
+pub async fn settle_model(
+    pool: &PgPool,
+    conn: &mut PgConnection,
+    site: &Site,
+    model: i64,
+) -> Result<(), AppError> {
+    serialize_with_passes(conn).await?;
+    let runs: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM runs WHERE gpu_model_id = $1 AND state IN ('starting', 'running') ORDER BY id",
+    )
+    .bind(model)
+    .fetch_all(&mut *conn)
+    .await?;
+    let charged: Vec<i64> = settle(pool, conn, site, &runs)
+        .await?
+        .into_iter()
+        .map(|(run, _)| run)
+        .collect();
+    if !charged.is_empty() {
+        sqlx::query("INSERT INTO run_changes (run_id) SELECT unnest($1::BIGINT[])")
+            .bind(&charged)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// How often the loop rewrites waiting reasons while passes follow each other closely.
 pub const REASONS_EVERY: Duration = Duration::from_secs(2);
 

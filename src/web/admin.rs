@@ -198,7 +198,16 @@ async fn model_update(
     PagePath(id): PagePath<i64>,
     Form(f): Form<ModelForm>,
 ) -> Result<Response, AppError> {
-    match inventory::update_gpu_model(&state.pool, &me, id, &f.billing_weight, &f.price).await {
+    match inventory::update_gpu_model(
+        &state.pool,
+        &state.site,
+        &me,
+        id,
+        &f.billing_weight,
+        &f.price,
+    )
+    .await
+    {
         Ok(()) => {
             flash(&session, t("inventory-model-saved")).await?;
             Ok(Redirect::to("/admin/inventory").into_response())

@@ -1248,6 +1248,85 @@ async fn a_run_whose_node_is_lost_before_it_started_is_requeued() {
     assert_eq!(state_of(&o.app, started).await, "lost");
 }
 
+/// A GPU model's new price applies from the change: the time its running runs used before is
+/// charged at the old price first (found by a new-user check: the whole minute since the last
+/// charge went at the new price), and no second is charged twice afterwards.
+#[tokio::test]
+async fn a_price_change_charges_time_used_before_it_at_the_old_price() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["pc-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
+    pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
+    // It has run for ten minutes since its last charge.
+    sqlx::query(
+        "UPDATE runs SET started_at = now() - interval '600 seconds', charged_s = 0 WHERE id = $1",
+    )
+    .bind(run)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "DELETE FROM ledger_postings WHERE run_id = $1 AND kind IN ('usage', 'usage_free')",
+    )
+    .bind(run)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    let (model, weight, old_price): (i64, i32, i64) = sqlx::query_as(
+        "SELECT m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor FROM gpu_models m JOIN runs r ON r.gpu_model_id = m.id WHERE r.id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let admin = o.app.token_for("demo-admin").await;
+    let (status, answer) = o
+        .app
+        .api(
+            "PATCH",
+            &format!("/api/v1/gpu-models/{model}"),
+            Some(&admin),
+            Some(
+                json!({"billing_weight_milli": weight, "price_per_gpu_hour_minor": old_price * 10}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let charged = || async {
+        sqlx::query_as::<_, (Option<i64>, Option<i64>)>(
+            "SELECT sum(gpu_seconds)::BIGINT, sum(amount_minor)::BIGINT FROM ledger_postings WHERE run_id = $1 AND kind = 'usage'",
+        )
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap()
+    };
+    let (secs, amount) = charged().await;
+    let (secs, amount) = (secs.unwrap_or(0), amount.unwrap_or(0));
+    assert!((4 * 600..4 * 610).contains(&secs), "{secs} GPU-seconds");
+    // GPU-seconds x weight x price per GPU-hour, at the old price.
+    let at_old = secs as f64 * f64::from(weight) / 1000.0 * old_price as f64 / 3600.0;
+    assert!(
+        (amount as f64 - at_old).abs() <= 1.0,
+        "{amount} vs {at_old}"
+    );
+    // The next pass charges only what follows the change.
+    pass(&o.app).await;
+    let (after, _) = charged().await;
+    let elapsed: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM now() - started_at)::float8 FROM runs WHERE id = $1",
+    )
+    .bind(run)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        after.unwrap_or(0) as f64 <= 4.0 * elapsed.ceil(),
+        "{after:?} GPU-seconds charged over {elapsed} s"
+    );
+}
+
 /// A node drained after its agent was lost holds nothing: the next pass reports it empty,
 /// ready for repair (an unreachable host is the commonest reason to drain one).
 #[tokio::test]

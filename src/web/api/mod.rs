@@ -582,7 +582,7 @@ async fn patch_model(
     ApiJson(body): ApiJson<ModelBody>,
 ) -> ApiResult {
     let (w, p) = model_strings(&body)?;
-    inventory::update_gpu_model(&state.pool, &me, id, &w, &p)
+    inventory::update_gpu_model(&state.pool, &state.site, &me, id, &w, &p)
         .await
         .map_err(|e| e.renamed(&MODEL_FIELDS))?;
     ok(json!({"ok": true}))
