@@ -847,12 +847,31 @@ impl Agent {
         }
     }
 
-    /// A clean stop: reports the exits not acknowledged yet, tells the server the session
-    /// ends (it loses the nodes at once, so nothing new is placed there and the runs are
-    /// requeued or end as lost), then stops the children with a short grace and waits for
-    /// them.
+    /// A clean stop: stops the children with a short grace and waits for them, reports the
+    /// exits not acknowledged before the stop began, then tells the server the session ends (it
+    /// loses the nodes at once, so nothing new is placed there and the runs are requeued or end
+    /// as lost). The children are gone before the server hears of it: a requeued run cannot
+    /// start elsewhere while its old process still runs (found by a new-user check: a process
+    /// that ignored SIGTERM ran 5 s more, its run already requeued). The exits of the stop
+    /// itself are not reported: those runs are lost with their nodes, not failed.
     async fn shutdown(&mut self) {
         self.drain_exits();
+        let before_stop = self.pending.clone();
+        self.sup.stop_all(SHUTDOWN_GRACE);
+        let deadline = Instant::now() + SHUTDOWN_GRACE + Duration::from_secs(5);
+        while !self.sup.is_empty() {
+            match tokio::time::timeout_at(deadline, self.sup.next_exit()).await {
+                Ok(exit) => self.record_exit(exit),
+                Err(_) => {
+                    tracing::warn!(
+                        left = self.sup.local().len(),
+                        "children still alive at exit"
+                    );
+                    break;
+                }
+            }
+        }
+        self.pending = before_stop;
         if let Some(session) = self.session.take() {
             if !self.pending.is_empty() {
                 self.session = Some(Session {
@@ -891,20 +910,6 @@ impl Agent {
                     error = %e,
                     "could not tell the server this agent stops; it marks the nodes lost after its heartbeat timeout"
                 ),
-            }
-        }
-        self.sup.stop_all(SHUTDOWN_GRACE);
-        let deadline = Instant::now() + SHUTDOWN_GRACE + Duration::from_secs(5);
-        while !self.sup.is_empty() {
-            match tokio::time::timeout_at(deadline, self.sup.next_exit()).await {
-                Ok(exit) => self.record_exit(exit),
-                Err(_) => {
-                    tracing::warn!(
-                        left = self.sup.local().len(),
-                        "children still alive at exit"
-                    );
-                    break;
-                }
             }
         }
     }

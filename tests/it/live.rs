@@ -992,6 +992,60 @@ async fn a_run_that_cannot_start_is_never_told_as_running() {
     clean_up(&dir);
 }
 
+/// An agent stopped with SIGTERM stops its processes before the server hears of it: by the
+/// time a run is requeued, its old process is gone, also one that ignores SIGTERM (found by a
+/// new-user check: it ran 5 s more with its run already requeued, free to start elsewhere).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_agents_processes_are_gone_before_its_runs_are_requeued() {
+    let (app, base, researcher, _lead, agent_token) = live(Site {
+        agent_timeout_s: 120,
+        ..site()
+    })
+    .await;
+    let dir = scratch("stopfirst");
+    app.declare_agent_nodes("stopfirst", 1).await;
+    let mut agent = agent(&base, &agent_token, "stopfirst", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let d = dir.display();
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 60, "time_limit_s": 3600, "resumable": true,
+               "command": format!("trap '' TERM; echo $$ > {d}/pid.tmp; mv {d}/pid.tmp {d}/pid; while true; do sleep 1; done")}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    wait_state(&app, run, "running").await;
+    until(Duration::from_secs(30), "the process", || async {
+        dir.join("pid").exists()
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(agent.id().unwrap()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    until(Duration::from_secs(60), "the run requeued", || async {
+        state_of(&app, run).await == "queued"
+    })
+    .await;
+    assert!(!alive(pid), "its old process still runs");
+    let status = exits_within(&mut agent, Duration::from_secs(30)).await;
+    assert!(status.success(), "a clean stop: {status}");
+    clean_up(&dir);
+}
+
 /// With `--run-as-submitter` (an agent run as root), each run runs as its submitter's Unix
 /// account: one person's run can neither read another's environment (a secret value) nor
 /// signal their processes, which it could as the agent's own user (found by a new-user check:
