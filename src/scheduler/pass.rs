@@ -1723,7 +1723,12 @@ impl<'a> Pass<'a> {
         let p = &self.pools[pool];
         let others_hold = (p.hold - own_hold).max(0);
         let reserved_at = estimate.filter(|_| holder);
-        let reason = if let Some(until) = protected_until {
+        // The protection it names is the reason only when no earlier start is reserved for it
+        // (found by a new-user check: "protected until 00:56" beside a reserved 00:10, when a
+        // capacity contract's end freed the GPUs first).
+        let reason = if let Some(until) = protected_until
+            && reserved_at.is_none_or(|at| at >= until)
+        {
             WaitReason::Protected { until }
         } else if let Some(r) = p.reservation.as_ref().filter(|_| !holder)
             && ((p.free - p.hold).max(0) >= i64::from(w.gpus) || barred)

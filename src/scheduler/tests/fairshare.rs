@@ -237,6 +237,31 @@ fn a_contract_holders_run_is_not_told_its_own_hold_is_others() {
     );
 }
 
+/// A run whose reserved start comes before the protection that blocks it now is told the
+/// reserved start, not "protected until" a later instant (found by a new-user check: told
+/// "protected until 00:56" while its estimate said 00:10, when other GPUs freed first).
+#[test]
+fn a_reserved_start_before_the_protection_is_the_reason() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "55", 0);
+    let guard = b.project(None, "5", 0);
+    let third = b.project(None, "40", 0);
+    // Node 1: a run far beyond its project's entitlement, protected for almost an hour. Node 2:
+    // a run within its project's entitlement (no preemption may take it), ending in 10 minutes.
+    b.running(guard, 8, T0 - 240, H, 10 * H);
+    b.running(owner, 8, T0 - H, 60, H + 600);
+    let waiting = b.waiting(third, 8, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(!started(&out).contains(&waiting));
+    match reason_of(&out, waiting) {
+        WaitReason::Protected { until } => {
+            panic!("protected until {until}: {:?}", out.decisions)
+        }
+        other => assert_eq!(other.reserved_at(), Some(T0 + 600), "{other:?}"),
+    }
+}
+
 /// GPUs a contract holds and lends to an unallocated run are still held for the contract: an
 /// allocated run of another project that waits for them is told so, not "0 free now" (it
 /// could preempt the borrower but for the contract; found by a new-user check).
