@@ -1715,8 +1715,8 @@ pub struct Placement {
     /// On a Slurm cluster: the attempt's Slurm job (`gpus` are then the indices Slurm gave
     /// it, its `CUDA_VISIBLE_DEVICES`, once it runs).
     pub slurm_job: Option<i64>,
-    /// `held` (a gang member waiting for GPUs another run's process still uses: no member is
-    /// started before all can be) or `never_started` (stopped before its process started);
+    /// `held` (a gang member held until every member can start: another run's process still
+    /// uses GPUs of one of its nodes) or `never_started` (stopped before its process started);
     /// empty otherwise. For pages; the API's `process` says `assigned` and `exited`.
     #[serde(skip)]
     pub note: String,
