@@ -1619,19 +1619,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let args = AgentArgs {
-            server: format!("http://{addr}/"),
-            token: Secret::new("sekrit"),
-            gpus: "2xH100".parse().unwrap(),
-            nodes: 1,
-            name: Some("box".into()),
-            log_dir: dir.0.join("logs"),
-            log_max_bytes: 1 << 30,
-            state_dir: dir.0.join("state"),
-            utilization_file: None,
-            full_sync: false,
-            run_as_submitter: false,
-        };
+        let args = test_args(format!("http://{addr}/"), "2xH100", "box", &dir);
         let mut agent = Agent::new(&args).await.unwrap();
         let result = tokio::time::timeout(GUARD, agent.serve())
             .await
@@ -1712,6 +1700,24 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("node-n1.processes")]);
+    }
+
+    /// An agent of one node `name` with `gpus`, serving from `server`, its logs and state in
+    /// `dir`.
+    fn test_args(server: String, gpus: &str, name: &str, dir: &TempDir) -> AgentArgs {
+        AgentArgs {
+            server,
+            token: Secret::new("sekrit"),
+            gpus: gpus.parse().unwrap(),
+            nodes: 1,
+            name: Some(name.into()),
+            log_dir: dir.0.join("logs"),
+            log_max_bytes: 1 << 30,
+            state_dir: dir.0.join("state"),
+            utilization_file: None,
+            full_sync: false,
+            run_as_submitter: false,
+        }
     }
 
     /// Waits until child `pid`'s environment names its node: a spawn returns while the kernel
@@ -1837,19 +1843,7 @@ mod tests {
         let records = ProcessRecords::new(dir.0.join("state"));
         let (killed, foreign) = records.kill_leftovers(std::slice::from_ref(&node));
         assert_eq!((killed, foreign.clone()), (0, vec![(pid, node.clone())]));
-        let args = AgentArgs {
-            server: "http://127.0.0.1:9/".into(),
-            token: Secret::new("sekrit"),
-            gpus: "8xH100".parse().unwrap(),
-            nodes: 1,
-            name: Some(node.clone()),
-            log_dir: dir.0.join("logs"),
-            log_max_bytes: 1 << 20,
-            state_dir: dir.0.join("state"),
-            utilization_file: None,
-            full_sync: false,
-            run_as_submitter: false,
-        };
+        let args = test_args("http://127.0.0.1:9/".into(), "8xH100", &node, &dir);
         let mut agent = Agent::new(&args).await.unwrap();
         agent.node_names.insert(12, node.clone());
         agent.foreign = foreign
