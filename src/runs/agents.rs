@@ -293,9 +293,13 @@ pub async fn register(
             message,
         });
     }
-    let session = crate::auth::random_hex(16);
     let mut tx = pool.begin().await?;
     serialize_with_passes(&mut tx).await?;
+    let number: i64 = sqlx::query_scalar("SELECT nextval('agent_session_seq')")
+        .fetch_one(&mut *tx)
+        .await?;
+    let node_ids: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
+    let session = Session::issue(&state.secret_key, cluster, number, &node_ids);
     let mut out = Vec::new();
     for (id, name) in ids {
         let live: bool = sqlx::query_scalar(
@@ -344,6 +348,125 @@ pub async fn register(
         "heartbeat_s": (site.agent_timeout_s / 3).max(1),
         "timeout_s": site.agent_timeout_s,
     }))
+}
+
+/// Makes `session` the session of the nodes in `replaced` (id, the session the database
+/// records), each only while it still records that session, all or none; true when done.
+/// Logged and audited (`agent.session_restored`).
+async fn adopt_session(
+    pool: &PgPool,
+    cluster: i64,
+    session: &str,
+    replaced: &[(i64, &str)],
+) -> Result<bool, AppError> {
+    let ids: Vec<i64> = replaced.iter().map(|(n, _)| *n).collect();
+    let olds: Vec<&str> = replaced.iter().map(|(_, s)| *s).collect();
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query(
+        "UPDATE nodes SET agent_session = $3, agent_seen_at = now() \
+         FROM unnest($1::bigint[], $2::text[]) AS r(id, old) \
+         WHERE nodes.id = r.id AND nodes.agent_session = r.old AND nodes.cluster_id = $4",
+    )
+    .bind(&ids)
+    .bind(&olds)
+    .bind(session)
+    .bind(cluster)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if done != ids.len() as u64 {
+        return Ok(false);
+    }
+    audit::record(
+        &mut *tx,
+        audit::Change {
+            actor: None,
+            action: "agent.session_restored",
+            entity: "cluster",
+            entity_id: Some(cluster),
+            node_id: None,
+            before: None,
+            after: Some(serde_json::json!({"cluster_id": cluster, "nodes": ids})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::warn!(
+        cluster,
+        nodes = ?ids,
+        "an agent's session is newer than the database's record of its nodes (the database was restored from an earlier backup): it keeps serving them"
+    );
+    Ok(true)
+}
+
+/// An agent session id, `NUMBER-RANDOM-MAC`: the number of its registration (sequence
+/// `agent_session_seq`, which a restore never takes back), 16 random bytes, and an
+/// HMAC-SHA256 under the server's secret key of the cluster, the number, the random part and
+/// the node ids the session serves (first 16 bytes), all in lowercase hex. The MAC lets a
+/// sync prove that this server issued the session for these nodes even when its database no
+/// longer records it (restored from an earlier backup): docs/agent-protocol.md section 1.
+/// Sessions from before numbering (32 hex digits) count as number 0 and prove nothing.
+struct Session;
+
+impl Session {
+    /// A new session id for registration `number` of `nodes` in `cluster`.
+    fn issue(
+        key: &crate::auth::secrets::SecretKey,
+        cluster: i64,
+        number: i64,
+        nodes: &[i64],
+    ) -> String {
+        let random = crate::auth::random_hex(16);
+        let mac = Self::mac(key, cluster, number, &random, nodes);
+        format!("{number:x}-{random}-{mac}")
+    }
+
+    fn mac(
+        key: &crate::auth::secrets::SecretKey,
+        cluster: i64,
+        number: i64,
+        random: &str,
+        nodes: &[i64],
+    ) -> String {
+        let mut nodes = nodes.to_vec();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let listed: Vec<String> = nodes.iter().map(i64::to_string).collect();
+        let data = format!(
+            "tranche agent session v1\n{cluster}\n{number}\n{random}\n{}",
+            listed.join(",")
+        );
+        hex::encode(&key.fingerprint(data.as_bytes())[..16])
+    }
+
+    /// The registration number of a session id; 0 for one from before numbering or one that
+    /// does not parse.
+    fn number(session: &str) -> i64 {
+        session
+            .split_once('-')
+            .and_then(|(n, _)| i64::from_str_radix(n, 16).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(0)
+    }
+
+    /// The registration number of `session` when this server issued it for exactly `nodes`
+    /// of `cluster` (its MAC holds), else `None`.
+    fn vouched(
+        key: &crate::auth::secrets::SecretKey,
+        cluster: i64,
+        session: &str,
+        nodes: &[i64],
+    ) -> Option<i64> {
+        let mut parts = session.splitn(3, '-');
+        let (number, random, mac) = (parts.next()?, parts.next()?, parts.next()?);
+        let number = i64::from_str_radix(number, 16).ok().filter(|n| *n > 0)?;
+        let expected = Self::mac(key, cluster, number, random, nodes);
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            expected.as_bytes(),
+            mac.as_bytes(),
+        ))
+        .then_some(number)
+    }
 }
 
 /// `POST /api/v1/agent/stop` body.
@@ -568,10 +691,22 @@ pub async fn sync(
             "node {n} is not a node of this cluster"
         )));
     }
-    if let Some((n, ..)) = rows
+    let mut others: Vec<(i64, &str)> = rows
         .iter()
-        .find(|(_, s, _)| s.as_deref().is_some_and(|s| s != body.session))
-    {
+        .filter_map(|(n, s, _)| s.as_deref().filter(|s| *s != body.session).map(|s| (*n, s)))
+        .collect();
+    if !others.is_empty() && rows.iter().all(|(_, s, _)| s.is_some()) {
+        // A session this server issued for these nodes after every session the database
+        // records for them: the database was restored from a backup taken before this
+        // agent registered. The agent serves on (its processes are the runs the backup knew,
+        // or are told to stop below) instead of stopping as a replaced one would.
+        let newer = Session::vouched(&state.secret_key, cluster, &body.session, &node_ids)
+            .is_some_and(|number| others.iter().all(|(_, s)| Session::number(s) < number));
+        if newer && adopt_session(pool, cluster, &body.session, &others).await? {
+            others.clear();
+        }
+    }
+    if let Some((n, _)) = others.first() {
         return Err(AppError::Refused {
             code: "session_replaced",
             message: format!(

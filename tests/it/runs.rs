@@ -1683,6 +1683,70 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
+/// After a restore from a backup taken before an agent registered, the database records an
+/// earlier session for its node; the agent's session, issued later by this server for that
+/// node, is taken as the node's (found by a new-user check: the agent was told
+/// `session_replaced`, stopped, and killed its runs). An older session, a forged one and one
+/// issued for other nodes are still refused as replaced.
+#[tokio::test]
+async fn an_agent_registered_after_a_restored_backup_serves_on() {
+    let o = org().await;
+    let (first, nodes) = register(&o.app, &o.agent, &["r-1"]).await;
+    let (other_session, _) = register(&o.app, &o.agent, &["r-2"]).await;
+    silent_for_an_hour(&o.app, Some(nodes[0])).await;
+    let (second, again) = register(&o.app, &o.agent, &["r-1"]).await;
+    assert_eq!(again, nodes);
+    let run = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    // The restore: the database records the first session, as the backup had it.
+    sqlx::query("UPDATE nodes SET agent_session = $1 WHERE id = $2")
+        .bind(&first)
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let session_of = || async {
+        sqlx::query_scalar::<_, String>("SELECT agent_session FROM nodes WHERE id = $1")
+            .bind(nodes[0])
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap()
+    };
+    // A forged later number, and a real later session of another node, are not taken.
+    let (number, rest) = second.split_once('-').unwrap();
+    let forged = format!("{:x}-{rest}", i64::from_str_radix(number, 16).unwrap() + 5);
+    for session in [&forged, &other_session] {
+        let (status, answer) = sync(&o.app, &o.agent, session, &nodes, json!([])).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+        assert_eq!(answer["error"]["code"], "session_replaced", "{answer}");
+    }
+    assert_eq!(session_of().await, first);
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &second,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(session_of().await, second);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "running");
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'agent.session_restored'",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+    // The earlier session is the replaced one now.
+    let (status, answer) = sync(&o.app, &o.agent, &first, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "session_replaced");
+}
+
 #[tokio::test]
 async fn cancel_stops_a_running_run_through_its_agent() {
     let o = org().await;
