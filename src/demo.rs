@@ -476,6 +476,7 @@ pub async fn load_history(
                 time_limit: None,
                 priority: None,
                 best_effort: false,
+                model: None,
             });
         }
         jobs.sort_by_key(|j| (j.submit, j.line));

@@ -57,8 +57,12 @@ pub struct SimulateArgs {
 pub struct JobRow {
     /// `fifo`, `legacy` or `tranche`.
     pub policy: String,
-    /// The job's place in the trace (0-based, after excluded rows).
+    /// The job's place in the replay (0-based): the trace's jobs sorted by submission, then
+    /// by line, excluded rows left out.
     pub job: usize,
+    /// Its line in the trace file (1-based; the header is line 1): what joins a row back to
+    /// the trace.
+    pub line: u64,
     /// Its project (the trace's tenant).
     pub project: String,
     /// GPUs of the gang.
@@ -219,7 +223,7 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
                     let plans = setup::plan(&site, &tr.jobs, kind);
                     let rep = replay::replay(&site, &plans, kind, window, &|n| bar.set_position(n));
                     bar.finish_and_clear();
-                    let rows = want_rows.then(|| job_rows(&site, &plans, &rep));
+                    let rows = want_rows.then(|| job_rows(&site, &tr.jobs, &plans, &rep));
                     let result = (replay::summarize(&site, &plans, &rep, window), rows);
                     *done[i]
                         .lock()
@@ -278,15 +282,22 @@ fn replay_cost(kind: PolicyKind) -> u8 {
 }
 
 /// Every job's outcome under the replayed policy, in trace order.
-fn job_rows(site: &setup::Site, plans: &[setup::Plan], rep: &replay::Replay) -> Vec<JobRow> {
+fn job_rows(
+    site: &setup::Site,
+    jobs: &[trace::Job],
+    plans: &[setup::Plan],
+    rep: &replay::Replay,
+) -> Vec<JobRow> {
     let policy = format!("{:?}", rep.kind).to_lowercase();
     plans
         .iter()
         .zip(&rep.jobs)
+        .zip(jobs)
         .enumerate()
-        .map(|(job, (p, o))| JobRow {
+        .map(|(job, ((p, o), j))| JobRow {
             policy: policy.clone(),
             job,
+            line: j.line,
             // A trace's project names are text a spreadsheet could run as a formula.
             project: site
                 .names

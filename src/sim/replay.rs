@@ -1,5 +1,6 @@
 //! The event-jumping replay: a virtual clock that jumps from event to event (arrivals batched
-//! per instant, run ends, minimum-runtime expiries while runs wait) and calls the same
+//! per instant, run ends, minimum-runtime expiries while runs wait, and a follow-up pass
+//! [`FOLLOW_UP_S`] after a pass that started or preempted runs while runs wait) and calls the same
 //! [`crate::scheduler::schedule`] at each, applying its decisions with a zero grace period.
 //!
 //! Fair-share usage decays exponentially with a time constant of the 7-day window:
@@ -15,6 +16,12 @@ use crate::scheduler::{
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+
+/// Seconds after a pass that started or preempted runs, while runs still wait, at which the
+/// replay runs another pass even if nothing else happens: the live service's default tick
+/// (`TRANCHE_TICK_S`). The runs a pass started are running for the next one, which may then
+/// preempt them (a policy's next step) as the live system's next tick would.
+pub const FOLLOW_UP_S: i64 = 5;
 
 /// Seconds of run time between checkpoints of a resumable job.
 pub const CHECKPOINT_S: i64 = 1_800;
@@ -134,6 +141,7 @@ pub fn replay(
     let mut next_arrival = 0usize;
     let mut now = plans.first().map_or(0, |p| p.submit);
     let mut iterations = 0u64;
+    let mut follow_up: Option<i64> = None;
 
     /// Removes job `j` from the running runs (listed by id).
     fn remove_running(running: &mut Vec<RunningRun>, j: usize) -> RunningRun {
@@ -144,6 +152,9 @@ pub fn replay(
     }
 
     loop {
+        if snap.waiting.is_empty() {
+            follow_up = None;
+        }
         let t_arr = plans.get(next_arrival).map(|p| p.submit);
         let t_end = ends.peek().map(|Reverse((t, _, _))| *t);
         let t_prot = if snap.waiting.is_empty() {
@@ -151,9 +162,14 @@ pub fn replay(
         } else {
             protections.peek().map(|Reverse((t, _, _))| *t)
         };
-        let Some(t) = [t_arr, t_end, t_prot].into_iter().flatten().min() else {
+        let Some(t) = [t_arr, t_end, t_prot, follow_up]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
             break;
         };
+        follow_up = None;
         // Advance the clock: usage decay.
         let d = (t - now) as f64;
         if d > 0.0 {
@@ -342,6 +358,7 @@ pub fn replay(
             }
         }
         if started_now > 0 || requeued {
+            follow_up = Some(t + FOLLOW_UP_S);
             // Keep the waiting list in id order, as the live service lists it: the pass then
             // orders it by counting sort and places its results by index. Requeued runs were
             // appended; a stable sort merges that sorted tail in linear time.

@@ -10,13 +10,14 @@
 //!   queues of days under every policy (the full trace's published median queue is 189 s).
 //! - **Tree:** flat; one project per tenant; shares proportional to each tenant's GPU-hours of
 //!   work that is not best effort (basis points, rounded down, at least 0.01 %). A tenant whose
-//!   work is all best effort (OpenB `BE`) gets a share of 0: best-effort work is unallocated
+//!   work is all best effort (OpenB `BE`, native `min_runtime` 0) gets a share of 0: best-effort work is unallocated
 //!   under `tranche` (free, preemptible, never counted as received), so an entitlement for it
 //!   would be owed work that no allocated run of the tenant can ever receive. The tree is the
 //!   same for every policy; owed still differs a little between policies, because it is capped
 //!   hour by hour at demand and a job is demand until it ends, which each policy decides.
 //! - **Runs:** time limit = the job's real duration (a perfect estimate; `native` may say
-//!   otherwise); GPU model = the first pool's. Under `tranche`: minimum runtime = min(time limit,
+//!   otherwise); GPU model = the job's own (`native` column `gpu_model`), else the only pool's
+//!   (a `--cluster` of several pools needs every job's model). Under `tranche`: minimum runtime = min(time limit,
 //!   1 h) (OpenB `BE` pods: 0, unallocated); priority within the project 1 for small jobs
 //!   (1 GPU and under 15 minutes), else 0 (priority only orders a project's own runs, so
 //!   researchers have no reason to inflate it). Under `legacy`: every job declares the same
@@ -230,8 +231,10 @@ pub struct Site {
     pub installed: BTreeMap<ModelId, u32>,
     /// Total GPUs.
     pub gpus: u32,
-    /// Model of the first pool (where jobs go).
+    /// Model of the first pool (where jobs that name no model go: a one-pool cluster).
     pub default_model: ModelId,
+    /// Pool model by its `--cluster` name, lowercase.
+    pub model_by_name: HashMap<String, ModelId>,
 }
 
 /// Builds the site from specs and checks the trace's tenants against the tree.
@@ -316,6 +319,39 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
     if !missing.is_empty() {
         anyhow::bail!("--tree: the trace's tenants {missing:?} are not projects of the tree");
     }
+    // Each job runs on its own model's pool; a job that names none can only be placed when
+    // there is one pool (it was all jobs on the first pool, the others idle but counted as
+    // capacity owed to the projects).
+    let model_by_name: HashMap<String, ModelId> = base
+        .models
+        .iter()
+        .map(|m| (m.name.to_lowercase(), m.id))
+        .collect();
+    if let Some(j) = jobs.iter().find(|j| {
+        j.model
+            .as_ref()
+            .is_some_and(|m| !model_by_name.contains_key(&m.to_lowercase()))
+    }) {
+        anyhow::bail!(
+            "line {}: GPU model {:?} is not a pool of --cluster ({})",
+            j.line,
+            j.model.as_deref().unwrap_or_default(),
+            pools
+                .iter()
+                .map(|p| p.model.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if pools.len() > 1
+        && let Some(j) = jobs.iter().find(|j| j.model.is_none())
+    {
+        anyhow::bail!(
+            "--cluster has {} pools, but the job of line {} names no GPU model: a job runs on one pool, so with several every job needs one (native column `gpu_model`)",
+            pools.len(),
+            j.line
+        );
+    }
     base.validate()
         .map_err(|e| anyhow::anyhow!("--tree/--cluster: {e}"))?;
     let gpus: u32 = installed.values().sum();
@@ -344,6 +380,7 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
         installed,
         gpus,
         default_model: ModelId(1),
+        model_by_name,
     })
 }
 
@@ -400,7 +437,11 @@ pub fn plan(site: &Site, jobs: &[Job], kind: PolicyKind) -> Vec<Plan> {
                 project: site.by_tenant[&j.tenant],
                 min_runtime,
                 priority,
-                model: site.default_model,
+                model: j
+                    .model
+                    .as_ref()
+                    .and_then(|m| site.model_by_name.get(&m.to_lowercase()).copied())
+                    .unwrap_or(site.default_model),
             }
         })
         .collect()

@@ -23,8 +23,10 @@
 //! - `native`: a header with at least `submit,duration,gpus,project` (submit in s since the
 //!   epoch, duration in s, GPUs >= 1, project name without `/`, which separates the levels of
 //!   `--tree`) and optionally `min_runtime` (s, at most
-//!   8 h, 0 = unallocated), `time_limit` (s, >= duration), `priority` (integer, within the
-//!   project). This is what a site can export from its own scheduler's accounting.
+//!   8 h, 0 = unallocated, best effort), `time_limit` (s, >= duration), `priority` (integer,
+//!   within the project), `gpu_model` (the `--cluster` pool the job ran on; needed when
+//!   `--cluster` has several pools). This is what a site can export from its own scheduler's
+//!   accounting.
 
 use std::path::Path;
 
@@ -61,8 +63,10 @@ pub struct Job {
     pub time_limit: Option<i64>,
     /// Explicit priority (native format).
     pub priority: Option<i32>,
-    /// Best-effort job (OpenB `BE`): unallocated under `tranche`.
+    /// Best-effort job (OpenB `BE`, native `min_runtime` 0): unallocated under `tranche`.
     pub best_effort: bool,
+    /// GPU model the job ran on (native `gpu_model`): the `--cluster` pool it goes to.
+    pub model: Option<String>,
 }
 
 /// A loaded trace, sorted by (submit, line).
@@ -205,6 +209,7 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
         time_limit: None,
         priority: None,
         best_effort: false,
+        model: None,
     };
     match format {
         Format::Philly => {
@@ -284,6 +289,11 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
                     ));
                 }
                 j.min_runtime = Some(m);
+                // Unallocated work, as OpenB's best-effort pods: it earns no share.
+                j.best_effort = m == 0;
+            }
+            if let Some(m) = row.opt("gpu_model") {
+                j.model = Some(m.to_string());
             }
             if let Some(s) = row.opt("time_limit") {
                 let t = row.seconds_of("time_limit", s, 1)?;
