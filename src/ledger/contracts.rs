@@ -464,12 +464,30 @@ fn budget_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
     Ok(())
 }
 
+/// 409 `price_changed` when the request names a price (`expected_price_minor`, from an
+/// earlier quote) other than the quote's.
+fn price_check(q: &Quote, req: &Request, site: &Site) -> Result<(), AppError> {
+    match req.expected_price_minor {
+        Some(expected) if expected != q.price_minor => Err(AppError::Refused {
+            code: "price_changed",
+            message: i18n::t2(
+                "contract-err-price-changed",
+                "then",
+                Money(expected).display(&site.currency),
+                "now",
+                Money(q.price_minor).display(&site.currency),
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Checks and prices a request without buying it: the price preview. Capacity and budget are
 /// checked against the current state (a later purchase may still be refused if others buy
 /// first).
 ///
 /// # Errors
-/// As [`buy`].
+/// As [`buy`], `price_changed` included (a client may check a stale price before buying).
 pub async fn quote(
     pool: &PgPool,
     site: &Site,
@@ -510,6 +528,7 @@ pub async fn quote(
             (q.balance_minor - crate::runs::held_by_runs(&mut conn, q.project_id).await?).max(0);
     }
     budget_check(&q, req, site)?;
+    price_check(&q, req, site)?;
     Ok(q)
 }
 
@@ -582,20 +601,7 @@ pub async fn buy_once(
     );
     q.peak_contracted = peak.0;
     capacity_check(&q, req, peak, site)?;
-    if let Some(expected) = req.expected_price_minor
-        && expected != q.price_minor
-    {
-        return Err(AppError::Refused {
-            code: "price_changed",
-            message: i18n::t2(
-                "contract-err-price-changed",
-                "then",
-                Money(expected).display(&site.currency),
-                "now",
-                Money(q.price_minor).display(&site.currency),
-            ),
-        });
-    }
+    price_check(&q, req, site)?;
     // Paid from the budget of the period in which the window starts: next month's capacity is
     // paid from next month's budget.
     let period = ledger::Period::containing(req.start, site);

@@ -164,6 +164,34 @@ async fn s08_a_contract_over_the_clock_change_is_three_real_hours() {
     );
     // Charged as 3 h: 4 GPUs x 3 h x 1.0 x 2.00 = 24.00.
     assert_eq!(q.price_minor, 2400);
+    // A stale price is refused by the preview as by the purchase, which buys nothing (the
+    // preview ignored it: a client could not check a price before buying).
+    let stale = contracts::Request {
+        expected_price_minor: Some(q.price_minor - 1),
+        ..req.clone()
+    };
+    let refused = contracts::quote(&app.pool, &site, &lead, &stale, now)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            tranche::error::AppError::Refused {
+                code: "price_changed",
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    let same = contracts::Request {
+        expected_price_minor: Some(q.price_minor),
+        ..req.clone()
+    };
+    assert!(
+        contracts::quote(&app.pool, &site, &lead, &same, now)
+            .await
+            .is_ok()
+    );
     assert_eq!(
         tranche::web::contracts::window_label(c.starts_at, c.ends_at, &berlin),
         "2026-10-25 01:30 +02:00 → 2026-10-25 03:30 +01:00 (3 h)"
