@@ -388,6 +388,7 @@ audit-action =
     .api_token-create = API token created
     .api_token-revoke = API token revoked
     .agent-refused = Agent call refused
+    .agent-session_restored = Agent session kept after a restore
     .budget-update = Budget changed
     .cluster-create = Cluster created
     .contract-buy = Capacity contract bought

@@ -408,6 +408,7 @@ audit-action =
     .api_token-create = Token de API creado
     .api_token-revoke = Token de API revocado
     .agent-refused = Llamada de agente rechazada
+    .agent-session_restored = Sesión de agente conservada tras una restauración
     .budget-update = Presupuesto cambiado
     .cluster-create = Clúster creado
     .contract-buy = Contrato de capacidad comprado

@@ -400,6 +400,7 @@ audit-action =
     .api_token-create = API tokena sortua
     .api_token-revoke = API tokena baliogabetua
     .agent-refused = Agentearen deia baztertua
+    .agent-session_restored = Agentearen saioa mantendu da leheneratze baten ondoren
     .budget-update = Aurrekontua aldatua
     .cluster-create = Klusterra sortua
     .contract-buy = Edukiera-kontratua erosia

@@ -1658,15 +1658,24 @@ impl<'a> Pass<'a> {
         self.note_ahead(pool, w.project);
     }
 
-    /// GPUs `w` must free by preemption: its need beyond the usable GPUs, plus the GPUs held
-    /// for contracts that are lent out now (to unallocated runs): GPUs freed in the pool go back
+    /// GPUs `w` must free by preemption. While the free GPUs and those lent to unallocated runs
+    /// cover the holds `w` may not use with `w`'s GPUs to spare, only its need beyond the free
+    /// GPUs: evicting a borrower frees as many GPUs as it takes from the cover, so the holds
+    /// stay covered, as [`Self::usable_without_preempting`] counts them (found by a new-user
+    /// check: an 8-GPU run evicted two 8-GPU borrowers where one did). Otherwise its need
+    /// beyond the usable GPUs, plus the held GPUs lent out now: GPUs freed in the pool go back
     /// to those holds first, so a move that ignored them would start nothing on the next pass
     /// (the evicted run would start again and be evicted again).
     fn preemption_need(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> i64 {
         let may_use_held = self.held_for(contract);
         let p = &self.pools[pool];
-        let lent = ((p.hold - may_use_held.clamp(0, p.hold.max(0))) - p.free).max(0);
-        i64::from(w.gpus) - self.usable(pool, w, may_use_held) + lent
+        let reserved = (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0);
+        let gpus = i64::from(w.gpus);
+        if p.free + p.unalloc_gpus - reserved >= gpus {
+            return gpus - p.free.max(0);
+        }
+        let lent = (reserved - p.free).max(0);
+        gpus - self.usable(pool, w, may_use_held) + lent
     }
 
     /// Whether the preemption rule's cheap bounds (those [`Self::try_preempt`] checks first)

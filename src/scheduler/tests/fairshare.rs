@@ -201,6 +201,36 @@ fn a_start_on_free_gpus_does_not_evict_a_contracts_borrower() {
     );
 }
 
+/// A run that must preempt frees only what it needs while the borrowed GPUs left still cover a
+/// contract's hold: with every GPU busy, 8 of them held for a contract and lent to two 8-GPU
+/// unallocated runs, an allocated 8-GPU run evicts one of them, not both (found by a new-user
+/// check: both were evicted and 8 GPUs stood idle, held, until the next pass lent them again).
+#[test]
+fn a_preemption_frees_no_more_than_the_borrowed_hold_leaves_uncovered() {
+    let mut b = Builder::new();
+    b.nodes(3, 8);
+    let owner = b.project(None, "20", 0);
+    let other = b.project(None, "40", 0);
+    let third = b.project(None, "40", 0);
+    b.contract(1, owner, 8, T0, T0 + 4 * H);
+    b.running(other, 8, T0 - H, 60, 10 * H);
+    let lent = [
+        b.running(other, 8, T0 - 120, 0, 10 * H),
+        b.running(other, 8, T0 - 60, 0, 10 * H),
+    ];
+    let newcomer = b.waiting(third, 8, T0, H, H);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).contains(&newcomer), "{:?}", out.decisions);
+    let evicted = preemptions(&out);
+    assert_eq!(evicted.len(), 1, "{evicted:?}");
+    assert!(lent.contains(&evicted[0].0), "{evicted:?}");
+    // The next pass keeps it so: the borrower left covers the hold.
+    let mut d = Driver::new(b.snap.clone(), T0);
+    d.pass();
+    let out = d.advance_to(T0 + 60);
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
+}
+
 /// A run is never told that its own project's contract holds GPUs "for other projects" (found
 /// by a new-user check: a contract holder's 8-GPU run, larger than its 7-GPU contract, was
 /// told its own contract's GPUs were held for other projects' contracts); another project's
