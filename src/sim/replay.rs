@@ -72,8 +72,9 @@ pub struct Replay {
     /// Per job: the first estimated start a pass gave it before its first start, and whether
     /// that estimate came with a reservation ([`crate::scheduler::WaitReason::reserved_at`]).
     pub first_estimate: Vec<Option<(i64, bool)>>,
-    /// Per job: the kind of the first waiting reason a pass gave it
-    /// ([`crate::scheduler::WaitReason::code`]); `None` for jobs that never waited a pass.
+    /// Per job: the kind of the first waiting reason a pass gave it before its first start
+    /// ([`crate::scheduler::WaitReason::code`]); `None` for jobs no pass left waiting before
+    /// they first started.
     pub first_reason: Vec<Option<&'static str>>,
     /// Allocated GPU-seconds of work lost to preemption (redone later), per project.
     pub lost_by_project: BTreeMap<ProjectId, f64>,
@@ -245,7 +246,11 @@ pub fn replay(
         r.passes += 1;
         for w in &out.waiting {
             let j = w.run.0 as usize;
-            r.first_reason[j].get_or_insert(w.reason.code());
+            // As for estimates: only a reason given before the first start (a run preempted
+            // and requeued is given reasons again, for its restart).
+            if outcome[j].first_start.is_none() {
+                r.first_reason[j].get_or_insert(w.reason.code());
+            }
             // Only a forecast of the first start counts: a run preempted and requeued is given
             // estimates again, of its restart.
             if let Some(e) = w.estimated_start

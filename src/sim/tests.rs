@@ -417,6 +417,10 @@ fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
             if r.wait_s.is_some_and(|w| w > 0) {
                 assert!(r.first_reason.is_some(), "{policy} job {i}");
             }
+            // One that started on arrival was given none, even if preempted later.
+            if r.wait_s == Some(0) {
+                assert!(r.first_reason.is_none(), "{policy} job {i}");
+            }
             // An estimate is foretold by a pass after the submission, and a reservation
             // always comes with one.
             assert!(
