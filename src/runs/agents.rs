@@ -789,6 +789,20 @@ pub async fn sync(
     .await?;
     let mut foreign_stops = Vec::new();
     if !unknown.is_empty() {
+        // A waiting run's next attempt is numbered past every attempt an agent reports of it:
+        // after a restore, a restored queued run was given the (run, attempt) its agent had
+        // already started before, which an agent never starts twice, and it never started
+        // (found by a new-user check).
+        let (r, a): (Vec<i64>, Vec<i32>) = unknown.iter().map(|k| (k.0, k.1)).unzip();
+        sqlx::query(
+            "UPDATE runs SET attempt = u.a FROM \
+             (SELECT r, max(a) AS a FROM unnest($1::BIGINT[], $2::INT[]) AS x(r, a) GROUP BY r) AS u \
+             WHERE runs.id = u.r AND runs.state = 'queued' AND runs.attempt < u.a",
+        )
+        .bind(&r)
+        .bind(&a)
+        .execute(pool)
+        .await?;
         let mut keep = Vec::with_capacity(runs.len());
         for i in 0..runs.len() {
             let key = (runs[i], attempts[i], nodes[i]);
@@ -891,7 +905,38 @@ pub async fn sync(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    if changed + never_started > 0 {
+    // Processes confirmed running that this sync no longer reports, running or exited: an
+    // agent lists every process it has until the server took its exit, so these are gone
+    // and how they ended was never said (a restored database that had them running, exits
+    // the agent dropped with a refused sync). Exit status unknown (-1), now: before, such a
+    // run stayed running and charged, and a cancel of it never completed.
+    let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
+        .runs
+        .iter()
+        .map(|r| (r.run, (r.attempt, r.node)))
+        .unzip();
+    let gone: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "UPDATE run_placements p SET proc_state = 'exited', exit_code = -1, exited_at = now() \
+         WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
+                         WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
+         RETURNING p.run_id, p.attempt, p.node_id",
+    )
+    .bind(&node_ids)
+    .bind(&all_runs)
+    .bind(&all_attempts)
+    .bind(&all_nodes)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (run, attempt, node) in &gone {
+        tracing::warn!(
+            run,
+            attempt,
+            node,
+            "the agent no longer reports a process it reported running, nor its exit: taken as exited, status unknown"
+        );
+    }
+    if changed + never_started + gone.len() as u64 > 0 {
         wake(&mut tx).await?;
     }
     tx.commit().await?;

@@ -863,8 +863,8 @@ async fn load_snapshot(
             billing_weight_milli: i64::from(weight),
         });
     }
-    let clusters: Vec<(i64, String, bool)> = sqlx::query_as(
-        "SELECT id, name, executor = 'slurm' AND executor_down_since IS NOT NULL FROM clusters ORDER BY id",
+    let clusters: Vec<(i64, String, bool, bool)> = sqlx::query_as(
+        "SELECT id, name, executor = 'slurm' AND executor_down_since IS NOT NULL, executor = 'slurm' FROM clusters ORDER BY id",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -874,9 +874,11 @@ async fn load_snapshot(
         clusters.iter().filter(|c| c.2).map(|c| c.0).collect();
     snap.clusters = clusters
         .into_iter()
-        .map(|(id, name, _)| Cluster {
+        .map(|(id, name, _, slurm)| Cluster {
             id: ClusterId(id),
             name,
+            // Slurm runs one GPU count per node in a job.
+            uniform_gangs: slurm,
         })
         .collect();
     type NodeRow = (i64, i64, i64, i32, String, bool, String, i32, i64, bool);

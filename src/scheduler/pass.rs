@@ -168,6 +168,8 @@ struct Pool {
     all_installed: u32,
     /// Largest node.
     node_max: u32,
+    /// A gang on several nodes takes the same count on each ([`super::Cluster::uniform_gangs`]).
+    uniform: bool,
     /// GPUs of the smallest run a preemption could take here (unallocated, or allocated past
     /// its minimum runtime and not on an active contract), as the pass began or started
     /// unallocated runs: a move evicts at most a run's need plus `node_max`, so none is
@@ -590,6 +592,10 @@ impl<'a> Pass<'a> {
                 model_name: m.map_or_else(|| format!("model {}", key.1), |m| m.name.clone()),
                 weight_milli: m.map_or(1000, |m| m.billing_weight_milli.max(0)),
                 price: m.map_or(0, |m| m.price_per_gpu_hour.max(0)),
+                uniform: snap
+                    .clusters
+                    .iter()
+                    .any(|c| c.id == key.0 && c.uniform_gangs),
                 ..Pool::default()
             });
         }
@@ -892,10 +898,55 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// The fewest nodes `k` and the count `per` on each (`k * per = gpus`) on which a gang of
+    /// `gpus` fits the pool's up nodes with the same count on each, given each member's free
+    /// GPUs (`free_of`, by place in `members`); `None` when no split fits.
+    fn uniform_split(
+        &self,
+        pool: usize,
+        gpus: u32,
+        free_of: impl Fn(usize) -> u32,
+    ) -> Option<(u32, u32)> {
+        let p = &self.pools[pool];
+        let up: Vec<u32> = (0..p.members.len())
+            .filter(|&l| self.nodes[p.members[l]].state == NodeState::Up)
+            .map(free_of)
+            .collect();
+        (gpus.div_ceil(p.node_max.max(1)).max(1)..=gpus)
+            .filter(|k| gpus.is_multiple_of(*k))
+            .find(|&k| up.iter().filter(|&&f| f >= gpus / k).count() >= k as usize)
+            .map(|k| (k, gpus / k))
+    }
+
+    /// Places `gpus` with the same count on each node ([`Self::uniform_split`]), best fit
+    /// (the nodes with the fewest free GPUs that hold the count); takes the GPUs.
+    fn place_uniform(&mut self, pool: usize, gpus: u32) -> Option<Vec<(NodeId, Vec<u32>)>> {
+        let (k, per) = self.uniform_split(pool, gpus, |l| {
+            self.nodes[self.pools[pool].members[l]].free.count_ones()
+        })?;
+        let p = &self.pools[pool];
+        let mut fit: Vec<(u32, usize)> = p
+            .members
+            .iter()
+            .map(|&ni| (self.nodes[ni].free.count_ones(), ni))
+            .filter(|&(f, ni)| f >= per && self.nodes[ni].state == NodeState::Up)
+            .collect();
+        fit.sort_unstable();
+        let mut out = Vec::with_capacity(k as usize);
+        for &(_, ni) in fit.iter().take(k as usize) {
+            out.extend(self.place_on(ni, per)?);
+        }
+        out.sort_unstable_by_key(|(n, _)| *n);
+        Some(out)
+    }
+
     /// Best-fit placement of `gpus` on the pool's up nodes; takes the GPUs.
     fn place(&mut self, pool: usize, gpus: u32) -> Option<Vec<(NodeId, Vec<u32>)>> {
         if i64::from(gpus) > self.pools[pool].free {
             return None;
+        }
+        if self.pools[pool].uniform {
+            return self.place_uniform(pool, gpus);
         }
         let mut remaining = gpus as usize;
         let mut out: Vec<(NodeId, Vec<u32>)> = Vec::new();
@@ -2209,6 +2260,13 @@ impl<'a> Pass<'a> {
                 return Err(None);
             }
         }
+        // Where a gang takes the same count on each node, a pool-wide move must leave such a
+        // split free, or its victims would lose their work for a start that cannot be placed
+        // (found by a new-user check on Slurm: two runs evicted for an 8-GPU gang placed 5 + 3,
+        // which Slurm refused).
+        if on.is_none() && self.pools[pool].uniform && !self.uniform_after(pool, w.gpus, &mv) {
+            return Err(None);
+        }
         let delta = gain - self.move_loss(pool, &mv);
         // A move that raises Φ serves an entitlement: its victims say so where their project
         // held more than its own entitlement (the words of that reason), or where the move is
@@ -2241,6 +2299,25 @@ impl<'a> Pass<'a> {
         } else {
             Err(None)
         }
+    }
+
+    /// Whether a uniform split of `gpus` ([`Self::uniform_split`]) fits the pool once `mv`'s
+    /// victims have released their GPUs.
+    fn uniform_after(&self, pool: usize, gpus: u32, mv: &Move) -> bool {
+        let mut freed: BTreeMap<usize, u32> = BTreeMap::new();
+        for &ri in &mv.chosen {
+            for (nid, idx) in &self.runs[ri].run.placement {
+                if let Some(&ni) = self.node_index.get(nid) {
+                    *freed.entry(ni).or_default() += idx.len() as u32;
+                }
+            }
+        }
+        let members = &self.pools[pool].members;
+        self.uniform_split(pool, gpus, |l| {
+            let ni = members[l];
+            self.nodes[ni].free.count_ones() + freed.get(&ni).copied().unwrap_or(0)
+        })
+        .is_some()
     }
 
     /// The node-by-node index of a pool's candidates (see [`Cands::by_node`]).

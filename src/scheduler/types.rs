@@ -137,6 +137,10 @@ pub struct Cluster {
     pub id: ClusterId,
     /// Display name.
     pub name: String,
+    /// A gang on several nodes takes the same number of GPUs on each (Slurm's `--gres=gpu:N`
+    /// is per node): placements, and the preemptions made for them, keep to that.
+    #[serde(default)]
+    pub uniform_gangs: bool,
 }
 
 /// A machine with a fixed number of GPUs of one model.

@@ -39,6 +39,7 @@ pub fn snapshot(scale: u32) -> (Snapshot, i64) {
     s.clusters.push(Cluster {
         id: ClusterId(1),
         name: "bench".into(),
+        uniform_gangs: false,
     });
     s.models.push(GpuModel {
         id: ModelId(1),

@@ -246,6 +246,7 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
     base.clusters.push(Cluster {
         id: ClusterId(1),
         name: "sim".into(),
+        uniform_gangs: false,
     });
     let mut installed = BTreeMap::new();
     let mut next_node = 1i64;

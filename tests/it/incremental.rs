@@ -103,13 +103,40 @@ async fn live_processes(o: &Org) -> Vec<(i64, i32, i64)> {
     .unwrap()
 }
 
-async fn report(o: &Org, session: &str, runs: Vec<Value>) {
+/// The processes recorded running on `nodes`, as an agent's reports of them running.
+async fn still_running(o: &Org, nodes: &[i64]) -> Vec<Value> {
+    let running: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT run_id, attempt, node_id FROM run_placements WHERE node_id = ANY($1) AND proc_state = 'running'",
+    )
+    .bind(nodes)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    running
+        .iter()
+        .map(|(run, attempt, node)| json!({"run": run, "attempt": attempt, "node": node, "state": "running"}))
+        .collect()
+}
+
+async fn report(o: &Org, session: &str, mut runs: Vec<Value>) {
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ANY($1) ORDER BY id")
         .bind(NODES.map(String::from).to_vec())
         .fetch_all(&o.app.pool)
         .await
         .unwrap();
     let nodes: Vec<Value> = ids.iter().map(|n| json!({"node": n})).collect();
+    // As an agent does, it lists every process it has: those recorded running that it does
+    // not report otherwise are still running.
+    let others: Vec<Value> = still_running(o, &ids)
+        .await
+        .into_iter()
+        .filter(|r| {
+            !runs.iter().any(|x| {
+                x["run"] == r["run"] && x["attempt"] == r["attempt"] && x["node"] == r["node"]
+            })
+        })
+        .collect();
+    runs.extend(others);
     let (status, answer) = o
         .app
         .api(
@@ -402,7 +429,9 @@ async fn sync_since(o: &Org, session: &str, since: Option<i64>) -> (StatusCode, 
         .await
         .unwrap();
     let nodes: Vec<Value> = ids.iter().map(|n| json!({"node": n})).collect();
-    let mut body = json!({"session": session, "wait_s": 0, "nodes": nodes, "runs": []});
+    // As an agent does, it lists every process it has (those the server recorded running).
+    let runs = still_running(o, &ids).await;
+    let mut body = json!({"session": session, "wait_s": 0, "nodes": nodes, "runs": runs});
     if let Some(since) = since {
         body["since"] = json!(since);
     }

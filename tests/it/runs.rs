@@ -1747,6 +1747,65 @@ async fn an_agent_registered_after_a_restored_backup_serves_on() {
     assert_eq!(answer["error"]["code"], "session_replaced");
 }
 
+/// A process its agent reported running and no longer reports, running or exited, is taken
+/// as exited with an unknown status (found by a new-user check: after a restore the database
+/// had a run running whose process had ended since; it stayed running and charged, and a
+/// cancel of it never completed). And a restored waiting run's next attempt is numbered past
+/// the attempt its agent reports of it, which the agent would never start again.
+#[tokio::test]
+async fn a_process_its_agent_no_longer_reports_has_ended() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["v-1"]).await;
+    let gone = submit(&o, run_body("fm-pretrain-7b", 2, 60, false)).await;
+    let cancelled = submit(&o, run_body("fm-pretrain-7b", 2, 60, false)).await;
+    pass(&o.app).await;
+    let both = json!([{"run": gone, "attempt": 1, "node": nodes[0], "state": "running"},
+                      {"run": cancelled, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, both).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gone).await, "running");
+    cancel(&o, cancelled).await;
+    // Still running in the same sync: nothing changes.
+    let one = json!([{"run": gone, "attempt": 1, "node": nodes[0], "state": "running"},
+                     {"run": cancelled, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    sync(&o.app, &o.agent, &session, &nodes, one).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gone).await, "running");
+    assert_eq!(state_of(&o.app, cancelled).await, "stopping");
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gone).await, "failed");
+    assert_eq!(state_of(&o.app, cancelled).await, "cancelled");
+    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
+        .bind(gone)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(-1));
+
+    // A waiting run of the restored database whose attempt 3 its agent already ran.
+    let waiting = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": waiting, "attempt": 3, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["stops"][0]["run"], waiting, "{answer}");
+    pass(&o.app).await;
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(waiting)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempt, 4);
+}
+
 #[tokio::test]
 async fn cancel_stops_a_running_run_through_its_agent() {
     let o = org().await;
@@ -3171,11 +3230,13 @@ async fn stopping_runs_that_exited_together_each_end_as_their_stop_kind_says() {
     for run in all {
         assert_eq!(state_of(&o.app, run).await, "stopping");
     }
-    // Every process but `still`'s exits, reported in one sync.
-    let exited: Vec<Value> = all[..4]
+    // Every process but `still`'s exits, reported in one sync (which lists `still`'s as
+    // running, as an agent lists every process it has).
+    let mut exited: Vec<Value> = all[..4]
         .iter()
         .map(|r| json!({"run": r, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}))
         .collect();
+    exited.push(json!({"run": still, "attempt": 1, "node": nodes[0], "state": "running"}));
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!(exited)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let report = pass(&o.app).await;
@@ -3507,7 +3568,8 @@ async fn a_failed_gang_reports_the_status_of_the_process_that_failed() {
         &o.agent,
         &session,
         &nodes,
-        json!([{"run": run, "attempt": 1, "node": nodes[1], "state": "exited", "signal": 9}]),
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running"},
+               {"run": run, "attempt": 1, "node": nodes[1], "state": "exited", "signal": 9}]),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");

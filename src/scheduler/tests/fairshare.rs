@@ -632,3 +632,63 @@ fn a_run_goes_from_an_ended_contract_to_the_next() {
         out.decisions
     );
 }
+
+/// On a cluster whose gangs take the same GPU count on every node (Slurm), a gang is placed
+/// only on such a split, and no run is evicted for a move that leaves none (found by a new-user
+/// check: two runs preempted for an 8-GPU gang placed 5 + 3, which Slurm refused at once).
+/// Elsewhere the same sites place it 5 + 3.
+#[test]
+fn a_uniform_cluster_places_gangs_evenly_or_evicts_nobody() {
+    for uniform in [false, true] {
+        // 5 GPUs free on the first node, 3 on the second.
+        let mut b = Builder::new();
+        b.snap.clusters[0].uniform_gangs = uniform;
+        b.nodes(2, 8);
+        let other = b.project(None, "50", 0);
+        let mine = b.project(None, "50", 0);
+        b.running(other, 3, T0 - 60, H, 10 * H);
+        let filler = b.running(other, 5, T0 - 60, H, 10 * H);
+        b.running(other, 5, T0 - 60, H, 10 * H);
+        b.snap.running.retain(|r| r.id != filler);
+        let gang = b.waiting(mine, 8, T0, H, H);
+        let out = schedule(&b.snap, T0);
+        assert_eq!(started(&out) == vec![gang], !uniform, "{:?}", out.decisions);
+        // 4 + 4 fits: it starts there.
+        let mut b2 = b.clone();
+        b2.snap.running.clear();
+        b2.running(other, 4, T0 - 60, H, 10 * H);
+        let filler = b2.running(other, 4, T0 - 60, H, 10 * H);
+        b2.running(other, 4, T0 - 60, H, 10 * H);
+        b2.snap.running.retain(|r| r.id != filler);
+        let out = schedule(&b2.snap, T0);
+        assert_eq!(started(&out), vec![gang], "{:?}", out.decisions);
+        let placed = out.decisions.iter().find_map(|d| match d {
+            Decision::Start { placement, .. } => Some(placement.clone()),
+            _ => None,
+        });
+        let counts: Vec<usize> = placed.unwrap().iter().map(|(_, g)| g.len()).collect();
+        assert_eq!(counts, vec![4, 4]);
+
+        // Evicting the only unprotected run (5 GPUs, unallocated, on the first node) frees
+        // 5 + 3: no even split.
+        let mut b = Builder::new();
+        b.snap.clusters[0].uniform_gangs = uniform;
+        b.nodes(2, 8);
+        let other = b.project(None, "50", 0);
+        let mine = b.project(None, "50", 0);
+        b.running(other, 2, T0 - 60, H, 10 * H);
+        let borrower = b.running(other, 5, T0 - 60, 0, 10 * H);
+        b.running(other, 1, T0 - 60, H, 10 * H);
+        b.running(other, 5, T0 - 60, H, 10 * H);
+        let gang = b.waiting(mine, 8, T0, H, H);
+        let out = schedule(&b.snap, T0);
+        if uniform {
+            assert!(preemptions(&out).is_empty(), "{:?}", out.decisions);
+            assert!(started(&out).is_empty(), "{:?}", out.decisions);
+        } else {
+            assert_eq!(preemptions(&out).len(), 1, "{:?}", out.decisions);
+            assert_eq!(preemptions(&out)[0].0, borrower);
+            assert_eq!(started(&out), vec![gang]);
+        }
+    }
+}

@@ -20,6 +20,7 @@ impl Builder {
         snap.clusters.push(Cluster {
             id: ClusterId(1),
             name: "c1".into(),
+            uniform_gangs: false,
         });
         snap.models.push(GpuModel {
             id: ModelId(1),
