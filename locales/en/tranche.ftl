@@ -621,6 +621,7 @@ event-history-requeued = requeued after preemption (recorded history)
 
 err-run-gpus = the GPU count must be a whole number from 1 to 100,000
 err-run-time-limit = the time limit must be above zero and at most 30 days ({ $max } seconds)
+err-run-time-limit-partition = cluster { $cluster } runs jobs in a Slurm partition whose time limit (MaxTime) is { $max } seconds: ask for at most that
 err-run-min-runtime = the minimum runtime must be from 0 to the site maximum of { $hours } h ({ $seconds } s)
 err-run-min-over-limit = the minimum runtime cannot be longer than the time limit
 err-run-priority = the priority must be from -1,000 to 1,000

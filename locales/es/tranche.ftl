@@ -599,6 +599,7 @@ event-history-requeued = vuelve a la cola tras el desalojo (historial registrado
 
 err-run-gpus = el número de GPU debe ser un número entero de 1 a 100.000
 err-run-time-limit = el límite de tiempo debe ser mayor que cero y de 30 días como máximo ({ $max } segundos)
+err-run-time-limit-partition = el clúster { $cluster } ejecuta los trabajos en una partición de Slurm cuyo límite de tiempo (MaxTime) es de { $max } segundos: pide como máximo eso
 err-run-min-runtime = el tiempo mínimo de ejecución debe ser de 0 al máximo del sitio, { $hours } h ({ $seconds } s)
 err-run-min-over-limit = el tiempo mínimo de ejecución no puede superar el límite de tiempo
 err-run-priority = la prioridad debe ser de -1000 a 1000

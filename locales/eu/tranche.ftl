@@ -596,6 +596,7 @@ event-history-requeued = ilarara itzulia kanporatu ondoren (erregistratutako his
 
 err-run-gpus = GPU kopuruak 1etik 100.000rako zenbaki oso bat izan behar du
 err-run-time-limit = denbora-mugak zero baino handiagoa izan behar du, eta gehienez 30 egun ({ $max } segundo)
+err-run-time-limit-partition = { $cluster } klusterrak Slurm partizio batean exekutatzen ditu lanak, eta haren denbora-muga (MaxTime) { $max } segundokoa da: eskatu gehienez hori
 err-run-min-runtime = gutxieneko exekuzio-denborak 0tik gunearen gehienezkora bitartekoa izan behar du: { $hours } h ({ $seconds } s)
 err-run-min-over-limit = gutxieneko exekuzio-denbora ezin da denbora-muga baino luzeagoa izan
 err-run-priority = lehentasunak −1.000tik 1.000ra bitartekoa izan behar du

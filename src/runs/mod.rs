@@ -430,19 +430,21 @@ pub async fn check(
         Option<Vec<i32>>,
         Option<Vec<i64>>,
         Option<i64>,
+        Option<i64>,
     );
     let now = jiff::Timestamp::now();
     // The seconds until the end of the project's capacity contract on the pool that is active
     // now and large enough for the gang, the longest if several: the minimum runtime inside
     // it is prepaid when the run starts on it (docs/design.md section 3.3).
     #[rustfmt::skip]
-    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p, contract_left): Names =
+    let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p, contract_left, max_time_s): Names =
         sqlx::query_as(&format!(
             "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
                     b.balance_minor, hd.seconds, hd.weights, hd.prices, \
                     (SELECT floor(extract(epoch FROM max(k.ends_at) - now()))::BIGINT FROM contracts k \
                      WHERE k.project_id = t.id AND k.cluster_id = c.id AND k.gpu_model_id = m.id AND k.state = 'active' \
-                       AND k.starts_at <= now() AND k.ends_at > now() AND k.gpus >= $5) \
+                       AND k.starts_at <= now() AND k.ends_at > now() AND k.gpus >= $5), \
+                    c.slurm_max_time_s \
              FROM (SELECT 1) AS one \
              LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
              LEFT JOIN ledger_accounts b ON b.kind = 'project_budget' AND b.project_id = t.id AND b.period_start = $4 \
@@ -496,6 +498,19 @@ pub async fn check(
             crate::domain::quote(&run.gpu_model),
         )));
     };
+    // A Slurm partition refuses a job longer than its MaxTime: no start is decided (and no
+    // run preempted) for it.
+    if let Some(max) = max_time_s
+        && run.time_limit_s > max
+    {
+        return Err(AppError::invalid(
+            "time_limit_s",
+            i18n::ta(
+                "err-run-time-limit-partition",
+                &[("cluster", &run.cluster), ("max", &max)],
+            ),
+        ));
+    }
     let installed = tree
         .installed
         .get(&(cluster_id, model_id))

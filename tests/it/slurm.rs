@@ -529,8 +529,32 @@ async fn jobs_cancelled_in_slurm_or_refused_by_it_end_with_slurms_words() {
                     .starts_with("cancelled outside Tranche")),
         "{detail}"
     );
-    // The test partition allows 60 minutes: Slurm refuses a 2-hour job, and the run fails with
-    // Slurm's message on its page.
+    // The test partition allows 60 minutes, as `add-slurm-cluster` read: a 2-hour run is
+    // refused at submission (found by a new-user check: it was placed, a run was preempted
+    // for it, and Slurm refused the job).
+    let (status, answer) = post(
+        &base,
+        "/api/v1/runs",
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "slurm", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 1, "time_limit_s": 7200, "resumable": false, "command": "true"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["field"], "time_limit_s", "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("3,600 seconds"),
+        "{answer}"
+    );
+    // A partition whose MaxTime was lowered since: Slurm refuses the 2-hour job, and the run
+    // fails with Slurm's message on its page.
+    sqlx::query("UPDATE clusters SET slurm_max_time_s = NULL")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let refused = submit(
         &base,
         &researcher,

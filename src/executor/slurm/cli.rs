@@ -437,6 +437,32 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The `MaxTime` of `scontrol show partition NAME --oneliner`'s answer, in seconds: Slurm's
+/// `[DAYS-]HOURS:MINUTES:SECONDS` (or `MINUTES`, `MINUTES:SECONDS`, `DAYS-HOURS[:MINUTES]`);
+/// `None` for `UNLIMITED`, `INFINITE` or an answer without it.
+pub fn partition_max_time_s(answer: &str) -> Option<i64> {
+    let value = answer
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("MaxTime="))?;
+    let (days, rest) = match value.split_once('-') {
+        Some((d, r)) => (d.parse::<i64>().ok()?, r),
+        None => (0, value),
+    };
+    let parts: Vec<i64> = rest
+        .split(':')
+        .map(|p| p.parse::<i64>().ok())
+        .collect::<Option<_>>()?;
+    let in_day = match (value.contains('-'), parts.as_slice()) {
+        (false, [m]) => m * 60,
+        (false, [m, s]) => m * 60 + s,
+        (true, [h]) => h * 3600,
+        (true, [h, m]) => h * 3600 + m * 60,
+        (_, [h, m, s]) => h * 3600 + m * 60 + s,
+        _ => return None,
+    };
+    Some(days * 86_400 + in_day)
+}
+
 /// Names Tranche gives its jobs: `tranche-RUN-ATTEMPT`.
 pub fn job_name(run: i64, attempt: i32) -> String {
     format!("tranche-{run}-{attempt}")
@@ -802,6 +828,20 @@ mod tests {
         );
         let args = job.args(None);
         assert!(args.contains(&"--gres=gpu:3".to_string()));
+        let shown = |v: &str| {
+            partition_max_time_s(&format!(
+                "PartitionName=gpu AllowGroups=ALL Default=NO MaxNodes=UNLIMITED MaxTime={v} MinNodes=0"
+            ))
+        };
+        assert_eq!(shown("01:00:00"), Some(3600));
+        assert_eq!(
+            shown("2-03:04:05"),
+            Some(2 * 86_400 + 3 * 3600 + 4 * 60 + 5)
+        );
+        assert_eq!(shown("90"), Some(5400));
+        assert_eq!(shown("1-12"), Some(86_400 + 12 * 3600));
+        assert_eq!(shown("UNLIMITED"), None);
+        assert_eq!(partition_max_time_s("PartitionName=gpu"), None);
         assert!(args.contains(&"--nodelist=n1".to_string()));
         // 61 s round up to 2 minutes, plus one so Tranche's own stop comes first.
         assert!(args.contains(&"--time=3".to_string()));

@@ -99,8 +99,9 @@ fn unreachable(e: CliError) -> AppError {
 }
 
 /// Creates the cluster `name` served by Slurm's partition `partition`, or refreshes its
-/// inventory: every node of the partition with GPUs (gres `gpu`) becomes a node of the
-/// cluster with Slurm's GPU count, of `gpu_model` (or of the model named like Slurm's GPU type,
+/// inventory and the partition's MaxTime (`scontrol show partition`; runs asking for longer are
+/// refused at submission): every node of the partition with GPUs (gres `gpu`) becomes a node
+/// of the cluster with Slurm's GPU count, of `gpu_model` (or of the model named like Slurm's GPU type,
 /// e.g. `gpu:h100:8`); nodes no longer listed are marked down. Audited as `cluster.create`,
 /// `node.add`, `node.update` and `node.remove`, by the system (the command line).
 ///
@@ -157,6 +158,21 @@ pub async fn add_cluster(
             ),
         ));
     }
+    // The partition's MaxTime: longer runs are refused at submission.
+    let shown = cli::call(
+        settings,
+        "scontrol",
+        &[
+            "show".into(),
+            "partition".into(),
+            partition.clone(),
+            "--oneliner".into(),
+        ],
+        None,
+    )
+    .await
+    .map_err(unreachable)?;
+    let max_time_s = cli::partition_max_time_s(&shown);
     let models = crate::db::inventory::gpu_models(pool).await?;
     let model_of = |n: &cli::SlurmNode| -> Result<(i64, String), AppError> {
         let wanted = gpu_model.map(str::trim).or(n.gpu_type.as_deref());
@@ -198,19 +214,23 @@ pub async fn add_cluster(
             ));
         }
         Some((id, _)) => {
-            sqlx::query("UPDATE clusters SET slurm_partition = $2 WHERE id = $1")
-                .bind(id)
-                .bind(&partition)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE clusters SET slurm_partition = $2, slurm_max_time_s = $3 WHERE id = $1",
+            )
+            .bind(id)
+            .bind(&partition)
+            .bind(max_time_s)
+            .execute(&mut *tx)
+            .await?;
             id
         }
         None => {
             let id: i64 = sqlx::query_scalar(
-                "INSERT INTO clusters (name, executor, slurm_partition) VALUES ($1, 'slurm', $2) RETURNING id",
+                "INSERT INTO clusters (name, executor, slurm_partition, slurm_max_time_s) VALUES ($1, 'slurm', $2, $3) RETURNING id",
             )
             .bind(&name)
             .bind(&partition)
+            .bind(max_time_s)
             .fetch_one(&mut *tx)
             .await?;
             audit::record(
