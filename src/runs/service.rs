@@ -301,11 +301,6 @@ type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
 /// raised later does not make it paid again.
 const MIN_RUNTIME: &str = "CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END";
 
-/// SQL: whether the run `r` is on a Slurm cluster, whose runs count from their placement
-/// (the bridge sees a job running only at its next poll), where an agent's count from their
-/// processes' start.
-const ON_SLURM: &str = "(SELECT c.executor = 'slurm' FROM clusters c WHERE c.id = r.cluster_id)";
-
 /// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id and
 /// its window's start and end in seconds from the attempt's start (NULL when none).
 const CONTRACT_WINDOW: &str = "(SELECT ARRAY[c.id, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT, \
@@ -348,10 +343,9 @@ fn run_usages(
 
 /// Charges running runs' time since their last charge (GPU-seconds at their model's billing
 /// weight and price while the balance lasts, the rest free: [`ledger::charge_usages`]), in a
-/// fixed number of statements however many runs fall due. A starting run of an agent's
-/// cluster is not charged: its attempt counts from its processes' start, which the pass sets
-/// as its start when it confirms them running (a Slurm run counts from its placement, as
-/// before: the bridge sees its start only at its next poll).
+/// fixed number of statements however many runs fall due. A starting run is not charged: its
+/// attempt counts from its processes' start (an agent's report, Slurm's start of the job),
+/// which the pass sets as its start when it confirms them running.
 /// When a protected run's charge could not be paid in full, its page says it goes on
 /// unallocated (once an attempt). Other ids are skipped. Returns each charged run with its new
 /// `charged_s` (seconds of its attempt charged), by ascending id: that write alone does not
@@ -368,8 +362,7 @@ async fn settle(
     let rows: Vec<SettleRow> = sqlx::query_as(
         &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
                 GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
-         FROM runs r WHERE r.id = ANY($1) AND r.started_at IS NOT NULL \
-           AND (r.state = 'running' OR (r.state = 'starting' AND {ON_SLURM})) \
+         FROM runs r WHERE r.id = ANY($1) AND r.started_at IS NOT NULL AND r.state = 'running' \
          ORDER BY r.id"),
     )
     .bind(runs)
@@ -651,7 +644,7 @@ async fn end_exited_attempts(
     // Run states change only in passes and in writes serialised with them, so no row lock.
     let sql = format!(
         "SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
-                CASE WHEN r.state = 'starting' AND NOT {ON_SLURM} \
+                CASE WHEN r.state = 'starting' \
                      THEN GREATEST(0, floor(extract(epoch FROM max(p.exited_at) - max(p.running_at))))::BIGINT \
                      ELSE GREATEST(0, floor(extract(epoch FROM LEAST(now(), COALESCE(max(p.exited_at), now())) - r.started_at)))::BIGINT END, \
                 bool_or(p.exit_code IS DISTINCT FROM 0), COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)), \
@@ -1407,15 +1400,14 @@ async fn pass_inner(
     release_gangs(&mut tx).await?;
     report.timings_ms[0] = clock.elapsed().as_millis() as u64;
     // A run's attempt counts from its processes' start (the last of a gang's), not from its
-    // placement: the wait for a previous run's grace period on its GPUs is neither charged
-    // (starting runs are not) nor taken from its time limit or minimum runtime. Agents report
-    // a start at once; the Slurm bridge sees a job running only at its next poll, so a Slurm
-    // run keeps its placement as its start (and is charged from it, as Slurm's own start).
+    // placement: the wait for a previous run's grace period on its GPUs, or for Slurm to start
+    // the job, is neither charged (starting runs are not) nor taken from its time limit or
+    // minimum runtime. Agents report a start at once; the Slurm bridge records Slurm's own
+    // start of the job.
     let confirmed: Vec<i64> = sqlx::query_scalar(
-        "UPDATE runs r SET state = 'running', started_at = CASE WHEN c.executor = 'slurm' THEN r.started_at \
-             ELSE GREATEST(r.started_at, COALESCE( \
-             (SELECT max(p.running_at) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), r.started_at)) END \
-         FROM clusters c WHERE c.id = r.cluster_id AND r.state = 'starting' \
+        "UPDATE runs r SET state = 'running', started_at = GREATEST(r.started_at, COALESCE( \
+             (SELECT max(p.running_at) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), r.started_at)) \
+         WHERE r.state = 'starting' \
          AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'assigned') \
          RETURNING r.id",
     )

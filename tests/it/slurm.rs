@@ -1079,3 +1079,83 @@ async fn a_submission_whose_answer_was_lost_is_adopted_not_submitted_again() {
         .unwrap();
     assert_eq!(known, lost);
 }
+
+/// A run counts, and is charged, from Slurm's start of its job, not from the pass's decision:
+/// a job held pending by a maintenance reservation is neither charged nor timed while it
+/// waits (found by a new-user check: it was charged from the decision, and its time limit ran
+/// while it waited).
+#[tokio::test]
+async fn a_slurm_run_counts_from_slurms_start_of_its_job() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    let (app, base, researcher, _lead, _admin) = slurm_live(cluster).await;
+    let made = cluster.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "reservationname=tranche-test-maint",
+            "starttime=now",
+            "duration=10",
+            "nodes=n1,n2",
+            "users=root",
+            "flags=MAINT,IGNORE_JOBS",
+        ],
+    );
+    assert!(made.contains("created"), "{made}");
+    let run = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        1,
+        json!({"command": "sleep 2"}),
+    )
+    .await;
+    until(
+        Duration::from_secs(30),
+        "its job to pend in Slurm",
+        || async {
+            jobs_of(&app, cluster, run)
+                .await
+                .first()
+                .is_some_and(|j| j.2 == "PENDING")
+        },
+    )
+    .await;
+    let decided: i64 =
+        sqlx::query_scalar("SELECT extract(epoch FROM started_at)::BIGINT FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(state_of(&app, run).await, "starting");
+    // The scenario: the job pends in Slurm for some seconds after the decision.
+    until(
+        Duration::from_secs(10),
+        "the job to pend for 3 s",
+        || async { jiff::Timestamp::now().as_second() >= decided + 3 },
+    )
+    .await;
+    assert_eq!(jobs_of(&app, cluster, run).await[0].2, "PENDING");
+    assert_eq!(state_of(&app, run).await, "starting");
+    let released = jiff::Timestamp::now().as_second();
+    cluster.run(
+        "scontrol",
+        &["delete", "reservationname=tranche-test-maint"],
+    );
+    wait_state(&app, run, "succeeded").await;
+    let (started, charged): (i64, i64) = sqlx::query_as(
+        "SELECT extract(epoch FROM started_at)::BIGINT, charged_s FROM runs WHERE id = $1",
+    )
+    .bind(run)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let (k, detail) = kinds(&base, &researcher, run).await;
+    assert_eq!(k, ["submitted", "started", "succeeded"], "{detail}");
+    assert!(
+        started >= released,
+        "started {started}, released {released}, decided {decided}"
+    );
+    // sleep 2: two or three whole seconds, not the wait in Slurm's queue.
+    assert!((2..=3).contains(&charged), "charged {charged} s");
+}

@@ -267,6 +267,10 @@ pub struct SlurmJob {
     pub exit_code: Option<i32>,
     /// GPUs per node it holds while it runs: node name and GPU indices.
     pub gpus: BTreeMap<String, Vec<i32>>,
+    /// When it started (Unix seconds), once it runs or ran.
+    pub start_time: Option<i64>,
+    /// When it ended (Unix seconds), once ended.
+    pub end_time: Option<i64>,
 }
 
 impl SlurmJob {
@@ -326,6 +330,25 @@ struct SqueueJob {
     job_resources: Option<JobResources>,
     #[serde(default)]
     tres_per_node: String,
+    #[serde(default)]
+    start_time: serde_json::Value,
+    #[serde(default)]
+    end_time: serde_json::Value,
+}
+
+/// A time of `squeue --json`: Unix seconds, as a number (Slurm 22.05) or as
+/// `{"set": true, "number": N}` (later versions); `None` when unset or 0.
+fn slurm_time(v: &serde_json::Value) -> Option<i64> {
+    let n = match v {
+        serde_json::Value::Object(o) => {
+            if o.get("set").and_then(serde_json::Value::as_bool) == Some(false) {
+                return None;
+            }
+            o.get("number")?.as_i64()?
+        }
+        v => v.as_i64()?,
+    };
+    (n > 0).then_some(n)
 }
 
 #[derive(Deserialize, Default)]
@@ -413,6 +436,10 @@ pub fn parse_squeue(json: &str) -> Result<Vec<SlurmJob>, String> {
                     }
                 }
             }
+            // A pending job's start time is Slurm's forecast, not a start.
+            let started = (j.job_state != "PENDING")
+                .then(|| slurm_time(&j.start_time))
+                .flatten();
             SlurmJob {
                 id: j.job_id,
                 name: j.name,
@@ -427,6 +454,8 @@ pub fn parse_squeue(json: &str) -> Result<Vec<SlurmJob>, String> {
                     None
                 },
                 gpus,
+                start_time: started,
+                end_time: ended.then(|| slurm_time(&j.end_time)).flatten(),
             }
         })
         .collect())

@@ -750,7 +750,7 @@ impl Bridge {
         event(&mut tx, first.run, "failed", &message, None).await?;
         let procs: Vec<(i64, i32, i64)> =
             group.iter().map(|a| (a.run, a.attempt, a.node)).collect();
-        exit_all(tx, &procs, Some(1)).await
+        exit_all(tx, &procs, Some(1), 0).await
     }
 
     /// An ended job of an attempt that should be running: its end state in our words, and a
@@ -818,7 +818,17 @@ impl Bridge {
                 service::begin_stop(&mut tx, pool, site, run, stop_kind).await?;
             }
         }
-        exit_all(tx, group, code).await
+        // It ran from Slurm's start to Slurm's end, whatever the polls saw of it.
+        let now = jiff::Timestamp::now().as_second();
+        let ago = job.end_time.map_or(0, |t| (now - t).clamp(0, now));
+        let s = exit_all_at(
+            tx,
+            group,
+            code,
+            ago,
+            job.start_time.map(|t| (run, attempt, t)),
+        );
+        s.await
     }
 
     /// A job Slurm no longer knows (it forgot it, say its state was lost): the attempt is
@@ -850,16 +860,67 @@ impl Bridge {
             .await?;
             service::begin_stop(&mut tx, pool, &self.state.site, run, "lost").await?;
         }
-        exit_all(tx, group, None).await
+        exit_all(tx, group, None, 0).await
     }
 }
 
+/// [`exit_all`], with the job's start recorded first (a job that ended between two polls was
+/// never seen running).
+async fn exit_all_at(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    procs: &[(i64, i32, i64)],
+    code: Option<i32>,
+    ago_s: i64,
+    started: Option<(i64, i32, i64)>,
+) -> Result<(), ExecutorError> {
+    if let Some(s) = started {
+        sqlx::query(
+            "UPDATE run_placements SET running_at = to_timestamp($3) \
+             WHERE run_id = $1 AND attempt = $2 AND to_timestamp($3) <= clock_timestamp() \
+               AND (running_at IS NULL OR running_at > to_timestamp($3))",
+        )
+        .bind(s.0)
+        .bind(s.1)
+        .bind(s.2)
+        .execute(&mut *tx)
+        .await?;
+    }
+    exit_all(tx, procs, code, ago_s).await
+}
+
+/// Makes Slurm's start of each (run, attempt, Unix seconds) job its placements' `running_at`
+/// where they run (or ran) and had a later one (the poll that saw them running), or none.
+async fn set_running_at(
+    conn: &mut sqlx::PgConnection,
+    started: &[(i64, i32, i64)],
+) -> Result<(), sqlx::Error> {
+    if started.is_empty() {
+        return Ok(());
+    }
+    let (runs, (attempts, times)): (Vec<i64>, (Vec<i32>, Vec<i64>)) =
+        started.iter().map(|&(r, a, t)| (r, (a, t))).unzip();
+    sqlx::query(
+        "UPDATE run_placements p SET running_at = to_timestamp(u.t) \
+         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[]) AS u(r, a, t) \
+         WHERE p.run_id = u.r AND p.attempt = u.a AND p.proc_state <> 'assigned' \
+           AND to_timestamp(u.t) <= clock_timestamp() \
+           AND (p.running_at IS NULL OR p.running_at > to_timestamp(u.t))",
+    )
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&times)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records every process of `procs` (run, attempt, node) as exited with `code` (`None`:
-/// unknown), wakes the pass and commits `tx`.
+/// unknown) `ago_s` seconds ago, wakes the pass and commits `tx`.
 async fn exit_all(
     mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
     procs: &[(i64, i32, i64)],
     code: Option<i32>,
+    ago_s: i64,
 ) -> Result<(), ExecutorError> {
     let reports: Vec<ProcessReport> = procs
         .iter()
@@ -867,7 +928,7 @@ async fn exit_all(
             run,
             attempt,
             node,
-            ago_s: 0,
+            ago_s,
             exited: Some(code),
         })
         .collect();
@@ -987,6 +1048,8 @@ impl Executor for Bridge {
                 .collect();
 
         let mut reports: Vec<ProcessReport> = Vec::new();
+        // Running jobs' start (Unix seconds), by run and attempt.
+        let mut started: Vec<(i64, i32, i64)> = Vec::new();
         let mut gpu_rows: Vec<(i64, i32, i64, Vec<i32>)> = Vec::new();
         // Starts, one job per attempt.
         let mut groups: BTreeMap<(i64, i32), Vec<&Assignment>> = BTreeMap::new();
@@ -1007,6 +1070,9 @@ impl Executor for Bridge {
                 continue;
             };
             if job.is_running() {
+                if let Some(t) = job.start_time {
+                    started.push((*run, *attempt, t));
+                }
                 for a in group {
                     reports.push(ProcessReport {
                         run: a.run,
@@ -1115,6 +1181,10 @@ impl Executor for Bridge {
         if crate::executor::record(&mut tx, &reports).await? > 0 {
             wake(&mut tx).await?;
         }
+        // A job's processes ran from Slurm's start, not from this poll: the attempt counts,
+        // and is charged, from there (found by a new-user check: a job pending behind a
+        // maintenance reservation was charged from the pass's decision).
+        set_running_at(&mut tx, &started).await?;
         sqlx::query("UPDATE slurm_jobs s SET state = u.s FROM unnest($1::BIGINT[], $2::TEXT[]) AS u(j, s) WHERE s.cluster_id = $3 AND s.job_id = u.j AND s.state <> u.s")
             .bind(jobs.iter().map(|j| j.id).collect::<Vec<_>>())
             .bind(jobs.iter().map(|j| j.state.clone()).collect::<Vec<_>>())
