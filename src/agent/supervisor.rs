@@ -366,7 +366,7 @@ impl ProcessRecords {
 
     /// Appends `line` to `node`'s file; `create` makes the directory and file when missing
     /// (a start), else a missing file is left so (an end with no start left to close).
-    fn append(&self, node: &str, line: &str, create: bool) {
+    fn append(&self, node: &str, line: &str, create: bool) -> std::io::Result<()> {
         use std::io::Write;
         let created = if create {
             std::fs::create_dir_all(&self.dir)
@@ -379,27 +379,32 @@ impl ProcessRecords {
                 .write_all(format!("{line}\n").as_bytes())
         });
         if !create && matches!(&written, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
-            return;
+            return Ok(());
         }
-        if let Err(e) = written {
+        if let Err(e) = &written {
             tracing::warn!(dir = %self.dir.display(), error = %e, "cannot record a process in the state directory");
         }
+        written
     }
 
     /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
     /// runs on `node` with `secret` in its environment.
-    pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) {
+    ///
+    /// # Errors
+    /// The record cannot be written (a full disk, a directory made read-only): the process
+    /// must not run, since a later agent could neither prove nor stop it.
+    pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) -> std::io::Result<()> {
         let boot = crate::process::boot_id().unwrap_or_default();
         self.append(
             node,
             format!("start {pid} {started} {secret} {boot}").trim_end(),
             true,
-        );
+        )
     }
 
     /// Records that the process recorded by [`ProcessRecords::started`] ended.
     pub fn ended(&self, node: &str, pid: i32, started: u64) {
-        self.append(node, &format!("end {pid} {started}"), false);
+        let _ = self.append(node, &format!("end {pid} {started}"), false);
     }
 
     /// The recorded starts of `node` without a recorded end.
@@ -620,14 +625,35 @@ async fn launch(
     };
     // Recorded before anything can signal it; a child that already ended has no start time
     // and nothing to record.
+    let mut unrecorded = None;
     let recorded = records.as_ref().and_then(|r| {
         let started = crate::process::start_time(pgid)?;
-        r.started(&node_name, pgid, started, &secret);
-        Some((r.clone(), started))
+        match r.started(&node_name, pgid, started, &secret) {
+            Ok(()) => Some((r.clone(), started)),
+            Err(e) => {
+                unrecorded = Some(e);
+                None
+            }
+        }
     });
     // Only now may the command run (see `spawn_child`); a child that already ended has no
-    // reader left, and the write's error says nothing new.
-    {
+    // reader left, and the write's error says nothing new. A process that could not be
+    // recorded never runs its command: the gate closes unopened and the shell exits with 125
+    // (found by a new-user check: with a full state directory, a restarted agent could not
+    // prove the process, left it running, and the server's next attempt ran beside it).
+    if let Some(e) = unrecorded {
+        tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %e, "cannot record the process in the state directory: its command does not run");
+        if let Ok(mut f) =
+            private(std::fs::OpenOptions::new().create(true).append(true)).open(&log_path)
+        {
+            use std::io::Write;
+            let _ = writeln!(
+                f,
+                "tranche agent: cannot record the process in the agent's state directory ({e}): the command did not run"
+            );
+        }
+        drop(gate);
+    } else {
         use std::io::Write;
         let _ = std::fs::File::from(gate).write_all(b"\n");
     }

@@ -992,6 +992,58 @@ async fn a_run_that_cannot_start_is_never_told_as_running() {
     clean_up(&dir);
 }
 
+/// A process the agent cannot record in its state directory never runs its command (found by a
+/// new-user check: with a full state directory it ran unrecorded, and after an agent restart
+/// the server's next attempt ran beside it). Here the record file is a directory, which no
+/// account, root included, can append to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_process_that_cannot_be_recorded_never_runs() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("unrecorded");
+    app.declare_agent_nodes("unrecorded", 1).await;
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM nodes WHERE name LIKE 'unrecorded%'")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    std::fs::create_dir_all(
+        dir.join("state")
+            .join(format!("node-{}.processes", names[0])),
+    )
+    .unwrap();
+    let _agent = agent(&base, &agent_token, "unrecorded", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let marker = dir.join("ran");
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false,
+               "command": format!("touch {}", marker.display())}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    wait_state(&app, id, "failed").await;
+    assert!(!marker.exists(), "the command ran");
+    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(125));
+    let log = std::fs::read_dir(dir.join("logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(log.contains("cannot record the process"), "{log}");
+    clean_up(&dir);
+}
+
 /// An agent stopped with SIGTERM stops its processes before the server hears of it: by the
 /// time a run is requeued, its old process is gone, also one that ignores SIGTERM (found by a
 /// new-user check: it ran 5 s more with its run already requeued, free to start elsewhere).
