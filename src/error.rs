@@ -87,6 +87,10 @@ pub enum AppError {
     /// A missing or wrong CSRF token or a foreign origin: 403 `csrf_failed`.
     #[error("the form expired or came from another site; reload the page and try again")]
     Csrf,
+    /// The database cannot be reached now (down, restarting, no connection free in time):
+    /// 503 `unavailable` with `Retry-After`, so that clients retry; logged as a warning.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     /// Anything else: 500 `internal`, logged with its cause chain.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -156,6 +160,7 @@ impl AppError {
             Self::Refused { .. } | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized | Self::BadToken { .. } => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::Csrf => StatusCode::FORBIDDEN,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -173,6 +178,7 @@ impl AppError {
             Self::Unauthorized | Self::BadToken { .. } => "unauthorized",
             Self::Forbidden(_) => "forbidden",
             Self::Csrf => "csrf_failed",
+            Self::Unavailable(_) => "unavailable",
             Self::Internal(_) => "internal",
         }
     }
@@ -181,6 +187,7 @@ impl AppError {
     pub fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => crate::i18n::t("error-internal"),
+            Self::Unavailable(_) => crate::i18n::t("error-unavailable"),
             Self::Csrf => crate::i18n::t("error-csrf"),
             Self::TooLarge => crate::i18n::t("err-too-large"),
             other => other.to_string(),
@@ -188,9 +195,17 @@ impl AppError {
     }
 
     fn log(&self) {
-        if let Self::Internal(e) = self {
-            tracing::error!(error = format!("{e:#}"), "internal error");
+        match self {
+            Self::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
+            Self::Unavailable(e) => tracing::warn!(error = %e, "database unavailable"),
+            _ => {}
         }
+    }
+
+    /// Headers the answer carries: `Retry-After` for 503.
+    fn headers(&self) -> Option<[(axum::http::header::HeaderName, &'static str); 1]> {
+        matches!(self, Self::Unavailable(_))
+            .then_some([(axum::http::header::RETRY_AFTER, RETRY_AFTER_S)])
     }
 }
 
@@ -201,6 +216,19 @@ impl From<sqlx::Error> for AppError {
         use crate::i18n::{t, t1};
         if let sqlx::Error::RowNotFound = e {
             return Self::NotFound(t("err-db-no-record"));
+        }
+        // The database is down or restarting, or no connection was free in time: a client
+        // should retry, not report a bug.
+        let unavailable = match &e {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+            // Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now).
+            sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")
+            }),
+            _ => false,
+        };
+        if unavailable {
+            return Self::Unavailable(e.to_string());
         }
         if let Some(db) = e.as_database_error() {
             let constraint = db.constraint().unwrap_or("");
@@ -244,9 +272,13 @@ impl IntoResponse for AppError {
         if matches!(self, Self::Unauthorized) {
             return axum::response::Redirect::to("/login").into_response();
         }
-        error_page(self.status(), &self.public_message())
+        let headers = self.headers();
+        (headers, error_page(self.status(), &self.public_message())).into_response()
     }
 }
+
+/// Seconds a client is told to wait before retrying a 503.
+const RETRY_AFTER_S: &str = "5";
 
 /// The pages' small HTML error page: `status`'s name as the heading and `message`, in the
 /// page's language (crate::i18n::middleware; English outside a page request).
@@ -293,6 +325,6 @@ impl IntoResponse for ApiError {
         let body = serde_json::json!({
             "error": { "code": self.0.code(), "message": self.0.public_message(), "field": field }
         });
-        (self.0.status(), axum::Json(body)).into_response()
+        (self.0.status(), self.0.headers(), axum::Json(body)).into_response()
     }
 }

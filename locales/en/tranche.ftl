@@ -36,6 +36,7 @@ error-heading = { $status ->
 error-page-title = Error
 error-back = Back to Tranche
 error-internal = something went wrong on our side; it has been logged
+error-unavailable = the database is unavailable for a moment; try again in a few seconds
 error-csrf = the form expired or came from another site; reload the page and try again
 error-no-such-page = there is no such page
 error-form-only = this address takes a form when it is sent, not a visit: go back to the page the form was on

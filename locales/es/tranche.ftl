@@ -35,6 +35,7 @@ error-heading = { $status ->
 error-page-title = Error
 error-back = Volver a Tranche
 error-internal = algo ha fallado por nuestra parte; ha quedado registrado
+error-unavailable = la base de datos no está disponible por un momento; inténtalo de nuevo en unos segundos
 error-csrf = el formulario ha caducado o viene de otro sitio; recarga la página y vuelve a intentarlo
 error-no-such-page = esa página no existe
 error-form-only = esta dirección recibe un formulario al enviarlo, no una visita: vuelve a la página del formulario

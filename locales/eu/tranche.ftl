@@ -35,6 +35,7 @@ error-heading = { $status ->
 error-page-title = Errorea
 error-back = Itzuli Tranche-ra
 error-internal = zerbait gaizki joan da gure aldean; erregistratuta geratu da
+error-unavailable = datu-basea ez dago eskuragarri une batez; saiatu berriro segundo batzuk barru
 error-csrf = inprimakia iraungi da edo beste gune batetik dator; kargatu berriro orria eta saiatu berriro
 error-no-such-page = orri hori ez dago
 error-form-only = helbide honek inprimaki bat jasotzen du bidaltzean, ez bisita bat: itzuli inprimakiaren orrira

@@ -1428,3 +1428,16 @@ async fn refused_forms_keep_what_was_typed() {
     assert!(row.contains("value=\"no-such-team\""), "{row}");
     assert!(row.contains("<option value=\"lead\" selected>"), "{row}");
 }
+
+/// While the database cannot be reached, the API answers 503 `unavailable` (retry), not 500
+/// `internal` (found by a new-user check: a client that retries on 503 gave up on a restart of
+/// the database).
+#[tokio::test]
+async fn an_unreachable_database_is_a_503_to_retry() {
+    let (app, _) = TestApp::with_demo().await;
+    let token = app.token_for("demo-researcher").await;
+    app.pool.close().await;
+    let (status, body) = app.api("GET", "/api/v1/runs", Some(&token), None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+}

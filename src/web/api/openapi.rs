@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::openapi_schemas::{self as sc, int, required_text, sref, text};
 
 /// The error statuses every operation may answer, each with the JSON error body.
-const ERROR_STATUSES: [&str; 7] = ["400", "401", "403", "404", "409", "413", "422"];
+const ERROR_STATUSES: [&str; 8] = ["400", "401", "403", "404", "409", "413", "422", "503"];
 
 /// An operation answering `status` with the response schema `ok` (a name in
 /// `components/schemas`).

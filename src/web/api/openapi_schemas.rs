@@ -169,6 +169,7 @@ pub const ERROR_CODES: &[&str] = &[
     "csrf_failed",
     "method_not_allowed",
     "internal",
+    "unavailable",
     "name_taken",
     "malformed_file",
     "currency_mismatch",
