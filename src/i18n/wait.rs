@@ -114,7 +114,12 @@ impl WaitNote {
             } => {
                 let words = pass_words(r, reason, model, *offline, projects);
                 match (reason, outside) {
-                    (WaitReason::NodesDraining { gpus }, Some(o)) => r.m(
+                    // GPUs that jobs outside Tranche hold are not counted as installed: a run
+                    // larger than the rest is not one that can never start.
+                    (
+                        WaitReason::NodesDraining { gpus } | WaitReason::NeverFits { gpus, .. },
+                        Some(o),
+                    ) => r.m(
                         "wait-draining-or-outside",
                         &[("gpus", gpus), ("outside", o)],
                     ),

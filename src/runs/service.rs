@@ -1184,8 +1184,13 @@ fn wait_message(
 ) -> String {
     let words = wait_words(reason, run, offline, names, currency);
     match (reason, names.outside.get(&run.cluster.0)) {
-        // A node that jobs outside Tranche fill counts as draining in the snapshot.
-        (WaitReason::NodesDraining { gpus }, Some(outside)) => format!(
+        // A node that jobs outside Tranche fill counts as draining in the snapshot, and the
+        // GPUs they hold are not counted as installed (a run larger than the rest is not one
+        // that can never start: found by a new-user check).
+        (
+            WaitReason::NodesDraining { gpus } | WaitReason::NeverFits { gpus, .. },
+            Some(outside),
+        ) => format!(
             "waiting for {gpus} GPUs: the free ones are on nodes being drained or filled by Slurm jobs outside Tranche; outside Tranche, {outside}"
         ),
         (

@@ -481,6 +481,19 @@ async fn a_job_outside_tranche_holds_its_gpus_and_names_itself_in_the_wait() {
     );
     assert_eq!(state_of(&app, second).await, "queued");
     assert!(jobs_of(&app, cluster, second).await.is_empty());
+    // A run larger than the GPUs the outside job leaves waits for it: it is not one that can
+    // never start (found by a new-user check: "only 8 of its model are installed; it can
+    // never start", with 16 installed).
+    let whole = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        16,
+        json!({"command": "sleep 300"}),
+    )
+    .await;
+    let reason = reason_containing(&app, whole, "outside Tranche").await;
+    assert!(!reason.contains("never"), "{reason}");
     // The admin's cluster page lists it as outside Tranche.
     let mut admin = app.client();
     admin.login("demo-admin", &admin_password).await;
