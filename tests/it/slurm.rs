@@ -15,8 +15,16 @@ use crate::support::TestApp;
 /// 8 H100), served on a real port: (app, base URL, researcher token, lead token, the demo
 /// admin's password).
 async fn slurm_live(cluster: &SlurmCluster) -> (TestApp, String, String, String, String) {
+    slurm_live_with(cluster, 2).await
+}
+
+/// [`slurm_live`] with a grace period of `grace_s`.
+async fn slurm_live_with(
+    cluster: &SlurmCluster,
+    grace_s: i64,
+) -> (TestApp, String, String, String, String) {
     let site = Site {
-        grace_s: 2,
+        grace_s,
         tick_s: 1,
         slurm: SlurmSettings {
             conf: Some(cluster.conf.clone()),
@@ -1171,4 +1179,50 @@ async fn a_slurm_run_counts_from_slurms_start_of_its_job() {
     );
     // sleep 2: two or three whole seconds, not the wait in Slurm's queue.
     assert!((2..=3).contains(&charged), "charged {charged} s");
+}
+
+/// A stop whose grace period runs out while the controller does not answer still reaches the
+/// job as SIGTERM first, with the grace period from then, when the controller answers again
+/// (found by a new-user check: the job got the kill alone, its TERM handler never ran).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stop_during_a_controller_outage_still_sends_sigterm_first() {
+    let (_lease, cluster) = SlurmCluster::lease().await;
+    // A grace period longer than the partition's KillWait (2 s), which a plain scancel gives.
+    let (app, base, researcher, _lead, _admin) = slurm_live_with(cluster, 8).await;
+    let dir = scratch("slurm-outage-stop");
+    let d = dir.display();
+    // Its TERM handler needs 4 s: more than KillWait, less than the grace period.
+    let run = submit(
+        &base,
+        &researcher,
+        "fm-pretrain-7b",
+        1,
+        json!({"command": format!("trap 'sleep 4; echo term > {d}/term; exit 0' TERM; sleep 300 & wait")}),
+    )
+    .await;
+    wait_state(&app, run, "running").await;
+    tokio::task::spawn_blocking(|| SlurmCluster::get().stop_controller())
+        .await
+        .unwrap();
+    let (status, answer) = post(
+        &base,
+        &format!("/api/v1/runs/{run}/cancel"),
+        &researcher,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    // The scenario: the grace period runs out during the outage.
+    let cancelled = jiff::Timestamp::now().as_second();
+    until(
+        Duration::from_secs(20),
+        "the grace period to pass",
+        || async { jiff::Timestamp::now().as_second() > cancelled + 9 },
+    )
+    .await;
+    tokio::task::spawn_blocking(|| SlurmCluster::get().restart_controller())
+        .await
+        .unwrap();
+    wait_state(&app, run, "cancelled").await;
+    assert_eq!(read(&dir, "term").as_deref(), Some("term"));
 }

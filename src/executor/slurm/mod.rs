@@ -1135,20 +1135,28 @@ impl Executor for Bridge {
                 }
                 continue;
             }
-            if *grace_s > 0 {
-                if k.signalled_at.is_none() {
-                    cli::signal(&settings, job.id, "TERM")
-                        .await
-                        .or_else(ignore_refusal)?;
-                    mark(&pool, k, "signalled_at").await?;
-                    tracing::info!(
-                        run,
-                        attempt,
-                        job = job.id,
-                        grace_s,
-                        "SIGTERM sent to the Slurm job"
-                    );
-                }
+            // SIGTERM first, always (a site grace period of 0 aside), and the kill only once
+            // the whole grace period has passed since it: a stop whose grace period ran out
+            // while the controller did not answer got the kill alone (found by a new-user
+            // check: a job's TERM handler never ran).
+            let full_grace = self.state.site.grace_s.max(0);
+            let graced = k.signalled_at.is_some_and(|t| {
+                (time::OffsetDateTime::now_utc() - t).whole_seconds() >= full_grace
+            });
+            if full_grace > 0 && k.signalled_at.is_none() {
+                cli::signal(&settings, job.id, "TERM")
+                    .await
+                    .or_else(ignore_refusal)?;
+                mark(&pool, k, "signalled_at").await?;
+                tracing::info!(
+                    run,
+                    attempt,
+                    job = job.id,
+                    grace_s = (*grace_s).max(full_grace),
+                    "SIGTERM sent to the Slurm job"
+                );
+            } else if *grace_s > 0 || (full_grace > 0 && !graced) {
+                // In its grace period.
             } else if k.cancelled_at.is_none() {
                 cli::signal(&settings, job.id, "KILL")
                     .await
