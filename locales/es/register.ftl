@@ -90,6 +90,7 @@ ai-err-monthly-limit = límite mensual: { $problem }
 ai-err-limit-zero = límite mensual: escribe lo máximo que el caso de uso puede gastar en un mes, por encima de cero (su línea de parada)
 ai-err-hourly-rate-empty = precio por hora: escribe el precio de una hora del trabajo humano que ahorra el caso de uso (0 si esas horas no se valoran)
 ai-err-hourly-rate = precio por hora: { $problem }
+ai-err-hourly-rate-range = precio por hora: de 0 a { $max }
 ai-err-not-gpu-project = proyectos: { $name } no es un proyecto de GPU
 ai-err-name = nombre: pon al caso de uso un nombre de 1 a 120 caracteres
 ai-err-not-lead-register = no eres responsable de { $node }, así que no puedes registrar casos de uso para ese nodo

@@ -90,6 +90,7 @@ ai-err-monthly-limit = hileko muga: { $problem }
 ai-err-limit-zero = hileko muga: idatzi erabilera-kasuak hilabetean gasta dezakeen gehienekoa, zero baino handiagoa (bere gelditze-marra)
 ai-err-hourly-rate-empty = orduko prezioa: idatzi erabilera-kasuak aurrezten duen giza lanaren ordu baten prezioa (0 ordu horiek baloratzen ez badira)
 ai-err-hourly-rate = orduko prezioa: { $problem }
+ai-err-hourly-rate-range = orduko prezioa: 0 eta { $max } artean
 ai-err-not-gpu-project = proiektuak: { $name } ez da GPU proiektu bat
 ai-err-name = izena: eman erabilera-kasuari 1 eta 120 karaktere arteko izen bat
 ai-err-not-lead-register = ez zara { $node } nodoaren arduraduna; beraz, ezin duzu harentzat erabilera-kasurik erregistratu

@@ -185,6 +185,18 @@ impl Draft {
                 ),
             ));
         }
+        // The same bound for the API and the form (the form took any rate, and a month's
+        // human cost then wrapped to a negative amount: found by a new-user check).
+        if !(0..=MAX_HOURLY_RATE_MINOR).contains(&self.human_hourly_rate.0) {
+            return Err(AppError::invalid(
+                "human_hourly_rate",
+                i18n::t1(
+                    "ai-err-hourly-rate-range",
+                    "max",
+                    Money(MAX_HOURLY_RATE_MINOR).amount(),
+                ),
+            ));
+        }
         if self.metric.is_empty() {
             return Err(AppError::invalid("metric", i18n::t("ai-err-metric")));
         }
@@ -1272,14 +1284,26 @@ pub async fn human_minutes(
     .collect())
 }
 
-/// The cost of `minutes` of work at `rate_minor` an hour, minor units, rounded half up.
+/// The highest price of an hour of human work a use case may give, minor units (1,000,000.00
+/// in a currency of two decimals).
+pub const MAX_HOURLY_RATE_MINOR: i64 = 100_000_000;
+
+/// The cost of `minutes` of work at `rate_minor` an hour, minor units, rounded half up, at
+/// most [`Money::MAX`] (never wrapping).
 pub fn human_cost(minutes: i64, rate_minor: i64) -> Money {
-    Money(((i128::from(minutes) * i128::from(rate_minor) + 30) / 60) as i64)
+    let cost = (i128::from(minutes) * i128::from(rate_minor) + 30) / 60;
+    Money(cost.clamp(-i128::from(Money::MAX.0), i128::from(Money::MAX.0)) as i64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_cost_never_wraps() {
+        assert_eq!(human_cost(90, 3000), Money(4500));
+        assert_eq!(human_cost(i64::MAX / 2, MAX_HOURLY_RATE_MINOR), Money::MAX);
+    }
 
     #[test]
     fn hours_are_never_rounded_and_never_above_the_maximum() {

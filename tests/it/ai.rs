@@ -522,6 +522,13 @@ async fn the_register_form_keeps_input_on_error_and_registers() {
     let (status, page, _) = c.post("/ai", &fields).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(page.contains("hourly rate: enter the price"), "{page}");
+    // A rate above the API's bound is refused by the form too (found by a new-user check:
+    // 99,999,999,999 was taken, and a month's human cost wrapped to a negative amount).
+    fields[11] = ("human_hourly_rate", "99999999999");
+    let (status, page, _) = c.post("/ai", &fields).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("hourly rate: from 0 to"), "{page}");
+    assert!(page.contains("value=\"99999999999\""), "input kept");
     fields[11] = ("human_hourly_rate", "45");
     fields[6] = ("monthly_limit", "0");
     let (status, page, _) = c.post("/ai", &fields).await;

@@ -52,7 +52,7 @@ impl UseCaseBody {
                 ),
             ));
         }
-        if !(0..=100_000_000).contains(&self.human_hourly_rate_minor) {
+        if self.human_hourly_rate_minor < 0 {
             return Err(AppError::invalid(
                 "human_hourly_rate_minor",
                 "human_hourly_rate_minor: a whole number of minor units, 0 or more",
