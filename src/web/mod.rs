@@ -382,6 +382,12 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             metrics::count_requests,
         ))
-        .layer(TraceLayer::new_for_http())
+        // Spans name the method and path only: a query string may carry a one-time secret
+        // (the OpenID provider's code and state on /login/oidc/callback), which no log shows.
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+            }),
+        )
         .with_state(state)
 }
