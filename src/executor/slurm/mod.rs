@@ -750,7 +750,7 @@ impl Bridge {
         event(&mut tx, first.run, "failed", &message, None).await?;
         let procs: Vec<(i64, i32, i64)> =
             group.iter().map(|a| (a.run, a.attempt, a.node)).collect();
-        exit_all(tx, &procs, Some(1), 0).await
+        exit_all(tx, &procs, Some(1), 0, None).await
     }
 
     /// An ended job of an attempt that should be running: its end state in our words, and a
@@ -821,14 +821,8 @@ impl Bridge {
         // It ran from Slurm's start to Slurm's end, whatever the polls saw of it.
         let now = jiff::Timestamp::now().as_second();
         let ago = job.end_time.map_or(0, |t| (now - t).clamp(0, now));
-        let s = exit_all_at(
-            tx,
-            group,
-            code,
-            ago,
-            job.start_time.map(|t| (run, attempt, t)),
-        );
-        s.await
+        let started = job.start_time.map(|t| (run, attempt, t));
+        exit_all(tx, group, code, ago, started).await
     }
 
     /// A job Slurm no longer knows (it forgot it, say its state was lost): the attempt is
@@ -860,32 +854,8 @@ impl Bridge {
             .await?;
             service::begin_stop(&mut tx, pool, &self.state.site, run, "lost").await?;
         }
-        exit_all(tx, group, None, 0).await
+        exit_all(tx, group, None, 0, None).await
     }
-}
-
-/// [`exit_all`], with the job's start recorded first (a job that ended between two polls was
-/// never seen running).
-async fn exit_all_at(
-    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
-    procs: &[(i64, i32, i64)],
-    code: Option<i32>,
-    ago_s: i64,
-    started: Option<(i64, i32, i64)>,
-) -> Result<(), ExecutorError> {
-    if let Some(s) = started {
-        sqlx::query(
-            "UPDATE run_placements SET running_at = to_timestamp($3) \
-             WHERE run_id = $1 AND attempt = $2 AND to_timestamp($3) <= clock_timestamp() \
-               AND (running_at IS NULL OR running_at > to_timestamp($3))",
-        )
-        .bind(s.0)
-        .bind(s.1)
-        .bind(s.2)
-        .execute(&mut *tx)
-        .await?;
-    }
-    exit_all(tx, procs, code, ago_s).await
 }
 
 /// Makes Slurm's start of each (run, attempt, Unix seconds) job its placements' `running_at`
@@ -915,12 +885,15 @@ async fn set_running_at(
 }
 
 /// Records every process of `procs` (run, attempt, node) as exited with `code` (`None`:
-/// unknown) `ago_s` seconds ago, wakes the pass and commits `tx`.
+/// unknown) `ago_s` seconds ago, and `started` (run, attempt, Unix seconds: Slurm's start of
+/// the job, which a job that ended between two polls was never seen at) as their start; wakes
+/// the pass and commits `tx`.
 async fn exit_all(
     mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
     procs: &[(i64, i32, i64)],
     code: Option<i32>,
     ago_s: i64,
+    started: Option<(i64, i32, i64)>,
 ) -> Result<(), ExecutorError> {
     let reports: Vec<ProcessReport> = procs
         .iter()
@@ -933,6 +906,7 @@ async fn exit_all(
         })
         .collect();
     crate::executor::record(&mut tx, &reports).await?;
+    set_running_at(&mut tx, started.as_slice()).await?;
     wake(&mut tx).await?;
     tx.commit().await?;
     Ok(())
