@@ -506,7 +506,7 @@ alert-see-use-case = See the use case
 
 ## Run submission: checks and the cost preview
 
-run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs and any allocated run may preempt it)
+run-preview-free = free, preemptible (minimum runtime 0: it uses idle GPUs, and an allocated run that needs them may preempt it, unless it would free more than that run needs plus one node's GPUs)
 run-preview-cost = { $hours } protected GPU-hours, { $cost } from the project's budget (balance { $balance }), held when it starts; it is charged for the time it runs
 run-preview-contract = ; { $hours } protected GPU-hours fall on the project's capacity contract, paid with it, if it starts there
 run-preview-approval = ; above the project's self-service limit of { $limit } GPU-hours, so a lead must approve it

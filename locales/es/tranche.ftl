@@ -488,7 +488,7 @@ alert-see-use-case = Ver el caso de uso
 
 ## Run submission: checks and the cost preview
 
-run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas y cualquier ejecución asignada puede desalojarla)
+run-preview-free = gratuita, desalojable (tiempo mínimo 0: usa GPU ociosas, y una ejecución asignada que las necesite puede desalojarla, salvo que liberara más de lo que esa ejecución necesita más las GPU de un nodo)
 run-preview-cost = { $hours } horas de GPU protegidas, { $cost } del presupuesto del proyecto (saldo: { $balance }), reservados al empezar; se cobra el tiempo que se ejecute
 run-preview-contract = ; { $hours } horas de GPU protegidas caen en el contrato de capacidad del proyecto, ya pagadas con él, si empieza allí
 run-preview-approval = ; supera el límite de autoservicio del proyecto, { $limit } horas de GPU, así que debe aprobarla un responsable

@@ -482,7 +482,7 @@ alert-see-use-case = Ikusi erabilera-kasua
 
 ## Run submission: checks and the cost preview
 
-run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta esleitutako edozein exekuziok kanpora dezake)
+run-preview-free = doakoa, kanpora daitekeena (gutxieneko denbora 0: GPU geldiak erabiltzen ditu, eta haiek behar dituen esleitutako exekuzio batek kanpora dezake, exekuzio horrek behar duena gehi nodo bateko GPUak baino gehiago askatuko ez balitu)
 run-preview-cost = { $hours } GPU-ordu babestu, { $cost } proiektuaren aurrekontutik (saldoa: { $balance }), hastean erreserbatuta; exekutatzen den denbora kobratzen da
 run-preview-contract = ; { $hours } GPU-ordu babestu proiektuaren edukiera-kontratuan daude, harekin ordainduta, bertan hasten bada
 run-preview-approval = ; proiektuaren autozerbitzu-muga ({ $limit } GPU-ordu) gainditzen du, beraz arduradun batek onetsi behar du
