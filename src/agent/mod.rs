@@ -362,6 +362,8 @@ struct Agent {
     /// `HOST pid PID`, sent at registration.
     label: String,
     records: Arc<ProcessRecords>,
+    /// The state directory's lock, once held ([`ProcessRecords::lock`]).
+    state_lock: Option<nix::fcntl::Flock<std::fs::File>>,
     /// Whether the leftovers of earlier agents were cleaned up (after the first registration).
     cleaned_up: bool,
     sup: Supervisor,
@@ -502,6 +504,7 @@ impl Agent {
             names: node_names(&host, args.nodes),
             label: format!("{machine} pid {}", std::process::id()),
             records: records.clone(),
+            state_lock: None,
             cleaned_up: false,
             sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
                 .with_log_max(args.log_max_bytes)
@@ -538,6 +541,21 @@ impl Agent {
         }
     }
 
+    /// The session to show at registration: this process's own, else the one its state
+    /// directory kept, while it holds the directory's lock (the agent that kept it has ended;
+    /// a live agent sharing the directory holds the lock, and its nodes are not taken over).
+    fn previous_session(&mut self) -> Option<String> {
+        if self.state_lock.is_none() {
+            self.state_lock = self.records.lock();
+        }
+        self.session.as_ref().map(|s| s.id.clone()).or_else(|| {
+            self.state_lock
+                .is_some()
+                .then(|| self.records.last_session())
+                .flatten()
+        })
+    }
+
     /// Registers the nodes, retrying while the server cannot be reached.
     async fn register(&mut self) -> anyhow::Result<()> {
         let body = RegisterRequest {
@@ -551,6 +569,7 @@ impl Agent {
                 })
                 .collect(),
             agent: Some(self.label.clone()),
+            previous_session: self.previous_session(),
         };
         let mut backoff = Backoff::new();
         let answer: RegisterAnswer = loop {
@@ -603,6 +622,9 @@ impl Agent {
             timeout_s = answer.timeout_s,
             "registered"
         );
+        if self.state_lock.is_some() {
+            self.records.keep_session(&answer.session);
+        }
         self.session = Some(Session {
             id: answer.session,
             wait_s,

@@ -307,6 +307,12 @@ pub struct ProcessRecords {
     dir: PathBuf,
 }
 
+/// The file of the state directory that keeps the agent's session.
+const SESSION_FILE: &str = "session";
+
+/// The file of the state directory whose lock its live agent holds.
+const LOCK_FILE: &str = "lock";
+
 /// One recorded start that has no recorded end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Recorded {
@@ -400,6 +406,51 @@ impl ProcessRecords {
             format!("start {pid} {started} {secret} {boot}").trim_end(),
             true,
         )
+    }
+
+    /// Takes the state directory's lock (file `lock`, `flock` exclusive, released by the
+    /// kernel when the agent ends however it ends): `None` while another live agent holds
+    /// it (two agents given one state directory). Only the holder shows and keeps the
+    /// session ([`ProcessRecords::last_session`]): a concurrent agent must never take the
+    /// nodes of a live one over.
+    pub fn lock(&self) -> Option<nix::fcntl::Flock<std::fs::File>> {
+        std::fs::create_dir_all(&self.dir).ok()?;
+        let file = private(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true),
+        )
+        .open(self.dir.join(LOCK_FILE))
+        .ok()?;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+    }
+
+    /// The session this state directory's agent last held (file `session`), if any.
+    pub fn last_session(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.join(SESSION_FILE))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && s.len() <= 200)
+    }
+
+    /// Keeps `session` as the one this state directory's agent holds (mode 0600): an agent
+    /// restarted after a crash shows it to take its nodes over at once.
+    pub fn keep_session(&self, session: &str) {
+        use std::io::Write;
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            private(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true),
+            )
+            .open(self.dir.join(SESSION_FILE))?
+            .write_all(session.as_bytes())
+        });
+        if let Err(e) = written {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "cannot keep the session in the state directory");
+        }
     }
 
     /// Records that the process recorded by [`ProcessRecords::started`] ended.

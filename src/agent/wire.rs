@@ -35,6 +35,10 @@ pub struct RegisterRequest {
     /// How the agent describes itself (`HOST pid PID`), shown on the admin cluster page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The session this agent's state directory last held: nodes still held by it are taken
+    /// over at once, without waiting for it to time out (an agent restarted after a crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_session: Option<String>,
 }
 
 /// Body of `POST /api/v1/agent/stop`, sent when the agent stops cleanly.

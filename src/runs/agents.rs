@@ -124,6 +124,11 @@ pub struct Register {
     /// admin cluster page.
     #[serde(default)]
     pub agent: Option<String>,
+    /// The session the registering agent last held (its state directory keeps it): a node
+    /// whose live session is this one is taken over at once, instead of refused with
+    /// `node_in_use` until it times out (the same agent restarted after a crash).
+    #[serde(default)]
+    pub previous_session: Option<String>,
 }
 
 /// Matches an agent's GPU model text to a site model: exact (case-insensitive), else the
@@ -176,6 +181,17 @@ pub async fn register(
     if body.nodes.is_empty() || body.nodes.len() > 1024 {
         return Err(AppError::invalid("nodes", "register 1 to 1024 nodes"));
     }
+    if body
+        .previous_session
+        .as_ref()
+        .is_some_and(|s| s.chars().count() > 200)
+    {
+        return Err(AppError::invalid(
+            "previous_session",
+            "previous_session is a session id, at most 200 characters",
+        ));
+    }
+    let previous = body.previous_session.clone();
     let label = body
         .agent
         .as_deref()
@@ -302,15 +318,22 @@ pub async fn register(
     let session = Session::issue(&state.secret_key, cluster, number, &node_ids);
     let mut out = Vec::new();
     for (id, name) in ids {
-        let live: bool = sqlx::query_scalar(
-            "SELECT agent_session IS NOT NULL AND agent_seen_at >= now() - make_interval(secs => $2) \
+        let (live, held): (bool, Option<String>) = sqlx::query_as(
+            "SELECT agent_session IS NOT NULL AND agent_seen_at >= now() - make_interval(secs => $2), agent_session \
              FROM nodes WHERE id = $1 FOR NO KEY UPDATE",
         )
         .bind(id)
         .bind(site.agent_timeout_s as f64)
         .fetch_one(&mut *tx)
         .await?;
-        if live {
+        // The agent that held the live session, restarted: it takes its nodes over at once.
+        let successor = match (&held, &previous) {
+            (Some(h), Some(p)) => {
+                bool::from(subtle::ConstantTimeEq::ct_eq(h.as_bytes(), p.as_bytes()))
+            }
+            _ => false,
+        };
+        if live && !successor {
             return Err(AppError::Refused {
                 code: "node_in_use",
                 message: format!(

@@ -858,6 +858,53 @@ async fn two_agents_with_default_names_never_touch_each_others_runs() {
     clean_up(&dir);
 }
 
+/// An agent killed with SIGKILL and started again with the same state directory takes its
+/// nodes over at once with the session that directory kept, instead of waiting for the dead
+/// session to time out (two minutes here; found by a new-user check: runs that finished in
+/// that window were lost and run again). A live agent sharing the directory never does (the
+/// directory's lock; `two_agents_with_default_names_never_touch_each_others_runs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_killed_and_restarted_takes_its_nodes_over_at_once() {
+    let (app, base, _researcher, _lead, agent_token) = live(Site {
+        agent_timeout_s: 120,
+        ..site()
+    })
+    .await;
+    let dir = scratch("restarted");
+    app.declare_agent_nodes("restarted", 1).await;
+    let mut first = agent_with(&base, &agent_token, Some("restarted"), 1, &dir, "first.log");
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let session = || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT agent_session FROM nodes WHERE name LIKE 'restarted%'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let before = session().await;
+    first.kill().await.unwrap();
+    let _second = agent_with(
+        &base,
+        &agent_token,
+        Some("restarted"),
+        1,
+        &dir,
+        "second.log",
+    );
+    until(
+        Duration::from_secs(30),
+        "the restarted agent's session",
+        || async { session().await.is_some_and(|s| Some(s) != before) },
+    )
+    .await;
+    assert!(!log_has(&dir, "second.log", "node_in_use"));
+    clean_up(&dir);
+}
+
 /// Issue 11 item 2: an agent stopped with SIGTERM tells the server, which loses its node at
 /// once (long before the heartbeat timeout): the resumable run is requeued, the other lost,
 /// and a new run is not placed there.

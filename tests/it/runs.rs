@@ -1683,6 +1683,35 @@ async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
+/// An agent restarted after a crash shows the session its state directory kept and takes its
+/// nodes over at once, instead of being refused with `node_in_use` until the dead session
+/// times out (found by a new-user check: runs finished unseen in that window and were run
+/// again). Another session, or none, is still refused while the node's session is alive.
+#[tokio::test]
+async fn a_restarted_agent_takes_its_nodes_over_at_once() {
+    let o = org().await;
+    let (first, nodes) = register(&o.app, &o.agent, &["t-1"]).await;
+    let again = |previous: Option<&str>| {
+        let body = json!({"nodes": [{"name": "t-1", "gpus": 8, "gpu_model": "H100"}],
+                          "previous_session": previous});
+        o.app
+            .api("POST", "/api/v1/agent/register", Some(&o.agent), Some(body))
+    };
+    for previous in [None, Some("1-ab-cd")] {
+        let (status, answer) = again(previous).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+        assert_eq!(answer["error"]["code"], "node_in_use");
+    }
+    let (status, answer) = again(Some(&first)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let second = answer["session"].as_str().unwrap();
+    assert_ne!(second, first);
+    // The crashed agent's session is the replaced one.
+    let (status, answer) = sync(&o.app, &o.agent, &first, &nodes, json!([])).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(answer["error"]["code"], "session_replaced");
+}
+
 /// After a restore from a backup taken before an agent registered, the database records an
 /// earlier session for its node; the agent's session, issued later by this server for that
 /// node, is taken as the node's (found by a new-user check: the agent was told

@@ -341,12 +341,15 @@ pub fn requests() -> Vec<(&'static str, Value)> {
                 )],
                 // A label the agent makes up (host and process): bidirectional formatting
                 // characters allowed, control characters not (`web::input::MACHINE_LABELS`).
-                &[(
-                    "agent",
-                    nullable(
-                        json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "maxLength": 200}),
+                &[
+                    (
+                        "agent",
+                        nullable(
+                            json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "maxLength": 200}),
+                        ),
                     ),
-                )],
+                    ("previous_session", nullable(text_max(200))),
+                ],
             ),
         ),
         ("AgentStop", body(&[("session", text())], &[])),
