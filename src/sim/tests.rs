@@ -89,6 +89,16 @@ fn native_rows_refuse_minimum_runtimes_above_eight_hours_and_name_priority_overf
 
 /// `--tree` errors name the tree's paths, never the internal ids the core gives its nodes.
 #[test]
+fn an_empty_trace_says_so() {
+    for text in ["", "\n", "\u{feff}"] {
+        let e = load_from(text.as_bytes(), Format::Native, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the trace is empty"), "{text:?}: {e}");
+    }
+}
+
+#[test]
 fn tree_shares_over_a_hundred_percent_name_the_parent_path() {
     let err = |spec: &str| parse_tree(spec).unwrap_err().to_string();
     assert_eq!(
