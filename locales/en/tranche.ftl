@@ -583,6 +583,7 @@ event-gang-failed = a process of the gang failed; the others were stopped
 event-requeued-lost = requeued after its node was lost
 event-requeued-lost-unstarted = requeued: its node was lost before its processes started there (nothing ran, so it runs again whether or not it is resumable)
 event-lost = its node was lost and the run is not resumable
+event-process-gone = its process is gone and its agent never reported how it ended (a restored database, or exits the agent could not report)
 event-exited = exited with { $status }
 event-exited-0 = exited with status 0
 exit-127 = status 127 (command not found, or the agent could not start it: see the run's log on the node)

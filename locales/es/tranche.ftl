@@ -561,6 +561,7 @@ event-gang-failed = un proceso del grupo ha fallado; los demás se han detenido
 event-requeued-lost = vuelve a la cola tras perderse su nodo
 event-requeued-lost-unstarted = vuelve a la cola: su nodo se perdió antes de que arrancaran sus procesos (no se ejecutó nada, así que vuelve a ejecutarse sea o no reanudable)
 event-lost = su nodo se ha perdido y la ejecución no es reanudable
+event-process-gone = su proceso ha desaparecido y su agente nunca informó de cómo terminó (una base de datos restaurada, o salidas que el agente no pudo notificar)
 event-exited = terminó con { $status }
 event-exited-0 = terminó con estado 0
 exit-127 = estado 127 (orden no encontrada, o el agente no pudo iniciarla: mira el registro de la ejecución en el nodo)

@@ -558,6 +558,7 @@ event-gang-failed = taldeko prozesu batek huts egin du; besteak gelditu dira
 event-requeued-lost = ilarara itzuli da bere nodoa galdu ondoren
 event-requeued-lost-unstarted = ilarara itzuli da: bere nodoa galdu zen prozesuak bertan abiatu aurretik (ez zen ezer exekutatu, beraz berriro exekutatuko da, berrekingarria izan ala ez)
 event-lost = bere nodoa galdu da eta exekuzioa ez da berrabiagarria
+event-process-gone = bere prozesua desagertu da eta bere agenteak ez du inoiz jakinarazi nola amaitu zen (leheneratutako datu-base bat, edo agenteak jakinarazi ezin izan zituen irteerak)
 event-exited = amaitu da: { $status }
 event-exited-0 = amaitu da: 0 egoera
 exit-127 = 127 egoera (ez da agindua aurkitu, edo agenteak ezin izan du abiarazi: ikusi exekuzioaren erregistroa nodoan)

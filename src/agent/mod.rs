@@ -9,7 +9,7 @@
 //!   SIGTERM then SIGKILL after a grace period, and reports each exit as an [`Exit`];
 //! - [`run`], the loop that ties them to the server.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -54,6 +54,8 @@ const MIN_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 const STARTS_SETTLE: Duration = Duration::from_secs(1);
 /// First and largest pause after a failed request.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+/// How many recent exits an agent keeps to tell again ([`Agent::ended_again`]).
+const ENDED_KEPT: usize = 10_000;
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Exit code reported for an assignment whose process could not be started (as `sh` does for
 /// a command not found).
@@ -371,6 +373,9 @@ struct Agent {
     started: HashSet<RunKey>,
     /// Exits not yet acknowledged by a 200 answer.
     pending: Vec<Exit>,
+    /// The last [`ENDED_KEPT`] exits, acknowledged or not: told again when the server assigns
+    /// one of those processes again (a database restored from before it ended).
+    ended: VecDeque<Exit>,
     /// Node id -> name, from the last register.
     node_names: HashMap<i64, String>,
     session: Option<Session>,
@@ -511,6 +516,7 @@ impl Agent {
                 .with_run_as_submitter(args.run_as_submitter),
             started: HashSet::new(),
             pending: Vec::new(),
+            ended: VecDeque::new(),
             node_names: HashMap::new(),
             session: None,
             desired: Desired::default(),
@@ -737,6 +743,34 @@ impl Agent {
             }
         }
         self.pending.push(exit);
+        if self.ended.len() >= ENDED_KEPT {
+            self.ended.pop_front();
+        }
+        self.ended.push_back(exit);
+    }
+
+    /// The exits to tell again for `answer`'s assignments of processes this agent already
+    /// started and that ended: after a restore, the server assigns a (run, attempt, node) it
+    /// no longer knows ended, which an agent never starts twice, and the run stayed starting
+    /// with its GPUs held (found by a new-user check). Exits older than six days are not told
+    /// (the server takes exits up to a week old).
+    fn ended_again(&self, answer: &SyncAnswer, local: &[LocalProcess]) -> Vec<Exit> {
+        let mut again = Vec::new();
+        for a in &answer.assignments {
+            let key = a.key();
+            if !self.started.contains(&key)
+                || local.iter().any(|p| p.key == key)
+                || self.pending.iter().any(|e| e.key == key)
+            {
+                continue;
+            }
+            if let Some(e) = self.ended.iter().rev().find(|e| e.key == key)
+                && e.at.elapsed() < Duration::from_secs(6 * 86_400)
+            {
+                again.push(*e);
+            }
+        }
+        again
     }
 
     fn node_label(&self, node: i64) -> String {
@@ -842,7 +876,16 @@ impl Agent {
                 );
             }
         }
-        let plan = reconcile(answer, &self.local_and_foreign(), &self.started);
+        let local = self.local_and_foreign();
+        let again = self.ended_again(answer, &local);
+        if !again.is_empty() {
+            tracing::warn!(
+                exits = again.len(),
+                "the server assigns processes that already ended (a restored database?): telling their exits again"
+            );
+            self.pending.extend(again);
+        }
+        let plan = reconcile(answer, &local, &self.started);
         for (key, grace) in &plan.stop {
             let node = self.node_label(key.node);
             tracing::info!(run = key.run, attempt = key.attempt, %node, grace_s = grace.as_secs_f64(), "stopping");

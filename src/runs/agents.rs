@@ -587,6 +587,10 @@ pub struct RunReport {
 /// refused rather than read as ending a run before the server's records of it.
 pub const MAX_EXITED_S_AGO: i64 = 7 * 24 * 3600;
 
+/// How far past a waiting run's attempt count an agent's report of an attempt the database
+/// never assigned may raise it (a restore from a backup that missed those attempts).
+pub const MAX_ATTEMPT_GAP: i32 = 1_000;
+
 /// The highest signal number an agent may report: Linux's `SIGRTMAX`.
 pub const MAX_SIGNAL: i32 = 64;
 
@@ -816,14 +820,21 @@ pub async fn sync(
         // after a restore, a restored queued run was given the (run, attempt) its agent had
         // already started before, which an agent never starts twice, and it never started
         // (found by a new-user check).
+        // Only runs of this agent's cluster, and only within MAX_ATTEMPT_GAP of the run's
+        // own count (a restore goes back a few attempts, not millions): a forged or broken
+        // report raised a run's attempt to 2^31 - 1, and every pass then failed on the next
+        // one (found by a new-user check).
         let (r, a): (Vec<i64>, Vec<i32>) = unknown.iter().map(|k| (k.0, k.1)).unzip();
         sqlx::query(
             "UPDATE runs SET attempt = u.a FROM \
              (SELECT r, max(a) AS a FROM unnest($1::BIGINT[], $2::INT[]) AS x(r, a) GROUP BY r) AS u \
-             WHERE runs.id = u.r AND runs.state = 'queued' AND runs.attempt < u.a",
+             WHERE runs.id = u.r AND runs.state = 'queued' AND runs.cluster_id = $3 \
+               AND runs.attempt < u.a AND u.a <= runs.attempt + $4",
         )
         .bind(&r)
         .bind(&a)
+        .bind(cluster)
+        .bind(MAX_ATTEMPT_GAP)
         .execute(pool)
         .await?;
         let mut keep = Vec::with_capacity(runs.len());
@@ -931,15 +942,16 @@ pub async fn sync(
     // Processes confirmed running that this sync no longer reports, running or exited: an
     // agent lists every process it has until the server took its exit, so these are gone
     // and how they ended was never said (a restored database that had them running, exits
-    // the agent dropped with a refused sync). Exit status unknown (-1), now: before, such a
-    // run stayed running and charged, and a cancel of it never completed.
+    // the agent dropped with a refused sync). Exited now with no status, as on a lost node:
+    // the pass ends such a run as lost (requeued when resumable). Before, it stayed running
+    // and charged, and a cancel of it never completed.
     let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
         .runs
         .iter()
         .map(|r| (r.run, (r.attempt, r.node)))
         .unzip();
     let gone: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "UPDATE run_placements p SET proc_state = 'exited', exit_code = -1, exited_at = now() \
+        "UPDATE run_placements p SET proc_state = 'exited', exited_at = now() \
          WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
          AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
                          WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
@@ -956,7 +968,7 @@ pub async fn sync(
             run,
             attempt,
             node,
-            "the agent no longer reports a process it reported running, nor its exit: taken as exited, status unknown"
+            "the agent no longer reports a process it reported running, nor its exit: its run is lost"
         );
     }
     if changed + never_started + gone.len() as u64 > 0 {

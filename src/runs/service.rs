@@ -651,7 +651,8 @@ async fn end_exited_attempts(
                 {CONTRACT_WINDOW}, LEAST(now(), COALESCE(max(p.exited_at), now())) \
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
          WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
-         HAVING bool_and(p.proc_state = 'exited') ORDER BY r.id",
+         HAVING bool_and(p.proc_state = 'exited') \
+            AND NOT bool_or(p.exit_code IS NULL AND NOT p.never_started) ORDER BY r.id",
         among(only)
     );
     let done: Vec<DoneRow> = with_ids(sqlx::query_as(&sql), only)
@@ -1378,8 +1379,13 @@ async fn pass_inner(
     )
     .fetch_all(&mut *tx)
     .await?;
+    // A process gone with no exit status (its agent stopped listing it: docs/agent-protocol.md
+    // section 2) makes its run lost, as a lost node does, not failed.
     let sql = format!(
-        "SELECT r.id, r.state FROM runs r WHERE r.state IN ('starting', 'running') {} \
+        "SELECT r.id, CASE WHEN EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
+                    AND p.proc_state = 'exited' AND p.exit_code IS NULL AND NOT p.never_started) \
+                THEN 'gone' ELSE r.state END \
+         FROM runs r WHERE r.state IN ('starting', 'running') {} \
          AND EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
             AND p.proc_state = 'exited' AND p.exit_code IS DISTINCT FROM 0)",
         among(only)
@@ -1390,16 +1396,30 @@ async fn pass_inner(
             .await?,
     );
     reaped.sort_unstable();
-    let (mut stopping, mut failed) = (Vec::new(), Vec::new());
+    let (mut stopping, mut failed, mut gone) = (Vec::new(), Vec::new(), Vec::new());
     for (run, state) in &reaped {
-        if state == "stopping" {
-            stopping.push(*run);
-        } else {
-            failed.push(*run);
+        match state.as_str() {
+            "stopping" => stopping.push(*run),
+            "gone" => gone.push(*run),
+            _ => failed.push(*run),
         }
     }
     finish_exited(&mut tx, &stopping).await?;
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
+    if !gone.is_empty() {
+        let said = Said::new("event-process-gone");
+        super::events(
+            &mut tx,
+            &gone,
+            "lost",
+            &vec![said; gone.len()],
+            &vec![None; gone.len()],
+        )
+        .await?;
+        begin_stops(&mut tx, pool, site, &gone, "lost").await?;
+        // Those whose processes all left end at once (requeued when resumable).
+        finish_exited(&mut tx, &gone).await?;
+    }
     report.ended = ended + reaped.len();
     // Gangs whose GPUs the processes just ended have freed start now, together.
     release_gangs(&mut tx).await?;

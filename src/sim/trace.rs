@@ -355,7 +355,10 @@ pub fn load_from<R: std::io::Read>(
         .flexible(true)
         .from_reader(reader);
     let headers = rdr.headers()?.clone();
-    if headers.iter().all(|h| h.trim().trim_start_matches('\u{feff}').is_empty()) {
+    if headers
+        .iter()
+        .all(|h| h.trim().trim_start_matches('\u{feff}').is_empty())
+    {
         anyhow::bail!(
             "the trace is empty: a {format:?} trace starts with a header naming {:?}",
             required(format)

@@ -905,6 +905,56 @@ async fn an_agent_killed_and_restarted_takes_its_nodes_over_at_once() {
     clean_up(&dir);
 }
 
+/// After a restore from before a run's process ended, the database assigns that (run,
+/// attempt, node) again; the agent, which never starts one twice, tells its exit again and the
+/// run ends as it did (found by a new-user check: it stayed starting, its GPUs held, until
+/// cancelled). The restore is written straight to the database here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_exit_the_database_forgot_is_told_again() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("forgotten");
+    app.declare_agent_nodes("forgotten", 1).await;
+    let _agent = agent(&base, &agent_token, "forgotten", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false, "command": "exit 3"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    wait_state(&app, id, "failed").await;
+    sqlx::query(
+        "UPDATE runs SET state = 'starting', ended_at = NULL, exit_code = NULL WHERE id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE run_placements SET proc_state = 'assigned', exit_code = NULL, exited_at = NULL, \
+         order_version = nextval('order_versions') WHERE run_id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    wait_state(&app, id, "failed").await;
+    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(3));
+    clean_up(&dir);
+}
+
 /// Issue 11 item 2: an agent stopped with SIGTERM tells the server, which loses its node at
 /// once (long before the heartbeat timeout): the resumable run is requeued, the other lost,
 /// and a new run is not placed there.

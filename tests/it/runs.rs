@@ -1776,43 +1776,55 @@ async fn an_agent_registered_after_a_restored_backup_serves_on() {
     assert_eq!(answer["error"]["code"], "session_replaced");
 }
 
-/// A process its agent reported running and no longer reports, running or exited, is taken
-/// as exited with an unknown status (found by a new-user check: after a restore the database
-/// had a run running whose process had ended since; it stayed running and charged, and a
-/// cancel of it never completed). And a restored waiting run's next attempt is numbered past
-/// the attempt its agent reports of it, which the agent would never start again.
+/// A process its agent reported running and no longer reports, running or exited, is gone:
+/// its run is lost, as on a lost node (requeued when resumable), not failed (found by a
+/// new-user check: after a restore the database had a run running whose process had ended
+/// since; it stayed running and charged, and a cancel of it never completed; a first fix
+/// failed such runs, resumable ones included). And a restored waiting run's next attempt is
+/// numbered past the attempt its agent reports of it, which the agent would never start again,
+/// but only within a bound and for its own cluster's runs.
 #[tokio::test]
 async fn a_process_its_agent_no_longer_reports_has_ended() {
     let o = org().await;
     let (session, nodes) = register(&o.app, &o.agent, &["v-1"]).await;
     let gone = submit(&o, run_body("fm-pretrain-7b", 2, 60, false)).await;
+    let resumable = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
     let cancelled = submit(&o, run_body("fm-pretrain-7b", 2, 60, false)).await;
     pass(&o.app).await;
-    let both = json!([{"run": gone, "attempt": 1, "node": nodes[0], "state": "running"},
-                      {"run": cancelled, "attempt": 1, "node": nodes[0], "state": "running"}]);
-    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, both).await;
+    let all: Vec<Value> = [gone, resumable, cancelled]
+        .iter()
+        .map(|r| json!({"run": r, "attempt": 1, "node": nodes[0], "state": "running"}))
+        .collect();
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!(all)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, gone).await, "running");
     cancel(&o, cancelled).await;
-    // Still running in the same sync: nothing changes.
-    let one = json!([{"run": gone, "attempt": 1, "node": nodes[0], "state": "running"},
-                     {"run": cancelled, "attempt": 1, "node": nodes[0], "state": "running"}]);
-    sync(&o.app, &o.agent, &session, &nodes, one).await;
+    // Still running in the next sync: nothing changes.
+    sync(&o.app, &o.agent, &session, &nodes, json!(all)).await;
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, gone).await, "running");
     assert_eq!(state_of(&o.app, cancelled).await, "stopping");
     let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, json!([])).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     pass(&o.app).await;
-    assert_eq!(state_of(&o.app, gone).await, "failed");
+    assert_eq!(state_of(&o.app, gone).await, "lost");
     assert_eq!(state_of(&o.app, cancelled).await, "cancelled");
-    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
-        .bind(gone)
+    // Requeued, then placed again by the same pass as its attempt 2.
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(resumable)
         .fetch_one(&o.app.pool)
         .await
         .unwrap();
-    assert_eq!(code, Some(-1));
+    assert_eq!(attempt, 2);
+    let said: Vec<String> = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'lost' ORDER BY id",
+    )
+    .bind(gone)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(said[0].starts_with("its process is gone"), "{said:?}");
 
     // A waiting run of the restored database whose attempt 3 its agent already ran.
     let waiting = submit(&o, run_body("fm-pretrain-7b", 2, 60, true)).await;
@@ -1833,6 +1845,24 @@ async fn a_process_its_agent_no_longer_reports_has_ended() {
         .await
         .unwrap();
     assert_eq!(attempt, 4);
+    // An attempt far beyond any restore's is not taken (2^31 - 1 made every pass fail).
+    let far = submit(&o, run_body("fm-pretrain-7b", 8, 60, true)).await;
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": far, "attempt": i32::MAX, "node": nodes[0], "state": "exited", "exit_code": 0}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let attempt: i32 = sqlx::query_scalar("SELECT attempt FROM runs WHERE id = $1")
+        .bind(far)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempt, 0);
+    pass(&o.app).await;
 }
 
 #[tokio::test]
