@@ -296,6 +296,30 @@ async fn stylesheet() -> Response {
 
 /// The pages' 404; under `/api/` (such as `/api/v1/`, with its trailing slash, which the
 /// API's own router does not see) the API's JSON 404.
+/// A page that failed with 500 while the database cannot be reached (the session layer, which
+/// loads and saves sessions there, answers 500 itself) is the 503 error page with
+/// `Retry-After`, as the API's answers are (found by a new-user check).
+async fn unavailable_pages(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let res = next.run(req).await;
+    if res.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return res;
+    }
+    let reachable = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        sqlx::query("SELECT 1").execute(&state.pool),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    if reachable {
+        return res;
+    }
+    crate::error::AppError::Unavailable("the database cannot be reached".into()).into_response()
+}
+
 async fn not_found(uri: axum::http::Uri) -> Response {
     if uri.path() == "/api" || uri.path().starts_with("/api/") {
         return api::not_found().await.into_response();
@@ -356,6 +380,10 @@ pub fn app(state: AppState) -> Router {
             i18n::middleware,
         ))
         .layer(sessions)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            unavailable_pages,
+        ))
         // Signed-in pages are never cached by browsers or proxies.
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,

@@ -1440,4 +1440,9 @@ async fn an_unreachable_database_is_a_503_to_retry() {
     let (status, body) = app.api("GET", "/api/v1/runs", Some(&token), None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    // Pages too, where the session layer fails first.
+    let mut client = app.client();
+    let (status, page, _) = client.get("/login").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page}");
+    assert!(page.contains("try again in a few seconds"), "{page}");
 }
