@@ -475,10 +475,41 @@ impl Embedded {
         }
         let _lock = self.lock()?;
         if self.is_running()? {
-            return Ok(false);
+            // Running but shutting down: a plain `kill` (SIGTERM) puts PostgreSQL in
+            // smart shutdown, where it serves the sessions it has and refuses new ones until
+            // they all end, which a pool's never do (found by a new-user check: requests
+            // half failed for minutes). Stopped fast and started again.
+            if !self.rejects_connections() {
+                return Ok(false);
+            }
+            tracing::warn!(
+                "the embedded PostgreSQL refuses connections (shutting down): restarting it"
+            );
+            let _ = self
+                .command("pg_ctl")
+                .args(["stop", "-m", "fast", "-w", "-D"])
+                .arg(&self.pgdata)
+                .output();
         }
         self.start()?;
         Ok(true)
+    }
+
+    /// Whether the running server has been shutting down for two seconds: the status line of
+    /// `postmaster.pid` (its eighth) says `stopping` now and two seconds later (a fast
+    /// shutdown ends within that; a smart one waits for every session to end). Starting and
+    /// recovering servers say otherwise and are left alone.
+    fn rejects_connections(&self) -> bool {
+        let stopping = || {
+            std::fs::read_to_string(self.pgdata.join("postmaster.pid"))
+                .ok()
+                .and_then(|t| t.lines().nth(7).map(|l| l.trim() == "stopping"))
+                .unwrap_or(false)
+        };
+        stopping() && {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            stopping()
+        }
     }
 
     /// Removes this process from the owners and stops the server with `pg_ctl stop -m fast`

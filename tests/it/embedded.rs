@@ -393,3 +393,57 @@ async fn a_backup_restores_the_database_as_it_was() {
     db.close().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A plain `kill` (SIGTERM) of the embedded PostgreSQL is a smart shutdown: it refuses new
+/// connections while the pool's sessions live on, forever. The watch restarts it (found by a
+/// new-user check: requests half failed, and `/healthz` said ok).
+#[tokio::test]
+async fn a_smart_shutdown_of_the_embedded_server_is_restarted() {
+    let dir = std::env::temp_dir().join(format!("tranche-smart-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&DatabaseSource::Embedded, &dir)
+        .await
+        .expect("first start");
+    // A session the shutdown waits for.
+    let mut held = db.pool.acquire().await.unwrap();
+    sqlx::query("SELECT 1").execute(&mut *held).await.unwrap();
+    let pid_file = dir.join("postgres/postmaster.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    crate::live::until(
+        std::time::Duration::from_secs(10),
+        "the smart shutdown",
+        || async {
+            std::fs::read_to_string(&pid_file)
+                .is_ok_and(|t| t.lines().nth(7).is_some_and(|l| l.trim() == "stopping"))
+        },
+    )
+    .await;
+    let embedded = db.embedded().expect("embedded").clone();
+    let restarted = tokio::task::spawn_blocking(move || embedded.restart_if_stopped())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(restarted);
+    drop(held);
+    // The pool's sessions died with the restart; new ones are accepted.
+    crate::live::until(
+        std::time::Duration::from_secs(10),
+        "a new session",
+        || async { sqlx::query("SELECT 1").execute(&db.pool).await.is_ok() },
+    )
+    .await;
+    db.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
