@@ -527,8 +527,9 @@ pub async fn quote(
         q.balance_minor =
             (q.balance_minor - crate::runs::held_by_runs(&mut conn, q.project_id).await?).max(0);
     }
-    budget_check(&q, req, site)?;
+    // In the purchase's order: capacity, price, budget.
     price_check(&q, req, site)?;
+    budget_check(&q, req, site)?;
     Ok(q)
 }
 
