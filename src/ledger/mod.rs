@@ -155,7 +155,8 @@ fn within_headroom(
 }
 
 /// Makes sure `project` has its budget account for `period`, granting `amount` from funding
-/// when the account is created. Returns the account id. Safe under concurrency: exactly one
+/// when the account is created, which records `entitlement` (the project's entitlement value
+/// it was opened against). Returns the account id. Safe under concurrency: exactly one
 /// caller creates the account and posts the grant.
 ///
 /// # Errors
@@ -165,16 +166,18 @@ pub async fn ensure_budget_account(
     project: i64,
     period: Period,
     amount: Money,
+    entitlement: Money,
 ) -> Result<i64, sqlx::Error> {
     let (start, end) = period.bounds();
     let created: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO ledger_accounts (kind, project_id, period_start, period_end, budget_minor) VALUES ('project_budget', $1, $2, $3, $4) \
-         ON CONFLICT DO NOTHING RETURNING id",
+        "INSERT INTO ledger_accounts (kind, project_id, period_start, period_end, budget_minor, entitlement_minor) \
+         VALUES ('project_budget', $1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING id",
     )
     .bind(project)
     .bind(start)
     .bind(end)
     .bind(amount.0)
+    .bind(entitlement.0)
     .fetch_optional(&mut *conn)
     .await?;
     if let Some(id) = created {
@@ -220,8 +223,9 @@ pub async fn period_account(
     if let Some(id) = existing {
         return Ok(id);
     }
-    let amount = period_budgets(pool, period, site)
-        .await?
+    let (tree, budgets) = tree_and_budgets(pool, period, site).await?;
+    let entitlement = tree.node(project).map_or(Money(0), |n| n.money_total);
+    let amount = budgets
         .into_iter()
         .find(|(id, _)| *id == project)
         .map(|(_, m)| m)
@@ -232,7 +236,7 @@ pub async fn period_account(
                 project.to_string(),
             ))
         })?;
-    Ok(ensure_budget_account(conn, project, period, amount).await?)
+    Ok(ensure_budget_account(conn, project, period, amount, entitlement).await?)
 }
 
 /// The budget account of `project` for the period containing `now`, granted if missing.
@@ -266,23 +270,32 @@ pub async fn follow_budget_change(
     project: i64,
     settings: (Option<i64>, Option<i64>),
 ) -> Result<(), AppError> {
-    let accounts: Vec<(i64, time::OffsetDateTime, time::OffsetDateTime, i64)> = sqlx::query_as(
-        "SELECT id, period_start, period_end, balance_minor FROM ledger_accounts \
-         WHERE kind = 'project_budget' AND project_id = $1 AND period_end > $2 FOR UPDATE",
-    )
-    .bind(project)
-    .bind(to_time(now))
-    .fetch_all(&mut *conn)
-    .await?;
-    for (account, start, end, balance) in accounts {
+    #[allow(clippy::type_complexity)]
+    let accounts: Vec<(i64, time::OffsetDateTime, time::OffsetDateTime, i64, Option<i64>)> =
+        sqlx::query_as(
+            "SELECT id, period_start, period_end, balance_minor, entitlement_minor FROM ledger_accounts \
+             WHERE kind = 'project_budget' AND project_id = $1 AND period_end > $2 FOR UPDATE",
+        )
+        .bind(project)
+        .bind(to_time(now))
+        .fetch_all(&mut *conn)
+        .await?;
+    for (account, start, end, balance, at_open) in accounts {
         let period = Period {
             start: to_jiff(start),
             end: to_jiff(end),
         };
-        let entitlement = tree_db::load(pool, period.start, &site.periods)
-            .await?
-            .node(project)
-            .map_or(0, |n| n.money_total.0);
+        // A period under way keeps the entitlement value it opened with (found by a new-user
+        // check: clearing an override, or setting a cap far above the budget, after a price
+        // rise raised the budget to today's value while the page said "when the period
+        // opened"); one to come follows the tree until it begins.
+        let entitlement = match at_open {
+            Some(e) if period.start <= now => e,
+            _ => tree_db::load(pool, period.start, &site.periods)
+                .await?
+                .node(project)
+                .map_or(0, |n| n.money_total.0),
+        };
         regrant(
             conn,
             project,
@@ -297,7 +310,7 @@ pub async fn follow_budget_change(
 
 /// Sets budget account `account` (of `project`, its period starting `start`, its balance
 /// `balance`) to the budget its settings give against `entitlement` (the override, else the
-/// entitlement, capped), posting the difference from what was granted so far as an
+/// entitlement, capped), which it records as its entitlement value, posting the difference from what was granted so far as an
 /// adjustment (never taking the balance below zero).
 async fn regrant(
     conn: &mut PgConnection,
@@ -316,11 +329,14 @@ async fn regrant(
     .bind(account)
     .fetch_one(&mut *conn)
     .await?;
-    sqlx::query("UPDATE ledger_accounts SET budget_minor = $2 WHERE id = $1")
-        .bind(account)
-        .bind(budget)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "UPDATE ledger_accounts SET budget_minor = $2, entitlement_minor = $3 WHERE id = $1",
+    )
+    .bind(account)
+    .bind(budget)
+    .bind(entitlement)
+    .execute(&mut *conn)
+    .await?;
     let delta = budget - granted;
     let (from, to, amount) = if delta > 0 {
         (funding, account, delta)
@@ -367,9 +383,10 @@ pub async fn refresh_early_budgets(
         Option<i64>,
         Option<i64>,
         Option<i64>,
+        Option<i64>,
     )> = sqlx::query_as(
         "SELECT a.id, a.project_id, a.period_start, a.balance_minor, a.budget_minor, \
-                    p.period_budget_minor, p.money_cap_minor \
+                    p.period_budget_minor, p.money_cap_minor, a.entitlement_minor \
              FROM ledger_accounts a JOIN projects p ON p.node_id = a.project_id \
              WHERE a.kind = 'project_budget' AND a.period_start > $1 ORDER BY a.id FOR UPDATE OF a",
     )
@@ -379,7 +396,7 @@ pub async fn refresh_early_budgets(
     let mut trees: std::collections::BTreeMap<time::OffsetDateTime, tree_db::TreeView> =
         std::collections::BTreeMap::new();
     let mut changed = 0;
-    for (account, project, start, balance, recorded, budget_override, cap) in accounts {
+    for (account, project, start, balance, recorded, budget_override, cap, at_open) in accounts {
         let tree = match trees.entry(start) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
@@ -388,7 +405,7 @@ pub async fn refresh_early_budgets(
         };
         let entitlement = tree.node(project).map_or(0, |n| n.money_total.0);
         let base = budget_override.unwrap_or(entitlement);
-        if Some(cap.map_or(base, |c| c.min(base))) == recorded {
+        if Some(cap.map_or(base, |c| c.min(base))) == recorded && at_open == Some(entitlement) {
             continue;
         }
         regrant(
@@ -442,7 +459,8 @@ pub async fn roll_over(
         } else {
             amount
         };
-        ensure_budget_account(&mut tx, project, period, amount).await?;
+        let entitlement = tree.node(project).map_or(Money(0), |n| n.money_total);
+        ensure_budget_account(&mut tx, project, period, amount, entitlement).await?;
         held.insert(project, amount.0);
         granted += 1;
     }

@@ -1330,3 +1330,63 @@ async fn a_retried_purchase_with_its_idempotency_key_buys_once() {
     assert_eq!((contracts, payments), (1, 1));
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
 }
+
+/// A period under way keeps the entitlement value it opened with: after a price rise, clearing
+/// a budget override or setting a money cap above the budget gives the budget the period
+/// opened with, not today's value (found by a new-user check: either raised a project's budget
+/// mid-period, while its page said prices apply from the next period).
+#[tokio::test]
+async fn a_budget_change_mid_period_keeps_the_entitlement_it_opened_with() {
+    let app = TestApp::new().await;
+    let admin = org(&app, "H100", "1", "1.00", 4).await;
+    let p1 = app.node_id("p1").await;
+    let site = app.state.site.clone();
+    let now = jiff::Timestamp::now();
+    tranche::ledger::roll_over(&app.pool, now, &site)
+        .await
+        .unwrap();
+    let budget = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND project_id = $1 \
+             AND period_start <= now() AND period_end > now()",
+        )
+        .bind(p1)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let opened = budget().await;
+    assert!(opened > 0);
+    // The price doubles.
+    sqlx::query("UPDATE gpu_models SET price_per_gpu_hour_minor = 200")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let set = |period_budget_minor: Option<i64>, money_cap_minor: Option<i64>| {
+        let (app, admin, site) = (&app, &admin, &site);
+        async move {
+            let tree = app.state.tree().await.unwrap();
+            tree_db::update_project(
+                &app.pool,
+                admin,
+                p1,
+                &tree_db::BudgetUpdate {
+                    period_budget_minor,
+                    money_cap_minor,
+                    self_service_gpu_hours: 64,
+                    alert_thresholds: None,
+                },
+                &tree,
+                (site, jiff::Timestamp::now()),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    set(None, Some(1_000_000_000)).await;
+    assert_eq!(budget().await, opened);
+    set(Some(100), None).await;
+    assert_eq!(budget().await, 100);
+    set(None, None).await;
+    assert_eq!(budget().await, opened);
+}

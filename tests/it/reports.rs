@@ -1007,9 +1007,15 @@ async fn periods_keep_their_own_month_after_a_time_zone_change() {
     let next = ledger::Period::containing(change, &site);
     assert_eq!(next.start, change);
     let mut conn = app.pool.acquire().await.unwrap();
-    ledger::ensure_budget_account(&mut conn, p, next, tranche::domain::Money(1234))
-        .await
-        .unwrap();
+    ledger::ensure_budget_account(
+        &mut conn,
+        p,
+        next,
+        tranche::domain::Money(1234),
+        tranche::domain::Money(1234),
+    )
+    .await
+    .unwrap();
     drop(conn);
     assert_eq!(next.label(&site), ym(next_month));
     assert_eq!(
