@@ -1753,7 +1753,7 @@ mod tests {
         assert!(format!("{err:#}").contains("cannot be written"), "{err:#}");
         let records = ProcessRecords::new(dir.0.join("state"));
         records.check_writable().unwrap();
-        records.started("n1", 4242, 1, "s");
+        records.started("n1", 4242, 1, "s").unwrap();
         let mode = std::fs::metadata(dir.0.join("state/node-n1.processes"))
             .unwrap()
             .permissions()
@@ -1830,11 +1830,11 @@ mod tests {
                 .unwrap();
         };
         let (mut ours, pid, started) = spawn(Some("s-ours"));
-        records.started("n1", pid, started, "s-ours");
+        records.started("n1", pid, started, "s-ours").unwrap();
         // Its command replaced its environment (`exec env -i ...`): recorded in this boot, it
         // is still the recorded process.
         let (mut bare, pid1, started1) = spawn(None);
-        records.started("n1", pid1, started1, "s-gone");
+        records.started("n1", pid1, started1, "s-gone").unwrap();
         // Recorded in another boot, recorded without a boot id and with another secret, with
         // another start time, ended, or not recorded at all: none is proven to be the
         // recorded process.
@@ -1845,14 +1845,16 @@ mod tests {
         let (mut other_secret, pid7, started7) = spawn(Some("s-seven"));
         write(format!("start {pid7} {started7} s-not-this"));
         let (mut other_start, pid3, started3) = spawn(Some("s-three"));
-        records.started("n1", pid3, started3 + 1, "s-three");
+        records
+            .started("n1", pid3, started3 + 1, "s-three")
+            .unwrap();
         let (mut ended, pid4, started4) = spawn(Some("s-four"));
-        records.started("n1", pid4, started4, "s-four");
+        records.started("n1", pid4, started4, "s-four").unwrap();
         records.ended("n1", pid4, started4);
         let (mut unrecorded, ..) = spawn(Some("s-five"));
         // Another node's records are not read.
         let (mut other_node, pid6, started6) = spawn(Some("s-six"));
-        records.started("n2", pid6, started6, "s-six");
+        records.started("n2", pid6, started6, "s-six").unwrap();
         // A record of a build before boot ids, with the process's secret, is still proven.
         let (mut legacy, pid8, started8) = spawn(Some("s-eight"));
         write(format!("start {pid8} {started8} s-eight"));
