@@ -823,6 +823,19 @@ impl Agent {
     /// (with a `version`) is merged into the session's orders first, and those are carried
     /// out; an answer without one is the whole desired state.
     fn apply(&mut self, answer: &SyncAnswer) -> bool {
+        // Only a whole desired state tells that the server wants an ended process again: the
+        // merged delta state keeps an assignment until the agent prunes it, after its exit.
+        if answer.version.is_none() || answer.full || self.full_sync {
+            let local = self.local_and_foreign();
+            let again = self.ended_again(answer, &local);
+            if !again.is_empty() {
+                tracing::warn!(
+                    exits = again.len(),
+                    "the server assigns processes that already ended (a restored database?): telling their exits again"
+                );
+                self.pending.extend(again);
+            }
+        }
         match answer.version {
             Some(version) if !self.full_sync => {
                 self.desired.merge(answer, version);
@@ -877,14 +890,6 @@ impl Agent {
             }
         }
         let local = self.local_and_foreign();
-        let again = self.ended_again(answer, &local);
-        if !again.is_empty() {
-            tracing::warn!(
-                exits = again.len(),
-                "the server assigns processes that already ended (a restored database?): telling their exits again"
-            );
-            self.pending.extend(again);
-        }
         let plan = reconcile(answer, &local, &self.started);
         for (key, grace) in &plan.stop {
             let node = self.node_label(key.node);

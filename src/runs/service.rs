@@ -628,7 +628,8 @@ type DoneRow = (
 );
 
 /// Ends, in a few set-based statements, every starting or running attempt whose processes all
-/// exited: succeeded when every exit status is 0, else failed with the status of the process
+/// exited (a starting one counted, as its charge, from its processes' start, which becomes its
+/// `started_at`): succeeded when every exit status is 0, else failed with the status of the process
 /// that was recorded exiting first with a non-zero one (a gang's other processes were stopped
 /// after it, with SIGTERM). Their time is charged with one
 /// ledger charge per run (naming it), all written by one insert. Returns how many ended.
@@ -696,8 +697,13 @@ async fn end_exited_attempts(
     let now = jiff::Timestamp::now();
     ledger::charge_usages(pool, conn, site, now, None, &usages).await?;
     sqlx::query(
-        "UPDATE runs SET state = u.s, ended_at = GREATEST(u.t, runs.started_at), exit_code = u.c, charged_s = u.e \
-         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[], $5::TIMESTAMPTZ[]) AS u(id, s, c, e, t) WHERE runs.id = u.id",
+        "UPDATE runs SET state = u.s, exit_code = u.c, charged_s = u.e, \
+                started_at = n.started, ended_at = GREATEST(u.t, n.started) \
+         FROM unnest($1::BIGINT[], $2::TEXT[], $3::INT[], $4::BIGINT[], $5::TIMESTAMPTZ[]) AS u(id, s, c, e, t), \
+              LATERAL (SELECT CASE WHEN r.state = 'starting' THEN GREATEST(r.started_at, COALESCE( \
+                  (SELECT max(p.running_at) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
+                  r.started_at)) ELSE r.started_at END AS started FROM runs r WHERE r.id = u.id) AS n \
+         WHERE runs.id = u.id",
     )
     .bind(&ids)
     .bind(&states)
