@@ -589,13 +589,15 @@ fn free_on_arrival(
     free
 }
 
-/// Times `samples` agent syncs of `session` over `nodes` (no reports, no waiting): without
-/// `since` (the whole desired state) and with `since` = the current version (a delta with
-/// nothing new). Returns (median full ms, full answer bytes, median delta ms, delta bytes).
+/// Times `samples` agent syncs of `session` over `nodes` (no waiting), each listing the
+/// processes the server records running there, as the agent's own syncs do (a sync that
+/// leaves one out tells the server it is gone): without `since` (the whole desired state) and
+/// with `since` = the current version (a delta with nothing new). Returns (median full ms,
+/// full answer bytes, median delta ms, delta bytes).
 async fn sync_cost(
+    pool: &sqlx::PgPool,
     http: &reqwest::Client,
-    base: &str,
-    token: &str,
+    (base, token): (&str, &str),
     session: &str,
     nodes: &[i64],
     samples: usize,
@@ -605,9 +607,19 @@ async fn sync_cost(
         .iter()
         .map(|n| serde_json::json!({"node": n}))
         .collect();
+    let running: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT run_id, attempt, node_id FROM run_placements WHERE node_id = ANY($1) AND proc_state = 'running'",
+    )
+    .bind(nodes)
+    .fetch_all(pool)
+    .await?;
+    let runs: Vec<serde_json::Value> = running
+        .iter()
+        .map(|(r, a, n)| serde_json::json!({"run": r, "attempt": a, "node": n, "state": "running"}))
+        .collect();
     let once = |since: Option<i64>| {
         let mut body =
-            serde_json::json!({"session": session, "wait_s": 0, "nodes": reports, "runs": []});
+            serde_json::json!({"session": session, "wait_s": 0, "nodes": reports, "runs": runs});
         if let Some(v) = since {
             body["since"] = serde_json::json!(v);
         }
@@ -743,7 +755,15 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
         .build()?;
     // What a sync costs while the nodes hold no assignment yet.
     let (session, probe_nodes, _) = probe_session(&pool).await?;
-    let empty_cost = sync_cost(&http, &base, &agent_token, &session, &probe_nodes, 5).await?;
+    let empty_cost = sync_cost(
+        &pool,
+        &http,
+        (&base, &agent_token),
+        &session,
+        &probe_nodes,
+        5,
+    )
+    .await?;
     let url = format!("{base}/api/v1/runs");
     // When each run was submitted (client side), and when a watcher polling the database
     // every 20 ms first saw its start decision stored.
@@ -878,7 +898,15 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
     let free_delays = delays_of(true);
     // What a sync costs now that the nodes hold assignments.
     let (_, _, held) = probe_session(&pool).await?;
-    let loaded_cost = sync_cost(&http, &base, &agent_token, &session, &probe_nodes, 5).await?;
+    let loaded_cost = sync_cost(
+        &pool,
+        &http,
+        (&base, &agent_token),
+        &session,
+        &probe_nodes,
+        5,
+    )
+    .await?;
     // Site scale: runs waiting behind the full cluster, and the passes over them.
     let mut site_passes = None;
     if plan.waiting > 0 {
