@@ -275,9 +275,14 @@ impl Embedded {
                 ));
             }
         }
-        if !raise.is_empty() {
-            self.query(database, &raise)?;
-        }
+        // Agents kept running across the restore: their next sync gets the whole desired
+        // state, not a delta that would never carry the restored orders (older than their
+        // `since`): executor::orders_since.
+        raise.push_str(
+            "INSERT INTO site_flags (name, value) VALUES ('orders_full_before', nextval('order_versions')::TEXT) \
+             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value;\n",
+        );
+        self.query(database, &raise)?;
         Ok(())
     }
 

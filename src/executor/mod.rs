@@ -153,15 +153,21 @@ pub async fn orders_since(
     default_grace: i64,
     since: Option<i64>,
 ) -> Result<(Vec<Assignment>, Vec<StopOrder>, i64, bool), sqlx::Error> {
-    let version: i64 = sqlx::query_scalar(
-        "SELECT coalesce(max(v), 0)::BIGINT FROM unnest($1::BIGINT[]) AS n(id), \
-         LATERAL (SELECT max(p.order_version) AS v FROM run_placements p WHERE p.node_id = n.id) m",
+    // A restore records the order version below which no agent's view can be trusted
+    // (`site_flags` row `orders_full_before`): the restored orders are older than what agents
+    // saw since, so a delta would never carry them. Syncs from before it get the whole state,
+    // and versions count from it.
+    let (version, full_before): (i64, i64) = sqlx::query_as(
+        "SELECT GREATEST(coalesce(max(m.v), 0), f.before)::BIGINT, f.before FROM unnest($1::BIGINT[]) AS n(id) \
+         CROSS JOIN (SELECT coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0)::BIGINT AS before) f, \
+         LATERAL (SELECT max(p.order_version) AS v FROM run_placements p WHERE p.node_id = n.id) m \
+         GROUP BY f.before",
     )
     .bind(nodes)
     .fetch_one(pool)
     .await?;
     let (from, full) = match since {
-        Some(s) if (1..=version).contains(&s) => (s, false),
+        Some(s) if (1..=version).contains(&s) && s >= full_before => (s, false),
         _ => (-1, true),
     };
     let rows: Vec<DesiredRow> = sqlx::query_as(

@@ -64,6 +64,13 @@ async fn embedded_cluster_keeps_its_data_across_restarts() {
         .await
         .unwrap();
     assert_eq!(names, ["admin"]);
+    // Agents' order versions from before the restore get the whole state at their next sync.
+    let before: Option<String> =
+        sqlx::query_scalar("SELECT value FROM site_flags WHERE name = 'orders_full_before'")
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap();
+    assert!(before.is_some_and(|v| v.parse::<i64>().is_ok_and(|v| v > 0)));
     db.close().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

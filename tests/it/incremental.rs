@@ -544,6 +544,28 @@ async fn delta_syncs_send_only_changed_orders_and_old_agents_get_everything() {
     assert_eq!(runs_of(&gap, "assignments"), vec![runs[0], runs[2], fourth]);
     assert_eq!(gap["version"], v3);
 
+    // A restore marks the versions before it untrusted: an agent's version from before it
+    // gets the whole state once (the restored orders are older than what it saw), then deltas
+    // from the version that answer gave.
+    sqlx::query(
+        "INSERT INTO site_flags (name, value) VALUES ('orders_full_before', nextval('order_versions')::TEXT) \
+         ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+    )
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    let (_, after) = sync_since(&o, &session, Some(v3)).await;
+    assert_eq!(after["full"], true, "{after}");
+    assert_eq!(
+        runs_of(&after, "assignments"),
+        vec![runs[0], runs[2], fourth]
+    );
+    let v4 = after["version"].as_i64().unwrap();
+    assert!(v4 > v3);
+    let (_, next) = sync_since(&o, &session, Some(v4)).await;
+    assert_eq!(next["full"], false, "{next}");
+    assert_eq!(runs_of(&next, "assignments"), Vec::<i64>::new());
+
     // A negative version is refused, with the field named.
     let (status, bad) = sync_since(&o, &session, Some(-1)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
