@@ -484,7 +484,7 @@ impl Embedded {
             // smart shutdown, where it serves the sessions it has and refuses new ones until
             // they all end, which a pool's never do (found by a new-user check: requests
             // half failed for minutes). Stopped fast and started again.
-            if !self.rejects_connections() {
+            if !self.shutting_down() {
                 return Ok(false);
             }
             tracing::warn!(
@@ -504,7 +504,7 @@ impl Embedded {
     /// `postmaster.pid` (its eighth) says `stopping` now and two seconds later (a fast
     /// shutdown ends within that; a smart one waits for every session to end). Starting and
     /// recovering servers say otherwise and are left alone.
-    fn rejects_connections(&self) -> bool {
+    fn shutting_down(&self) -> bool {
         let stopping = || {
             std::fs::read_to_string(self.pgdata.join("postmaster.pid"))
                 .ok()

@@ -52,12 +52,7 @@ impl UseCaseBody {
                 ),
             ));
         }
-        if self.human_hourly_rate_minor < 0 {
-            return Err(AppError::invalid(
-                "human_hourly_rate_minor",
-                "human_hourly_rate_minor: a whole number of minor units, 0 or more",
-            ));
-        }
+        // The hourly rate's range is the register's one rule (`ai::Draft::check`).
         Ok(Draft {
             human_hourly_rate: Money(self.human_hourly_rate_minor),
             name: self.name,
