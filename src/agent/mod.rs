@@ -547,19 +547,17 @@ impl Agent {
         }
     }
 
-    /// The session to show at registration: this process's own, else the one its state
-    /// directory kept, while it holds the directory's lock (the agent that kept it has ended;
-    /// a live agent sharing the directory holds the lock, and its nodes are not taken over).
+    /// The session to show at registration: the one the state directory kept (this process's
+    /// last, or a crashed predecessor's), while it holds the directory's lock (a live agent
+    /// sharing the directory holds the lock, and its nodes are not taken over).
     fn previous_session(&mut self) -> Option<String> {
         if self.state_lock.is_none() {
             self.state_lock = self.records.lock();
         }
-        self.session.as_ref().map(|s| s.id.clone()).or_else(|| {
-            self.state_lock
-                .is_some()
-                .then(|| self.records.last_session())
-                .flatten()
-        })
+        self.state_lock
+            .is_some()
+            .then(|| self.records.last_session())
+            .flatten()
     }
 
     /// Registers the nodes, retrying while the server cannot be reached.

@@ -816,14 +816,11 @@ pub async fn sync(
     .await?;
     let mut foreign_stops = Vec::new();
     if !unknown.is_empty() {
-        // A waiting run's next attempt is numbered past every attempt an agent reports of it:
-        // after a restore, a restored queued run was given the (run, attempt) its agent had
-        // already started before, which an agent never starts twice, and it never started
-        // (found by a new-user check).
-        // Only runs of this agent's cluster, and only within MAX_ATTEMPT_GAP of the run's
-        // own count (a restore goes back a few attempts, not millions): a forged or broken
-        // report raised a run's attempt to 2^31 - 1, and every pass then failed on the next
-        // one (found by a new-user check).
+        // A waiting run of this agent's cluster gets its next attempt numbered past every
+        // attempt the agent reports of it, within MAX_ATTEMPT_GAP of its own count: after a
+        // restore, a queued run was given the (run, attempt) its agent had already started,
+        // which an agent never starts twice (found by a new-user check); unbounded, a forged
+        // report of 2^31 - 1 made every pass fail on the next attempt.
         let (r, a): (Vec<i64>, Vec<i32>) = unknown.iter().map(|k| (k.0, k.1)).unzip();
         sqlx::query(
             "UPDATE runs SET attempt = u.a FROM \
