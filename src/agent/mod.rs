@@ -54,6 +54,10 @@ const MIN_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 const STARTS_SETTLE: Duration = Duration::from_secs(1);
 /// First and largest pause after a failed request.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+/// How old an end an earlier agent recorded may be to be told again by the agent that takes
+/// its nodes over ([`Agent::take_over`]): that agent synced within the server's timeout, so
+/// older ends reached the server (this, or twice the timeout where that is longer).
+const ENDS_TOLD_AGAIN: Duration = Duration::from_secs(3600);
 /// How many recent exits an agent keeps to tell again ([`Agent::ended_again`]).
 const ENDED_KEPT: usize = 10_000;
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -366,8 +370,12 @@ struct Agent {
     records: Arc<ProcessRecords>,
     /// The state directory's lock, once held ([`ProcessRecords::lock`]).
     state_lock: Option<nix::fcntl::Flock<std::fs::File>>,
-    /// Whether the leftovers of earlier agents were cleaned up (after the first registration).
+    /// Whether the leftovers of earlier agents were taken over (after the first registration).
     cleaned_up: bool,
+    /// The nodes whose runs the server kept at the last registration (`kept`).
+    kept: HashSet<String>,
+    /// The server's lost-node timeout, from the last registration.
+    timeout: Duration,
     sup: Supervisor,
     /// Every (run, attempt, node) ever started (or refused) in this process's life.
     started: HashSet<RunKey>,
@@ -441,7 +449,8 @@ impl Desired {
     }
 }
 
-/// Runs `tranche agent` until Ctrl-C or SIGTERM (then stops the children) or a fatal error
+/// Runs `tranche agent` until Ctrl-C or SIGTERM (then stops the children), SIGHUP (then
+/// leaves them running, for the next agent of its state directory to adopt) or a fatal error
 /// (bad token, inventory the server refuses).
 ///
 /// # Errors
@@ -459,6 +468,14 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     );
     let result = tokio::select! {
         r = agent.serve() => r,
+        () = signal(tokio::signal::unix::SignalKind::hangup()) => {
+            // Its processes run on, recorded in the state directory with the session: the
+            // next agent of that directory adopts them (an upgrade: docs/agent-protocol.md).
+            tracing::info!(
+                "SIGHUP: exiting and leaving the runs' processes to the next agent of this state directory"
+            );
+            return Ok(());
+        }
         () = shutdown_signal() => {
             tracing::info!("asked to stop: stopping the children");
             Ok(())
@@ -468,18 +485,20 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     result
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Returns once `kind` arrives (never where it cannot be watched).
+async fn signal(kind: tokio::signal::unix::SignalKind) {
+    match tokio::signal::unix::signal(kind) {
+        Ok(mut s) => {
+            s.recv().await;
         }
-    };
+        Err(_) => std::future::pending::<()>().await,
+    }
+}
+
+async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {},
-        () = term => {},
+        () = signal(tokio::signal::unix::SignalKind::terminate()) => {},
     }
 }
 
@@ -511,6 +530,8 @@ impl Agent {
             records: records.clone(),
             state_lock: None,
             cleaned_up: false,
+            kept: HashSet::new(),
+            timeout: Duration::ZERO,
             sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
                 .with_log_max(args.log_max_bytes)
                 .with_run_as_submitter(args.run_as_submitter),
@@ -532,18 +553,55 @@ impl Agent {
             // anything starts on them: stop what an earlier agent of theirs left running.
             if !self.cleaned_up {
                 self.cleaned_up = true;
-                let (_, foreign) = self.records.kill_leftovers(&self.names);
-                // On real GPUs only: declared ones (`--gpus 8xH100`) are shared by nothing.
-                if self.gpus.physical() {
-                    self.foreign = foreign
-                        .iter()
-                        .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
-                        .collect();
-                }
+                self.take_over();
             }
             match self.sync_loop().await? {
                 SessionEnd::Reregister => self.session = None,
             }
+        }
+    }
+
+    /// Takes over what an earlier agent of these nodes left ([`ProcessRecords::take_over`]):
+    /// on the nodes whose runs the server kept, adopts the processes still running and tells
+    /// the ends not yet told; everywhere else, kills what it left running.
+    fn take_over(&mut self) {
+        let found = self.records.take_over(&self.names, &self.kept);
+        for (node, r) in &found.adopted {
+            self.sup.adopt(node, r);
+        }
+        self.started.extend(self.sup.local().iter().map(|p| p.key));
+        // Ends recorded since the earlier agent's last sync may not have reached the server;
+        // told again, an end it knows changes nothing.
+        let recent = std::time::SystemTime::now() - ENDS_TOLD_AGAIN.max(self.timeout * 2);
+        for e in found.ended {
+            self.started.insert(e.key);
+            let age = std::time::SystemTime::now()
+                .duration_since(e.at)
+                .unwrap_or_default();
+            let exit = Exit {
+                key: e.key,
+                outcome: e.outcome,
+                at: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            };
+            if e.at >= recent {
+                self.record_exit(exit);
+            } else {
+                self.remember_exit(exit);
+            }
+        }
+        if !found.adopted.is_empty() {
+            tracing::info!(
+                adopted = found.adopted.len(),
+                "adopted the runs' processes an earlier agent of these nodes left running"
+            );
+        }
+        // On real GPUs only: declared ones (`--gpus 8xH100`) are shared by nothing.
+        if self.gpus.physical() {
+            self.foreign = found
+                .foreign
+                .iter()
+                .filter_map(|(pid, node)| supervisor::Foreign::read(*pid, node))
+                .collect();
         }
     }
 
@@ -610,11 +668,18 @@ impl Agent {
             .iter()
             .map(|n| (n.id, n.name.clone()))
             .collect();
+        self.kept = answer
+            .nodes
+            .iter()
+            .filter(|n| n.kept)
+            .map(|n| n.name.clone())
+            .collect();
         for name in &self.names {
             if !answer.nodes.iter().any(|n| &n.name == name) {
                 tracing::warn!(node = %name, "the register answer does not list this node");
             }
         }
+        self.timeout = Duration::from_secs(answer.timeout_s.unwrap_or(0));
         // The long poll must stay well inside the server's lost-node timeout.
         let wait_s = answer
             .timeout_s
@@ -741,6 +806,11 @@ impl Agent {
             }
         }
         self.pending.push(exit);
+        self.remember_exit(exit);
+    }
+
+    /// Keeps `exit` among the last [`ENDED_KEPT`], to tell again ([`Agent::ended_again`]).
+    fn remember_exit(&mut self, exit: Exit) {
         if self.ended.len() >= ENDED_KEPT {
             self.ended.pop_front();
         }
@@ -1756,7 +1826,7 @@ mod tests {
         assert!(format!("{err:#}").contains("cannot be written"), "{err:#}");
         let records = ProcessRecords::new(dir.0.join("state"));
         records.check_writable().unwrap();
-        records.started("n1", 4242, 1, "s").unwrap();
+        records.started("n1", 4242, 1, "s", None).unwrap();
         let mode = std::fs::metadata(dir.0.join("state/node-n1.processes"))
             .unwrap()
             .permissions()
@@ -1801,6 +1871,81 @@ mod tests {
         }
     }
 
+    /// On a kept node, a restarted agent adopts the proven processes whose records name their
+    /// run, and returns the ends its predecessor recorded or that a process gone meanwhile
+    /// wrote; a record naming no run (an older agent's) is still killed; the records then hold
+    /// the adopted process alone, so a second take-over adopts it again and reports nothing
+    /// twice. On a node not kept, the same record is killed.
+    #[test]
+    fn a_kept_nodes_recorded_runs_are_adopted_and_their_ends_told() {
+        use std::os::unix::process::CommandExt;
+        let dir = TempDir::new("adopt");
+        let records = ProcessRecords::new(dir.0.join("state"));
+        let spawn = || {
+            let child = std::process::Command::new("sleep")
+                .arg("30")
+                .env("TRANCHE_NODE", "n1")
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            let pid = i32::try_from(child.id()).unwrap();
+            let started = crate::process::start_time(pid).unwrap();
+            wait_for_environment(pid);
+            (child, pid, started)
+        };
+        let run = |run: i64, exit: &str| RecordedRun {
+            key: key(run, 7),
+            gpus: vec![2, 3],
+            exit_file: dir.0.join(format!("logs dir/{exit}")),
+        };
+        std::fs::create_dir_all(dir.0.join("logs dir")).unwrap();
+        let kept: HashSet<String> = ["n1".to_string()].into();
+        let (mut running, pid, started) = spawn();
+        records
+            .started("n1", pid, started, "s1", Some(&run(1, "one.exit")))
+            .unwrap();
+        // Ended while no agent watched: its shell wrote 143, SIGTERM's status.
+        let (mut gone, pid2, started2) = spawn();
+        records
+            .started("n1", pid2, started2, "s2", Some(&run(2, "two.exit")))
+            .unwrap();
+        gone.kill().unwrap();
+        gone.wait().unwrap();
+        std::fs::write(dir.0.join("logs dir/two.exit"), "143\n").unwrap();
+        // Its end recorded by the earlier agent.
+        records
+            .started("n1", 4242, 1, "s3", Some(&run(3, "three.exit")))
+            .unwrap();
+        records.ended("n1", 4242, 1, Outcome::Code(5));
+        // An older agent's record, naming no run.
+        let (mut older, pid4, started4) = spawn();
+        records.started("n1", pid4, started4, "s4", None).unwrap();
+
+        let found = records.take_over(&["n1".to_string()], &kept);
+        assert_eq!(found.killed, 1);
+        assert_eq!(older.wait().unwrap().signal(), Some(9));
+        assert_eq!(found.adopted.len(), 1);
+        let (node, adopted) = &found.adopted[0];
+        assert_eq!((node.as_str(), adopted.pid), ("n1", pid));
+        assert_eq!(adopted.run, Some(run(1, "one.exit")));
+        let mut ends: Vec<(i64, Outcome)> =
+            found.ended.iter().map(|e| (e.key.run, e.outcome)).collect();
+        ends.sort_by_key(|e| e.0);
+        assert_eq!(ends, vec![(2, Outcome::Signal(15)), (3, Outcome::Code(5))]);
+        assert_eq!(running.try_wait().unwrap(), None, "adopted, not killed");
+
+        let again = records.take_over(&["n1".to_string()], &kept);
+        assert_eq!(again.adopted.len(), 1);
+        assert!(again.ended.is_empty());
+        assert_eq!(
+            records
+                .take_over(&["n1".to_string()], &HashSet::new())
+                .killed,
+            1
+        );
+        assert_eq!(running.wait().unwrap().signal(), Some(9));
+    }
+
     #[test]
     fn only_recorded_and_proven_leftovers_are_killed() {
         use std::io::Write as _;
@@ -1833,11 +1978,13 @@ mod tests {
                 .unwrap();
         };
         let (mut ours, pid, started) = spawn(Some("s-ours"));
-        records.started("n1", pid, started, "s-ours").unwrap();
+        records.started("n1", pid, started, "s-ours", None).unwrap();
         // Its command replaced its environment (`exec env -i ...`): recorded in this boot, it
         // is still the recorded process.
         let (mut bare, pid1, started1) = spawn(None);
-        records.started("n1", pid1, started1, "s-gone").unwrap();
+        records
+            .started("n1", pid1, started1, "s-gone", None)
+            .unwrap();
         // Recorded in another boot, recorded without a boot id and with another secret, with
         // another start time, ended, or not recorded at all: none is proven to be the
         // recorded process.
@@ -1849,15 +1996,19 @@ mod tests {
         write(format!("start {pid7} {started7} s-not-this"));
         let (mut other_start, pid3, started3) = spawn(Some("s-three"));
         records
-            .started("n1", pid3, started3 + 1, "s-three")
+            .started("n1", pid3, started3 + 1, "s-three", None)
             .unwrap();
         let (mut ended, pid4, started4) = spawn(Some("s-four"));
-        records.started("n1", pid4, started4, "s-four").unwrap();
-        records.ended("n1", pid4, started4);
+        records
+            .started("n1", pid4, started4, "s-four", None)
+            .unwrap();
+        records.ended("n1", pid4, started4, Outcome::Code(0));
         let (mut unrecorded, ..) = spawn(Some("s-five"));
         // Another node's records are not read.
         let (mut other_node, pid6, started6) = spawn(Some("s-six"));
-        records.started("n2", pid6, started6, "s-six").unwrap();
+        records
+            .started("n2", pid6, started6, "s-six", None)
+            .unwrap();
         // A record of a build before boot ids, with the process's secret, is still proven.
         let (mut legacy, pid8, started8) = spawn(Some("s-eight"));
         write(format!("start {pid8} {started8} s-eight"));

@@ -199,6 +199,43 @@ impl Supervisor {
         Ok(log_path)
     }
 
+    /// Supervises a process an earlier agent of `node_name` started and left running
+    /// ([`ProcessRecords::take_over`]): stops as for the processes this agent starts, its end
+    /// reported as [`adopted_end`] finds it. Its records stay with it.
+    pub(super) fn adopt(&mut self, node_name: &str, r: &Recorded) {
+        let Some(run) = r.run.clone() else {
+            return;
+        };
+        let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        let records = self.records.clone();
+        let node_name = node_name.to_string();
+        let (pid, started) = (r.pid, r.started);
+        let log = (self.log_max > 0).then(|| (self.log_path(run.key, &node_name), self.log_max));
+        let exit_file = run.exit_file.clone();
+        tokio::spawn(supervise(
+            adopted_end(pid, started, exit_file.clone()),
+            Pid::from_raw(pid),
+            run.key,
+            stop_rx,
+            self.exits_tx.clone(),
+            log,
+            move |outcome| {
+                if let Some(r) = records {
+                    r.ended(&node_name, pid, started, outcome);
+                }
+                let _ = std::fs::remove_file(&exit_file);
+            },
+        ));
+        self.procs.insert(
+            run.key,
+            Supervised {
+                gpus: run.gpus,
+                stopping: None,
+                stop_tx,
+            },
+        );
+    }
+
     /// Stops a process: SIGTERM to its group now, SIGKILL after `grace` if still alive. A
     /// second call can only shorten the grace. Returns false for an unknown (or exited) key.
     pub fn stop(&mut self, key: RunKey, grace: Duration) -> bool {
@@ -290,10 +327,12 @@ fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
 }
 
 /// The agent's record of the processes it starts, in its state directory: one file per node,
-/// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET`) and per end
-/// (`end PID START_TIME`); a start also names the machine's boot (`start PID START_TIME SECRET
-/// BOOT_ID`, [`crate::process::boot_id`]). A later agent for the same nodes and state directory
-/// reads it to stop what an earlier one left running ([`ProcessRecords::kill_leftovers`]): only
+/// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET BOOT_ID run=RUN
+/// attempt=ATTEMPT node=NODE_ID gpus=G,G exit=EXIT_FILE`: the machine's boot,
+/// [`crate::process::boot_id`], and the run it is, older records having neither) and per end
+/// (`end PID START_TIME code=N|signal=N at=UNIX_SECONDS`). A later agent for the same nodes and
+/// state directory reads it to adopt or stop what an earlier one left running
+/// ([`ProcessRecords::take_over`]): only
 /// a process that is still the one recorded (same pid and start time, see [`crate::process`])
 /// and leads its own process group, recorded in this boot (pid and start time then name one
 /// process) or, for a record without a boot id, carrying the recorded secret in its environment
@@ -301,7 +340,7 @@ fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
 /// environment (`exec env -i ...`) and would otherwise outlive the agent on GPUs the server
 /// gives to others.
 /// A file grows by two short lines per process and starts afresh at each agent's first
-/// registration.
+/// registration, holding then only the processes that agent adopted.
 #[derive(Debug)]
 pub struct ProcessRecords {
     dir: PathBuf,
@@ -316,11 +355,71 @@ const LOCK_FILE: &str = "lock";
 /// One recorded start that has no recorded end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Recorded {
-    pid: i32,
+    pub(super) pid: i32,
     started: u64,
     secret: String,
     boot: Option<String>,
+    /// The run it is (records written before adoption have none, and are never adopted).
+    pub(super) run: Option<RecordedRun>,
 }
+
+/// The run a recorded process is, so that an agent restarted while it runs can adopt it
+/// ([`ProcessRecords::take_over`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RecordedRun {
+    pub(super) key: RunKey,
+    pub(super) gpus: Vec<u32>,
+    /// Where its shell writes the command's exit status ([`spawn_child`]).
+    pub(super) exit_file: PathBuf,
+}
+
+/// A recorded process that ended, with how and when: its exit may not have reached the server
+/// before the agent that saw it stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Ended {
+    pub(super) key: RunKey,
+    pub(super) outcome: Outcome,
+    pub(super) at: std::time::SystemTime,
+}
+
+/// What [`ProcessRecords::take_over`] found of an earlier agent's processes.
+#[derive(Debug, Default)]
+pub(super) struct Leftovers {
+    /// Processes still running on kept nodes, as (node name, record): the new agent supervises
+    /// them ([`Supervisor::adopt`]).
+    pub(super) adopted: Vec<(String, Recorded)>,
+    /// Processes of kept nodes that ended (recorded by the earlier agent, or found gone with
+    /// their exit status written).
+    pub(super) ended: Vec<Ended>,
+    /// Process groups killed.
+    pub(super) killed: usize,
+    /// Groups of these nodes that another agent's records hold, as (pid, node), left running.
+    pub(super) foreign: Vec<(i32, String)>,
+}
+
+/// An outcome as a record field: `code=N` or `signal=N`.
+fn outcome_field(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Code(c) => format!("code={c}"),
+        Outcome::Signal(s) => format!("signal={s}"),
+    }
+}
+
+/// The command's exit status as its shell wrote it to `path` ([`spawn_child`]): a status past
+/// 128 within the signals the shell raises again is that signal. `None` when the file holds
+/// none (the shell was killed, or the process is from before exit files).
+pub(super) fn written_outcome(path: &Path) -> Option<Outcome> {
+    let status: i32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    Some(if (129..=128 + REPORTED_SIGNALS).contains(&status) {
+        Outcome::Signal(status - 128)
+    } else {
+        Outcome::Code(status)
+    })
+}
+
+/// Signals (1 to this) that end a command whose shell then ends by the same signal, so that
+/// its agent sees how the command ended ([`spawn_child`]).
+const REPORTED_SIGNALS: i32 = 15;
 
 impl ProcessRecords {
     /// Records kept under `dir` (created on first write).
@@ -394,18 +493,22 @@ impl ProcessRecords {
     }
 
     /// Records that process group leader `pid`, started at `started` (clock ticks since boot),
-    /// runs on `node` with `secret` in its environment.
+    /// runs on `node` with `secret` in its environment, as `run` when given (then a restarted
+    /// agent may adopt it).
     ///
     /// # Errors
     /// The record cannot be written (a full disk, a directory made read-only): the process
     /// must not run, since a later agent could neither prove nor stop it.
-    pub fn started(&self, node: &str, pid: i32, started: u64, secret: &str) -> std::io::Result<()> {
+    pub(super) fn started(
+        &self,
+        node: &str,
+        pid: i32,
+        started: u64,
+        secret: &str,
+        run: Option<&RecordedRun>,
+    ) -> std::io::Result<()> {
         let boot = crate::process::boot_id().unwrap_or_default();
-        self.append(
-            node,
-            format!("start {pid} {started} {secret} {boot}").trim_end(),
-            true,
-        )
+        self.append(node, &start_line(pid, started, secret, &boot, run), true)
     }
 
     /// Takes the state directory's lock (file `lock`, `flock` exclusive, released by the
@@ -453,19 +556,34 @@ impl ProcessRecords {
         }
     }
 
-    /// Records that the process recorded by [`ProcessRecords::started`] ended.
-    pub fn ended(&self, node: &str, pid: i32, started: u64) {
-        let _ = self.append(node, &format!("end {pid} {started}"), false);
+    /// Records that the process recorded by [`ProcessRecords::started`] ended, with how
+    /// (`end PID START_TIME code=N|signal=N at=UNIX_SECONDS`).
+    pub(super) fn ended(&self, node: &str, pid: i32, started: u64, outcome: Outcome) {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let _ = self.append(
+            node,
+            &format!("end {pid} {started} {} at={at}", outcome_field(outcome)),
+            false,
+        );
     }
 
-    /// The recorded starts of `node` without a recorded end.
-    fn open_starts(&self, node: &str) -> Vec<Recorded> {
+    /// The recorded starts of `node` without a recorded end, and the recorded ends of runs.
+    fn read(&self, node: &str) -> (Vec<Recorded>, Vec<Ended>) {
         let Ok(text) = std::fs::read_to_string(self.path(node)) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let mut open: Vec<Recorded> = Vec::new();
+        let mut ended = Vec::new();
         for line in text.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
+            // A start's run part comes last: `run=R attempt=A node=N gpus=G exit=PATH`, the path
+            // being the rest of the line.
+            let (head, run) = match line.find(" run=") {
+                Some(i) => (&line[..i], parse_run(&line[i + 1..])),
+                None => (line, None),
+            };
+            let fields: Vec<&str> = head.split_whitespace().collect();
             let pid = fields.get(1).and_then(|f| f.parse::<i32>().ok());
             let started = fields.get(2).and_then(|f| f.parse::<u64>().ok());
             match (fields.first().copied(), pid, started, fields.get(3)) {
@@ -474,29 +592,103 @@ impl ProcessRecords {
                     started,
                     secret: (*secret).to_string(),
                     boot: fields.get(4).map(|b| (*b).to_string()),
+                    run,
                 }),
-                (Some("end"), Some(pid), Some(started), None) => {
-                    open.retain(|r| !(r.pid == pid && r.started == started));
+                (Some("end"), Some(pid), Some(started), _) => {
+                    let field = |name: &str| {
+                        fields[3..]
+                            .iter()
+                            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                    };
+                    let outcome = match (field("code"), field("signal")) {
+                        (Some(c), _) => c.parse().ok().map(Outcome::Code),
+                        (None, Some(s)) => s.parse().ok().map(Outcome::Signal),
+                        (None, None) => None,
+                    };
+                    let at = field("at")
+                        .and_then(|a| a.parse::<u64>().ok())
+                        .map(|a| std::time::UNIX_EPOCH + Duration::from_secs(a));
+                    if let Some(i) = open
+                        .iter()
+                        .position(|r| r.pid == pid && r.started == started)
+                    {
+                        let r = open.remove(i);
+                        if let (Some(run), Some(outcome), Some(at)) = (r.run, outcome, at) {
+                            ended.push(Ended {
+                                key: run.key,
+                                outcome,
+                                at,
+                            });
+                        }
+                    }
                 }
                 _ => {}
             }
         }
-        open
+        (open, ended)
     }
 
     /// Kills the process groups an earlier agent recorded for `nodes` and left running (it
     /// was killed, or lost its session): their runs were requeued or ended by the server, and
-    /// their GPUs must be free before anything new starts. Only processes proven to be the
-    /// recorded ones are signalled; then the records of `nodes` start afresh. Call only once
-    /// the server accepted the registration of `nodes`, and before anything starts on them.
-    /// Returns how many groups were killed, and the groups of `nodes` it found and could not
-    /// prove ([`agent_groups`]: started by an agent whose records are elsewhere), as (pid,
-    /// node), left running.
+    /// their GPUs must be free before anything new starts. [`ProcessRecords::take_over`] with
+    /// no node kept. Returns how many groups were killed, and the groups of `nodes` it found
+    /// and could not prove, as (pid, node), left running.
     pub fn kill_leftovers(&self, nodes: &[String]) -> (usize, Vec<(i32, String)>) {
+        let found = self.take_over(nodes, &HashSet::new());
+        (found.killed, found.foreign)
+    }
+
+    /// Takes over what an earlier agent recorded for `nodes`. On a node in `kept` (the server
+    /// kept its runs: the same agent restarted within its session, docs/agent-protocol.md
+    /// section 1) the processes still running that are proven to be the recorded ones and
+    /// name their run are adopted, and the ends the earlier agent recorded, or that a process
+    /// gone meanwhile wrote to its exit file, are returned to be told to the server. Every other
+    /// proven process is killed: its run was requeued or ended by the server, and its GPUs must
+    /// be free before anything new starts. Only processes proven to be the recorded ones are
+    /// signalled or adopted; the records of `nodes` then hold the adopted ones alone. Call only
+    /// once the server accepted the registration of `nodes`, and before anything starts on
+    /// them. Groups of `nodes` it finds and cannot prove ([`agent_groups`]: started by an agent
+    /// whose records are elsewhere) are returned and left running.
+    pub(super) fn take_over(&self, nodes: &[String], kept: &HashSet<String>) -> Leftovers {
+        let mut found = Leftovers::default();
         let mut killed = Vec::new();
         for node in nodes {
-            for r in self.open_starts(node) {
+            let keep = kept.contains(node);
+            let (open, ended) = self.read(node);
+            let mut lines = String::new();
+            for r in open {
+                if !crate::process::is_alive(r.pid, r.started) {
+                    // Ended while no agent watched: its shell wrote how, unless it was killed.
+                    if let (true, Some(run)) = (keep, &r.run)
+                        && let Some(outcome) = written_outcome(&run.exit_file)
+                    {
+                        let at = std::fs::metadata(&run.exit_file)
+                            .and_then(|m| m.modified())
+                            .unwrap_or_else(|_| std::time::SystemTime::now());
+                        found.ended.push(Ended {
+                            key: run.key,
+                            outcome,
+                            at,
+                        });
+                        let _ = std::fs::remove_file(&run.exit_file);
+                    }
+                    continue;
+                }
                 if !proven(&r) {
+                    continue;
+                }
+                if keep && let Some(run) = &r.run {
+                    tracing::info!(
+                        pid = r.pid,
+                        %node,
+                        run = run.key.run,
+                        attempt = run.key.attempt,
+                        "adopting a run's process an earlier agent of this node started"
+                    );
+                    let boot = r.boot.clone().unwrap_or_default();
+                    lines.push_str(&start_line(r.pid, r.started, &r.secret, &boot, Some(run)));
+                    lines.push('\n');
+                    found.adopted.push((node.clone(), r));
                     continue;
                 }
                 tracing::warn!(
@@ -505,29 +697,91 @@ impl ProcessRecords {
                     "killing a run's process group that an earlier agent of this node left running"
                 );
                 signal_group(Pid::from_raw(r.pid), Signal::SIGKILL);
+                if let Some(run) = &r.run {
+                    let _ = std::fs::remove_file(&run.exit_file);
+                }
                 killed.push(r.pid);
             }
+            if keep {
+                found.ended.extend(ended);
+            }
             let path = self.path(node);
-            if path.exists()
-                && let Err(e) = std::fs::write(&path, "")
+            if (path.exists() || !lines.is_empty())
+                && let Err(e) = private(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .write(true)
+                        .truncate(true),
+                )
+                .open(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, lines.as_bytes()))
             {
                 tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
             }
         }
-        let mut foreign = Vec::new();
+        found.killed = killed.len();
         for (pid, node) in agent_groups(nodes) {
-            if !killed.contains(&pid) {
+            if !killed.contains(&pid) && !found.adopted.iter().any(|(_, r)| r.pid == pid) {
                 tracing::error!(
                     pid,
                     %node,
                     state_dir = %self.dir.display(),
                     "a run's process group of this node, started by an agent whose records are not in this state directory, is still running: it is not stopped (with --gpus auto, nothing starts on its GPUs while it runs); stop it, or restart the agent with that agent's --state-dir"
                 );
-                foreign.push((pid, node));
+                found.foreign.push((pid, node));
             }
         }
-        (killed.len(), foreign)
+        found
     }
+}
+
+/// A start record's line (see [`ProcessRecords`]).
+fn start_line(
+    pid: i32,
+    started: u64,
+    secret: &str,
+    boot: &str,
+    run: Option<&RecordedRun>,
+) -> String {
+    let mut line = format!("start {pid} {started} {secret} {boot}")
+        .trim_end()
+        .to_string();
+    if let Some(run) = run {
+        let gpus: Vec<String> = run.gpus.iter().map(u32::to_string).collect();
+        line.push_str(&format!(
+            " run={} attempt={} node={} gpus={} exit={}",
+            run.key.run,
+            run.key.attempt,
+            run.key.node,
+            gpus.join(","),
+            run.exit_file.display()
+        ));
+    }
+    line
+}
+
+/// The run part of a start record: `run=R attempt=A node=N gpus=G exit=PATH`.
+fn parse_run(text: &str) -> Option<RecordedRun> {
+    let (fields, exit) = text.split_once(" exit=")?;
+    let field = |name: &str| {
+        fields
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+    };
+    let gpus = field("gpus")?
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<u32>, _>>()
+        .ok()?;
+    Some(RecordedRun {
+        key: RunKey {
+            run: field("run")?.parse().ok()?,
+            attempt: field("attempt")?.parse().ok()?,
+            node: field("node")?.parse().ok()?,
+        },
+        gpus,
+        exit_file: PathBuf::from(exit),
+    })
 }
 
 /// The process groups alive on this machine that an agent started for one of `nodes`: group
@@ -642,6 +896,7 @@ async fn launch(
     run_as_submitter: bool,
 ) {
     let key = a.key();
+    let gpus = a.gpus.clone();
     let secret = crate::auth::random_hex(16);
     let spawned = {
         let _permit = spawning.acquire_owned().await;
@@ -677,9 +932,15 @@ async fn launch(
     // Recorded before anything can signal it; a child that already ended has no start time
     // and nothing to record.
     let mut unrecorded = None;
+    let exit_file = exit_path(&log_path);
+    let run = RecordedRun {
+        key,
+        gpus,
+        exit_file: exit_file.clone(),
+    };
     let recorded = records.as_ref().and_then(|r| {
         let started = crate::process::start_time(pgid)?;
-        match r.started(&node_name, pgid, started, &secret) {
+        match r.started(&node_name, pgid, started, &secret, Some(&run)) {
             Ok(()) => Some((r.clone(), started)),
             Err(e) => {
                 unrecorded = Some(e);
@@ -710,20 +971,64 @@ async fn launch(
     }
     drop(starting);
     let log = (log_max > 0).then(|| (log_path.clone(), log_max));
+    let mut child = child;
+    let waited = async move {
+        match child.wait().await {
+            Ok(status) => Outcome::from(status),
+            Err(e) => {
+                tracing::warn!(%key, error = %e, "cannot wait on the process");
+                Outcome::Code(-1)
+            }
+        }
+    };
     supervise(
-        child,
+        waited,
         Pid::from_raw(pgid),
         key,
         stops,
         exits,
         log,
-        move || {
+        move |outcome| {
             if let Some((r, started)) = recorded {
-                r.ended(&node_name, pgid, started);
+                r.ended(&node_name, pgid, started, outcome);
             }
+            let _ = std::fs::remove_file(&exit_file);
         },
     )
     .await;
+}
+
+/// The file where a process's shell writes its command's exit status: its log's path with
+/// the extension `exit`, absolute (the shell runs in the run's working directory, and a
+/// restarted agent may be started from another one).
+pub(super) fn exit_path(log_path: &Path) -> PathBuf {
+    let path = log_path.with_extension("exit");
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// How often an adopted process (not this agent's child) is checked for its end.
+const ADOPTED_POLL: Duration = Duration::from_secs(1);
+
+/// Waits for the end of process group leader `pid`, started at `started`, which this agent
+/// did not start (an earlier agent of its nodes did, [`Supervisor::adopt`]): its outcome is
+/// the status it returns where it is this process's child (an agent that replaced its own
+/// program keeps its children), else the one its shell wrote to `exit_file`, else (its shell
+/// was killed) SIGKILL.
+async fn adopted_end(pid: i32, started: u64, exit_file: PathBuf) -> Outcome {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let mut poll = tokio::time::interval(ADOPTED_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        poll.tick().await;
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return Outcome::Code(code),
+            Ok(WaitStatus::Signaled(_, signal, _)) => return Outcome::Signal(signal as i32),
+            _ => {}
+        }
+        if !crate::process::is_alive(pid, started) {
+            return written_outcome(&exit_file).unwrap_or(Outcome::Signal(Signal::SIGKILL as i32));
+        }
+    }
 }
 
 /// Starts `a`'s command (`sh -c`) in its own process group, its output appended to
@@ -769,6 +1074,23 @@ pub(super) fn spawn_child(
         std::os::unix::fs::fchown(&log, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
             .with_context(|| format!("cannot give {} to {}", log_path.display(), user.name))?;
     }
+    // The shell writes the command's exit status here, for an agent that adopts the process
+    // after a restart; made by the agent (the submitter may have no right to create files in
+    // the log directory) and given to the account.
+    let exit_file = exit_path(log_path);
+    let exit = private(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true),
+    )
+    .open(&exit_file)
+    .with_context(|| format!("cannot create {}", exit_file.display()))?;
+    if let Some(user) = &account {
+        std::os::unix::fs::fchown(&exit, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
+            .with_context(|| format!("cannot give {} to {}", exit_file.display(), user.name))?;
+    }
+    drop(exit);
     let err_log = log.try_clone()?;
     let gpus: Vec<String> = a.gpus.iter().map(u32::to_string).collect();
     let (gate_read, gate_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -780,9 +1102,19 @@ pub(super) fn spawn_child(
         (Some(_), None) => "cd -- \"$HOME\" || exit 126\n".to_string(),
         (None, _) => String::new(),
     };
+    // The command runs in a subshell, so that neither its `exit` nor its `exec` ends the
+    // outer shell, which stays to write the command's status to the exit file. The outer
+    // shell survives SIGTERM, SIGINT and SIGHUP (caught: the command, as every child, gets them
+    // at their default); then a command ended by a signal up to REPORTED_SIGNALS ends the
+    // outer shell by the same signal, so the agent sees how the command ended.
     let script = format!(
-        "IFS= read -r _ || exit 125\nexec 0</dev/null\n{enter}{}",
-        a.command
+        "IFS= read -r _ || exit 125\nexec 0</dev/null\ntrap : TERM INT HUP\n(\ntrap - TERM INT HUP\n{enter}{}\n)\n\
+         s=$?\necho \"$s\" > {} 2>/dev/null\n\
+         if [ \"$s\" -gt 128 ] && [ \"$s\" -le {} ]; then trap - TERM INT HUP; kill -$((s - 128)) $$; fi\n\
+         exit \"$s\"\n",
+        a.command,
+        shell_quote(&exit_file.to_string_lossy()),
+        128 + REPORTED_SIGNALS,
     );
     let mut cmd = match &account {
         Some(user) => {
@@ -922,24 +1254,26 @@ pub(super) async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
-/// Waits on one child, carrying out stop requests, then reports its exit. After the group
-/// leader ends, whatever it left in its group is killed so its GPUs are free.
+/// Waits for one process group leader's end (`waited`), carrying out stop requests, then
+/// reports its exit. After the group leader ends, whatever it left in
+/// its group is killed so its GPUs are free.
 pub(super) async fn supervise(
-    mut child: tokio::process::Child,
+    waited: impl std::future::Future<Output = Outcome>,
     pgid: Pid,
     key: RunKey,
     mut stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
     log: Option<(PathBuf, u64)>,
-    ended: impl FnOnce(),
+    ended: impl FnOnce(Outcome),
 ) {
     let mut kill_at: Option<Instant> = None;
     let mut terminated = false;
     let mut log_check = tokio::time::interval(LOG_CHECK_EVERY);
     log_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let status = loop {
+    tokio::pin!(waited);
+    let outcome = loop {
         tokio::select! {
-            status = child.wait() => break status,
+            outcome = &mut waited => break outcome,
             _ = log_check.tick(), if log.is_some() => {
                 // A stat is all a log under its bound costs; only moving its tail goes off the
                 // async threads.
@@ -966,13 +1300,6 @@ pub(super) async fn supervise(
         }
     };
     signal_group(pgid, Signal::SIGKILL);
-    ended();
-    let outcome = match status {
-        Ok(status) => Outcome::from(status),
-        Err(e) => {
-            tracing::warn!(%key, error = %e, "cannot wait on the process");
-            Outcome::Code(-1)
-        }
-    };
+    ended(outcome);
     let _ = exits.send(Exit::new(key, outcome));
 }

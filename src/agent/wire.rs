@@ -82,6 +82,12 @@ pub struct RegisteredNode {
     pub id: i64,
     /// Node name.
     pub name: String,
+    /// Whether the server kept the node's runs: the registering agent showed the node's live
+    /// session (the same agent, restarted), so it adopts the processes its predecessor left
+    /// running there instead of killing them (docs/agent-protocol.md section 1). Absent (an
+    /// older server): false.
+    #[serde(default)]
+    pub kept: bool,
 }
 
 /// Body of `POST /api/v1/agent/sync`.

@@ -167,7 +167,9 @@ pub const REFUSALS_AUDITED: usize = 20;
 /// nothing else. A node whose previous session is still alive (a heartbeat within the
 /// timeout) is refused, so a second agent on the same names never takes over a live one's
 /// runs; once that session ended, the processes an earlier agent ran there count as lost (the
-/// runs are requeued or end as lost), so no attempt ever runs twice.
+/// runs are requeued or end as lost), so no attempt ever runs twice. The agent that shows the
+/// node's live session (`previous_session`: the same agent, restarted) keeps its runs: the
+/// node is listed `kept`, and the agent adopts the processes it left running.
 ///
 /// # Errors
 /// 422 for bad names or counts; 409 `undeclared_node` for a node not declared in this cluster,
@@ -342,14 +344,18 @@ pub async fn register(
                 ),
             });
         }
-        lose_node(
-            &mut tx,
-            pool,
-            site,
-            id,
-            &Said::new("event-agent-restarted").arg("node", &name),
-        )
-        .await?;
+        // The same agent, restarted, adopts the processes it left running: its runs stay.
+        // Any other agent's predecessor lost its processes with it.
+        if !successor {
+            lose_node(
+                &mut tx,
+                pool,
+                site,
+                id,
+                &Said::new("event-agent-restarted").arg("node", &name),
+            )
+            .await?;
+        }
         sqlx::query(
             "UPDATE nodes SET agent_session = $2, agent_seen_at = now(), gpu_utilization = NULL, \
                     agent_label = $3, agent_registered_at = now() WHERE id = $1",
@@ -359,7 +365,7 @@ pub async fn register(
         .bind(&label)
         .execute(&mut *tx)
         .await?;
-        out.push(serde_json::json!({"id": id, "name": name}));
+        out.push(serde_json::json!({"id": id, "name": name, "kept": successor}));
     }
     super::refresh_holds(&mut tx).await?;
     wake(&mut tx).await?;

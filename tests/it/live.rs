@@ -905,6 +905,100 @@ async fn an_agent_killed_and_restarted_takes_its_nodes_over_at_once() {
     clean_up(&dir);
 }
 
+/// An agent killed (`kill -9`, as a crash or an upgrade's restart) and restarted within its
+/// session adopts its runs' processes: a run that goes on running keeps its attempt and ends
+/// with its own exit status, and a run whose process ended while no agent watched ends as its
+/// command did. Before, every run of the node was ended at the restart (requeued or lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_agent_adopts_the_runs_it_left_running() {
+    adoption("adopting", None).await;
+}
+
+/// As [`a_restarted_agent_adopts_the_runs_it_left_running`], the first agent exiting on SIGHUP
+/// (an upgrade): it leaves its runs' processes to the next agent instead of stopping them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_told_to_hand_over_leaves_its_runs_to_the_next() {
+    adoption("handing", Some(nix::sys::signal::Signal::SIGHUP)).await;
+}
+
+/// Two runs on an agent named `name`, which is then killed (`signal` or SIGKILL) and started
+/// again: one run's command ends meanwhile, the other after the restart.
+async fn adoption(name: &str, signal: Option<nix::sys::signal::Signal>) {
+    let (app, base, researcher, _lead, agent_token) = live(Site {
+        agent_timeout_s: 120,
+        ..site()
+    })
+    .await;
+    let dir = scratch(name);
+    app.declare_agent_nodes(name, 1).await;
+    let mut first = agent_with(&base, &agent_token, Some(name), 1, &dir, "first.log");
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let http = reqwest::Client::new();
+    // Each command runs until its file appears, then exits with its own status.
+    let mut ids = Vec::new();
+    for (name, code) in [("on", 4), ("meanwhile", 0)] {
+        let gate = dir.join(name);
+        let (status, answer) = post(
+            &http,
+            format!("{base}/api/v1/runs"),
+            &researcher,
+            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+                   "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true,
+                   "command": format!("while [ ! -e {} ]; do sleep 0.1; done; exit {code}", gate.display())}),
+        )
+        .await;
+        assert_eq!(status, 201, "{answer}");
+        ids.push(answer["id"].as_i64().unwrap());
+    }
+    let (on, meanwhile) = (ids[0], ids[1]);
+    wait_state(&app, on, "running").await;
+    wait_state(&app, meanwhile, "running").await;
+    match signal {
+        Some(signal) => {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap());
+            nix::sys::signal::kill(pid, signal).unwrap();
+        }
+        None => first.kill().await.unwrap(),
+    }
+    first.wait().await.unwrap();
+    // One run's command ends while no agent runs; its shell writes its status.
+    std::fs::write(dir.join("meanwhile"), "").unwrap();
+    let exit_file = dir
+        .join("logs")
+        .join(format!("run-{meanwhile}-attempt-1-{name}.exit"));
+    until(
+        Duration::from_secs(10),
+        "the ended run's exit file",
+        || async { std::fs::read_to_string(&exit_file).is_ok_and(|s| s.trim() == "0") },
+    )
+    .await;
+    let _second = agent_with(&base, &agent_token, Some(name), 1, &dir, "second.log");
+    wait_state(&app, meanwhile, "succeeded").await;
+    assert!(log_has(&dir, "second.log", "adopting a run's process"));
+    assert_eq!(state_of(&app, on).await, "running");
+    std::fs::write(dir.join("on"), "").unwrap();
+    wait_state(&app, on, "failed").await;
+    let (code, attempt): (Option<i32>, i32) =
+        sqlx::query_as("SELECT exit_code, attempt FROM runs WHERE id = $1")
+            .bind(on)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((code, attempt), (Some(4), 1));
+    let restarted: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_events WHERE run_id = ANY($1) AND kind IN ('requeued', 'lost')",
+    )
+    .bind(&ids)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(restarted, 0);
+    clean_up(&dir);
+}
+
 /// After a restore from before a run's process ended, the database assigns that (run,
 /// attempt, node) again; the agent, which never starts one twice, tells its exit again and the
 /// run ends as it did (found by a new-user check: it stayed starting, its GPUs held, until
