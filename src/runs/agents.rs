@@ -947,7 +947,11 @@ pub async fn sync(
     // and how they ended was never said (a restored database that had them running, exits
     // the agent dropped with a refused sync). Exited now with no status, as on a lost node:
     // the pass ends such a run as lost (requeued when resumable). Before, it stayed running
-    // and charged, and a cancel of it never completed.
+    // and charged, and a cancel of it never completed. Not in a sync from before a restore
+    // (its `since` below `orders_full_before`): the restored database may have a run running
+    // whose process ended since, and the agent tells that exit again on the whole desired
+    // state this sync's answer is, so the run ends as its process did; the next sync applies
+    // the rule.
     let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
         .runs
         .iter()
@@ -958,12 +962,14 @@ pub async fn sync(
          WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
          AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
                          WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
+         AND NOT ($5 > 0 AND $5 < coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0)) \
          RETURNING p.run_id, p.attempt, p.node_id",
     )
     .bind(&node_ids)
     .bind(&all_runs)
     .bind(&all_attempts)
     .bind(&all_nodes)
+    .bind(body.since.unwrap_or(0))
     .fetch_all(&mut *tx)
     .await?;
     for (run, attempt, node) in &gone {

@@ -999,6 +999,66 @@ async fn adoption(name: &str, signal: Option<nix::sys::signal::Signal>) {
     clean_up(&dir);
 }
 
+/// After a restore from a backup that had a run running whose process has since ended, the
+/// run ends as its process did, not as lost: the first sync after the restore (from before
+/// `orders_full_before`) ends no process as gone, and the agent tells the exit again on the
+/// whole desired state it gets (found by a session's check: the run ended as lost and was
+/// requeued). The restore is written straight to the database here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_restored_running_ends_as_its_process_did() {
+    let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let dir = scratch("restoredrun");
+    app.declare_agent_nodes("restoredrun", 1).await;
+    let _agent = agent(&base, &agent_token, "restoredrun", 1, &dir);
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true, "command": "exit 3"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    wait_state(&app, id, "failed").await;
+    sqlx::query(
+        "UPDATE runs SET state = 'running', ended_at = NULL, exit_code = NULL WHERE id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE run_placements SET proc_state = 'running', exit_code = NULL, exited_at = NULL WHERE run_id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO site_flags (name, value) VALUES ('orders_full_before', nextval('order_versions')::TEXT) \
+         ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    wait_state(&app, id, "failed").await;
+    let (code, lost): (Option<i32>, i64) = sqlx::query_as(
+        "SELECT exit_code, (SELECT count(*) FROM run_events WHERE run_id = $1 AND kind IN ('lost', 'requeued')) \
+         FROM runs WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((code, lost), (Some(3), 0));
+    clean_up(&dir);
+}
+
 /// After a restore from before a run's process ended, the database assigns that (run,
 /// attempt, node) again; the agent, which never starts one twice, tells its exit again and the
 /// run ends as it did (found by a new-user check: it stayed starting, its GPUs held, until
