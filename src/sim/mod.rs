@@ -412,7 +412,12 @@ pub fn render(report: &Report) -> String {
     ] {
         rows.push(row(name, &|s| {
             let w = pick(s);
-            format!("{} / {}", hms(w.p50_s), hms(w.p90_s))
+            if w.runs == 0 {
+                // No run of the class started: nothing waited, and "0 s" would say otherwise.
+                "no runs".to_string()
+            } else {
+                format!("{} / {}", hms(w.p50_s), hms(w.p90_s))
+            }
         }));
     }
     rows.push(row("mean completion time", &|s| hms(s.jct_mean_s)));
