@@ -372,8 +372,8 @@ struct Agent {
     state_lock: Option<nix::fcntl::Flock<std::fs::File>>,
     /// Whether the leftovers of earlier agents were taken over (after the first registration).
     cleaned_up: bool,
-    /// The nodes whose runs the server kept at the last registration (`kept`).
-    kept: HashSet<String>,
+    /// The nodes whose runs the server kept at the last registration (`kept`): name -> id.
+    kept: HashMap<String, i64>,
     /// The server's lost-node timeout, from the last registration.
     timeout: Duration,
     sup: Supervisor,
@@ -530,7 +530,7 @@ impl Agent {
             records: records.clone(),
             state_lock: None,
             cleaned_up: false,
-            kept: HashSet::new(),
+            kept: HashMap::new(),
             timeout: Duration::ZERO,
             sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
                 .with_log_max(args.log_max_bytes)
@@ -672,7 +672,7 @@ impl Agent {
             .nodes
             .iter()
             .filter(|n| n.kept)
-            .map(|n| n.name.clone())
+            .map(|n| (n.name.clone(), n.id))
             .collect();
         for name in &self.names {
             if !answer.nodes.iter().any(|n| &n.name == name) {
@@ -1899,7 +1899,7 @@ mod tests {
             exit_file: dir.0.join(format!("logs dir/{exit}")),
         };
         std::fs::create_dir_all(dir.0.join("logs dir")).unwrap();
-        let kept: HashSet<String> = ["n1".to_string()].into();
+        let kept: HashMap<String, i64> = [("n1".to_string(), 7)].into();
         let (mut running, pid, started) = spawn();
         records
             .started("n1", pid, started, "s1", Some(&run(1, "one.exit")))
@@ -1939,7 +1939,7 @@ mod tests {
         assert!(again.ended.is_empty());
         assert_eq!(
             records
-                .take_over(&["n1".to_string()], &HashSet::new())
+                .take_over(&["n1".to_string()], &HashMap::new())
                 .killed,
             1
         );

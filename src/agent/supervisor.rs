@@ -634,13 +634,13 @@ impl ProcessRecords {
     /// no node kept. Returns how many groups were killed, and the groups of `nodes` it found
     /// and could not prove, as (pid, node), left running.
     pub fn kill_leftovers(&self, nodes: &[String]) -> (usize, Vec<(i32, String)>) {
-        let found = self.take_over(nodes, &HashSet::new());
+        let found = self.take_over(nodes, &HashMap::new());
         (found.killed, found.foreign)
     }
 
-    /// Takes over what an earlier agent recorded for `nodes`. On a node in `kept` (the server
-    /// kept its runs: the same agent restarted within its session, docs/agent-protocol.md
-    /// section 1) the processes still running that are proven to be the recorded ones and
+    /// Takes over what an earlier agent recorded for `nodes`. On a node in `kept` (by name, with
+    /// its id: the server kept its runs, the same agent restarted within its session,
+    /// docs/agent-protocol.md section 1) the processes of its runs (of that node id) still running that are proven to be the recorded ones and
     /// name their run are adopted, and the ends the earlier agent recorded, or that a process
     /// gone meanwhile wrote to its exit file, are returned to be told to the server. Every other
     /// proven process is killed: its run was requeued or ended by the server, and its GPUs must
@@ -649,17 +649,19 @@ impl ProcessRecords {
     /// once the server accepted the registration of `nodes`, and before anything starts on
     /// them. Groups of `nodes` it finds and cannot prove ([`agent_groups`]: started by an agent
     /// whose records are elsewhere) are returned and left running.
-    pub(super) fn take_over(&self, nodes: &[String], kept: &HashSet<String>) -> Leftovers {
+    pub(super) fn take_over(&self, nodes: &[String], kept: &HashMap<String, i64>) -> Leftovers {
         let mut found = Leftovers::default();
         let mut killed = Vec::new();
         for node in nodes {
-            let keep = kept.contains(node);
+            // Only a run of this very node (its id now) is adopted or told.
+            let kept_id = kept.get(node).copied();
+            let ours = |run: &RecordedRun| Some(run.key.node) == kept_id;
             let (open, ended) = self.read(node);
             let mut lines = String::new();
             for r in open {
                 if !crate::process::is_alive(r.pid, r.started) {
                     // Ended while no agent watched: its shell wrote how, unless it was killed.
-                    if let (true, Some(run)) = (keep, &r.run)
+                    if let Some(run) = r.run.as_ref().filter(|run| ours(run))
                         && let Some(outcome) = written_outcome(&run.exit_file)
                     {
                         let at = std::fs::metadata(&run.exit_file)
@@ -677,7 +679,7 @@ impl ProcessRecords {
                 if !proven(&r) {
                     continue;
                 }
-                if keep && let Some(run) = &r.run {
+                if let Some(run) = r.run.as_ref().filter(|run| ours(run)) {
                     tracing::info!(
                         pid = r.pid,
                         %node,
@@ -702,9 +704,9 @@ impl ProcessRecords {
                 }
                 killed.push(r.pid);
             }
-            if keep {
-                found.ended.extend(ended);
-            }
+            found
+                .ended
+                .extend(ended.into_iter().filter(|e| Some(e.key.node) == kept_id));
             let path = self.path(node);
             if (path.exists() || !lines.is_empty())
                 && let Err(e) = private(
@@ -1010,21 +1012,14 @@ pub(super) fn exit_path(log_path: &Path) -> PathBuf {
 const ADOPTED_POLL: Duration = Duration::from_secs(1);
 
 /// Waits for the end of process group leader `pid`, started at `started`, which this agent
-/// did not start (an earlier agent of its nodes did, [`Supervisor::adopt`]): its outcome is
-/// the status it returns where it is this process's child (an agent that replaced its own
-/// program keeps its children), else the one its shell wrote to `exit_file`, else (its shell
-/// was killed) SIGKILL.
+/// did not start (an earlier agent of its nodes did, [`Supervisor::adopt`]; not its child, so
+/// the init process reaps it): its outcome is the one its shell wrote to `exit_file`, else
+/// (its shell was killed) SIGKILL.
 async fn adopted_end(pid: i32, started: u64, exit_file: PathBuf) -> Outcome {
-    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let mut poll = tokio::time::interval(ADOPTED_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         poll.tick().await;
-        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => return Outcome::Code(code),
-            Ok(WaitStatus::Signaled(_, signal, _)) => return Outcome::Signal(signal as i32),
-            _ => {}
-        }
         if !crate::process::is_alive(pid, started) {
             return written_outcome(&exit_file).unwrap_or(Outcome::Signal(Signal::SIGKILL as i32));
         }
