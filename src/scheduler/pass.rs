@@ -784,6 +784,17 @@ impl<'a> Pass<'a> {
                 && entry.0 == r.project
             {
                 entry.2 -= i64::from(s.gpus);
+            } else if r.allocated() {
+                // A run of the project on none of its active contracts (larger than what they
+                // had left) uses what they hold for it: the project has those GPUs.
+                let mut left = i64::from(s.gpus);
+                for entry in self.contracts.values_mut() {
+                    if entry.0 == r.project && entry.1 == pool && left > 0 {
+                        let used = left.min(entry.2.max(0));
+                        entry.2 -= used;
+                        left -= used;
+                    }
+                }
             }
             if r.allocated() {
                 let slot = self.slots.get(r.project);
@@ -1093,12 +1104,8 @@ impl<'a> Pass<'a> {
             p.unalloc_gpus += i64::from(w.gpus);
             p.smallest_victim = Some(p.smallest_victim.map_or(w.gpus, |g| g.min(w.gpus)));
         }
-        if let Some(c) = contract
-            && let Some(entry) = self.contracts.get_mut(&c)
-        {
-            let used = i64::from(w.gpus).min(entry.2.max(0));
-            entry.2 -= i64::from(w.gpus);
-            self.pools[pool].hold -= used;
+        if w.allocated() || contract.is_some() {
+            self.take_own_hold(w.project, pool, contract, i64::from(w.gpus));
         }
         self.pools[pool].started.push(Started {
             project: w.project,
@@ -1398,9 +1405,9 @@ impl<'a> Pass<'a> {
 
     /// GPUs the run may take now without preempting, given holds and the reservation.
     /// Free GPUs of the pool this run may use now. `may_use_held` is how many GPUs held for
-    /// contracts it may take: a run on a contract only its own contract's unused GPUs (never
-    /// those held for another project), an unallocated run all of them (they are lent to
-    /// unallocated work and taken back), an allocated run without a contract none.
+    /// contracts it may take: an allocated run those held for its own project's contracts
+    /// ([`Self::own_hold`]; never those held for another project), an unallocated run all of
+    /// them (they are lent to unallocated work and taken back).
     fn usable(&self, pool: usize, w: &WaitingRun, may_use_held: i64) -> i64 {
         let p = &self.pools[pool];
         let avail = (p.free - (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0)).max(0);
@@ -1650,11 +1657,45 @@ impl<'a> Pass<'a> {
             .map_or(end, |k| end.max(k.end))
     }
 
-    /// Unused GPUs held for `contract` (0 for none).
-    fn held_for(&self, contract: Option<ContractId>) -> i64 {
-        contract
-            .and_then(|c| self.contracts.get(&c))
-            .map_or(0, |e| e.2.max(0))
+    /// Unused GPUs held for `project`'s active contracts in `pool`: an allocated run of the
+    /// project may take them, on a contract or not (a run larger than its project's contract
+    /// takes the contract's GPUs and free ones; docs/design.md section 3.3).
+    fn own_hold(&self, project: ProjectId, pool: usize) -> i64 {
+        self.contracts
+            .values()
+            .filter(|(proj, p, _)| *proj == project && *p == pool)
+            .map(|e| e.2.max(0))
+            .sum()
+    }
+
+    /// Takes `gpus` of `project`'s unused holds in `pool` (`first` first, then its other
+    /// contracts there by id): they are held no longer.
+    fn take_own_hold(
+        &mut self,
+        project: ProjectId,
+        pool: usize,
+        first: Option<ContractId>,
+        gpus: i64,
+    ) {
+        let mut ids: Vec<ContractId> = first.into_iter().collect();
+        ids.extend(
+            self.contracts
+                .iter()
+                .filter(|(id, (proj, p, _))| *proj == project && *p == pool && Some(**id) != first)
+                .map(|(id, _)| *id),
+        );
+        let mut left = gpus;
+        for c in ids {
+            if left <= 0 {
+                break;
+            }
+            if let Some(entry) = self.contracts.get_mut(&c) {
+                let used = left.min(entry.2.max(0));
+                entry.2 -= used;
+                self.pools[pool].hold -= used;
+                left -= used;
+            }
+        }
     }
 
     fn contract_for(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
@@ -1680,7 +1721,7 @@ impl<'a> Pass<'a> {
             }
         }
         let contract = self.contract_for(w, pool);
-        let usable = self.usable_without_preempting(pool, w, self.held_for(contract));
+        let usable = self.usable_without_preempting(pool, w, self.own_hold(w.project, pool));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
             self.note_ahead(pool, w.project);
@@ -1717,8 +1758,8 @@ impl<'a> Pass<'a> {
     /// beyond the usable GPUs, plus the held GPUs lent out now: GPUs freed in the pool go back
     /// to those holds first, so a move that ignored them would start nothing on the next pass
     /// (the evicted run would start again and be evicted again).
-    fn preemption_need(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> i64 {
-        let may_use_held = self.held_for(contract);
+    fn preemption_need(&self, w: &WaitingRun, pool: usize) -> i64 {
+        let may_use_held = self.own_hold(w.project, pool);
         let p = &self.pools[pool];
         let reserved = (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0);
         let gpus = i64::from(w.gpus);
@@ -1734,7 +1775,7 @@ impl<'a> Pass<'a> {
     /// GPUs beyond entitlements, enough for its need, and a run small enough to evict within
     /// the need plus one node's GPUs. A necessary condition, not a move.
     fn may_find_victims(&self, w: &WaitingRun, pool: usize, contract: Option<ContractId>) -> bool {
-        let need = self.preemption_need(w, pool, contract);
+        let need = self.preemption_need(w, pool);
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let rank = self.fs.rank(w.project).min(self.fs.len());
         let p = &self.pools[pool];
@@ -2005,7 +2046,7 @@ impl<'a> Pass<'a> {
         pool: usize,
         contract: Option<ContractId>,
     ) -> Result<(), Option<i64>> {
-        let need = self.preemption_need(w, pool, contract);
+        let need = self.preemption_need(w, pool);
         if need <= 0 {
             return Err(None);
         }

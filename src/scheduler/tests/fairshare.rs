@@ -244,7 +244,8 @@ fn a_contract_holders_run_is_not_told_its_own_hold_is_others() {
     b.contract(1, owner, 3, T0, T0 + 2 * H);
     // Allocated, past its minimum runtime, within its project's entitlement.
     b.running(other, 4, T0 - H, 60, 10 * H);
-    let larger = b.waiting(owner, 4, T0, H, H);
+    // Larger than the 3 held GPUs and the 1 free one together.
+    let larger = b.waiting(owner, 5, T0, H, H);
     let out = schedule(&b.snap, T0);
     assert!(!started(&out).contains(&larger), "{:?}", out.decisions);
     assert!(
@@ -691,4 +692,39 @@ fn a_uniform_cluster_places_gangs_evenly_or_evicts_nobody() {
             assert_eq!(started(&out), vec![gang]);
         }
     }
+}
+
+/// A contract holder's run larger than its contract takes the contract's held GPUs and free
+/// ones, charged as any run, not on the contract (found by a session's check: a 12-GPU run of
+/// the holder of an 8-GPU contract waited, on an idle 16-GPU pool, for the window's end); the
+/// GPUs it takes count towards the hold, so the next pass neither holds more for its project
+/// nor preempts another project's runs for it.
+#[test]
+fn a_contract_holders_larger_run_uses_its_hold_and_free_gpus() {
+    let mut b = Builder::new();
+    b.nodes(3, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.contract(1, owner, 8, T0, T0 + 2 * H);
+    let big = b.waiting(owner, 12, T0, H, H);
+    let mut d = Driver::new(b.snap.clone(), T0);
+    let out = d.pass();
+    assert_eq!(started(&out), vec![big], "{:?}", out.decisions);
+    assert!(
+        out.decisions
+            .iter()
+            .any(|x| matches!(x, Decision::Start { run, contract: None, .. } if *run == big))
+    );
+    // 12 of 24 GPUs taken, the hold covered by them: another project's 12-GPU run starts on
+    // the 12 left, and stays.
+    let mut b2 = Builder {
+        snap: d.snap.clone(),
+        next: 5_000,
+    };
+    let theirs = b2.waiting(other, 12, T0 + 5, H, H);
+    let mut d = Driver::new(b2.snap.clone(), T0 + 10);
+    let out = d.pass();
+    assert_eq!(started(&out), vec![theirs], "{:?}", out.decisions);
+    let out = d.advance_to(T0 + 70);
+    assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
 }
