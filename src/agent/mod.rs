@@ -620,7 +620,7 @@ impl Agent {
 
     /// Registers the nodes, retrying while the server cannot be reached.
     async fn register(&mut self) -> anyhow::Result<()> {
-        let body = RegisterRequest {
+        let mut body = RegisterRequest {
             nodes: self
                 .names
                 .iter()
@@ -635,6 +635,12 @@ impl Agent {
         };
         let mut backoff = Backoff::new();
         let answer: RegisterAnswer = loop {
+            // An agent that shared this state directory and held its lock may have ended since
+            // the last try: this one then holds the lock, and takes its nodes (and runs) over
+            // as that agent restarted would.
+            if self.state_lock.is_none() {
+                body.previous_session = self.previous_session();
+            }
             match self
                 .api
                 .post("/api/v1/agent/register", &body, Duration::from_secs(30))
@@ -1672,6 +1678,88 @@ mod tests {
         assert!(sup.try_exit().is_none());
     }
 
+    /// A command's shell is its own: `kill $$` ends the command as it would under a plain
+    /// `sh -c`, `exit` and `exec` end only the command, and a command whose text ends inside a
+    /// here-document runs as written (found by a check of the exit-file wrapper: the command ran
+    /// in a subshell of the outer shell, where `$$` named the outer shell, which survives
+    /// SIGTERM, and a here-document swallowed the wrapper's closing parenthesis). Each end is
+    /// also written to the exit file, as an adopting agent reads it.
+    #[tokio::test]
+    async fn a_commands_shell_is_its_own() {
+        let dir = TempDir::new("ownshell");
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        let cases: [(&str, Outcome, &str); 5] = [
+            (
+                "echo before; kill $$; echo after",
+                Outcome::Signal(15),
+                "143",
+            ),
+            ("kill -HUP $$", Outcome::Signal(1), "129"),
+            ("cat <<EOF\nhello from heredoc", Outcome::Code(0), "0"),
+            ("exec sh -c 'exit 9'", Outcome::Code(9), "9"),
+            ("exit 3; echo never", Outcome::Code(3), "3"),
+        ];
+        for (i, (command, outcome, written)) in cases.iter().enumerate() {
+            let a = job(100 + i as i64, &[0], (*command).to_string(), &dir.0);
+            let log = sup.start(&a, "n").unwrap();
+            let exit = next_exit(&mut sup).await;
+            assert_eq!(exit.outcome, *outcome, "{command}");
+            let text = std::fs::read_to_string(&log).unwrap();
+            assert!(
+                !text.contains("after") && !text.contains("never"),
+                "{text:?}"
+            );
+            if command.contains("heredoc") {
+                assert_eq!(text.trim_end(), "hello from heredoc");
+            }
+            // The exit file is removed once the end is known; an adopting agent reads the
+            // status as written, which the wrapper wrote before it.
+            assert!(!exit_path(&log).exists());
+            assert_eq!(
+                written_outcome_of(written),
+                Some(*outcome),
+                "{command}: the status its shell writes reads back as its outcome"
+            );
+        }
+    }
+
+    /// The outcome an exit file holding `text` reads as.
+    fn written_outcome_of(text: &str) -> Option<Outcome> {
+        let dir = TempDir::new("written");
+        let path = dir.0.join("f.exit");
+        std::fs::write(&path, format!("{text}\n")).unwrap();
+        written_outcome(&path)
+    }
+
+    /// Links planted at a run's log and exit file names (in a log directory its submitter may
+    /// write) are replaced, never followed: the files they point to are neither truncated,
+    /// written nor given away (found by a check of `--run-as-submitter`: a root-only file
+    /// became the submitter's). An exit file that is a FIFO reads as no status, at once.
+    #[tokio::test]
+    async fn links_at_a_runs_file_names_are_never_followed() {
+        let dir = TempDir::new("links");
+        let logs = dir.0.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let victim = dir.0.join("victim");
+        std::fs::write(&victim, "keep me\n").unwrap();
+        let mut sup = Supervisor::new(logs.clone());
+        let a = job(200, &[0], "echo hello; exit 4".into(), &dir.0);
+        let log = sup.log_path(a.key(), "n");
+        std::os::unix::fs::symlink(&victim, &log).unwrap();
+        std::os::unix::fs::symlink(&victim, exit_path(&log)).unwrap();
+        sup.start(&a, "n").unwrap();
+        assert_eq!(next_exit(&mut sup).await.outcome, Outcome::Code(4));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+        assert!(!std::fs::symlink_metadata(&log).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
+        let fifo = dir.0.join("fifo.exit");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(written_outcome(&fifo), None);
+        let big = dir.0.join("big.exit");
+        std::fs::write(&big, "7".repeat(100_000)).unwrap();
+        assert_eq!(written_outcome(&big), None, "only 16 bytes are read");
+    }
+
     // --- the loop against a scripted server -------------------------------------------------
 
     #[derive(Default)]
@@ -1944,6 +2032,55 @@ mod tests {
             1
         );
         assert_eq!(running.wait().unwrap().signal(), Some(9));
+    }
+
+    /// What a recorded leader killed while no agent watched left in its group (its command's
+    /// shell and the command, carrying the recorded secret) is killed by the next agent's take
+    /// over (found by a check of adoption: they ran on untracked, their run lost and its GPUs
+    /// given to others).
+    #[test]
+    fn what_a_killed_leader_left_in_its_group_is_killed() {
+        use std::os::unix::process::CommandExt;
+        let dir = TempDir::new("orphans");
+        let records = ProcessRecords::new(dir.0.join("state"));
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .env(OWNER_ENV, "s-orphan")
+            .env("TRANCHE_NODE", "n1")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(leader.id()).unwrap();
+        let started = crate::process::start_time(pid).unwrap();
+        records
+            .started("n1", pid, started, "s-orphan", None)
+            .unwrap();
+        let members = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&p| p != pid && crate::process::group_of(p) == Some(pid))
+                .count()
+        };
+        let deadline = Instant::now() + GUARD;
+        while members() == 0 {
+            assert!(Instant::now() < deadline, "no member");
+            std::thread::yield_now();
+        }
+        leader.kill().unwrap();
+        leader.wait().unwrap();
+        assert_eq!(members(), 1);
+        assert_eq!(
+            records
+                .take_over(&["n1".to_string()], &HashMap::new())
+                .killed,
+            1
+        );
+        let deadline = Instant::now() + GUARD;
+        while members() > 0 {
+            assert!(Instant::now() < deadline, "the orphan still runs");
+            std::thread::yield_now();
+        }
     }
 
     #[test]

@@ -210,7 +210,9 @@ impl Supervisor {
         let records = self.records.clone();
         let node_name = node_name.to_string();
         let (pid, started) = (r.pid, r.started);
-        let log = (self.log_max > 0).then(|| (self.log_path(run.key, &node_name), self.log_max));
+        // The log next to its exit file: where the earlier agent wrote it, whatever this
+        // agent's --log-dir.
+        let log = (self.log_max > 0).then(|| (run.exit_file.with_extension("log"), self.log_max));
         let exit_file = run.exit_file.clone();
         tokio::spawn(supervise(
             adopted_end(pid, started, exit_file.clone()),
@@ -326,6 +328,41 @@ fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
     options.mode(0o600)
 }
 
+/// Opens `path` to append a note of the agent's (a start that failed), creating it (0600) when
+/// missing: never through a symbolic link, and only a regular file with one name (a link planted
+/// in a log directory the submitter may write must not make the agent, as root, write elsewhere).
+fn append_note(path: &Path, note: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    let opened = private(std::fs::OpenOptions::new().create(true).append(true))
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path);
+    if let Ok(mut f) = opened
+        && f.metadata().is_ok_and(|m| m.is_file() && m.nlink() == 1)
+    {
+        let _ = writeln!(f, "{note}");
+    }
+}
+
+/// Creates `path` afresh (0600, for writing; appending with `append`): whatever was at that
+/// name (a file, or a link a submitter planted in a log directory it may write) is removed
+/// first, and the file is created exclusively, so the agent never opens, truncates or gives
+/// away another file.
+fn create_fresh(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    private(
+        std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .append(append),
+    )
+    .open(path)
+}
+
 /// The agent's record of the processes it starts, in its state directory: one file per node,
 /// `node-NODE.processes`, with a line per start (`start PID START_TIME SECRET BOOT_ID run=RUN
 /// attempt=ATTEMPT node=NODE_ID gpus=G,G exit=EXIT_FILE`: the machine's boot,
@@ -409,7 +446,21 @@ fn outcome_field(outcome: Outcome) -> String {
 /// 128 within the signals the shell raises again is that signal. `None` when the file holds
 /// none (the shell was killed, or the process is from before exit files).
 pub(super) fn written_outcome(path: &Path) -> Option<Outcome> {
-    let status: i32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // The submitter owns the file: never through a link, never a FIFO that blocks, and only
+    // what a status takes is read.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(16).read_to_string(&mut text).ok()?;
+    let status: i32 = text.trim().parse().ok()?;
     Some(if (129..=128 + REPORTED_SIGNALS).contains(&status) {
         Outcome::Signal(status - 128)
     } else {
@@ -652,6 +703,9 @@ impl ProcessRecords {
     pub(super) fn take_over(&self, nodes: &[String], kept: &HashMap<String, i64>) -> Leftovers {
         let mut found = Leftovers::default();
         let mut killed = Vec::new();
+        // Groups whose recorded leader is gone (this boot's records: the pid names the group).
+        let mut leaderless: HashMap<i32, String> = HashMap::new();
+        let boot = crate::process::boot_id();
         for node in nodes {
             // Only a run of this very node (its id now) is adopted or told.
             let kept_id = kept.get(node).copied();
@@ -660,6 +714,14 @@ impl ProcessRecords {
             let mut lines = String::new();
             for r in open {
                 if !crate::process::is_alive(r.pid, r.started) {
+                    // No process has the pid (one that has it now is another's: the kernel
+                    // gives no new process the id of a group that still has members).
+                    if r.boot.is_some()
+                        && r.boot == boot
+                        && crate::process::start_time(r.pid).is_none()
+                    {
+                        leaderless.insert(r.pid, r.secret.clone());
+                    }
                     // Ended while no agent watched: its shell wrote how, unless it was killed.
                     if let Some(run) = r.run.as_ref().filter(|run| ours(run))
                         && let Some(outcome) = written_outcome(&run.exit_file)
@@ -721,6 +783,16 @@ impl ProcessRecords {
                 tracing::warn!(path = %path.display(), error = %e, "cannot reset the process records");
             }
         }
+        // What a leader killed while no agent watched left in its group (its command's shell
+        // and the command) would run on untracked: killed, when it carries the recorded secret.
+        for pgid in orphaned_groups(&leaderless) {
+            tracing::warn!(
+                pgid,
+                "killing what is left of a run's process group whose leader ended while no agent watched"
+            );
+            signal_group(Pid::from_raw(pgid), Signal::SIGKILL);
+            killed.push(pgid);
+        }
         found.killed = killed.len();
         for (pid, node) in agent_groups(nodes) {
             if !killed.contains(&pid) && !found.adopted.iter().any(|(_, r)| r.pid == pid) {
@@ -735,6 +807,44 @@ impl ProcessRecords {
         }
         found
     }
+}
+
+/// The groups of `groups` (process group id -> the secret its recorded leader carried) that
+/// still have a member whose environment carries that secret ([`OWNER_ENV`]): one pass over
+/// `/proc`.
+fn orphaned_groups(groups: &HashMap<i32, String>) -> Vec<i32> {
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(pgid) = crate::process::group_of(pid) else {
+            continue;
+        };
+        let Some(secret) = groups.get(&pgid) else {
+            continue;
+        };
+        if out.contains(&pgid) {
+            continue;
+        }
+        let marker = format!("{OWNER_ENV}={secret}").into_bytes();
+        if std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_slice()))
+        {
+            out.push(pgid);
+        }
+    }
+    out
 }
 
 /// A start record's line (see [`ProcessRecords`]).
@@ -917,12 +1027,7 @@ async fn launch(
         Err(e) => {
             tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
             // The run's log is where its owner looks: say why it never started.
-            if let Ok(mut f) =
-                private(std::fs::OpenOptions::new().create(true).append(true)).open(&log_path)
-            {
-                use std::io::Write;
-                let _ = writeln!(f, "tranche agent: {e:#}");
-            }
+            append_note(&log_path, &format!("tranche agent: {e:#}"));
             let _ = exits.send(Exit::new(key, Outcome::Code(SPAWN_FAILED_EXIT_CODE)));
             return;
         }
@@ -957,15 +1062,12 @@ async fn launch(
     // prove the process, left it running, and the server's next attempt ran beside it).
     if let Some(e) = unrecorded {
         tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %e, "cannot record the process in the state directory: its command does not run");
-        if let Ok(mut f) =
-            private(std::fs::OpenOptions::new().create(true).append(true)).open(&log_path)
-        {
-            use std::io::Write;
-            let _ = writeln!(
-                f,
+        append_note(
+            &log_path,
+            &format!(
                 "tranche agent: cannot record the process in the agent's state directory ({e}): the command did not run"
-            );
-        }
+            ),
+        );
         drop(gate);
     } else {
         use std::io::Write;
@@ -1061,9 +1163,8 @@ pub(super) fn spawn_child(
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
     }
-    let log = private(std::fs::OpenOptions::new().create(true).append(true))
-        .open(log_path)
-        .with_context(|| format!("cannot open {}", log_path.display()))?;
+    let log = create_fresh(log_path, true)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
     // The submitter may read their run's log on the node.
     if let Some(user) = &account {
         std::os::unix::fs::fchown(&log, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
@@ -1073,14 +1174,8 @@ pub(super) fn spawn_child(
     // after a restart; made by the agent (the submitter may have no right to create files in
     // the log directory) and given to the account.
     let exit_file = exit_path(log_path);
-    let exit = private(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true),
-    )
-    .open(&exit_file)
-    .with_context(|| format!("cannot create {}", exit_file.display()))?;
+    let exit = create_fresh(&exit_file, false)
+        .with_context(|| format!("cannot create {}", exit_file.display()))?;
     if let Some(user) = &account {
         std::os::unix::fs::fchown(&exit, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
             .with_context(|| format!("cannot give {} to {}", exit_file.display(), user.name))?;
@@ -1091,24 +1186,25 @@ pub(super) fn spawn_child(
     let (gate_read, gate_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot make the start gate's pipe")?;
     let workdir = a.workdir.as_deref().filter(|d| !d.is_empty());
-    // As the submitter, the shell enters the directory itself, with the account's rights.
+    // The command runs in a shell of its own (`sh -c COMMAND`, with its own `$$`), so that
+    // neither its `exit` nor its `exec` ends the outer shell, which stays to write the
+    // command's status to the exit file. The outer shell survives SIGTERM, SIGINT and SIGHUP
+    // (caught: the command's shell, as every child, gets them at their default); then a
+    // command ended by a signal up to REPORTED_SIGNALS ends the outer shell by the same
+    // signal, so the agent sees how the command ended. The command and the exit file are the
+    // outer shell's arguments `$1` and `$2`, never parsed as part of its script. As the
+    // submitter, the shell enters the directory itself, with the account's rights.
     let enter = match (&account, workdir) {
-        (Some(_), Some(dir)) => format!("cd -- {} || exit 126\n", shell_quote(dir)),
-        (Some(_), None) => "cd -- \"$HOME\" || exit 126\n".to_string(),
-        (None, _) => String::new(),
+        (Some(_), Some(dir)) => format!("cd -- {}", shell_quote(dir)),
+        (Some(_), None) => "cd -- \"$HOME\"".to_string(),
+        (None, _) => "true".to_string(),
     };
-    // The command runs in a subshell, so that neither its `exit` nor its `exec` ends the
-    // outer shell, which stays to write the command's status to the exit file. The outer
-    // shell survives SIGTERM, SIGINT and SIGHUP (caught: the command, as every child, gets them
-    // at their default); then a command ended by a signal up to REPORTED_SIGNALS ends the
-    // outer shell by the same signal, so the agent sees how the command ended.
     let script = format!(
-        "IFS= read -r _ || exit 125\nexec 0</dev/null\ntrap : TERM INT HUP\n(\ntrap - TERM INT HUP\n{enter}{}\n)\n\
-         s=$?\necho \"$s\" > {} 2>/dev/null\n\
+        "IFS= read -r _ || exit 125\nexec 0</dev/null\ntrap : TERM INT HUP\n\
+         if {enter}; then sh -c \"$1\"; s=$?; else s=126; fi\n\
+         echo \"$s\" > \"$2\" 2>/dev/null\n\
          if [ \"$s\" -gt 128 ] && [ \"$s\" -le {} ]; then trap - TERM INT HUP; kill -$((s - 128)) $$; fi\n\
          exit \"$s\"\n",
-        a.command,
-        shell_quote(&exit_file.to_string_lossy()),
         128 + REPORTED_SIGNALS,
     );
     let mut cmd = match &account {
@@ -1122,6 +1218,9 @@ pub(super) fn spawn_child(
                 .arg("--inh-caps=-all")
                 .args(["--", "sh", "-c"])
                 .arg(&script)
+                .arg("sh")
+                .arg(&a.command)
+                .arg(&exit_file)
                 // Nothing of the agent's (root's) environment: only what a login gives.
                 .env_clear()
                 .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -1132,7 +1231,11 @@ pub(super) fn spawn_child(
         }
         None => {
             let mut cmd = tokio::process::Command::new("sh");
-            cmd.arg("-c").arg(&script);
+            cmd.arg("-c")
+                .arg(&script)
+                .arg("sh")
+                .arg(&a.command)
+                .arg(&exit_file);
             if let Some(dir) = workdir {
                 cmd.current_dir(dir);
             }

@@ -921,6 +921,80 @@ async fn an_agent_told_to_hand_over_leaves_its_runs_to_the_next() {
     adoption("handing", Some(nix::sys::signal::Signal::SIGHUP)).await;
 }
 
+/// A second agent given a live agent's state directory waits (its nodes are in use), and when
+/// the first one dies it holds the directory's lock and takes the nodes and their runs over as
+/// the first one restarted would (found by a check of adoption: it registered without the
+/// lock, as a stranger, and its own runs could not be adopted after it crashed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_waiting_on_a_shared_state_directory_takes_over_when_its_holder_dies() {
+    let (app, base, researcher, _lead, agent_token) = live(Site {
+        agent_timeout_s: 120,
+        ..site()
+    })
+    .await;
+    let dir = scratch("sharedstate");
+    app.declare_agent_nodes("sharedstate", 1).await;
+    let mut first = agent_with(
+        &base,
+        &agent_token,
+        Some("sharedstate"),
+        1,
+        &dir,
+        "first.log",
+    );
+    until(Duration::from_secs(30), "the agent node", || async {
+        live_nodes(&app).await == 1
+    })
+    .await;
+    let gate = dir.join("go");
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        &researcher,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true,
+               "command": format!("while [ ! -e {} ]; do sleep 0.1; done; exit 6", gate.display())}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["id"].as_i64().unwrap();
+    wait_state(&app, id, "running").await;
+    let _second = agent_with(
+        &base,
+        &agent_token,
+        Some("sharedstate"),
+        1,
+        &dir,
+        "second.log",
+    );
+    until(
+        Duration::from_secs(30),
+        "the second agent refused",
+        || async { log_has(&dir, "second.log", "node_in_use") },
+    )
+    .await;
+    first.kill().await.unwrap();
+    first.wait().await.unwrap();
+    until(
+        Duration::from_secs(30),
+        "the second agent's adoption",
+        || async { log_has(&dir, "second.log", "adopting a run's process") },
+    )
+    .await;
+    std::fs::write(&gate, "").unwrap();
+    wait_state(&app, id, "failed").await;
+    let (code, attempt, lost): (Option<i32>, i32, i64) = sqlx::query_as(
+        "SELECT exit_code, attempt, (SELECT count(*) FROM run_events WHERE run_id = $1 AND kind IN ('lost', 'requeued')) \
+         FROM runs WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((code, attempt, lost), (Some(6), 1, 0));
+    clean_up(&dir);
+}
+
 /// Two runs on an agent named `name`, which is then killed (`signal` or SIGKILL) and started
 /// again: one run's command ends meanwhile, the other after the restart.
 async fn adoption(name: &str, signal: Option<nix::sys::signal::Signal>) {
