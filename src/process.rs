@@ -9,6 +9,20 @@ pub fn start_time(pid: i32) -> Option<u64> {
     stat_field(pid, 21)?.parse().ok()
 }
 
+/// The ids of the processes alive now (the numeric entries of `/proc`); empty where `/proc`
+/// cannot be read.
+#[must_use]
+pub fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc").map_or_else(
+        |_| Vec::new(),
+        |dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        },
+    )
+}
+
 /// The process group of `pid` (field 5 of `/proc/PID/stat`); `None` when there is no such
 /// process.
 #[must_use]

@@ -2056,9 +2056,8 @@ mod tests {
             .started("n1", pid, started, "s-orphan", None)
             .unwrap();
         let members = || {
-            std::fs::read_dir("/proc")
-                .unwrap()
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            crate::process::pids()
+                .into_iter()
                 .filter(|&p| p != pid && crate::process::group_of(p) == Some(pid))
                 .count()
         };

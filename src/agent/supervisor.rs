@@ -816,18 +816,8 @@ fn orphaned_groups(groups: &HashMap<i32, String>) -> Vec<i32> {
     if groups.is_empty() {
         return Vec::new();
     }
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in crate::process::pids() {
         let Some(pgid) = crate::process::group_of(pid) else {
             continue;
         };
@@ -901,18 +891,8 @@ fn parse_run(text: &str) -> Option<RecordedRun> {
 /// ([`OWNER_ENV`]). As (pid, node). Not proof of whose they are (another server's agent may
 /// name its nodes alike), so they are only reported.
 pub(super) fn agent_groups(nodes: &[String]) -> Vec<(i32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in crate::process::pids() {
         if crate::process::group_of(pid) != Some(pid) {
             continue;
         }

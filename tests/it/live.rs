@@ -158,6 +158,21 @@ async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> 
 /// The command of the test runs: records the agent token it sees (`unset`: none) and
 /// `$CUDA_VISIBLE_DEVICES $TRANCHE_RUN_ID` per attempt
 /// and node process, then waits for SIGTERM (recording it) unless it is a later attempt, which
+/// Submits, as `token`, a 1-GPU unallocated run of `command` (time limit one hour) on the
+/// `local` cluster and returns its id.
+async fn free_run(base: &str, token: &str, command: &str, resumable: bool) -> i64 {
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/runs"),
+        token,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": resumable, "command": command}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    answer["id"].as_i64().unwrap()
+}
+
 /// finishes at once.
 fn recording_command(dir: &Path) -> String {
     let d = dir.display();
@@ -947,17 +962,16 @@ async fn an_agent_waiting_on_a_shared_state_directory_takes_over_when_its_holder
     })
     .await;
     let gate = dir.join("go");
-    let (status, answer) = post(
-        &reqwest::Client::new(),
-        format!("{base}/api/v1/runs"),
+    let id = free_run(
+        &base,
         &researcher,
-        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
-               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true,
-               "command": format!("while [ ! -e {} ]; do sleep 0.1; done; exit 6", gate.display())}),
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.1; done; exit 6",
+            gate.display()
+        ),
+        true,
     )
     .await;
-    assert_eq!(status, 201, "{answer}");
-    let id = answer["id"].as_i64().unwrap();
     wait_state(&app, id, "running").await;
     let _second = agent_with(
         &base,
@@ -1010,22 +1024,22 @@ async fn adoption(name: &str, signal: Option<nix::sys::signal::Signal>) {
         live_nodes(&app).await == 1
     })
     .await;
-    let http = reqwest::Client::new();
     // Each command runs until its file appears, then exits with its own status.
     let mut ids = Vec::new();
     for (name, code) in [("on", 4), ("meanwhile", 0)] {
         let gate = dir.join(name);
-        let (status, answer) = post(
-            &http,
-            format!("{base}/api/v1/runs"),
-            &researcher,
-            json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
-                   "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true,
-                   "command": format!("while [ ! -e {} ]; do sleep 0.1; done; exit {code}", gate.display())}),
-        )
-        .await;
-        assert_eq!(status, 201, "{answer}");
-        ids.push(answer["id"].as_i64().unwrap());
+        ids.push(
+            free_run(
+                &base,
+                &researcher,
+                &format!(
+                    "while [ ! -e {} ]; do sleep 0.1; done; exit {code}",
+                    gate.display()
+                ),
+                true,
+            )
+            .await,
+        );
     }
     let (on, meanwhile) = (ids[0], ids[1]);
     wait_state(&app, on, "running").await;
@@ -1088,16 +1102,7 @@ async fn a_run_restored_running_ends_as_its_process_did() {
         live_nodes(&app).await == 1
     })
     .await;
-    let (status, answer) = post(
-        &reqwest::Client::new(),
-        format!("{base}/api/v1/runs"),
-        &researcher,
-        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
-               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": true, "command": "exit 3"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{answer}");
-    let id = answer["id"].as_i64().unwrap();
+    let id = free_run(&base, &researcher, "exit 3", true).await;
     wait_state(&app, id, "failed").await;
     sqlx::query(
         "UPDATE runs SET state = 'running', ended_at = NULL, exit_code = NULL WHERE id = $1",
@@ -1147,16 +1152,7 @@ async fn an_exit_the_database_forgot_is_told_again() {
         live_nodes(&app).await == 1
     })
     .await;
-    let (status, answer) = post(
-        &reqwest::Client::new(),
-        format!("{base}/api/v1/runs"),
-        &researcher,
-        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
-               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false, "command": "exit 3"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{answer}");
-    let id = answer["id"].as_i64().unwrap();
+    let id = free_run(&base, &researcher, "exit 3", false).await;
     wait_state(&app, id, "failed").await;
     sqlx::query(
         "UPDATE runs SET state = 'starting', ended_at = NULL, exit_code = NULL WHERE id = $1",
@@ -1347,17 +1343,13 @@ async fn a_process_that_cannot_be_recorded_never_runs() {
     })
     .await;
     let marker = dir.join("ran");
-    let (status, answer) = post(
-        &reqwest::Client::new(),
-        format!("{base}/api/v1/runs"),
+    let id = free_run(
+        &base,
         &researcher,
-        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
-               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false,
-               "command": format!("touch {}", marker.display())}),
+        &format!("touch {}", marker.display()),
+        false,
     )
     .await;
-    assert_eq!(status, 201, "{answer}");
-    let id = answer["id"].as_i64().unwrap();
     wait_state(&app, id, "failed").await;
     assert!(!marker.exists(), "the command ran");
     let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
