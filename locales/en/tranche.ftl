@@ -598,6 +598,7 @@ event-agent-stopped = node { $node }: its agent stopped, so the run's processes 
 event-place = { $node } GPUs { $gpus }
 event-started-on = started on { $places }
 event-started-contract = started on { $places } (on capacity contract { $contract })
+event-started-contract-part = started on { $places } ({ $covered } of its { $gpus } GPUs on capacity contract { $contract }, the others charged)
 preempt-node-draining = node { $node } is draining for repair
 preempt-node-down = node { $node } is down
 preempt-unallocated = unallocated (free) run: its GPUs went to an allocated run

@@ -576,6 +576,7 @@ event-agent-stopped = nodo { $node }: su agente se ha detenido, así que los pro
 event-place = { $node }, GPU { $gpus }
 event-started-on = iniciada en { $places }
 event-started-contract = iniciada en { $places } (con el contrato de capacidad { $contract })
+event-started-contract-part = iniciada en { $places } ({ $covered } de sus { $gpus } GPU con el contrato de capacidad { $contract }; las demás se cobran)
 preempt-node-draining = el nodo { $node } se está vaciando para su reparación
 preempt-node-down = el nodo { $node } está caído
 preempt-unallocated = ejecución sin asignación (gratuita): sus GPU han pasado a una ejecución asignada

@@ -573,6 +573,7 @@ event-agent-stopped = { $node } nodoa: bere agentea gelditu da, beraz exekuzioar
 event-place = { $node }, GPUak: { $gpus }
 event-started-on = abiarazia hemen: { $places }
 event-started-contract = abiarazia hemen: { $places } (edukiera-kontratua: { $contract })
+event-started-contract-part = abiarazia hemen: { $places } (bere { $gpus } GPUetatik { $covered } edukiera-kontratuan: { $contract }; besteak kobratzen dira)
 preempt-node-draining = { $node } nodoa husten ari da konpontzeko
 preempt-node-down = { $node } nodoa erorita dago
 preempt-unallocated = esleipenik gabeko exekuzioa (doan): bere GPUak esleitutako exekuzio batera joan dira

@@ -661,9 +661,10 @@ pub struct Usage {
 
 /// The usages of seconds `[charged, elapsed)` of a run attempt on `gpus` GPUs (`base` gives
 /// the project, pool, run and kind; its seconds are ignored). `contract` is the capacity
-/// contract the attempt runs on with its window in seconds from the attempt's start: the
-/// allocated time inside the window is prepaid ([`Usage::contract`]), the rest is charged as
-/// usual, its running total counting only the attempt's earlier seconds outside the window.
+/// contract the attempt runs on, as (id, window start, window end, GPUs it covers), the window
+/// in seconds from the attempt's start: the allocated time of the covered GPUs inside the
+/// window is prepaid ([`Usage::contract`]), the rest is charged as usual, its running total
+/// counting only the attempt's earlier charged GPU-seconds.
 /// Returns the prepaid usage first, then the charged one; a part of no seconds is left out.
 #[must_use]
 pub fn attempt_usages(
@@ -671,20 +672,25 @@ pub fn attempt_usages(
     gpus: i64,
     charged: i64,
     elapsed: i64,
-    contract: Option<(i64, i64, i64)>,
+    contract: Option<(i64, i64, i64, i64)>,
 ) -> Vec<Usage> {
     let (charged, elapsed) = (charged.max(0), elapsed.max(charged.max(0)));
-    let (id, start, end) = match contract {
+    let (id, start, end, covered) = match contract {
         Some(c) if base.allocated => c,
-        _ => (0, 0, 0),
+        _ => (0, 0, 0, 0),
     };
-    let prepaid = crate::scheduler::overlap_s(charged, elapsed, start, end);
-    let paid = elapsed - charged - prepaid;
-    let paid_before = charged - crate::scheduler::overlap_s(0, charged, start, end);
+    // A gang larger than what its contract had left has only `covered` GPUs on it; the others'
+    // time inside the window is charged too (docs/design.md section 3.3).
+    let covered = covered.clamp(0, gpus);
+    let inside = crate::scheduler::overlap_s(charged, elapsed, start, end);
+    let inside_before = crate::scheduler::overlap_s(0, charged, start, end);
+    let prepaid = inside * covered;
+    let paid = (elapsed - charged - inside) * gpus + inside * (gpus - covered);
+    let paid_before = (charged - inside_before) * gpus + inside_before * (gpus - covered);
     let mut out = Vec::with_capacity(2);
     if prepaid > 0 {
         out.push(Usage {
-            gpu_seconds: prepaid * gpus,
+            gpu_seconds: prepaid,
             accounted_gpu_seconds: 0,
             contract: Some(id),
             ..base
@@ -692,8 +698,8 @@ pub fn attempt_usages(
     }
     if paid > 0 {
         out.push(Usage {
-            gpu_seconds: paid * gpus,
-            accounted_gpu_seconds: paid_before * gpus,
+            gpu_seconds: paid,
+            accounted_gpu_seconds: paid_before,
             contract: None,
             ..base
         });
@@ -1016,25 +1022,56 @@ mod tests {
         // Window [30, 90) s of the attempt, seconds [60, 120): 30 prepaid, 30 charged; of the
         // 60 s before, 30 were inside the window, so 30 were charged.
         assert_eq!(
-            parts(&attempt_usages(base(true), 2, 60, 120, Some((9, 30, 90)))),
+            parts(&attempt_usages(
+                base(true),
+                2,
+                60,
+                120,
+                Some((9, 30, 90, 2))
+            )),
             [(60, 0, Some(9)), (60, 60, None)]
         );
         // A window that started after the attempt (its lead time) and has not ended: the
         // seconds before it are charged, those inside prepaid.
         assert_eq!(
-            parts(&attempt_usages(base(true), 1, 0, 100, Some((9, 40, 500)))),
+            parts(&attempt_usages(
+                base(true),
+                1,
+                0,
+                100,
+                Some((9, 40, 500, 1))
+            )),
             [(60, 0, Some(9)), (40, 0, None)]
         );
         // Wholly inside: nothing charged.
         assert_eq!(
-            parts(&attempt_usages(base(true), 8, 0, 60, Some((9, -10, 3600)))),
+            parts(&attempt_usages(
+                base(true),
+                8,
+                0,
+                60,
+                Some((9, -10, 3600, 8))
+            )),
             [(480, 0, Some(9))]
         );
         // Unallocated time is never prepaid (it is free anyway); nothing new, nothing posted.
         assert_eq!(
-            parts(&attempt_usages(base(false), 1, 0, 50, Some((9, 0, 100)))),
+            parts(&attempt_usages(base(false), 1, 0, 50, Some((9, 0, 100, 1)))),
             [(50, 0, None)]
         );
-        assert!(attempt_usages(base(true), 1, 50, 50, Some((9, 0, 100))).is_empty());
+        assert!(attempt_usages(base(true), 1, 50, 50, Some((9, 0, 100, 1))).is_empty());
+        // 8 GPUs of which the contract covers 4, seconds [60, 120) with the window [30, 90):
+        // 30 s x 4 GPUs prepaid; 30 s x 4 uncovered GPUs inside plus 30 s x 8 after it charged.
+        // Before: 30 s x 8 outside the window and 30 s x 4 uncovered inside it were charged.
+        assert_eq!(
+            parts(&attempt_usages(
+                base(true),
+                8,
+                60,
+                120,
+                Some((9, 30, 90, 4))
+            )),
+            [(120, 0, Some(9)), (120 + 240, 240 + 120, None)]
+        );
     }
 }

@@ -301,10 +301,11 @@ type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
 /// raised later does not make it paid again.
 const MIN_RUNTIME: &str = "CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END";
 
-/// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id and
-/// its window's start and end in seconds from the attempt's start (NULL when none).
+/// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id, its
+/// window's start and end in seconds from the attempt's start, and the run's GPUs it covers
+/// (NULL when none).
 const CONTRACT_WINDOW: &str = "(SELECT ARRAY[c.id, floor(extract(epoch FROM c.starts_at - r.started_at))::BIGINT, \
-     floor(extract(epoch FROM c.ends_at - r.started_at))::BIGINT] FROM contracts c \
+     floor(extract(epoch FROM c.ends_at - r.started_at))::BIGINT, coalesce(r.contract_gpus, r.gpus)::BIGINT] FROM contracts c \
      WHERE c.id = r.contract_id AND c.project_id = r.project_id)";
 
 /// The ledger usages of a run attempt's seconds `[charged, elapsed)`: the part on its capacity
@@ -335,7 +336,7 @@ fn run_usages(
         contract: None,
     };
     let window = match contract {
-        Some(&[c, start, end]) => Some((c, start, end)),
+        Some(&[c, start, end, covered]) => Some((c, start, end, covered)),
         _ => None,
     };
     ledger::attempt_usages(base, i64::from(gpus), charged, elapsed, window)
@@ -1523,6 +1524,7 @@ async fn pass_inner(
 
     let mut starts: Vec<i64> = Vec::new();
     let mut contracts: Vec<Option<i64>> = Vec::new();
+    let mut covered: Vec<Option<i32>> = Vec::new();
     let mut messages: Vec<Said> = Vec::new();
     let mut hold_nodes: Vec<i64> = Vec::new();
     let mut hold_gpus: Vec<i32> = Vec::new();
@@ -1581,7 +1583,7 @@ async fn pass_inner(
     }
     if !adopted.is_empty() {
         let on: Vec<i64> = sqlx::query_scalar(
-            "UPDATE runs r SET contract_id = u.c FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) \
+            "UPDATE runs r SET contract_id = u.c, contract_gpus = NULL FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) \
              WHERE r.id = u.id AND r.state IN ('starting', 'running') AND r.contract_id IS DISTINCT FROM u.c RETURNING r.id",
         )
         .bind(&adopted)
@@ -1607,6 +1609,7 @@ async fn pass_inner(
                 run,
                 placement,
                 contract,
+                contract_gpus,
                 ..
             } => {
                 let mut words = Vec::new();
@@ -1642,7 +1645,22 @@ async fn pass_inner(
                         .admission_wait(w.min_runtime_s, (now_s - w.submitted_at) as f64);
                 }
                 contracts.push(contract.map(|c| c.0));
+                // NULL: the contract covers the whole gang.
+                let gpus: usize = placement.iter().map(|(_, g)| g.len()).sum();
+                covered.push(
+                    contract
+                        .filter(|_| (*contract_gpus as usize) < gpus)
+                        .map(|_| *contract_gpus as i32),
+                );
+                let gpus: usize = placement.iter().map(|(_, g)| g.len()).sum();
                 messages.push(match contract {
+                    Some(c) if (*contract_gpus as usize) < gpus => {
+                        Said::new("event-started-contract-part")
+                            .arg("places", words)
+                            .arg("covered", contract_gpus.to_string())
+                            .arg("gpus", gpus.to_string())
+                            .arg("contract", c.0.to_string())
+                    }
                     Some(c) => Said::new("event-started-contract")
                         .arg("places", words)
                         .arg("contract", c.0.to_string()),
@@ -1655,13 +1673,14 @@ async fn pass_inner(
     report.started = starts.len();
     if !starts.is_empty() {
         sqlx::query(
-            "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = $3, contract_id = u.c, \
+            "UPDATE runs SET state = 'starting', attempt = attempt + 1, started_at = $3, contract_id = u.c, contract_gpus = u.g, \
                     charged_s = 0, budget_spent = false, wait_reason = NULL, estimated_start = NULL, stop_kind = NULL, kill_at = NULL, exit_code = NULL \
-             FROM unnest($1::BIGINT[], $2::BIGINT[]) AS u(id, c) WHERE runs.id = u.id AND runs.state = 'queued'",
+             FROM unnest($1::BIGINT[], $2::BIGINT[], $4::INT[]) AS u(id, c, g) WHERE runs.id = u.id AND runs.state = 'queued'",
         )
         .bind(&starts)
         .bind(&contracts)
         .bind(now_db)
+        .bind(&covered)
         .execute(&mut *tx)
         .await?;
         sqlx::query(

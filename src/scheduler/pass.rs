@@ -1104,6 +1104,9 @@ impl<'a> Pass<'a> {
             p.unalloc_gpus += i64::from(w.gpus);
             p.smallest_victim = Some(p.smallest_victim.map_or(w.gpus, |g| g.min(w.gpus)));
         }
+        let contract_gpus = contract
+            .and_then(|c| self.contracts.get(&c))
+            .map_or(0, |e| e.2.clamp(0, i64::from(w.gpus)) as u32);
         if w.allocated() || contract.is_some() {
             self.take_own_hold(w.project, pool, contract, i64::from(w.gpus));
         }
@@ -1120,6 +1123,7 @@ impl<'a> Pass<'a> {
             run: w.id,
             placement,
             contract,
+            contract_gpus,
             non_preemptible,
         });
         true
@@ -1138,8 +1142,13 @@ impl<'a> Pass<'a> {
         if !w.allocated() {
             return 0;
         }
+        self.price(w.gpus, pool, seconds)
+    }
+
+    /// The price of `seconds` of `gpus` GPUs in `pool`, as [`Self::cost_of`] rounds it.
+    fn price(&self, gpus: u32, pool: usize, seconds: i64) -> i64 {
         let p = &self.pools[pool];
-        let num = i128::from(w.gpus)
+        let num = i128::from(gpus)
             * i128::from(seconds)
             * i128::from(p.weight_milli)
             * i128::from(p.price);
@@ -1698,6 +1707,20 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// For an allocated run larger than what each of its project's active contracts in `pool`
+    /// has left, the one with the most left (the lowest id among equals): the run goes on it in
+    /// part, the GPUs it has left prepaid, the others charged (docs/design.md section 3.3).
+    fn partial_contract(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
+        if !w.allocated() {
+            return None;
+        }
+        self.contracts
+            .iter()
+            .filter(|(_, (proj, p, unused))| *proj == w.project && *p == pool && *unused > 0)
+            .max_by_key(|(id, (_, _, unused))| (*unused, std::cmp::Reverse(**id)))
+            .map(|(&id, _)| id)
+    }
+
     fn contract_for(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
         self.contracts
             .iter()
@@ -1720,7 +1743,9 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
-        let contract = self.contract_for(w, pool);
+        let contract = self
+            .contract_for(w, pool)
+            .or_else(|| self.partial_contract(w, pool));
         let usable = self.usable_without_preempting(pool, w, self.own_hold(w.project, pool));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
@@ -2536,11 +2561,18 @@ impl<'a> Pass<'a> {
         let mut cost = self.cost(w, pool);
         if cost > b
             && contracts
-            && let Some(c) = self.contract_for(w, pool)
+            && let Some(c) = self
+                .contract_for(w, pool)
+                .or_else(|| self.partial_contract(w, pool))
             && let Some(k) = self.snap.contracts.iter().find(|k| k.id == c)
         {
+            // The covered GPUs' time inside the window is prepaid, the rest costs.
+            let covered = self
+                .contracts
+                .get(&c)
+                .map_or(0, |e| e.2.clamp(0, i64::from(w.gpus)));
             let prepaid = overlap_s(self.now, self.now + w.min_runtime_s, k.start, k.end);
-            cost = self.cost_of(w, pool, w.min_runtime_s - prepaid);
+            cost -= self.price(covered as u32, pool, prepaid);
         }
         if cost > b {
             self.wait(

@@ -17,6 +17,10 @@ pub enum Decision {
         placement: Vec<(NodeId, Vec<u32>)>,
         /// The capacity contract it runs on (protected while the window lasts), if any.
         contract: Option<ContractId>,
+        /// How many of its GPUs the contract covers (its time there prepaid): all of them, or
+        /// what the contract had left for a larger gang (docs/design.md section 3.3); 0 without
+        /// a contract.
+        contract_gpus: u32,
         /// Legacy policy: started inside its team's cap, hence non-preemptible.
         non_preemptible: bool,
     },
@@ -568,6 +572,7 @@ mod tests {
             run: RunId(id),
             placement: vec![(NodeId(1), vec![0])],
             contract: None,
+            contract_gpus: 0,
             non_preemptible: false,
         };
         let preempt = |id| Decision::Preempt {

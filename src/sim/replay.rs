@@ -309,6 +309,7 @@ pub fn replay(
                     placement,
                     contract,
                     non_preemptible,
+                    ..
                 } => {
                     let j = run.0 as usize;
                     let w = snap.waiting[pos[j]].clone();

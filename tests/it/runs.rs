@@ -2436,6 +2436,101 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
     );
 }
 
+/// A run of the contract's project larger than its contract starts on the contract's GPUs and
+/// free ones, on the contract in part: inside the window the contract's GPUs' time is prepaid
+/// and only the others' is charged (found by a new-user check: the first form of this rule
+/// charged all 8 GPUs, the contract's 4 a second time).
+#[tokio::test]
+async fn a_run_larger_than_its_contract_is_prepaid_for_the_contracts_gpus_only() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["h-1", "h-2"]).await;
+    let admin = o.app.admin().await;
+    let now = jiff::Timestamp::now();
+    let minute = jiff::Timestamp::from_second(now.as_second() / 60 * 60).unwrap();
+    let req = tranche::ledger::contracts::Request {
+        project: "fm-pretrain-7b".into(),
+        cluster: "local".into(),
+        gpu_model: "H100".into(),
+        gpus: 4,
+        start: minute - jiff::SignedDuration::from_mins(20),
+        end: minute + jiff::SignedDuration::from_mins(120),
+        expected_price_minor: None,
+    };
+    let (contract, _) = tranche::ledger::contracts::buy(
+        &o.app.pool,
+        &o.app.state.site,
+        &admin,
+        &req,
+        minute - jiff::SignedDuration::from_mins(60),
+    )
+    .await
+    .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 8, 600, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    processes_running(&o.app, &[run]).await;
+    let (on, covered): (Option<i64>, Option<i32>) =
+        sqlx::query_as("SELECT contract_id, contract_gpus FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!((on, covered), (Some(contract.id), Some(4)));
+    // Thirty minutes inside the window (times moved back), then cancelled.
+    let t0 = jiff::Timestamp::from_second(now.as_second() - 30 * 60).unwrap();
+    sqlx::query("UPDATE runs SET started_at = $2 WHERE id = $1")
+        .bind(run)
+        .bind(tranche::ledger::to_time(t0))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE contracts SET starts_at = $2, ends_at = $3 WHERE id = $1")
+        .bind(contract.id)
+        .bind(tranche::ledger::to_time(
+            t0 - jiff::SignedDuration::from_mins(10),
+        ))
+        .bind(tranche::ledger::to_time(
+            t0 + jiff::SignedDuration::from_mins(120),
+        ))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    cancel(&o, run).await;
+    let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert!(elapsed >= 30 * 60, "{elapsed}");
+    let postings: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+        "SELECT kind, amount_minor, gpu_seconds, contract_id FROM ledger_postings WHERE run_id = $1 ORDER BY id",
+    )
+    .bind(run)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    // 4 GPUs prepaid, 4 charged at 2.50 per GPU-hour, rounded half up.
+    let paid_secs = 4 * elapsed;
+    let cost = (paid_secs * 250 * 2 + 3600) / 7200;
+    assert_eq!(
+        postings,
+        vec![
+            ("usage".to_string(), 0, 4 * elapsed, Some(contract.id)),
+            ("usage".to_string(), cost, paid_secs, None),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn heartbeats_leave_the_tree_cache_current_and_inventory_changes_do_not() {
     let o = org().await;

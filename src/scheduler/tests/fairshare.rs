@@ -95,6 +95,7 @@ fn best_fit_prefers_the_fullest_node_that_holds_the_gang() {
             run: r,
             placement: vec![(nodes[1], vec![5, 6, 7])],
             contract: None,
+            contract_gpus: 0,
             non_preemptible: false
         }
     );
@@ -118,6 +119,7 @@ fn draining_node_requeues_after_minimum_runtime_and_reports_empty() {
             run: w,
             placement: vec![(nodes[1], vec![0, 1, 2, 3])],
             contract: None,
+            contract_gpus: 0,
             non_preemptible: false
         }
     );
@@ -695,8 +697,9 @@ fn a_uniform_cluster_places_gangs_evenly_or_evicts_nobody() {
 }
 
 /// A contract holder's run larger than its contract takes the contract's held GPUs and free
-/// ones, charged as any run, not on the contract (found by a session's check: a 12-GPU run of
-/// the holder of an 8-GPU contract waited, on an idle 16-GPU pool, for the window's end); the
+/// ones, on the contract in part (its GPUs prepaid, the others charged; found by a session's
+/// check: a 12-GPU run of the holder of an 8-GPU contract waited, on an idle 16-GPU pool, for
+/// the window's end, and once it could start, its contract's GPUs were charged again); the
 /// GPUs it takes count towards the hold, so the next pass neither holds more for its project
 /// nor preempts another project's runs for it.
 #[test]
@@ -710,11 +713,11 @@ fn a_contract_holders_larger_run_uses_its_hold_and_free_gpus() {
     let mut d = Driver::new(b.snap.clone(), T0);
     let out = d.pass();
     assert_eq!(started(&out), vec![big], "{:?}", out.decisions);
-    assert!(
-        out.decisions
-            .iter()
-            .any(|x| matches!(x, Decision::Start { run, contract: None, .. } if *run == big))
-    );
+    // On the contract in part: its 8 GPUs prepaid, the 4 others charged.
+    assert!(out.decisions.iter().any(|x| matches!(
+        x,
+        Decision::Start { run, contract: Some(ContractId(1)), contract_gpus: 8, .. } if *run == big
+    )));
     // 12 of 24 GPUs taken, the hold covered by them: another project's 12-GPU run starts on
     // the 12 left, and stays.
     let mut b2 = Builder {

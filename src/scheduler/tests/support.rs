@@ -241,6 +241,7 @@ pub fn apply(snap: &mut Snapshot, out: &Outcome, now: i64) {
                 placement,
                 contract,
                 non_preemptible,
+                ..
             } => {
                 let i = snap
                     .waiting
