@@ -471,9 +471,13 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         () = signal(tokio::signal::unix::SignalKind::hangup()) => {
             // Its processes run on, recorded in the state directory with the session: the
             // next agent of that directory adopts them (an upgrade: docs/agent-protocol.md).
+            // A last sync tells the exits not yet told and counts as a heartbeat, so the next
+            // agent has the whole timeout to take over.
             tracing::info!(
                 "SIGHUP: exiting and leaving the runs' processes to the next agent of this state directory"
             );
+            agent.drain_exits();
+            agent.last_sync().await;
             return Ok(());
         }
         () = shutdown_signal() => {
@@ -686,10 +690,13 @@ impl Agent {
             }
         }
         self.timeout = Duration::from_secs(answer.timeout_s.unwrap_or(0));
-        // The long poll must stay well inside the server's lost-node timeout.
+        // The long poll must stay well inside the server's lost-node timeout: at most the
+        // heartbeat period it asks for (a third of the timeout), so an agent that exits (a
+        // SIGHUP hand-over) leaves its successor nearly the whole timeout.
         let wait_s = answer
-            .timeout_s
-            .map_or(WAIT_S, |t| WAIT_S.min(t / 2))
+            .heartbeat_s
+            .or(answer.timeout_s.map(|t| t / 3))
+            .map_or(WAIT_S, |h| WAIT_S.min(h))
             .max(1);
         tracing::info!(
             nodes = ?answer.nodes.iter().map(|n| format!("{}={}", n.name, n.id)).collect::<Vec<_>>(),
@@ -991,6 +998,27 @@ impl Agent {
         }
     }
 
+    /// One sync that waits for nothing and whose answer is not carried out: it reports the
+    /// exits not yet acknowledged (and the processes running) before the agent exits.
+    async fn last_sync(&mut self) {
+        if self.session.is_none() {
+            return;
+        }
+        match self.sync_request().await {
+            Ok(mut request) => {
+                request.wait_s = 0;
+                let sent = self
+                    .api
+                    .post::<_, SyncAnswer>("/api/v1/agent/sync", &request, Duration::from_secs(3))
+                    .await;
+                if let Err(e) = sent {
+                    tracing::warn!(error = %e, "could not report the last exits");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not report the last exits"),
+        }
+    }
+
     /// A clean stop: stops the children with a short grace and waits for them, reports the
     /// exits not acknowledged before the stop began, then tells the server the session ends (it
     /// loses the nodes at once, so nothing new is placed there and the runs are requeued or end
@@ -1016,31 +1044,10 @@ impl Agent {
             }
         }
         self.pending = before_stop;
+        if !self.pending.is_empty() {
+            self.last_sync().await;
+        }
         if let Some(session) = self.session.take() {
-            if !self.pending.is_empty() {
-                self.session = Some(Session {
-                    id: session.id.clone(),
-                    wait_s: 0,
-                });
-                match self.sync_request().await {
-                    Ok(mut request) => {
-                        request.wait_s = 0;
-                        let sent = self
-                            .api
-                            .post::<_, SyncAnswer>(
-                                "/api/v1/agent/sync",
-                                &request,
-                                Duration::from_secs(3),
-                            )
-                            .await;
-                        if let Err(e) = sent {
-                            tracing::warn!(error = %e, "could not report the last exits");
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "could not report the last exits"),
-                }
-                self.session = None;
-            }
             let stop = StopRequest {
                 session: session.id,
             };

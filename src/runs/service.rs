@@ -301,6 +301,17 @@ type SettleRow = (i64, i64, i64, i64, i32, i64, i64, i64, Option<Vec<i64>>);
 /// raised later does not make it paid again.
 const MIN_RUNTIME: &str = "CASE WHEN r.budget_spent THEN 0 ELSE r.min_runtime_s END";
 
+/// SQL for the last instant the run `r` is known to run: the oldest last heartbeat of the
+/// agents of its nodes (NULL on a Slurm cluster, whose bridge reads the jobs' own times). A
+/// running run is charged up to it, not up to now: a server that was down does not charge
+/// the outage to a run whose process ended meanwhile (its agent's report of the end comes
+/// after the first pass, which would have charged it up to now; found by an operator's check:
+/// 158 GPU-seconds charged for a run of 60). The agent's next heartbeat lets the charge
+/// catch up.
+const LAST_SEEN: &str = "(SELECT min(n.agent_seen_at) FROM run_placements p JOIN nodes n ON n.id = p.node_id \
+     JOIN clusters c ON c.id = n.cluster_id \
+     WHERE p.run_id = r.id AND p.attempt = r.attempt AND c.executor <> 'slurm')";
+
 /// SQL for the capacity contract the attempt of the run `r` runs on, as an array: its id, its
 /// window's start and end in seconds from the attempt's start, and the run's GPUs it covers
 /// (NULL when none).
@@ -362,7 +373,7 @@ async fn settle(
 ) -> Result<Vec<(i64, i64)>, AppError> {
     let rows: Vec<SettleRow> = sqlx::query_as(
         &format!("SELECT r.id, r.project_id, r.cluster_id, r.gpu_model_id, r.gpus, {MIN_RUNTIME}, r.charged_s, \
-                GREATEST(0, floor(extract(epoch FROM now() - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
+                GREATEST(0, floor(extract(epoch FROM LEAST(now(), {LAST_SEEN}) - r.started_at)))::BIGINT, {CONTRACT_WINDOW} \
          FROM runs r WHERE r.id = ANY($1) AND r.started_at IS NOT NULL AND r.state = 'running' \
          ORDER BY r.id"),
     )

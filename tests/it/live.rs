@@ -1044,14 +1044,33 @@ async fn adoption(name: &str, signal: Option<nix::sys::signal::Signal>) {
     let (on, meanwhile) = (ids[0], ids[1]);
     wait_state(&app, on, "running").await;
     wait_state(&app, meanwhile, "running").await;
+    let seen_ago = || async {
+        sqlx::query_scalar::<_, f64>(
+            "SELECT extract(epoch FROM now() - agent_seen_at)::FLOAT8 FROM nodes WHERE name LIKE $1",
+        )
+        .bind(format!("{name}%"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
     match signal {
         Some(signal) => {
+            // Handed over a while after its last heartbeat, it sends one more as it exits.
+            until(Duration::from_secs(30), "a heartbeat 2 s old", || async {
+                seen_ago().await >= 2.0
+            })
+            .await;
             let pid = nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap());
             nix::sys::signal::kill(pid, signal).unwrap();
+            first.wait().await.unwrap();
+            let ago = seen_ago().await;
+            assert!(ago < 1.5, "no last heartbeat at the hand-over: {ago} s");
         }
-        None => first.kill().await.unwrap(),
+        None => {
+            first.kill().await.unwrap();
+            first.wait().await.unwrap();
+        }
     }
-    first.wait().await.unwrap();
     // One run's command ends while no agent runs; its shell writes its status.
     std::fs::write(dir.join("meanwhile"), "").unwrap();
     let exit_file = dir

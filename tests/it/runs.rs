@@ -2436,6 +2436,70 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
     );
 }
 
+/// A running run is charged up to its agent's last heartbeat, not up to now: after a server
+/// outage the first pass does not charge the outage to a run whose process ended meanwhile,
+/// and the next heartbeat lets the charge catch up (found by an operator's check: 158
+/// GPU-seconds charged for a run of 60 that ended while the server was down).
+#[tokio::test]
+async fn a_run_is_charged_up_to_its_agents_last_heartbeat() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["seen-1"]).await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&o.researcher),
+            Some(run_body("fm-pretrain-7b", 1, 0, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let run = answer["id"].as_i64().unwrap();
+    pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
+    // Started 600 s ago; its agent last heard from 100 s after the start.
+    sqlx::query("UPDATE runs SET started_at = now() - interval '600 seconds' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '500 seconds' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let model: i64 = sqlx::query_scalar("SELECT gpu_model_id FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let charged = || async {
+        let mut conn = o.app.pool.acquire().await.unwrap();
+        service::settle_model(&o.app.pool, &mut conn, &o.app.state.site, model)
+            .await
+            .unwrap();
+        sqlx::query_scalar::<_, i64>("SELECT charged_s FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap()
+    };
+    let first = charged().await;
+    assert!((100..=101).contains(&first), "{first}");
+    // Its agent reports it running: the charge catches up.
+    let (status, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running"}]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let second = charged().await;
+    assert!((600..=602).contains(&second), "{second}");
+}
+
 /// A run of the contract's project larger than its contract starts on the contract's GPUs and
 /// free ones, on the contract in part: inside the window the contract's GPUs' time is prepaid
 /// and only the others' is charged (found by a new-user check: the first form of this rule
