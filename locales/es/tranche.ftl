@@ -518,7 +518,7 @@ input-error-title = Revise el formulario
 input-error-intro = No se ha guardado nada. Lo que has enviado está abajo, con los caracteres de control mostrados como símbolos (␀ para U+0000); corrígelo y vuelve a enviarlo.
 input-error-again = Enviar de nuevo
 input-error-back = Volver a Tranche
-input-control-char = { $field }: contiene el carácter de control U+{ $code } en el carácter { $position }; elimínelo ({ $rule })
+input-control-char = { $field }: contiene el carácter de control U+{ $code } en el carácter { $position }; elimínalo ({ $rule })
 input-rule-multiline = aquí solo se admite texto imprimible, tabuladores y saltos de línea
 input-rule-line = aquí solo se admite texto imprimible en una línea
 

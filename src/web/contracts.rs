@@ -502,6 +502,32 @@ async fn buy(
         .remove::<(String, i64)>(QUOTE)
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
+    // The same confirmation sent twice (a double click): the second finds its preview used by
+    // the purchase the first made, and goes where the first went (found by a new-user check:
+    // it showed "this preview was already used", and the lead might have bought again).
+    if !form.quote.is_empty() && quoted.as_ref().is_none_or(|(t, _)| *t != form.quote) {
+        let bought: Option<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT id, project_id, price_minor FROM contracts WHERE preview_token = $1 AND bought_by = $2",
+        )
+        .bind(&form.quote)
+        .bind(me.id)
+        .fetch_optional(&state.pool)
+        .await?;
+        if let Some((id, project, price)) = bought {
+            flash(
+                &session,
+                i18n::t2(
+                    "contract-bought",
+                    "id",
+                    id.to_string(),
+                    "price",
+                    Money(price).display(&state.site.currency),
+                ),
+            )
+            .await?;
+            return Ok(Redirect::to(&format!("/projects/{project}")).into_response());
+        }
+    }
     let result = match (quoted, parse_form(&form, &state)) {
         (Some((token, price)), Ok(req)) if !form.quote.is_empty() && token == form.quote => {
             let req = Request {

@@ -980,14 +980,21 @@ async fn a_confirmation_buys_once_at_the_previewed_price() {
     let quote = body[at..].split('"').next().unwrap().to_string();
     let mut confirm = fields.to_vec();
     confirm.push(("quote", &quote));
-    let (status, _, _) = c.post("/contracts", &confirm).await;
+    let (status, _, first) = c.post("/contracts", &confirm).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    let (status, body, _) = c.post("/contracts", &confirm).await;
+    // The same confirmation again (a double click) buys nothing and goes where the first went.
+    let (status, _, second) = c.post("/contracts", &confirm).await;
     assert_eq!(
         status,
-        StatusCode::UNPROCESSABLE_ENTITY,
+        StatusCode::SEE_OTHER,
         "a second submission buys nothing"
     );
+    assert_eq!(second, first);
+    // A preview that was never bought with stays refused.
+    let mut unknown = fields.to_vec();
+    unknown.push(("quote", "0123456789abcdef0123456789abcdef"));
+    let (status, body, _) = c.post("/contracts", &unknown).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("already used or has expired"));
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM contracts")
         .fetch_one(&app.pool)
