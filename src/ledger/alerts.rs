@@ -39,6 +39,35 @@ pub fn forecast(one_off: i64, usage: i64, period: Period, now: jiff::Timestamp) 
     one_off.saturating_add((i128::from(usage) * i128::from(len) / i128::from(elapsed)) as i64)
 }
 
+/// Of the alerts `new` that fired in one check, as (threshold %, `actual` or `forecast`), those
+/// to tell people about: per kind the highest (spend that crossed 50, 75 and 90% at once is one
+/// notice of 90%, not three), and the forecast's only above `reached`, the highest threshold
+/// actual spend reached (a forecast no higher than what is already spent says nothing new).
+/// Every alert still fires once; only the notices are fewer (found by a new-user check: a use
+/// case registered over its limit put eight notices on its lead's home page at once).
+#[must_use]
+pub fn worth_telling(
+    new: &[(i32, &'static str)],
+    reached: Option<i32>,
+) -> Vec<(i32, &'static str)> {
+    let top = |kind: &str| {
+        new.iter()
+            .filter(|(_, k)| *k == kind)
+            .map(|(pct, _)| *pct)
+            .max()
+    };
+    let mut out = Vec::new();
+    if let Some(pct) = top("actual") {
+        out.push((pct, "actual"));
+    }
+    if let Some(pct) = top("forecast")
+        && reached.is_none_or(|r| pct > r)
+    {
+        out.push((pct, "forecast"));
+    }
+    out
+}
+
 /// Checks every project's spend in the period containing `now` against its thresholds, fires
 /// new alerts and notifies. Idempotent: an alert fires once per project, period, threshold and
 /// kind.
@@ -130,13 +159,14 @@ pub async fn check_use_cases(
             } else {
                 spent
             };
+            let mut tx = pool.begin().await?;
+            let mut new = Vec::new();
             for pct in thresholds {
                 for (kind, amount) in [("actual", spent), ("forecast", projected)] {
                     if !reaches(amount, *limit, *pct) || (kind == "forecast" && period != current) {
                         continue;
                     }
-                    let mut tx = pool.begin().await?;
-                    let new: Option<i64> = sqlx::query_scalar(
+                    let inserted: Option<i64> = sqlx::query_scalar(
                         "INSERT INTO ai_use_case_alerts (use_case_id, period_start, threshold_pct, kind, spent_minor, limit_minor) \
                          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
                     )
@@ -148,62 +178,89 @@ pub async fn check_use_cases(
                     .bind(limit)
                     .fetch_optional(&mut *tx)
                     .await?;
-                    if new.is_none() {
-                        continue;
+                    if inserted.is_some() {
+                        new.push((*pct, kind));
                     }
-                    let (amount_s, limit_s) = (
-                        Money(amount).display(&site.currency),
-                        Money(*limit).display(&site.currency),
-                    );
-                    let message = if kind == "actual" {
-                        format!(
-                            "AI use case {name} has spent {pct}% of its {month} limit: {amount_s} of {limit_s}"
-                        )
-                    } else {
-                        format!(
-                            "AI use case {name} is forecast to spend {pct}% of its {month} limit by the period's end: {amount_s} of {limit_s}"
-                        )
-                    };
-                    let link = format!("/ai/{id}");
-                    let note = Notice::UseCase {
-                        use_case: name.clone(),
-                        pct: *pct,
-                        kind: kind.to_string(),
-                        month: month_day,
-                        amount,
-                        limit: *limit,
-                    };
-                    let mut recipients =
-                        notify_noted(&mut tx, *owner, &message, Some(&note), &link).await?;
-                    let mut stop_rule = false;
-                    if bag == "critical" && kind == "actual" && reaches(amount, *limit, 100) {
-                        let reason = format!("spent {amount_s} of its {month} limit of {limit_s}");
-                        let why = crate::i18n::notice::StopReason::Limit {
-                            month: month_day,
-                            amount,
-                            limit: *limit,
-                        };
-                        if let Some(more) = crate::ai::stop_rule_triggered(
-                            &mut tx, *id, *owner, period, &reason, why,
-                        )
-                        .await?
-                        {
-                            recipients.extend(more);
-                            stop_rule = true;
-                        }
-                    }
-                    tx.commit().await?;
-                    recipients.sort_unstable();
-                    recipients.dedup();
-                    mail_noted(pool, site, &recipients, &note, &link).await?;
-                    tracing::info!(use_case = %name, pct, kind, "use case limit alert");
-                    fired.push(UseCaseFired {
-                        use_case_id: *id,
-                        threshold_pct: *pct,
-                        kind,
-                        stop_rule,
-                    });
                 }
+            }
+            let reached = thresholds
+                .iter()
+                .copied()
+                .filter(|pct| reaches(spent, *limit, *pct))
+                .max();
+            let mut mails = Vec::new();
+            for (pct, kind) in worth_telling(&new, reached) {
+                let amount = if kind == "actual" { spent } else { projected };
+                let (amount_s, limit_s) = (
+                    Money(amount).display(&site.currency),
+                    Money(*limit).display(&site.currency),
+                );
+                let message = if kind == "actual" {
+                    format!(
+                        "AI use case {name} has spent {pct}% of its {month} limit: {amount_s} of {limit_s}"
+                    )
+                } else {
+                    format!(
+                        "AI use case {name} is forecast to spend {pct}% of its {month} limit by the period's end: {amount_s} of {limit_s}"
+                    )
+                };
+                let link = format!("/ai/{id}");
+                let note = Notice::UseCase {
+                    use_case: name.clone(),
+                    pct,
+                    kind: kind.to_string(),
+                    month: month_day,
+                    amount,
+                    limit: *limit,
+                };
+                let recipients =
+                    notify_noted(&mut tx, *owner, &message, Some(&note), &link).await?;
+                tracing::info!(use_case = %name, pct, kind, "use case limit alert");
+                mails.push((recipients, note, link));
+            }
+            let mut stop_rule = false;
+            if bag == "critical"
+                && new.iter().any(|(_, kind)| *kind == "actual")
+                && reaches(spent, *limit, 100)
+            {
+                let (amount_s, limit_s) = (
+                    Money(spent).display(&site.currency),
+                    Money(*limit).display(&site.currency),
+                );
+                let reason = format!("spent {amount_s} of its {month} limit of {limit_s}");
+                let why = crate::i18n::notice::StopReason::Limit {
+                    month: month_day,
+                    amount: spent,
+                    limit: *limit,
+                };
+                if let Some(more) =
+                    crate::ai::stop_rule_triggered(&mut tx, *id, *owner, period, &reason, why)
+                        .await?
+                {
+                    if let Some((recipients, ..)) = mails.first_mut() {
+                        recipients.extend(more);
+                    }
+                    stop_rule = true;
+                }
+            }
+            tx.commit().await?;
+            for (mut recipients, note, link) in mails {
+                recipients.sort_unstable();
+                recipients.dedup();
+                mail_noted(pool, site, &recipients, &note, &link).await?;
+            }
+            let top_actual = new
+                .iter()
+                .filter(|(_, kind)| *kind == "actual")
+                .map(|(pct, _)| *pct)
+                .max();
+            for (pct, kind) in new {
+                fired.push(UseCaseFired {
+                    use_case_id: *id,
+                    threshold_pct: pct,
+                    kind,
+                    stop_rule: stop_rule && kind == "actual" && Some(pct) == top_actual,
+                });
             }
         }
     }
@@ -240,13 +297,14 @@ async fn check_period(
         } else {
             forecast(spent - usage, usage, period, now)
         };
-        for pct in thresholds {
+        let mut tx = pool.begin().await?;
+        let mut new = Vec::new();
+        for &pct in &thresholds {
             for (kind, amount) in [("actual", spent), ("forecast", projected)] {
                 if !reaches(amount, budget, pct) {
                     continue;
                 }
-                let mut tx = pool.begin().await?;
-                let new: Option<i64> = sqlx::query_scalar(
+                let inserted: Option<i64> = sqlx::query_scalar(
                     "INSERT INTO budget_alerts (project_id, period_start, threshold_pct, kind, spent_minor, budget_minor) \
                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id",
                 )
@@ -258,43 +316,54 @@ async fn check_period(
                 .bind(budget)
                 .fetch_optional(&mut *tx)
                 .await?;
-                if new.is_none() {
-                    continue;
+                if inserted.is_some() {
+                    new.push((pct, kind));
                 }
-                let message = if kind == "actual" {
-                    format!(
-                        "{name} has spent {pct}% of its {month} budget: {} of {}",
-                        Money(amount).display(&site.currency),
-                        Money(budget).display(&site.currency)
-                    )
-                } else {
-                    format!(
-                        "{name} is forecast to spend {pct}% of its {month} budget by the period's end: {} of {}",
-                        Money(amount).display(&site.currency),
-                        Money(budget).display(&site.currency)
-                    )
-                };
-                let note = Notice::Budget {
-                    project: name.clone(),
-                    pct,
-                    kind: kind.to_string(),
-                    month: month_day,
-                    amount,
-                    budget,
-                };
-                let link = format!("/projects/{project}");
-                let recipients =
-                    notify_noted(&mut tx, project, &message, Some(&note), &link).await?;
-                tx.commit().await?;
-                mail_noted(pool, site, &recipients, &note, &link).await?;
-                tracing::info!(project = %name, pct, kind, "budget alert");
-                fired.push(Fired {
-                    project_id: project,
-                    threshold_pct: pct,
-                    kind,
-                });
             }
         }
+        let reached = thresholds
+            .iter()
+            .copied()
+            .filter(|pct| reaches(spent, budget, *pct))
+            .max();
+        let mut mails = Vec::new();
+        for (pct, kind) in worth_telling(&new, reached) {
+            let amount = if kind == "actual" { spent } else { projected };
+            let message = if kind == "actual" {
+                format!(
+                    "{name} has spent {pct}% of its {month} budget: {} of {}",
+                    Money(amount).display(&site.currency),
+                    Money(budget).display(&site.currency)
+                )
+            } else {
+                format!(
+                    "{name} is forecast to spend {pct}% of its {month} budget by the period's end: {} of {}",
+                    Money(amount).display(&site.currency),
+                    Money(budget).display(&site.currency)
+                )
+            };
+            let note = Notice::Budget {
+                project: name.clone(),
+                pct,
+                kind: kind.to_string(),
+                month: month_day,
+                amount,
+                budget,
+            };
+            let link = format!("/projects/{project}");
+            let recipients = notify_noted(&mut tx, project, &message, Some(&note), &link).await?;
+            tracing::info!(project = %name, pct, kind, "budget alert");
+            mails.push((recipients, note, link));
+        }
+        tx.commit().await?;
+        for (recipients, note, link) in mails {
+            mail_noted(pool, site, &recipients, &note, &link).await?;
+        }
+        fired.extend(new.into_iter().map(|(pct, kind)| Fired {
+            project_id: project,
+            threshold_pct: pct,
+            kind,
+        }));
     }
     Ok(fired)
 }
@@ -528,5 +597,29 @@ mod tests {
             ),
             8300
         );
+    }
+
+    #[test]
+    fn one_notice_per_kind_and_a_forecast_only_above_the_spend() {
+        let all = [
+            (50, "actual"),
+            (50, "forecast"),
+            (75, "actual"),
+            (75, "forecast"),
+            (90, "forecast"),
+        ];
+        // Spend reached 75%: the forecast of 90% says more, so it is told too.
+        assert_eq!(
+            worth_telling(&all, Some(75)),
+            vec![(75, "actual"), (90, "forecast")]
+        );
+        // A forecast at the spend's own threshold is not.
+        assert_eq!(worth_telling(&all[..4], Some(75)), vec![(75, "actual")]);
+        // Only a forecast new, spend below every threshold: told.
+        assert_eq!(
+            worth_telling(&[(50, "forecast")], None),
+            vec![(50, "forecast")]
+        );
+        assert!(worth_telling(&[], Some(90)).is_empty());
     }
 }

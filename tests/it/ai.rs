@@ -1161,6 +1161,17 @@ async fn limits_fire_alerts_and_a_critical_use_case_triggers_the_stop_rule() {
         .await
         .unwrap();
     assert_eq!(stop_notes, 1);
+    // The eight alerts fired together make one notice: the highest actual threshold (the
+    // forecast, no higher than the spend, says nothing new).
+    let limit_notes: Vec<String> = sqlx::query_scalar(
+        "SELECT message FROM notifications WHERE user_id = $1 AND message LIKE 'AI use case Pager triage%' ORDER BY id",
+    )
+    .bind(lead_id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(limit_notes.len(), 1, "{limit_notes:?}");
+    assert!(limit_notes[0].contains("has spent 100%"), "{limit_notes:?}");
 
     // The owner's page and home say so; Tranche says it cannot stop the service.
     let mut c = app.client();
