@@ -122,7 +122,9 @@ pub async fn gpu_models(pool: &PgPool) -> Result<Vec<GpuModel>, sqlx::Error> {
     sqlx::query_as("SELECT id, name, billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models ORDER BY name").fetch_all(pool).await
 }
 
-/// All clusters with their nodes.
+/// All clusters with their nodes, each cluster's nodes in natural order (by name less its
+/// trailing number, then that number: `rackA-2` before `rackA-10`, and `rackA-*` before
+/// `rackB-*`).
 ///
 /// # Errors
 /// Database errors.
@@ -135,7 +137,9 @@ pub async fn clusters(pool: &PgPool) -> Result<Vec<Cluster>, sqlx::Error> {
                 n.agent_label AS agent, n.agent_seen_at AS last_heartbeat, \
                 CASE WHEN n.state = 'down' THEN 'down' WHEN n.agent_session IS NOT NULL THEN n.state \
                      WHEN n.agent_seen_at IS NULL THEN 'awaiting agent' ELSE 'lost' END AS status \
-         FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id ORDER BY n.cluster_id, length(n.name), n.name",
+         FROM nodes n JOIN gpu_models m ON m.id = n.gpu_model_id \
+         ORDER BY n.cluster_id, regexp_replace(n.name, '[0-9]+$', ''), \
+                  substring(n.name FROM '([0-9]+)$')::NUMERIC NULLS FIRST, n.name",
     )
     .fetch_all(pool)
     .await?;

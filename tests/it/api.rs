@@ -112,6 +112,25 @@ async fn me_tree_and_clusters() {
             ("local".into(), 0, 0)
         ]
     );
+    // Nodes in natural order: by name less the trailing number, then that number.
+    app.declare_nodes(&["rackB-2", "rackA-10", "rackB-10", "rackA-2", "rackA-1"])
+        .await;
+    let (_, clusters) = app.api("GET", "/api/v1/clusters", Some(&token), None).await;
+    let local: Vec<&str> = clusters["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "local")
+        .unwrap()["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        local,
+        ["rackA-1", "rackA-2", "rackA-10", "rackB-2", "rackB-10"]
+    );
 }
 
 #[tokio::test]
