@@ -1759,6 +1759,12 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
         assert!(!std::fs::symlink_metadata(&log).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
+        // A log replaced by a link is never bounded through it.
+        std::fs::write(&victim, "x".repeat(1000)).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        std::os::unix::fs::symlink(&victim, &log).unwrap();
+        assert_eq!(cap_log(&log, 10), 0);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap().len(), 1000);
         let fifo = dir.0.join("fifo.exit");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert_eq!(written_outcome(&fifo), None);

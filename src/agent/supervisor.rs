@@ -1278,14 +1278,24 @@ const LOG_CHECK_EVERY: Duration = Duration::from_secs(10);
 /// dropped part. Returns the bytes dropped (0 when under the bound or unreadable).
 pub(super) fn cap_log(path: &Path, max: u64) -> u64 {
     use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    // The submitter may own the log and replace it in a directory it may write: never through
+    // a link, and only a regular file with one name.
     let Ok(mut f) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
     else {
         return 0;
     };
-    let Ok(len) = f.metadata().map(|m| m.len()) else {
+    let Ok(len) = f
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.nlink() == 1)
+        .map(|m| m.len())
+        .ok_or(())
+    else {
         return 0;
     };
     if len <= max {
