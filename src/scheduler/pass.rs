@@ -779,17 +779,21 @@ impl<'a> Pass<'a> {
                     ps.legacy_np += s.gpus;
                 }
             }
-            if let Some(c) = s.contract
-                && let Some(entry) = self.contracts.get_mut(&c)
-                && entry.0 == r.project
-            {
-                entry.2 -= i64::from(s.gpus);
-            } else if r.allocated() {
-                // A run of the project on none of its active contracts (larger than what they
-                // had left) uses what they hold for it: the project has those GPUs.
+            let own = s
+                .contract
+                .filter(|c| self.contracts.get(c).is_some_and(|e| e.0 == r.project));
+            if r.allocated() || own.is_some() {
+                // A run of the project uses what its contracts in the pool hold for it: its own
+                // contract's first, then (a gang larger than that) the others', as when it
+                // started ([`Self::take_own_hold`]): the project has those GPUs.
                 let mut left = i64::from(s.gpus);
-                for entry in self.contracts.values_mut() {
-                    if entry.0 == r.project && entry.1 == pool && left > 0 {
+                if let Some(entry) = own.and_then(|c| self.contracts.get_mut(&c)) {
+                    let used = left.min(entry.2.max(0));
+                    entry.2 -= used;
+                    left -= used;
+                }
+                for (id, entry) in &mut self.contracts {
+                    if Some(*id) != own && entry.0 == r.project && entry.1 == pool && left > 0 {
                         let used = left.min(entry.2.max(0));
                         entry.2 -= used;
                         left -= used;
@@ -1104,9 +1108,11 @@ impl<'a> Pass<'a> {
             p.unalloc_gpus += i64::from(w.gpus);
             p.smallest_victim = Some(p.smallest_victim.map_or(w.gpus, |g| g.min(w.gpus)));
         }
-        let contract_gpus = contract
-            .and_then(|c| self.contracts.get(&c))
-            .map_or(0, |e| e.2.clamp(0, i64::from(w.gpus)) as u32);
+        // The GPUs its project's contracts hold for it in the pool are prepaid: all of the
+        // gang's, or what the contracts have left for a larger one.
+        let contract_gpus = contract.map_or(0, |_| {
+            self.own_hold(w.project, pool).clamp(0, i64::from(w.gpus)) as u32
+        });
         if w.allocated() || contract.is_some() {
             self.take_own_hold(w.project, pool, contract, i64::from(w.gpus));
         }
@@ -2567,10 +2573,7 @@ impl<'a> Pass<'a> {
             && let Some(k) = self.snap.contracts.iter().find(|k| k.id == c)
         {
             // The covered GPUs' time inside the window is prepaid, the rest costs.
-            let covered = self
-                .contracts
-                .get(&c)
-                .map_or(0, |e| e.2.clamp(0, i64::from(w.gpus)));
+            let covered = self.own_hold(w.project, pool).clamp(0, i64::from(w.gpus));
             let prepaid = overlap_s(self.now, self.now + w.min_runtime_s, k.start, k.end);
             cost -= self.price(covered as u32, pool, prepaid);
         }

@@ -731,3 +731,34 @@ fn a_contract_holders_larger_run_uses_its_hold_and_free_gpus() {
     let out = d.advance_to(T0 + 70);
     assert!(preemptions(&out).is_empty(), "{:?}", preemptions(&out));
 }
+
+/// A run larger than each of its project's contracts uses what they all hold for it, and all
+/// of it is prepaid: with two 4-GPU contracts a 12-GPU run covers 8 GPUs, and in the passes
+/// after, as in the one that started it, both holds count as used by it (found by a check of
+/// the first version: the next pass counted it against one contract alone, so the other's 4
+/// GPUs were held again, idle, and another project's run was told they were held for others).
+#[test]
+fn a_run_larger_than_each_contract_uses_them_all_in_every_pass() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let owner = b.project(None, "50", 0);
+    let other = b.project(None, "50", 0);
+    b.contract(1, owner, 4, T0, T0 + 2 * H);
+    b.contract(2, owner, 4, T0, T0 + 2 * H);
+    let big = b.waiting(owner, 12, T0, H, H);
+    let mut d = Driver::new(b.snap.clone(), T0);
+    let out = d.pass();
+    assert!(out.decisions.iter().any(|x| matches!(
+        x,
+        Decision::Start { run, contract: Some(ContractId(1)), contract_gpus: 8, .. } if *run == big
+    )), "{:?}", out.decisions);
+    // The next pass: nothing is held any more; the other project's run takes the 4 free GPUs.
+    let mut b2 = Builder {
+        snap: d.snap.clone(),
+        next: 5_000,
+    };
+    let theirs = b2.waiting(other, 4, T0 + 5, H, H);
+    let mut d = Driver::new(b2.snap.clone(), T0 + 10);
+    let out = d.pass();
+    assert_eq!(started(&out), vec![theirs], "{:?}", out.decisions);
+}
