@@ -429,21 +429,23 @@ pub async fn check(
         Option<Vec<i64>>,
         Option<Vec<i32>>,
         Option<Vec<i64>>,
-        Option<i64>,
+        Option<Vec<i64>>,
         Option<i64>,
     );
     let now = jiff::Timestamp::now();
-    // The seconds until the end of the project's capacity contract on the pool that is active
-    // now and large enough for the gang, the longest if several: the minimum runtime inside
-    // it is prepaid when the run starts on it (docs/design.md section 3.3).
+    // The seconds until the end of the project's capacity contracts on the pool that are active
+    // now (the longest if several) and their GPUs: the minimum runtime inside the window is
+    // prepaid for as many of the gang's GPUs as they hold when the run starts on them
+    // (docs/design.md section 3.3; a preview: what other runs of the project use of them now
+    // is not counted).
     #[rustfmt::skip]
     let (project_id, project_name, self_service, cluster_id, model_id, weight, price, balance, held_s, held_w, held_p, contract_left, max_time_s): Names =
         sqlx::query_as(&format!(
             "SELECT t.id, t.name, p.self_service_gpu_hours, c.id, m.id, m.billing_weight_milli, m.price_per_gpu_hour_minor, \
                     b.balance_minor, hd.seconds, hd.weights, hd.prices, \
-                    (SELECT floor(extract(epoch FROM max(k.ends_at) - now()))::BIGINT FROM contracts k \
+                    (SELECT ARRAY[floor(extract(epoch FROM max(k.ends_at) - now()))::BIGINT, sum(k.gpus)::BIGINT] FROM contracts k \
                      WHERE k.project_id = t.id AND k.cluster_id = c.id AND k.gpu_model_id = m.id AND k.state = 'active' \
-                       AND k.starts_at <= now() AND k.ends_at > now() AND k.gpus >= $5), \
+                       AND k.starts_at <= now() AND k.ends_at > now() HAVING count(*) > 0), \
                     c.slurm_max_time_s \
              FROM (SELECT 1) AS one \
              LEFT JOIN (tree_nodes t JOIN projects p ON p.node_id = t.id) ON lower(t.name) = lower($1) AND NOT t.archived \
@@ -457,7 +459,6 @@ pub async fn check(
         .bind(&run.cluster)
         .bind(&run.gpu_model)
         .bind(ledger::Period::containing(now, site).bounds().0)
-        .bind(run.gpus)
         .fetch_one(pool)
         .await?;
     let (Some(project_id), Some(project_name), Some(self_service)) =
@@ -539,11 +540,15 @@ pub async fn check(
             ),
         });
     }
-    let prepaid_s =
-        crate::scheduler::overlap_s(0, run.min_runtime_s, 0, contract_left.unwrap_or(0));
+    let (contract_left, contract_gpus) = match contract_left.as_deref() {
+        Some(&[left, gpus]) => (left, gpus),
+        _ => (0, 0),
+    };
+    let prepaid_s = crate::scheduler::overlap_s(0, run.min_runtime_s, 0, contract_left);
+    let covered = run.gpus.min(contract_gpus);
     let cost = domain::contract_price(
-        run.gpus,
-        run.min_runtime_s - prepaid_s,
+        1,
+        run.gpus * run.min_runtime_s - covered * prepaid_s,
         i64::from(weight),
         price,
     );
@@ -556,7 +561,7 @@ pub async fn check(
     let preview = Preview {
         protected_milli_gpu_hours: protected_milli,
         cost_minor: cost.0,
-        contract_milli_gpu_hours: run.gpus * prepaid_s * 1000 / 3600,
+        contract_milli_gpu_hours: covered * prepaid_s * 1000 / 3600,
         free: run.min_runtime_s == 0,
         // Compared in GPU-seconds: thousandths of a GPU-hour would let 64.0003 pass a
         // limit of 64.

@@ -2539,6 +2539,17 @@ async fn a_run_larger_than_its_contract_is_prepaid_for_the_contracts_gpus_only()
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
+    // The preview prepays the contract's 4 GPUs' 10 minutes and costs the 4 others'.
+    assert_eq!(
+        answer["preview"]["cost_minor"],
+        (4 * 600 * 250 * 2 + 3600) / 7200,
+        "{answer}"
+    );
+    assert_eq!(
+        answer["preview"]["contract_milli_gpu_hours"],
+        4 * 600 * 1000 / 3600,
+        "{answer}"
+    );
     let run = answer["id"].as_i64().unwrap();
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, run).await, "starting");
