@@ -11,6 +11,7 @@ contract-none = No contracts yet.
 contract-th-window = Window ({ $zone })
 contract-th-price = Price
 contract-state-active = active
+contract-state-scheduled = scheduled
 contract-state-ended = ended
 contract-state-cancelled = cancelled
 contract-state-refunded = cancelled, { $refund } refunded

@@ -11,6 +11,7 @@ contract-none = Todavía no hay contratos.
 contract-th-window = Franja ({ $zone })
 contract-th-price = Precio
 contract-state-active = activo
+contract-state-scheduled = programado
 contract-state-ended = terminado
 contract-state-cancelled = cancelado
 contract-state-refunded = cancelado, { $refund } reembolsados

@@ -11,6 +11,7 @@ contract-none = Oraindik ez dago kontraturik.
 contract-th-window = Tartea ({ $zone })
 contract-th-price = Prezioa
 contract-state-active = aktiboa
+contract-state-scheduled = programatua
 contract-state-ended = amaitua
 contract-state-cancelled = bertan behera utzia
 contract-state-refunded = bertan behera utzia, { $refund } itzulita

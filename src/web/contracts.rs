@@ -616,9 +616,13 @@ pub fn window_label(
     )
 }
 
-/// A contract's state in the page's language: `active`, `cancelled`, or `cancelled, 12.00 USD
-/// refunded`; a state the files do not name as it is stored.
+/// A contract's state in the page's language: `scheduled` (active, its window not begun),
+/// `active`, `cancelled`, or `cancelled, 12.00 USD refunded`; a state the files do not name as
+/// it is stored.
 pub fn state_words(c: &contracts::Contract, currency: &str) -> String {
+    if c.state == "active" && to_jiff(c.starts_at) > jiff::Timestamp::now() {
+        return i18n::t("contract-state-scheduled");
+    }
     match c.refund_minor {
         Some(r) if c.state == "cancelled" => i18n::t1(
             "contract-state-refunded",

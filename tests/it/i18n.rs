@@ -1065,16 +1065,16 @@ async fn numbers_and_words_built_in_code_follow_the_page_s_language() {
     // (a) The project's contracts: "8 × H100 on h100-east", its state in words.
     let p = format!("/projects/{project}");
     for (lang, what, state) in [
-        (Lang::En, "8 × H100 on h100-east", "(active)"),
-        (Lang::Es, "8 × H100 en h100-east", "(activo)"),
-        (Lang::Eu, "8 × H100", "(aktiboa)"),
+        (Lang::En, "8 × H100 on h100-east", "(scheduled)"),
+        (Lang::Es, "8 × H100 en h100-east", "(programado)"),
+        (Lang::Eu, "8 × H100", "(programatua)"),
     ] {
         let (text, _) = page(lang, p.clone());
         assert!(text.contains(what), "{lang}: {what} in {text}");
         assert!(text.contains(state), "{lang}: {state} in {text}");
         if lang != Lang::En {
             assert!(!text.contains(" on h100-east"), "{lang}: {text}");
-            assert!(!text.contains("(active)"), "{lang}: {text}");
+            assert!(!text.contains("(scheduled)"), "{lang}: {text}");
         }
     }
     // (d) English groups thousands of GPU-hours like its money: no `15095.65`, `5599.0`.

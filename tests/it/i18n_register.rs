@@ -263,7 +263,8 @@ async fn contracts_and_approvals_speak_basque_and_spanish() {
         "Edukiera-egutegia",
         "<td>2 × B300, b300-lab klusterrean</td>",
         "<td class=\"num\">25,00 USD</td>",
-        "<td>aktiboa</td>",
+        // Bought for tomorrow: its window has not begun.
+        "<td>programatua</td>",
         "itzuliko dira)</button>",
         "<th>Egoera</th>",
     ] {
@@ -273,6 +274,7 @@ async fn contracts_and_approvals_speak_basque_and_spanish() {
         "Capacity contracts",
         "Capacity calendar",
         "active",
+        "scheduled",
         " back)",
     ] {
         assert!(!list.contains(english), "{english} in {list}");
@@ -281,7 +283,7 @@ async fn contracts_and_approvals_speak_basque_and_spanish() {
     let (_, list, _) = finance.get("/contracts").await;
     assert_eq!(heading(&list), "Contratos de capacidad");
     assert!(
-        list.contains("<td>2 × B300 en b300-lab</td>") && list.contains("<td>activo</td>"),
+        list.contains("<td>2 × B300 en b300-lab</td>") && list.contains("<td>programado</td>"),
         "{list}"
     );
 
