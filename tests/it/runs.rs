@@ -150,6 +150,15 @@ async fn silent_for_an_hour(app: &TestApp, node: Option<i64>) {
     .unwrap();
 }
 
+/// Every node's agent heard from now: runs moved back in time are charged up to now, as their
+/// agents' heartbeats would let them be (a run is charged up to its agent's last heartbeat).
+async fn heard_from_now(app: &TestApp) {
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() WHERE agent_session IS NOT NULL")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+}
+
 async fn pass(app: &TestApp) -> service::PassReport {
     service::pass(&app.state).await.expect("pass")
 }
@@ -1258,7 +1267,8 @@ async fn a_price_change_charges_time_used_before_it_at_the_old_price() {
     let run = submit(&o, run_body("fm-pretrain-7b", 4, 60, true)).await;
     pass(&o.app).await;
     processes_running(&o.app, &[run]).await;
-    // It has run for ten minutes since its last charge.
+    // It has run for ten minutes since its last charge, its agent heard from now (a run is
+    // charged up to its agent's last heartbeat).
     sqlx::query(
         "UPDATE runs SET started_at = now() - interval '600 seconds', charged_s = 0 WHERE id = $1",
     )
@@ -1266,6 +1276,7 @@ async fn a_price_change_charges_time_used_before_it_at_the_old_price() {
     .execute(&o.app.pool)
     .await
     .unwrap();
+    heard_from_now(&o.app).await;
     sqlx::query(
         "DELETE FROM ledger_postings WHERE run_id = $1 AND kind IN ('usage', 'usage_free')",
     )
@@ -3576,6 +3587,7 @@ async fn a_pass_charges_a_bounded_number_of_runs_and_the_next_the_rest() {
         .await
         .unwrap();
     }
+    heard_from_now(&o.app).await;
     // The least and most seconds charged of `runs`, and how many are still uncharged.
     let charged = |runs: &[i64]| {
         let runs = runs.to_vec();
