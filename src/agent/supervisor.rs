@@ -1388,6 +1388,22 @@ pub(super) async fn supervise(
         }
     };
     signal_group(pgid, Signal::SIGKILL);
+    group_gone(pgid).await;
     ended(outcome);
     let _ = exits.send(Exit::new(key, outcome));
+}
+
+/// Longest wait for a killed group's last members to be gone ([`group_gone`]).
+const GROUP_GONE_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits, at most [`GROUP_GONE_WAIT`], until no process of group `pgid` is left, not even a
+/// zombie awaiting its reaper: the command's own shell is the leader's child, so when the
+/// leader is killed it ends a moment later and is reaped by the init process. Its end is
+/// reported only then, so a run is never requeued while a process of its old attempt still
+/// exists (found by CI: a process that ignored SIGTERM was still listed after the requeue).
+async fn group_gone(pgid: Pid) {
+    let deadline = Instant::now() + GROUP_GONE_WAIT;
+    while killpg(pgid, None::<Signal>).is_ok() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
