@@ -2301,6 +2301,77 @@ async fn a_contract_takes_on_the_run_its_window_finds_running() {
     );
 }
 
+/// A contract of `gpus` H100 for `fm-pretrain-7b` on `local`, from 20 minutes ago to 2 hours
+/// from now (bought an hour before its start).
+async fn contract_from_now(o: &Org, gpus: i64) -> tranche::ledger::contracts::Contract {
+    let minute =
+        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() / 60 * 60).unwrap();
+    let req = tranche::ledger::contracts::Request {
+        project: "fm-pretrain-7b".into(),
+        cluster: "local".into(),
+        gpu_model: "H100".into(),
+        gpus,
+        start: minute - jiff::SignedDuration::from_mins(20),
+        end: minute + jiff::SignedDuration::from_mins(120),
+        expected_price_minor: None,
+    };
+    tranche::ledger::contracts::buy(
+        &o.app.pool,
+        &o.app.state.site,
+        &o.app.admin().await,
+        &req,
+        minute - jiff::SignedDuration::from_mins(60),
+    )
+    .await
+    .unwrap()
+    .0
+}
+
+/// Moves run `run` back to have started `ago_s` before `now` and `contract`'s window to
+/// `[start - 10 min, start + window_s)`, cancels the run, and returns the seconds of its
+/// attempt charged and its ledger postings as (kind, amount, GPU-seconds, contract).
+async fn cancelled_after(
+    o: &Org,
+    run: i64,
+    contract: i64,
+    now: jiff::Timestamp,
+    ago_s: i64,
+    window_s: i64,
+) -> (i64, Vec<(String, i64, i64, Option<i64>)>) {
+    let t0 = jiff::Timestamp::from_second(now.as_second() - ago_s).unwrap();
+    sqlx::query("UPDATE runs SET started_at = $2 WHERE id = $1")
+        .bind(run)
+        .bind(tranche::ledger::to_time(t0))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE contracts SET starts_at = $2, ends_at = $3 WHERE id = $1")
+        .bind(contract)
+        .bind(tranche::ledger::to_time(
+            t0 - jiff::SignedDuration::from_mins(10),
+        ))
+        .bind(tranche::ledger::to_time(
+            t0 + jiff::SignedDuration::from_secs(window_s),
+        ))
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    cancel(o, run).await;
+    let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let postings = sqlx::query_as(
+        "SELECT kind, amount_minor, gpu_seconds, contract_id FROM ledger_postings WHERE run_id = $1 ORDER BY id",
+    )
+    .bind(run)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    (elapsed, postings)
+}
+
 /// Time on the project's own capacity contract was paid with the contract: a run on it is not
 /// charged again for the part inside the window (posted as usage at no cost, naming the
 /// contract, so fair-share usage still counts it), holds nothing for it, and may start with a
@@ -2310,28 +2381,9 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
     let o = org().await;
     register(&o.app, &o.agent, &["h-1", "h-2"]).await;
     let project = o.app.node_id("fm-pretrain-7b").await;
-    let admin = o.app.admin().await;
     let now = jiff::Timestamp::now();
-    let minute = jiff::Timestamp::from_second(now.as_second() / 60 * 60).unwrap();
     // 8 H100 from 20 minutes ago to 2 hours from now (bought before its start).
-    let req = tranche::ledger::contracts::Request {
-        project: "fm-pretrain-7b".into(),
-        cluster: "local".into(),
-        gpu_model: "H100".into(),
-        gpus: 8,
-        start: minute - jiff::SignedDuration::from_mins(20),
-        end: minute + jiff::SignedDuration::from_mins(120),
-        expected_price_minor: None,
-    };
-    let (contract, _) = tranche::ledger::contracts::buy(
-        &o.app.pool,
-        &o.app.state.site,
-        &admin,
-        &req,
-        minute - jiff::SignedDuration::from_mins(60),
-    )
-    .await
-    .unwrap();
+    let contract = contract_from_now(&o, 8).await;
     // A money cap leaving 5.00 USD: a 1-hour run of 8 GPUs costs 20.00 at 2.50 a GPU-hour.
     let spent: i64 = sqlx::query_scalar(
         "SELECT coalesce(sum(amount_minor), 0)::BIGINT FROM ledger_postings WHERE project_id = $1 AND kind IN ('usage', 'contract') \
@@ -2387,38 +2439,8 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
         "a prepaid minimum runtime holds nothing"
     );
     // Seventy minutes later the window had ended ten minutes before (times moved back).
-    let t0 = jiff::Timestamp::from_second(now.as_second() - 70 * 60).unwrap();
-    sqlx::query("UPDATE runs SET started_at = $2 WHERE id = $1")
-        .bind(run)
-        .bind(tranche::ledger::to_time(t0))
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE contracts SET starts_at = $2, ends_at = $3 WHERE id = $1")
-        .bind(contract.id)
-        .bind(tranche::ledger::to_time(
-            t0 - jiff::SignedDuration::from_mins(10),
-        ))
-        .bind(tranche::ledger::to_time(
-            t0 + jiff::SignedDuration::from_mins(60),
-        ))
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
-    cancel(&o, run).await;
-    let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
-        .bind(run)
-        .fetch_one(&o.app.pool)
-        .await
-        .unwrap();
+    let (elapsed, postings) = cancelled_after(&o, run, contract.id, now, 70 * 60, 60 * 60).await;
     assert!(elapsed >= 70 * 60, "{elapsed}");
-    let postings: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(
-        "SELECT kind, amount_minor, gpu_seconds, contract_id FROM ledger_postings WHERE run_id = $1 ORDER BY id",
-    )
-    .bind(run)
-    .fetch_all(&o.app.pool)
-    .await
-    .unwrap();
     // The first hour inside the window: prepaid. The rest at 2.50 per GPU-hour, rounded half up.
     let paid_secs = 8 * (elapsed - 3600);
     let cost = (paid_secs * 250 * 2 + 3600) / 7200;
@@ -2519,27 +2541,9 @@ async fn a_run_is_charged_up_to_its_agents_last_heartbeat() {
 async fn a_run_larger_than_its_contract_is_prepaid_for_the_contracts_gpus_only() {
     let o = org().await;
     register(&o.app, &o.agent, &["h-1", "h-2"]).await;
-    let admin = o.app.admin().await;
     let now = jiff::Timestamp::now();
-    let minute = jiff::Timestamp::from_second(now.as_second() / 60 * 60).unwrap();
-    let req = tranche::ledger::contracts::Request {
-        project: "fm-pretrain-7b".into(),
-        cluster: "local".into(),
-        gpu_model: "H100".into(),
-        gpus: 4,
-        start: minute - jiff::SignedDuration::from_mins(20),
-        end: minute + jiff::SignedDuration::from_mins(120),
-        expected_price_minor: None,
-    };
-    let (contract, _) = tranche::ledger::contracts::buy(
-        &o.app.pool,
-        &o.app.state.site,
-        &admin,
-        &req,
-        minute - jiff::SignedDuration::from_mins(60),
-    )
-    .await
-    .unwrap();
+    // 4 H100 from 20 minutes ago to 2 hours from now (bought before its start).
+    let contract = contract_from_now(&o, 4).await;
     let (status, answer) = o
         .app
         .api(
@@ -2573,38 +2577,8 @@ async fn a_run_larger_than_its_contract_is_prepaid_for_the_contracts_gpus_only()
             .unwrap();
     assert_eq!((on, covered), (Some(contract.id), Some(4)));
     // Thirty minutes inside the window (times moved back), then cancelled.
-    let t0 = jiff::Timestamp::from_second(now.as_second() - 30 * 60).unwrap();
-    sqlx::query("UPDATE runs SET started_at = $2 WHERE id = $1")
-        .bind(run)
-        .bind(tranche::ledger::to_time(t0))
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE contracts SET starts_at = $2, ends_at = $3 WHERE id = $1")
-        .bind(contract.id)
-        .bind(tranche::ledger::to_time(
-            t0 - jiff::SignedDuration::from_mins(10),
-        ))
-        .bind(tranche::ledger::to_time(
-            t0 + jiff::SignedDuration::from_mins(120),
-        ))
-        .execute(&o.app.pool)
-        .await
-        .unwrap();
-    cancel(&o, run).await;
-    let elapsed: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
-        .bind(run)
-        .fetch_one(&o.app.pool)
-        .await
-        .unwrap();
+    let (elapsed, postings) = cancelled_after(&o, run, contract.id, now, 30 * 60, 120 * 60).await;
     assert!(elapsed >= 30 * 60, "{elapsed}");
-    let postings: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(
-        "SELECT kind, amount_minor, gpu_seconds, contract_id FROM ledger_postings WHERE run_id = $1 ORDER BY id",
-    )
-    .bind(run)
-    .fetch_all(&o.app.pool)
-    .await
-    .unwrap();
     // 4 GPUs prepaid, 4 charged at 2.50 per GPU-hour, rounded half up.
     let paid_secs = 4 * elapsed;
     let cost = (paid_secs * 250 * 2 + 3600) / 7200;
