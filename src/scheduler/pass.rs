@@ -1713,6 +1713,13 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// The contract `w` starts on in `pool`: one with room for the whole gang
+    /// ([`Self::contract_for`]), else one it is on in part ([`Self::partial_contract`]).
+    fn contract_to_start_on(&self, w: &WaitingRun, pool: usize) -> Option<ContractId> {
+        self.contract_for(w, pool)
+            .or_else(|| self.partial_contract(w, pool))
+    }
+
     /// For an allocated run larger than what each of its project's active contracts in `pool`
     /// has left, the one with the most left (the lowest id among equals): the run goes on it in
     /// part, the GPUs it has left prepaid, the others charged (docs/design.md section 3.3).
@@ -1749,9 +1756,7 @@ impl<'a> Pass<'a> {
                 return;
             }
         }
-        let contract = self
-            .contract_for(w, pool)
-            .or_else(|| self.partial_contract(w, pool));
+        let contract = self.contract_to_start_on(w, pool);
         let usable = self.usable_without_preempting(pool, w, self.own_hold(w.project, pool));
         if usable >= i64::from(w.gpus) && self.start(w, pool, contract, false) {
             self.after_start_reservation(pool, w);
@@ -2567,9 +2572,7 @@ impl<'a> Pass<'a> {
         let mut cost = self.cost(w, pool);
         if cost > b
             && contracts
-            && let Some(c) = self
-                .contract_for(w, pool)
-                .or_else(|| self.partial_contract(w, pool))
+            && let Some(c) = self.contract_to_start_on(w, pool)
             && let Some(k) = self.snap.contracts.iter().find(|k| k.id == c)
         {
             // The covered GPUs' time inside the window is prepaid, the rest costs.
