@@ -586,6 +586,7 @@ impl Agent {
                 key: e.key,
                 outcome: e.outcome,
                 at: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+                fault: None,
             };
             if e.at >= recent {
                 self.record_exit(exit);
@@ -818,8 +819,11 @@ impl Agent {
                 tracing::info!(run = key.run, attempt = key.attempt, %node, signal, "process killed by a signal");
             }
         }
+        if let Some(fault) = &exit.fault {
+            tracing::error!(run = key.run, attempt = key.attempt, %node, fault, "the node could not run the process: the server drains it");
+        }
+        self.remember_exit(exit.clone());
         self.pending.push(exit);
-        self.remember_exit(exit);
     }
 
     /// Keeps `exit` among the last [`ENDED_KEPT`], to tell again ([`Agent::ended_again`]).
@@ -848,7 +852,7 @@ impl Agent {
             if let Some(e) = self.ended.iter().rev().find(|e| e.key == key)
                 && e.at.elapsed() < Duration::from_secs(6 * 86_400)
             {
-                again.push(*e);
+                again.push(e.clone());
             }
         }
         again
@@ -879,6 +883,7 @@ impl Agent {
                 exit_code: None,
                 signal: None,
                 exited_s_ago: None,
+                fault: None,
             })
             .collect();
         runs.extend(self.pending.iter().map(Exit::report));
@@ -1204,6 +1209,7 @@ mod tests {
                     exit_code: None,
                     signal: None,
                     exited_s_ago: None,
+                    fault: None,
                 },
                 Exit::new(
                     RunKey {
@@ -1678,6 +1684,7 @@ mod tests {
                 exit_code: Some(7),
                 signal: None,
                 exited_s_ago: report.exited_s_ago,
+                fault: None,
             }
         );
         let text = std::fs::read_to_string(log).unwrap();
@@ -1906,11 +1913,54 @@ mod tests {
             .expect("the failed start is an exit once starts settle");
         assert_eq!(exit.key, a.key());
         assert_eq!(exit.outcome, Outcome::Code(SPAWN_FAILED_EXIT_CODE));
+        // The run's own setting: not the node's fault.
+        assert_eq!(exit.fault, None);
         assert!(sup.is_empty());
         let text = std::fs::read_to_string(log).unwrap();
         assert!(
             text.starts_with("tranche agent: cannot start") && text.contains("missing"),
             "{text}"
+        );
+    }
+
+    /// A log directory the agent cannot make is the node's fault: the exit says why, and the
+    /// server drains the node instead of failing every run sent there.
+    #[tokio::test]
+    async fn a_log_directory_that_cannot_be_made_is_a_node_fault() {
+        let dir = TempDir::new("nologdir");
+        // A file where the log directory should be: no account, root included, makes it.
+        std::fs::write(dir.0.join("logs"), "").unwrap();
+        let mut sup = Supervisor::new(dir.0.join("logs").join("deeper"));
+        let a = job(9, &[0], "true".into(), &dir.0);
+        sup.start(&a, "n").unwrap();
+        sup.starts_settled(GUARD).await;
+        let exit = sup.try_exit().expect("the failed start is an exit");
+        assert_eq!(exit.outcome, Outcome::Code(SPAWN_FAILED_EXIT_CODE));
+        let fault = exit.fault.clone().expect("a node fault");
+        assert!(fault.contains("cannot create the log directory"), "{fault}");
+        assert_eq!(exit.report().fault, Some(fault));
+    }
+
+    #[test]
+    fn a_fault_is_one_bounded_line() {
+        let key = RunKey {
+            run: 1,
+            attempt: 1,
+            node: 2,
+        };
+        let long = format!(
+            "disk\nfull\u{7}{}",
+            "x".repeat(2 * supervisor::FAULT_MAX_CHARS)
+        );
+        let exit = Exit::fault(key, Outcome::Code(125), &long);
+        let fault = exit.fault.unwrap();
+        assert_eq!(fault.chars().count(), supervisor::FAULT_MAX_CHARS);
+        assert!(fault.starts_with("disk full x"), "{fault}");
+        assert!(
+            Exit::fault(key, Outcome::Code(125), " \n")
+                .fault
+                .unwrap()
+                .contains("could not start")
         );
     }
 

@@ -28,7 +28,7 @@ impl From<std::process::ExitStatus> for Outcome {
 }
 
 /// A process that ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exit {
     /// Its identity.
     pub key: RunKey,
@@ -37,6 +37,10 @@ pub struct Exit {
     /// When the agent saw it end: the report says how long ago, so a server that was down
     /// meanwhile ends and charges the run at its real end (docs/agent-protocol.md section 2).
     pub at: Instant,
+    /// Why its command never ran, when the node is at fault (its state or log directory
+    /// cannot be written, no process can be started), not the run: the server requeues the
+    /// run and drains the node (docs/agent-protocol.md section 2).
+    pub fault: Option<String>,
 }
 
 impl Exit {
@@ -47,6 +51,29 @@ impl Exit {
             key,
             outcome,
             at: Instant::now(),
+            fault: None,
+        }
+    }
+
+    /// A process whose command never ran because of its node: `why`, on one line of at most
+    /// [`FAULT_MAX_CHARS`] characters, control characters replaced by spaces (the server
+    /// refuses anything else).
+    #[must_use]
+    pub fn fault(key: RunKey, outcome: Outcome, why: &str) -> Self {
+        let mut text: String = why
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .trim()
+            .chars()
+            .take(FAULT_MAX_CHARS)
+            .collect();
+        if text.is_empty() {
+            text = "the node could not start the process".to_string();
+        }
+        Self {
+            fault: Some(text),
+            ..Self::new(key, outcome)
         }
     }
 
@@ -65,9 +92,13 @@ impl Exit {
             exit_code,
             signal,
             exited_s_ago: Some(i64::try_from(self.at.elapsed().as_secs()).unwrap_or(i64::MAX)),
+            fault: self.fault.clone(),
         }
     }
 }
+
+/// The longest fault text an agent sends (characters); the server refuses longer ones.
+pub const FAULT_MAX_CHARS: usize = 500;
 
 pub(super) struct Supervised {
     gpus: Vec<u32>,
@@ -999,21 +1030,27 @@ async fn launch(
             spawn_child(&a, &node_name, &log, &secret, run_as_submitter)
         })
         .await
-        .map_err(anyhow::Error::from)
+        .map_err(|e| StartFailure::node(e.into()))
         .and_then(|r| r)
     };
     let (child, gate) = match spawned {
         Ok(spawned) => spawned,
-        Err(e) => {
-            tracing::error!(run = key.run, attempt = key.attempt, node = key.node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
+        Err(StartFailure { error: e, node }) => {
+            tracing::error!(run = key.run, attempt = key.attempt, node = key.node, node_fault = node, error = %format!("{e:#}"), "cannot start; reporting exit code {SPAWN_FAILED_EXIT_CODE}");
             // The run's log is where its owner looks: say why it never started.
             append_note(&log_path, &format!("tranche agent: {e:#}"));
-            let _ = exits.send(Exit::new(key, Outcome::Code(SPAWN_FAILED_EXIT_CODE)));
+            let outcome = Outcome::Code(SPAWN_FAILED_EXIT_CODE);
+            let _ = exits.send(if node {
+                Exit::fault(key, outcome, &format!("{e:#}"))
+            } else {
+                Exit::new(key, outcome)
+            });
             return;
         }
     };
     let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        let _ = exits.send(Exit::new(key, Outcome::Code(SPAWN_FAILED_EXIT_CODE)));
+        let outcome = Outcome::Code(SPAWN_FAILED_EXIT_CODE);
+        let _ = exits.send(Exit::fault(key, outcome, "the started process has no pid"));
         return;
     };
     // Recorded before anything can signal it; a child that already ended has no start time
@@ -1048,8 +1085,21 @@ async fn launch(
                 "tranche agent: cannot record the process in the agent's state directory ({e}): the command did not run"
             ),
         );
+        // The shell ends at once (code 125) without running the command: the node is at
+        // fault, not the run (docs/agent-protocol.md section 2).
+        // Still starting until its exit is sent: a sync never lists it as running.
         drop(gate);
-    } else {
+        let mut child = child;
+        let outcome = child.wait().await.map_or(Outcome::Code(-1), Outcome::from);
+        signal_group(Pid::from_raw(pgid), Signal::SIGKILL);
+        group_gone(Pid::from_raw(pgid)).await;
+        let _ = std::fs::remove_file(&exit_file);
+        let why = format!("cannot record the process in the agent's state directory: {e}");
+        let _ = exits.send(Exit::fault(key, outcome, &why));
+        drop(starting);
+        return;
+    }
+    {
         use std::io::Write;
         let _ = std::fs::File::from(gate).write_all(b"\n");
     }
@@ -1125,20 +1175,68 @@ async fn adopted_end(pid: i32, started: u64, exit_file: PathBuf) -> Outcome {
 /// not enter fails the run, exit code 126); its log file is given to the account.
 ///
 /// # Errors
-/// The log cannot be opened, the pipe made or the shell started; with `run_as_submitter`, the
-/// assignment names no submitter, no Unix account has its name, or the account is root.
+/// The node's fault ([`StartFailure::node`]): the log directory, the log or the exit file
+/// cannot be made, the pipe made or the shell started. The run's: its working directory does
+/// not exist or cannot be entered; with `run_as_submitter`, the assignment names no
+/// submitter, no Unix account has its name, or the account is root.
 pub(super) fn spawn_child(
     a: &Assignment,
     node_name: &str,
     log_path: &Path,
     secret: &str,
     run_as_submitter: bool,
-) -> anyhow::Result<(tokio::process::Child, std::os::fd::OwnedFd)> {
+) -> Result<(tokio::process::Child, std::os::fd::OwnedFd), StartFailure> {
     let account = if run_as_submitter {
-        Some(submitter_account(a)?)
+        Some(submitter_account(a).map_err(StartFailure::run)?)
     } else {
         None
     };
+    spawn_as(a, node_name, log_path, secret, account.as_ref())
+}
+
+/// Why a process could not be started, and whether its node is at fault.
+#[derive(Debug)]
+pub(super) struct StartFailure {
+    /// What went wrong.
+    pub error: anyhow::Error,
+    /// The node is at fault (its directories, its process table), not the run (its working
+    /// directory, its submitter's account): the agent reports a fault, and the server
+    /// requeues the run and drains the node (docs/agent-protocol.md section 2).
+    pub node: bool,
+}
+
+impl StartFailure {
+    /// The node's fault.
+    pub(super) fn node(error: anyhow::Error) -> Self {
+        Self { error, node: true }
+    }
+
+    /// The run's fault.
+    pub(super) fn run(error: anyhow::Error) -> Self {
+        Self { error, node: false }
+    }
+}
+
+impl From<anyhow::Error> for StartFailure {
+    fn from(error: anyhow::Error) -> Self {
+        Self::node(error)
+    }
+}
+
+impl From<std::io::Error> for StartFailure {
+    fn from(error: std::io::Error) -> Self {
+        Self::node(error.into())
+    }
+}
+
+/// [`spawn_child`] as `account` (none: as the agent's own user).
+fn spawn_as(
+    a: &Assignment,
+    node_name: &str,
+    log_path: &Path,
+    secret: &str,
+    account: Option<&nix::unistd::User>,
+) -> Result<(tokio::process::Child, std::os::fd::OwnedFd), StartFailure> {
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
@@ -1174,7 +1272,7 @@ pub(super) fn spawn_child(
     // signal, so the agent sees how the command ended. The command and the exit file are the
     // outer shell's arguments `$1` and `$2`, never parsed as part of its script. As the
     // submitter, the shell enters the directory itself, with the account's rights.
-    let enter = match (&account, workdir) {
+    let enter = match (account, workdir) {
         (Some(_), Some(dir)) => format!("cd -- {}", shell_quote(dir)),
         (Some(_), None) => "cd -- \"$HOME\"".to_string(),
         (None, _) => "true".to_string(),
@@ -1187,7 +1285,7 @@ pub(super) fn spawn_child(
          exit \"$s\"\n",
         128 + REPORTED_SIGNALS,
     );
-    let mut cmd = match &account {
+    let mut cmd = match account {
         Some(user) => {
             let mut cmd = tokio::process::Command::new("setpriv");
             cmd.arg("--reuid")
@@ -1234,9 +1332,15 @@ pub(super) fn spawn_child(
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
         .process_group(0);
-    let child = cmd.spawn().with_context(|| match &a.workdir {
-        Some(dir) => format!("cannot start {} in {dir}", a.key()),
-        None => format!("cannot start {}", a.key()),
+    let child = cmd.spawn().map_err(|e| {
+        // A working directory that is not one is the run's fault; anything else (no shell,
+        // no process left to fork) the node's.
+        let run = workdir.is_some_and(|dir| !Path::new(dir).is_dir());
+        let error = anyhow::Error::from(e).context(match workdir {
+            Some(dir) => format!("cannot start {} in {dir}", a.key()),
+            None => format!("cannot start {}", a.key()),
+        });
+        StartFailure { error, node: !run }
     })?;
     Ok((child, gate_write))
 }

@@ -137,6 +137,13 @@ pub struct RunReport {
     /// measures it, so the server's clock need not agree with the node's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited_s_ago: Option<i64>,
+    /// For an exited process whose command never ran because of its node (its state or log
+    /// directory cannot be written, no process can be started), not its run: why, one line
+    /// of at most 500 characters. The server requeues the run and drains the node
+    /// (docs/agent-protocol.md section 2). Absent: the command ran, or the run's own settings
+    /// stopped it (its working directory, its submitter's account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
 }
 
 /// State in a [`RunReport`].

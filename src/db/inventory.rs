@@ -760,6 +760,55 @@ async fn redrain(
     Ok(wrote)
 }
 
+/// Drains node `node_id` because its agent could not run a process there (a fault, `fault`
+/// in its words; docs/agent-protocol.md section 2): an `up` node becomes `draining` with an
+/// open drain whose reason quotes the agent and which no one opened (`drained_by` none),
+/// audited `node.drain` as the system's. A node already draining or down keeps its state and
+/// drain. Called by the pass, which serialises it with drains. Returns whether it drained.
+///
+/// # Errors
+/// Database errors.
+pub async fn drain_for_fault(
+    conn: &mut sqlx::PgConnection,
+    node_id: i64,
+    fault: &str,
+) -> Result<bool, AppError> {
+    let Some(name): Option<String> = sqlx::query_scalar(
+        "UPDATE nodes SET state = 'draining' WHERE id = $1 AND state = 'up' RETURNING name",
+    )
+    .bind(node_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(false);
+    };
+    let reason: String = format!("agent: {fault}").chars().take(1000).collect();
+    let drain: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO node_drains (node_id, reason) SELECT $1, $2 \
+         WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
+    )
+    .bind(node_id)
+    .bind(&reason)
+    .fetch_optional(&mut *conn)
+    .await?;
+    audit::record(
+        &mut *conn,
+        Change {
+            actor: None,
+            action: "node.drain",
+            entity: "cluster_node",
+            entity_id: Some(node_id),
+            node_id: None,
+            before: Some(json!({"name": name, "state": "up"})),
+            after: Some(
+                json!({"name": name, "state": "draining", "drain": drain, "reason": reason}),
+            ),
+        },
+    )
+    .await?;
+    Ok(true)
+}
+
 /// Drains a node for repair with a reason (docs/design.md section 3.7): it takes no new runs
 /// and its runs are requeued as each passes its minimum runtime. Draining a node that is
 /// already draining keeps its open drain and gives it the new reason.

@@ -250,6 +250,10 @@ pub struct ProcessReport {
     /// `exited_at` is that instant, which ends and charges its run (a run whose process ended
     /// while the server was down is not charged for the outage).
     pub ago_s: i64,
+    /// For an exit: why the command never ran when its node is at fault (an agent's report,
+    /// docs/agent-protocol.md section 2); the placement then counts as never started, and the
+    /// pass requeues its run and drains the node.
+    pub fault: Option<String>,
 }
 
 /// Writes reports in one statement: an assigned placement becomes running or exited, a running
@@ -271,6 +275,10 @@ pub async fn record(
     let exited: Vec<bool> = reports.iter().map(|r| r.exited.is_some()).collect();
     let codes: Vec<Option<i32>> = reports.iter().map(|r| r.exited.flatten()).collect();
     let ago: Vec<i64> = reports.iter().map(|r| r.ago_s.max(0)).collect();
+    let faults: Vec<Option<&str>> = reports
+        .iter()
+        .map(|r| r.exited.and(r.fault.as_deref()))
+        .collect();
     // The exit instant, never before the placement began running (clocks of a restarted
     // agent aside, a process cannot end before it ran).
     Ok(sqlx::query(
@@ -278,8 +286,10 @@ pub async fn record(
                 exit_code = CASE WHEN u.x THEN u.c ELSE p.exit_code END, \
                 exited_at = CASE WHEN u.x AND u.ago > 0 \
                     THEN GREATEST(clock_timestamp() - make_interval(secs => u.ago), p.running_at) \
-                    ELSE p.exited_at END \
-         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[], $6::BIGINT[]) AS u(r, a, n, x, c, ago) \
+                    ELSE p.exited_at END, \
+                fault = CASE WHEN u.x THEN u.f ELSE p.fault END, \
+                never_started = p.never_started OR (u.x AND u.f IS NOT NULL) \
+         FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[], $6::BIGINT[], $7::TEXT[]) AS u(r, a, n, x, c, ago, f) \
          WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
          AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",
     )
@@ -289,6 +299,7 @@ pub async fn record(
     .bind(&exited)
     .bind(&codes)
     .bind(&ago)
+    .bind(&faults)
     .execute(conn)
     .await?
     .rows_affected())

@@ -587,7 +587,16 @@ pub struct RunReport {
     /// while the server was down is not charged for the outage). Absent means now.
     #[serde(default)]
     pub exited_s_ago: Option<i64>,
+    /// For an exited process whose command never ran because of its node (the agent's state
+    /// or log directory cannot be written, no process can be started): why, 1 to
+    /// [`MAX_FAULT_CHARS`] characters on one line. The pass requeues the run (nothing ran)
+    /// and drains the node (docs/agent-protocol.md section 2).
+    #[serde(default)]
+    pub fault: Option<String>,
 }
+
+/// The longest fault an agent may report (characters).
+pub const MAX_FAULT_CHARS: usize = 500;
 
 /// The longest ago an agent may say a process exited: a week, beyond which its report is
 /// refused rather than read as ending a run before the server's records of it.
@@ -708,6 +717,23 @@ pub async fn sync(
             ),
         ));
     }
+    // A fault is one line the admin reads, for an exited process only.
+    if let Some(r) = body.runs.iter().find(|r| {
+        r.fault.as_deref().is_some_and(|f| {
+            r.state != "exited"
+                || f.trim().is_empty()
+                || f.chars().count() > MAX_FAULT_CHARS
+                || f.chars().any(char::is_control)
+        })
+    }) {
+        return Err(AppError::invalid(
+            "fault",
+            format!(
+                "run {} on node {}: a fault is given for an exited process, one line of 1 to {MAX_FAULT_CHARS} characters",
+                r.run, r.node
+            ),
+        ));
+    }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
     let session_lock = state.agent_locks.of(&body.session);
     let mut confirmed = session_lock.lock().await;
@@ -772,7 +798,8 @@ pub async fn sync(
     // Every report must be about a process this session's nodes were given. Running
     // processes this replica already recorded for the session are left out: nothing to check
     // or write for them.
-    let (mut runs, mut attempts, mut nodes, mut exited, mut codes, mut agos) = (
+    let (mut runs, mut attempts, mut nodes, mut exited, mut codes, mut agos, mut faults) = (
+        Vec::new(),
         Vec::new(),
         Vec::new(),
         Vec::new(),
@@ -806,6 +833,7 @@ pub async fn sync(
         exited.push(r.state == "exited");
         codes.push(r.exit_code.or(r.signal.map(|s| 128 + s)));
         agos.push(r.exited_s_ago.unwrap_or(0));
+        faults.push(r.fault.as_deref().map(str::trim));
     }
     // A report about a process the database never gave this node (an agent that outlived a
     // restore of an older backup, or a forged report) records nothing, and a running one is
@@ -866,13 +894,14 @@ pub async fn sync(
         fn pick<T: Copy>(v: &[T], keep: &[usize]) -> Vec<T> {
             keep.iter().map(|&i| v[i]).collect()
         }
-        (runs, attempts, nodes, exited, codes, agos) = (
+        (runs, attempts, nodes, exited, codes, agos, faults) = (
             pick(&runs, &keep),
             pick(&attempts, &keep),
             pick(&nodes, &keep),
             pick(&exited, &keep),
             pick(&codes, &keep),
             pick(&agos, &keep),
+            pick(&faults, &keep),
         );
     }
 
@@ -914,14 +943,15 @@ pub async fn sync(
         .iter()
         .zip(&attempts)
         .zip(&nodes)
-        .zip(exited.iter().zip(&codes).zip(&agos))
+        .zip(exited.iter().zip(&codes).zip(&agos).zip(&faults))
         .map(
-            |(((r, a), n), ((x, c), ago))| crate::executor::ProcessReport {
+            |(((r, a), n), (((x, c), ago), f))| crate::executor::ProcessReport {
                 run: *r,
                 attempt: *a,
                 node: *n,
                 exited: x.then_some(*c),
                 ago_s: *ago,
+                fault: f.map(str::to_string),
             },
         )
         .collect();

@@ -6,7 +6,7 @@
 //! held through `gpu_holds`, whose primary key (node, GPU index) makes a double start
 //! impossible even across restarts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
@@ -513,7 +513,8 @@ pub async fn begin_stops(
 /// Id, state, stop kind, resumable, every process exited, the run's exit status (the first
 /// non-zero one recorded, else 0), whether a process exited unreported (its node lost, or its
 /// Slurm job no longer listed, or never started), whether its cluster is run by Slurm, and
-/// whether its live agents said they never started any of the attempt's processes.
+/// whether its live agents said they never started any of the attempt's processes, and whether
+/// one of them could not because of its node (a fault).
 type StopRow = (
     i64,
     String,
@@ -521,6 +522,7 @@ type StopRow = (
     bool,
     bool,
     Option<i32>,
+    bool,
     bool,
     bool,
     bool,
@@ -544,7 +546,8 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
                 (SELECT COALESCE((array_agg(p.exit_code ORDER BY p.exited_at NULLS LAST, p.node_id) FILTER (WHERE p.exit_code <> 0))[1], max(p.exit_code)) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), \
                 EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'exited' AND p.exit_code IS NULL AND NOT p.never_started), \
                 EXISTS (SELECT 1 FROM clusters c WHERE c.id = r.cluster_id AND c.executor = 'slurm'), \
-                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND NOT p.never_started) \
+                NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND NOT p.never_started), \
+                EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.fault IS NOT NULL) \
          FROM runs r WHERE r.id = ANY($1) ORDER BY r.id FOR UPDATE OF r",
     )
     .bind(runs)
@@ -553,7 +556,8 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
     let (mut ids, mut states, mut codes) = (Vec::new(), Vec::new(), Vec::new());
     // Per timeline kind: the runs and what their entry says.
     let mut entries: BTreeMap<&str, (Vec<i64>, Vec<Said>)> = BTreeMap::new();
-    for (id, state, kind, resumable, all_exited, code, unreported, slurm, never_ran) in rows {
+    for (id, state, kind, resumable, all_exited, code, unreported, slurm, never_ran, fault) in rows
+    {
         if state != "stopping" || !all_exited {
             continue;
         }
@@ -583,6 +587,9 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
             Some("time_limit") if unreported => ("failed", "failed", "event-time-limit-node-lost"),
             Some("time_limit") => ("failed", "failed", "event-time-limit-stopped"),
             Some("failed") => ("failed", "failed", "event-gang-failed"),
+            Some("lost") if never_ran && fault => {
+                ("queued", "requeued", "event-requeued-node-fault")
+            }
             Some("lost") if never_ran => ("queued", "requeued", "event-requeued-lost-unstarted"),
             Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
             _ => ("lost", "lost", "event-lost"),
@@ -665,7 +672,8 @@ async fn end_exited_attempts(
          FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
          WHERE r.state IN ('starting', 'running') {} GROUP BY r.id \
          HAVING bool_and(p.proc_state = 'exited') \
-            AND NOT bool_or(p.exit_code IS NULL AND NOT p.never_started) ORDER BY r.id",
+            AND NOT bool_or(p.exit_code IS NULL AND NOT p.never_started) \
+            AND NOT bool_or(p.fault IS NOT NULL) ORDER BY r.id",
         among(only)
     );
     let done: Vec<DoneRow> = with_ids(sqlx::query_as(&sql), only)
@@ -824,6 +832,47 @@ pub async fn lose_node(
     .await?;
     begin_stops(conn, pool, site, &live, "lost").await?;
     finish_exited(conn, &stopping).await
+}
+
+/// For each of `runs`, whose current attempt has a process whose command never ran because of
+/// its node (its agent reported a fault, docs/agent-protocol.md section 2): its timeline says
+/// which node and why, and each such node that is up is drained with the agent's words as the
+/// reason ([`crate::db::inventory::drain_for_fault`]), so the runs sent next go elsewhere
+/// instead of failing there one after another. The caller then stops and requeues the runs
+/// (nothing ran on that node; a gang's other processes are stopped, as for a lost node).
+///
+/// # Errors
+/// Database errors.
+async fn node_faults(conn: &mut PgConnection, runs: &[i64]) -> Result<(), AppError> {
+    let faults: Vec<(i64, i64, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT ON (r.id) r.id, n.id, n.name, p.fault \
+         FROM runs r JOIN run_placements p ON p.run_id = r.id AND p.attempt = r.attempt \
+         JOIN nodes n ON n.id = p.node_id \
+         WHERE r.id = ANY($1) AND p.fault IS NOT NULL ORDER BY r.id, n.name",
+    )
+    .bind(runs)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut drained = HashSet::new();
+    for (run, node, name, fault) in &faults {
+        tracing::error!(run, node = %name, fault, "the node's agent could not run the process: the run is requeued and the node drained");
+        if drained.insert(*node) {
+            crate::db::inventory::drain_for_fault(&mut *conn, *node, fault).await?;
+        }
+    }
+    let (ids, said): (Vec<i64>, Vec<Said>) = faults
+        .iter()
+        .map(|(run, _, name, fault)| {
+            (
+                *run,
+                Said::new("event-node-fault")
+                    .arg("node", name)
+                    .arg("fault", fault),
+            )
+        })
+        .unzip();
+    super::events(conn, &ids, "lost", &said, &vec![None; ids.len()]).await?;
+    Ok(())
 }
 
 /// Names for messages: projects, nodes and runs' projects.
@@ -1398,9 +1447,12 @@ async fn pass_inner(
     .fetch_all(&mut *tx)
     .await?;
     // A process gone with no exit status (its agent stopped listing it: docs/agent-protocol.md
-    // section 2) makes its run lost, as a lost node does, not failed.
+    // section 2) makes its run lost, as a lost node does, not failed; so does a process whose
+    // command never ran because of its node (a fault), whose node is drained.
     let sql = format!(
         "SELECT r.id, CASE WHEN EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
+                    AND p.fault IS NOT NULL) THEN 'fault' \
+                WHEN EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt \
                     AND p.proc_state = 'exited' AND p.exit_code IS NULL AND NOT p.never_started) \
                 THEN 'gone' ELSE r.state END \
          FROM runs r WHERE r.state IN ('starting', 'running') {} \
@@ -1414,16 +1466,23 @@ async fn pass_inner(
             .await?,
     );
     reaped.sort_unstable();
-    let (mut stopping, mut failed, mut gone) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut stopping, mut failed, mut gone, mut faulted) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (run, state) in &reaped {
         match state.as_str() {
             "stopping" => stopping.push(*run),
             "gone" => gone.push(*run),
+            "fault" => faulted.push(*run),
             _ => failed.push(*run),
         }
     }
     finish_exited(&mut tx, &stopping).await?;
     begin_stops(&mut tx, pool, site, &failed, "failed").await?;
+    if !faulted.is_empty() {
+        node_faults(&mut tx, &faulted).await?;
+        begin_stops(&mut tx, pool, site, &faulted, "lost").await?;
+        finish_exited(&mut tx, &faulted).await?;
+    }
     if !gone.is_empty() {
         let said = Said::new("event-process-gone");
         super::events(

@@ -1340,28 +1340,30 @@ async fn a_run_that_cannot_start_is_never_told_as_running() {
 /// A process the agent cannot record in its state directory never runs its command (found by a
 /// new-user check: with a full state directory it ran unrecorded, and after an agent restart
 /// the server's next attempt ran beside it). Here the record file is a directory, which no
-/// account, root included, can append to.
+/// account, root included, can append to. That is the node's fault, not the run's: the run is
+/// requeued (before, it failed with 125, and so did every run sent to the node next) and the
+/// node drained with the agent's words; once the directory is repaired and the node returned,
+/// the same run runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_process_that_cannot_be_recorded_never_runs() {
+async fn a_process_that_cannot_be_recorded_never_runs_and_its_node_is_drained() {
     let (app, base, researcher, _lead, agent_token) = live(site()).await;
+    let admin = app.token_for("demo-admin").await;
     let dir = scratch("unrecorded");
     app.declare_agent_nodes("unrecorded", 1).await;
-    let names: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM nodes WHERE name LIKE 'unrecorded%'")
-            .fetch_all(&app.pool)
+    let (node, name): (i64, String) =
+        sqlx::query_as("SELECT id, name FROM nodes WHERE name LIKE 'unrecorded%'")
+            .fetch_one(&app.pool)
             .await
             .unwrap();
-    std::fs::create_dir_all(
-        dir.join("state")
-            .join(format!("node-{}.processes", names[0])),
-    )
-    .unwrap();
+    let records = dir.join("state").join(format!("node-{name}.processes"));
+    std::fs::create_dir_all(&records).unwrap();
     let _agent = agent(&base, &agent_token, "unrecorded", 1, &dir);
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
     })
     .await;
     let marker = dir.join("ran");
+    // Not resumable: nothing ran, so it is requeued all the same.
     let id = free_run(
         &base,
         &researcher,
@@ -1369,19 +1371,75 @@ async fn a_process_that_cannot_be_recorded_never_runs() {
         false,
     )
     .await;
-    wait_state(&app, id, "failed").await;
+    until(Duration::from_secs(60), "the node drained", || async {
+        sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = $1")
+            .bind(node)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+            == "draining"
+    })
+    .await;
+    wait_state(&app, id, "queued").await;
     assert!(!marker.exists(), "the command ran");
-    let code: Option<i32> = sqlx::query_scalar("SELECT exit_code FROM runs WHERE id = $1")
-        .bind(id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(code, Some(125));
+    let (reason, by): (String, Option<i64>) = sqlx::query_as(
+        "SELECT reason, drained_by FROM node_drains WHERE node_id = $1 AND returned_at IS NULL",
+    )
+    .bind(node)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        reason.starts_with("agent: cannot record the process in the agent's state directory"),
+        "{reason}"
+    );
+    assert_eq!(by, None, "drained by the system");
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'node.drain' AND entity_id = $1 AND actor_id IS NULL",
+    )
+    .bind(node)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+    let said: Vec<(String, String)> =
+        sqlx::query_as("SELECT kind, message FROM run_events WHERE run_id = $1 ORDER BY id")
+            .bind(id)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert!(
+        said.iter().any(|(k, m)| k == "lost"
+            && m.contains(&format!("its node {name} could not run its process"))
+            && m.contains("cannot record")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|(k, m)| k == "requeued" && m.contains("its node could not start")),
+        "{said:?}"
+    );
+    assert!(
+        !said.iter().any(|(k, _)| k == "failed" || k == "running"),
+        "{said:?}"
+    );
     let log = std::fs::read_dir(dir.join("logs"))
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
         .collect::<String>();
     assert!(log.contains("cannot record the process"), "{log}");
+    // Repaired and returned to service: the same run runs there.
+    std::fs::remove_dir(&records).unwrap();
+    let (status, answer) = post(
+        &reqwest::Client::new(),
+        format!("{base}/api/v1/cluster-nodes/{node}/return"),
+        &admin,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    wait_state(&app, id, "succeeded").await;
+    assert!(marker.exists());
     clean_up(&dir);
 }
 

@@ -1549,6 +1549,112 @@ async fn a_run_that_ended_while_the_server_was_down_is_charged_to_its_exit() {
     assert_eq!((before_running, before_start), (false, false));
 }
 
+/// A gang member whose node could not run its command (its agent reports a fault: a state
+/// directory it cannot write, no process left to fork) is the node's fault, not the run's:
+/// that node is drained with the agent's words, the other members are stopped, and the run is
+/// requeued, not failed; a node with a fault never gets the next attempt. A fault is one line
+/// of 1 to 500 characters on an exited process; anything else is refused, nothing written.
+#[tokio::test]
+async fn a_node_fault_requeues_the_gang_and_drains_only_its_node() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["fault-1", "fault-2", "fault-3"]).await;
+    let gang = submit(&o, run_body("fm-pretrain-7b", 16, 3600, true)).await;
+    pass(&o.app).await;
+    let placed: Vec<i64> = sqlx::query_scalar(
+        "SELECT node_id FROM run_placements WHERE run_id = $1 AND attempt = 1 ORDER BY node_id",
+    )
+    .bind(gang)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(placed.len(), 2);
+    let (ran, faulty) = (placed[0], placed[1]);
+    let spare = nodes.iter().copied().find(|n| !placed.contains(n)).unwrap();
+    let fault = |text: Value, state: &str| {
+        let mut r =
+            json!({"run": gang, "attempt": 1, "node": faulty, "state": state, "fault": text});
+        if state == "exited" {
+            r["exit_code"] = json!(125);
+        }
+        json!([r])
+    };
+    for bad in [
+        fault(json!("disk full"), "running"),
+        fault(json!(""), "exited"),
+        fault(json!("  "), "exited"),
+        fault(json!("two\nlines"), "exited"),
+        fault(json!("x".repeat(501)), "exited"),
+    ] {
+        let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, bad).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        // Control characters are refused by the checks every JSON text gets (`runs[0].fault`).
+        let field = answer["error"]["field"].as_str().unwrap_or_default();
+        assert!(field.ends_with("fault"), "{answer}");
+    }
+    let report = json!([
+        {"run": gang, "attempt": 1, "node": ran, "state": "running"},
+        {"run": gang, "attempt": 1, "node": faulty, "state": "exited", "exit_code": 125,
+         "fault": "cannot record the process in the agent's state directory: No space left on device"}
+    ]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gang).await, "stopping");
+    let states: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, state FROM nodes WHERE id = ANY($1) ORDER BY id")
+            .bind(&nodes)
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+    for (node, state) in &states {
+        let expected = if *node == faulty { "draining" } else { "up" };
+        assert_eq!(state, expected, "node {node}");
+    }
+    let reason: String = sqlx::query_scalar(
+        "SELECT reason FROM node_drains WHERE node_id = $1 AND returned_at IS NULL AND drained_by IS NULL",
+    )
+    .bind(faulty)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        reason,
+        "agent: cannot record the process in the agent's state directory: No space left on device"
+    );
+    // The member that ran is told to stop; once it has, the run waits again.
+    let exited = json!([{"run": gang, "attempt": 1, "node": ran, "state": "exited", "signal": 15}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, exited).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    let (state, attempt): (String, i32) =
+        sqlx::query_as("SELECT state, attempt FROM runs WHERE id = $1")
+            .bind(gang)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    // Requeued and started again at once, on the two nodes without a fault.
+    assert_eq!(state, "starting");
+    assert_eq!(attempt, 2);
+    let again: Vec<i64> = sqlx::query_scalar(
+        "SELECT node_id FROM run_placements WHERE run_id = $1 AND attempt = 2 ORDER BY node_id",
+    )
+    .bind(gang)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    let mut expected = vec![ran, spare];
+    expected.sort_unstable();
+    assert_eq!(again, expected);
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM run_events WHERE run_id = $1 ORDER BY id")
+            .bind(gang)
+            .fetch_all(&o.app.pool)
+            .await
+            .unwrap();
+    assert!(kinds.contains(&"requeued".to_string()), "{kinds:?}");
+    assert!(!kinds.contains(&"failed".to_string()), "{kinds:?}");
+}
+
 #[tokio::test]
 async fn agent_protocol_refuses_bad_tokens_sessions_and_reports() {
     let o = org().await;

@@ -903,6 +903,7 @@ async fn exit_all(
             node,
             ago_s,
             exited: Some(code),
+            fault: None,
         })
         .collect();
     crate::executor::record(&mut tx, &reports).await?;
@@ -1053,6 +1054,7 @@ impl Executor for Bridge {
                         attempt: a.attempt,
                         node: a.node,
                         ago_s: 0,
+                        fault: None,
                         exited: None,
                     });
                     if let Some(name) = names.get(&a.node)
@@ -1082,6 +1084,7 @@ impl Executor for Bridge {
                     attempt: *attempt,
                     node,
                     ago_s: 0,
+                    fault: None,
                     exited: Some(code),
                 })
             };
