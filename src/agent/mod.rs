@@ -1941,6 +1941,33 @@ mod tests {
         assert_eq!(exit.report().fault, Some(fault));
     }
 
+    /// No run can drain a node through what it names: with a `workdir`, a start that fails
+    /// is the run's, unless the node ran out of processes, memory or files; arguments too
+    /// large are always the run's; without one, a shell that cannot start is the node's.
+    #[test]
+    fn only_the_nodes_own_failures_are_faults() {
+        use nix::errno::Errno;
+        let e = |errno: Errno| std::io::Error::from_raw_os_error(errno as i32);
+        for (errno, workdir, node) in [
+            (Errno::EACCES, true, false),
+            (Errno::ENOENT, true, false),
+            (Errno::ENOTDIR, true, false),
+            (Errno::ENAMETOOLONG, true, false),
+            (Errno::E2BIG, true, false),
+            (Errno::E2BIG, false, false),
+            (Errno::EAGAIN, true, true),
+            (Errno::ENOMEM, true, true),
+            (Errno::EMFILE, false, true),
+            (Errno::ENOENT, false, true),
+        ] {
+            assert_eq!(
+                supervisor::spawn_fault_is_the_nodes(&e(errno), workdir),
+                node,
+                "{errno} with a workdir: {workdir}"
+            );
+        }
+    }
+
     #[test]
     fn a_fault_is_one_bounded_line() {
         let key = RunKey {

@@ -1333,16 +1333,31 @@ fn spawn_as(
         .stderr(Stdio::from(err_log))
         .process_group(0);
     let child = cmd.spawn().map_err(|e| {
-        // A working directory that is not one is the run's fault; anything else (no shell,
-        // no process left to fork) the node's.
-        let run = workdir.is_some_and(|dir| !Path::new(dir).is_dir());
+        let node = spawn_fault_is_the_nodes(&e, workdir.is_some());
         let error = anyhow::Error::from(e).context(match workdir {
             Some(dir) => format!("cannot start {} in {dir}", a.key()),
             None => format!("cannot start {}", a.key()),
         });
-        StartFailure { error, node: !run }
+        StartFailure { error, node }
     })?;
     Ok((child, gate_write))
+}
+
+/// Whether a failed start of the shell is its node's fault rather than its run's: a fork
+/// refused for want of processes, memory or files always is; arguments and environment too
+/// large (`E2BIG`) never are (the run's size); with a `workdir`, nothing else is either, since
+/// the run chose a directory the process may not be able to enter (what the agent sees of a
+/// path, `/proc/self/...` or one only the agent's user may enter, is not what the process
+/// sees), so that no run can drain nodes (found by a check: a run naming `/root` under a
+/// non-root agent drained every node it was sent to). Without one, a shell that cannot
+/// start is the node's.
+pub(super) fn spawn_fault_is_the_nodes(e: &std::io::Error, workdir: bool) -> bool {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EAGAIN | Errno::ENOMEM | Errno::EMFILE | Errno::ENFILE) => true,
+        Some(Errno::E2BIG) => false,
+        _ => !workdir,
+    }
 }
 
 /// The Unix account a run runs as under `--run-as-submitter`: the one named like its

@@ -252,7 +252,8 @@ pub struct ProcessReport {
     pub ago_s: i64,
     /// For an exit: why the command never ran when its node is at fault (an agent's report,
     /// docs/agent-protocol.md section 2); the placement then counts as never started, and the
-    /// pass requeues its run and drains the node.
+    /// pass requeues its run and drains the node. Ignored on the exit of a process already
+    /// recorded running (it ran).
     pub fault: Option<String>,
 }
 
@@ -287,8 +288,8 @@ pub async fn record(
                 exited_at = CASE WHEN u.x AND u.ago > 0 \
                     THEN GREATEST(clock_timestamp() - make_interval(secs => u.ago), p.running_at) \
                     ELSE p.exited_at END, \
-                fault = CASE WHEN u.x THEN u.f ELSE p.fault END, \
-                never_started = p.never_started OR (u.x AND u.f IS NOT NULL) \
+                fault = CASE WHEN u.x AND p.proc_state = 'assigned' THEN u.f ELSE p.fault END, \
+                never_started = p.never_started OR (u.x AND u.f IS NOT NULL AND p.proc_state = 'assigned') \
          FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[], $5::INT[], $6::BIGINT[], $7::TEXT[]) AS u(r, a, n, x, c, ago, f) \
          WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
          AND (p.proc_state = 'assigned' OR (u.x AND p.proc_state <> 'exited'))",

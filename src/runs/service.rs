@@ -591,6 +591,11 @@ pub async fn finish_exited(conn: &mut PgConnection, runs: &[i64]) -> Result<(), 
                 ("queued", "requeued", "event-requeued-node-fault")
             }
             Some("lost") if never_ran => ("queued", "requeued", "event-requeued-lost-unstarted"),
+            // A gang member's node could not start it while another member ran.
+            Some("lost") if fault && resumable => {
+                ("queued", "requeued", "event-requeued-gang-fault")
+            }
+            Some("lost") if fault => ("lost", "lost", "event-lost-gang-fault"),
             Some("lost") if resumable => ("queued", "requeued", "event-requeued-lost"),
             _ => ("lost", "lost", "event-lost"),
         };

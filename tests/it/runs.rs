@@ -1651,8 +1651,102 @@ async fn a_node_fault_requeues_the_gang_and_drains_only_its_node() {
             .fetch_all(&o.app.pool)
             .await
             .unwrap();
-    assert!(kinds.contains(&"requeued".to_string()), "{kinds:?}");
     assert!(!kinds.contains(&"failed".to_string()), "{kinds:?}");
+    let requeued: String = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'requeued'",
+    )
+    .bind(gang)
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        requeued.contains("one of its nodes could not start its process"),
+        "{requeued}"
+    );
+}
+
+/// A gang that is not resumable, one of whose members ran while another member's node could not
+/// start it, ends lost: an attempt never runs twice (found by a check: the timeline said it
+/// was lost to a lost node). A fault told on the exit of a process already reported running
+/// is no fault (it ran): that run fails with its status and its node stays up (found by a
+/// check: such a report requeued a paid run that had run, to run again).
+#[tokio::test]
+async fn a_fault_never_runs_an_attempt_twice() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["twice-1", "twice-2"]).await;
+    let gang = submit(&o, run_body("fm-pretrain-7b", 16, 3600, false)).await;
+    pass(&o.app).await;
+    let report = json!([
+        {"run": gang, "attempt": 1, "node": nodes[0], "state": "running"},
+        {"run": gang, "attempt": 1, "node": nodes[1], "state": "exited", "exit_code": 127,
+         "fault": "cannot start run 1: Resource temporarily unavailable (os error 11)"}
+    ]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    let exited =
+        json!([{"run": gang, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, exited).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, gang).await, "lost");
+    let said: Vec<String> = sqlx::query_scalar(
+        "SELECT message FROM run_events WHERE run_id = $1 AND kind = 'lost' ORDER BY id",
+    )
+    .bind(gang)
+    .fetch_all(&o.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        said.last()
+            .is_some_and(|m| m.contains("the run is not resumable")
+                && m.contains("could not start its process while the others ran")),
+        "{said:?}"
+    );
+    // The faulty node is drained; returned to service, it takes the next run.
+    let admin = o.app.token_for("demo-admin").await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/cluster-nodes/{}/return", nodes[1]),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    let ran = submit(&o, run_body("fm-pretrain-7b", 8, 3600, false)).await;
+    pass(&o.app).await;
+    let node: i64 = sqlx::query_scalar("SELECT node_id FROM run_placements WHERE run_id = $1")
+        .bind(ran)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let running = json!([{"run": ran, "attempt": 1, "node": node, "state": "running"}]);
+    let (status, _) = sync(&o.app, &o.agent, &session, &nodes, running).await;
+    assert_eq!(status, StatusCode::OK);
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, ran).await, "running");
+    let late = json!([{"run": ran, "attempt": 1, "node": node, "state": "exited", "exit_code": 125,
+                       "fault": "a fault after it ran"}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, late).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    let (state, attempt, code): (String, i32, Option<i32>) =
+        sqlx::query_as("SELECT state, attempt, exit_code FROM runs WHERE id = $1")
+            .bind(ran)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), attempt, code), ("failed", 1, Some(125)));
+    let up: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM nodes WHERE id = ANY($1) AND state = 'up'")
+            .bind(&nodes)
+            .fetch_one(&o.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(up, 2);
 }
 
 #[tokio::test]
