@@ -310,6 +310,11 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<Option<Vec<DemoUser>>> {
         },
     )
     .await?;
+    // The demo's tree stands for all of its history (load_history): no snapshot of the tree
+    // before it (db::tree::load_period would give its past periods no shares).
+    sqlx::query("DELETE FROM tree_snapshots WHERE taken_at = now()")
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(Some(users))
 }

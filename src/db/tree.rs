@@ -235,9 +235,13 @@ pub async fn load(
 }
 
 /// Like [`load`] for the budget period containing `at`, with the entitlements of that period
-/// as of `now` ([`period_capacity`]): today's capacity and prices while the period runs or is
-/// to come, its recorded ones once it has ended. Every report of entitlements (the spend
-/// report's page, CSV and API) reads them through this.
+/// as of `now` ([`period_capacity`]): today's tree, capacity and prices while the period runs
+/// or is to come; once it has ended, its recorded capacity and prices and the tree as it stood
+/// at its end (its structure and shares: the first of `tree_snapshots` taken at or after the
+/// end, migration ...540, else today's; names are today's, and a node made since is taken as
+/// archived then, under today's parent). Every report of entitlements (the
+/// spend report's page, CSV and API, the dashboard's owed for an ended period) reads them
+/// through this.
 ///
 /// # Errors
 /// Database errors.
@@ -249,7 +253,8 @@ pub async fn load_period(
 ) -> Result<TreeView, sqlx::Error> {
     let (start, end) = periods.period(at);
     let capacity = period_capacity(pool, (start.timestamp(), end.timestamp()), now).await?;
-    load_with(pool, at, periods, capacity).await
+    let as_of = (end.timestamp() <= now).then_some(end.timestamp());
+    load_as_of(pool, at, periods, capacity, as_of).await
 }
 
 /// [`load`] with the capacity columns given.
@@ -259,10 +264,46 @@ async fn load_with(
     periods: &domain::PeriodCalendar,
     capacity: Vec<Capacity>,
 ) -> Result<TreeView, sqlx::Error> {
-    let rows: Vec<NodeRow> =
-        sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
+    load_as_of(pool, now, periods, capacity, None).await
+}
+
+/// [`load_with`] with the tree as it stood at `as_of` (none: today's).
+async fn load_as_of(
+    pool: &PgPool,
+    now: jiff::Timestamp,
+    periods: &domain::PeriodCalendar,
+    capacity: Vec<Capacity>,
+    as_of: Option<jiff::Timestamp>,
+) -> Result<TreeView, sqlx::Error> {
+    let snapshot: Option<time::OffsetDateTime> = match as_of {
+        Some(t) => {
+            sqlx::query_scalar("SELECT min(taken_at) FROM tree_snapshots WHERE taken_at >= $1")
+                .bind(crate::ledger::to_time(t))
+                .fetch_one(pool)
+                .await?
+        }
+        None => None,
+    };
+    let rows: Vec<NodeRow> = match snapshot {
+        Some(taken) => {
+            // A node made since is as an archived one: no share then (nothing was owed to it),
+            // under today's parent, shown only for what it may have booked.
+            sqlx::query_as(
+                "SELECT t.id, CASE WHEN s.node_id IS NULL THEN t.parent_id ELSE s.parent_id END AS parent_id, \
+                        t.name, t.is_project, coalesce(s.share_bp, 0) AS share_bp, coalesce(s.archived, true) AS archived \
+                 FROM tree_nodes t LEFT JOIN tree_snapshots s ON s.node_id = t.id AND s.taken_at = $1 \
+                 ORDER BY t.name, t.id",
+            )
+            .bind(taken)
             .fetch_all(pool)
-            .await?;
+            .await?
+        }
+        None => {
+            sqlx::query_as("SELECT id, parent_id, name, is_project, share_bp, archived FROM tree_nodes ORDER BY name, id")
+                .fetch_all(pool)
+                .await?
+        }
+    };
     let installed: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT cluster_id, gpu_model_id, sum(gpu_count)::BIGINT FROM nodes \
          GROUP BY cluster_id, gpu_model_id",

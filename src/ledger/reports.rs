@@ -254,11 +254,17 @@ pub async fn rows(
         ids.dedup();
         ids
     };
-    let archived: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
-        "SELECT id, parent_id, name FROM tree_nodes WHERE archived ORDER BY name, id",
-    )
-    .fetch_all(pool)
-    .await?;
+    // Archived as the period's tree has them (at its end, once it ended): nodes of the tree
+    // that are not live in it, under their parent then.
+    let live_ids: std::collections::HashSet<i64> = tree.nodes.iter().map(|n| n.id).collect();
+    let archived: Vec<(i64, Option<i64>, String)> =
+        sqlx::query_as::<_, (i64, String)>("SELECT id, name FROM tree_nodes ORDER BY name, id")
+            .fetch_all(pool)
+            .await?
+            .into_iter()
+            .filter(|(id, _)| !live_ids.contains(id))
+            .map(|(id, name)| (id, tree.parents.0.get(&id).copied().flatten(), name))
+            .collect();
     let shown_archived: Vec<&(i64, Option<i64>, String)> = archived
         .iter()
         .filter(|(id, _, _)| {

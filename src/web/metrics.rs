@@ -211,7 +211,17 @@ pub async fn dashboard(
             ),
         ));
     }
-    let tree = state.tree().await?;
+    // A window inside an ended budget period is owed by that period's tree and capacity (a
+    // share changed since does not rewrite it), any other by today's.
+    let start = jiff::Timestamp::from_second(from).unwrap_or(now);
+    let (_, period_end) = state.site.periods.period(start);
+    let tree = if period_end.timestamp() <= now && to <= period_end.timestamp().as_second() {
+        std::sync::Arc::new(
+            crate::db::tree::load_period(&state.pool, start, &state.site.periods, now).await?,
+        )
+    } else {
+        state.tree().await?
+    };
     let everything = me.sees_everything();
     let projects: Vec<ProjectShare> = tree
         .nodes

@@ -1278,3 +1278,65 @@ async fn metrics_endpoint_is_off_without_a_token() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// What an ended period owed each project is that period's: a share changed since does not
+/// move it (found by a new-user check: November's owed, and with it its impact, moved when a
+/// lead changed a share in December).
+#[tokio::test]
+async fn an_ended_periods_owed_keeps_its_shares() {
+    let (app, _users) = TestApp::with_demo().await;
+    let site = app.state.site.clone();
+    tranche::demo::load_history(&app.pool, &site)
+        .await
+        .unwrap()
+        .expect("the history loads once");
+    let finance = app.token_for("demo-finance").await;
+    let current = tranche::ledger::Period::containing(jiff::Timestamp::now(), &site);
+    let last = tranche::ledger::Period::containing(
+        current
+            .start
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap(),
+        &site,
+    );
+    let url = format!("/api/v1/metrics?window=period&period={}", last.label(&site));
+    let owed = |body: &Value| -> Vec<(i64, f64)> {
+        let mut out: Vec<(i64, f64)> = body["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["projects"].as_array().unwrap().iter())
+            .map(|p| (p["id"].as_i64().unwrap(), num(p, "owed_gpu_hours")))
+            .collect();
+        out.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        out
+    };
+    let (status, before) = app.api("GET", &url, Some(&finance), None).await;
+    assert_eq!(status, StatusCode::OK, "{before}");
+    let before = owed(&before);
+    assert!(before.iter().any(|(_, o)| *o > 0.0), "{before:?}");
+    // A project's share halves today.
+    let project = app.node_id("fm-pretrain-7b").await;
+    let (parent, share): (i64, i32) =
+        sqlx::query_as("SELECT parent_id, share_bp FROM tree_nodes WHERE id = $1")
+            .bind(project)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let admin = app.admin().await;
+    tranche::db::tree::set_child_shares(
+        &app.pool,
+        &site,
+        &admin,
+        parent,
+        &[(
+            project,
+            tranche::domain::Share::from_bp(u16::try_from(share / 2).unwrap()).unwrap(),
+        )],
+    )
+    .await
+    .unwrap();
+    let (status, after) = app.api("GET", &url, Some(&finance), None).await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    assert_eq!(owed(&after), before);
+}

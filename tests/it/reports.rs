@@ -671,8 +671,9 @@ async fn the_demos_past_budgets_are_their_months_entitlements() {
 
 /// Archiving a project with runs under way is refused (409 on the page and the API, naming
 /// both counts); once they ended it archives, and what it booked stays in last period's
-/// report: its own row (marked archived) and every total above it, on the page, the API and
-/// the CSV. Before, the archive went through and the Organisation's total lost the spend.
+/// report: its own row (live then, with its entitlement: the period ended before the archive)
+/// and every total above it, on the page, the API and the CSV. Before, the archive went
+/// through and the Organisation's total lost the spend.
 #[tokio::test]
 async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_under_way() {
     let (app, pw) = TestApp::with_admin().await;
@@ -713,6 +714,11 @@ async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_
         );
     }
     let (p1, p2) = (projects[0], projects[1]);
+    // The tree has stood like this since before last period.
+    sqlx::query("DELETE FROM tree_snapshots")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let h100: i64 = sqlx::query_scalar("SELECT id FROM gpu_models WHERE name = 'H100'")
         .fetch_one(&app.pool)
         .await
@@ -869,16 +875,19 @@ async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_
     assert_eq!(total("Organisation")["spend_minor"], 600);
     assert_eq!(total("G")["spend_minor"], 600);
     assert_eq!(total("p1")["spend_minor"], 400);
-    assert_eq!(total("p1")["archived"], true);
-    assert_eq!(total("p1")["entitlement_minor"], 0);
+    // Archived after last period ended: then it was live, with its half of G's entitlement.
+    assert_eq!(total("p1")["archived"], false);
+    assert_eq!(
+        total("p1")["entitlement_minor"],
+        total("p2")["entitlement_minor"]
+    );
     assert_eq!(total("p2")["archived"], false);
-    // p1 after its live sibling, one level under G.
     let order: Vec<&str> = rows
         .iter()
         .filter(|r| r["gpu_model"] == "all")
         .map(|r| r["node"].as_str().unwrap())
         .collect();
-    assert_eq!(order, ["Organisation", "G", "p2", "p1"]);
+    assert_eq!(order, ["Organisation", "G", "p1", "p2"]);
     assert_eq!(total("p1")["depth"], 2);
     let (status, csv_text, _) = c
         .get(&format!("/reports.csv?node={root}&period={label}"))
@@ -896,14 +905,14 @@ async fn an_archived_project_keeps_its_spend_and_is_not_archived_while_runs_are_
         [
             ("Organisation".to_string(), "6.00".to_string()),
             ("G".to_string(), "6.00".to_string()),
-            ("p2".to_string(), "2.00".to_string()),
             ("p1".to_string(), "4.00".to_string()),
+            ("p2".to_string(), "2.00".to_string()),
         ]
     );
     let (status, page, _) = c.get(&format!("/reports?node={root}&period={label}")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("data-node=\"p1\""), "p1 has its rows");
-    assert!(page.contains(">archived<"), "marked archived");
+    assert!(!page.contains(">archived<"), "live last period");
     // This period p1 booked only its budget grant: it stays in the budget totals (the ledger's
     // sum of both grants), with no spend; next period it is gone.
     let (_, spend) = app
@@ -1185,6 +1194,11 @@ async fn ended_periods_keep_their_capacity_and_prices_while_the_current_one_foll
     )
     .await
     .unwrap();
+    // The tree has stood like this since before the periods read (its snapshots from now on).
+    sqlx::query("DELETE FROM tree_snapshots")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     tranche::db::users::create(&app.pool, None, "fin", "finance", None)
         .await
         .unwrap();
@@ -1487,4 +1501,92 @@ async fn a_database_keeps_the_currency_it_was_first_served_in() {
             .await
             .unwrap();
     assert_eq!(recorded, "EUR");
+}
+
+/// An ended period's entitlements follow the tree as it stood at its end: shares changed, a
+/// node moved or made since leave last month's report as it was (found by a new-user check:
+/// a lead's share change today rewrote November's entitlement and its value). The current
+/// period follows the change.
+#[tokio::test]
+async fn ended_periods_keep_the_tree_they_ended_with() {
+    let app = TestApp::new().await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET created_at = now() - interval '400 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let project = |name: &'static str, percent: &'static str| {
+        let (pool, admin) = (app.pool.clone(), admin.clone());
+        async move {
+            tree_db::create_node(
+                &pool,
+                &admin,
+                root,
+                name,
+                NodeKind::Project,
+                Share::parse_percent(percent).unwrap(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let a = project("a", "60").await;
+    let b = project("b", "40").await;
+    // The tree has stood like this since before last period.
+    sqlx::query("DELETE FROM tree_snapshots")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let token = app.token_for("admin").await;
+    let site = app.state.site.clone();
+    let current = ledger::Period::containing(jiff::Timestamp::now(), &site);
+    let last = ledger::Period::containing(
+        current
+            .start
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap(),
+        &site,
+    );
+    // `percent` of 8 GPUs over period `p` at 2.00 a GPU-hour, minor units.
+    let value = |p: ledger::Period, percent: i64| {
+        8 * (p.end.as_second() - p.start.as_second()) / 3600 * 200 * percent / 100
+    };
+    let last_label = last.label(&site);
+    let before = spend_rows(&app, &token, root, &last_label).await;
+    assert_eq!(entitlement_of(&before, "a", "all"), Some(value(last, 60)));
+    assert_eq!(entitlement_of(&before, "b", "all"), Some(value(last, 40)));
+
+    // Today: a 30%, b 50%, and a new project c of 20%.
+    tree_db::set_child_shares(
+        &app.pool,
+        &site,
+        &admin,
+        root,
+        &[
+            (a, Share::parse_percent("30").unwrap()),
+            (b, Share::parse_percent("50").unwrap()),
+        ],
+    )
+    .await
+    .unwrap();
+    project("c", "20").await;
+
+    // As it was, row for row: c, made since, is not in it.
+    let after = spend_rows(&app, &token, root, &last_label).await;
+    assert_eq!(after, before, "last period's report is as it was");
+    let now = spend_rows(&app, &token, root, &current.label(&site)).await;
+    assert_eq!(entitlement_of(&now, "a", "all"), Some(value(current, 30)));
+    assert_eq!(entitlement_of(&now, "b", "all"), Some(value(current, 50)));
+    assert_eq!(entitlement_of(&now, "c", "all"), Some(value(current, 20)));
 }
