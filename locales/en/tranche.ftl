@@ -503,6 +503,11 @@ alert-use-case-actual = AI use case { $name } has spent { $pct }% of its { $mont
 alert-use-case-forecast = AI use case { $name } is forecast to spend { $pct }% of its { $month } limit by the period's end: { $amount } of { $limit }
 alert-use-case-subject = Tranche AI use case alert: { $name } at { $pct }% ({ $kind })
 alert-see-use-case = See the use case
+alert-idle = Run { $run } ({ $project }) holds { $gpus } { $model } GPUs idle (all under { $pct }% utilization) since { $since }: { $hours } GPU-hours, { $value } so far
+alert-idle-free = Run { $run } ({ $project }) holds { $gpus } { $model } GPUs idle (all under { $pct }% utilization) since { $since }: { $hours } GPU-hours so far (a free run: charged nothing, but other runs could use them)
+alert-idle-subject = Tranche: run { $run } holds idle GPUs
+alert-see-run = See the run
+idle-value-free = free (charged nothing)
 
 ## Run submission: checks and the cost preview
 

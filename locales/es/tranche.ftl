@@ -485,6 +485,11 @@ alert-use-case-subject = Alerta de caso de uso de IA de Tranche: { $name } al { 
    *[other] previsión
 })
 alert-see-use-case = Ver el caso de uso
+alert-idle = La ejecución { $run } ({ $project }) tiene { $gpus } GPU { $model } ociosas (todas por debajo del { $pct } % de uso) desde { $since }: { $hours } GPU-horas, { $value } hasta ahora
+alert-idle-free = La ejecución { $run } ({ $project }) tiene { $gpus } GPU { $model } ociosas (todas por debajo del { $pct } % de uso) desde { $since }: { $hours } GPU-horas hasta ahora (una ejecución gratuita: no se cobra nada, pero otras ejecuciones podrían usarlas)
+alert-idle-subject = Tranche: la ejecución { $run } tiene GPU ociosas
+alert-see-run = Ver la ejecución
+idle-value-free = gratuita (no se cobra nada)
 
 ## Run submission: checks and the cost preview
 

@@ -479,6 +479,11 @@ alert-use-case-subject = Tranche AA erabilera-kasuaren alerta: { $name }, % { $p
    *[other] aurreikuspena
 })
 alert-see-use-case = Ikusi erabilera-kasua
+alert-idle = { $run } exekuzioak ({ $project }) { $gpus } { $model } GPU ditu geldirik (guztiak % { $pct } erabileratik behera) { $since } geroztik: { $hours } GPU-ordu, { $value } orain arte
+alert-idle-free = { $run } exekuzioak ({ $project }) { $gpus } { $model } GPU ditu geldirik (guztiak % { $pct } erabileratik behera) { $since } geroztik: { $hours } GPU-ordu orain arte (doako exekuzioa: ez zaio ezer kobratzen, baina beste exekuzio batzuek erabil litzakete)
+alert-idle-subject = Tranche: { $run } exekuzioak GPU geldiak ditu
+alert-see-run = Ikusi exekuzioa
+idle-value-free = doakoa (ez da ezer kobratzen)
 
 ## Run submission: checks and the cost preview
 

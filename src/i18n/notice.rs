@@ -43,6 +43,28 @@ pub enum Notice {
         /// The monthly limit, minor units.
         limit: i64,
     },
+    /// A run has held its GPUs idle past the site's limit (runs::idle).
+    Idle {
+        /// The run.
+        run: i64,
+        /// Its project's name.
+        project: String,
+        /// GPUs it holds.
+        gpus: i32,
+        /// Their model.
+        gpu_model: String,
+        /// The utilization threshold, percent.
+        threshold_pct: i32,
+        /// Since when its GPUs were all under it.
+        since: jiff::Timestamp,
+        /// The organisation's time zone (IANA name) the instant is shown in.
+        zone: String,
+        /// GPU-seconds held idle so far.
+        gpu_seconds: i64,
+        /// Their value at the model's billing weight and price, minor units; `None` for a
+        /// free (unallocated) run, which is charged nothing.
+        value: Option<i64>,
+    },
     /// An AI use case of the critical-systems bag raised "stop rule triggered".
     StopRule {
         /// The use case's name.
@@ -145,6 +167,44 @@ impl Notice {
                     ("limit", &format::money(lang, *limit, currency)),
                 ],
             ),
+            Notice::Idle {
+                run,
+                project,
+                gpus,
+                gpu_model,
+                threshold_pct,
+                since,
+                zone,
+                gpu_seconds,
+                value,
+            } => {
+                let tz = jiff::tz::TimeZone::get(zone).unwrap_or(jiff::tz::TimeZone::UTC);
+                let hours = if lang == Lang::En {
+                    crate::domain::format_hours(*gpu_seconds)
+                } else {
+                    format::decimal_trimmed(lang, (*gpu_seconds as f64 / 36.0).round() as i64, -2)
+                };
+                let (run, gpus, pct) =
+                    (run.to_string(), gpus.to_string(), threshold_pct.to_string());
+                let since = format::instant(lang, *since, &tz);
+                let mut args: Vec<(&str, &dyn super::Arg)> = vec![
+                    ("run", &run),
+                    ("project", project),
+                    ("gpus", &gpus),
+                    ("model", gpu_model),
+                    ("pct", &pct),
+                    ("since", &since),
+                    ("hours", &hours),
+                ];
+                let money = value.map(|v| format::money(lang, v, currency));
+                match &money {
+                    Some(m) => {
+                        args.push(("value", m));
+                        message(lang, "alert-idle", &args)
+                    }
+                    None => message(lang, "alert-idle-free", &args),
+                }
+            }
             Notice::StopRule { use_case, reason } => message(
                 lang,
                 "ai-stop-notice",
@@ -185,6 +245,10 @@ impl Notice {
             Notice::StopRule { use_case, .. } => (
                 message(lang, "ai-stop-subject", &[("name", use_case)]),
                 message(lang, "alert-see-use-case", &[]),
+            ),
+            Notice::Idle { run, .. } => (
+                message(lang, "alert-idle-subject", &[("run", &run.to_string())]),
+                message(lang, "alert-see-run", &[]),
             ),
         };
         let body = format!("{}.\n\n{see}: {link}\n", self.message(lang, currency));
@@ -248,6 +312,38 @@ mod tests {
             body,
             "p1 proiektuak aurrekontuaren % 50 gastatu du (2026(e)ko abendua): 60,00 USD / 10.000,00 USD.\n\nIkusi proiektua: /projects/7\n"
         );
+    }
+
+    #[test]
+    fn an_idle_notice_in_three_languages() {
+        let idle = |value| Notice::Idle {
+            run: 42,
+            project: "p1".into(),
+            gpus: 2,
+            gpu_model: "H100".into(),
+            threshold_pct: 5,
+            since: "2026-12-07T07:38:00Z".parse().unwrap(),
+            zone: "Europe/Madrid".into(),
+            gpu_seconds: 2 * 2700,
+            value,
+        };
+        assert_eq!(
+            idle(Some(315)).message(Lang::En, "EUR"),
+            "Run 42 (p1) holds 2 H100 GPUs idle (all under 5% utilization) since 2026-12-07 08:38 +01:00: 1.5 GPU-hours, 3.15 EUR so far"
+        );
+        assert!(
+            idle(Some(315))
+                .message(Lang::Es, "EUR")
+                .ends_with("1,5 GPU-horas, 3,15 EUR hasta ahora"),
+            "{}",
+            idle(Some(315)).message(Lang::Es, "EUR")
+        );
+        let free = idle(None).message(Lang::Eu, "EUR");
+        assert!(free.contains("1,5 GPU-ordu orain arte (doako"), "{free}");
+        assert!(!free.contains("EUR"), "{free}");
+        let (subject, body) = idle(None).mail(Lang::Es, "EUR", "/runs/42");
+        assert_eq!(subject, "Tranche: la ejecución 42 tiene GPU ociosas");
+        assert!(body.ends_with("Ver la ejecución: /runs/42\n"), "{body}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::config::Site;
 use crate::db::audit;
 use crate::domain::{self, Money};
 use crate::error::AppError;
+use crate::i18n::notice::Notice;
 use crate::state::AppState;
 
 /// Records, for the running runs holding GPUs on `nodes`, whether all their GPUs (on every node
@@ -85,8 +86,11 @@ pub struct Flag {
     pub idle_s: i64,
     /// GPU-seconds held idle so far (GPUs x `idle_s`).
     pub idle_gpu_seconds: i64,
-    /// Their value at the model's billing weight and price, minor units.
+    /// Their value at the model's billing weight and price, minor units; 0 for a free
+    /// (unallocated) run, which is charged nothing.
     pub idle_value_minor: i64,
+    /// Whether the run is free (unallocated, or past its budget): charged nothing.
+    pub free: bool,
     /// `None` while open; `recovered`, `ended` or `stopped`.
     pub cleared_why: Option<String>,
     /// The stop reason a lead gave.
@@ -102,8 +106,12 @@ impl Flag {
     pub fn gpu_hours(&self) -> String {
         idle_gpu_hours(i64::from(self.gpus), self.idle_s)
     }
-    /// The value of the idle GPU-time, as text in `currency`.
+    /// The value of the idle GPU-time, as text in `currency`; "free (charged nothing)" in the
+    /// current language for a free run.
     pub fn value(&self, currency: &str) -> String {
+        if self.free {
+            return crate::i18n::t("idle-value-free");
+        }
         Money(self.idle_value_minor).display(currency)
     }
 }
@@ -111,7 +119,8 @@ impl Flag {
 const FLAG_SELECT: &str = "SELECT f.id, f.run_id, f.attempt, r.project_id, t.name AS project, r.submitted_by, u.name AS submitter, \
         f.gpus, m.name AS gpu_model, f.idle_since, f.flagged_at, \
         GREATEST(0, floor(extract(epoch FROM coalesce(f.cleared_at, now()) - f.idle_since)))::BIGINT AS idle_s, \
-        0::BIGINT AS idle_gpu_seconds, 0::BIGINT AS idle_value_minor, f.cleared_why, f.stop_reason, \
+        0::BIGINT AS idle_gpu_seconds, 0::BIGINT AS idle_value_minor, (r.min_runtime_s = 0 OR r.budget_spent) AS free, \
+        f.cleared_why, f.stop_reason, \
         m.billing_weight_milli AS weight_milli, m.price_per_gpu_hour_minor AS price_minor \
      FROM idle_flags f JOIN runs r ON r.id = f.run_id JOIN tree_nodes t ON t.id = r.project_id \
      JOIN users u ON u.id = r.submitted_by JOIN gpu_models m ON m.id = r.gpu_model_id";
@@ -119,13 +128,17 @@ const FLAG_SELECT: &str = "SELECT f.id, f.run_id, f.attempt, r.project_id, t.nam
 fn priced(mut flags: Vec<Flag>) -> Vec<Flag> {
     for f in &mut flags {
         f.idle_gpu_seconds = i64::from(f.gpus) * f.idle_s;
-        f.idle_value_minor = domain::contract_price(
-            i64::from(f.gpus),
-            f.idle_s,
-            i64::from(f.weight_milli),
-            f.price_minor,
-        )
-        .0;
+        f.idle_value_minor = if f.free {
+            0
+        } else {
+            domain::contract_price(
+                i64::from(f.gpus),
+                f.idle_s,
+                i64::from(f.weight_milli),
+                f.price_minor,
+            )
+            .0
+        };
     }
     flags
 }
@@ -234,39 +247,42 @@ pub async fn check(state: &AppState) -> Result<Vec<i64>, AppError> {
                 .await?,
         );
         for f in &flags {
-            let message = format!(
-                "Run {} ({}) holds {} {} GPUs idle (all under {}% utilization) since {}: {} GPU-hours, {} so far",
-                f.run_id,
-                f.project,
-                f.gpus,
-                f.gpu_model,
-                site.idle_utilization_percent,
-                domain::format_local(crate::ledger::to_jiff(f.idle_since), &site.time_zone),
-                f.gpu_hours(),
-                f.value(&site.currency),
-            );
-            let recipients = notify(&mut tx, f, &message).await?;
-            mails.push((recipients, message, f.run_id));
+            let note = Notice::Idle {
+                run: f.run_id,
+                project: f.project.clone(),
+                gpus: f.gpus,
+                gpu_model: f.gpu_model.clone(),
+                threshold_pct: i32::from(site.idle_utilization_percent),
+                since: crate::ledger::to_jiff(f.idle_since),
+                zone: site.time_zone_name.clone(),
+                gpu_seconds: f.idle_gpu_seconds,
+                value: (!f.free).then_some(f.idle_value_minor),
+            };
+            let recipients = notify(&mut tx, f, &note, &site.currency).await?;
+            mails.push((recipients, note, f.run_id));
         }
     }
     tx.commit().await?;
-    for (recipients, message, run) in mails {
+    for (recipients, note, run) in mails {
         tracing::info!(run, "idle run flagged");
-        mail(pool, site, &recipients, &message, run).await?;
+        crate::ledger::alerts::mail_noted(pool, site, &recipients, &note, &format!("/runs/{run}"))
+            .await?;
     }
     Ok(raised)
 }
 
 /// Inserts the notification of `flag` for its run's submitter and the leads on its project's
-/// path to the root; returns their user ids.
+/// path to the root (its English text, and `note` for the other languages); returns their user
+/// ids.
 async fn notify(
     conn: &mut PgConnection,
     flag: &Flag,
-    message: &str,
+    note: &Notice,
+    currency: &str,
 ) -> Result<Vec<i64>, sqlx::Error> {
     sqlx::query_scalar(
-        "INSERT INTO notifications (user_id, message, link) \
-         SELECT DISTINCT u.id, $3, $4 FROM users u WHERE NOT u.disabled AND (u.id = $2 OR u.id IN ( \
+        "INSERT INTO notifications (user_id, message, link, note) \
+         SELECT DISTINCT u.id, $3, $4, $5 FROM users u WHERE NOT u.disabled AND (u.id = $2 OR u.id IN ( \
              SELECT g.user_id FROM role_grants g WHERE g.role = 'lead' AND g.node_id IN ( \
                  WITH RECURSIVE up(id, parent_id) AS ( \
                      SELECT id, parent_id FROM tree_nodes WHERE id = $1 \
@@ -276,44 +292,11 @@ async fn notify(
     )
     .bind(flag.project_id)
     .bind(flag.submitted_by)
-    .bind(message)
+    .bind(note.message(crate::i18n::Lang::En, currency))
     .bind(format!("/runs/{}", flag.run_id))
+    .bind(sqlx::types::Json(note))
     .fetch_all(&mut *conn)
     .await
-}
-
-/// E-mails `message` to those of `recipients` with an address, in the background.
-async fn mail(
-    pool: &PgPool,
-    site: &Site,
-    recipients: &[i64],
-    message: &str,
-    run: i64,
-) -> Result<(), sqlx::Error> {
-    let Some(smtp) = &site.smtp else {
-        return Ok(());
-    };
-    let emails: Vec<String> = sqlx::query_scalar(
-        "SELECT email FROM users WHERE id = ANY($1) AND email IS NOT NULL AND NOT disabled ORDER BY email",
-    )
-    .bind(recipients)
-    .fetch_all(pool)
-    .await?;
-    if emails.is_empty() {
-        return Ok(());
-    }
-    let (smtp, subject, body) = (
-        smtp.clone(),
-        format!("Tranche: run {run} holds idle GPUs"),
-        format!("{message}.\n\nSee the run: /runs/{run}\n"),
-    );
-    // In the background: a slow relay never holds up the scheduler.
-    tokio::spawn(async move {
-        if let Err(e) = crate::mail::send(&smtp, &emails, &subject, &body).await {
-            tracing::warn!(error = %e, "idle flag e-mail failed");
-        }
-    });
-    Ok(())
 }
 
 /// Run, project, submitter, flag's attempt, flag cleared at, run state, run attempt.

@@ -937,3 +937,69 @@ fn commands_name_a_missing_database_and_an_unreachable_server() {
         assert!(!out.status.success() && err.contains(says), "{var}: {err}");
     }
 }
+
+/// An idle flag's notice is told in each reader's language, numbers and instant as that
+/// language writes them (found by a new-user check: it was English on Spanish and Basque
+/// pages), and a free run's idle GPUs are given no money value: it is charged nothing (the
+/// notice said "0.08 EUR so far" and the API 24 minor units).
+#[tokio::test]
+async fn an_idle_free_runs_notice_is_in_the_readers_language_and_costs_nothing() {
+    let app = TestApp::with_site(Site {
+        idle_after_s: 600,
+        ..Site::for_tests()
+    })
+    .await;
+    let users = tranche::demo::load(&app.pool).await.unwrap().unwrap();
+    let researcher = app.token_for("demo-researcher").await;
+    app.declare_nodes(&["free-idle-node"]).await;
+    // Free (minimum runtime 0), 2 GPUs idle for 45 minutes: 1.5 GPU-hours.
+    let run = submit(&app, &researcher, run_body(2, 0, WAITS)).await;
+    sqlx::query(
+        "UPDATE runs SET state = 'running', attempt = 1, started_at = now() - interval '50 minutes', \
+                idle_attempt = 1, idle_since = now() - interval '45 minutes' WHERE id = $1",
+    )
+    .bind(run)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        tranche::runs::idle::check(&app.state).await.unwrap().len(),
+        1
+    );
+    let (status, answer) = app
+        .api("GET", "/api/v1/idle-flags", Some(&researcher), None)
+        .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    let f = &answer["flags"][0];
+    assert_eq!(f["run_id"], run, "{answer}");
+    assert_eq!(f["idle_value_minor"], 0, "{f}");
+    assert_eq!(f["free"], true, "{f}");
+    let english: String =
+        sqlx::query_scalar("SELECT message FROM notifications WHERE link = $1 LIMIT 1")
+            .bind(format!("/runs/{run}"))
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(
+        english.contains(&format!(
+            "Run {run} (fm-pretrain-7b) holds 2 H100 GPUs idle"
+        )) && english.contains(": 1.5 GPU-hours so far (a free run: charged nothing"),
+        "{english}"
+    );
+    // The researcher reads Spanish.
+    sqlx::query("UPDATE users SET language = 'es' WHERE name = 'demo-researcher'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut page = app.client();
+    let (name, pw) = demo_password(&users, "researcher");
+    page.login(&name, &pw).await;
+    let (_, home, _) = page.get("/").await;
+    assert!(
+        home.contains(&format!(
+            "La ejecución {run} (fm-pretrain-7b) tiene 2 GPU H100 ociosas (todas por debajo del 5 % de uso)"
+        )) && home.contains(": 1,5 GPU-horas hasta ahora (una ejecución gratuita"),
+        "{home}"
+    );
+    assert!(home.contains("gratuita (no se cobra nada)"), "{home}");
+}

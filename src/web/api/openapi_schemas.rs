@@ -758,6 +758,8 @@ pub fn responses() -> Vec<(&'static str, Value)> {
                         ("attempt", int()),
                         ("project_id", int()),
                         ("project", s()),
+                        ("idle_value_minor", int()),
+                        ("free", b()),
                     ])),
                 ),
             ]),
