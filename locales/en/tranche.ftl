@@ -497,10 +497,14 @@ project-thresholds-field = Alert thresholds (% of the budget, e.g. 50, 75, 90)
 
 alert-budget-actual = { $project } has spent { $pct }% of its { $month } budget: { $amount } of { $budget }
 alert-budget-forecast = { $project } is forecast to spend { $pct }% of its { $month } budget by the period's end: { $amount } of { $budget }
+alert-budget-actual-over = { $project } has spent more than its { $month } budget: { $amount } of { $budget }
+alert-budget-forecast-over = { $project } is forecast to spend more than its { $month } budget by the period's end: { $amount } of { $budget }
 alert-budget-subject = Tranche budget alert: { $project } at { $pct }% ({ $kind })
 alert-see-project = See the project
 alert-use-case-actual = AI use case { $name } has spent { $pct }% of its { $month } limit: { $amount } of { $limit }
 alert-use-case-forecast = AI use case { $name } is forecast to spend { $pct }% of its { $month } limit by the period's end: { $amount } of { $limit }
+alert-use-case-actual-over = AI use case { $name } has spent more than its { $month } limit: { $amount } of { $limit }
+alert-use-case-forecast-over = AI use case { $name } is forecast to spend more than its { $month } limit by the period's end: { $amount } of { $limit }
 alert-use-case-subject = Tranche AI use case alert: { $name } at { $pct }% ({ $kind })
 alert-see-use-case = See the use case
 alert-idle = Run { $run } ({ $project }) holds { $gpus } { $model } GPUs idle (all under { $pct }% utilization) since { $since }: { $hours } GPU-hours, { $value } so far

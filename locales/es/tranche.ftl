@@ -473,6 +473,8 @@ project-thresholds-field = Umbrales de alerta (% del presupuesto, p. ej. 50, 75,
 
 alert-budget-actual = { $project } ha gastado el { $pct } % de su presupuesto de { $month }: { $amount } de { $budget }
 alert-budget-forecast = Se prevé que { $project } gaste el { $pct } % de su presupuesto de { $month } al final del periodo: { $amount } de { $budget }
+alert-budget-actual-over = { $project } ha gastado más que su presupuesto de { $month }: { $amount } de { $budget }
+alert-budget-forecast-over = Se prevé que { $project } gaste más que su presupuesto de { $month } al final del periodo: { $amount } de { $budget }
 alert-budget-subject = Alerta de presupuesto de Tranche: { $project } al { $pct } % ({ $kind ->
     [actual] real
    *[other] previsión
@@ -480,6 +482,8 @@ alert-budget-subject = Alerta de presupuesto de Tranche: { $project } al { $pct 
 alert-see-project = Ver el proyecto
 alert-use-case-actual = El caso de uso de IA { $name } ha gastado el { $pct } % de su límite de { $month }: { $amount } de { $limit }
 alert-use-case-forecast = Se prevé que el caso de uso de IA { $name } gaste el { $pct } % de su límite de { $month } al final del periodo: { $amount } de { $limit }
+alert-use-case-actual-over = El caso de uso de IA { $name } ha gastado más que su límite de { $month }: { $amount } de { $limit }
+alert-use-case-forecast-over = Se prevé que el caso de uso de IA { $name } gaste más que su límite de { $month } al final del periodo: { $amount } de { $limit }
 alert-use-case-subject = Alerta de caso de uso de IA de Tranche: { $name } al { $pct } % ({ $kind ->
     [actual] real
    *[other] previsión

@@ -467,6 +467,8 @@ project-thresholds-field = Alerta-atalaseak (aurrekontuaren %, adib. 50, 75, 90)
 
 alert-budget-actual = { $project } proiektuak aurrekontuaren % { $pct } gastatu du ({ $month }): { $amount } / { $budget }
 alert-budget-forecast = { $project } proiektuak aldiaren amaierarako aurrekontuaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $budget }
+alert-budget-actual-over = { $project } proiektuak aurrekontua baino gehiago gastatu du ({ $month }): { $amount } / { $budget }
+alert-budget-forecast-over = { $project } proiektuak aldiaren amaierarako aurrekontua baino gehiago gastatuko duela aurreikusten da ({ $month }): { $amount } / { $budget }
 alert-budget-subject = Tranche aurrekontu-alerta: { $project }, % { $pct } ({ $kind ->
     [actual] benetakoa
    *[other] aurreikuspena
@@ -474,6 +476,8 @@ alert-budget-subject = Tranche aurrekontu-alerta: { $project }, % { $pct } ({ $k
 alert-see-project = Ikusi proiektua
 alert-use-case-actual = { $name } AA erabilera-kasuak bere mugaren % { $pct } gastatu du ({ $month }): { $amount } / { $limit }
 alert-use-case-forecast = { $name } AA erabilera-kasuak aldiaren amaierarako bere mugaren % { $pct } gastatuko duela aurreikusten da ({ $month }): { $amount } / { $limit }
+alert-use-case-actual-over = { $name } AA erabilera-kasuak bere muga baino gehiago gastatu du ({ $month }): { $amount } / { $limit }
+alert-use-case-forecast-over = { $name } AA erabilera-kasuak aldiaren amaierarako bere muga baino gehiago gastatuko duela aurreikusten da ({ $month }): { $amount } / { $limit }
 alert-use-case-subject = Tranche AA erabilera-kasuaren alerta: { $name }, % { $pct } ({ $kind ->
     [actual] benetakoa
    *[other] aurreikuspena

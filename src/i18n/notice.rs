@@ -132,10 +132,12 @@ impl Notice {
                 budget,
             } => message(
                 lang,
-                if kind == "actual" {
-                    "alert-budget-actual"
-                } else {
-                    "alert-budget-forecast"
+                // Past the whole budget, the threshold crossed (at most 100%) would understate it.
+                match (kind == "actual", amount > budget) {
+                    (true, false) => "alert-budget-actual",
+                    (true, true) => "alert-budget-actual-over",
+                    (false, false) => "alert-budget-forecast",
+                    (false, true) => "alert-budget-forecast-over",
                 },
                 &[
                     ("project", project),
@@ -154,10 +156,11 @@ impl Notice {
                 limit,
             } => message(
                 lang,
-                if kind == "actual" {
-                    "alert-use-case-actual"
-                } else {
-                    "alert-use-case-forecast"
+                match (kind == "actual", amount > limit) {
+                    (true, false) => "alert-use-case-actual",
+                    (true, true) => "alert-use-case-actual-over",
+                    (false, false) => "alert-use-case-forecast",
+                    (false, true) => "alert-use-case-forecast-over",
                 },
                 &[
                     ("name", use_case),
@@ -312,6 +315,34 @@ mod tests {
             body,
             "p1 proiektuak aurrekontuaren % 50 gastatu du (2026(e)ko abendua): 60,00 USD / 10.000,00 USD.\n\nIkusi proiektua: /projects/7\n"
         );
+    }
+
+    /// Past the whole budget the notice says so, not the highest threshold crossed (found by
+    /// a new-user check: "has spent 90% ...: 31,408.34 EUR of 1.00 EUR").
+    #[test]
+    fn a_budget_alert_past_the_budget_says_more_than_it() {
+        let over = |kind: &str| Notice::Budget {
+            amount: 3_140_834,
+            budget: 100,
+            pct: 90,
+            ..budget(kind)
+        };
+        assert_eq!(
+            over("actual").message(Lang::En, "EUR"),
+            "p1 has spent more than its December 2026 budget: 31,408.34 EUR of 1.00 EUR"
+        );
+        assert_eq!(
+            over("forecast").message(Lang::Es, "EUR"),
+            "Se prevé que p1 gaste más que su presupuesto de diciembre de 2026 al final del periodo: 31.408,34 EUR de 1,00 EUR"
+        );
+        // At the budget exactly, the threshold reached is the truth.
+        let at = Notice::Budget {
+            amount: 100,
+            budget: 100,
+            pct: 100,
+            ..budget("actual")
+        };
+        assert!(at.message(Lang::En, "EUR").contains("has spent 100% of"));
     }
 
     #[test]

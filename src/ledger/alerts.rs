@@ -191,19 +191,6 @@ pub async fn check_use_cases(
             let mut mails = Vec::new();
             for (pct, kind) in worth_telling(&new, reached) {
                 let amount = if kind == "actual" { spent } else { projected };
-                let (amount_s, limit_s) = (
-                    Money(amount).display(&site.currency),
-                    Money(*limit).display(&site.currency),
-                );
-                let message = if kind == "actual" {
-                    format!(
-                        "AI use case {name} has spent {pct}% of its {month} limit: {amount_s} of {limit_s}"
-                    )
-                } else {
-                    format!(
-                        "AI use case {name} is forecast to spend {pct}% of its {month} limit by the period's end: {amount_s} of {limit_s}"
-                    )
-                };
                 let link = format!("/ai/{id}");
                 let note = Notice::UseCase {
                     use_case: name.clone(),
@@ -213,6 +200,7 @@ pub async fn check_use_cases(
                     amount,
                     limit: *limit,
                 };
+                let message = note.message(crate::i18n::Lang::En, &site.currency);
                 let recipients =
                     notify_noted(&mut tx, *owner, &message, Some(&note), &link).await?;
                 tracing::info!(use_case = %name, pct, kind, "use case limit alert");
@@ -288,7 +276,6 @@ async fn check_period(
     .fetch_all(pool)
     .await?;
     let month_day = period.month(site);
-    let month = month_day.strftime("%B %Y").to_string();
     let mut fired = Vec::new();
     for (project, name, thresholds, budget, spent, usage) in rows {
         // A future period has not started: its spend so far is its forecast.
@@ -329,19 +316,6 @@ async fn check_period(
         let mut mails = Vec::new();
         for (pct, kind) in worth_telling(&new, reached) {
             let amount = if kind == "actual" { spent } else { projected };
-            let message = if kind == "actual" {
-                format!(
-                    "{name} has spent {pct}% of its {month} budget: {} of {}",
-                    Money(amount).display(&site.currency),
-                    Money(budget).display(&site.currency)
-                )
-            } else {
-                format!(
-                    "{name} is forecast to spend {pct}% of its {month} budget by the period's end: {} of {}",
-                    Money(amount).display(&site.currency),
-                    Money(budget).display(&site.currency)
-                )
-            };
             let note = Notice::Budget {
                 project: name.clone(),
                 pct,
@@ -350,6 +324,7 @@ async fn check_period(
                 amount,
                 budget,
             };
+            let message = note.message(crate::i18n::Lang::En, &site.currency);
             let link = format!("/projects/{project}");
             let recipients = notify_noted(&mut tx, project, &message, Some(&note), &link).await?;
             tracing::info!(project = %name, pct, kind, "budget alert");

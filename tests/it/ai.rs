@@ -1171,7 +1171,12 @@ async fn limits_fire_alerts_and_a_critical_use_case_triggers_the_stop_rule() {
     .await
     .unwrap();
     assert_eq!(limit_notes.len(), 1, "{limit_notes:?}");
-    assert!(limit_notes[0].contains("has spent 100%"), "{limit_notes:?}");
+    // 120.00 of 100.00: past the whole limit, said as such (not "100%").
+    assert!(
+        limit_notes[0].contains("has spent more than its")
+            && limit_notes[0].contains("120.00 EUR of 100.00 EUR"),
+        "{limit_notes:?}"
+    );
 
     // The owner's page and home say so; Tranche says it cannot stop the service.
     let mut c = app.client();
