@@ -321,12 +321,15 @@ mod tests {
     /// a new-user check: "has spent 90% ...: 31,408.34 EUR of 1.00 EUR").
     #[test]
     fn a_budget_alert_past_the_budget_says_more_than_it() {
-        let over = |kind: &str| Notice::Budget {
-            amount: 3_140_834,
-            budget: 100,
-            pct: 90,
-            ..budget(kind)
+        let notice = |kind: &str, amount: i64, budget: i64, pct: i32| Notice::Budget {
+            project: "p1".into(),
+            pct,
+            kind: kind.into(),
+            month: jiff::civil::date(2026, 12, 1),
+            amount,
+            budget,
         };
+        let over = |kind: &str| notice(kind, 3_140_834, 100, 90);
         assert_eq!(
             over("actual").message(Lang::En, "EUR"),
             "p1 has spent more than its December 2026 budget: 31,408.34 EUR of 1.00 EUR"
@@ -336,12 +339,7 @@ mod tests {
             "Se prevé que p1 gaste más que su presupuesto de diciembre de 2026 al final del periodo: 31.408,34 EUR de 1,00 EUR"
         );
         // At the budget exactly, the threshold reached is the truth.
-        let at = Notice::Budget {
-            amount: 100,
-            budget: 100,
-            pct: 100,
-            ..budget("actual")
-        };
+        let at = notice("actual", 100, 100, 100);
         assert!(at.message(Lang::En, "EUR").contains("has spent 100% of"));
     }
 
