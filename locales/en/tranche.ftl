@@ -40,6 +40,7 @@ error-unavailable = the database is unavailable for a moment; try again in a few
 error-csrf = the form expired or came from another site; reload the page and try again
 error-no-such-page = there is no such page
 error-form-only = this address takes a form when it is sent, not a visit: go back to the page the form was on
+error-page-only = this address is a page to visit and takes no form: go back and send the form from its own page
 
 ## Sign in
 
@@ -603,7 +604,7 @@ exit-127 = status 127 (command not found, or the agent could not start it: see t
 exit-signal = status { $code } (killed by { $signal })
 exit-status = status { $code }
 event-running = its processes are running
-event-on-contract = from now on it runs on capacity contract { $contract } (its project's, which took effect while it ran): protected while the window lasts, its time there prepaid
+event-on-contract = from now on it runs on capacity contract { $contract } (its project's): protected while the window lasts, its time there prepaid
 event-time-limit = reached its time limit; stopping
 event-node-silent = node { $node } lost: its agent sent no heartbeat for { $seconds } s
 event-agent-restarted = node { $node }: its agent restarted, so the run's processes there are gone

@@ -39,6 +39,7 @@ error-unavailable = la base de datos no está disponible por un momento; intént
 error-csrf = el formulario ha caducado o viene de otro sitio; recarga la página y vuelve a intentarlo
 error-no-such-page = esa página no existe
 error-form-only = esta dirección recibe un formulario al enviarlo, no una visita: vuelve a la página del formulario
+error-page-only = esta dirección es una página para visitar y no recibe formularios: vuelve atrás y envía el formulario desde su propia página
 
 ## Sign in
 
@@ -581,7 +582,7 @@ exit-127 = estado 127 (orden no encontrada, o el agente no pudo iniciarla: mira 
 exit-signal = estado { $code } (terminado por { $signal })
 exit-status = estado { $code }
 event-running = sus procesos están en marcha
-event-on-contract = desde ahora se ejecuta con el contrato de capacidad { $contract } (de su proyecto, que entró en vigor mientras se ejecutaba): protegida mientras dure la ventana y su tiempo en ella ya está pagado
+event-on-contract = desde ahora se ejecuta con el contrato de capacidad { $contract } (de su proyecto): protegida mientras dure la ventana y su tiempo en ella ya está pagado
 event-time-limit = ha alcanzado su límite de tiempo; deteniéndose
 event-node-silent = nodo { $node } perdido: su agente no ha enviado latidos durante { $seconds } s
 event-agent-restarted = nodo { $node }: su agente se ha reiniciado, así que los procesos de la ejecución allí ya no existen

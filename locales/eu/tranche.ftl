@@ -39,6 +39,7 @@ error-unavailable = datu-basea ez dago eskuragarri une batez; saiatu berriro seg
 error-csrf = inprimakia iraungi da edo beste gune batetik dator; kargatu berriro orria eta saiatu berriro
 error-no-such-page = orri hori ez dago
 error-form-only = helbide honek inprimaki bat jasotzen du bidaltzean, ez bisita bat: itzuli inprimakiaren orrira
+error-page-only = helbide hau bisitatzeko orri bat da eta ez du formulariorik hartzen: itzuli eta bidali formularioa bere orritik
 
 ## Sign in
 
@@ -578,7 +579,7 @@ exit-127 = 127 egoera (ez da agindua aurkitu, edo agenteak ezin izan du abiarazi
 exit-signal = { $code } egoera ({ $signal } seinaleak hila)
 exit-status = { $code } egoera
 event-running = bere prozesuak exekutatzen ari dira
-event-on-contract = hemendik aurrera { $contract } edukiera-kontratuan exekutatzen da (bere proiektuarena, exekutatzen ari zela indarrean jarria): leihoak irauten duen bitartean babestuta dago, eta bertan emandako denbora aurrez ordainduta dago
+event-on-contract = hemendik aurrera { $contract } edukiera-kontratuan exekutatzen da (bere proiektuarena): leihoak irauten duen bitartean babestuta dago, eta bertan emandako denbora aurrez ordainduta dago
 event-time-limit = bere denbora-mugara iritsi da; gelditzen
 event-node-silent = { $node } nodoa galdu da: bere agenteak ez du bihotz-taupadarik bidali { $seconds } s-tan
 event-agent-restarted = { $node } nodoa: bere agentea berrabiarazi da, beraz exekuzioaren prozesuak ez daude jada han

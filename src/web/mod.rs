@@ -330,9 +330,18 @@ async fn not_found(uri: axum::http::Uri) -> Response {
 /// The pages' 405: an address that takes a form's submission, visited (a bookmark, a reload
 /// after the language switch, a link copied from the address bar): a page in the reader's
 /// language that says so, instead of an empty answer.
-async fn form_only(_reader: Result<crate::auth::CurrentUser, Response>) -> Response {
+/// A form sent to an address that is only a page (a POST to a page) is told that instead.
+async fn form_only(
+    method: axum::http::Method,
+    _reader: Result<crate::auth::CurrentUser, Response>,
+) -> Response {
     // The extractor applies a signed-in reader's own language; anyone may read the page.
-    crate::error::error_page(StatusCode::METHOD_NOT_ALLOWED, &i18n::t("error-form-only"))
+    let key = if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
+        "error-form-only"
+    } else {
+        "error-page-only"
+    };
+    crate::error::error_page(StatusCode::METHOD_NOT_ALLOWED, &i18n::t(key))
 }
 
 /// Runs each request's handler in its own task, so a client that disconnects (an agent

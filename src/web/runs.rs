@@ -1219,13 +1219,20 @@ async fn approvals_page(
     let error = failed
         .filter(|(id, _, _)| !rows.iter().any(|r: &InboxRow| r.run.id == *id))
         .map(|(id, e, _)| {
-            i18n::t2(
-                "approvals-error-on-run",
-                "id",
-                id.to_string(),
-                "problem",
-                e.public_message(),
-            )
+            // A problem that names the run already is not prefixed with it again ("run 7: run
+            // 7 is not waiting for approval", found by a new-user check).
+            let problem = e.public_message();
+            if problem.contains(&id.to_string()) {
+                problem
+            } else {
+                i18n::t2(
+                    "approvals-error-on-run",
+                    "id",
+                    id.to_string(),
+                    "problem",
+                    problem,
+                )
+            }
         });
     render_status(
         status,

@@ -247,7 +247,8 @@ async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
     assert_eq!(answer["error"]["code"], "budget_exceeded");
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("needs 120.0 H100 GPU-hours") && message.contains("has 100.0 left"),
+        message.contains("needs 120.0 H100 GPU-hours")
+            && message.contains("has 100.0 GPU-hours left"),
         "{message}"
     );
     assert_eq!(balance_of(&app, "p1").await, 10_000, "nothing charged");
@@ -258,8 +259,10 @@ async fn s09_a_purchase_over_the_budget_is_refused_and_charges_nothing() {
     assert_eq!(contracts, 0);
     // 100 GPU-hours exactly fit.
     let body = json!({"project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8, "start": tomorrow_at(1).to_string(), "end": tomorrow_at(13).to_string()});
-    let (status, _) = app.api("POST", "/api/v1/contracts", Some(&token), Some(json!({"start": body["start"], "end": tomorrow_at(1).checked_add(jiff::SignedDuration::from_mins(750)).unwrap().to_string(), "project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8}))).await;
+    let (status, bought) = app.api("POST", "/api/v1/contracts", Some(&token), Some(json!({"start": body["start"], "end": tomorrow_at(1).checked_add(jiff::SignedDuration::from_mins(750)).unwrap().to_string(), "project": "p1", "cluster": "c", "gpu_model": "H100", "gpus": 8}))).await;
     assert_eq!(status, StatusCode::CREATED);
+    // Its window begins tomorrow: scheduled, as the pages say (the API said active).
+    assert_eq!(bought["state"], "scheduled", "{bought}");
     assert_eq!(balance_of(&app, "p1").await, 0);
     assert!(ledger::problems(&app.pool).await.unwrap().is_empty());
 }
@@ -294,7 +297,7 @@ async fn a_refused_purchase_says_the_hours_left_to_the_tenth() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap();
-    assert!(message.contains("has 100.9 left"), "{message}");
+    assert!(message.contains("has 100.9 GPU-hours left"), "{message}");
 }
 
 #[tokio::test]

@@ -391,6 +391,13 @@ async fn the_run_form_s_checks_and_preview_speak_the_page_s_language() {
         body.contains("esta dirección recibe un formulario al enviarlo"),
         "{body}"
     );
+    // And a form sent to a page's address is told that, not the contrary (found by a check).
+    let (status, body, _) = c.post("/reports", &[]).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        body.contains("esta dirección es una página para visitar"),
+        "{body}"
+    );
 }
 
 /// The text a reader sees on an HTML page: its text nodes and its `title`, `placeholder` and

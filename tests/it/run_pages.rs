@@ -323,6 +323,20 @@ async fn a_large_run_waits_for_the_lead_who_denies_it_with_a_reason() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(body.contains("not waiting for approval"), "{body}");
+    // From the inbox, where the run is no longer listed: the problem names the run once (it
+    // read "run 7: run 7 is not waiting for approval").
+    let (status, body, _) = lead
+        .post(
+            &format!("/runs/{id}/approve"),
+            &[("reason", ""), ("from", "/approvals")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        body.contains(&format!("run {id} is not waiting for approval")),
+        "{body}"
+    );
+    assert!(!body.contains(&format!("run {id}: run {id}")), "{body}");
 }
 
 #[tokio::test]

@@ -968,7 +968,8 @@ fn contract_json(c: &crate::ledger::contracts::Contract, currency: &str) -> Valu
         "hours": (c.ends_at - c.starts_at).whole_seconds() as f64 / 3600.0,
         "price_minor": c.price_minor,
         "currency": currency,
-        "state": c.state,
+        // As the pages say it: an active contract whose window has not begun is `scheduled`.
+        "state": if c.state == "active" && c.starts_at > time::OffsetDateTime::now_utc() { "scheduled" } else { c.state.as_str() },
         "refund_minor": c.refund_minor,
         "bought_by": c.bought_by,
     })

@@ -602,7 +602,10 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         ("hours", num()),
         ("price_minor", int()),
         ("currency", s()),
-        ("state", json!({"enum": ["active", "ended", "cancelled"]})),
+        (
+            "state",
+            json!({"enum": ["scheduled", "active", "ended", "cancelled"], "description": "scheduled: bought, its window not begun (cancellable, refunded); active: its window under way; ended: its window over; cancelled"}),
+        ),
         ("refund_minor", nullable(int())),
         ("bought_by", nullable(s())),
     ]);
