@@ -436,6 +436,7 @@ project-effective = { $share }% of the organisation
 project-period = Period
 project-entitlement = Entitlement
 project-balance = Balance this period
+project-balance-held = (of which { $held } is held for the minimum runtime of its running protected runs: { $free } left for new runs and contracts)
 project-balance-later = Balance { $month }
 project-balance-later-note = (contracts starting then are paid from it)
 project-budget = Period budget

@@ -412,6 +412,7 @@ project-effective = { $share } % de la organización
 project-period = Periodo
 project-entitlement = Dotación
 project-balance = Saldo de este periodo
+project-balance-held = (de los cuales { $held } están reservados para el tiempo mínimo de sus ejecuciones protegidas en curso: quedan { $free } para nuevas ejecuciones y contratos)
 project-balance-later = Saldo de { $month }
 project-balance-later-note = (los contratos que empiezan entonces se pagan con él)
 project-budget = Presupuesto del periodo

@@ -406,6 +406,7 @@ project-effective = erakundearen % { $share }
 project-period = Aldia
 project-entitlement = Zuzkidura
 project-balance = Aldi honetako saldoa
+project-balance-held = (horietatik { $held } martxan dauden exekuzio babestuen gutxieneko denborarako gordeta daude: { $free } geratzen dira exekuzio eta kontratu berrietarako)
 project-balance-later = Saldoa: { $month }
 project-balance-later-note = (orduan hasten diren kontratuak handik ordaintzen dira)
 project-budget = Aldiko aurrekontua

@@ -472,6 +472,9 @@ struct ProjectPage {
     can_edit_budget: bool,
     is_admin: bool,
     balance: String,
+    /// What the running protected runs hold of the balance (the part of their minimum-runtime
+    /// cost not charged yet) and what is left for new runs and contracts, when they hold any.
+    held: Option<(String, String)>,
     later_balances: Vec<(String, String)>,
     contracts: Vec<(i64, String, String, String)>,
     budget_error: Option<String>,
@@ -558,6 +561,12 @@ async fn project_page(
         .collect();
     let cur = &state.site.currency;
     let budget = facts.budget;
+    // Read live, not cached with the facts: runs start and are charged without touching the
+    // project's counter. The contract and run previews count the balance less this.
+    let held = {
+        let mut conn = state.pool.acquire().await?;
+        crate::runs::held_by_runs(&mut conn, id).await?
+    };
     let status = if form.member_error.is_some() || form.budget_error.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
@@ -620,6 +629,12 @@ async fn project_page(
         can_edit_budget: me.leads_strictly_above(id, parents),
         is_admin: me.is_admin(),
         balance: facts.balance.display(cur),
+        held: (held > 0).then(|| {
+            (
+                Money(held).display(cur),
+                Money((facts.balance.0 - held).max(0)).display(cur),
+            )
+        }),
         later_balances: facts
             .later_balances
             .iter()

@@ -4218,3 +4218,55 @@ async fn a_slurm_run_that_vanished_while_stopping_is_not_told_of_an_agent() {
     assert!(last.contains("Slurm no longer lists its job"), "{last}");
     assert!(!last.contains("agent"), "{last}");
 }
+
+/// The project page says how much of its balance the running protected runs hold (the part of
+/// their minimum-runtime cost not charged yet) and what is left for new runs and contracts,
+/// which is what the contract and run previews count (found by a new-user check: the page's
+/// balance and the previews' "budget now" differed by 158.37 EUR with nothing to explain it).
+#[tokio::test]
+async fn the_project_page_shows_what_running_runs_hold_of_the_balance() {
+    let (o, users) = org_with_users().await;
+    register(&o.app, &o.agent, &["held-1"]).await;
+    // 2 GPUs protected for 30 minutes: an H100 GPU-hour's cost held.
+    let run = submit(&o, run_body("fm-pretrain-7b", 2, 1800, true)).await;
+    pass(&o.app).await;
+    processes_running(&o.app, &[run]).await;
+    let project = o.app.node_id("fm-pretrain-7b").await;
+    let (weight, price): (i32, i64) = sqlx::query_as(
+        "SELECT billing_weight_milli, price_per_gpu_hour_minor FROM gpu_models WHERE name = 'H100'",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    let (_, answer) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/projects/{project}"),
+            Some(&o.lead),
+            None,
+        )
+        .await;
+    let balance = answer["balance_minor"].as_i64().unwrap();
+    let charged: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    // GPUs x seconds not yet charged x weight x price per weighted GPU-hour, half up.
+    let held = (2 * (1800 - charged) * i64::from(weight) * price + 1_800_000) / 3_600_000;
+    let money = |m: i64| tranche::domain::Money(m).display("USD");
+    let mut lead = o.app.client();
+    let (name, pw) = crate::support::demo_password(&users, "lead");
+    lead.login(&name, &pw).await;
+    let (status, page, _) = lead.get(&format!("/projects/{project}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(&format!(
+            "(of which {} is held for the minimum runtime of its running protected runs: {} left for new runs and contracts)",
+            money(held),
+            money(balance - held)
+        )),
+        "{held} of {balance} in {page}"
+    );
+}
