@@ -825,6 +825,10 @@ pub async fn load_use_cases(
         },
     )
     .await?;
+    // Its programme stands for the demo's whole history too, as the demo's tree does.
+    sqlx::query("DELETE FROM tree_snapshots WHERE taken_at = now()")
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(Some((names, outcome)))
 }

@@ -223,6 +223,7 @@ pub async fn load(
         window: (scope.from, scope.to),
         end: scope.now,
         capacity_gpus,
+        capacity_before: Vec::new(),
         health: {
             let mut spans: Vec<HealthSpan> = health
                 .into_iter()

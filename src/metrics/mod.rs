@@ -39,14 +39,30 @@ pub struct HealthSpan {
 }
 
 /// A project (leaf of the program tree) and its effective share of the pool.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProjectShare {
     /// Tree node id.
     pub id: i64,
     /// Name.
     pub name: String,
-    /// Effective share, a fraction 0..=1 (product of shares from the root).
+    /// Effective share, a fraction 0..=1 (product of shares from the root): from the last
+    /// instant of [`ProjectShare::before`] on, or over the whole window when it is empty.
     pub effective_share: f64,
+    /// Earlier shares, ascending by instant: `(until, share)` is the share of hours starting
+    /// before `until` (s) and at or after the previous entry's (ended budget periods, whose
+    /// tree is the one they ended with: `db::tree::load_period`).
+    pub before: Vec<(i64, f64)>,
+}
+
+impl ProjectShare {
+    /// The effective share of the hour starting at `at` (s).
+    #[must_use]
+    pub fn share_at(&self, at: i64) -> f64 {
+        self.before
+            .iter()
+            .find(|(until, _)| at < *until)
+            .map_or(self.effective_share, |(_, s)| *s)
+    }
 }
 
 /// One run as the queue saw it.
@@ -105,6 +121,10 @@ pub struct History {
     /// for time [`History::health`] does not cover; elsewhere they divide the installed GPUs of
     /// each span, so a past hour's entitlement is that of the GPUs installed then.
     pub capacity_gpus: f64,
+    /// Earlier values of [`History::capacity_gpus`], ascending by instant: `(until, gpus)`
+    /// holds for hours starting before `until` (s) and at or after the previous entry's
+    /// (ended budget periods, with the capacity recorded for them).
+    pub capacity_before: Vec<(i64, f64)>,
     /// Installed and healthy GPUs over time. Time no span covers is not measured (it counts
     /// neither as installed nor as healthy).
     pub health: Vec<HealthSpan>,
@@ -321,7 +341,12 @@ pub fn compute(h: &History) -> Figures {
     for (hr, c) in capacity_hourly.iter_mut().enumerate() {
         let start = w0 + hr as i64 * 3600;
         let len = ((start + 3600).min(w1) - start) as f64;
-        *c += (len - covered_hourly[hr] as f64).max(0.0) * h.capacity_gpus;
+        let gpus = h
+            .capacity_before
+            .iter()
+            .find(|(until, _)| start < *until)
+            .map_or(h.capacity_gpus, |(_, g)| *g);
+        *c += (len - covered_hourly[hr] as f64).max(0.0) * gpus;
     }
     let mut projects = Vec::with_capacity(np);
     let (mut owed_sum, mut got_sum) = (0f64, 0f64);
@@ -348,7 +373,7 @@ pub fn compute(h: &History) -> Figures {
                 i += 1;
             }
             demand += level as f64 * (hend - t) as f64;
-            let owed_h = demand.min(p.effective_share * capacity_hourly[hi]);
+            let owed_h = demand.min(p.share_at(hour) * capacity_hourly[hi]);
             owed += owed_h;
             matched += owed_h.min(received_hourly[pi][hi]);
             hi += 1;

@@ -13,6 +13,7 @@ fn scripted() -> History {
         window: (T0, T0 + 7200),
         end: T0 + 9000,
         capacity_gpus: 4.0,
+        capacity_before: Vec::new(),
         health: vec![
             HealthSpan {
                 from: T0 - 600,
@@ -32,11 +33,13 @@ fn scripted() -> History {
                 id: 1,
                 name: "a".into(),
                 effective_share: 0.5,
+                before: Vec::new(),
             },
             ProjectShare {
                 id: 2,
                 name: "b".into(),
                 effective_share: 0.5,
+                before: Vec::new(),
             },
         ],
         runs: vec![
@@ -179,11 +182,13 @@ fn owed_follows_the_gpus_installed_hour_by_hour() {
         window: (T0, T0 + 3 * 3600),
         end: T0 + 3 * 3600,
         capacity_gpus: 8.0,
+        capacity_before: Vec::new(),
         health: vec![span(0, 4), span(1, 2)],
         projects: vec![ProjectShare {
             id: 1,
             name: "a".into(),
             effective_share: 0.5,
+            before: Vec::new(),
         }],
         runs: vec![run(4, None), run(1, Some(T0))],
         segments: vec![Segment {

@@ -397,6 +397,7 @@ pub fn history(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) ->
         window,
         end: rep.end,
         capacity_gpus: f64::from(site.gpus),
+        capacity_before: Vec::new(),
         health: vec![HealthSpan {
             from: window.0,
             to: window.1,
@@ -410,6 +411,7 @@ pub fn history(site: &Site, plans: &[Plan], rep: &Replay, window: (i64, i64)) ->
                 id: id.0,
                 name: site.names.get(id).cloned().unwrap_or_default(),
                 effective_share: *eff,
+                before: Vec::new(),
             })
             .collect(),
         runs: plans

@@ -211,28 +211,57 @@ pub async fn dashboard(
             ),
         ));
     }
-    // A window inside an ended budget period is owed by that period's tree and capacity (a
-    // share changed since does not rewrite it), any other by today's.
-    let start = jiff::Timestamp::from_second(from).unwrap_or(now);
-    let (_, period_end) = state.site.periods.period(start);
-    let tree = if period_end.timestamp() <= now && to <= period_end.timestamp().as_second() {
-        std::sync::Arc::new(
-            crate::db::tree::load_period(&state.pool, start, &state.site.periods, now).await?,
-        )
-    } else {
-        state.tree().await?
-    };
+    // Each part of the window inside an ended budget period is owed by the tree that period
+    // ended with (a share changed, a node moved or archived since does not rewrite it), the
+    // rest by today's tree (docs/design.md section 2, "Entitlements of ended periods").
+    let mut segments: Vec<(Option<i64>, std::sync::Arc<crate::db::tree::TreeView>)> = Vec::new();
+    let mut at = from;
+    loop {
+        let ts = jiff::Timestamp::from_second(at).unwrap_or(now);
+        let (_, end) = state.site.periods.period(ts);
+        let end_s = end.timestamp().as_second();
+        if end.timestamp() > now || end_s <= at {
+            segments.push((None, state.tree().await?));
+            break;
+        }
+        let tree = std::sync::Arc::new(
+            crate::db::tree::load_period(&state.pool, ts, &state.site.periods, now).await?,
+        );
+        if end_s >= to {
+            segments.push((None, tree));
+            break;
+        }
+        segments.push((Some(end_s), tree));
+        at = end_s;
+    }
+    let tree = std::sync::Arc::clone(&segments[segments.len() - 1].1);
     let everything = me.sees_everything();
-    let projects: Vec<ProjectShare> = tree
-        .nodes
-        .iter()
-        .filter(|n| n.is_project && (everything || me.leads(n.id, &tree.parents)))
-        .map(|n| ProjectShare {
-            id: n.id,
-            name: n.name.clone(),
-            effective_share: n.effective.numerator as f64 / n.effective.denominator as f64,
+    // A project counts when it was live and in the reader's view in some part of the window,
+    // with no share in the parts where it was not live.
+    let share_in = |t: &crate::db::tree::TreeView, id: i64| {
+        t.node(id).filter(|n| n.is_project).map_or(0.0, |n| {
+            n.effective.numerator as f64 / n.effective.denominator as f64
         })
-        .collect();
+    };
+    let mut projects: Vec<ProjectShare> = Vec::new();
+    for (_, t) in segments.iter().rev() {
+        for n in &t.nodes {
+            if n.is_project
+                && (everything || me.leads(n.id, &t.parents))
+                && !projects.iter().any(|p| p.id == n.id)
+            {
+                projects.push(ProjectShare {
+                    id: n.id,
+                    name: n.name.clone(),
+                    effective_share: share_in(&tree, n.id),
+                    before: segments
+                        .iter()
+                        .filter_map(|(until, t)| until.map(|u| (u, share_in(t, n.id))))
+                        .collect(),
+                });
+            }
+        }
+    }
     let pools: Vec<(i64, String, i64, String)> = sqlx::query_as(
         "SELECT DISTINCT c.id, c.name, m.id, m.name FROM nodes n JOIN clusters c ON c.id = n.cluster_id \
          JOIN gpu_models m ON m.id = n.gpu_model_id WHERE ($1 = '' OR lower(c.name) = lower($1)) ORDER BY c.name, m.name",
@@ -242,11 +271,13 @@ pub async fn dashboard(
     .await?;
     let mut out = Vec::with_capacity(pools.len());
     for (cid, cname, mid, mname) in pools {
-        let capacity = tree
-            .capacity
-            .iter()
-            .find(|c| c.cluster == cname && c.gpu_model == mname)
-            .map_or(0.0, |c| c.gpus as f64);
+        let gpus_in = |t: &crate::db::tree::TreeView| {
+            t.capacity
+                .iter()
+                .find(|c| c.cluster == cname && c.gpu_model == mname)
+                .map_or(0.0, |c| c.gpus as f64)
+        };
+        let capacity = gpus_in(&tree);
         let mut h = history::load(
             &state.pool,
             history::Scope {
@@ -261,6 +292,11 @@ pub async fn dashboard(
             capacity,
         )
         .await?;
+        // Each ended part's GPUs as recorded for its period.
+        h.capacity_before = segments
+            .iter()
+            .filter_map(|(until, t)| until.map(|u| (u, gpus_in(t))))
+            .collect();
         if !everything {
             let mine: std::collections::HashSet<i64> = projects.iter().map(|p| p.id).collect();
             h.runs.retain(|r| mine.contains(&r.project));

@@ -728,6 +728,7 @@ pub async fn owed_received(
         id: project.id,
         name: project.name.clone(),
         effective_share: project.effective.numerator as f64 / project.effective.denominator as f64,
+        before: Vec::new(),
     };
     let pools =
         crate::metrics::history::project_pools(&state.pool, project.id, (from, to, to)).await?;

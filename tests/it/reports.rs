@@ -1590,3 +1590,64 @@ async fn ended_periods_keep_the_tree_they_ended_with() {
     assert_eq!(entitlement_of(&now, "b", "all"), Some(value(current, 50)));
     assert_eq!(entitlement_of(&now, "c", "all"), Some(value(current, 20)));
 }
+
+/// The tree is kept before a change that changes something, once per transaction: a move to
+/// the parent a node already has, or a share set to what it is, keeps nothing (found by a
+/// check: each such move copied the whole tree).
+#[tokio::test]
+async fn the_tree_is_kept_only_before_a_real_change() {
+    let app = TestApp::new().await;
+    tranche::db::users::first_run(&app.pool).await.unwrap();
+    let admin = app.admin().await;
+    let root = app.node_id("Organisation").await;
+    let g = tree_db::create_node(
+        &app.pool,
+        &admin,
+        root,
+        "g",
+        NodeKind::Group,
+        Share::parse_percent("50").unwrap(),
+    )
+    .await
+    .unwrap();
+    let p = tree_db::create_node(
+        &app.pool,
+        &admin,
+        g,
+        "p",
+        NodeKind::Project,
+        Share::parse_percent("100").unwrap(),
+    )
+    .await
+    .unwrap();
+    let kept = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(DISTINCT taken_at) FROM tree_snapshots")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let before = kept().await;
+    // Already its parent and its share: nothing changes, nothing is kept.
+    let _ = tree_db::move_node(&app.pool, &admin, p, g).await;
+    sqlx::query("UPDATE tree_nodes SET share_bp = share_bp, parent_id = parent_id WHERE id = $1")
+        .bind(p)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept().await, before);
+    // A real change keeps the tree as it stood before it: p at 100%.
+    sqlx::query("UPDATE tree_nodes SET share_bp = 4000 WHERE id = $1")
+        .bind(p)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept().await, before + 1);
+    let share: i32 = sqlx::query_scalar(
+        "SELECT share_bp FROM tree_snapshots WHERE node_id = $1 ORDER BY taken_at DESC LIMIT 1",
+    )
+    .bind(p)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(share, 10_000);
+}
