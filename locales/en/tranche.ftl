@@ -205,7 +205,7 @@ wait-gpus = waiting for { $gpus } { $gpus ->
     [one] GPU
    *[other] GPUs
 } of its model; { $free } free now
-wait-nodes-draining = node draining: the free GPUs are on nodes being drained; needs { $gpus }
+wait-nodes-draining = node draining: it needs { $gpus } GPUs and the ones it could take are on nodes being drained for repair
 wait-budget = budget exhausted: its minimum runtime costs { $needs }, the project has { $has } left this period (it may still run unallocated with minimum runtime 0)
 wait-unallocated-cap = project's cap of { $cap } unallocated GPUs reached ({ $held } in use)
 wait-contracts = { $held } GPUs are held for other projects' capacity contracts (free, or lent to unallocated runs until a contract takes them back)

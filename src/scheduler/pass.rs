@@ -163,6 +163,9 @@ struct Pool {
     draining_free: i64,
     /// GPUs installed on nodes not down.
     installed: u32,
+    /// GPUs installed on nodes up (neither draining nor down): a run larger than this waits
+    /// for a drain to end (for the reason).
+    up_installed: u32,
     /// GPUs installed on every node, whatever its state (a node down may come back): a run
     /// larger than this never fits.
     all_installed: u32,
@@ -624,6 +627,9 @@ impl<'a> Pass<'a> {
             if n.state != NodeState::Down {
                 pools[pool].installed += gpus;
                 pools[pool].node_max = pools[pool].node_max.max(gpus);
+            }
+            if n.state == NodeState::Up {
+                pools[pool].up_installed += gpus;
             }
         }
         // Running runs: mark their GPUs.
@@ -1863,7 +1869,12 @@ impl<'a> Pass<'a> {
         // The protection it names is the reason only when no earlier start is reserved for it
         // (found by a new-user check: "protected until 00:56" beside a reserved 00:10, when a
         // capacity contract's end freed the GPUs first).
-        let reason = if let Some(until) = protected_until
+        // Larger than what the nodes up hold, it waits for a drain to end whatever else holds
+        // the GPUs (found by a new-user check: a 16-GPU run on 8 GPUs up and 8 draining was
+        // told "waiting for 16 GPUs; 5 free now").
+        let reason = if w.gpus > p.up_installed && w.gpus <= p.installed {
+            WaitReason::NodesDraining { gpus: w.gpus }
+        } else if let Some(until) = protected_until
             && reserved_at.is_none_or(|at| at >= until)
         {
             WaitReason::Protected { until }

@@ -415,7 +415,9 @@ impl WaitReason {
                 )
             }
             WaitReason::NodesDraining { gpus } => {
-                format!("node draining: the free GPUs are on nodes being drained; needs {gpus}")
+                format!(
+                    "node draining: it needs {gpus} GPUs and the ones it could take are on nodes being drained for repair"
+                )
             }
             WaitReason::Budget { needs, has } => format!(
                 "budget exhausted: needs {needs}, has {has} (the cost of its minimum runtime; it may still run unallocated)"

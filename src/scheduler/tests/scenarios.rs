@@ -757,4 +757,21 @@ fn a_node_down_makes_a_run_wait_not_never_fit() {
         reason_of(&out, twelve),
         WaitReason::GpusDown { .. } | WaitReason::NeverFits { .. }
     ));
+    // Larger than the GPUs up, it names the drain, also while the draining node's GPUs are
+    // busy and others are free (it said "waiting for 12 GPUs; 6 free now").
+    let mut b = Builder::new();
+    let nodes = b.nodes(2, 8);
+    let p = b.project(None, "100", 0);
+    // First fit: the 8-GPU run fills the first node, which drains; 2 of the other's are busy.
+    b.running(p, 8, T0 - H, H, 4 * H);
+    b.running(p, 2, T0 - H, H, 4 * H);
+    for n in b.snap.nodes.iter_mut().filter(|n| n.id == nodes[0]) {
+        n.state = NodeState::Draining;
+    }
+    let twelve = b.waiting(p, 12, T0, H, 2 * H);
+    let out = schedule(&b.snap, T0 + 2);
+    assert_eq!(
+        reason_of(&out, twelve),
+        &WaitReason::NodesDraining { gpus: 12 }
+    );
 }
