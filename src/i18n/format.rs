@@ -140,9 +140,13 @@ pub fn grouped(lang: Lang, x: f64, decimals: u8) -> String {
 
 /// A duration in seconds as GPU-hours with at most two decimals, without trailing zeros and
 /// with the language's grouping in every language: 54_344_340 s is `15,095.65` (en),
-/// `15.095,65` (es, eu); 10_800 s is `3`.
+/// `15.095,65` (es, eu); 10_800 s is `3`. Some time under a hundredth is `< 0.01` (`< 0,01`),
+/// not `0` (found by a new-user check: "0.01 USD ... for 0 GPU-hours").
 pub fn gpu_hours(seconds: i64) -> String {
     let hundredths = (seconds as f64 / 36.0).round() as i64;
+    if hundredths == 0 && seconds > 0 {
+        return format!("< {}", decimal_trimmed(super::current(), 1, -2));
+    }
     decimal_trimmed(super::current(), hundredths, -2)
 }
 
@@ -351,6 +355,15 @@ mod tests {
         assert_eq!(duration(90), "1 min 30 s");
         assert_eq!(duration(42_304), "11 h 45 min 4 s");
         assert_eq!(duration(0), "0 min");
+    }
+
+    #[test]
+    fn a_moment_of_gpu_time_is_not_zero_hours() {
+        // English outside a page.
+        assert_eq!(gpu_hours(10), "< 0.01");
+        assert_eq!(gpu_hours(0), "0");
+        assert_eq!(gpu_hours(18), "0.01");
+        assert_eq!(gpu_hours(10_800), "3");
     }
 
     #[test]
