@@ -956,6 +956,28 @@ pub async fn sync(
         )
         .collect();
     let changed = crate::executor::record(&mut tx, &reports).await?;
+    // A node that could not run a process is drained at once, whatever became of the run
+    // meanwhile (found by a check: a fault told after its run was cancelled drained nothing,
+    // and the node failed the next run sent to it). Only faults the placement took (not one
+    // told on the exit of a process that ran).
+    let told: Vec<&crate::executor::ProcessReport> =
+        reports.iter().filter(|r| r.fault.is_some()).collect();
+    if !told.is_empty() {
+        let faulted: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT DISTINCT ON (p.node_id) p.node_id, p.fault FROM run_placements p \
+             JOIN unnest($1::BIGINT[], $2::INT[], $3::BIGINT[]) AS u(r, a, n) \
+               ON p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
+             WHERE p.fault IS NOT NULL ORDER BY p.node_id",
+        )
+        .bind(told.iter().map(|r| r.run).collect::<Vec<_>>())
+        .bind(told.iter().map(|r| r.attempt).collect::<Vec<_>>())
+        .bind(told.iter().map(|r| r.node).collect::<Vec<_>>())
+        .fetch_all(&mut *tx)
+        .await?;
+        for (node, fault) in &faulted {
+            crate::db::inventory::drain_for_fault(&mut tx, *node, fault).await?;
+        }
+    }
     // Processes of stopping (or superseded) attempts that this agent never started and does
     // not report: nothing to wait for.
     let never_started = sqlx::query(

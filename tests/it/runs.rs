@@ -4270,3 +4270,33 @@ async fn the_project_page_shows_what_running_runs_hold_of_the_balance() {
         "{held} of {balance} in {page}"
     );
 }
+
+/// A fault told after its run was cancelled still drains its node (found by a check: the
+/// node stayed up and failed the next run sent to it).
+#[tokio::test]
+async fn a_fault_told_after_a_cancel_drains_the_node() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["late-fault-1"]).await;
+    let run = submit(&o, run_body("fm-pretrain-7b", 8, 3600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "starting");
+    cancel(&o, run).await;
+    let report = json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited",
+                         "exit_code": 125, "fault": "cannot record the process: disk full"}]);
+    let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, report).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
+    let (state, reason): (String, Option<String>) = sqlx::query_as(
+        "SELECT n.state, d.reason FROM nodes n LEFT JOIN node_drains d ON d.node_id = n.id AND d.returned_at IS NULL WHERE n.id = $1",
+    )
+    .bind(nodes[0])
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(state, "draining");
+    assert_eq!(
+        reason.as_deref(),
+        Some("agent: cannot record the process: disk full")
+    );
+}
