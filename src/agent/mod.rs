@@ -1976,13 +1976,13 @@ mod tests {
             node: 2,
         };
         let long = format!(
-            "disk\nfull\u{7}{}",
+            "disk\nfull\u{2028}\u{7}{}",
             "x".repeat(2 * supervisor::FAULT_MAX_CHARS)
         );
         let exit = Exit::fault(key, Outcome::Code(125), &long);
         let fault = exit.fault.unwrap();
         assert_eq!(fault.chars().count(), supervisor::FAULT_MAX_CHARS);
-        assert!(fault.starts_with("disk full x"), "{fault}");
+        assert!(fault.starts_with("disk full  x"), "{fault}");
         assert!(
             Exit::fault(key, Outcome::Code(125), " \n")
                 .fault

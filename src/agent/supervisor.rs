@@ -62,7 +62,16 @@ impl Exit {
     pub fn fault(key: RunKey, outcome: Outcome, why: &str) -> Self {
         let mut text: String = why
             .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
+            .map(|c| {
+                if c.is_control()
+                    || crate::domain::is_invisible_format(c)
+                    || matches!(c, '\u{2028}' | '\u{2029}')
+                {
+                    ' '
+                } else {
+                    c
+                }
+            })
             .collect::<String>()
             .trim()
             .chars()

@@ -723,7 +723,11 @@ pub async fn sync(
             r.state != "exited"
                 || f.trim().is_empty()
                 || f.chars().count() > MAX_FAULT_CHARS
-                || f.chars().any(char::is_control)
+                || f.chars().any(|c| {
+                    c.is_control()
+                        || crate::domain::is_invisible_format(c)
+                        || matches!(c, '\u{2028}' | '\u{2029}')
+                })
         })
     }) {
         return Err(AppError::invalid(

@@ -1584,6 +1584,8 @@ async fn a_node_fault_requeues_the_gang_and_drains_only_its_node() {
         fault(json!("  "), "exited"),
         fault(json!("two\nlines"), "exited"),
         fault(json!("x".repeat(501)), "exited"),
+        fault(json!("two\u{2028}lines"), "exited"),
+        fault(json!("hidden\u{200B}text"), "exited"),
     ] {
         let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, bad).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
