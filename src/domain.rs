@@ -442,6 +442,13 @@ pub fn node_name(input: &str) -> Result<String, String> {
     Ok(name.to_string())
 }
 
+/// Whether `c` may not stand in a text shown as one line: a control character, an invisible
+/// formatting character ([`is_invisible_format`]), or a line or paragraph separator (U+2028,
+/// U+2029). An agent's fault text keeps to this (docs/agent-protocol.md section 2).
+pub fn breaks_one_line(c: char) -> bool {
+    c.is_control() || is_invisible_format(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
 /// Invisible formatting characters that can make one name look like another: zero-width
 /// characters, bidirectional overrides and isolates, the byte-order mark.
 pub fn is_invisible_format(c: char) -> bool {

@@ -63,10 +63,7 @@ impl Exit {
         let mut text: String = why
             .chars()
             .map(|c| {
-                if c.is_control()
-                    || crate::domain::is_invisible_format(c)
-                    || matches!(c, '\u{2028}' | '\u{2029}')
-                {
+                if crate::domain::breaks_one_line(c) {
                     ' '
                 } else {
                     c

@@ -637,41 +637,11 @@ pub async fn set_node_state(
         .await?;
     let mut audited = false;
     if state == "draining" {
-        let opened: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO node_drains (node_id, reason, drained_by) SELECT $1, $2, $3 \
-             WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
-        )
-        .bind(node_id)
-        .bind(reason.unwrap_or_default())
-        .bind(actor.id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(drain) = opened {
-            audit::record(
-                &mut *tx,
-                Change {
-                    actor: Some(actor.id),
-                    action: "node.drain",
-                    entity: "cluster_node",
-                    entity_id: Some(node_id),
-                    node_id: None,
-                    before: Some(json!({"name": name, "state": before})),
-                    after: Some(json!({"name": name, "state": "draining", "drain": drain, "reason": reason.unwrap_or_default()})),
-                },
-            )
-            .await?;
-            audited = true;
-        } else {
+        let reason = reason.unwrap_or_default();
+        audited = open_drain(&mut tx, node_id, &name, &before, reason, Some(actor.id)).await?;
+        if !audited {
             // A drain still open (the node went down while draining): it takes the new reason.
-            audited = redrain(
-                &mut tx,
-                actor,
-                node_id,
-                &name,
-                &before,
-                reason.unwrap_or_default(),
-            )
-            .await?;
+            audited = redrain(&mut tx, actor, node_id, &name, &before, reason).await?;
         }
     } else if state == "up" {
         let closed: Option<(i64, Option<time::OffsetDateTime>, bool)> = sqlx::query_as(
@@ -717,6 +687,47 @@ pub async fn set_node_state(
     crate::runs::wake(&mut tx).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Opens a drain of node `node_id` (named `name`, in state `was` before) for `reason` by
+/// `actor` (none: the system), audited `node.drain`, unless one is open already. Returns
+/// whether it opened one.
+async fn open_drain(
+    conn: &mut sqlx::PgConnection,
+    node_id: i64,
+    name: &str,
+    was: &str,
+    reason: &str,
+    actor: Option<i64>,
+) -> Result<bool, AppError> {
+    let opened: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO node_drains (node_id, reason, drained_by) SELECT $1, $2, $3 \
+         WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
+    )
+    .bind(node_id)
+    .bind(reason)
+    .bind(actor)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(drain) = opened else {
+        return Ok(false);
+    };
+    audit::record(
+        &mut *conn,
+        Change {
+            actor,
+            action: "node.drain",
+            entity: "cluster_node",
+            entity_id: Some(node_id),
+            node_id: None,
+            before: Some(json!({"name": name, "state": was})),
+            after: Some(
+                json!({"name": name, "state": "draining", "drain": drain, "reason": reason}),
+            ),
+        },
+    )
+    .await?;
+    Ok(true)
 }
 
 /// A node drained again while its drain is open (it is draining, or went down while draining):
@@ -783,29 +794,7 @@ pub async fn drain_for_fault(
         return Ok(false);
     };
     let reason: String = format!("agent: {fault}").chars().take(1000).collect();
-    let drain: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO node_drains (node_id, reason) SELECT $1, $2 \
-         WHERE NOT EXISTS (SELECT 1 FROM node_drains WHERE node_id = $1 AND returned_at IS NULL) RETURNING id",
-    )
-    .bind(node_id)
-    .bind(&reason)
-    .fetch_optional(&mut *conn)
-    .await?;
-    audit::record(
-        &mut *conn,
-        Change {
-            actor: None,
-            action: "node.drain",
-            entity: "cluster_node",
-            entity_id: Some(node_id),
-            node_id: None,
-            before: Some(json!({"name": name, "state": "up"})),
-            after: Some(
-                json!({"name": name, "state": "draining", "drain": drain, "reason": reason}),
-            ),
-        },
-    )
-    .await?;
+    open_drain(conn, node_id, &name, "up", &reason, None).await?;
     Ok(true)
 }
 

@@ -231,7 +231,7 @@ pub async fn load(
     periods: &domain::PeriodCalendar,
 ) -> Result<TreeView, sqlx::Error> {
     let capacity = capacity(pool).await?;
-    load_with(pool, now, periods, capacity).await
+    load_as_of(pool, now, periods, capacity, None).await
 }
 
 /// Like [`load`] for the budget period containing `at`, with the entitlements of that period
@@ -257,17 +257,8 @@ pub async fn load_period(
     load_as_of(pool, at, periods, capacity, as_of).await
 }
 
-/// [`load`] with the capacity columns given.
-async fn load_with(
-    pool: &PgPool,
-    now: jiff::Timestamp,
-    periods: &domain::PeriodCalendar,
-    capacity: Vec<Capacity>,
-) -> Result<TreeView, sqlx::Error> {
-    load_as_of(pool, now, periods, capacity, None).await
-}
-
-/// [`load_with`] with the tree as it stood at `as_of` (none: today's).
+/// [`load`] with the capacity columns given and the tree as it stood at `as_of` (none:
+/// today's).
 async fn load_as_of(
     pool: &PgPool,
     now: jiff::Timestamp,

@@ -723,11 +723,7 @@ pub async fn sync(
             r.state != "exited"
                 || f.trim().is_empty()
                 || f.chars().count() > MAX_FAULT_CHARS
-                || f.chars().any(|c| {
-                    c.is_control()
-                        || crate::domain::is_invisible_format(c)
-                        || matches!(c, '\u{2028}' | '\u{2029}')
-                })
+                || f.chars().any(crate::domain::breaks_one_line)
         })
     }) {
         return Err(AppError::invalid(

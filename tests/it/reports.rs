@@ -1152,6 +1152,27 @@ async fn spend_rows(app: &TestApp, token: &str, node: i64, label: &str) -> Vec<s
     spend["rows"].as_array().unwrap().clone()
 }
 
+/// Creates tree node `name` under `parent` at `percent` of it, as `admin`; its id.
+async fn node(
+    app: &TestApp,
+    admin: &tranche::auth::Account,
+    parent: i64,
+    name: &str,
+    kind: NodeKind,
+    percent: &str,
+) -> i64 {
+    tree_db::create_node(
+        &app.pool,
+        admin,
+        parent,
+        name,
+        kind,
+        Share::parse_percent(percent).unwrap(),
+    )
+    .await
+    .unwrap()
+}
+
 /// The entitlement (minor units) of `node`'s row for `model` (`all` for its total); `None`
 /// when the report has no such row.
 fn entitlement_of(rows: &[serde_json::Value], node: &str, model: &str) -> Option<i64> {
@@ -1526,23 +1547,8 @@ async fn ended_periods_keep_the_tree_they_ended_with() {
         .await
         .unwrap();
     let root = app.node_id("Organisation").await;
-    let project = |name: &'static str, percent: &'static str| {
-        let (pool, admin) = (app.pool.clone(), admin.clone());
-        async move {
-            tree_db::create_node(
-                &pool,
-                &admin,
-                root,
-                name,
-                NodeKind::Project,
-                Share::parse_percent(percent).unwrap(),
-            )
-            .await
-            .unwrap()
-        }
-    };
-    let a = project("a", "60").await;
-    let b = project("b", "40").await;
+    let a = node(&app, &admin, root, "a", NodeKind::Project, "60").await;
+    let b = node(&app, &admin, root, "b", NodeKind::Project, "40").await;
     // The tree has stood like this since before last period.
     sqlx::query("DELETE FROM tree_snapshots")
         .execute(&app.pool)
@@ -1580,7 +1586,7 @@ async fn ended_periods_keep_the_tree_they_ended_with() {
     )
     .await
     .unwrap();
-    project("c", "20").await;
+    node(&app, &admin, root, "c", NodeKind::Project, "20").await;
 
     // As it was, row for row: c, made since, is not in it.
     let after = spend_rows(&app, &token, root, &last_label).await;
@@ -1600,26 +1606,8 @@ async fn the_tree_is_kept_only_before_a_real_change() {
     tranche::db::users::first_run(&app.pool).await.unwrap();
     let admin = app.admin().await;
     let root = app.node_id("Organisation").await;
-    let g = tree_db::create_node(
-        &app.pool,
-        &admin,
-        root,
-        "g",
-        NodeKind::Group,
-        Share::parse_percent("50").unwrap(),
-    )
-    .await
-    .unwrap();
-    let p = tree_db::create_node(
-        &app.pool,
-        &admin,
-        g,
-        "p",
-        NodeKind::Project,
-        Share::parse_percent("100").unwrap(),
-    )
-    .await
-    .unwrap();
+    let g = node(&app, &admin, root, "g", NodeKind::Group, "50").await;
+    let p = node(&app, &admin, g, "p", NodeKind::Project, "100").await;
     let kept = || async {
         sqlx::query_scalar::<_, i64>("SELECT count(DISTINCT taken_at) FROM tree_snapshots")
             .fetch_one(&app.pool)
