@@ -155,13 +155,6 @@ pub async fn rows(
             "err-reports-node-forbidden",
         )));
     }
-    let top = tree.node(filter.node).ok_or_else(|| {
-        AppError::NotFound(crate::i18n::t1(
-            "node-tree-not-found",
-            "id",
-            filter.node.to_string(),
-        ))
-    })?;
     let (start, _) = filter.period.bounds();
     let postings: Vec<(i64, Option<String>, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT p.project_id, m.name, p.kind, sum(p.amount_minor)::bigint, sum(p.gpu_seconds)::bigint, coalesce(c.state = 'cancelled', false) \
@@ -268,15 +261,32 @@ pub async fn rows(
     let shown_archived: Vec<&(i64, Option<i64>, String)> = archived
         .iter()
         .filter(|(id, _, _)| {
-            tree.parents.is_ancestor_or_self(top.id, *id)
+            tree.parents.is_ancestor_or_self(filter.node, *id)
                 && booked
                     .iter()
                     .any(|p| tree.parents.is_ancestor_or_self(*id, *p))
         })
         .collect();
+    // The report's node: live in the period's tree, or archived then (archived since, or made
+    // after the period ended), with what it booked.
+    let top = tree.node(filter.node);
+    let top_name = match top {
+        Some(n) => n.name.clone(),
+        None => archived
+            .iter()
+            .find(|(id, _, _)| *id == filter.node)
+            .map(|(_, _, name)| name.clone())
+            .ok_or_else(|| {
+                AppError::NotFound(crate::i18n::t1(
+                    "node-tree-not-found",
+                    "id",
+                    filter.node.to_string(),
+                ))
+            })?,
+    };
     // Depth-first from the report's node: (id, name, depth, the live node if it is live).
     let mut order: Vec<(i64, String, usize, Option<&tree_db::NodeView>)> = Vec::new();
-    let mut stack = vec![(top.id, top.name.clone(), 0usize, Some(top))];
+    let mut stack = vec![(filter.node, top_name, 0usize, top)];
     while let Some((id, name, depth, live)) = stack.pop() {
         let mut kids: Vec<(i64, String, usize, Option<&tree_db::NodeView>)> = tree
             .children(id)

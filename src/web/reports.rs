@@ -187,13 +187,32 @@ async fn page(
     let now = jiff::Timestamp::now();
     open_current_budgets(&state, &r.filter, now).await?;
     let rows = reports::rows(&state.pool, &state.site, &me, &r.filter, now).await?;
-    let tree = state.tree().await?;
-    let nodes = tree
+    // The picker offers the groups of the period's own tree (an ended period's as it ended),
+    // and the report's node whatever it was then.
+    let tree = if r.filter.period == crate::ledger::Period::containing(now, &state.site) {
+        state.tree().await?
+    } else {
+        std::sync::Arc::new(
+            crate::db::tree::load_period(
+                &state.pool,
+                r.filter.period.start,
+                &state.site.periods,
+                now,
+            )
+            .await?,
+        )
+    };
+    let mut nodes: Vec<(i64, String)> = tree
         .nodes
         .iter()
         .filter(|n| !n.is_project && (me.sees_everything() || me.leads(n.id, &tree.parents)))
         .map(|n| (n.id, format!("{}{}", "· ".repeat(n.depth), n.name)))
         .collect();
+    if !nodes.iter().any(|(id, _)| *id == r.filter.node)
+        && let Some(row) = rows.iter().find(|x| x.node_id == r.filter.node)
+    {
+        nodes.insert(0, (row.node_id, row.node.clone()));
+    }
     let recent = reports::recent_periods(now, &state.site, 12);
     let trend = reports::trend(
         &state.pool,

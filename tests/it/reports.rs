@@ -1639,3 +1639,84 @@ async fn the_tree_is_kept_only_before_a_real_change() {
     .unwrap();
     assert_eq!(share, 10_000);
 }
+
+/// A node that was not live in a period has a report of that period all the same: a group
+/// made today, for last period (nothing was owed to it then, and the page's picker of last
+/// period does not offer it), and a project archived today, for the current period, whose row
+/// the organisation's report lists (both answered 404 before, found by a check).
+#[tokio::test]
+async fn a_node_not_live_in_a_period_has_its_report_of_it() {
+    let (app, pw) = TestApp::with_admin().await;
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let a = node(&app, &admin, root, "a", NodeKind::Project, "60").await;
+    node(&app, &admin, root, "b", NodeKind::Project, "40").await;
+    sqlx::query("DELETE FROM tree_snapshots")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let token = app.token_for("admin").await;
+    let site = app.state.site.clone();
+    let current = ledger::Period::containing(jiff::Timestamp::now(), &site);
+    let last = ledger::Period::containing(
+        current
+            .start
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap(),
+        &site,
+    );
+    // Today: `a` is opened for the current period, then archived; a new group takes its place.
+    let open = spend_rows(&app, &token, root, &current.label(&site)).await;
+    assert!(open.iter().any(|r| r["node"] == "a"), "{open:?}");
+    tree_db::archive_node(&app.pool, &admin, a).await.unwrap();
+    let g = node(&app, &admin, root, "newgroup", NodeKind::Group, "60").await;
+
+    let rows = spend_rows(&app, &token, a, &current.label(&site)).await;
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["node"] == "a"), "{rows:?}");
+    let whole = spend_rows(&app, &token, root, &current.label(&site)).await;
+    let of_a = |rows: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        rows.iter().filter(|r| r["node"] == "a").cloned().collect()
+    };
+    assert_eq!(
+        of_a(&rows)
+            .iter()
+            .map(|r| r["budget_minor"].clone())
+            .collect::<Vec<_>>(),
+        of_a(&whole)
+            .iter()
+            .map(|r| r["budget_minor"].clone())
+            .collect::<Vec<_>>(),
+        "the archived project's own report agrees with its row in the whole one"
+    );
+    // Made today: last period it booked nothing and was owed nothing.
+    let rows = spend_rows(&app, &token, g, &last.label(&site)).await;
+    for r in &rows {
+        assert_eq!(r["node"], "newgroup");
+        assert_eq!(r["entitlement_minor"].as_i64().unwrap_or(0), 0, "{r}");
+    }
+    let mut c = app.client();
+    c.login("admin", &pw).await;
+    let (status, page, _) = c
+        .get(&format!("/reports?period={}", last.label(&site)))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !page.contains("newgroup"),
+        "last period's picker offers a group made since"
+    );
+    let (status, page, _) = c
+        .get(&format!("/reports?period={}", current.label(&site)))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("newgroup"));
+}
