@@ -128,6 +128,11 @@ pub struct AgentArgs {
     /// section 2).
     #[arg(long, env = "TRANCHE_AGENT_RUN_AS_SUBMITTER")]
     pub run_as_submitter: bool,
+    /// With `--run-as-submitter`, the lowest uid a run may run as: system accounts (below
+    /// it, Debian's `UID_MIN`) own the node's services, the database's files among them, and
+    /// a person named like one (`postgres`, `daemon`) must not run as it.
+    #[arg(long, default_value_t = 1000, env = "TRANCHE_AGENT_MIN_SUBMITTER_UID")]
+    pub min_submitter_uid: u32,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -538,7 +543,10 @@ impl Agent {
             timeout: Duration::ZERO,
             sup: Supervisor::with_records(args.log_dir.clone(), Some(records))
                 .with_log_max(args.log_max_bytes)
-                .with_run_as_submitter(args.run_as_submitter),
+                .with_run_as_submitter(
+                    args.run_as_submitter
+                        .then_some(args.min_submitter_uid.max(1)),
+                ),
             started: HashSet::new(),
             pending: Vec::new(),
             ended: VecDeque::new(),
@@ -1553,7 +1561,7 @@ mod tests {
         );
         let log = dir.0.join("gate.log");
         // Gate closed unopened: exit 125, the command never ran.
-        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", false).unwrap();
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", None).unwrap();
         drop(gate);
         let status = tokio::time::timeout(GUARD, child.wait())
             .await
@@ -1562,8 +1570,10 @@ mod tests {
         assert_eq!(status.code(), Some(125));
         assert!(!dir.0.join("out").exists());
         // Opened: it runs, and its standard input is empty, as before the gate.
-        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", false).unwrap();
-        std::fs::File::from(gate).write_all(b"\n").unwrap();
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", None).unwrap();
+        std::fs::File::from(gate)
+            .write_all(&supervisor::gate_lines(&a.env).unwrap())
+            .unwrap();
         let status = tokio::time::timeout(GUARD, child.wait())
             .await
             .unwrap()
@@ -1574,6 +1584,123 @@ mod tests {
             std::fs::read_to_string(dir.0.join("stdin")).unwrap(),
             "[]\n"
         );
+    }
+
+    /// The run's environment reaches its command byte for byte (quotes, line breaks, `$`,
+    /// backquotes, backslashes, an empty value) and nothing before the command's shell: the
+    /// process the agent starts (under `--run-as-submitter`, `setpriv` as root) runs with
+    /// none of it, so a run's `PATH` or `LD_PRELOAD` cannot choose what runs as root (found by
+    /// a check: a run's `PATH` picked the `setpriv` that the agent started as root). A name
+    /// that is no shell variable's fails the run.
+    #[tokio::test]
+    async fn the_runs_environment_reaches_only_its_command() {
+        use std::io::Write;
+        let dir = TempDir::new("gateenv");
+        let values = [
+            ("PLAIN", "value"),
+            ("QUOTE", "it's a \"test\" '' '"),
+            ("LINES", "two\nlines\n\nand a trailing one\n"),
+            ("DOLLAR", "$(touch pwned) ${HOME} `touch pwned2` $$"),
+            ("BACKSLASH", "back\\slash\\n \\'"),
+            ("UNICODE", "ünïcode ☃ \u{7f}"),
+            ("EMPTY", ""),
+            ("PATH", "/nonexistent/bin:/usr/bin:/bin"),
+            ("LD_PRELOAD", "/nonexistent/evil.so"),
+        ];
+        let mut a = job(
+            11,
+            &[0],
+            format!(
+                "for v in {}; do eval \"printf '%s' \\\"\\$$v\\\"\" > \"$v.out\"; done; touch done; sleep 30",
+                values.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(" ")
+            ),
+            &dir.0,
+        );
+        a.env = values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let log = dir.0.join("env.log");
+        let (mut child, gate) = supervisor::spawn_child(&a, "n1", &log, "s", None).unwrap();
+        let pid = child.id().unwrap();
+        // Before and after the gate, the started process's own environment has none of it.
+        let environ = || std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let has = |env: &[u8], name: &str| {
+            env.split(|b| *b == 0)
+                .any(|v| v.starts_with(format!("{name}=").as_bytes()))
+        };
+        // (The parent learns of the exec a moment before the kernel sets the new program's
+        // environment up, which reads as empty until then.)
+        tokio::time::timeout(GUARD, async {
+            while environ().is_empty() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the shell's environment");
+        assert!(has(&environ(), "TRANCHE_RUN_ID"));
+        std::fs::File::from(gate)
+            .write_all(&supervisor::gate_lines(&a.env).unwrap())
+            .unwrap();
+        tokio::time::timeout(GUARD, async {
+            while !dir.0.join("done").exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the command ran");
+        let env = environ();
+        for (k, v) in values {
+            assert_eq!(
+                std::fs::read_to_string(dir.0.join(format!("{k}.out"))).unwrap(),
+                v,
+                "{k}"
+            );
+            if k != "PATH" {
+                assert!(!has(&env, k), "{k} in the started process's environment");
+            }
+        }
+        assert!(!dir.0.join("pwned").exists() && !dir.0.join("pwned2").exists());
+        let _ =
+            nix::sys::signal::killpg(Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        let _ = child.wait().await;
+        // A name no shell variable may have: the run fails at its start, the node is fine.
+        a.env = [("A-B".to_string(), "x".to_string())].into();
+        assert_eq!(supervisor::gate_lines(&a.env), None);
+        let mut sup = Supervisor::new(dir.0.join("logs"));
+        sup.start(&a, "n1").unwrap();
+        let exit = next_exit(&mut sup).await;
+        assert_eq!(exit.outcome, Outcome::Code(SPAWN_FAILED_EXIT_CODE));
+        assert!(exit.fault.is_none(), "{:?}", exit.fault);
+    }
+
+    /// Under `--run-as-submitter` a run never runs as root nor as a system account (below
+    /// `--min-submitter-uid`, 1000 by default): a person named `postgres` or `daemon` would
+    /// own the node's services' files (found by a check: a run as `postgres` could reach the
+    /// embedded database's socket directory).
+    #[test]
+    fn system_accounts_are_not_submitters() {
+        let dir = TempDir::new("sysacct");
+        let mut a = job(1, &[0], "true".into(), &dir.0);
+        for (name, min_uid, ok) in [
+            ("root", 0, false),
+            ("daemon", 1000, false),
+            ("daemon", 1, true),
+            ("nobody", 1000, true),
+        ] {
+            if nix::unistd::User::from_name(name).ok().flatten().is_none() {
+                continue;
+            }
+            a.user = Some(name.to_string());
+            let got = supervisor::submitter_account(&a, min_uid);
+            assert_eq!(got.is_ok(), ok, "{name} {min_uid}: {got:?}");
+            if name == "daemon" && !ok {
+                assert!(
+                    format!("{:#}", got.unwrap_err()).contains("system account"),
+                    "{name}"
+                );
+            }
+        }
     }
 
     #[tokio::test]
@@ -2034,6 +2161,7 @@ mod tests {
             utilization_file: None,
             full_sync: false,
             run_as_submitter: false,
+            min_submitter_uid: 1000,
         }
     }
 

@@ -118,8 +118,9 @@ pub struct Supervisor {
     /// Most bytes a process's log keeps (0: no bound), [`cap_log`].
     log_max: u64,
     records: Option<Arc<ProcessRecords>>,
-    /// Start each process as its submitter's Unix account ([`spawn_child`]).
-    run_as_submitter: bool,
+    /// Start each process as its submitter's Unix account, of at least this uid
+    /// ([`spawn_child`]).
+    run_as_submitter: Option<u32>,
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
@@ -162,7 +163,7 @@ impl Supervisor {
             log_dir,
             log_max: 0,
             records,
-            run_as_submitter: false,
+            run_as_submitter: None,
             procs: HashMap::new(),
             exits_tx,
             exits_rx,
@@ -180,11 +181,11 @@ impl Supervisor {
         self
     }
 
-    /// Starts each process as its submitter's Unix account ([`spawn_child`]); the agent must
-    /// run as root.
+    /// Starts each process as its submitter's Unix account, whose uid must be at least
+    /// `min_uid` ([`spawn_child`]); the agent must run as root. `None`: as the agent's user.
     #[must_use]
-    pub fn with_run_as_submitter(mut self, on: bool) -> Self {
-        self.run_as_submitter = on;
+    pub fn with_run_as_submitter(mut self, min_uid: Option<u32>) -> Self {
+        self.run_as_submitter = min_uid;
         self
     }
 
@@ -1022,12 +1023,17 @@ async fn launch(
     stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
     log_max: u64,
-    run_as_submitter: bool,
+    run_as_submitter: Option<u32>,
 ) {
     let key = a.key();
     let gpus = a.gpus.clone();
     let secret = crate::auth::random_hex(16);
-    let spawned = {
+    let payload = gate_lines(&a.env);
+    let spawned = if payload.is_none() {
+        Err(StartFailure::run(anyhow::anyhow!(
+            "the run's environment names a variable that is not a shell variable's name"
+        )))
+    } else {
         let _permit = spawning.acquire_owned().await;
         let log = log_path.clone();
         let node_name = node_name.clone();
@@ -1105,10 +1111,14 @@ async fn launch(
         drop(starting);
         return;
     }
-    {
+    // The run's environment, then the line that opens the gate: off the async threads, as
+    // the shell reads it a byte at a time (a large environment fills the pipe).
+    let payload = payload.unwrap_or_default();
+    let _ = tokio::task::spawn_blocking(move || {
         use std::io::Write;
-        let _ = std::fs::File::from(gate).write_all(b"\n");
-    }
+        std::fs::File::from(gate).write_all(&payload)
+    })
+    .await;
     drop(starting);
     let log = (log_max > 0).then(|| (log_path.clone(), log_max));
     let mut child = child;
@@ -1166,9 +1176,9 @@ async fn adopted_end(pid: i32, started: u64, exit_file: PathBuf) -> Outcome {
 
 /// Starts `a`'s command (`sh -c`) in its own process group, its output appended to
 /// `log_path`. The command waits at a gate until the agent has recorded the process
-/// ([`ProcessRecords::started`]): the shell first reads a line from its standard input, a
-/// pipe whose write end is returned, then reads from `/dev/null`; the caller writes the line
-/// once the record is written. An agent
+/// ([`ProcessRecords::started`]): the shell first reads the run's environment from its
+/// standard input, a pipe whose write end is returned, up to a line `.`, then reads from
+/// `/dev/null`; the caller writes [`gate_lines`] once the record is written. An agent
 /// killed between the start and the record closes the pipe, and the shell exits (code 125)
 /// without running the command, instead of running it unrecorded beside the attempt the
 /// server starts next.
@@ -1190,12 +1200,11 @@ pub(super) fn spawn_child(
     node_name: &str,
     log_path: &Path,
     secret: &str,
-    run_as_submitter: bool,
+    run_as_submitter: Option<u32>,
 ) -> Result<(tokio::process::Child, std::os::fd::OwnedFd), StartFailure> {
-    let account = if run_as_submitter {
-        Some(submitter_account(a).map_err(StartFailure::run)?)
-    } else {
-        None
+    let account = match run_as_submitter {
+        Some(min_uid) => Some(submitter_account(a, min_uid).map_err(StartFailure::run)?),
+        None => None,
     };
     spawn_as(a, node_name, log_path, secret, account.as_ref())
 }
@@ -1283,16 +1292,24 @@ fn spawn_as(
         (Some(_), None) => "cd -- \"$HOME\"".to_string(),
         (None, _) => "true".to_string(),
     };
+    // The run's environment comes through the gate, not the process's own environment, and
+    // is exported only in the subshell that becomes the command's shell: no program before it
+    // (`setpriv`, run as root, or the outer shell) runs with it (found by a check: a run's
+    // `PATH` chose the program the agent started as root, and `LD_PRELOAD` would have run
+    // code in it). Each line is `NAME='value'` ([`gate_lines`]), then a line `.`.
     let script = format!(
-        "IFS= read -r _ || exit 125\nexec 0</dev/null\ntrap : TERM INT HUP\n\
-         if {enter}; then sh -c \"$1\"; s=$?; else s=126; fi\n\
+        "nl='\n'\ne=\n\
+         while :; do IFS= read -r l || exit 125; [ \"$l\" = . ] && break; e=\"$e export $l;\"; done\n\
+         exec 0</dev/null\ntrap : TERM INT HUP\n\
+         if {enter}; then (eval \"$e\" && exec sh -c \"$1\"); s=$?; else s=126; fi\n\
          echo \"$s\" > \"$2\" 2>/dev/null\n\
-         if [ \"$s\" -gt 128 ] && [ \"$s\" -le {} ]; then trap - TERM INT HUP; kill -$((s - 128)) $$; fi\n\
+         if [ \"$s\" -gt 128 ] && [ \"$s\" -le {} ]; then trap - TERM INT HUP; kill -\"$((s - 128))\" \"$$\"; fi\n\
          exit \"$s\"\n",
         128 + REPORTED_SIGNALS,
     );
     let mut cmd = match account {
         Some(user) => {
+            // Found in the login `PATH` below, never in one of the run's.
             let mut cmd = tokio::process::Command::new("setpriv");
             cmd.arg("--reuid")
                 .arg(user.uid.to_string())
@@ -1314,7 +1331,7 @@ fn spawn_as(
             cmd
         }
         None => {
-            let mut cmd = tokio::process::Command::new("sh");
+            let mut cmd = tokio::process::Command::new("/bin/sh");
             cmd.arg("-c")
                 .arg(&script)
                 .arg("sh")
@@ -1326,8 +1343,7 @@ fn spawn_as(
             cmd
         }
     };
-    cmd.envs(&a.env)
-        .env("CUDA_VISIBLE_DEVICES", gpus.join(","))
+    cmd.env("CUDA_VISIBLE_DEVICES", gpus.join(","))
         .env("TRANCHE_RUN_ID", a.run.to_string())
         .env("TRANCHE_ATTEMPT", a.attempt.to_string())
         .env("TRANCHE_NODE", node_name)
@@ -1367,8 +1383,8 @@ pub(super) fn spawn_fault_is_the_nodes(e: &std::io::Error, workdir: bool) -> boo
 }
 
 /// The Unix account a run runs as under `--run-as-submitter`: the one named like its
-/// submitter, never root.
-fn submitter_account(a: &Assignment) -> anyhow::Result<nix::unistd::User> {
+/// submitter, never root nor a system account (uid below `min_uid`).
+pub(super) fn submitter_account(a: &Assignment, min_uid: u32) -> anyhow::Result<nix::unistd::User> {
     let name = a.user.as_deref().filter(|n| !n.is_empty()).ok_or_else(|| {
         anyhow::anyhow!(
             "the server did not say who submitted {} (--run-as-submitter needs a server that does)",
@@ -1386,7 +1402,39 @@ fn submitter_account(a: &Assignment) -> anyhow::Result<nix::unistd::User> {
         !user.uid.is_root(),
         "the Unix account {name:?} is root: with --run-as-submitter no run runs as root"
     );
+    anyhow::ensure!(
+        user.uid.as_raw() >= min_uid,
+        "the Unix account {name:?} is a system account (uid {} below {min_uid}, the agent's --min-submitter-uid): with --run-as-submitter no run runs as one",
+        user.uid
+    );
     Ok(user)
+}
+
+/// What the agent writes through a started process's gate once it recorded the process: the
+/// run's environment, one `NAME='value'` line per variable (the value in single quotes, each
+/// quote written `'\''` and each line break `'"$nl"'`, so that every variable is one line the
+/// shell's `read` takes whole and `eval` gives back byte for byte), then `.`. `None` when a
+/// name is not a shell variable's (letters, digits and `_`, not starting with a digit; the
+/// server accepts no other).
+pub(super) fn gate_lines(env: &BTreeMap<String, String>) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for (name, value) in env {
+        let is_name = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !is_name {
+            return None;
+        }
+        let quoted = shell_quote(value).replace('\n', "'\"$nl\"'");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'=');
+        out.extend_from_slice(quoted.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b".\n");
+    Some(out)
 }
 
 /// `text` as one word of `sh`: in single quotes, each single quote written `'\''`.

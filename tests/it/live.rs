@@ -1539,7 +1539,7 @@ async fn runs_run_as_their_submitters_unix_accounts() {
         1,
         &dir,
         "agent.log",
-        &["--run-as-submitter"],
+        &["--run-as-submitter", "--min-submitter-uid", "1"],
     );
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
@@ -1637,6 +1637,38 @@ async fn runs_run_as_their_submitters_unix_accounts() {
         log.contains("no Unix account named \"demo-admin\""),
         "{log}"
     );
+    // A run's `PATH` and `LD_PRELOAD` reach its command, never the `setpriv` the agent starts
+    // as root (found by a check: a `setpriv` of the run's `PATH` ran as root).
+    let fake = dir.join("fakebin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let fake_setpriv = fake.join("setpriv");
+    std::fs::write(
+        &fake_setpriv,
+        format!("#!/bin/sh\nid -u > {d}/fake-setpriv-ran\nexec /usr/bin/setpriv \"$@\"\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake_setpriv, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (status, answer) = post(
+        &http,
+        format!("{base}/api/v1/runs"),
+        &app.token_for("daemon").await,
+        json!({"project": "fm-pretrain-7b", "cluster": "local", "gpu_model": "H100", "gpus": 1,
+               "min_runtime_s": 0, "time_limit_s": 3600, "resumable": false, "workdir": d.to_string(),
+               "env": {"PATH": format!("{}:/usr/bin:/bin", fake.display()), "LD_PRELOAD": "/nonexistent.so"},
+               "command": "echo \"$PATH $LD_PRELOAD\" > path-seen; id -u > path-user"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    wait_state(&app, answer["id"].as_i64().unwrap(), "succeeded").await;
+    assert!(
+        !dir.join("fake-setpriv-ran").exists(),
+        "the run's PATH chose setpriv"
+    );
+    assert_eq!(
+        read("path-seen"),
+        format!("{}:/usr/bin:/bin /nonexistent.so", fake.display())
+    );
+    assert_eq!(read("path-user"), daemon.uid.as_raw().to_string());
     if let Ok(pid) = read("victim-ready").parse::<i32>() {
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(pid),
