@@ -133,6 +133,11 @@ pub struct AgentArgs {
     /// a person named like one (`postgres`, `daemon`) must not run as it.
     #[arg(long, default_value_t = 1000, env = "TRANCHE_AGENT_MIN_SUBMITTER_UID")]
     pub min_submitter_uid: u32,
+    /// With `--run-as-submitter`, the highest uid a run may run as: Debian's `UID_MAX`; the
+    /// system accounts above it (`nobody`, 65534; 60000 to 64999 for services such as
+    /// `slurm`) are no person's.
+    #[arg(long, default_value_t = 60000, env = "TRANCHE_AGENT_MAX_SUBMITTER_UID")]
+    pub max_submitter_uid: u32,
 }
 
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
@@ -545,7 +550,7 @@ impl Agent {
                 .with_log_max(args.log_max_bytes)
                 .with_run_as_submitter(
                     args.run_as_submitter
-                        .then_some(args.min_submitter_uid.max(1)),
+                        .then_some(args.min_submitter_uid.max(1)..=args.max_submitter_uid),
                 ),
             started: HashSet::new(),
             pending: Vec::new(),
@@ -1606,6 +1611,12 @@ mod tests {
             ("EMPTY", ""),
             ("PATH", "/nonexistent/bin:/usr/bin:/bin"),
             ("LD_PRELOAD", "/nonexistent/evil.so"),
+            // Names of the outer shell's own variables change nothing of the others (found
+            // by a check: a variable `nl` replaced the line breaks of those after it).
+            ("nl", "X"),
+            ("e", "E"),
+            ("l", "L"),
+            ("p", "a\nb"),
         ];
         let mut a = job(
             11,
@@ -1665,6 +1676,10 @@ mod tests {
             nix::sys::signal::killpg(Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
         let _ = child.wait().await;
         // A name no shell variable may have: the run fails at its start, the node is fine.
+        for reserved in ["TRANCHE_NL", "TRANCHE_RUN_ID"] {
+            let env = [(reserved.to_string(), "x".to_string())].into();
+            assert_eq!(supervisor::gate_lines(&env), None, "{reserved}");
+        }
         a.env = [("A-B".to_string(), "x".to_string())].into();
         assert_eq!(supervisor::gate_lines(&a.env), None);
         let mut sup = Supervisor::new(dir.0.join("logs"));
@@ -1674,27 +1689,28 @@ mod tests {
         assert!(exit.fault.is_none(), "{:?}", exit.fault);
     }
 
-    /// Under `--run-as-submitter` a run never runs as root nor as a system account (below
-    /// `--min-submitter-uid`, 1000 by default): a person named `postgres` or `daemon` would
-    /// own the node's services' files (found by a check: a run as `postgres` could reach the
-    /// embedded database's socket directory).
+    /// Under `--run-as-submitter` a run never runs as root nor as a system account (outside
+    /// `--min-submitter-uid` to `--max-submitter-uid`, 1000 to 60000 by default): a person
+    /// named `postgres`, `daemon` or `slurm` would own the node's services' files (found by a
+    /// check: a run as `postgres` could reach the embedded database's socket directory).
     #[test]
     fn system_accounts_are_not_submitters() {
         let dir = TempDir::new("sysacct");
         let mut a = job(1, &[0], "true".into(), &dir.0);
-        for (name, min_uid, ok) in [
-            ("root", 0, false),
-            ("daemon", 1000, false),
-            ("daemon", 1, true),
-            ("nobody", 1000, true),
+        for (name, uids, ok) in [
+            ("root", 0..=u32::MAX, false),
+            ("daemon", 1000..=60000, false),
+            ("daemon", 1..=60000, true),
+            ("nobody", 1000..=60000, false),
+            ("nobody", 1000..=65534, true),
         ] {
             if nix::unistd::User::from_name(name).ok().flatten().is_none() {
                 continue;
             }
             a.user = Some(name.to_string());
-            let got = supervisor::submitter_account(&a, min_uid);
-            assert_eq!(got.is_ok(), ok, "{name} {min_uid}: {got:?}");
-            if name == "daemon" && !ok {
+            let got = supervisor::submitter_account(&a, &uids);
+            assert_eq!(got.is_ok(), ok, "{name} {uids:?}: {got:?}");
+            if name != "root" && !ok {
                 assert!(
                     format!("{:#}", got.unwrap_err()).contains("system account"),
                     "{name}"
@@ -2162,6 +2178,7 @@ mod tests {
             full_sync: false,
             run_as_submitter: false,
             min_submitter_uid: 1000,
+            max_submitter_uid: 60000,
         }
     }
 

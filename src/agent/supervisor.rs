@@ -118,9 +118,9 @@ pub struct Supervisor {
     /// Most bytes a process's log keeps (0: no bound), [`cap_log`].
     log_max: u64,
     records: Option<Arc<ProcessRecords>>,
-    /// Start each process as its submitter's Unix account, of at least this uid
+    /// Start each process as its submitter's Unix account, whose uid is in this range
     /// ([`spawn_child`]).
-    run_as_submitter: Option<u32>,
+    run_as_submitter: Option<std::ops::RangeInclusive<u32>>,
     procs: HashMap<RunKey, Supervised>,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits_rx: mpsc::UnboundedReceiver<Exit>,
@@ -181,11 +181,11 @@ impl Supervisor {
         self
     }
 
-    /// Starts each process as its submitter's Unix account, whose uid must be at least
-    /// `min_uid` ([`spawn_child`]); the agent must run as root. `None`: as the agent's user.
+    /// Starts each process as its submitter's Unix account, whose uid must be in `uids`
+    /// ([`spawn_child`]); the agent must run as root. `None`: as the agent's user.
     #[must_use]
-    pub fn with_run_as_submitter(mut self, min_uid: Option<u32>) -> Self {
-        self.run_as_submitter = min_uid;
+    pub fn with_run_as_submitter(mut self, uids: Option<std::ops::RangeInclusive<u32>>) -> Self {
+        self.run_as_submitter = uids;
         self
     }
 
@@ -224,7 +224,7 @@ impl Supervisor {
             stop_rx,
             self.exits_tx.clone(),
             self.log_max,
-            self.run_as_submitter,
+            self.run_as_submitter.clone(),
         ));
         self.procs.insert(
             key,
@@ -1023,7 +1023,7 @@ async fn launch(
     stops: mpsc::UnboundedReceiver<Duration>,
     exits: mpsc::UnboundedSender<Exit>,
     log_max: u64,
-    run_as_submitter: Option<u32>,
+    run_as_submitter: Option<std::ops::RangeInclusive<u32>>,
 ) {
     let key = a.key();
     let gpus = a.gpus.clone();
@@ -1039,7 +1039,7 @@ async fn launch(
         let node_name = node_name.clone();
         let secret = secret.clone();
         tokio::task::spawn_blocking(move || {
-            spawn_child(&a, &node_name, &log, &secret, run_as_submitter)
+            spawn_child(&a, &node_name, &log, &secret, run_as_submitter.as_ref())
         })
         .await
         .map_err(|e| StartFailure::node(e.into()))
@@ -1111,14 +1111,26 @@ async fn launch(
         drop(starting);
         return;
     }
-    // The run's environment, then the line that opens the gate: off the async threads, as
-    // the shell reads it a byte at a time (a large environment fills the pipe).
+    // The run's environment, then the line that opens the gate. The pipe is first made large
+    // enough for it where the node allows (1 MiB by default), so the write ends at once; a
+    // larger one is written while the process is supervised, so that nothing waits on a
+    // shell that does not read (found by a check: a shell stopped by its owner's other run
+    // kept its run from being stopped and the agent from exiting): a stop kills the group,
+    // which ends the write.
     let payload = payload.unwrap_or_default();
-    let _ = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        std::fs::File::from(gate).write_all(&payload)
-    })
-    .await;
+    let _ = nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&gate),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(i32::try_from(payload.len()).unwrap_or(i32::MAX)),
+    );
+    match tokio::net::unix::pipe::Sender::from_owned_fd(gate) {
+        Ok(mut sender) => {
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                let _ = sender.write_all(&payload).await;
+            });
+        }
+        Err(e) => tracing::warn!(run = key.run, error = %e, "cannot open the start gate"),
+    }
     drop(starting);
     let log = (log_max > 0).then(|| (log_path.clone(), log_max));
     let mut child = child;
@@ -1200,10 +1212,10 @@ pub(super) fn spawn_child(
     node_name: &str,
     log_path: &Path,
     secret: &str,
-    run_as_submitter: Option<u32>,
+    run_as_submitter: Option<&std::ops::RangeInclusive<u32>>,
 ) -> Result<(tokio::process::Child, std::os::fd::OwnedFd), StartFailure> {
     let account = match run_as_submitter {
-        Some(min_uid) => Some(submitter_account(a, min_uid).map_err(StartFailure::run)?),
+        Some(uids) => Some(submitter_account(a, uids).map_err(StartFailure::run)?),
         None => None,
     };
     spawn_as(a, node_name, log_path, secret, account.as_ref())
@@ -1298,7 +1310,7 @@ fn spawn_as(
     // `PATH` chose the program the agent started as root, and `LD_PRELOAD` would have run
     // code in it). Each line is `NAME='value'` ([`gate_lines`]), then a line `.`.
     let script = format!(
-        "nl='\n'\ne=\n\
+        "TRANCHE_NL='\n'\ne=\n\
          while :; do IFS= read -r l || exit 125; [ \"$l\" = . ] && break; e=\"$e export $l;\"; done\n\
          exec 0</dev/null\ntrap : TERM INT HUP\n\
          if {enter}; then (eval \"$e\" && exec sh -c \"$1\"); s=$?; else s=126; fi\n\
@@ -1383,8 +1395,11 @@ pub(super) fn spawn_fault_is_the_nodes(e: &std::io::Error, workdir: bool) -> boo
 }
 
 /// The Unix account a run runs as under `--run-as-submitter`: the one named like its
-/// submitter, never root nor a system account (uid below `min_uid`).
-pub(super) fn submitter_account(a: &Assignment, min_uid: u32) -> anyhow::Result<nix::unistd::User> {
+/// submitter, never root nor a system account (uid outside `uids`).
+pub(super) fn submitter_account(
+    a: &Assignment,
+    uids: &std::ops::RangeInclusive<u32>,
+) -> anyhow::Result<nix::unistd::User> {
     let name = a.user.as_deref().filter(|n| !n.is_empty()).ok_or_else(|| {
         anyhow::anyhow!(
             "the server did not say who submitted {} (--run-as-submitter needs a server that does)",
@@ -1403,19 +1418,22 @@ pub(super) fn submitter_account(a: &Assignment, min_uid: u32) -> anyhow::Result<
         "the Unix account {name:?} is root: with --run-as-submitter no run runs as root"
     );
     anyhow::ensure!(
-        user.uid.as_raw() >= min_uid,
-        "the Unix account {name:?} is a system account (uid {} below {min_uid}, the agent's --min-submitter-uid): with --run-as-submitter no run runs as one",
-        user.uid
+        uids.contains(&user.uid.as_raw()),
+        "the Unix account {name:?} is a system account (uid {} outside {} to {}, the agent's --min-submitter-uid and --max-submitter-uid): with --run-as-submitter no run runs as one",
+        user.uid,
+        uids.start(),
+        uids.end()
     );
     Ok(user)
 }
 
 /// What the agent writes through a started process's gate once it recorded the process: the
 /// run's environment, one `NAME='value'` line per variable (the value in single quotes, each
-/// quote written `'\''` and each line break `'"$nl"'`, so that every variable is one line the
-/// shell's `read` takes whole and `eval` gives back byte for byte), then `.`. `None` when a
-/// name is not a shell variable's (letters, digits and `_`, not starting with a digit; the
-/// server accepts no other).
+/// quote written `'\''` and each line break `'"$TRANCHE_NL"'`, so that every variable is one
+/// line the shell's `read` takes whole and `eval` gives back byte for byte; no run may name a
+/// variable `TRANCHE_...`), then `.`. `None` when a name is not a shell variable's (letters,
+/// digits and `_`, not starting with a digit) or is a reserved `TRANCHE_` one (the server
+/// accepts neither).
 pub(super) fn gate_lines(env: &BTreeMap<String, String>) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     for (name, value) in env {
@@ -1423,11 +1441,12 @@ pub(super) fn gate_lines(env: &BTreeMap<String, String>) -> Option<Vec<u8>> {
             .bytes()
             .next()
             .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !name.starts_with("TRANCHE_");
         if !is_name {
             return None;
         }
-        let quoted = shell_quote(value).replace('\n', "'\"$nl\"'");
+        let quoted = shell_quote(value).replace('\n', "'\"$TRANCHE_NL\"'");
         out.extend_from_slice(name.as_bytes());
         out.push(b'=');
         out.extend_from_slice(quoted.as_bytes());

@@ -1539,7 +1539,13 @@ async fn runs_run_as_their_submitters_unix_accounts() {
         1,
         &dir,
         "agent.log",
-        &["--run-as-submitter", "--min-submitter-uid", "1"],
+        &[
+            "--run-as-submitter",
+            "--min-submitter-uid",
+            "1",
+            "--max-submitter-uid",
+            "65534",
+        ],
     );
     until(Duration::from_secs(30), "the agent node", || async {
         live_nodes(&app).await == 1
