@@ -148,6 +148,28 @@ struct Reservation {
     extra: i64,
 }
 
+/// A run (or a contract's hold) with GPUs of a pool, as a reservation counts when they free
+/// ([`Pass::reserve`]): when it could be evicted for the run reserving (none when never), and
+/// when it ends by its time limit (or the hold by its window).
+struct Holder {
+    evict_at: Option<i64>,
+    end: i64,
+    gpus: i64,
+    project: ProjectId,
+    allocated: bool,
+}
+
+/// A count of the GPUs a run would have by some instant ([`Pass::count_victims`]): all it
+/// would have, those of victims among them, the victims' projects' loss of entitlement
+/// (milli-GPUs) and the GPUs each project loses.
+#[derive(Default)]
+struct VictimCount {
+    have: i64,
+    evicted: i64,
+    loss: i64,
+    lost_by: Vec<(ProjectId, i64)>,
+}
+
 #[derive(Default)]
 struct Pool {
     model_name: String,
@@ -1927,46 +1949,6 @@ impl<'a> Pass<'a> {
         self.wait(w, reason, estimate);
     }
 
-    /// Whether the rules would let `w` preempt running run `ri` alone once it is past its
-    /// minimum runtime (used for estimates; the real move is checked in [`Self::try_preempt`]).
-    /// `gain` is `w`'s [`Self::entitlement_gain`] in `pool` (the caller computes it once for
-    /// all the runs it asks about).
-    fn could_evict(&self, w: &WaitingRun, pool: usize, gain: i64, ri: usize) -> bool {
-        let s = &self.runs[ri];
-        self.could_evict_run(
-            w,
-            pool,
-            gain,
-            s.run.project,
-            s.run.allocated(),
-            s.contract_protected,
-            s.gpus,
-        )
-    }
-
-    /// [`Self::could_evict`] for a run described by its project, kind, contract protection and
-    /// GPUs (also a run started in this pass).
-    #[allow(clippy::too_many_arguments)]
-    fn could_evict_run(
-        &self,
-        w: &WaitingRun,
-        pool: usize,
-        gain: i64,
-        project: ProjectId,
-        allocated: bool,
-        contract_protected: bool,
-        gpus: u32,
-    ) -> bool {
-        if !allocated {
-            return true;
-        }
-        if contract_protected || project == w.project {
-            return false;
-        }
-        let loss = self.entitlement_loss(project, pool, 0, i64::from(gpus));
-        gain > loss || (gain == loss && self.fs.strictly_below(project, w.project))
-    }
-
     /// Makes the reservation for the pool's first blocked run: returns its reserved start, which
     /// is always after `now` (a start now would have happened in this pass).
     ///
@@ -1977,89 +1959,110 @@ impl<'a> Pass<'a> {
     /// limit. A reservation whose instant has come but that could not start this pass (its
     /// victims were refused as a set) thus moves to the next instant that does not depend on
     /// that preemption instead of saying "now" pass after pass.
+    ///
+    /// Victims count as the preemption rule would take them, as a set (section 3.2 of
+    /// docs/design.md): by the time they may go, each adds its project's loss of entitlement to
+    /// the move's, which must stay within the run's gain (equal only below it in fair share); no
+    /// victim is larger than the run's need plus one node's GPUs, and a count whose victims
+    /// together exceed what it must evict by more than that is not taken (found by a check: a
+    /// 1-GPU run was told the end of a 16-GPU gang's minimum runtime, which it may never
+    /// evict, and an 8-GPU gang the end of two 1-GPU runs' protection, whose project would lose
+    /// its whole entitlement; both estimates then rolled forward to time limits).
     fn reserve(&mut self, w: &WaitingRun, pool: usize) -> Option<i64> {
         let need = i64::from(w.gpus);
         let avail = (self.pools[pool].free - self.pools[pool].hold).max(0);
-        // (free at by rule 1, free at by rule 2, free at by rule 3, GPUs)
-        let mut frees: Vec<[i64; 3]> = Vec::new();
-        let mut gpus: Vec<i64> = Vec::new();
+        let largest_victim = need + i64::from(self.pools[pool].node_max);
         let tranche = self.snap.policy.kind == PolicyKind::Tranche;
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
         let n_runs = self.pools[pool].running.len() + self.pools[pool].started.len();
-        frees.reserve(n_runs);
-        gpus.reserve(n_runs);
+        let mut holders: Vec<Holder> = Vec::with_capacity(n_runs);
+        let evictable = |allocated: bool, project: ProjectId, contract_protected: bool| {
+            !allocated || tranche && !contract_protected && project != w.project
+        };
         for &ri in &self.pools[pool].running {
             let s = &self.runs[ri];
             if s.gone {
                 continue;
             }
             let r = s.run;
-            // Only GPUs on up nodes come back to the pool.
-            let up_gpus = s.up_gpus;
             let end = self.back_to_pool(w, r.contract, r.ends_by().max(self.now));
-            let (a, b) = if !r.allocated() {
-                (self.now, self.now)
-            } else if tranche && self.could_evict(w, pool, gain, ri) {
-                (r.protected_until().max(self.now).min(end), end)
+            let at = if r.allocated() {
+                r.protected_until().max(self.now).min(end)
             } else {
-                (end, end)
+                self.now
             };
-            frees.push([a, b, end]);
-            gpus.push(up_gpus);
+            holders.push(Holder {
+                evict_at: evictable(r.allocated(), r.project, s.contract_protected).then_some(at),
+                end,
+                // Only GPUs on up nodes come back to the pool.
+                gpus: s.up_gpus,
+                project: r.project,
+                allocated: r.allocated(),
+            });
         }
         // Runs started earlier in this pass hold GPUs of up nodes too.
         for s in &self.pools[pool].started {
             let end = self.back_to_pool(w, s.contract, s.ends_by.max(self.now));
-            let a = if !s.allocated {
-                self.now
-            } else if tranche
-                && self.could_evict_run(w, pool, gain, s.project, true, s.on_contract, s.gpus)
-            {
+            let at = if s.allocated {
                 s.protected_until.max(self.now).min(end)
             } else {
-                end
+                self.now
             };
-            let b = if s.allocated { end } else { self.now };
-            frees.push([a, b, end]);
-            gpus.push(i64::from(s.gpus));
+            holders.push(Holder {
+                evict_at: evictable(s.allocated, s.project, s.on_contract).then_some(at),
+                end,
+                gpus: i64::from(s.gpus),
+                project: s.project,
+                allocated: s.allocated,
+            });
         }
         // GPUs held for contracts come back to the pool when their window ends.
         for (end, held) in self.contract_returns(pool) {
-            frees.push([end, end, end]);
-            gpus.push(held);
+            holders.push(Holder {
+                evict_at: None,
+                end,
+                gpus: held,
+                project: w.project,
+                allocated: true,
+            });
         }
-        let mut chosen = None;
-        let mut order: Vec<(i64, i64)> = Vec::with_capacity(frees.len());
-        for rule in 0..3 {
-            order.clear();
-            order.extend(frees.iter().zip(&gpus).map(|(f, &g)| (f[rule], g)));
-            order.sort_unstable();
-            let mut have = avail;
-            let mut at = self.now;
-            let mut found = have >= need;
-            if !found {
-                for (t, g) in order.iter().copied() {
-                    have += g;
-                    at = t;
-                    if have >= need {
-                        found = true;
-                        break;
+        let mut chosen = self.reserve_by_evictions(w, pool, gain, avail, &holders);
+        if chosen.is_none() {
+            let mut order: Vec<(i64, i64)> = Vec::with_capacity(holders.len());
+            for rule in [2, 3] {
+                order.clear();
+                order.extend(holders.iter().map(|h| {
+                    let now = rule == 2 && !h.allocated && h.gpus <= largest_victim;
+                    (if now { self.now } else { h.end }, h.gpus)
+                }));
+                order.sort_unstable();
+                let mut have = avail;
+                let mut at = self.now;
+                let mut found = have >= need;
+                if !found {
+                    for (t, g) in order.iter().copied() {
+                        have += g;
+                        at = t;
+                        if have >= need {
+                            found = true;
+                            break;
+                        }
                     }
                 }
-            }
-            if !found {
-                return None;
-            }
-            if at > self.now {
-                // Everything freed by `at` counts.
-                let total = avail
-                    + order
-                        .iter()
-                        .filter(|(t, _)| *t <= at)
-                        .map(|(_, g)| g)
-                        .sum::<i64>();
-                chosen = Some((at, total));
-                break;
+                if !found {
+                    return None;
+                }
+                if at > self.now {
+                    // Everything freed by `at` counts.
+                    let total = avail
+                        + order
+                            .iter()
+                            .filter(|(t, _)| *t <= at)
+                            .map(|(_, g)| g)
+                            .sum::<i64>();
+                    chosen = Some((at, total));
+                    break;
+                }
             }
         }
         let (at, total_by_at) = chosen?;
@@ -2074,6 +2077,110 @@ impl<'a> Pass<'a> {
             gpus: w.gpus,
         });
         Some(at)
+    }
+
+    /// Rule (1) of [`Self::reserve`]: the first future instant at which the GPUs free then,
+    /// with the victims the rules would let `w` take as a set by then, cover its need, and the
+    /// GPUs counted free by then; `None` when there is none (or the count is "now").
+    fn reserve_by_evictions(
+        &self,
+        w: &WaitingRun,
+        pool: usize,
+        gain: i64,
+        avail: i64,
+        holders: &[Holder],
+    ) -> Option<(i64, i64)> {
+        let need = i64::from(w.gpus);
+        if avail >= need {
+            return None;
+        }
+        let start = VictimCount {
+            have: avail,
+            ..VictimCount::default()
+        };
+        let (at, count, counted) = self.count_victims(w, pool, gain, need, start, holders)?;
+        if at <= self.now {
+            return None;
+        }
+        // Everything freed by `at` counts: what was counted, and what ends by then.
+        let total = count.have
+            + holders
+                .iter()
+                .zip(&counted)
+                .filter(|(h, c)| !**c && h.end <= at)
+                .map(|(h, _)| h.gpus)
+                .sum::<i64>();
+        Some((at, total))
+    }
+
+    /// The first instant at which `holders`, taken in time order from `start`, cover `need`
+    /// GPUs: a holder with an eviction instant counts from it as a victim when the move stays
+    /// allowed as a set (its project's loss of entitlement added to the move's stays within
+    /// `gain`, equal only when its project ranks strictly below `w`'s; no victim larger than
+    /// `w`'s GPUs plus one node's), else from its end. Returns the instant, the count there and
+    /// which holders were counted; `None` when they never cover the need or the victims would
+    /// exceed what must be evicted by more than one node's GPUs.
+    fn count_victims(
+        &self,
+        w: &WaitingRun,
+        pool: usize,
+        gain: i64,
+        need: i64,
+        mut c: VictimCount,
+        holders: &[Holder],
+    ) -> Option<(i64, VictimCount, Vec<bool>)> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let node_max = i64::from(self.pools[pool].node_max);
+        let largest_victim = i64::from(w.gpus) + node_max;
+        // (instant, whether as a victim, index), earliest first.
+        let mut heap: BinaryHeap<Reverse<(i64, bool, usize)>> = holders
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match h.evict_at {
+                Some(t) if t < h.end && h.gpus <= largest_victim => Reverse((t, true, i)),
+                _ => Reverse((h.end, false, i)),
+            })
+            .collect();
+        let mut at = self.now;
+        let mut counted = vec![false; holders.len()];
+        while c.have < need {
+            let Reverse((t, victim, i)) = heap.pop()?;
+            let h = &holders[i];
+            if victim && h.allocated {
+                let before = c
+                    .lost_by
+                    .iter()
+                    .find(|(p, _)| *p == h.project)
+                    .map_or(0, |x| x.1);
+                let marginal = self.entitlement_loss(h.project, pool, before, h.gpus);
+                let delta = gain - c.loss - marginal;
+                if delta < 0 || delta == 0 && !self.fs.strictly_below(h.project, w.project) {
+                    // Not as a victim: when it ends.
+                    if h.end < i64::MAX {
+                        heap.push(Reverse((h.end, false, i)));
+                    }
+                    continue;
+                }
+                c.loss += marginal;
+                match c.lost_by.iter_mut().find(|(p, _)| *p == h.project) {
+                    Some(x) => x.1 += h.gpus,
+                    None => c.lost_by.push((h.project, h.gpus)),
+                }
+            }
+            if victim {
+                c.evicted += h.gpus;
+            }
+            c.have += h.gpus;
+            counted[i] = true;
+            at = t;
+        }
+        // The victims may exceed what must be evicted then by one node's GPUs at most.
+        let must_evict = need - (c.have - c.evicted);
+        if c.evicted > must_evict + node_max {
+            return None;
+        }
+        Some((at, c, counted))
     }
 
     /// Tries to start `w` by preempting. `Err(Some(t))` when only protected runs stand in the
@@ -2315,18 +2422,34 @@ impl<'a> Pass<'a> {
                     .protected_by_time
                     .take()
                     .unwrap_or_default();
-                let mut have = freed;
-                let mut until = None;
+                // As a set with the victims found now (docs/design.md section 3.2): a
+                // protection whose end would still leave the move refused is not named (found
+                // by a check: "protected until" a 16-GPU gang's minimum runtime, for a 1-GPU
+                // run that may never evict it).
                 let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
-                for &ri in &list {
-                    if !self.runs[ri].gone && self.could_evict(w, pool, gain, ri) {
-                        have += i64::from(self.runs[ri].gpus);
-                        if have >= need {
-                            until = Some(self.runs[ri].run.protected_until());
-                            break;
-                        }
-                    }
-                }
+                let holders: Vec<Holder> = list
+                    .iter()
+                    .map(|&ri| &self.runs[ri])
+                    .filter(|s| !s.gone && !s.contract_protected && s.run.project != w.project)
+                    .map(|s| Holder {
+                        evict_at: Some(s.run.protected_until()),
+                        end: i64::MAX,
+                        gpus: i64::from(s.gpus),
+                        project: s.run.project,
+                        allocated: true,
+                    })
+                    .collect();
+                let start = VictimCount {
+                    have: freed,
+                    evicted: freed,
+                    loss: mv.loss,
+                    lost_by: mv.lost.iter().map(|&(p, g, _)| (p, g)).collect(),
+                };
+                // (The victims found now covering the need were refused as too many.)
+                let until = (freed < need)
+                    .then(|| self.count_victims(w, pool, gain, need, start, &holders))
+                    .flatten()
+                    .map(|(at, _, _)| at);
                 self.pools[pool].protected_by_time = Some(list);
                 if let Some(t) = until {
                     return Err(Some(t));

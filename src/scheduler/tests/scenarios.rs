@@ -775,3 +775,78 @@ fn a_node_down_makes_a_run_wait_not_never_fit() {
         &WaitReason::NodesDraining { gpus: 12 }
     );
 }
+
+/// The estimated start of `run` in `out`.
+fn estimate_of(out: &Outcome, run: RunId) -> Option<i64> {
+    out.waiting
+        .iter()
+        .find(|w| w.run == run)
+        .and_then(|w| w.estimated_start)
+}
+
+/// A waiting run is never told a start that depends on evicting a run larger than its need
+/// plus one node's GPUs: a 1-GPU run behind a protected 16-GPU gang waits for the gang's time
+/// limit, not its minimum runtime (found by a check: "protected until 09:59", then at 09:59
+/// "reserved start about 10:02"). Over passes through the protection's end the estimate stays.
+#[test]
+fn no_estimate_counts_a_victim_beyond_the_size_bound() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    // The gang's project is owed 0.8 GPU: evicting it would cost less than the run gains.
+    let big = b.project(None, "5", 0);
+    let small = b.project(None, "50", 0);
+    b.project(None, "45", 0);
+    let gang = b.running(big, 16, T0 - 10 * M, 20 * M, H);
+    let one = b.waiting(small, 1, T0, 10 * M, 15 * M);
+    let mut m = Driver::new(b.snap.clone(), T0);
+    let gang_end = T0 - 10 * M + H;
+    for k in 0..20 {
+        let out = m.advance_to(T0 + k * 2 * M);
+        assert!(preemptions(&out).is_empty(), "16 GPUs evicted for 1");
+        if !started(&out).is_empty() {
+            break;
+        }
+        assert!(
+            !matches!(reason_of(&out, one), WaitReason::Protected { .. }),
+            "{:?}",
+            reason_of(&out, one)
+        );
+        assert_eq!(estimate_of(&out, one), Some(gang_end), "pass {k}");
+    }
+    assert!(m.snap.running.iter().any(|r| r.id == gang));
+}
+
+/// Victims count as a set in an estimate, as in the move itself: two 1-GPU runs each of whose
+/// evictions alone costs their project nothing of its entitlement cost it all of it together,
+/// more than the waiting gang gains, so the gang's estimate is their time limits, not the end
+/// of their protection (found by a check: told 10:01, then 10:15).
+#[test]
+fn an_estimate_counts_its_victims_as_a_set() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    // Entitlements of 8 GPUs: `two` 0.72, `gang` 0.24, the rest idle.
+    let two = b.project(None, "9", 0);
+    let gang = b.project(None, "3", 0);
+    b.project(None, "88", 0);
+    let protected_until = T0 + 10 * M;
+    let ends = T0 + 40 * M;
+    for _ in 0..2 {
+        b.running(two, 1, T0 - 5 * M, 15 * M, 45 * M);
+    }
+    let eight = b.waiting(gang, 8, T0, 10 * M, H);
+    let out = schedule(&b.snap, T0);
+    assert_eq!(estimate_of(&out, eight), Some(ends));
+    assert_ne!(
+        reason_of(&out, eight),
+        &WaitReason::Protected {
+            until: protected_until
+        }
+    );
+    // At the protection's end nothing is preempted, and the estimate holds.
+    let mut m = Driver::new(b.snap.clone(), T0);
+    for t in [T0, protected_until, protected_until + M] {
+        let out = m.advance_to(t);
+        assert!(preemptions(&out).is_empty());
+        assert_eq!(estimate_of(&out, eight), Some(ends), "at {t}");
+    }
+}
