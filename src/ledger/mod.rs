@@ -236,7 +236,41 @@ pub async fn period_account(
                 project.to_string(),
             ))
         })?;
+    // Opened after its period began, as the roll-over would open it: within what its groups
+    // have left (found by a check: a project made mid-period and submitted to within the
+    // minute got its whole entitlement's value, its sibling made beside it nothing, and the
+    // projects' budgets summed to more than the organisation's).
+    let held = held_budgets(conn, period).await?;
+    let amount = if held.is_empty() {
+        amount
+    } else {
+        within_headroom(&tree, project, amount, &held)
+    };
     Ok(ensure_budget_account(conn, project, period, amount, entitlement).await?)
+}
+
+/// The budgets projects hold for `period` (project -> budget, minor units), read after taking
+/// the transaction's lock on opening budgets for it, so that two openings of the same period
+/// (the roll-over, a submission) each count the other's grant.
+async fn held_budgets(
+    conn: &mut PgConnection,
+    period: Period,
+) -> Result<HashMap<i64, i64>, sqlx::Error> {
+    let (start, _) = period.bounds();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtext('ledger_accounts.project_budget'), $1::int)",
+    )
+    .bind((period.start.as_second() / 86_400) as i32)
+    .execute(&mut *conn)
+    .await?;
+    Ok(sqlx::query_as::<_, (i64, i64)>(
+        "SELECT project_id, budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",
+    )
+    .bind(start)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .collect())
 }
 
 /// The budget account of `project` for the period containing `now`, granted if missing.
@@ -438,17 +472,9 @@ pub async fn roll_over(
     let (tree, budgets) = tree_and_budgets(pool, period, site).await?;
     let mut tx = pool.begin().await?;
     let mut granted = 0;
-    let (start, _) = period.bounds();
     // The budgets projects hold for the period already: when there are some, the period has
     // begun, and a project opened now is granted within what its groups have left.
-    let mut held: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
-        "SELECT project_id, budget_minor FROM ledger_accounts WHERE kind = 'project_budget' AND period_start = $1",
-    )
-    .bind(start)
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .collect();
+    let mut held = held_budgets(&mut tx, period).await?;
     let begun = !held.is_empty();
     for (project, amount) in budgets {
         if held.contains_key(&project) {

@@ -1407,7 +1407,8 @@ async fn a_subtrees_forecast_is_the_sum_of_its_childrens() {
 /// its entitlement's value after its siblings' budgets, which stay as they were until the
 /// period ends: the children's budgets never sum to more than the parent's (found by a new-user
 /// check: a share lowered for next period plus a new project gave Pretraining a budget of
-/// 52,811,352 against an entitlement of 48,010,320).
+/// 52,811,352 against an entitlement of 48,010,320), whether the roll-over or a submission
+/// opens its budget.
 #[tokio::test]
 async fn a_project_created_mid_period_is_granted_within_its_groups_headroom() {
     let (app, _) = TestApp::with_demo().await;
@@ -1438,6 +1439,16 @@ async fn a_project_created_mid_period_is_granted_within_its_groups_headroom() {
         )
         .await;
     assert!(status.is_success(), "{answer}");
+    // Opened first by what a submission does (before the minute's roll-over), which grants it
+    // the same (found by a check: a submission within the minute got the whole entitlement).
+    {
+        let new = app.node_id("fm-new").await;
+        let mut tx = app.pool.begin().await.unwrap();
+        ledger::current_account(&app.pool, &mut tx, new, now, site)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
     ledger::roll_over(&app.pool, now, site).await.unwrap();
     let finance = app.token_for("demo-finance").await;
     let period = ledger::Period::containing(now, site).label(site);

@@ -2674,7 +2674,8 @@ async fn a_run_on_its_contract_is_not_charged_again_for_the_window() {
 /// A running run is charged up to its agent's last heartbeat, not up to now: after a server
 /// outage the first pass does not charge the outage to a run whose process ended meanwhile,
 /// and the next heartbeat lets the charge catch up (found by an operator's check: 158
-/// GPU-seconds charged for a run of 60 that ended while the server was down).
+/// GPU-seconds charged for a run of 60 that ended while the server was down); a stop decided
+/// now is charged up to now.
 #[tokio::test]
 async fn a_run_is_charged_up_to_its_agents_last_heartbeat() {
     let o = org().await;
@@ -2733,6 +2734,26 @@ async fn a_run_is_charged_up_to_its_agents_last_heartbeat() {
     assert_eq!(status, StatusCode::OK, "{answer}");
     let second = charged().await;
     assert!((600..=602).contains(&second), "{second}");
+    // A stop decided now (here a cancel) is charged up to the decision, however old its
+    // agent's last heartbeat (found by a check: a run stopped at its 40 s time limit was
+    // charged 31 s, its agent last heard 9 s before).
+    sqlx::query("UPDATE runs SET started_at = now() - interval '700 seconds' WHERE id = $1")
+        .bind(run)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET agent_seen_at = now() - interval '20 seconds' WHERE id = $1")
+        .bind(nodes[0])
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    cancel(&o, run).await;
+    let at_stop: i64 = sqlx::query_scalar("SELECT charged_s FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert!((700..=702).contains(&at_stop), "{at_stop}");
 }
 
 /// A run of the contract's project larger than its contract starts on the contract's GPUs and
