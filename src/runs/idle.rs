@@ -281,8 +281,9 @@ async fn notify(
     currency: &str,
 ) -> Result<Vec<i64>, sqlx::Error> {
     sqlx::query_scalar(
-        "INSERT INTO notifications (user_id, message, link, note) \
-         SELECT DISTINCT u.id, $3, $4, $5 FROM users u WHERE NOT u.disabled AND (u.id = $2 OR u.id IN ( \
+        "INSERT INTO notifications (user_id, message, link, note, node_id) \
+         SELECT DISTINCT u.id, $3, $4, $5, CASE WHEN u.id = $2 THEN NULL ELSE $1 END \
+         FROM users u WHERE NOT u.disabled AND (u.id = $2 OR u.id IN ( \
              SELECT g.user_id FROM role_grants g WHERE g.role = 'lead' AND g.node_id IN ( \
                  WITH RECURSIVE up(id, parent_id) AS ( \
                      SELECT id, parent_id FROM tree_nodes WHERE id = $1 \

@@ -1813,12 +1813,30 @@ pub async fn detail(
     for name in &secret_env {
         env.insert(name.clone(), MASK.to_string());
     }
-    let events = sqlx::query_as::<_, Event>(
+    let mut events = sqlx::query_as::<_, Event>(
         "SELECT at, kind, message, for_run, attempt, note FROM run_events WHERE run_id = $1 ORDER BY id",
     )
     .bind(id)
     .fetch_all(pool)
     .await?;
+    // The run a preemption made room for is named only to those who may see it (found by a
+    // check: a researcher's timeline linked another project's run, which answered 404).
+    let others: Vec<i64> = events.iter().filter_map(|e| e.for_run).collect();
+    if !others.is_empty() {
+        let seen: std::collections::HashSet<i64> = sqlx::query_as::<_, (i64, i64, i64)>(
+            "SELECT id, project_id, submitted_by FROM runs WHERE id = ANY($1)",
+        )
+        .bind(&others)
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .filter(|&(_, project, by)| may_view(actor, parents, project, by))
+        .map(|(run, _, _)| run)
+        .collect();
+        for e in &mut events {
+            e.for_run = e.for_run.filter(|r| seen.contains(r));
+        }
+    }
     let placements = sqlx::query_as::<_, Placement>(
         "SELECT p.attempt, n.name AS node, COALESCE(p.executor_gpus, p.gpu_indices) AS gpus, p.proc_state AS process, p.exit_code, \
                 CASE WHEN r.state IN ('starting', 'running') AND p.attempt = r.attempt AND n.gpu_utilization IS NOT NULL \

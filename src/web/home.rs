@@ -155,7 +155,7 @@ async fn home_page(
         })
         .collect();
     let notifications: Vec<NotificationView> =
-        crate::ledger::alerts::notifications(&state.pool, me.id)
+        crate::ledger::alerts::notifications(&state.pool, me, &tree.parents)
             .await?
             .into_iter()
             .map(|n| NotificationView {

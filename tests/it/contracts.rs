@@ -845,6 +845,18 @@ async fn budget_alerts_fire_once_to_leads_and_finance() {
         .api("POST", "/api/v1/notifications/read", Some(&token), None)
         .await;
     assert!(read["marked_read"].as_u64().unwrap() >= 1);
+    // A lead whose grant is revoked no longer reads the alerts of the project they no longer
+    // see (found by a check: a former lead still read them, amounts included).
+    sqlx::query(
+        "DELETE FROM role_grants WHERE role = 'lead' AND user_id = (SELECT id FROM users WHERE name = 'lead1')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (_, former) = app
+        .api("GET", "/api/v1/notifications", Some(&token), None)
+        .await;
+    assert_eq!(former["notifications"], json!([]), "{former}");
 }
 
 #[tokio::test]

@@ -764,6 +764,46 @@ async fn under_served_project_preempts_after_minimum_runtime_with_grace() {
     .unwrap();
     assert_eq!(for_run, Some(preemptor));
     assert!(message.contains("fm-pretrain-7b"), "{message}");
+    // The timeline names the preemptor to whoever may see it, and to no one else (found by a
+    // check: it linked a run of a project its reader could not see): made another project's
+    // and another person's, it is left out for the researcher, not for an admin.
+    let preempted_for = |token: String| {
+        let app = &o.app;
+        async move {
+            let (status, detail) = app
+                .api("GET", &format!("/api/v1/runs/{victim}"), Some(&token), None)
+                .await;
+            assert_eq!(status, StatusCode::OK, "{detail}");
+            detail["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["kind"] == "preempted")
+                .unwrap()["for_run"]
+                .clone()
+        }
+    };
+    assert_eq!(preempted_for(o.researcher.clone()).await, json!(preemptor));
+    sqlx::query(
+        "UPDATE runs SET project_id = (SELECT id FROM tree_nodes WHERE name = 'ar-genomics'), \
+         submitted_by = (SELECT id FROM users WHERE name = 'demo-admin') WHERE id = $1",
+    )
+    .bind(preemptor)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(preempted_for(o.researcher.clone()).await, Value::Null);
+    let admin = o.app.token_for("demo-admin").await;
+    assert_eq!(preempted_for(admin).await, json!(preemptor));
+    sqlx::query(
+        "UPDATE runs SET project_id = (SELECT id FROM tree_nodes WHERE name = 'fm-pretrain-7b'), \
+         submitted_by = (SELECT submitted_by FROM runs WHERE id = $2) WHERE id = $1",
+    )
+    .bind(preemptor)
+    .bind(victim)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
     // The agent is told to stop the victim with the grace period, and given the preemptor.
     let (_, answer) = sync(
         &o.app,
