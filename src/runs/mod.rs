@@ -391,9 +391,13 @@ fn check_fields(run: &mut NewRun, site: &Site) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Whether `actor` may submit to `project`: members, leads above it and admins.
+/// Whether `actor` may submit to `project`: its members who hold the researcher role, leads
+/// above it and admins (found by a check: an account with no role, or only finance, that a
+/// lead had made a member submitted and cancelled runs; docs/design.md section 1: researchers
+/// book runs).
 fn may_submit(actor: &Account, project: i64, parents: &Parents) -> bool {
-    actor.projects.contains(&project) || actor.leads(project, parents)
+    actor.has(crate::auth::Role::Researcher) && actor.projects.contains(&project)
+        || actor.leads(project, parents)
 }
 
 /// Checks a submission: fields, names, the submitter's membership, that the gang fits the

@@ -348,9 +348,12 @@ impl FormPage {
     }
 }
 
-/// Whether `me` may submit runs somewhere: a member of a project, a lead or an admin.
+/// Whether `me` may submit runs somewhere: a researcher member of a project, a lead or an
+/// admin.
 pub fn can_submit(me: &Account) -> bool {
-    !me.projects.is_empty() || me.lead_nodes().next().is_some() || me.is_admin()
+    me.has(crate::auth::Role::Researcher) && !me.projects.is_empty()
+        || me.lead_nodes().next().is_some()
+        || me.is_admin()
 }
 
 async fn form_page(
@@ -365,7 +368,11 @@ async fn form_page(
     let projects: Vec<String> = tree
         .nodes
         .iter()
-        .filter(|n| n.is_project && (me.projects.contains(&n.id) || me.leads(n.id, &tree.parents)))
+        .filter(|n| {
+            n.is_project
+                && (me.has(crate::auth::Role::Researcher) && me.projects.contains(&n.id)
+                    || me.leads(n.id, &tree.parents))
+        })
         .map(|n| n.name.clone())
         .collect();
     let inv = inventory::clusters(&state.pool).await?;

@@ -4363,3 +4363,71 @@ async fn a_fault_told_after_a_cancel_drains_the_node() {
         Some("agent: cannot record the process: disk full")
     );
 }
+
+/// Only researchers book runs (docs/design.md section 1): a member of a project who holds no
+/// researcher role (finance, or no role at all) may see it but not submit to it, through the
+/// API or the form; given the role, the same account may (found by a check: an account whose
+/// only grant was revoked, made a member by a lead, submitted runs).
+#[tokio::test]
+async fn a_member_without_the_researcher_role_does_not_submit() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["nr-1"]).await;
+    let (user, _) = tranche::db::users::create(&o.app.pool, None, "fin-member", "finance", None)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO project_members (project_id, user_id) SELECT id, $1 FROM tree_nodes WHERE name = 'fm-pretrain-7b'",
+    )
+    .bind(user)
+    .execute(&o.app.pool)
+    .await
+    .unwrap();
+    let token = o.app.token_for("fin-member").await;
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(run_body("fm-pretrain-7b", 1, 0, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE submitted_by = $1")
+        .bind(user)
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 0);
+    // With no role at all, the same.
+    sqlx::query("DELETE FROM role_grants WHERE user_id = $1")
+        .bind(user)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, _) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(run_body("fm-pretrain-7b", 1, 0, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    sqlx::query("INSERT INTO role_grants (user_id, role) VALUES ($1, 'researcher')")
+        .bind(user)
+        .execute(&o.app.pool)
+        .await
+        .unwrap();
+    let (status, answer) = o
+        .app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(run_body("fm-pretrain-7b", 1, 0, true)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+}

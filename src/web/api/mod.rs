@@ -1277,7 +1277,9 @@ async fn get_ledger(
 
 async fn get_notifications(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
     let tree = state.tree_for(&me).await?;
-    ok(json!({"notifications": crate::ledger::alerts::notifications(&state.pool, &me, &tree.parents).await?}))
+    ok(
+        json!({"notifications": crate::ledger::alerts::notifications(&state.pool, &me, &tree.parents).await?}),
+    )
 }
 
 async fn get_alerts(State(state): State<AppState>, ApiUser(me): ApiUser) -> ApiResult {
