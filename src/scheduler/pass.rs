@@ -2155,7 +2155,33 @@ impl<'a> Pass<'a> {
                     .map_or(0, |x| x.1);
                 let marginal = self.entitlement_loss(h.project, pool, before, h.gpus);
                 let delta = gain - c.loss - marginal;
-                if delta < 0 || delta == 0 && !self.fs.strictly_below(h.project, w.project) {
+                // At no gain, every victim's project ranks strictly below after the move, as
+                // [`Self::move_fair_share`] will judge it at `t` (in-flight usage moved with
+                // the GPUs; each project's usage grown by what it holds in the pool until then).
+                let per_gpu = self.per_gpu_usage(pool);
+                let grown = |p: ProjectId| {
+                    i128::from(self.held_in(p, pool).max(0))
+                        * i128::from((t - self.now).max(0))
+                        * i128::from(self.pools[pool].weight_milli)
+                        / 1000
+                };
+                let below_after = |p: ProjectId, lost: i64| {
+                    self.fs.strictly_below_after(
+                        p,
+                        w.project,
+                        i128::from(w.gpus) * per_gpu + grown(w.project),
+                        i128::from(lost) * per_gpu - grown(p),
+                    )
+                };
+                let fair = || {
+                    below_after(h.project, before + h.gpus)
+                        && c
+                            .lost_by
+                            .iter()
+                            .filter(|(p, _)| *p != h.project)
+                            .all(|&(p, lost)| below_after(p, lost))
+                };
+                if delta < 0 || delta == 0 && !fair() {
                     // Not as a victim: when it ends.
                     if h.end < i64::MAX {
                         heap.push(Reverse((h.end, false, i)));

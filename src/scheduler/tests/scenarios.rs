@@ -524,10 +524,19 @@ fn a_reservation_counts_runs_started_in_the_same_pass() {
         .iter()
         .find(|w| w.run == gang)
         .and_then(|w| w.estimated_start);
-    // `a`'s run may be preempted for it once its minimum runtime ends (equal gain and loss,
-    // `a` ranking below after its start), so the GPUs are expected then.
-    assert_eq!(reserved, Some(T0 + H));
+    // `a`'s run may be preempted for it once its minimum runtime ends only with `a` ranking
+    // strictly below after the move; at that instant an hour of `a`'s 4 GPUs weighs just as
+    // much as the 8 GPUs in flight the move gives `b`, a tie, so the estimate is `a`'s time
+    // limit: never a start the rules would refuse.
+    assert_eq!(reserved, Some(T0 + 2 * H));
     assert!(!started(&out).contains(&long));
+    // A pass a minute later finds `a` past the tie and preempts it: the start comes before
+    // the estimate, never after.
+    let mut d = Driver::new(b.snap.clone(), T0);
+    d.pass();
+    d.advance_to(T0 + H + M);
+    let at = d.started_at.get(&gang).and_then(|s| s.first().copied());
+    assert!(at.is_some_and(|t| t <= T0 + 2 * H), "{at:?}");
 }
 
 /// A 1-GPU run of a project that holds its entitlement is no starving head: it does not go
