@@ -607,6 +607,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         Err(e) => Err(e),
     };
+    let key_source = if std::env::var_os("TRANCHE_SECRET_KEY").is_some() {
+        "TRANCHE_SECRET_KEY".to_string()
+    } else {
+        args.db
+            .data_dir
+            .join(tranche::auth::secrets::KEY_FILE)
+            .display()
+            .to_string()
+    };
+    let recorded = match recorded {
+        Ok(()) => tranche::runs::check_secret_key(&database.pool, &key, &key_source).await,
+        Err(e) => Err(e),
+    };
     let result = match recorded {
         Ok(()) => serve_on(listener, &database, site, sso, key).await,
         Err(e) => Err(e),

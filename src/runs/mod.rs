@@ -106,6 +106,33 @@ pub fn open_secret_env(
     serde_json::from_slice(&plain).map_err(|_| crate::auth::secrets::Unsealable)
 }
 
+/// Checks that `key` opens the secret values the database holds (the newest run's that has
+/// some): a server given another key (its key file lost or not restored with the database, a
+/// new one made in its place) would start runs without their secret values, silently (found
+/// by a check). `tranche serve` refuses to start on it.
+///
+/// # Errors
+/// Database errors; a message naming the remedy when the key does not open them.
+pub async fn check_secret_key(
+    pool: &PgPool,
+    key: &crate::auth::secrets::SecretKey,
+    key_source: &str,
+) -> anyhow::Result<()> {
+    let newest: Option<Vec<u8>> = sqlx::query_scalar(
+        "SELECT secret_env FROM runs WHERE secret_env IS NOT NULL ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await?;
+    if let Some(sealed) = newest
+        && open_secret_env(key, Some(&sealed)).is_err()
+    {
+        anyhow::bail!(
+            "the secret key ({key_source}) does not open the runs' secret environment values this database holds: it is not the key they were sealed with (a key file lost, or not restored with the database, is replaced by a new one). Put back the key file backed up with the database, or set TRANCHE_SECRET_KEY to that key; runs would otherwise start without their secret values"
+        );
+    }
+    Ok(())
+}
+
 /// Moves secret-looking values ([`looks_secret`]) that older runs keep in clear in `env` into
 /// their sealed `secret_env`, one transaction; returns how many runs changed. `tranche serve`
 /// calls it at start-up.

@@ -2175,8 +2175,7 @@ impl<'a> Pass<'a> {
                 };
                 let fair = || {
                     below_after(h.project, before + h.gpus)
-                        && c
-                            .lost_by
+                        && c.lost_by
                             .iter()
                             .filter(|(p, _)| *p != h.project)
                             .all(|&(p, lost)| below_after(p, lost))

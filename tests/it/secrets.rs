@@ -217,3 +217,46 @@ async fn secret_looking_values_older_runs_kept_in_clear_are_sealed_at_start_up()
         .await;
     assert_eq!(run["env"]["Db_Password"], "••••", "{run}");
 }
+
+/// A server given another key than the one its runs' secret values were sealed with refuses
+/// to start instead of starting runs without them (found by a check: a data directory
+/// restored without its `secret.key` made a new key, and a queued run started with its
+/// secret variable empty). With no sealed value yet, any key will do.
+#[tokio::test]
+async fn a_key_that_does_not_open_the_stored_secrets_is_refused() {
+    let (app, _) = TestApp::with_demo().await;
+    let other = tranche::auth::secrets::SecretKey::random();
+    // Nothing sealed yet (the demo's runs have no secret values): any key.
+    sqlx::query("UPDATE runs SET secret_env = NULL, secret_env_names = '{}'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    tranche::runs::check_secret_key(&app.pool, &other, "test")
+        .await
+        .unwrap();
+    let token = app.token_for("demo-researcher").await;
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/runs",
+            Some(&token),
+            Some(json!({
+                "project": "fm-pretrain-7b", "cluster": "h100-east", "gpu_model": "H100", "gpus": 1,
+                "min_runtime_s": 0, "time_limit_s": 600, "command": "true",
+                "secret_env": {"HF_TOKEN": "hf_sealed_77"}
+            })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    tranche::runs::check_secret_key(&app.pool, &app.state.secret_key, "test")
+        .await
+        .unwrap();
+    let err = tranche::runs::check_secret_key(&app.pool, &other, "the key file")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the key file") && err.contains("TRANCHE_SECRET_KEY"),
+        "{err}"
+    );
+}
