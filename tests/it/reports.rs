@@ -1541,40 +1541,17 @@ async fn a_database_keeps_the_currency_it_was_first_served_in() {
 /// period follows the change.
 #[tokio::test]
 async fn ended_periods_keep_the_tree_they_ended_with() {
-    let app = TestApp::new().await;
-    tranche::db::users::first_run(&app.pool).await.unwrap();
-    let admin = app.admin().await;
-    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
-        .await
-        .unwrap();
-    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
-        .await
-        .unwrap();
-    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
-        .await
-        .unwrap();
-    sqlx::query("UPDATE nodes SET created_at = now() - interval '400 days'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let root = app.node_id("Organisation").await;
-    let a = node(&app, &admin, root, "a", NodeKind::Project, "60").await;
-    let b = node(&app, &admin, root, "b", NodeKind::Project, "40").await;
-    // The tree has stood like this since before last period.
-    sqlx::query("DELETE FROM tree_snapshots")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let token = app.token_for("admin").await;
-    let site = app.state.site.clone();
-    let current = ledger::Period::containing(jiff::Timestamp::now(), &site);
-    let last = ledger::Period::containing(
-        current
-            .start
-            .checked_sub(jiff::SignedDuration::from_secs(1))
-            .unwrap(),
-        &site,
-    );
+    let (app, _) = TestApp::with_admin().await;
+    let OldTree {
+        admin,
+        root,
+        a,
+        b,
+        token,
+        site,
+        current,
+        last,
+    } = old_tree(&app).await;
     // `percent` of 8 GPUs over period `p` at 2.00 a GPU-hour, minor units.
     let value = |p: ledger::Period, percent: i64| {
         8 * (p.end.as_second() - p.start.as_second()) / 3600 * 200 * percent / 100
@@ -1658,33 +1635,16 @@ async fn the_tree_is_kept_only_before_a_real_change() {
 #[tokio::test]
 async fn a_node_not_live_in_a_period_has_its_report_of_it() {
     let (app, pw) = TestApp::with_admin().await;
-    let admin = app.admin().await;
-    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
-        .await
-        .unwrap();
-    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
-        .await
-        .unwrap();
-    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
-        .await
-        .unwrap();
-    let root = app.node_id("Organisation").await;
-    let a = node(&app, &admin, root, "a", NodeKind::Project, "60").await;
-    node(&app, &admin, root, "b", NodeKind::Project, "40").await;
-    sqlx::query("DELETE FROM tree_snapshots")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let token = app.token_for("admin").await;
-    let site = app.state.site.clone();
-    let current = ledger::Period::containing(jiff::Timestamp::now(), &site);
-    let last = ledger::Period::containing(
-        current
-            .start
-            .checked_sub(jiff::SignedDuration::from_secs(1))
-            .unwrap(),
-        &site,
-    );
+    let OldTree {
+        admin,
+        root,
+        a,
+        token,
+        site,
+        current,
+        last,
+        ..
+    } = old_tree(&app).await;
     // Today: `a` is opened for the current period, then archived; a new group takes its place.
     let open = spend_rows(&app, &token, root, &current.label(&site)).await;
     assert!(open.iter().any(|r| r["node"] == "a"), "{open:?}");
@@ -1730,4 +1690,63 @@ async fn a_node_not_live_in_a_period_has_its_report_of_it() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("newgroup"));
+}
+
+/// A site of one 8-GPU H100 node (H100 at 2.00 a GPU-hour) with projects `a` (60%) and `b`
+/// (40%) under the root, standing since before last period, as [`old_tree`] makes it.
+struct OldTree {
+    admin: tranche::auth::Account,
+    root: i64,
+    a: i64,
+    b: i64,
+    /// The admin's API token.
+    token: String,
+    site: std::sync::Arc<tranche::config::Site>,
+    current: ledger::Period,
+    last: ledger::Period,
+}
+
+/// Makes an [`OldTree`] in `app` (its admin made by the first run).
+async fn old_tree(app: &TestApp) -> OldTree {
+    let admin = app.admin().await;
+    tranche::db::inventory::create_gpu_model(&app.pool, &admin, "H100", "1", "2.00")
+        .await
+        .unwrap();
+    let cluster = tranche::db::inventory::create_cluster(&app.pool, &admin, "c")
+        .await
+        .unwrap();
+    tranche::db::inventory::add_node(&app.pool, &admin, cluster, "h1", "H100", "8")
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET created_at = now() - interval '400 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let root = app.node_id("Organisation").await;
+    let a = node(app, &admin, root, "a", NodeKind::Project, "60").await;
+    let b = node(app, &admin, root, "b", NodeKind::Project, "40").await;
+    // The tree has stood like this since before last period.
+    sqlx::query("DELETE FROM tree_snapshots")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let site = app.state.site.clone();
+    let current = ledger::Period::containing(jiff::Timestamp::now(), &site);
+    let last = ledger::Period::containing(
+        current
+            .start
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap(),
+        &site,
+    );
+    OldTree {
+        admin,
+        root,
+        a,
+        b,
+        token: app.token_for("admin").await,
+        site,
+        current,
+        last,
+    }
 }

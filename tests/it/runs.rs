@@ -4383,15 +4383,15 @@ async fn a_member_without_the_researcher_role_does_not_submit() {
     .await
     .unwrap();
     let token = o.app.token_for("fin-member").await;
-    let (status, answer) = o
-        .app
-        .api(
+    let submit = || {
+        o.app.api(
             "POST",
             "/api/v1/runs",
             Some(&token),
             Some(run_body("fm-pretrain-7b", 1, 0, true)),
         )
-        .await;
+    };
+    let (status, answer) = submit().await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
     let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE submitted_by = $1")
         .bind(user)
@@ -4405,29 +4405,12 @@ async fn a_member_without_the_researcher_role_does_not_submit() {
         .execute(&o.app.pool)
         .await
         .unwrap();
-    let (status, _) = o
-        .app
-        .api(
-            "POST",
-            "/api/v1/runs",
-            Some(&token),
-            Some(run_body("fm-pretrain-7b", 1, 0, true)),
-        )
-        .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(submit().await.0, StatusCode::FORBIDDEN);
     sqlx::query("INSERT INTO role_grants (user_id, role) VALUES ($1, 'researcher')")
         .bind(user)
         .execute(&o.app.pool)
         .await
         .unwrap();
-    let (status, answer) = o
-        .app
-        .api(
-            "POST",
-            "/api/v1/runs",
-            Some(&token),
-            Some(run_body("fm-pretrain-7b", 1, 0, true)),
-        )
-        .await;
+    let (status, answer) = submit().await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
 }
