@@ -1118,10 +1118,12 @@ async fn launch(
     // kept its run from being stopped and the agent from exiting): a stop kills the group,
     // which ends the write.
     let payload = payload.unwrap_or_default();
-    let _ = nix::fcntl::fcntl(
-        std::os::fd::AsRawFd::as_raw_fd(&gate),
-        nix::fcntl::FcntlArg::F_SETPIPE_SZ(i32::try_from(payload.len()).unwrap_or(i32::MAX)),
-    );
+    if payload.len() > PIPE_BUF_DEFAULT {
+        let _ = nix::fcntl::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&gate),
+            nix::fcntl::FcntlArg::F_SETPIPE_SZ(i32::try_from(payload.len()).unwrap_or(i32::MAX)),
+        );
+    }
     match tokio::net::unix::pipe::Sender::from_owned_fd(gate) {
         Ok(mut sender) => {
             tokio::spawn(async move {
@@ -1426,6 +1428,10 @@ pub(super) fn submitter_account(
     );
     Ok(user)
 }
+
+/// A pipe's capacity as Linux makes it (bytes): a gate's environment up to this size needs no
+/// larger pipe.
+const PIPE_BUF_DEFAULT: usize = 65_536;
 
 /// What the agent writes through a started process's gate once it recorded the process: the
 /// run's environment, one `NAME='value'` line per variable (the value in single quotes, each

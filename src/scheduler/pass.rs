@@ -2116,8 +2116,9 @@ impl<'a> Pass<'a> {
     /// The first instant at which `holders`, taken in time order from `start`, cover `need`
     /// GPUs: a holder with an eviction instant counts from it as a victim when the move stays
     /// allowed as a set (its project's loss of entitlement added to the move's stays within
-    /// `gain`, equal only when its project ranks strictly below `w`'s; no victim larger than
-    /// `w`'s GPUs plus one node's), else from its end. Returns the instant, the count there and
+    /// `gain`, equal only when every victim's project would rank strictly below `w`'s after
+    /// the move at that instant; no victim larger than `w`'s GPUs plus one node's), else from
+    /// its end. Returns the instant, the count there and
     /// which holders were counted; `None` when they never cover the need or the victims would
     /// exceed what must be evicted by more than one node's GPUs.
     fn count_victims(
