@@ -904,6 +904,38 @@ pub async fn sync(
             pick(&faults, &keep),
         );
     }
+    // A process running for a placement the server counts as ended (its run cancelled while
+    // the agent still held the start for its GPUs, so the agent's next sync did not list it
+    // and the placement was taken as never started; an attempt superseded while its node was
+    // thought lost) is told to stop: nothing else would stop it, and the server has given its
+    // GPUs to other runs (found by a check: a run cancelled a moment after its start decision
+    // ran its whole `sleep 300` while the next two runs on its GPUs waited, charged, never
+    // started).
+    let stale: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT u.r, u.a, u.n FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[]) AS u(r, a, n, x) \
+         JOIN run_placements p ON p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
+         WHERE NOT u.x AND p.proc_state = 'exited'",
+    )
+    .bind(&runs)
+    .bind(&attempts)
+    .bind(&nodes)
+    .bind(&exited)
+    .fetch_all(pool)
+    .await?;
+    for &(run, attempt, node) in &stale {
+        tracing::warn!(
+            run,
+            attempt,
+            node,
+            "an agent reported a process running for an attempt that has ended: told to stop"
+        );
+        foreign_stops.push(crate::executor::StopOrder {
+            run,
+            attempt,
+            node,
+            grace_s: site.grace_s,
+        });
+    }
 
     // A sync writes only heartbeats and process states, each in one statement; the pass turns
     // them into run states (it is the one writer of those, so syncs never wait on it).
@@ -1037,13 +1069,15 @@ pub async fn sync(
     }
     tx.commit().await?;
     confirmed.retain(|k| reported_running.contains(k));
+    // (A stale process is not: it is told to stop on every sync until it exits.)
     confirmed.extend(
         runs.iter()
             .zip(&attempts)
             .zip(&nodes)
             .zip(&exited)
             .filter(|(_, x)| !**x)
-            .map(|(((r, a), n), _)| (*r, *a, *n)),
+            .map(|(((r, a), n), _)| (*r, *a, *n))
+            .filter(|k| !stale.contains(k)),
     );
     drop(confirmed);
 

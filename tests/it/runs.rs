@@ -1158,6 +1158,31 @@ async fn a_run_cancelled_before_its_processes_started_says_so() {
             .await
             .unwrap();
     assert_eq!(live, 1, "its agent is not lost");
+    // The agent started it after all (it held the start for its GPUs, say): told to stop it,
+    // on every sync until it says it exited (found by a check: such a process ran its whole
+    // length on GPUs the server had given to other runs).
+    let running = json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "running"}]);
+    for _ in 0..2 {
+        let (status, answer) = sync(&o.app, &o.agent, &session, &nodes, running.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let stops = answer["stops"].as_array().unwrap();
+        assert!(
+            stops
+                .iter()
+                .any(|s| s["run"] == run && s["attempt"] == 1 && s["node"] == nodes[0]),
+            "{answer}"
+        );
+    }
+    let (_, answer) = sync(
+        &o.app,
+        &o.agent,
+        &session,
+        &nodes,
+        json!([{"run": run, "attempt": 1, "node": nodes[0], "state": "exited", "signal": 15}]),
+    )
+    .await;
+    assert!(answer["stops"].as_array().unwrap().is_empty(), "{answer}");
+    assert_eq!(state_of(&o.app, run).await, "cancelled");
 }
 
 /// A gang cancelled while one node's process ran and the other's had not started (its GPUs
