@@ -148,6 +148,22 @@ pub async fn rows(
 ) -> Result<Vec<Row>, AppError> {
     // The period's own entitlements: live while it runs, recorded once it has ended.
     let tree = tree_db::load_period(pool, filter.period.start, &site.periods, now).await?;
+    rows_in(pool, site, actor, filter, now, &tree).await
+}
+
+/// [`rows`] over `tree`, the period's tree as [`tree_db::load_period`] loads it (the page
+/// also lists its groups).
+///
+/// # Errors
+/// As [`rows`].
+pub async fn rows_in(
+    pool: &PgPool,
+    site: &Site,
+    actor: &Account,
+    filter: &Filter,
+    now: jiff::Timestamp,
+    tree: &tree_db::TreeView,
+) -> Result<Vec<Row>, AppError> {
     // A lead is told the same for a node outside their subtree and for no node at all, so
     // that ids do not reveal which nodes exist.
     if !actor.sees_everything() && !actor.leads(filter.node, &tree.parents) {

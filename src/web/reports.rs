@@ -186,22 +186,12 @@ async fn page(
     let r = resolve(&state, &me, &q).await?;
     let now = jiff::Timestamp::now();
     open_current_budgets(&state, &r.filter, now).await?;
-    let rows = reports::rows(&state.pool, &state.site, &me, &r.filter, now).await?;
-    // The picker offers the groups of the period's own tree (an ended period's as it ended),
-    // and the report's node whatever it was then.
-    let tree = if r.filter.period == crate::ledger::Period::containing(now, &state.site) {
-        state.tree().await?
-    } else {
-        std::sync::Arc::new(
-            crate::db::tree::load_period(
-                &state.pool,
-                r.filter.period.start,
-                &state.site.periods,
-                now,
-            )
-            .await?,
-        )
-    };
+    // The period's own tree (an ended period's as it ended): the rows' entitlements, and the
+    // groups the picker offers, with the report's node whatever it was then.
+    let tree =
+        crate::db::tree::load_period(&state.pool, r.filter.period.start, &state.site.periods, now)
+            .await?;
+    let rows = reports::rows_in(&state.pool, &state.site, &me, &r.filter, now, &tree).await?;
     let mut nodes: Vec<(i64, String)> = tree
         .nodes
         .iter()
