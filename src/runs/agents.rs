@@ -839,15 +839,32 @@ pub async fn sync(
     // restore of an older backup, or a forged report) records nothing, and a running one is
     // told to stop: refusing the whole sync, as before, left the agent resending it and its
     // nodes without heartbeats until they were lost, while the process kept its GPUs.
-    let unknown: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT u.r, u.a, u.n FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[]) AS u(r, a, n) \
-         WHERE NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n)",
-    )
-    .bind(&runs)
-    .bind(&attempts)
-    .bind(&nodes)
-    .fetch_all(pool)
-    .await?;
+    // A process running for a placement the server counts as ended (its run cancelled while
+    // the agent still held the start for its GPUs, so the agent's next sync did not list it
+    // and the placement was taken as never started; an attempt superseded while its node was
+    // thought lost) is told to stop too: nothing else would stop it, and the server has given
+    // its GPUs to other runs (found by a check: a run cancelled a moment after its start
+    // decision ran its whole `sleep 300` while the next two runs on its GPUs waited, charged,
+    // never started). One query finds both kinds: (run, attempt, node, placement known).
+    let checked: Vec<(i64, i32, i64, bool)> = if runs.is_empty() {
+        Vec::new()
+    } else {
+        sqlx::query_as(
+            "SELECT u.r, u.a, u.n, p.run_id IS NOT NULL \
+             FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[]) AS u(r, a, n, x) \
+             LEFT JOIN run_placements p ON p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
+             WHERE p.run_id IS NULL OR (NOT u.x AND p.proc_state = 'exited')",
+        )
+        .bind(&runs)
+        .bind(&attempts)
+        .bind(&nodes)
+        .bind(&exited)
+        .fetch_all(pool)
+        .await?
+    };
+    let (unknown, stale): (Vec<_>, Vec<_>) = checked.into_iter().partition(|c| !c.3);
+    let unknown: Vec<(i64, i32, i64)> = unknown.into_iter().map(|c| (c.0, c.1, c.2)).collect();
+    let stale: Vec<(i64, i32, i64)> = stale.into_iter().map(|c| (c.0, c.1, c.2)).collect();
     let mut foreign_stops = Vec::new();
     if !unknown.is_empty() {
         // A waiting run of this agent's cluster gets its next attempt numbered past every
@@ -904,24 +921,6 @@ pub async fn sync(
             pick(&faults, &keep),
         );
     }
-    // A process running for a placement the server counts as ended (its run cancelled while
-    // the agent still held the start for its GPUs, so the agent's next sync did not list it
-    // and the placement was taken as never started; an attempt superseded while its node was
-    // thought lost) is told to stop: nothing else would stop it, and the server has given its
-    // GPUs to other runs (found by a check: a run cancelled a moment after its start decision
-    // ran its whole `sleep 300` while the next two runs on its GPUs waited, charged, never
-    // started).
-    let stale: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT u.r, u.a, u.n FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::BOOL[]) AS u(r, a, n, x) \
-         JOIN run_placements p ON p.run_id = u.r AND p.attempt = u.a AND p.node_id = u.n \
-         WHERE NOT u.x AND p.proc_state = 'exited'",
-    )
-    .bind(&runs)
-    .bind(&attempts)
-    .bind(&nodes)
-    .bind(&exited)
-    .fetch_all(pool)
-    .await?;
     for &(run, attempt, node) in &stale {
         tracing::warn!(
             run,
