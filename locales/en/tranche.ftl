@@ -195,6 +195,10 @@ wait-idle-gpus = unallocated: waits for { $gpus ->
     [one] ; 1 allocated run waiting for its model comes first
    *[other] ; { $waiting } allocated runs waiting for its model come first
 }
+wait-short-run-headroom = waits for { $gpus ->
+    [one] { $gpus } GPU
+   *[other] { $gpus } GPUs
+}: { $free } idle now, of which the pool keeps { $kept } for short runs (time limit 15 minutes or less) so that they start at once
 wait-reserved = waiting for { $gpus } { $model } { $gpus ->
     [one] GPU
    *[other] GPUs

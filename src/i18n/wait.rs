@@ -234,6 +234,10 @@ fn pass_words(
                 ("waiting", allocated_waiting),
             ],
         ),
+        WaitReason::ShortRunHeadroom { gpus, free, kept } => r.m(
+            "wait-short-run-headroom",
+            &[("gpus", gpus), ("free", free), ("kept", kept)],
+        ),
         WaitReason::Reserved { gpus, model, at } => r.m(
             "wait-reserved",
             &[("gpus", gpus), ("model", model), ("at", &r.instant(*at))],

@@ -236,6 +236,55 @@ pub struct LiveCache {
     /// pass's [`crate::scheduler::Snapshot::reserved`] (a process that takes over starts
     /// without: its first pass reserves again).
     pub reserved: Vec<crate::scheduler::RunId>,
+    /// The short runs' offered load per pool as last read, and when ([`Self::short_load`]).
+    short_load: Vec<crate::scheduler::ShortLoad>,
+    short_load_read: Option<std::time::Instant>,
+}
+
+/// How often a pass reads the short runs' offered load again: it moves slowly (a window of
+/// [`USAGE_WINDOW_S`]), so once a minute is enough.
+pub const SHORT_LOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl LiveCache {
+    /// The offered load of short runs per pool ([`crate::scheduler::ShortLoad`]): the
+    /// GPU-seconds of time limit of the runs with a time limit of at most
+    /// [`crate::scheduler::SHORT_RUN_S`] submitted in the last [`USAGE_WINDOW_S`] (whatever
+    /// became of them), over the window's length, in milli-GPUs. Read at most once every
+    /// [`SHORT_LOAD_EVERY`] (index `runs_short`); the last read otherwise.
+    ///
+    /// # Errors
+    /// The database's.
+    pub async fn short_load(
+        &mut self,
+        conn: &mut PgConnection,
+    ) -> Result<Vec<crate::scheduler::ShortLoad>, sqlx::Error> {
+        if self
+            .short_load_read
+            .is_none_or(|t| t.elapsed() >= SHORT_LOAD_EVERY)
+        {
+            let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+                "SELECT cluster_id, gpu_model_id, \
+                        (sum(gpus::numeric * time_limit_s) * 1000 / $2)::bigint \
+                 FROM runs WHERE time_limit_s <= $1 \
+                 AND submitted_at > now() - make_interval(secs => $2) \
+                 GROUP BY cluster_id, gpu_model_id ORDER BY 1, 2",
+            )
+            .bind(crate::scheduler::SHORT_RUN_S)
+            .bind(USAGE_WINDOW_S as f64)
+            .fetch_all(&mut *conn)
+            .await?;
+            self.short_load = rows
+                .into_iter()
+                .map(|(c, m, milli)| crate::scheduler::ShortLoad {
+                    cluster: crate::scheduler::ClusterId(c),
+                    model: crate::scheduler::ModelId(m),
+                    milli_gpus: milli,
+                })
+                .collect();
+            self.short_load_read = Some(std::time::Instant::now());
+        }
+        Ok(self.short_load.clone())
+    }
 }
 
 /// Sizes a pass's slice of the work that may wait for the passes after it (waiting reasons to

@@ -202,6 +202,9 @@ struct Pool {
     smallest_victim: Option<u32>,
     /// Unused GPUs held for active contracts.
     hold: i64,
+    /// Idle GPUs kept for short runs ([`super::short_run_headroom`]): a run with a longer time
+    /// limit starts only while this many stay idle beside it (docs/design.md section 3.7).
+    headroom: i64,
     reservation: Option<Reservation>,
     /// Runs examined after the reservation was made.
     examined_after: usize,
@@ -434,6 +437,9 @@ struct Pass<'a> {
     /// Whether the snapshot lists its waiting runs in ascending id order (as the live service
     /// and the simulator do): then the order is a counting sort.
     waiting_by_id: bool,
+    /// Whether the run being considered may take the idle GPUs kept for short runs whatever
+    /// its time limit: a pool's starving head and runs on their contracts.
+    exempt: bool,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -466,6 +472,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             // run at the window's end (docs/design.md section 3.3).
             let mut done = vec![false; alloc.len()];
             let contracts = !pass.contracts.is_empty();
+            pass.exempt = true;
             for (i, w) in alloc.iter().enumerate().filter(|_| contracts) {
                 if w.pool
                     .is_some_and(|pool| pass.contract_for(w, pool).is_some())
@@ -482,6 +489,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
                     pass.consider_tranche(alloc[i]);
                 }
             }
+            pass.exempt = false;
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
             let mut beyond = Vec::with_capacity(alloc.len());
@@ -654,6 +662,23 @@ impl<'a> Pass<'a> {
                 pools[pool].up_installed += gpus;
             }
         }
+        // Entries for one pool add up (the outcome does not depend on the list's order). The
+        // other policies keep no headroom.
+        let mut short_milli = vec![0i64; pools.len()];
+        let loads = if snap.policy.kind == PolicyKind::Tranche {
+            &snap.short_load[..]
+        } else {
+            &[]
+        };
+        for l in loads {
+            if let Some(&i) = pool_index.get(&(l.cluster, l.model)) {
+                short_milli[i] = short_milli[i].saturating_add(l.milli_gpus.max(0));
+            }
+        }
+        for (p, milli) in pools.iter_mut().zip(short_milli) {
+            let load = milli as f64 / 1000.0;
+            p.headroom = i64::from(super::short_run_headroom(load, p.up_installed));
+        }
         // Running runs: mark their GPUs.
         let mut running: Vec<_> = snap.running.iter().collect();
         running.sort_unstable_by_key(|r| r.id);
@@ -768,6 +793,7 @@ impl<'a> Pass<'a> {
             decisions: adopted,
             waiting: Vec::with_capacity(snap.waiting.len()),
             waiting_by_id,
+            exempt: false,
         };
         pass.index_pools();
         pass
@@ -1453,9 +1479,12 @@ impl<'a> Pass<'a> {
     /// them (they are lent to unallocated work and taken back).
     fn usable(&self, pool: usize, w: &WaitingRun, may_use_held: i64) -> i64 {
         let p = &self.pools[pool];
-        let avail = (p.free - (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0)).max(0);
+        let free = p.free - self.kept_from(pool, w);
+        let avail = (free - (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0)).max(0);
         match &p.reservation {
-            Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
+            Some(r) if !self.ends_by_reservation(pool, w) => {
+                avail.min(r.extra.max(0) + self.short_may_take(pool, w))
+            }
             _ => avail,
         }
     }
@@ -1472,11 +1501,62 @@ impl<'a> Pass<'a> {
     fn usable_without_preempting(&self, pool: usize, w: &WaitingRun, may_use_held: i64) -> i64 {
         let p = &self.pools[pool];
         let reserved = (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0);
-        let avail = (p.free + p.unalloc_gpus - reserved).clamp(0, p.free.max(0));
+        let free = p.free - self.kept_from(pool, w);
+        let avail = (free + p.unalloc_gpus - reserved).clamp(0, free.max(0));
         match &p.reservation {
-            Some(r) if !self.ends_by_reservation(pool, w) => avail.min(r.extra.max(0)),
+            Some(r) if !self.ends_by_reservation(pool, w) => {
+                avail.min(r.extra.max(0) + self.short_may_take(pool, w))
+            }
             _ => avail,
         }
+    }
+
+    /// Idle GPUs of `pool` that `w` may not take because they are kept for short runs: the
+    /// pool's headroom, unless `w` is short (time limit at most [`super::SHORT_RUN_S`]), is its
+    /// pool's starving head or starts on its contract (docs/design.md section 3.7). A run that
+    /// holds the reservation otherwise waits for its GPUs and the headroom
+    /// ([`Self::reserve`] counts both).
+    fn kept_from(&self, pool: usize, w: &WaitingRun) -> i64 {
+        let h = self.pools[pool].headroom;
+        if h == 0
+            || w.time_limit_s <= super::SHORT_RUN_S
+            || self.exempt
+        {
+            0
+        } else {
+            h
+        }
+    }
+
+    /// Kept GPUs a short run may take beyond a reservation it would outlast: the reservation
+    /// does not count them ([`Self::reserve`]), so the reserved run's own GPUs stay free for it;
+    /// a short run still on one at the reserved instant delays that start by at most its time
+    /// limit (docs/design.md section 3.7).
+    fn short_may_take(&self, pool: usize, w: &WaitingRun) -> i64 {
+        if w.time_limit_s <= super::SHORT_RUN_S {
+            self.pools[pool].headroom
+        } else {
+            0
+        }
+    }
+
+    /// Records that `w` waits only for the idle GPUs kept for short runs when the GPUs it could
+    /// take without them cover it; false otherwise (nothing recorded).
+    fn wait_for_headroom(&mut self, w: &Queued, pool: usize, usable: i64) -> bool {
+        let kept = self.kept_from(pool, w);
+        if kept == 0 || usable + kept < i64::from(w.gpus) {
+            return false;
+        }
+        let p = &self.pools[pool];
+        let free = p.free.max(0) as u32;
+        let estimate = self.expected_free(pool, w.gpus.saturating_add(kept as u32));
+        let reason = WaitReason::ShortRunHeadroom {
+            gpus: w.gpus,
+            free,
+            kept: kept as u32,
+        };
+        self.wait(w, reason, estimate);
+        true
     }
 
     fn after_start_reservation(&mut self, pool: usize, w: &WaitingRun) {
@@ -1827,10 +1907,11 @@ impl<'a> Pass<'a> {
         let p = &self.pools[pool];
         let reserved = (p.hold - may_use_held.clamp(0, p.hold.max(0))).max(0);
         let gpus = i64::from(w.gpus);
-        if p.free + p.unalloc_gpus - reserved >= gpus {
-            return gpus - p.free.max(0);
+        let free = p.free - self.kept_from(pool, w);
+        if free + p.unalloc_gpus - reserved >= gpus {
+            return gpus - free.max(0);
         }
-        let lent = (reserved - p.free).max(0);
+        let lent = (reserved - free).max(0);
         gpus - self.usable(pool, w, may_use_held) + lent
     }
 
@@ -1888,6 +1969,7 @@ impl<'a> Pass<'a> {
         let p = &self.pools[pool];
         let others_hold = (p.hold - own_hold).max(0);
         let reserved_at = estimate.filter(|_| holder);
+        let kept = self.kept_from(pool, w);
         // The protection it names is the reason only when no earlier start is reserved for it
         // (found by a new-user check: "protected until 00:56" beside a reserved 00:10, when a
         // capacity contract's end freed the GPUs first).
@@ -1917,6 +1999,14 @@ impl<'a> Pass<'a> {
             }
         } else if p.free < i64::from(w.gpus) && p.free + p.draining_free >= i64::from(w.gpus) {
             WaitReason::NodesDraining { gpus: w.gpus }
+        } else if kept > 0 && p.free - p.hold >= i64::from(w.gpus) {
+            // GPUs are free for it but for those kept for short runs: that is the cause, its
+            // reserved start (if it holds the reservation) the estimate.
+            WaitReason::ShortRunHeadroom {
+                gpus: w.gpus,
+                free: p.free.max(0) as u32,
+                kept: kept as u32,
+            }
         } else if ahead_total > 0 {
             WaitReason::FairShare {
                 ahead,
@@ -1970,7 +2060,9 @@ impl<'a> Pass<'a> {
     /// its whole entitlement; both estimates then rolled forward to time limits).
     fn reserve(&mut self, w: &WaitingRun, pool: usize) -> Option<i64> {
         let need = i64::from(w.gpus);
-        let avail = (self.pools[pool].free - self.pools[pool].hold).max(0);
+        // The GPUs kept for short runs stay idle beside it: they count against what is free.
+        let avail =
+            (self.pools[pool].free - self.pools[pool].hold).max(0) - self.kept_from(pool, w);
         let largest_victim = need + i64::from(self.pools[pool].node_max);
         let tranche = self.snap.policy.kind == PolicyKind::Tranche;
         let gain = self.entitlement_gain(w.project, pool, i64::from(w.gpus));
@@ -2026,7 +2118,9 @@ impl<'a> Pass<'a> {
                 allocated: true,
             });
         }
-        let mut chosen = self.reserve_by_evictions(w, pool, gain, avail, &holders);
+        // A preemption for it takes its need from its victims, the kept GPUs staying idle
+        // ([`Self::preemption_need`]); GPUs that end free fill the headroom first.
+        let mut chosen = self.reserve_by_evictions(w, pool, gain, avail.max(0), &holders);
         if chosen.is_none() {
             let mut order: Vec<(i64, i64)> = Vec::with_capacity(holders.len());
             for rule in [2, 3] {
@@ -2701,8 +2795,13 @@ impl<'a> Pass<'a> {
         // Every idle GPU is lent to unallocated work: also those held for contracts and for
         // the pool's reservation, whatever the run's time limit, as contracts and the reserved
         // run preempt unallocated runs first (docs/design.md section 3.4).
-        if self.pools[pool].free >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+        let free = self.pools[pool].free;
+        if free - self.kept_from(pool, w) >= i64::from(w.gpus) && self.start(w, pool, None, false)
+        {
             self.after_start_reservation(pool, w);
+            return;
+        }
+        if free >= i64::from(w.gpus) && self.wait_for_headroom(w, pool, free - self.kept_from(pool, w)) {
             return;
         }
         let p = &self.pools[pool];

@@ -197,6 +197,16 @@ pub enum WaitReason {
         #[serde(default)]
         allocated_waiting: u32,
     },
+    /// Enough GPUs are idle for it but for those its pool keeps for short runs (time limit at
+    /// most [`super::SHORT_RUN_S`]), which a run with a longer limit may not take.
+    ShortRunHeadroom {
+        /// GPUs it needs.
+        gpus: u32,
+        /// Idle GPUs of its pool now.
+        free: u32,
+        /// Of them, kept for short runs.
+        kept: u32,
+    },
     /// It is next in its pool and GPUs are reserved for it.
     Reserved {
         /// GPUs it needs.
@@ -332,6 +342,7 @@ impl WaitReason {
             WaitReason::FairShare { .. } => "fair_share",
             WaitReason::OverShare { .. } => "over_share",
             WaitReason::IdleGpus { .. } => "idle_gpus",
+            WaitReason::ShortRunHeadroom { .. } => "short_run_headroom",
             WaitReason::Reserved { .. } => "reserved",
             WaitReason::BehindReservation { .. } => "behind_reservation",
             WaitReason::Protected { .. } => "protected",
@@ -394,6 +405,10 @@ impl WaitReason {
                     1 => "; 1 allocated run waiting for its model comes first".to_string(),
                     n => format!("; {n} allocated runs waiting for its model come first"),
                 }
+            ),
+            WaitReason::ShortRunHeadroom { gpus, free, kept } => format!(
+                "waits for {gpus} {}: {free} idle now, of which the pool keeps {kept} for short runs (time limit 15 minutes or less) so that they start at once",
+                gpu_word(*gpus)
             ),
             WaitReason::Reserved { gpus, model, at } => format!(
                 "waiting for {gpus} {model} {}; reserved start about {}",
@@ -532,6 +547,11 @@ mod tests {
                 gpus: 1,
                 free: 0,
                 allocated_waiting: 0,
+            },
+            WaitReason::ShortRunHeadroom {
+                gpus: 2,
+                free: 2,
+                kept: 1,
             },
             WaitReason::Reserved {
                 gpus: 1,

@@ -399,6 +399,50 @@ pub struct Snapshot {
     /// Ids of runs no longer waiting are ignored.
     #[serde(default)]
     pub reserved: Vec<RunId>,
+    /// Offered load of short runs per pool ([`ShortLoad`]): sizes the idle GPUs each pool keeps
+    /// for them ([`short_run_headroom`]). A pool not listed keeps none.
+    #[serde(default)]
+    pub short_load: Vec<ShortLoad>,
+}
+
+/// Longest time limit of a **short run**, s: the runs a pool keeps idle GPUs for
+/// ([`short_run_headroom`]; the debug class of the metrics, docs/design.md section 3.7).
+pub const SHORT_RUN_S: i64 = 900;
+
+/// Share of short runs that may find no GPU idle on arrival in a full pool, which the
+/// headroom is sized for: at most 10 %, so that their p90 wait is zero.
+pub const SHORT_RUN_BLOCKING: f64 = 0.1;
+
+/// The offered load of a pool's short runs (time limit at most [`SHORT_RUN_S`]): the GPUs they
+/// would hold on average, their GPU-seconds of time limit submitted over the fair-share window
+/// divided by the window's length, in milli-GPUs (arrival rate x service time, Little's law).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShortLoad {
+    /// Cluster of the pool.
+    pub cluster: ClusterId,
+    /// GPU model of the pool.
+    pub model: ModelId,
+    /// Offered load, milli-GPUs (>= 0).
+    pub milli_gpus: i64,
+}
+
+/// GPUs a pool keeps idle for short runs: the fewest `h` for which Erlang's loss formula gives
+/// at most [`SHORT_RUN_BLOCKING`] for an offered load of `load` GPUs, that is, the chance that
+/// a short run arriving while every other GPU is held finds all `h` busy with earlier short
+/// runs (Poisson arrivals; Erlang B, `B(0) = 1`, `B(h) = A B(h-1) / (h + A B(h-1))`).
+/// 0 when no short run came in the window (`load` 0); at most `cap`. docs/design.md section
+/// 3.7.
+pub fn short_run_headroom(load: f64, cap: u32) -> u32 {
+    if load.is_nan() || load <= 0.0 {
+        return 0;
+    }
+    let mut b = 1.0f64;
+    let mut h = 0u32;
+    while b > SHORT_RUN_BLOCKING && h < cap {
+        h += 1;
+        b = load * b / (f64::from(h) + load * b);
+    }
+    h
 }
 
 /// Why a snapshot or a setting is refused.

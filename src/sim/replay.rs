@@ -12,7 +12,8 @@ use crate::metrics::{
     ClassWaits, Figures, HealthSpan, History, ProjectShare, RunRecord, Segment, compute,
 };
 use crate::scheduler::{
-    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, WaitingRun, schedule,
+    ClusterId, Decision, PolicyKind, ProjectId, RunId, RunningRun, SHORT_RUN_S, ShortLoad,
+    WaitingRun, schedule,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -122,6 +123,10 @@ pub fn replay(
     let mut ends: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut protections: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut usage = vec![0f64; np];
+    // Offered load of short runs per GPU model, GPUs: each short arrival adds its GPU-seconds
+    // of time limit over the window, decayed as usage is (an exponentially weighted arrival
+    // rate times the service time).
+    let mut short_load: BTreeMap<crate::scheduler::ModelId, f64> = BTreeMap::new();
     let mut alloc = vec![0i64; np];
     // Index in r.segments of each running job's open segment.
     let mut open = vec![usize::MAX; n];
@@ -178,6 +183,9 @@ pub fn replay(
             for i in 0..np {
                 usage[i] = usage[i] * f + alloc[i] as f64 * WINDOW_S * (1.0 - f);
             }
+            for l in short_load.values_mut() {
+                *l *= f;
+            }
             now = t;
         }
         // Ends.
@@ -219,6 +227,10 @@ pub fn replay(
                 continue;
             }
             state[j] = State::Waiting;
+            if p.time_limit <= SHORT_RUN_S {
+                *short_load.entry(p.model).or_default() +=
+                    f64::from(p.gpus) * p.time_limit as f64 / WINDOW_S;
+            }
             pos[j] = snap.waiting.len();
             snap.waiting.push(WaitingRun {
                 id: RunId(j as i64),
@@ -242,6 +254,14 @@ pub fn replay(
         for (i, p) in snap.projects.iter_mut().enumerate() {
             p.usage_gpu_s = usage[i] as i64;
         }
+        snap.short_load = short_load
+            .iter()
+            .map(|(&model, &l)| ShortLoad {
+                cluster: ClusterId(1),
+                model,
+                milli_gpus: (l * 1000.0) as i64,
+            })
+            .collect();
         let out = schedule(&snap, t);
         r.passes += 1;
         for w in &out.waiting {
