@@ -440,6 +440,9 @@ struct Pass<'a> {
     /// Whether the run being considered may take the idle GPUs kept for short runs whatever
     /// its time limit: a pool's starving head and runs on their contracts.
     exempt: bool,
+    /// Places in `waiting` of the short runs of pools that keep GPUs for them
+    /// ([`Self::start_short_on_kept`]).
+    short_waits: Vec<usize>,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -490,6 +493,15 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
                 }
             }
             pass.exempt = false;
+            let shorts: Vec<&Queued> = if pass.pools.iter().any(|p| p.headroom > 0) {
+                alloc
+                    .iter()
+                    .filter(|w| w.time_limit_s <= super::SHORT_RUN_S)
+                    .copied()
+                    .collect()
+            } else {
+                Vec::new()
+            };
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
             let mut beyond = Vec::with_capacity(alloc.len());
@@ -506,6 +518,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             for w in beyond {
                 pass.consider_tranche(w);
             }
+            pass.start_short_on_kept(&shorts);
             for w in unalloc {
                 pass.consider_unallocated(w);
             }
@@ -794,6 +807,7 @@ impl<'a> Pass<'a> {
             waiting: Vec::with_capacity(snap.waiting.len()),
             waiting_by_id,
             exempt: false,
+            short_waits: Vec::new(),
         };
         pass.index_pools();
         pass
@@ -1428,6 +1442,11 @@ impl<'a> Pass<'a> {
             p.allocated_waiting += 1;
             p.allocated_waiting_gpus = p.allocated_waiting_gpus.saturating_add(w.gpus);
         }
+        if w.time_limit_s <= super::SHORT_RUN_S
+            && w.pool.is_some_and(|pool| self.pools[pool].headroom > 0)
+        {
+            self.short_waits.push(self.waiting.len());
+        }
         self.waiting.push(Waiting {
             run: w.id,
             reason,
@@ -1518,10 +1537,7 @@ impl<'a> Pass<'a> {
     /// ([`Self::reserve`] counts both).
     fn kept_from(&self, pool: usize, w: &WaitingRun) -> i64 {
         let h = self.pools[pool].headroom;
-        if h == 0
-            || w.time_limit_s <= super::SHORT_RUN_S
-            || self.exempt
-        {
+        if h == 0 || w.time_limit_s <= super::SHORT_RUN_S || self.exempt {
             0
         } else {
             h
@@ -1537,6 +1553,52 @@ impl<'a> Pass<'a> {
             self.pools[pool].headroom
         } else {
             0
+        }
+    }
+
+    /// Starts, in fair-share order, the short runs that wait for GPUs while the pass's later
+    /// preemptions left idle GPUs kept for them (a longer preemptor takes its need from its
+    /// victims and leaves the kept GPUs idle, [`Self::preemption_need`]): they would otherwise
+    /// stay idle until the next pass.
+    fn start_short_on_kept(&mut self, shorts: &[&Queued]) {
+        if shorts.is_empty() {
+            return;
+        }
+        let at: IdMap<RunId, usize> = self
+            .short_waits
+            .iter()
+            .map(|&i| (self.waiting[i].run, i))
+            .collect();
+        let mut started: IdMap<RunId, ()> = IdMap::default();
+        for w in shorts {
+            let Some(pool) = w.pool else { continue };
+            if self.pools[pool].headroom == 0 || self.pools[pool].free < i64::from(w.gpus) {
+                continue;
+            }
+            let Some(&i) = at.get(&w.id) else {
+                continue;
+            };
+            if !matches!(
+                self.waiting[i].reason,
+                WaitReason::Gpus { .. }
+                    | WaitReason::Protected { .. }
+                    | WaitReason::FairShare { .. }
+                    | WaitReason::OverShare { .. }
+                    | WaitReason::BehindReservation { .. }
+            ) {
+                continue;
+            }
+            let usable = self.usable_without_preempting(pool, w, self.own_hold(w.project, pool));
+            if usable >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+                self.after_start_reservation(pool, w);
+                started.insert(w.id, ());
+                let p = &mut self.pools[pool];
+                p.allocated_waiting = p.allocated_waiting.saturating_sub(1);
+                p.allocated_waiting_gpus = p.allocated_waiting_gpus.saturating_sub(w.gpus);
+            }
+        }
+        if !started.is_empty() {
+            self.waiting.retain(|x| !started.contains_key(&x.run));
         }
     }
 
@@ -2796,12 +2858,13 @@ impl<'a> Pass<'a> {
         // the pool's reservation, whatever the run's time limit, as contracts and the reserved
         // run preempt unallocated runs first (docs/design.md section 3.4).
         let free = self.pools[pool].free;
-        if free - self.kept_from(pool, w) >= i64::from(w.gpus) && self.start(w, pool, None, false)
-        {
+        if free - self.kept_from(pool, w) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
             self.after_start_reservation(pool, w);
             return;
         }
-        if free >= i64::from(w.gpus) && self.wait_for_headroom(w, pool, free - self.kept_from(pool, w)) {
+        if free >= i64::from(w.gpus)
+            && self.wait_for_headroom(w, pool, free - self.kept_from(pool, w))
+        {
             return;
         }
         let p = &self.pools[pool];

@@ -406,7 +406,7 @@ pub struct Snapshot {
 }
 
 /// Longest time limit of a **short run**, s: the runs a pool keeps idle GPUs for
-/// ([`short_run_headroom`]; the debug class of the metrics, docs/design.md section 3.7).
+/// ([`short_run_headroom`], docs/design.md section 3.7).
 pub const SHORT_RUN_S: i64 = 900;
 
 /// Share of short runs that may find no GPU idle on arrival in a full pool, which the

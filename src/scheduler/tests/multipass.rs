@@ -196,12 +196,32 @@ fn check_pass(before: &Snapshot, after: &Snapshot, out: &Outcome, now: i64) {
         return;
     }
     let free = free_gpus(after);
+    // Idle GPUs each pool keeps for short runs (docs/design.md 3.7): a longer run fits only
+    // beside them (the pool's starving head excepted, which holds the reservation).
+    let mut up: BTreeMap<(ClusterId, ModelId), u32> = BTreeMap::new();
+    for n in before.nodes.iter().filter(|n| n.state == NodeState::Up) {
+        *up.entry((n.cluster, n.model)).or_default() += n.gpus;
+    }
+    let kept = |w: &WaitingRun| -> usize {
+        let load: i64 = before
+            .short_load
+            .iter()
+            .filter(|l| (l.cluster, l.model) == (w.cluster, w.model))
+            .map(|l| l.milli_gpus)
+            .sum();
+        let up = up.get(&(w.cluster, w.model)).copied().unwrap_or(0);
+        if w.time_limit_s <= SHORT_RUN_S {
+            0
+        } else {
+            short_run_headroom(load as f64 / 1000.0, up) as usize
+        }
+    };
     for w in &after.waiting {
         let Some(f) = free.get(&(w.cluster, w.model)) else {
             continue;
         };
         let idle_evicted = f.iter().filter(|g| evicted.contains(g)).count();
-        if idle_evicted == 0 || w.gpus as usize > f.len() {
+        if idle_evicted == 0 || w.gpus as usize + kept(w) > f.len() {
             continue;
         }
         let reason = &out
@@ -467,6 +487,19 @@ fn multi_pass_world(seed: u64) {
     let mut b = random_world(&mut rng);
     // Contracts and draining take GPUs by admin rules outside Φ; they have their own tests.
     b.snap.contracts.clear();
+    // Half the worlds keep idle GPUs for short runs in some pools (docs/design.md 3.7).
+    if rng.chance(50) {
+        let pools: BTreeSet<(ClusterId, ModelId)> =
+            b.snap.nodes.iter().map(|n| (n.cluster, n.model)).collect();
+        b.snap.short_load = pools
+            .into_iter()
+            .map(|(cluster, model)| ShortLoad {
+                cluster,
+                model,
+                milli_gpus: rng.below(2_000) as i64,
+            })
+            .collect();
+    }
     b.snap.validate().expect("generated world is valid");
     let mut m = Multi::new(b.snap.clone(), T0);
     let mut t = T0;
@@ -478,6 +511,12 @@ fn multi_pass_world(seed: u64) {
             };
             for _ in 0..1 + rng.below(3) {
                 let id = random_run(&mut bb, &mut rng, t);
+                // Some short runs (time limit at most 15 minutes).
+                if rng.chance(25) {
+                    let w = bb.snap.waiting.last_mut().unwrap();
+                    w.time_limit_s = (1 + rng.below(15) as i64) * M;
+                    w.min_runtime_s = w.min_runtime_s.min(w.time_limit_s);
+                }
                 let limit = bb.snap.waiting.last().unwrap().time_limit_s;
                 m.duration.insert(id, 1 + rng.below(limit as u64) as i64);
                 bb.snap.waiting.last_mut().unwrap().submitted_at = t;
