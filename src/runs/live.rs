@@ -552,6 +552,7 @@ impl LiveCache {
         self.exits_swept = None;
         self.holds_refreshed = None;
         self.reasons.clear();
+        self.short_load_read = None;
     }
 
     /// Whether `reason`, `estimate` and `context` are what this process last wrote for queued

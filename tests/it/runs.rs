@@ -4439,3 +4439,64 @@ async fn a_member_without_the_researcher_role_does_not_submit() {
     let (status, answer) = submit().await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
 }
+
+/// A pool where short runs (time limit at most 15 minutes) were submitted keeps idle GPUs for
+/// them (docs/design.md section 3.7): one short run of 600 s in the week is an offered load of
+/// 600 / 604,800 GPUs, for which Erlang's loss formula gives 1 GPU at 10 % blocking
+/// (B(1, A) = A / (1 + A)). A longer run does not take that GPU and is told why (an
+/// unallocated one here: in this 8-GPU pool every project's entitlement is under one GPU, so
+/// an allocated run first in line would be its pool's starving head, which may take it); the
+/// next short run starts on it at once.
+#[tokio::test]
+async fn a_pool_keeps_an_idle_gpu_for_short_runs_and_says_so() {
+    let o = org().await;
+    register(&o.app, &o.agent, &["short-1"]).await;
+    let earlier: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM runs r JOIN clusters c ON c.id = r.cluster_id \
+         WHERE c.name = 'local' AND r.time_limit_s <= 900",
+    )
+    .fetch_one(&o.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        earlier, 0,
+        "the demo has no short runs on the local cluster"
+    );
+    let short = |n: i64| {
+        let mut body = run_body("fm-pretrain-7b", n, 300, false);
+        body["time_limit_s"] = json!(600);
+        body
+    };
+    let first = submit(&o, short(1)).await;
+    // The load is read once a minute; a reload reads it at once.
+    o.app.state.live_runs.lock().await.clear();
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, first).await, "starting");
+    // 7 idle, 1 kept: a long 6-GPU run starts, a long 1-GPU run then waits for the kept one.
+    let six = submit(&o, run_body("fm-pretrain-7b", 6, 600, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, six).await, "starting");
+    let one = submit(&o, run_body("fm-pretrain-70b", 1, 0, true)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, one).await, "queued");
+    let (status, run) = o
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/runs/{one}"),
+            Some(&o.researcher),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let reason = run["wait_reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        reason.contains("1 idle now, of which the pool keeps 1 for short runs"),
+        "{run}"
+    );
+    // The next short run takes the kept GPU at once; the long one still waits.
+    let second = submit(&o, short(1)).await;
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, second).await, "starting");
+    assert_eq!(state_of(&o.app, one).await, "queued");
+}
