@@ -90,6 +90,11 @@ pub struct Site {
     /// Seconds a run stays idle before it is flagged to its submitter and its project's leads
     /// (`TRANCHE_IDLE_AFTER_S`, default 1800).
     pub idle_after_s: i64,
+    /// Percent of short runs (time limit at most 15 minutes) that may find no GPU idle on
+    /// arrival, which the idle GPUs each pool keeps for them are sized for
+    /// (`TRANCHE_SHORT_RUN_BLOCKING_PERCENT`, 1 to 100, default 10; 100 keeps none;
+    /// docs/design.md section 3.7).
+    pub short_run_blocking_percent: u8,
     /// How the Slurm bridge calls Slurm's tools (docs/slurm.md).
     pub slurm: SlurmSettings,
 }
@@ -297,6 +302,15 @@ impl Site {
             },
             idle_utilization_percent: percent_var("TRANCHE_IDLE_UTILIZATION_PERCENT", 5)?,
             idle_after_s: seconds_var("TRANCHE_IDLE_AFTER_S", 1800)?,
+            short_run_blocking_percent: match percent_var(
+                "TRANCHE_SHORT_RUN_BLOCKING_PERCENT",
+                crate::scheduler::DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
+            )? {
+                0 => anyhow::bail!(
+                    "TRANCHE_SHORT_RUN_BLOCKING_PERCENT must be from 1 to 100 (100 keeps no GPUs for short runs), got 0"
+                ),
+                p => p,
+            },
             slurm: SlurmSettings::from_env()?,
         })
     }
@@ -321,6 +335,7 @@ impl Site {
             metrics_token: None,
             idle_utilization_percent: 5,
             idle_after_s: 1800,
+            short_run_blocking_percent: crate::scheduler::DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
             slurm: SlurmSettings::default(),
         }
     }

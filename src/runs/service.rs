@@ -1595,6 +1595,7 @@ async fn pass_inner(
     let (mut snap, names, offline) = load_snapshot(pool, &mut tx, site, now, live.runs()).await?;
     snap.reserved = std::mem::take(&mut live.reserved);
     snap.short_load = live.short_load(&mut tx).await?;
+    snap.policy.short_run_blocking_percent = site.short_run_blocking_percent;
     report.timings_ms[1] = clock.elapsed().as_millis() as u64;
     report.snapshot_ms[2] = report.timings_ms[1] - report.snapshot_ms[0] - report.snapshot_ms[1];
     let clock = std::time::Instant::now();

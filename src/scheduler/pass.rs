@@ -690,7 +690,11 @@ impl<'a> Pass<'a> {
         }
         for (p, milli) in pools.iter_mut().zip(short_milli) {
             let load = milli as f64 / 1000.0;
-            p.headroom = i64::from(super::short_run_headroom(load, p.up_installed));
+            p.headroom = i64::from(super::short_run_headroom(
+                load,
+                p.up_installed,
+                snap.policy.short_run_blocking_percent,
+            ));
         }
         // Running runs: mark their GPUs.
         let mut running: Vec<_> = snap.running.iter().collect();

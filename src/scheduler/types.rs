@@ -333,6 +333,15 @@ pub struct Policy {
     /// How many waiting runs of a pool past its reservation the pass still examines for
     /// backfill; runs beyond are told they wait in line. Bounds the pass cost.
     pub backfill_depth: usize,
+    /// Percent of short runs that may find no GPU idle on arrival in an otherwise full pool,
+    /// which the GPUs kept for them are sized for ([`short_run_headroom`]), 1 to 100; 100
+    /// keeps none. Default [`DEFAULT_SHORT_RUN_BLOCKING_PERCENT`].
+    #[serde(default = "default_short_run_blocking")]
+    pub short_run_blocking_percent: u8,
+}
+
+fn default_short_run_blocking() -> u8 {
+    DEFAULT_SHORT_RUN_BLOCKING_PERCENT
 }
 
 impl Default for Policy {
@@ -342,6 +351,7 @@ impl Default for Policy {
             in_flight_s: 1_800,
             contract_lead_s: 0,
             backfill_depth: 2_000,
+            short_run_blocking_percent: DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
         }
     }
 }
@@ -409,9 +419,10 @@ pub struct Snapshot {
 /// ([`short_run_headroom`], docs/design.md section 3.7).
 pub const SHORT_RUN_S: i64 = 900;
 
-/// Share of short runs that may find no GPU idle on arrival in a full pool, which the
-/// headroom is sized for: at most 10 %, so that their p90 wait is zero.
-pub const SHORT_RUN_BLOCKING: f64 = 0.1;
+/// Default percent of short runs that may find no GPU idle on arrival in a full pool, which the
+/// headroom is sized for ([`Policy::short_run_blocking_percent`]): 10 %, so that their p90 wait
+/// is zero.
+pub const DEFAULT_SHORT_RUN_BLOCKING_PERCENT: u8 = 10;
 
 /// The offered load of a pool's short runs (time limit at most [`SHORT_RUN_S`]): the GPUs they
 /// would hold on average, their GPU-seconds of time limit submitted over the fair-share window
@@ -427,18 +438,19 @@ pub struct ShortLoad {
 }
 
 /// GPUs a pool keeps idle for short runs: the fewest `h` for which Erlang's loss formula gives
-/// at most [`SHORT_RUN_BLOCKING`] for an offered load of `load` GPUs, that is, the chance that
+/// at most `blocking_percent` % for an offered load of `load` GPUs, that is, the chance that
 /// a short run arriving while every other GPU is held finds all `h` busy with earlier short
 /// runs (Poisson arrivals; Erlang B, `B(0) = 1`, `B(h) = A B(h-1) / (h + A B(h-1))`).
-/// 0 when no short run came in the window (`load` 0); at most `cap`. docs/design.md section
-/// 3.7.
-pub fn short_run_headroom(load: f64, cap: u32) -> u32 {
+/// 0 when no short run came in the window (`load` 0) or at 100 %; at most `cap`.
+/// docs/design.md section 3.7.
+pub fn short_run_headroom(load: f64, cap: u32, blocking_percent: u8) -> u32 {
     if load.is_nan() || load <= 0.0 {
         return 0;
     }
+    let target = f64::from(blocking_percent.max(1)) / 100.0;
     let mut b = 1.0f64;
     let mut h = 0u32;
-    while b > SHORT_RUN_BLOCKING && h < cap {
+    while b > target && h < cap {
         h += 1;
         b = load * b / (f64::from(h) + load * b);
     }

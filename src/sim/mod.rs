@@ -49,6 +49,12 @@ pub struct SimulateArgs {
     /// Also write every job's outcome under every policy to this CSV file ([`JobRow`]).
     #[arg(long)]
     pub jobs_csv: Option<PathBuf>,
+    /// Percent of short runs (time limit at most 15 minutes) that may find no GPU idle on
+    /// arrival, which the idle GPUs each pool keeps for them are sized for under `tranche`
+    /// (1 to 100; 100 keeps none; docs/design.md section 3.7).
+    #[arg(long, default_value_t = crate::scheduler::DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub short_run_blocking_percent: u8,
 }
 
 /// One job's outcome under one policy: a row of `--jobs-csv`. Instants are the trace's
@@ -165,7 +171,8 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         Some(s) => setup::parse_tree(s)?,
         None => setup::default_tree(&tr.jobs),
     };
-    let site = setup::build_site(&pools, &tree, &tr.jobs)?;
+    let mut site = setup::build_site(&pools, &tree, &tr.jobs)?;
+    site.base.policy.short_run_blocking_percent = args.short_run_blocking_percent;
     let window = (
         tr.jobs[0].submit,
         tr.jobs[tr.jobs.len() - 1].submit.max(tr.jobs[0].submit + 1),

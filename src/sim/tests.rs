@@ -315,6 +315,7 @@ fn every_format_replays_with_all_jobs_accounted_for() {
             json: true,
             skip_bad_rows: false,
             jobs_csv: None,
+            short_run_blocking_percent: 10,
         };
         let report = simulate(&args).unwrap();
         // Replayed costliest first, reported in the order asked.
@@ -399,6 +400,7 @@ fn jobs_csv_lists_every_job_under_every_policy_with_its_wait() {
         json: true,
         skip_bad_rows: false,
         jobs_csv: Some(out.clone()),
+        short_run_blocking_percent: 10,
     };
     let report = simulate(&args).unwrap();
     let tr = crate::sim::trace::load(&data("philly-sample.csv"), Format::Philly, false).unwrap();
@@ -473,6 +475,7 @@ fn jobs_csv_neutralises_formulas_and_refuses_an_unwritable_path() {
         json: true,
         skip_bad_rows: false,
         jobs_csv: Some(out.clone()),
+        short_run_blocking_percent: 10,
     };
     simulate(&args).unwrap();
     let text = std::fs::read_to_string(&out).unwrap();

@@ -213,7 +213,11 @@ fn check_pass(before: &Snapshot, after: &Snapshot, out: &Outcome, now: i64) {
         if w.time_limit_s <= SHORT_RUN_S {
             0
         } else {
-            short_run_headroom(load as f64 / 1000.0, up) as usize
+            short_run_headroom(
+                load as f64 / 1000.0,
+                up,
+                before.policy.short_run_blocking_percent,
+            ) as usize
         }
     };
     for w in &after.waiting {

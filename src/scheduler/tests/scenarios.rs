@@ -874,16 +874,19 @@ fn the_short_run_headroom_is_erlangs_loss_formula_at_ten_percent() {
         term / sum
     }
     for load in [0.001, 0.03, 0.2, 0.5, 1.0, 3.7, 12.0] {
-        let h = short_run_headroom(load, 1_000);
-        assert!(erlang_b(h, load) <= SHORT_RUN_BLOCKING, "{load}: {h}");
-        assert!(erlang_b(h - 1, load) > SHORT_RUN_BLOCKING, "{load}: {h}");
+        let h = short_run_headroom(load, 1_000, 10);
+        assert!(erlang_b(h, load) <= 0.1, "{load}: {h}");
+        assert!(erlang_b(h - 1, load) > 0.1, "{load}: {h}");
     }
     // By hand: B(1, 0.03) = 0.03 / 1.03; B(1, 0.2) = 1/6, B(2, 0.2) = 0.02 / 1.22.
-    assert_eq!(short_run_headroom(0.03, 1_000), 1);
-    assert_eq!(short_run_headroom(0.2, 1_000), 2);
-    assert_eq!(short_run_headroom(0.0, 1_000), 0);
-    assert_eq!(short_run_headroom(f64::NAN, 1_000), 0);
-    assert_eq!(short_run_headroom(12.0, 4), 4);
+    assert_eq!(short_run_headroom(0.03, 1_000, 10), 1);
+    assert_eq!(short_run_headroom(0.2, 1_000, 10), 2);
+    assert_eq!(short_run_headroom(0.0, 1_000, 10), 0);
+    assert_eq!(short_run_headroom(f64::NAN, 1_000, 10), 0);
+    assert_eq!(short_run_headroom(12.0, 4, 10), 4);
+    // A looser target keeps fewer: B(1, 0.2) = 1/6 is within 20 %; 100 % keeps none.
+    assert_eq!(short_run_headroom(0.2, 1_000, 20), 1);
+    assert_eq!(short_run_headroom(0.2, 1_000, 100), 0);
 }
 
 /// A pool where short runs came keeps idle GPUs for them: a run with a longer time limit does
