@@ -302,14 +302,14 @@ impl Site {
             },
             idle_utilization_percent: percent_var("TRANCHE_IDLE_UTILIZATION_PERCENT", 5)?,
             idle_after_s: seconds_var("TRANCHE_IDLE_AFTER_S", 1800)?,
-            short_run_blocking_percent: match percent_var(
-                "TRANCHE_SHORT_RUN_BLOCKING_PERCENT",
-                crate::scheduler::DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
-            )? {
-                0 => anyhow::bail!(
-                    "TRANCHE_SHORT_RUN_BLOCKING_PERCENT must be from 1 to 100 (100 keeps no GPUs for short runs), got 0"
-                ),
-                p => p,
+            short_run_blocking_percent: match std::env::var("TRANCHE_SHORT_RUN_BLOCKING_PERCENT") {
+                Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u8>() {
+                    Ok(p @ 1..=100) => p,
+                    _ => anyhow::bail!(
+                        "TRANCHE_SHORT_RUN_BLOCKING_PERCENT must be a whole percentage from 1 to 100 (100 keeps no GPUs for short runs), got {v:?}"
+                    ),
+                },
+                _ => crate::scheduler::DEFAULT_SHORT_RUN_BLOCKING_PERCENT,
             },
             slurm: SlurmSettings::from_env()?,
         })

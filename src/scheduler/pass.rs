@@ -438,7 +438,7 @@ struct Pass<'a> {
     /// and the simulator do): then the order is a counting sort.
     waiting_by_id: bool,
     /// Whether the run being considered may take the idle GPUs kept for short runs whatever
-    /// its time limit: a pool's starving head and runs on their contracts.
+    /// its time limit: runs on their contracts and a pool's starving head of whole nodes.
     exempt: bool,
     /// Places in `waiting` of the short runs of pools that keep GPUs for them
     /// ([`Self::start_short_on_kept`]).
@@ -487,8 +487,15 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             // Large gangs do not starve: a pool's first run in fair-share order whose project
             // has no run that fits its entitlement starts now or holds the reservation.
             let heads = pass.starving_heads(&alloc);
+            pass.exempt = false;
             for &i in &heads {
                 if !done[i] {
+                    // A starving gang of whole nodes may take the kept GPUs (it could not
+                    // otherwise start beside them on partly used nodes); a smaller head waits
+                    // for one more GPU to free, as any run does.
+                    pass.exempt = alloc[i]
+                        .pool
+                        .is_some_and(|pool| alloc[i].gpus >= pass.pools[pool].node_max);
                     pass.consider_tranche(alloc[i]);
                 }
             }
@@ -1536,9 +1543,9 @@ impl<'a> Pass<'a> {
 
     /// Idle GPUs of `pool` that `w` may not take because they are kept for short runs: the
     /// pool's headroom, unless `w` is short (time limit at most [`super::SHORT_RUN_S`]), is its
-    /// pool's starving head or starts on its contract (docs/design.md section 3.7). A run that
-    /// holds the reservation otherwise waits for its GPUs and the headroom
-    /// ([`Self::reserve`] counts both).
+    /// pool's starving head of at least one node's GPUs or starts on its contract
+    /// (docs/design.md section 3.7). A run that holds the reservation otherwise waits for its
+    /// GPUs and the headroom ([`Self::reserve`] counts both).
     fn kept_from(&self, pool: usize, w: &WaitingRun) -> i64 {
         let h = self.pools[pool].headroom;
         if h == 0 || w.time_limit_s <= super::SHORT_RUN_S || self.exempt {
@@ -1619,7 +1626,7 @@ impl<'a> Pass<'a> {
         let reason = WaitReason::ShortRunHeadroom {
             gpus: w.gpus,
             free,
-            kept: kept as u32,
+            kept: (kept as u32).min(free),
         };
         self.wait(w, reason, estimate);
         true
@@ -2071,7 +2078,7 @@ impl<'a> Pass<'a> {
             WaitReason::ShortRunHeadroom {
                 gpus: w.gpus,
                 free: p.free.max(0) as u32,
-                kept: kept as u32,
+                kept: kept.min(p.free.max(0)) as u32,
             }
         } else if ahead_total > 0 {
             WaitReason::FairShare {

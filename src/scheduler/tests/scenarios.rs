@@ -981,3 +981,47 @@ fn a_reservation_counts_the_gpus_kept_for_short_runs() {
     d.advance_to(T0 + 2 * H);
     assert_eq!(d.started_at.get(&gang), Some(&vec![T0 + 2 * H]));
 }
+
+/// A pool's starving head smaller than a node does not take the GPUs kept for short runs:
+/// where every project's entitlement is under one GPU, each 1-GPU run first in line is such a
+/// head, and it took the kept GPU (found by a new-user check). A head of a whole node may.
+#[test]
+fn a_small_starving_head_leaves_the_kept_gpus_a_whole_node_gang_does_not() {
+    let build = |gpus: u32| {
+        let mut b = Builder::new();
+        b.nodes(2, 8);
+        let tiny = b.project(None, "5", 0);
+        let big = b.project(None, "95", 0);
+        b.running(big, 8, T0 - 600, H, 10 * H);
+        b.running(big, 8 - gpus, T0 - 600, H, 10 * H);
+        let head = b.waiting(tiny, gpus, T0 - 60, H, 2 * H);
+        b.snap.short_load = vec![ShortLoad {
+            cluster: ClusterId(1),
+            model: ModelId(1),
+            milli_gpus: 30,
+        }];
+        b.snap.validate().unwrap();
+        (b, head)
+    };
+    // 1 GPU free on the second node, kept: the 1-GPU run (entitlement 0.8 GPU) waits.
+    let (b, head) = build(1);
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty(), "{:?}", out.decisions);
+    assert!(matches!(
+        reason_of(&out, head),
+        WaitReason::ShortRunHeadroom { kept: 1, .. }
+    ));
+    // An 8-GPU gang of the same project on a free node: it starts though that leaves none kept.
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let tiny = b.project(None, "5", 0);
+    let big = b.project(None, "95", 0);
+    b.running(big, 8, T0 - 600, H, 10 * H);
+    let gang = b.waiting(tiny, 8, T0 - 60, H, 2 * H);
+    b.snap.short_load = vec![ShortLoad {
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        milli_gpus: 30,
+    }];
+    assert_eq!(started(&schedule(&b.snap, T0)), vec![gang]);
+}
