@@ -440,9 +440,9 @@ struct Pass<'a> {
     /// Whether the run being considered may take the idle GPUs kept for short runs whatever
     /// its time limit: runs on their contracts and a pool's starving head of whole nodes.
     exempt: bool,
-    /// Places in `waiting` of the short runs of pools that keep GPUs for them
-    /// ([`Self::start_short_on_kept`]).
-    short_waits: Vec<usize>,
+    /// The allocated short runs that wait in pools that keep GPUs for them, with their places
+    /// in `waiting`, in the order the pass considered them ([`Self::start_short_on_kept`]).
+    short_waits: Vec<(usize, Queued)>,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -500,15 +500,6 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
                 }
             }
             pass.exempt = false;
-            let shorts: Vec<&Queued> = if pass.pools.iter().any(|p| p.headroom > 0) {
-                alloc
-                    .iter()
-                    .filter(|w| w.time_limit_s <= super::SHORT_RUN_S)
-                    .copied()
-                    .collect()
-            } else {
-                Vec::new()
-            };
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
             let mut beyond = Vec::with_capacity(alloc.len());
@@ -525,7 +516,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             for w in beyond {
                 pass.consider_tranche(w);
             }
-            pass.start_short_on_kept(&shorts);
+            pass.start_short_on_kept();
             for w in unalloc {
                 pass.consider_unallocated(w);
             }
@@ -1453,10 +1444,15 @@ impl<'a> Pass<'a> {
             p.allocated_waiting += 1;
             p.allocated_waiting_gpus = p.allocated_waiting_gpus.saturating_add(w.gpus);
         }
-        if w.time_limit_s <= super::SHORT_RUN_S
+        if w.allocated()
+            && w.time_limit_s <= super::SHORT_RUN_S
             && w.pool.is_some_and(|pool| self.pools[pool].headroom > 0)
         {
-            self.short_waits.push(self.waiting.len());
+            let copy = Queued {
+                run: w.run.clone(),
+                pool: w.pool,
+            };
+            self.short_waits.push((self.waiting.len(), copy));
         }
         self.waiting.push(Waiting {
             run: w.id,
@@ -1567,30 +1563,20 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Starts, in fair-share order, the short runs that wait for GPUs while the pass's later
-    /// preemptions left idle GPUs kept for them (a longer preemptor takes its need from its
-    /// victims and leaves the kept GPUs idle, [`Self::preemption_need`]): they would otherwise
-    /// stay idle until the next pass.
-    fn start_short_on_kept(&mut self, shorts: &[&Queued]) {
-        if shorts.is_empty() {
-            return;
-        }
-        let at: IdMap<RunId, usize> = self
-            .short_waits
-            .iter()
-            .map(|&i| (self.waiting[i].run, i))
-            .collect();
+    /// Starts, in the order the pass considered them, the short runs that wait for GPUs while
+    /// the pass's later preemptions left idle GPUs kept for them (a longer preemptor takes its
+    /// need from its victims and leaves the kept GPUs idle, [`Self::preemption_need`]): they
+    /// would otherwise stay idle until the next pass.
+    fn start_short_on_kept(&mut self) {
+        let waits = std::mem::take(&mut self.short_waits);
         let mut started: IdMap<RunId, ()> = IdMap::default();
-        for w in shorts {
+        for (i, w) in &waits {
             let Some(pool) = w.pool else { continue };
-            if self.pools[pool].headroom == 0 || self.pools[pool].free < i64::from(w.gpus) {
+            if self.pools[pool].free < i64::from(w.gpus) {
                 continue;
             }
-            let Some(&i) = at.get(&w.id) else {
-                continue;
-            };
             if !matches!(
-                self.waiting[i].reason,
+                self.waiting[*i].reason,
                 WaitReason::Gpus { .. }
                     | WaitReason::Protected { .. }
                     | WaitReason::FairShare { .. }
@@ -1611,25 +1597,6 @@ impl<'a> Pass<'a> {
         if !started.is_empty() {
             self.waiting.retain(|x| !started.contains_key(&x.run));
         }
-    }
-
-    /// Records that `w` waits only for the idle GPUs kept for short runs when the GPUs it could
-    /// take without them cover it; false otherwise (nothing recorded).
-    fn wait_for_headroom(&mut self, w: &Queued, pool: usize, usable: i64) -> bool {
-        let kept = self.kept_from(pool, w);
-        if kept == 0 || usable + kept < i64::from(w.gpus) {
-            return false;
-        }
-        let p = &self.pools[pool];
-        let free = p.free.max(0) as u32;
-        let estimate = self.expected_free(pool, w.gpus.saturating_add(kept as u32));
-        let reason = WaitReason::ShortRunHeadroom {
-            gpus: w.gpus,
-            free,
-            kept: (kept as u32).min(free),
-        };
-        self.wait(w, reason, estimate);
-        true
     }
 
     fn after_start_reservation(&mut self, pool: usize, w: &WaitingRun) {
@@ -2868,14 +2835,21 @@ impl<'a> Pass<'a> {
         // Every idle GPU is lent to unallocated work: also those held for contracts and for
         // the pool's reservation, whatever the run's time limit, as contracts and the reserved
         // run preempt unallocated runs first (docs/design.md section 3.4).
+        // Except those kept for short runs (docs/design.md section 3.7).
         let free = self.pools[pool].free;
-        if free - self.kept_from(pool, w) >= i64::from(w.gpus) && self.start(w, pool, None, false) {
+        let kept = self.kept_from(pool, w);
+        if free - kept >= i64::from(w.gpus) && self.start(w, pool, None, false) {
             self.after_start_reservation(pool, w);
             return;
         }
-        if free >= i64::from(w.gpus)
-            && self.wait_for_headroom(w, pool, free - self.kept_from(pool, w))
-        {
+        if kept > 0 && free >= i64::from(w.gpus) {
+            let estimate = self.expected_free(pool, w.gpus.saturating_add(kept as u32));
+            let reason = WaitReason::ShortRunHeadroom {
+                gpus: w.gpus,
+                free: free as u32,
+                kept: kept.min(free) as u32,
+            };
+            self.wait(w, reason, estimate);
             return;
         }
         let p = &self.pools[pool];
