@@ -247,9 +247,12 @@ pub const SHORT_LOAD_EVERY: std::time::Duration = std::time::Duration::from_secs
 
 impl LiveCache {
     /// The offered load of short runs per pool ([`crate::scheduler::ShortLoad`]): the
-    /// GPU-seconds of time limit of the runs with a time limit of at most
-    /// [`crate::scheduler::SHORT_RUN_S`] submitted in the last [`USAGE_WINDOW_S`] (whatever
-    /// became of them), over the window's length, in milli-GPUs. Read at most once every
+    /// GPU-seconds of time limit of the allocated runs (minimum runtime above 0) with a time
+    /// limit of at most [`crate::scheduler::SHORT_RUN_S`] submitted in the last
+    /// [`USAGE_WINDOW_S`] (whatever became of them), over the window's length, in milli-GPUs
+    /// rounded up (so any short run in the window keeps a GPU). Unallocated runs do not count:
+    /// the GPUs are kept from allocated runs, which come before unallocated work
+    /// (docs/design.md section 3.7). The simulator keeps the same sum. Read at most once every
     /// [`SHORT_LOAD_EVERY`] (index `runs_short`); the last read otherwise.
     ///
     /// # Errors
@@ -264,8 +267,8 @@ impl LiveCache {
         {
             let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
                 "SELECT cluster_id, gpu_model_id, \
-                        (sum(gpus::numeric * time_limit_s) * 1000 / $2)::bigint \
-                 FROM runs WHERE time_limit_s <= $1 \
+                        ceil(sum(gpus::numeric * time_limit_s) * 1000 / $2)::bigint \
+                 FROM runs WHERE time_limit_s <= $1 AND min_runtime_s > 0 \
                  AND submitted_at > now() - make_interval(secs => $2) \
                  GROUP BY cluster_id, gpu_model_id ORDER BY 1, 2",
             )

@@ -16,7 +16,7 @@ use crate::scheduler::{
     WaitingRun, schedule,
 };
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// Seconds after a pass that started or preempted runs, while runs still wait, at which the
 /// replay runs another pass even if nothing else happens: the live service's default tick
@@ -123,10 +123,12 @@ pub fn replay(
     let mut ends: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut protections: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
     let mut usage = vec![0f64; np];
-    // Offered load of short runs per GPU model, GPUs: each short arrival adds its GPU-seconds
-    // of time limit over the window, decayed as usage is (an exponentially weighted arrival
-    // rate times the service time).
-    let mut short_load: BTreeMap<crate::scheduler::ModelId, f64> = BTreeMap::new();
+    // Offered load of short runs per GPU model as the live service reads it
+    // (`LiveCache::short_load`): GPU-seconds of time limit of the allocated short runs submitted
+    // in the last window, and those arrivals (submitted, model, GPU-seconds) in order, so that
+    // each leaves the sum a window after it came.
+    let mut short_gpu_s: BTreeMap<crate::scheduler::ModelId, i64> = BTreeMap::new();
+    let mut short_arrivals: VecDeque<(i64, crate::scheduler::ModelId, i64)> = VecDeque::new();
     let mut alloc = vec![0i64; np];
     // Index in r.segments of each running job's open segment.
     let mut open = vec![usize::MAX; n];
@@ -168,7 +170,13 @@ pub fn replay(
         } else {
             protections.peek().map(|Reverse((t, _, _))| *t)
         };
-        let Some(t) = [t_arr, t_end, t_prot, follow_up]
+        // A short run leaving the load's window may free a kept GPU for a run that waits.
+        let t_short = if snap.waiting.is_empty() {
+            None
+        } else {
+            short_arrivals.front().map(|&(s, _, _)| s + WINDOW_S as i64)
+        };
+        let Some(t) = [t_arr, t_end, t_prot, follow_up, t_short]
             .into_iter()
             .flatten()
             .min()
@@ -183,10 +191,13 @@ pub fn replay(
             for i in 0..np {
                 usage[i] = usage[i] * f + alloc[i] as f64 * WINDOW_S * (1.0 - f);
             }
-            for l in short_load.values_mut() {
-                *l *= f;
-            }
             now = t;
+        }
+        while let Some(&(s, model, gpu_s)) = short_arrivals.front()
+            && s <= t - WINDOW_S as i64
+        {
+            short_arrivals.pop_front();
+            *short_gpu_s.get_mut(&model).expect("counted on arrival") -= gpu_s;
         }
         // Ends.
         while let Some(&Reverse((te, j, g))) = ends.peek() {
@@ -227,9 +238,10 @@ pub fn replay(
                 continue;
             }
             state[j] = State::Waiting;
-            if p.time_limit <= SHORT_RUN_S {
-                *short_load.entry(p.model).or_default() +=
-                    f64::from(p.gpus) * p.time_limit as f64 / WINDOW_S;
+            if kind == PolicyKind::Tranche && p.time_limit <= SHORT_RUN_S && p.min_runtime > 0 {
+                let gpu_s = i64::from(p.gpus) * p.time_limit;
+                *short_gpu_s.entry(p.model).or_default() += gpu_s;
+                short_arrivals.push_back((p.submit, p.model, gpu_s));
             }
             pos[j] = snap.waiting.len();
             snap.waiting.push(WaitingRun {
@@ -254,12 +266,13 @@ pub fn replay(
         for (i, p) in snap.projects.iter_mut().enumerate() {
             p.usage_gpu_s = usage[i] as i64;
         }
-        snap.short_load = short_load
+        snap.short_load = short_gpu_s
             .iter()
+            .filter(|&(_, &l)| l > 0)
             .map(|(&model, &l)| ShortLoad {
                 cluster: ClusterId(1),
                 model,
-                milli_gpus: (l * 1000.0) as i64,
+                milli_gpus: (l * 1000 + WINDOW_S as i64 - 1) / WINDOW_S as i64,
             })
             .collect();
         let out = schedule(&snap, t);

@@ -564,3 +564,32 @@ fn the_pass_after_a_start_sees_the_run_running() {
     let b_starts: Vec<Option<i64>> = rep.jobs[8..].iter().map(|j| j.first_start).collect();
     assert_eq!(b_starts[..4], [Some(replay::FOLLOW_UP_S); 4]);
 }
+
+/// The kept GPUs follow the live service's short load (docs/design.md section 3.7): the
+/// allocated short runs submitted in the last 7 days. One node of 2 GPUs, project a alone: a
+/// 600 s run at 0 (allocated: minimum runtime 600 s) is an offered load of 600 / 604,800 GPUs,
+/// for which the pool keeps 1 GPU, so a 2-GPU run of 2 h submitted at 1,000 s waits until the
+/// short run leaves the window at 604,800 s and starts then, not at the next unrelated event.
+/// The same short run unallocated (minimum runtime 0) sizes nothing: the 2-GPU run starts on
+/// arrival.
+#[test]
+fn the_short_load_counts_allocated_short_runs_of_the_last_week() {
+    for (min_runtime, want) in [("600", 604_800), ("0", 1_000)] {
+        let text = format!(
+            "submit,duration,gpus,project,min_runtime\n\
+             0,600,1,a,{min_runtime}\n\
+             1000,7200,2,a,\n"
+        );
+        let tr = load_from(text.as_bytes(), Format::Native, false).unwrap();
+        let site = build_site(
+            &parse_cluster("H100:1x2").unwrap(),
+            &parse_tree("a=100").unwrap(),
+            &tr.jobs,
+        )
+        .unwrap();
+        let plans = plan(&site, &tr.jobs, PolicyKind::Tranche);
+        let rep = replay::replay(&site, &plans, PolicyKind::Tranche, (0, 700_000), &|_| {});
+        assert_eq!(rep.jobs[0].first_start, Some(0), "{min_runtime}");
+        assert_eq!(rep.jobs[1].first_start, Some(want), "{min_runtime}");
+    }
+}
