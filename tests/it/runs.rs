@@ -4446,7 +4446,7 @@ async fn a_member_without_the_researcher_role_does_not_submit() {
 /// (B(1, A) = A / (1 + A)). A longer run does not take that GPU and is told why (an
 /// unallocated one here: in this 8-GPU pool every project's entitlement is under one GPU, so
 /// an allocated run first in line would be its pool's starving head, which may take it); the
-/// next short run starts on it at once.
+/// next short run starts on it at once. An unallocated short run sizes nothing.
 #[tokio::test]
 async fn a_pool_keeps_an_idle_gpu_for_short_runs_and_says_so() {
     let o = org().await;
@@ -4462,12 +4462,23 @@ async fn a_pool_keeps_an_idle_gpu_for_short_runs_and_says_so() {
         earlier, 0,
         "the demo has no short runs on the local cluster"
     );
-    let short = |n: i64| {
-        let mut body = run_body("fm-pretrain-7b", n, 300, false);
+    let short = |n: i64, min_runtime: i64| {
+        let mut body = run_body("fm-pretrain-7b", n, min_runtime, false);
         body["time_limit_s"] = json!(600);
         body
     };
-    let first = submit(&o, short(1)).await;
+    // An unallocated short run (minimum runtime 0) does not size the kept GPUs: they are kept
+    // from allocated runs.
+    let best_effort = submit(&o, short(1, 0)).await;
+    let load = {
+        let mut live = o.app.state.live_runs.lock().await;
+        live.clear();
+        let mut conn = o.app.pool.acquire().await.unwrap();
+        live.short_load(&mut conn).await.unwrap()
+    };
+    assert!(load.is_empty(), "{load:?}");
+    cancel(&o, best_effort).await;
+    let first = submit(&o, short(1, 300)).await;
     // The load is read once a minute; a reload reads it at once.
     o.app.state.live_runs.lock().await.clear();
     pass(&o.app).await;
@@ -4495,7 +4506,7 @@ async fn a_pool_keeps_an_idle_gpu_for_short_runs_and_says_so() {
         "{run}"
     );
     // The next short run takes the kept GPU at once; the long one still waits.
-    let second = submit(&o, short(1)).await;
+    let second = submit(&o, short(1, 300)).await;
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, second).await, "starting");
     assert_eq!(state_of(&o.app, one).await, "queued");
