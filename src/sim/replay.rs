@@ -26,8 +26,10 @@ pub const FOLLOW_UP_S: i64 = 5;
 
 /// Seconds of run time between checkpoints of a resumable job.
 pub const CHECKPOINT_S: i64 = 1_800;
-/// Fair-share window (time constant of the decay), s.
+/// Fair-share window (time constant of the decay), s; also the sliding window of the short
+/// runs' load, which must be the live service's.
 pub const WINDOW_S: f64 = 7.0 * 86_400.0;
+const _: () = assert!(WINDOW_S as i64 == crate::runs::live::USAGE_WINDOW_S);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
