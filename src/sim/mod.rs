@@ -32,8 +32,8 @@ pub struct SimulateArgs {
     #[arg(long, value_delimiter = ',', default_value = "fifo,legacy,tranche")]
     pub policy: Vec<PolicyName>,
     /// Cluster: comma-separated MODEL:NODESxGPUS (default: the fewest 8-GPU nodes that put the
-    /// trace's mean demand at or below 60% of capacity and hold its largest job; the output
-    /// says the demand's share of the cluster).
+    /// trace's mean demand at or below 60% of capacity and hold its largest job, but no more
+    /// than would hold every job at once; the output says the demand's share of the cluster).
     #[arg(long)]
     pub cluster: Option<String>,
     /// Program tree: comma-separated PATH=PERCENT; leaves are the trace's tenants (default:
@@ -46,7 +46,8 @@ pub struct SimulateArgs {
     /// Skip malformed rows (counted) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
-    /// Also write every job's outcome under every policy to this CSV file ([`JobRow`]).
+    /// Also write every job's outcome under every policy to this CSV file (one row per job and
+    /// policy: submit, start, end, wait, first waiting reason and estimate).
     #[arg(long)]
     pub jobs_csv: Option<PathBuf>,
     /// Percent of short runs (time limit at most 15 minutes) that may find no GPU idle on
@@ -161,7 +162,12 @@ pub fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     let started = std::time::Instant::now();
     let tr = trace::load(&args.trace, args.format, args.skip_bad_rows)?;
     if tr.jobs.is_empty() {
-        anyhow::bail!("{}: no jobs", args.trace.display());
+        anyhow::bail!(
+            "{}: no jobs ({} malformed rows skipped, {} rows left out by the format's rule)",
+            args.trace.display(),
+            tr.skipped,
+            tr.excluded
+        );
     }
     let pools = match &args.cluster {
         Some(s) => setup::parse_cluster(s)?,
@@ -357,7 +363,7 @@ pub fn render(report: &Report) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "trace {} ({:?}): {} jobs, {} bad rows skipped, {} rows excluded; cluster {} ({} GPUs; mean demand {:.1} GPUs, {:.0}% of them); window {} .. {}",
+        "trace {} ({}): {} jobs, {} bad rows skipped, {} rows excluded; cluster {} ({} GPUs; mean demand {:.1} GPUs, {:.0}% of them); window {} .. {}",
         t.path,
         t.format,
         t.jobs,

@@ -85,6 +85,25 @@ fn native_rows_refuse_minimum_runtimes_above_eight_hours_and_name_priority_overf
             .unwrap_err()
             .starts_with("line 2, field `project`: \"team/a\" contains '/'"),
     );
+    // Likewise the tenants of the public formats: Philly's virtual cluster, OpenB's class
+    // (found by a new-user check: both panicked).
+    let philly = "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66,1,66,a/b\n";
+    let err = load_from(philly.as_bytes(), Format::Philly, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("line 2, field `cluster`: \"a/b\" contains '/'"),
+        "{err}"
+    );
+    let openb = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+                 p,1000,1024,1,1000,,LS/x,Running,0,100,0\n";
+    let err = load_from(openb.as_bytes(), Format::Openb, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("line 2, field `qos`: \"LS/x\" contains '/'"),
+        "{err}"
+    );
 }
 
 /// `--tree` errors name the tree's paths, never the internal ids the core gives its nodes.

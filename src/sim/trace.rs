@@ -44,6 +44,18 @@ pub enum Format {
     Native,
 }
 
+impl std::fmt::Display for Format {
+    /// The name `--format` takes (`philly`, `itp`, `openb`, `native`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Philly => "philly",
+            Format::Itp => "itp",
+            Format::Openb => "openb",
+            Format::Native => "native",
+        })
+    }
+}
+
 /// One job of a trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -111,6 +123,25 @@ struct Row<'a> {
 }
 
 impl Row<'_> {
+    /// The tenant (project name) in `field`: not empty, and without `/`, which separates the
+    /// levels of `--tree` (a tenant named with it found no project: the replay panicked).
+    fn tenant(&self, field: &str) -> Result<&str, RowError> {
+        let tenant = self.get(field)?;
+        if tenant.is_empty() {
+            return Err(bad(self.line, field, "empty"));
+        }
+        if tenant.contains('/') {
+            return Err(bad(
+                self.line,
+                field,
+                format!(
+                    "{tenant:?} contains '/', which separates the levels of --tree: name the project by its last part and give its path in --tree (e.g. --tree team=100,team/a=100 for project a)"
+                ),
+            ));
+        }
+        Ok(tenant)
+    }
+
     fn get(&self, field: &str) -> Result<&str, RowError> {
         let i = self
             .cols
@@ -217,10 +248,7 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
             let submit = philly_instant(ts).map_err(|e| bad(line, "timestamp", e))?;
             let duration = row.seconds("duration", 1)?;
             let gpus = row.gpus("num_gpus")?;
-            let tenant = row.get("cluster")?;
-            if tenant.is_empty() {
-                return Err(bad(line, "cluster", "empty"));
-            }
+            let tenant = row.tenant("cluster")?;
             Ok(Some(job(submit, duration, gpus, tenant.to_string())))
         }
         Format::Itp => {
@@ -253,10 +281,7 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
                 Some(s) => row.seconds_of("scheduled_time", s, 0)?,
                 None => created,
             };
-            let qos = row.get("qos")?;
-            if qos.is_empty() {
-                return Err(bad(line, "qos", "empty"));
-            }
+            let qos = row.tenant("qos")?;
             let mut j = job(created, (deleted - from).max(1), gpus, qos.to_string());
             j.best_effort = qos == "BE";
             Ok(Some(j))
@@ -265,19 +290,7 @@ fn parse_row(format: Format, row: &Row<'_>) -> Result<Option<Job>, RowError> {
             let submit = row.seconds("submit", i64::MIN / 4)?;
             let duration = row.seconds("duration", 1)?;
             let gpus = row.gpus("gpus")?;
-            let tenant = row.get("project")?;
-            if tenant.is_empty() {
-                return Err(bad(line, "project", "empty"));
-            }
-            if tenant.contains('/') {
-                return Err(bad(
-                    line,
-                    "project",
-                    format!(
-                        "{tenant:?} contains '/', which separates the levels of --tree: name the project by its last part and give its path in --tree (e.g. --tree team=100,team/a=100 for project a)"
-                    ),
-                ));
-            }
+            let tenant = row.tenant("project")?;
             let mut j = job(submit, duration, gpus, tenant.to_string());
             if let Some(s) = row.opt("min_runtime") {
                 let m = row.seconds_of("min_runtime", s, 0)?;
@@ -360,7 +373,7 @@ pub fn load_from<R: std::io::Read>(
         .all(|h| h.trim().trim_start_matches('\u{feff}').is_empty())
     {
         anyhow::bail!(
-            "the trace is empty: a {format:?} trace starts with a header naming {:?}",
+            "the trace is empty: a `{format}` trace starts with a header naming {:?}",
             required(format)
         );
     }
@@ -374,7 +387,7 @@ pub fn load_from<R: std::io::Read>(
     for c in required(format) {
         if !cols.contains_key(*c) {
             anyhow::bail!(
-                "line 1: the header has no column `{c}` (a {format:?} trace needs {:?})",
+                "line 1: the header has no column `{c}` (a `{format}` trace needs {:?})",
                 required(format)
             );
         }
