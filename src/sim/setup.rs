@@ -334,7 +334,7 @@ pub fn build_site(pools: &[PoolSpec], tree: &[TreeEntry], jobs: &[Job]) -> anyho
             .is_some_and(|m| !model_by_name.contains_key(&m.to_lowercase()))
     }) {
         anyhow::bail!(
-            "line {}: GPU model {:?} is not a pool of --cluster ({})",
+            "line {}: GPU model {:?} is not a pool of the cluster ({}): name every model the trace uses with --cluster MODEL:NODESxGPUS,...",
             j.line,
             j.model.as_deref().unwrap_or_default(),
             pools

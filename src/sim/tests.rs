@@ -154,6 +154,16 @@ fn malformed_rows_name_line_and_field_or_are_skipped() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("no column `submission_time`"), "{err}");
+    let long = "submit,duration,gpus,project\n0,60,1,a,\n0,60,1,a,b\n";
+    let err = load_from(long.as_bytes(), Format::Native, false)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "line 3: row has 5 fields, the header 4: a value past the last column"
+    );
+    let tr = load_from(long.as_bytes(), Format::Native, true).unwrap();
+    assert_eq!((tr.jobs.len(), tr.skipped), (1, 1));
     let twice = "submit,duration,gpus,project,project\n0,60,1,a,b\n";
     let err = load_from(twice.as_bytes(), Format::Native, false)
         .unwrap_err()

@@ -413,6 +413,19 @@ pub fn load_from<R: std::io::Read>(
             break;
         }
         let line = rec.position().map_or(line_guess, |p| p.line());
+        // Values past the header's columns mean a shifted row (a comma inside an unquoted
+        // value, say): refused like a short one. Empty ones (trailing commas) are harmless.
+        if rec.iter().skip(headers.len()).any(|v| !v.trim().is_empty()) {
+            if skip_bad_rows {
+                skipped += 1;
+                continue;
+            }
+            anyhow::bail!(
+                "line {line}: row has {} fields, the header {}: a value past the last column",
+                rec.len(),
+                headers.len()
+            );
+        }
         if rec.len() < headers.len() {
             if skip_bad_rows {
                 skipped += 1;
