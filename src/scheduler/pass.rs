@@ -264,6 +264,9 @@ struct Pool {
     /// in that order (the first three), and how many there were in all.
     ahead_projects: Ahead,
     ahead_count: usize,
+    /// Projects whose runs of the pool were considered before the entitlement phases (on
+    /// their contracts, as the starving head), in that order.
+    first_for_other_reasons: Vec<ProjectId>,
     /// Bit per project rank: seen ahead.
     ahead_seen: Vec<u64>,
 }
@@ -443,6 +446,9 @@ struct Pass<'a> {
     /// The allocated short runs that wait in pools that keep GPUs for them, with their places
     /// in `waiting`, in the order the pass considered them ([`Self::start_short_on_kept`]).
     short_waits: Vec<(usize, Queued)>,
+    /// Whether runs are being considered in fair-share order (the entitlement phases and the
+    /// other policies), so that [`Self::note_ahead`] records them.
+    in_fair_share_order: bool,
 }
 
 /// Runs one scheduling pass over `snapshot` at instant `now` (s since the epoch).
@@ -476,6 +482,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
             let mut done = vec![false; alloc.len()];
             let contracts = !pass.contracts.is_empty();
             pass.exempt = true;
+            pass.in_fair_share_order = false;
             for (i, w) in alloc.iter().enumerate().filter(|_| contracts) {
                 if w.pool
                     .is_some_and(|pool| pass.contract_for(w, pool).is_some())
@@ -500,6 +507,7 @@ pub fn schedule(snapshot: &Snapshot, now: i64) -> Outcome {
                 }
             }
             pass.exempt = false;
+            pass.in_fair_share_order = true;
             // Entitlement first: runs that keep their project within its entitlement, then the
             // rest, each in fair-share order.
             let mut beyond = Vec::with_capacity(alloc.len());
@@ -810,6 +818,7 @@ impl<'a> Pass<'a> {
             waiting_by_id,
             exempt: false,
             short_waits: Vec::new(),
+            in_fair_share_order: true,
         };
         pass.index_pools();
         pass
@@ -1720,8 +1729,20 @@ impl<'a> Pass<'a> {
     }
 
     /// Records that a project's allocated run of `pool` was served or blocked for GPUs: later
-    /// runs of other projects are behind it.
+    /// runs of other projects are behind it. A run on its contract or a starving head goes
+    /// first for another reason than the entitlement phases' fair-share order: its project is
+    /// ahead of a later run only where fair share ranks it first too ([`Self::ahead_of`]), as
+    /// the fair-share reason's words say (found by a new-user check: a run was told a project
+    /// with a starving head "comes first (within its entitlement or further below its fair
+    /// share)" while its own project ranked higher).
     fn note_ahead(&mut self, pool: usize, project: ProjectId) {
+        if !self.in_fair_share_order {
+            let p = &mut self.pools[pool];
+            if !p.first_for_other_reasons.contains(&project) {
+                p.first_for_other_reasons.push(project);
+            }
+            return;
+        }
         let r = self.fs.rank(project).min(self.fs.len());
         let p = &mut self.pools[pool];
         if p.ahead_seen.len() <= r / 64 {
@@ -1737,21 +1758,32 @@ impl<'a> Pass<'a> {
     /// The projects ahead of `project` in `pool`, without itself, and how many in all.
     fn ahead_of(&self, pool: usize, project: ProjectId) -> (Ahead, usize) {
         let p = &self.pools[pool];
-        if p.ahead_count == 0 {
+        if p.ahead_count == 0 && p.first_for_other_reasons.is_empty() {
             return (Ahead::default(), 0);
         }
         let r = self.fs.rank(project).min(self.fs.len());
-        let own = p
-            .ahead_seen
-            .get(r / 64)
-            .is_some_and(|b| b & (1 << (r % 64)) != 0);
+        let seen = |x: usize| {
+            p.ahead_seen
+                .get(x / 64)
+                .is_some_and(|b| b & (1 << (x % 64)) != 0)
+        };
         let mut list = Ahead::default();
+        let mut total = p.ahead_count - usize::from(seen(r));
+        // Served first for a contract or as the starving head: ahead only where fair share
+        // ranks it first too (and counted once).
+        for &x in &p.first_for_other_reasons {
+            let rx = self.fs.rank(x).min(self.fs.len());
+            if x != project && rx < r && !seen(rx) {
+                list.push(x);
+                total += 1;
+            }
+        }
         for &x in p.ahead_projects.as_slice() {
             if x != project {
                 list.push(x);
             }
         }
-        (list, p.ahead_count - usize::from(own))
+        (list, total)
     }
 
     /// Earliest instant `gpus` GPUs of the pool are expected free from time limits alone.
@@ -2023,7 +2055,7 @@ impl<'a> Pass<'a> {
         {
             WaitReason::Protected { until }
         } else if let Some(r) = p.reservation.as_ref().filter(|_| !holder)
-            && ((p.free - p.hold).max(0) >= i64::from(w.gpus) || barred)
+            && ((p.free - p.hold - kept).max(0) >= i64::from(w.gpus) || barred)
         {
             WaitReason::BehindReservation {
                 run: r.run,

@@ -1025,3 +1025,66 @@ fn a_small_starving_head_leaves_the_kept_gpus_a_whole_node_gang_does_not() {
     }];
     assert_eq!(started(&schedule(&b.snap, T0)), vec![gang]);
 }
+
+/// Behind a reservation, a run stopped by the GPU kept for short runs is told so, not that the
+/// reservation bars it: the reservation leaves it a GPU, the kept one is the idle one (found by
+/// a new-user check: "GPUs are reserved for run ..." for a run that started when a short run
+/// left the kept GPU, the reservation unchanged).
+#[test]
+fn behind_a_reservation_the_kept_gpu_is_named_when_it_is_the_cause() {
+    let mut b = Builder::new();
+    b.nodes(1, 8);
+    let a = b.project(None, "50", H);
+    let c = b.project(None, "50", 0);
+    // Protected to their ends: a's 4 GPUs free at T0 + 2H, c's 3 at T0 + 3H; 1 GPU idle.
+    b.running(a, 4, T0 - 600, 2 * H + 600, 2 * H + 600);
+    b.running(c, 3, T0 - 600, 3 * H + 600, 3 * H + 600);
+    let gang = b.waiting(c, 3, T0 - 60, H, 2 * H);
+    let long = b.waiting(a, 1, T0 - 30, H, 5 * H);
+    b.snap.short_load = vec![ShortLoad {
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        milli_gpus: 30,
+    }];
+    b.snap.validate().unwrap();
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty(), "{:?}", started(&out));
+    // At T0 + 2H: 1 idle + 4 freed, 1 kept: the gang's 3 and 1 more.
+    assert_eq!(reason_of(&out, gang).reserved_at(), Some(T0 + 2 * H));
+    assert_eq!(
+        reason_of(&out, long),
+        &WaitReason::ShortRunHeadroom {
+            gpus: 1,
+            free: 1,
+            kept: 1
+        }
+    );
+    // Without the kept GPU it starts beside the reservation, which it would outlast.
+    let mut none = b.clone();
+    none.snap.short_load.clear();
+    let out = schedule(&none.snap, T0);
+    assert_eq!(started(&out), vec![long]);
+}
+
+/// A starving head goes first for its size, not by fair share: a run of another project is
+/// not told that the head's project "comes first (within its entitlement or further below its
+/// fair share)" (found by a new-user check: two projects were each told the other came first;
+/// the one with the head ranked lower). Here the pool is simply full.
+#[test]
+fn a_starving_head_is_not_named_ahead_by_fair_share() {
+    let mut b = Builder::new();
+    b.nodes(1, 4);
+    let x = b.project(None, "6", 10 * H);
+    let y = b.project(None, "94", 0);
+    // x's 4 GPUs: protected for 10 more minutes, free at T0 + 30M.
+    b.running(x, 4, T0 - 10 * M, 20 * M, 40 * M);
+    // 2 GPUs against x's 0.24: a starving head, which holds the reservation.
+    let head = b.waiting(x, 2, T0 - 5 * M, 10 * M, 30 * M);
+    let run = b.waiting(y, 2, T0 - M, 5 * M, H);
+    // It held the reservation after the previous pass: it stays the head, first in the pass.
+    b.snap.reserved = vec![head];
+    let out = schedule(&b.snap, T0);
+    assert!(started(&out).is_empty() && preemptions(&out).is_empty());
+    assert_eq!(reason_of(&out, head).reserved_at(), Some(T0 + 30 * M));
+    assert_eq!(reason_of(&out, run), &WaitReason::Gpus { gpus: 2, free: 0 });
+}
