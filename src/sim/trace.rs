@@ -45,14 +45,12 @@ pub enum Format {
 }
 
 impl std::fmt::Display for Format {
-    /// The name `--format` takes (`philly`, `itp`, `openb`, `native`).
+    /// The name `--format` takes (`philly`, `itp`, `openb`, `native`), from clap's own.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Format::Philly => "philly",
-            Format::Itp => "itp",
-            Format::Openb => "openb",
-            Format::Native => "native",
-        })
+        match clap::ValueEnum::to_possible_value(self) {
+            Some(v) => f.write_str(v.get_name()),
+            None => write!(f, "{self:?}"),
+        }
     }
 }
 
