@@ -99,14 +99,23 @@ fn postgres_processes(pgdata: &std::path::Path) -> Vec<i32> {
         .collect()
 }
 
-fn start_serve(dir: &std::path::Path, port: u16) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+/// A `serve` of `dir` on a port of its own choosing (`--listen 127.0.0.1:0`, so no other test
+/// can take the port between our choosing it and the server binding it), with the port it
+/// says it serves on; its log goes to `dir.log`.
+struct Serve {
+    child: std::process::Child,
+    port: u16,
+}
+
+fn start_serve(dir: &std::path::Path) -> Serve {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tranche"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .arg("--data-dir")
         .arg(dir)
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(
             std::fs::File::options()
                 .create(true)
@@ -115,7 +124,30 @@ fn start_serve(dir: &std::path::Path, port: u16) -> std::process::Child {
                 .unwrap(),
         )
         .spawn()
-        .expect("start tranche serve")
+        .expect("start tranche serve");
+    // Read to the end, so that nothing it prints later meets a closed pipe.
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (said, port) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("Tranche is serving on http://") {
+                let _ = said.send(addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()));
+            }
+        }
+    });
+    let port = port
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("serve never said its address: {}", log_tail(dir)));
+    Serve { child, port }
+}
+
+/// The last lines of the serves' log of `dir`, for a failure's message.
+fn log_tail(dir: &std::path::Path) -> String {
+    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 async fn wait_healthy(port: u16) {
@@ -146,25 +178,24 @@ async fn a_serve_after_a_crash_owns_the_orphaned_postgres_and_stops_it() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let port = free_port();
-    let mut first = start_serve(&dir, port);
-    wait_healthy(port).await;
+    let mut first = start_serve(&dir);
+    wait_healthy(first.port).await;
     let postmaster = postmaster_pid(&dir).expect("the first serve started PostgreSQL");
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
     assert!(
         std::path::Path::new(&format!("/proc/{postmaster}")).exists(),
         "SIGKILL leaves the server running (nothing can stop it then)"
     );
 
-    let second = start_serve(&dir, port);
-    wait_healthy(port).await;
+    let second = start_serve(&dir);
+    wait_healthy(second.port).await;
     assert_eq!(
         postmaster_pid(&dir),
         Some(postmaster),
         "joined, not restarted"
     );
-    interrupt(second).await;
+    interrupt(second, &dir).await;
     let left = postgres_processes(&dir.join("postgres"));
     assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
     assert!(!dir.join("postgres/postmaster.pid").exists());
@@ -182,8 +213,8 @@ async fn serve_starts_its_embedded_postgres_again_when_it_dies() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let port = free_port();
-    let serve = start_serve(&dir, port);
+    let serve = start_serve(&dir);
+    let port = serve.port;
     wait_healthy(port).await;
     let postmaster = postmaster_pid(&dir).expect("serve started PostgreSQL");
     nix::sys::signal::kill(
@@ -223,77 +254,69 @@ async fn serve_starts_its_embedded_postgres_again_when_it_dies() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     assert!(!log.contains("panicked"), "{log}");
-    interrupt(serve).await;
+    interrupt(serve, &dir).await;
     let left = postgres_processes(&dir.join("postgres"));
     assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(dir.with_extension("log"));
 }
 
-/// Sends SIGINT to a `serve` and waits for it to exit cleanly.
-async fn interrupt(child: std::process::Child) {
+/// Sends SIGINT to a `serve` of `dir` and waits for it to exit cleanly.
+async fn interrupt(serve: Serve, dir: &std::path::Path) {
+    let mut child = serve.child;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let status = tokio::task::spawn_blocking(move || {
-        let mut child = child;
-        child.wait().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(status.success(), "serve exits cleanly on SIGINT: {status}");
-}
-
-/// Whether the server on `port` answers its health check, which reads the database.
-async fn healthy_now(port: u16) -> bool {
-    reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
-        .is_ok_and(|r| r.status().is_success())
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+        .unwrap();
+    assert!(
+        status.success(),
+        "serve exits cleanly on SIGINT: {status}\n{}",
+        log_tail(dir)
+    );
 }
 
 /// A restart where the new `serve` opens the database before the old one has exited (a
 /// supervisor starting the new process while the old one shuts down): the old one leaves
 /// PostgreSQL running for the new one, whichever stops first, and the last one stops it.
+/// "Kept" is told by the postmaster's pid: had PostgreSQL stopped, the serve left would have
+/// started a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlapping_serves_keep_postgres_until_the_last_one_stops() {
     let dir = std::env::temp_dir().join(format!("tranche-overlap-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let (a_port, b_port, c_port) = (free_port(), free_port(), free_port());
-    let a = start_serve(&dir, a_port);
-    wait_healthy(a_port).await;
+    let a = start_serve(&dir);
+    wait_healthy(a.port).await;
     let postmaster = postmaster_pid(&dir).expect("the first serve started PostgreSQL");
-    let b = start_serve(&dir, b_port);
-    wait_healthy(b_port).await;
+    let b = start_serve(&dir);
+    wait_healthy(b.port).await;
     // The old one stops first: the new one keeps its database.
-    interrupt(a).await;
-    assert!(
-        healthy_now(b_port).await,
-        "the newer serve lost its database"
-    );
+    interrupt(a, &dir).await;
+    wait_healthy(b.port).await;
     assert_eq!(
         postmaster_pid(&dir),
         Some(postmaster),
-        "kept, not restarted"
+        "the newer serve's PostgreSQL was kept, not restarted: {}",
+        log_tail(&dir)
     );
     // The newer one stops first: the older one keeps its database.
-    let c = start_serve(&dir, c_port);
-    wait_healthy(c_port).await;
-    interrupt(c).await;
-    assert!(
-        healthy_now(b_port).await,
-        "the older serve lost its database"
+    let c = start_serve(&dir);
+    wait_healthy(c.port).await;
+    interrupt(c, &dir).await;
+    wait_healthy(b.port).await;
+    assert_eq!(
+        postmaster_pid(&dir),
+        Some(postmaster),
+        "the older serve's PostgreSQL was kept, not restarted: {}",
+        log_tail(&dir)
     );
     // The last one stops the server.
-    interrupt(b).await;
+    interrupt(b, &dir).await;
     let left = postgres_processes(&dir.join("postgres"));
     assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
