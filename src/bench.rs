@@ -589,11 +589,38 @@ fn free_on_arrival(
     free
 }
 
-/// Times `samples` agent syncs of `session` over `nodes` (no waiting), each listing the
-/// processes the server records running there, as the agent's own syncs do (a sync that
-/// leaves one out tells the server it is gone): without `since` (the whole desired state) and
-/// with `since` = the current version (a delta with nothing new). Returns (median full ms,
-/// full answer bytes, median delta ms, delta bytes).
+/// What one agent sync costs ([`sync_cost`]): median milliseconds, request and answer bytes,
+/// of a sync of the previous protocol (whole list, whole state) and of a delta sync.
+struct SyncCost {
+    full_ms: f64,
+    full_request: usize,
+    full_answer: usize,
+    delta_ms: f64,
+    delta_request: usize,
+    delta_answer: usize,
+}
+
+impl std::fmt::Display for SyncCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "whole state {:.1} ms (request {} bytes, answer {}), delta {:.1} ms (request {} bytes, answer {})",
+            self.full_ms,
+            self.full_request,
+            self.full_answer,
+            self.delta_ms,
+            self.delta_request,
+            self.delta_answer
+        )
+    }
+}
+
+/// Times `samples` agent syncs of `session` over `nodes` (no waiting) of each protocol, as
+/// the agent's own syncs are once its processes are acknowledged: the previous protocol lists
+/// every process the server records running there (a sync that leaves one out tells the
+/// server it is gone) and gets the whole desired state; a delta sync (`since` = the current
+/// version, nothing new) lists none and carries their count and digest instead
+/// (docs/agent-protocol.md, "Running-set digest").
 async fn sync_cost(
     pool: &sqlx::PgPool,
     http: &reqwest::Client,
@@ -601,7 +628,7 @@ async fn sync_cost(
     session: &str,
     nodes: &[i64],
     samples: usize,
-) -> anyhow::Result<(f64, usize, f64, usize)> {
+) -> anyhow::Result<SyncCost> {
     let url = format!("{base}/api/v1/agent/sync");
     let reports: Vec<serde_json::Value> = nodes
         .iter()
@@ -617,19 +644,33 @@ async fn sync_cost(
         .iter()
         .map(|(r, a, n)| serde_json::json!({"run": r, "attempt": a, "node": n, "state": "running"}))
         .collect();
+    let keys: Vec<crate::agent::RunKey> = running
+        .iter()
+        .map(|&(run, attempt, node)| crate::agent::RunKey {
+            run,
+            attempt: attempt.into(),
+            node,
+        })
+        .collect();
+    let (count, digest) = crate::agent::running_digest(&keys);
     let once = |since: Option<i64>| {
-        let mut body =
-            serde_json::json!({"session": session, "wait_s": 0, "nodes": reports, "runs": runs});
-        if let Some(v) = since {
-            body["since"] = serde_json::json!(v);
-        }
+        let body = match since {
+            None => {
+                serde_json::json!({"session": session, "wait_s": 0, "nodes": reports, "runs": runs})
+            }
+            Some(v) => serde_json::json!({"session": session, "wait_s": 0, "nodes": reports,
+                "runs": [], "since": v, "running_count": count, "running_digest": digest}),
+        };
+        let body = serde_json::to_vec(&body).expect("JSON");
         let (http, url) = (http.clone(), url.clone());
         async move {
+            let sent = body.len();
             let t = Instant::now();
             let res = http
                 .post(&url)
                 .bearer_auth(token)
-                .json(&body)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body)
                 .send()
                 .await?;
             let status = res.status();
@@ -639,29 +680,31 @@ async fn sync_cost(
                 bail!("a probe sync answered {status}: {text}");
             }
             let answer: serde_json::Value = serde_json::from_str(&text)?;
-            Ok::<_, anyhow::Error>((took, text.len(), answer["version"].as_i64()))
+            Ok::<_, anyhow::Error>((took, sent, text.len(), answer["version"].as_i64()))
         }
     };
-    let (_, _, version) = once(Some(0)).await?;
+    let (_, _, _, version) = once(Some(0)).await?;
     let version = version.context("a delta answer without a version")?;
     let (mut full, mut delta) = (Vec::new(), Vec::new());
-    let (mut full_bytes, mut delta_bytes) = (0, 0);
+    let (mut full_bytes, mut delta_bytes) = ((0, 0), (0, 0));
     for _ in 0..samples {
-        let (t, b, _) = once(None).await?;
+        let (t, sent, got, _) = once(None).await?;
         full.push(t);
-        full_bytes = b;
-        let (t, b, _) = once(Some(version)).await?;
+        full_bytes = (sent, got);
+        let (t, sent, got, _) = once(Some(version)).await?;
         delta.push(t);
-        delta_bytes = b;
+        delta_bytes = (sent, got);
     }
     full.sort();
     delta.sort();
-    Ok((
-        ms(quantile(&full, 0.5)),
-        full_bytes,
-        ms(quantile(&delta, 0.5)),
-        delta_bytes,
-    ))
+    Ok(SyncCost {
+        full_ms: ms(quantile(&full, 0.5)),
+        full_request: full_bytes.0,
+        full_answer: full_bytes.1,
+        delta_ms: ms(quantile(&delta, 0.5)),
+        delta_request: delta_bytes.0,
+        delta_answer: delta_bytes.1,
+    })
 }
 
 /// One agent's session and its nodes' ids, and how many assignments those nodes hold.
@@ -1030,14 +1073,12 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
             pass_figures(rest)
         );
     }
-    let (full_ms, full_b, delta_ms, delta_b) = empty_cost;
     println!(
-        "agent sync of {} nodes holding no assignment: whole state {full_ms:.1} ms ({full_b} bytes), delta {delta_ms:.1} ms ({delta_b} bytes)",
+        "agent sync of {} nodes holding no assignment: {empty_cost}",
         probe_nodes.len()
     );
-    let (full_ms, full_b, delta_ms, delta_b) = loaded_cost;
     println!(
-        "agent sync of {} nodes holding {held} assignments: whole state {full_ms:.1} ms ({full_b} bytes), delta {delta_ms:.1} ms ({delta_b} bytes)",
+        "agent sync of {} nodes holding {held} assignments: {loaded_cost}",
         probe_nodes.len()
     );
     println!(

@@ -364,6 +364,12 @@ impl Backoff {
 struct Session {
     id: String,
     wait_s: u64,
+    /// Running processes a 200 answer of this session acknowledged: a delta sync lists them
+    /// no more (docs/agent-protocol.md, "Running-set digest").
+    acked_running: HashSet<RunKey>,
+    /// List every running process in the next sync: the session's first, and after an answer
+    /// with `report_running`.
+    list_running: bool,
 }
 
 /// Why a sync loop ended without an error.
@@ -446,6 +452,7 @@ impl Desired {
             stops: self.stops.values().cloned().collect(),
             version: Some(self.version),
             full: true,
+            report_running: false,
         }
     }
 
@@ -724,6 +731,8 @@ impl Agent {
         self.session = Some(Session {
             id: answer.session,
             wait_s,
+            acked_running: HashSet::new(),
+            list_running: true,
         });
         self.desired = Desired::default();
         Ok(())
@@ -770,6 +779,7 @@ impl Agent {
                 Ok(answer) => {
                     backoff = Backoff::new();
                     self.pending.retain(|e| !carried.contains(e));
+                    self.acknowledge_running(&request, &answer);
                     if !self.apply(&answer) {
                         not_before = Some(sent_at + MIN_SYNC_INTERVAL);
                     }
@@ -884,10 +894,15 @@ impl Agent {
         let declared = self.gpus.declared();
         let mut node_ids: Vec<i64> = self.node_names.keys().copied().collect();
         node_ids.sort_unstable();
-        let mut runs: Vec<RunReport> = self
-            .sup
-            .local()
+        // Delta syncs list the running processes no answer acknowledged, with the count and
+        // digest of all; the previous protocol lists them all.
+        let local = self.sup.local();
+        let delta = !self.full_sync;
+        let list_all = !delta || session.list_running;
+        let (count, digest) = running_digest(local.iter().map(|p| &p.key));
+        let mut runs: Vec<RunReport> = local
             .iter()
+            .filter(|p| list_all || !session.acked_running.contains(&p.key))
             .map(|p| RunReport {
                 run: p.key.run,
                 attempt: p.key.attempt,
@@ -914,8 +929,33 @@ impl Agent {
                 })
                 .collect(),
             runs,
-            since: (!self.full_sync).then_some(self.desired.version),
+            since: delta.then_some(self.desired.version),
+            running_count: delta.then_some(count),
+            running_digest: delta.then_some(digest),
         })
+    }
+
+    /// After a 200 `answer` to `request`: its running processes are acknowledged (those still
+    /// running stay out of the next delta syncs), and the next sync lists them all when the
+    /// server asks.
+    fn acknowledge_running(&mut self, request: &SyncRequest, answer: &SyncAnswer) {
+        let live: HashSet<RunKey> = self.sup.local().iter().map(|p| p.key).collect();
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        session.acked_running.extend(
+            request
+                .runs
+                .iter()
+                .filter(|r| r.state == RunState::Running)
+                .map(|r| RunKey {
+                    run: r.run,
+                    attempt: r.attempt,
+                    node: r.node,
+                }),
+        );
+        session.acked_running.retain(|k| live.contains(k));
+        session.list_running = answer.report_running;
     }
 
     /// Carries out an answer; true when something was started or stopped. A delta answer
@@ -1247,6 +1287,8 @@ mod tests {
                 .report(),
             ],
             since: None,
+            running_count: None,
+            running_digest: None,
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
@@ -1429,6 +1471,7 @@ mod tests {
             stops: vec![stop_order(2, 12, 30.0)],
             version: Some(6),
             full: false,
+            report_running: false,
         };
         desired.merge(&delta, 6);
         assert_eq!(desired.version, 6);
@@ -1995,6 +2038,78 @@ mod tests {
                 serde_json::json!({"error": {"code": "unauthorized", "message": "revoked"}});
             (StatusCode::UNAUTHORIZED, axum::Json(error))
         }
+    }
+
+    /// Delta syncs: assigns run 5 (`sleep 5`) until it is reported running, answers that
+    /// sync, asks for the whole running list once (`report_running`), then refuses the token.
+    async fn mock_digest_sync(
+        axum::extract::State(script): axum::extract::State<Shared>,
+        axum::Json(body): axum::Json<SyncRequest>,
+    ) -> (axum::http::StatusCode, axum::Json<serde_json::Value>) {
+        use axum::http::StatusCode;
+        let mut s = script.lock().unwrap();
+        s.syncs.push(body.clone());
+        let reported = s.syncs.iter().position(|r| {
+            r.runs
+                .iter()
+                .any(|x| x.run == 5 && x.state == RunState::Running)
+        });
+        let answer = match reported.map(|at| s.syncs.len() - 1 - at) {
+            None => serde_json::json!({"assignments": [{"run": 5, "attempt": 1, "node": 12,
+                "gpus": [0], "command": "sleep 5", "workdir": null, "env": {}}], "stops": [],
+                "version": 1, "full": true}),
+            Some(0) => serde_json::json!({"version": 1, "full": false}),
+            Some(1) => serde_json::json!({"version": 1, "full": false, "report_running": true}),
+            Some(_) => {
+                let error =
+                    serde_json::json!({"error": {"code": "unauthorized", "message": "revoked"}});
+                return (StatusCode::UNAUTHORIZED, axum::Json(error));
+            }
+        };
+        (StatusCode::OK, axum::Json(answer))
+    }
+
+    /// A running process is listed until a 200 answer acknowledged it; later delta syncs carry
+    /// only the count and digest of the running set (the digest computed with Python's
+    /// `hashlib` from `5:1:12`), until the server asks for the whole list.
+    #[tokio::test]
+    async fn delta_syncs_list_a_running_process_until_acknowledged_then_its_digest() {
+        let dir = TempDir::new("digest");
+        let script = Shared::default();
+        let app = axum::Router::new()
+            .route("/api/v1/agent/register", axum::routing::post(mock_register))
+            .route("/api/v1/agent/sync", axum::routing::post(mock_digest_sync))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let args = test_args(format!("http://{addr}/"), "2xH100", "box", &dir);
+        let mut agent = Agent::new(&args).await.unwrap();
+        let result = tokio::time::timeout(GUARD, agent.serve())
+            .await
+            .expect("the agent never stopped");
+        server.abort();
+        assert!(result.unwrap_err().to_string().contains("401"));
+        agent.sup.stop_all(Duration::ZERO);
+
+        let s = script.lock().unwrap();
+        let running = |r: &SyncRequest| {
+            r.runs
+                .iter()
+                .filter(|x| x.state == RunState::Running)
+                .count()
+        };
+        let at = s.syncs.iter().position(|r| running(r) == 1).unwrap();
+        assert!(s.syncs[..at].iter().all(|r| r.running_count == Some(0)));
+        let [listed, acknowledged, asked] = &s.syncs[at..] else {
+            panic!("{} syncs after the first report", s.syncs.len() - at);
+        };
+        let figures = (Some(1), Some(663_525_283_786_214_312));
+        for r in [listed, acknowledged, asked] {
+            assert_eq!((r.running_count, r.running_digest), figures);
+        }
+        assert_eq!(running(acknowledged), 0, "acknowledged: not listed");
+        assert_eq!(running(asked), 1, "listed again when the server asks");
     }
 
     #[tokio::test]

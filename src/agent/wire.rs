@@ -27,6 +27,34 @@ impl std::fmt::Display for RunKey {
     }
 }
 
+/// The modulus of a running-set digest: the Mersenne prime 2^61 - 1, so that two digests
+/// below it add up within an `i64` (docs/agent-protocol.md, "Running-set digest").
+pub const DIGEST_MODULUS: i64 = (1 << 61) - 1;
+
+impl RunKey {
+    /// This process's term in a running-set digest: the first 60 bits (15 hex digits) of
+    /// SHA-256 of `run:attempt:node` in decimal, the database's `placement_hash` (migration
+    /// `20261207000600_node_running_digest.sql`), so `0 <= hash < 2^60`.
+    #[must_use]
+    pub fn digest_hash(&self) -> i64 {
+        use sha2::Digest as _;
+        let sum = sha2::Sha256::digest(format!("{}:{}:{}", self.run, self.attempt, self.node));
+        let head = u64::from_be_bytes(sum[..8].try_into().expect("8 bytes"));
+        (head >> 4) as i64
+    }
+}
+
+/// The count and digest of a set of processes: how many, and the sum of their
+/// [`RunKey::digest_hash`] modulo [`DIGEST_MODULUS`] (the same whatever the order). A sync
+/// carries them for the processes the agent runs; the server keeps the same two figures of
+/// the placements it counts running.
+#[must_use]
+pub fn running_digest<'a>(keys: impl IntoIterator<Item = &'a RunKey>) -> (i64, i64) {
+    keys.into_iter().fold((0, 0), |(count, digest), key| {
+        (count + 1, (digest + key.digest_hash()) % DIGEST_MODULUS)
+    })
+}
+
 /// Body of `POST /api/v1/agent/register`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RegisterRequest {
@@ -105,6 +133,14 @@ pub struct SyncRequest {
     /// Absent (`--full-sync`): the server answers with the whole desired state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<i64>,
+    /// Delta syncs: how many processes the agent runs ([`running_digest`] of all it would list
+    /// as running). `runs` then lists only the running processes no answer has acknowledged
+    /// yet, unless the last answer asked for all (`report_running`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_count: Option<i64>,
+    /// Delta syncs: the digest of those processes ([`running_digest`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_digest: Option<i64>,
 }
 
 /// Utilization of one node in a [`SyncRequest`].
@@ -173,6 +209,10 @@ pub struct SyncAnswer {
     /// Delta answers: the orders are the whole desired state, not changes.
     #[serde(default)]
     pub full: bool,
+    /// The server's count or digest of the running processes differs from the sync's: list
+    /// every running process in the next sync.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_running: bool,
 }
 
 /// A process that should run.

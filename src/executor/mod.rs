@@ -257,6 +257,53 @@ pub struct ProcessReport {
     pub fault: Option<String>,
 }
 
+/// The count and digest of the placements running on `nodes` ([`crate::agent::running_digest`]
+/// of their `(run, attempt, node)`): the totals the scheduling pass folded
+/// ([`fold_running_changes`]) plus the changes noted since, in one statement, so the cost is
+/// a lookup per node whatever the nodes run (docs/agent-protocol.md, "Running-set digest").
+/// Sees the caller's transaction's own changes.
+///
+/// # Errors
+/// Database errors.
+pub async fn running_digest(
+    conn: &mut PgConnection,
+    nodes: &[i64],
+) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT coalesce(sum(c), 0)::BIGINT, mod(mod(coalesce(sum(d), 0), $2) + $2, $2)::BIGINT FROM ( \
+             SELECT running_count AS c, running_digest AS d FROM node_running WHERE node_id = ANY($1) \
+             UNION ALL \
+             SELECT d_count, d_digest FROM node_running_changes WHERE node_id = ANY($1)) AS x",
+    )
+    .bind(nodes)
+    .bind(crate::agent::DIGEST_MODULUS)
+    .fetch_one(conn)
+    .await
+}
+
+/// Folds the changes of running placements noted since the last call into each node's count
+/// and digest (`node_running`). Called by the scheduling pass, one at a time, so no two
+/// writers update a node's totals; changes of transactions still open stay for the next.
+///
+/// # Errors
+/// Database errors.
+pub async fn fold_running_changes(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "WITH moved AS (DELETE FROM node_running_changes RETURNING node_id, d_count, d_digest), \
+              s AS (SELECT node_id, sum(d_count) AS c, mod(mod(sum(d_digest), $1) + $1, $1) AS d \
+                    FROM moved GROUP BY node_id) \
+         INSERT INTO node_running (node_id, running_count, running_digest) \
+         SELECT node_id, c, d FROM s ORDER BY node_id \
+         ON CONFLICT (node_id) DO UPDATE SET \
+             running_count = node_running.running_count + EXCLUDED.running_count, \
+             running_digest = mod(node_running.running_digest + EXCLUDED.running_digest, $1)",
+    )
+    .bind(crate::agent::DIGEST_MODULUS)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Writes reports in one statement: an assigned placement becomes running or exited, a running
 /// one exited with its status. Returns how many placements changed (the caller wakes the pass
 /// when any did).

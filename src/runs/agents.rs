@@ -612,6 +612,10 @@ pub const MAX_SIGNAL: i32 = 64;
 /// The highest exit status an agent may report (a process's status is 8 bits).
 pub const MAX_EXIT_CODE: i32 = 255;
 
+/// The most processes an agent may say it runs in one sync (`running_count`): 1,024 nodes of
+/// at most 64 GPUs, one process per GPU.
+pub const MAX_RUNNING_COUNT: i64 = 1024 * 64;
+
 /// `POST /api/v1/agent/sync` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -631,6 +635,15 @@ pub struct Sync {
     /// the whole desired state, as for agents from before delta syncs.
     #[serde(default)]
     pub since: Option<i64>,
+    /// Delta syncs: how many processes the agent runs on these nodes, listed in `runs` or
+    /// not; with it, `runs` may leave out running processes an earlier answer acknowledged
+    /// (docs/agent-protocol.md, "Running-set digest"). Absent: `runs` lists them all.
+    #[serde(default)]
+    pub running_count: Option<i64>,
+    /// With `running_count`: the digest of those processes
+    /// ([`crate::agent::running_digest`]), 0 to 2^61 - 2.
+    #[serde(default)]
+    pub running_digest: Option<i64>,
 }
 
 /// 409 `stale_session`: `why` names the node and what happened to it.
@@ -669,6 +682,22 @@ pub async fn sync(
             "since",
             "since is the version of an earlier answer, 0 or more",
         ));
+    }
+    // The running set's count and digest come together, with `since` (delta syncs).
+    match (body.running_count, body.running_digest) {
+        (None, None) => {}
+        (Some(c), Some(d))
+            if body.since.is_some()
+                && (0..=MAX_RUNNING_COUNT).contains(&c)
+                && (0..crate::agent::DIGEST_MODULUS).contains(&d) => {}
+        _ => {
+            return Err(AppError::invalid(
+                "running_count",
+                format!(
+                    "running_count (0 to {MAX_RUNNING_COUNT}) and running_digest (0 to 2^61 - 2) come together, in a sync with since"
+                ),
+            ));
+        }
     }
     // A signal is a POSIX signal number, 1 to 64 (Linux's real-time signals included); its
     // run's exit code is 128 + the signal, as a shell reports it.
@@ -1035,26 +1064,49 @@ pub async fn sync(
     // whose process ended since, and the agent tells that exit again on the whole desired
     // state this sync's answer is, so the run ends as its process did; the next sync applies
     // the rule.
-    let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
-        .runs
-        .iter()
-        .map(|r| (r.run, (r.attempt, r.node)))
-        .unzip();
-    let gone: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "UPDATE run_placements p SET proc_state = 'exited', exited_at = now() \
-         WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
-         AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
-                         WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
-         AND NOT ($5 > 0 AND $5 < coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0)) \
-         RETURNING p.run_id, p.attempt, p.node_id",
-    )
-    .bind(&node_ids)
-    .bind(&all_runs)
-    .bind(&all_attempts)
-    .bind(&all_nodes)
-    .bind(body.since.unwrap_or(0))
-    .fetch_all(&mut *tx)
-    .await?;
+    //
+    // A delta sync lists only the running processes not yet acknowledged, with the count and
+    // digest of all it runs: while they equal the server's of its nodes' running placements
+    // (kept by a trigger, so read in one lookup per node whatever the nodes hold), nothing is
+    // gone; otherwise the answer asks for the whole list (`report_running`), and the next
+    // sync, listing every running process, is checked as above.
+    let complete = body
+        .running_count
+        .is_none_or(|c| c == reported_running.len() as i64);
+    let mut report_running = false;
+    let gone: Vec<(i64, i32, i64)> = if complete {
+        let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
+            .runs
+            .iter()
+            .map(|r| (r.run, (r.attempt, r.node)))
+            .unzip();
+        sqlx::query_as(
+            "UPDATE run_placements p SET proc_state = 'exited', exited_at = now() \
+             WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
+             AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
+                             WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
+             AND NOT ($5 > 0 AND $5 < coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0)) \
+             RETURNING p.run_id, p.attempt, p.node_id",
+        )
+        .bind(&node_ids)
+        .bind(&all_runs)
+        .bind(&all_attempts)
+        .bind(&all_nodes)
+        .bind(body.since.unwrap_or(0))
+        .fetch_all(&mut *tx)
+        .await?
+    } else {
+        let server = crate::executor::running_digest(&mut tx, &node_ids).await?;
+        report_running = Some(server) != body.running_count.zip(body.running_digest);
+        if report_running {
+            tracing::info!(
+                agent = ?body.running_count.zip(body.running_digest),
+                ?server,
+                "an agent's running processes differ from the server's: asking for the whole list"
+            );
+        }
+        Vec::new()
+    };
     for (run, attempt, node) in &gone {
         tracing::warn!(
             run,
@@ -1067,7 +1119,9 @@ pub async fn sync(
         wake(&mut tx).await?;
     }
     tx.commit().await?;
-    confirmed.retain(|k| reported_running.contains(k));
+    if complete {
+        confirmed.retain(|k| reported_running.contains(k));
+    }
     // (A stale process is not: it is told to stop on every sync until it exits.)
     confirmed.extend(
         runs.iter()
@@ -1105,9 +1159,20 @@ pub async fn sync(
             )
             .await?;
             stops.extend(foreign_stops.iter().cloned());
-            let answer = || serde_json::json!({"assignments": assignments, "stops": stops, "version": version, "full": full});
+            let answer = || {
+                let mut a = serde_json::json!({"assignments": assignments, "stops": stops, "version": version, "full": full});
+                if report_running {
+                    a["report_running"] = true.into();
+                }
+                a
+            };
             let now = Instant::now();
-            if full || !assignments.is_empty() || !stops.is_empty() || now >= deadline {
+            if full
+                || report_running
+                || !assignments.is_empty()
+                || !stops.is_empty()
+                || now >= deadline
+            {
                 return Ok(answer());
             }
             if tokio::time::timeout(deadline - now, rx.changed())

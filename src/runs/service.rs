@@ -1460,6 +1460,7 @@ async fn pass_inner(
     let mut exits: Vec<i64> = sqlx::query_scalar("DELETE FROM placement_exits RETURNING run_id")
         .fetch_all(&mut *tx)
         .await?;
+    crate::executor::fold_running_changes(&mut tx).await?;
     exits.sort_unstable();
     exits.dedup();
     let only = (!live.exit_sweep_due(EXIT_SWEEP_EVERY)).then_some(exits.as_slice());

@@ -2054,6 +2054,115 @@ async fn an_agent_registered_after_a_restored_backup_serves_on() {
     assert_eq!(answer["error"]["code"], "session_replaced");
 }
 
+/// A set's count and running-set digest, computed here from SHA-256's hex digits (the protocol
+/// document's definition), not with the agent's code.
+fn digest_of(keys: &[(i64, i64, i64)]) -> (i64, i64) {
+    use sha2::Digest as _;
+    let modulus: u128 = (1 << 61) - 1;
+    let sum: u128 = keys
+        .iter()
+        .map(|(r, a, n)| {
+            let hex = hex::encode(sha2::Sha256::digest(format!("{r}:{a}:{n}")));
+            u128::from(u64::from_str_radix(&hex[..15], 16).unwrap())
+        })
+        .sum();
+    (keys.len() as i64, (sum % modulus) as i64)
+}
+
+/// A delta sync carrying the count and digest of the agent's running processes lists only
+/// those not yet acknowledged: while the figures agree with the server's, nothing is gone;
+/// when they differ, nothing is decided on them, the answer asks for the whole list at once,
+/// and the sync listing it finds the process gone without an exit (docs/agent-protocol.md,
+/// "Running-set digest"). Figures without `since`, or one without the other, are refused.
+#[tokio::test]
+async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_all() {
+    let o = org().await;
+    let (session, nodes) = register(&o.app, &o.agent, &["dg-1"]).await;
+    let runs = [
+        submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await,
+        submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await,
+        submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await,
+    ];
+    pass(&o.app).await;
+    let node = nodes[0];
+    let keys: Vec<(i64, i64, i64)> = runs.iter().map(|&r| (r, 1, node)).collect();
+    let delta = |listed: &[(i64, i64, i64)], of: &[(i64, i64, i64)]| {
+        let (count, digest) = digest_of(of);
+        let listed: Vec<Value> = listed
+            .iter()
+            .map(|(r, a, n)| json!({"run": r, "attempt": a, "node": n, "state": "running"}))
+            .collect();
+        json!({"session": session, "wait_s": 0, "nodes": [{"node": node}], "runs": listed,
+               "since": 0, "running_count": count, "running_digest": digest})
+    };
+    let sync_raw = |body: Value| {
+        o.app
+            .api("POST", "/api/v1/agent/sync", Some(&o.agent), Some(body))
+    };
+    // The first sync lists all three; the next ones none, with the same figures.
+    let (status, answer) = sync_raw(delta(&keys, &keys)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer.get("report_running"), None, "{answer}");
+    pass(&o.app).await;
+    for _ in 0..2 {
+        let (status, answer) = sync_raw(delta(&[], &keys)).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer.get("report_running"), None, "{answer}");
+        pass(&o.app).await;
+    }
+    for &r in &runs {
+        assert_eq!(state_of(&o.app, r).await, "running");
+    }
+    // The third process is gone with no exit told: the figures differ, and the answer asks
+    // for the list instead of deciding on them.
+    let (status, answer) = sync_raw(delta(&[], &keys[..2])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["report_running"], true, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, runs[2]).await, "running");
+    // The whole list: the third is gone, its run lost, and the figures agree again.
+    let (status, answer) = sync_raw(delta(&keys[..2], &keys[..2])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer.get("report_running"), None, "{answer}");
+    pass(&o.app).await;
+    assert_eq!(state_of(&o.app, runs[2]).await, "lost");
+    let (status, answer) = sync_raw(delta(&[], &keys[..2])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer.get("report_running"), None, "{answer}");
+    // A process the server does not count (its placement never existed) differs too.
+    let foreign = (runs[2] + 1000, 1, node);
+    let (status, answer) = sync_raw(delta(&[], &[keys[0], keys[1], foreign])).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["report_running"], true, "{answer}");
+    // Malformed figures change nothing.
+    let (count, digest) = digest_of(&keys[..2]);
+    for (body, why) in [
+        (
+            json!({"session": session, "nodes": [{"node": node}], "running_count": count, "running_digest": digest}),
+            "without since",
+        ),
+        (
+            json!({"session": session, "nodes": [{"node": node}], "since": 0, "running_count": count}),
+            "count alone",
+        ),
+        (
+            json!({"session": session, "nodes": [{"node": node}], "since": 0, "running_count": count, "running_digest": (1i64 << 61) - 1}),
+            "digest out of range",
+        ),
+        (
+            json!({"session": session, "nodes": [{"node": node}], "since": 0, "running_count": -1, "running_digest": digest}),
+            "negative count",
+        ),
+    ] {
+        let (status, answer) = sync_raw(body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}: {answer}");
+        assert_eq!(answer["error"]["field"], "running_count", "{why}: {answer}");
+    }
+    for &r in &runs[..2] {
+        assert_eq!(state_of(&o.app, r).await, "running");
+    }
+}
+
 /// A process its agent reported running and no longer reports, running or exited, is gone:
 /// its run is lost, as on a lost node (requeued when resumable), not failed (found by a
 /// new-user check: after a restore the database had a run running whose process had ended
