@@ -939,7 +939,23 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
     };
     let delays = delays_of(false);
     let free_delays = delays_of(true);
-    // What a sync costs now that the nodes hold assignments.
+    // What a sync costs now that the nodes hold assignments, once their agent has reported
+    // every process it was given started (or the settle time is up, as with churn): measured
+    // right after the decisions, the probe shared the cores with the agent starting a
+    // thousand processes and reporting them, and timed that instead.
+    let settled = Instant::now() + Duration::from_secs(plan.settle_s.min(60));
+    while Instant::now() < settled {
+        let starting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM run_placements WHERE node_id = ANY($1) AND proc_state = 'assigned'",
+        )
+        .bind(&probe_nodes)
+        .fetch_one(&pool)
+        .await?;
+        if starting == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let (_, _, held) = probe_session(&pool).await?;
     let loaded_cost = sync_cost(
         &pool,

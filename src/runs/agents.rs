@@ -764,6 +764,12 @@ pub async fn sync(
         ));
     }
     let node_ids: Vec<i64> = body.nodes.iter().map(|n| n.node).collect();
+    // Phases' milliseconds, logged at debug level (`RUST_LOG=tranche::runs::agents=debug`).
+    let clock = Instant::now();
+    let mut phases: Vec<(&str, f64)> = Vec::new();
+    let lap = |phases: &mut Vec<(&str, f64)>, name| {
+        phases.push((name, clock.elapsed().as_secs_f64() * 1000.0));
+    };
     let session_lock = state.agent_locks.of(&body.session);
     let mut confirmed = session_lock.lock().await;
     let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
@@ -965,6 +971,7 @@ pub async fn sync(
         });
     }
 
+    lap(&mut phases, "checks");
     // A sync writes only heartbeats and process states, each in one statement; the pass turns
     // them into run states (it is the one writer of those, so syncs never wait on it).
     let mut tx = pool.begin().await?;
@@ -1015,7 +1022,9 @@ pub async fn sync(
             },
         )
         .collect();
+    lap(&mut phases, "heartbeat");
     let changed = crate::executor::record(&mut tx, &reports).await?;
+    lap(&mut phases, "record");
     // A node that could not run a process is drained at once, whatever became of the run
     // meanwhile (found by a check: a fault told after its run was cancelled drained nothing,
     // and the node failed the next run sent to it). Only faults the placement took (not one
@@ -1070,6 +1079,7 @@ pub async fn sync(
     // (kept by a trigger, so read in one lookup per node whatever the nodes hold), nothing is
     // gone; otherwise the answer asks for the whole list (`report_running`), and the next
     // sync, listing every running process, is checked as above.
+    lap(&mut phases, "never_started");
     let complete = body
         .running_count
         .is_none_or(|c| c == reported_running.len() as i64);
@@ -1118,7 +1128,9 @@ pub async fn sync(
     if changed + never_started + gone.len() as u64 > 0 {
         wake(&mut tx).await?;
     }
+    lap(&mut phases, if complete { "gone" } else { "digest" });
     tx.commit().await?;
+    lap(&mut phases, "commit");
     if complete {
         confirmed.retain(|k| reported_running.contains(k));
     }
@@ -1141,6 +1153,7 @@ pub async fn sync(
                 .min((site.agent_timeout_s / 2).max(1) as u64),
         );
     let mut rx = state.assignments.subscribe();
+    let mut phases = Some(phases);
     let running: HashSet<(i64, i32, i64)> = body
         .runs
         .iter()
@@ -1158,6 +1171,15 @@ pub async fn sync(
                 Some(since),
             )
             .await?;
+            if let Some(mut phases) = phases.take() {
+                lap(&mut phases, "orders");
+                tracing::debug!(
+                    nodes = node_ids.len(),
+                    listed = body.runs.len(),
+                    ?phases,
+                    "agent sync, ms since its start"
+                );
+            }
             stops.extend(foreign_stops.iter().cloned());
             let answer = || {
                 let mut a = serde_json::json!({"assignments": assignments, "stops": stops, "version": version, "full": full});
