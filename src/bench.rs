@@ -589,6 +589,10 @@ fn free_on_arrival(
     free
 }
 
+/// Probe syncs per protocol in [`sync_cost`]: the median of 21 keeps a pass or an agent's own
+/// sync landing on one of them out of the figure.
+const SYNC_SAMPLES: usize = 21;
+
 /// What one agent sync costs ([`sync_cost`]): median milliseconds, request and answer bytes,
 /// of a sync of the previous protocol (whole list, whole state) and of a delta sync.
 struct SyncCost {
@@ -804,7 +808,7 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
         (&base, &agent_token),
         &session,
         &probe_nodes,
-        5,
+        SYNC_SAMPLES,
     )
     .await?;
     let url = format!("{base}/api/v1/runs");
@@ -963,7 +967,7 @@ async fn submit_runs(plan: RunPlan, options: PgConnectOptions) -> anyhow::Result
         (&base, &agent_token),
         &session,
         &probe_nodes,
-        5,
+        SYNC_SAMPLES,
     )
     .await?;
     // Site scale: runs waiting behind the full cluster, and the passes over them.
