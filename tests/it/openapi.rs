@@ -371,7 +371,7 @@ async fn every_field_a_read_answers_is_in_the_document() {
 }
 
 /// Appends `WHERE.key` for each key of `value`'s objects that `schema` does not declare.
-fn undeclared_fields(
+pub(crate) fn undeclared_fields(
     doc: &serde_json::Value,
     schema: &serde_json::Value,
     value: &serde_json::Value,

@@ -2099,8 +2099,20 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
         o.app
             .api("POST", "/api/v1/agent/sync", Some(&o.agent), Some(body))
     };
+    // Every answer's fields are in the document's schema of it.
+    let (_, doc) = o
+        .app
+        .api("GET", "/api/v1/openapi.json", Some(&o.researcher), None)
+        .await;
+    let described = |answer: &Value| {
+        let mut out = Vec::new();
+        let schema = json!({"$ref": "#/components/schemas/AgentOrders"});
+        crate::openapi::undeclared_fields(&doc, &schema, answer, "sync", &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    };
     // The first sync lists all three; the next ones none, with the same figures.
     let (status, answer) = sync_raw(delta(&keys, &keys)).await;
+    described(&answer);
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer.get("report_running"), None, "{answer}");
     pass(&o.app).await;
@@ -2118,6 +2130,7 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
     let (status, answer) = sync_raw(delta(&[], &keys[..2])).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["report_running"], true, "{answer}");
+    described(&answer);
     pass(&o.app).await;
     assert_eq!(state_of(&o.app, runs[2]).await, "running");
     // The whole list: the third is gone, its run lost, and the figures agree again.

@@ -297,9 +297,9 @@ pub fn document() -> Value {
             "/runs/{id}/approve": {"parameters": [id], "post": approve},
             "/runs/{id}/deny": {"parameters": [id], "post": req(op("Deny a run waiting for approval with a reason the researcher sees (422 without one)", "200", "RunState"), "Decision")},
             "/approvals": {"get": op("Runs waiting for approval that the caller may decide", "200", "Runs")},
-            "/agent/register": {"post": agent(req(op("Node agent (agent token of a cluster): register declared nodes and open a session (see docs/agent-protocol.md); 409 undeclared_node, inventory_mismatch or node_in_use", "200", "AgentAnswer"), "AgentRegister"))},
-            "/agent/stop": {"post": agent(req(op("Node agent stopping cleanly: end its session; its nodes are lost at once and their runs requeued or lost", "200", "AgentAnswer"), "AgentStop"))},
-            "/agent/sync": {"post": agent(req(op("Node agent: heartbeat, process reports and long poll for assignments and stops; 409 stale_session (register again), session_replaced (another agent serves a node: stop) or not_assigned", "200", "AgentAnswer"), "AgentSync"))},
+            "/agent/register": {"post": agent(req(op("Node agent (agent token of a cluster): register declared nodes and open a session (see docs/agent-protocol.md); 409 undeclared_node, inventory_mismatch or node_in_use", "200", "AgentRegistered"), "AgentRegister"))},
+            "/agent/stop": {"post": agent(req(op("Node agent stopping cleanly: end its session; its nodes are lost at once and their runs requeued or lost", "200", "AgentStopped"), "AgentStop"))},
+            "/agent/sync": {"post": agent(req(op("Node agent: heartbeat, process reports and long poll for assignments and stops; 409 stale_session (register again), session_replaced (another agent serves a node: stop) or not_assigned", "200", "AgentOrders"), "AgentSync"))},
             "/use-cases": {
                 "get": op("The AI use cases the caller may see, with this month's spend (gpu_minor, imported_micro in millionths, total_minor, over_limit) and human cost", "200", "UseCases"),
                 "post": req(op("Register a use case (a lead of the owner node or above, admins); 422 name_taken; a critical use case needs a stop rule (422)", "201", "UseCase"), "UseCaseBody")

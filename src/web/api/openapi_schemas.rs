@@ -1089,9 +1089,54 @@ pub fn responses() -> Vec<(&'static str, Value)> {
         }),
         ("RunState", obj(&[("id", int()), ("state", s())])),
         (
-            "AgentAnswer",
-            json!({"type": "object", "description": "see docs/agent-protocol.md"}),
+            "AgentRegistered",
+            obj(&[
+                ("session", s()),
+                (
+                    "nodes",
+                    arr(obj(&[("id", int()), ("name", s()), ("kept", b())])),
+                ),
+                ("heartbeat_s", int()),
+                ("timeout_s", int()),
+            ]),
         ),
+        ("AgentStopped", obj(&[("nodes", int())])),
+        ("AgentOrders", {
+            let mut o = obj(&[
+                (
+                    "assignments",
+                    arr(obj(&[
+                        ("run", int()),
+                        ("attempt", int()),
+                        ("node", int()),
+                        ("gpus", arr(int())),
+                        ("command", s()),
+                        ("workdir", nullable(s())),
+                        (
+                            "env",
+                            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+                        ),
+                        ("user", s()),
+                    ])),
+                ),
+                (
+                    "stops",
+                    arr(obj(&[
+                        ("run", int()),
+                        ("attempt", int()),
+                        ("node", int()),
+                        ("grace_s", int()),
+                    ])),
+                ),
+            ]);
+            o["description"] = json!(
+                "the whole desired state of the agent's nodes, or with since the orders changed after it (docs/agent-protocol.md section 2)"
+            );
+            o["properties"]["version"] = json!({"type": "integer", "description": "delta syncs: the version these orders bring the agent to"});
+            o["properties"]["full"] = json!({"type": "boolean", "description": "delta syncs: the lists are the whole desired state"});
+            o["properties"]["report_running"] = json!({"type": "boolean", "description": "the running set's count or digest differs from the server's: list every running process in the next sync"});
+            o
+        }),
         ("UseCase", use_case.clone()),
         ("UseCaseWithSpend", use_case_spend.clone()),
         (
