@@ -2040,6 +2040,34 @@ mod tests {
         }
     }
 
+    /// Serves an agent of node `box` (2 H100) against a scripted server registering it with
+    /// [`mock_register`] and answering syncs with `sync`, until the agent stops (within
+    /// [`GUARD`]): the agent and how its serving ended.
+    async fn against_script<H, T>(
+        dir: &TempDir,
+        script: &Shared,
+        sync: H,
+    ) -> (Agent, anyhow::Result<()>)
+    where
+        H: axum::handler::Handler<T, Shared>,
+        T: 'static,
+    {
+        let app = axum::Router::new()
+            .route("/api/v1/agent/register", axum::routing::post(mock_register))
+            .route("/api/v1/agent/sync", axum::routing::post(sync))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let args = test_args(format!("http://{addr}/"), "2xH100", "box", dir);
+        let mut agent = Agent::new(&args).await.unwrap();
+        let result = tokio::time::timeout(GUARD, agent.serve())
+            .await
+            .expect("the agent never stopped");
+        server.abort();
+        (agent, result)
+    }
+
     /// Delta syncs: assigns run 5 (`sleep 5`) until it is reported running, answers that
     /// sync, asks for the whole running list once (`report_running`), then refuses the token.
     async fn mock_digest_sync(
@@ -2076,19 +2104,7 @@ mod tests {
     async fn delta_syncs_list_a_running_process_until_acknowledged_then_its_digest() {
         let dir = TempDir::new("digest");
         let script = Shared::default();
-        let app = axum::Router::new()
-            .route("/api/v1/agent/register", axum::routing::post(mock_register))
-            .route("/api/v1/agent/sync", axum::routing::post(mock_digest_sync))
-            .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let args = test_args(format!("http://{addr}/"), "2xH100", "box", &dir);
-        let mut agent = Agent::new(&args).await.unwrap();
-        let result = tokio::time::timeout(GUARD, agent.serve())
-            .await
-            .expect("the agent never stopped");
-        server.abort();
+        let (mut agent, result) = against_script(&dir, &script, mock_digest_sync).await;
         assert!(result.unwrap_err().to_string().contains("401"));
         agent.sup.stop_all(Duration::ZERO);
 
@@ -2116,19 +2132,7 @@ mod tests {
     async fn agent_runs_an_assignment_reports_its_exit_and_reregisters() {
         let dir = TempDir::new("loop");
         let script = Shared::default();
-        let app = axum::Router::new()
-            .route("/api/v1/agent/register", axum::routing::post(mock_register))
-            .route("/api/v1/agent/sync", axum::routing::post(mock_sync))
-            .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let args = test_args(format!("http://{addr}/"), "2xH100", "box", &dir);
-        let mut agent = Agent::new(&args).await.unwrap();
-        let result = tokio::time::timeout(GUARD, agent.serve())
-            .await
-            .expect("the agent never stopped");
-        server.abort();
+        let (agent, result) = against_script(&dir, &script, mock_sync).await;
         let err = result.unwrap_err().to_string();
         assert!(err.contains("401"), "{err}");
 
