@@ -75,6 +75,19 @@ impl AgentLocks {
         }
         map.entry(session.to_string()).or_default().clone()
     }
+
+    /// How many sessions have a lock kept.
+    pub fn len(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether no session has a lock kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl AppState {

@@ -2147,6 +2147,19 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
     let (status, answer) = sync_raw(delta(&[], &[keys[0], keys[1], foreign])).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["report_running"], true, "{answer}");
+    // Sessions this server never issued are refused before anything is kept for them (an
+    // agent token sending random session ids grew the server's memory without bound).
+    let kept = o.app.state.agent_locks.len();
+    for i in 0..20 {
+        let forged = format!("{:x}-{}", i + 1, "0".repeat(64));
+        let long = "f".repeat(agents::MAX_SESSION_CHARS + 1);
+        for session in [forged, long] {
+            let body = json!({"session": session, "nodes": [{"node": node}]});
+            let (status, answer) = sync_raw(body).await;
+            assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+        }
+    }
+    assert_eq!(o.app.state.agent_locks.len(), kept);
     // Malformed figures change nothing.
     let (count, digest) = digest_of(&keys[..2]);
     for (body, why) in [

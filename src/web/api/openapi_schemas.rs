@@ -358,7 +358,7 @@ pub fn requests() -> Vec<(&'static str, Value)> {
             json!({"type": "object", "required": ["session", "nodes"], "additionalProperties": false,
                 "dependentRequired": {"running_count": ["running_digest", "since"], "running_digest": ["running_count", "since"]},
                 "properties": {
-                "session": text(), "wait_s": int_in(0, 30),
+                "session": text_max(crate::runs::agents::MAX_SESSION_CHARS as u32), "wait_s": int_in(0, 30),
                 "running_count": {"type": "integer", "minimum": 0, "maximum": crate::runs::agents::MAX_RUNNING_COUNT, "description": "delta syncs: how many processes the agent runs on these nodes; runs may then leave out running processes an earlier answer acknowledged (docs/agent-protocol.md, Running-set digest)"},
                 "running_digest": {"type": "integer", "minimum": 0, "maximum": crate::agent::DIGEST_MODULUS - 1, "description": "with running_count: the sum modulo 2^61 - 1 of the first 60 bits of SHA-256 of run:attempt:node of each of those processes"},
                 "since": {"type": ["integer", "null"], "minimum": 0, "description": "the answer version the agent holds: only orders changed after it come back (docs/agent-protocol.md); absent = the whole state"},
