@@ -1084,10 +1084,12 @@ pub async fn sync(
     // the agent dropped with a refused sync). Exited now with no status, as on a lost node:
     // the pass ends such a run as lost (requeued when resumable). Before, it stayed running
     // and charged, and a cancel of it never completed. Not in a sync from before a restore
-    // (its `since` below `orders_full_before`): the restored database may have a run running
-    // whose process ended since, and the agent tells that exit again on the whole desired
-    // state this sync's answer is, so the run ends as its process did; the next sync applies
-    // the rule.
+    // (its `since` below `orders_full_before`, or above every version the database has
+    // drawn: the agent saw orders the restored database never gave, as after a restore onto
+    // a new machine, whose fresh sequences did not lift the backup's): the restored database
+    // may have a run running whose process ended since, and the agent tells that exit again
+    // on the whole desired state this sync's answer is, so the run ends as its process did;
+    // the next sync applies the rule.
     //
     // A delta sync lists only the running processes not yet acknowledged, with the count and
     // digest of all it runs: while they equal the server's of its nodes' running placements
@@ -1110,7 +1112,8 @@ pub async fn sync(
              WHERE p.node_id = ANY($1) AND p.proc_state = 'running' \
              AND NOT EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::INT[], $4::BIGINT[]) AS u(r, a, n) \
                              WHERE u.r = p.run_id AND u.a = p.attempt AND u.n = p.node_id) \
-             AND NOT ($5 > 0 AND $5 < coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0)) \
+             AND NOT ($5 > 0 AND ($5 < coalesce((SELECT value::BIGINT FROM site_flags WHERE name = 'orders_full_before'), 0) \
+                                  OR $5 > (SELECT last_value FROM order_versions))) \
              RETURNING p.run_id, p.attempt, p.node_id",
         )
         .bind(&node_ids)

@@ -2187,6 +2187,30 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
     for &r in &runs[..2] {
         assert_eq!(state_of(&o.app, r).await, "running");
     }
+    // An agent whose `since` is above every version the database drew saw orders a restore
+    // lost (onto a new machine, the restore's flag is below it too): its whole list, empty,
+    // proves nothing gone; it gets the whole desired state, and its next sync is checked.
+    let drawn: i64 = sqlx::query_scalar("SELECT last_value FROM order_versions")
+        .fetch_one(&o.app.pool)
+        .await
+        .unwrap();
+    let mut body = delta(&[], &[]);
+    body["since"] = json!(drawn + 1000);
+    let (status, answer) = sync_raw(body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["full"], true, "{answer}");
+    pass(&o.app).await;
+    for &r in &runs[..2] {
+        assert_eq!(state_of(&o.app, r).await, "running");
+    }
+    let mut body = delta(&[], &[]);
+    body["since"] = answer["version"].clone();
+    let (status, answer) = sync_raw(body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    pass(&o.app).await;
+    for &r in &runs[..2] {
+        assert_eq!(state_of(&o.app, r).await, "lost");
+    }
 }
 
 /// A process its agent reported running and no longer reports, running or exited, is gone:
