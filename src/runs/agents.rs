@@ -1078,6 +1078,7 @@ pub async fn sync(
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    lap(&mut phases, "never_started");
     // Processes confirmed running that this sync no longer reports, running or exited: an
     // agent lists every process it has until the server took its exit, so these are gone
     // and how they ended was never said (a restored database that had them running, exits
@@ -1096,7 +1097,6 @@ pub async fn sync(
     // (kept by a trigger, so read in one lookup per node whatever the nodes hold), nothing is
     // gone; otherwise the answer asks for the whole list (`report_running`), and the next
     // sync, listing every running process, is checked as above.
-    lap(&mut phases, "never_started");
     let complete = body
         .running_count
         .is_none_or(|c| c == reported_running.len() as i64);
