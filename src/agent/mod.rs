@@ -932,6 +932,13 @@ impl Agent {
             since: delta.then_some(self.desired.version),
             running_count: delta.then_some(count),
             running_digest: delta.then_some(digest),
+            started_up_to: self
+                .started
+                .iter()
+                .map(|k| k.run)
+                .filter(|_| delta)
+                .max()
+                .filter(|&m| m > 0),
         })
     }
 
@@ -1289,6 +1296,7 @@ mod tests {
             since: None,
             running_count: None,
             running_digest: None,
+            started_up_to: None,
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
@@ -2123,7 +2131,9 @@ mod tests {
         let figures = (Some(1), Some(663_525_283_786_214_312));
         for r in [listed, acknowledged, asked] {
             assert_eq!((r.running_count, r.running_digest), figures);
+            assert_eq!(r.started_up_to, Some(5), "the highest run it started");
         }
+        assert_eq!(s.syncs[0].started_up_to, None, "none started yet");
         assert_eq!(running(acknowledged), 0, "acknowledged: not listed");
         assert_eq!(running(asked), 1, "listed again when the server asks");
     }

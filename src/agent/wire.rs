@@ -141,6 +141,11 @@ pub struct SyncRequest {
     /// Delta syncs: the digest of those processes ([`running_digest`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_digest: Option<i64>,
+    /// Delta syncs: the highest run id among the processes this agent started or found
+    /// recorded (none before the first); a server restored onto a new machine continues its
+    /// run ids above it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_up_to: Option<i64>,
 }
 
 /// Utilization of one node in a [`SyncRequest`].

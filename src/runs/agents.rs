@@ -616,6 +616,10 @@ pub const MAX_EXIT_CODE: i32 = 255;
 /// at most 64 GPUs, one process per GPU.
 pub const MAX_RUNNING_COUNT: i64 = 1024 * 64;
 
+/// The highest run id a sync may say its agent started (`started_up_to`): 2^53 - 1, the
+/// largest integer every JSON client reads exactly.
+pub const MAX_RUN_ID: i64 = (1 << 53) - 1;
+
 /// The longest session id a sync may carry: the ids this server issues are at most 82
 /// characters (`NUMBER-RANDOM-MAC` in hex), earlier ones 32.
 pub const MAX_SESSION_CHARS: usize = 200;
@@ -648,6 +652,12 @@ pub struct Sync {
     /// ([`crate::agent::running_digest`]), 0 to 2^61 - 2.
     #[serde(default)]
     pub running_digest: Option<i64>,
+    /// Delta syncs: the highest run id among the processes the agent has started (or found
+    /// recorded in its state directory), 1 to 2^53 - 1. Read only from a sync that saw
+    /// versions the database never drew (restored onto a new machine): run ids then continue
+    /// above it, so no new run takes an id the agent already ran.
+    #[serde(default)]
+    pub started_up_to: Option<i64>,
 }
 
 /// 409 `stale_session`: `why` names the node and what happened to it.
@@ -685,6 +695,15 @@ pub async fn sync(
         return Err(AppError::invalid(
             "since",
             "since is the version of an earlier answer, 0 or more",
+        ));
+    }
+    if body
+        .started_up_to
+        .is_some_and(|m| body.since.is_none() || !(1..=MAX_RUN_ID).contains(&m))
+    {
+        return Err(AppError::invalid(
+            "started_up_to",
+            format!("started_up_to is a run id, 1 to {MAX_RUN_ID}, in a sync with since"),
         ));
     }
     // The running set's count and digest come together, with `since` (delta syncs).
@@ -1040,6 +1059,21 @@ pub async fn sync(
     lap(&mut phases, "heartbeat");
     let changed = crate::executor::record(&mut tx, &reports).await?;
     lap(&mut phases, "record");
+    // An agent that saw order versions the database never drew has run what a restore onto a
+    // new machine lost, whose fresh sequences continued from the backup's: run ids continue
+    // above every run it started, or a new run could take an id it already ran, which it
+    // never starts again (found by an adversarial check: such runs stayed `starting`). Only
+    // ever raised, and not undone if the sync fails (sequences are not transactional).
+    if let (Some(since), Some(top)) = (body.since, body.started_up_to) {
+        sqlx::query(
+            "SELECT setval('runs_id_seq', $2) \
+             WHERE $1 > (SELECT last_value FROM order_versions) AND $2 > (SELECT last_value FROM runs_id_seq)",
+        )
+        .bind(since)
+        .bind(top)
+        .execute(&mut *tx)
+        .await?;
+    }
     // A node that could not run a process is drained at once, whatever became of the run
     // meanwhile (found by a check: a fault told after its run was cancelled drained nothing,
     // and the node failed the next run sent to it). Only faults the placement took (not one

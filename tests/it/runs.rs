@@ -2179,10 +2179,23 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
             json!({"session": session, "nodes": [{"node": node}], "since": 0, "running_count": -1, "running_digest": digest}),
             "negative count",
         ),
+        (
+            json!({"session": session, "nodes": [{"node": node}], "started_up_to": 5}),
+            "started_up_to without since",
+        ),
+        (
+            json!({"session": session, "nodes": [{"node": node}], "since": 0, "started_up_to": 1i64 << 53}),
+            "started_up_to past 2^53 - 1",
+        ),
     ] {
         let (status, answer) = sync_raw(body).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{why}: {answer}");
-        assert_eq!(answer["error"]["field"], "running_count", "{why}: {answer}");
+        let field = if why.starts_with("started_up_to") {
+            "started_up_to"
+        } else {
+            "running_count"
+        };
+        assert_eq!(answer["error"]["field"], field, "{why}: {answer}");
     }
     for &r in &runs[..2] {
         assert_eq!(state_of(&o.app, r).await, "running");
@@ -2194,8 +2207,18 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
         .fetch_one(&o.app.pool)
         .await
         .unwrap();
+    // Run ids then continue above the highest it started (a sync within the drawn versions
+    // moves nothing).
+    let last_run = *runs.iter().max().unwrap();
+    let mut body = delta(&[], &keys[..2]);
+    body["started_up_to"] = json!(last_run + 5000);
+    let (status, answer) = sync_raw(body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let next = submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await;
+    assert!(next < last_run + 5000, "{next}");
     let mut body = delta(&[], &[]);
     body["since"] = json!(drawn + 1000);
+    body["started_up_to"] = json!(next + 700);
     let (status, answer) = sync_raw(body).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["full"], true, "{answer}");
@@ -2203,6 +2226,8 @@ async fn a_delta_sync_lists_new_processes_only_and_a_differing_digest_asks_for_a
     for &r in &runs[..2] {
         assert_eq!(state_of(&o.app, r).await, "running");
     }
+    let after = submit(&o, run_body("fm-pretrain-7b", 1, 60, false)).await;
+    assert_eq!(after, next + 701);
     let mut body = delta(&[], &[]);
     body["since"] = answer["version"].clone();
     let (status, answer) = sync_raw(body).await;

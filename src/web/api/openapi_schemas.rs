@@ -356,10 +356,11 @@ pub fn requests() -> Vec<(&'static str, Value)> {
         (
             "AgentSync",
             json!({"type": "object", "required": ["session", "nodes"], "additionalProperties": false,
-                "dependentRequired": {"running_count": ["running_digest", "since"], "running_digest": ["running_count", "since"]},
+                "dependentRequired": {"running_count": ["running_digest", "since"], "running_digest": ["running_count", "since"], "started_up_to": ["since"]},
                 "properties": {
                 "session": text_max(crate::runs::agents::MAX_SESSION_CHARS as u32), "wait_s": int_in(0, 30),
                 "running_count": {"type": "integer", "minimum": 0, "maximum": crate::runs::agents::MAX_RUNNING_COUNT, "description": "delta syncs: how many processes the agent runs on these nodes; runs may then leave out running processes an earlier answer acknowledged (docs/agent-protocol.md, Running-set digest)"},
+                "started_up_to": {"type": "integer", "minimum": 1, "maximum": crate::runs::agents::MAX_RUN_ID, "description": "delta syncs: the highest run id among the processes the agent started; a server restored onto a new machine continues its run ids above it (docs/agent-protocol.md section 2)"},
                 "running_digest": {"type": "integer", "minimum": 0, "maximum": crate::agent::DIGEST_MODULUS - 1, "description": "with running_count: the sum modulo 2^61 - 1 of the first 60 bits of SHA-256 of run:attempt:node of each of those processes"},
                 "since": {"type": ["integer", "null"], "minimum": 0, "description": "the answer version the agent holds: only orders changed after it come back (docs/agent-protocol.md); absent = the whole state"},
                 "nodes": arr(json!({"type": "object", "required": ["node"], "additionalProperties": false, "properties": {"node": int(), "utilization": arr(nullable(int_in(0, 100)))}})),
