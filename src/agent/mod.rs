@@ -395,6 +395,8 @@ struct Agent {
     sup: Supervisor,
     /// Every (run, attempt, node) ever started (or refused) in this process's life.
     started: HashSet<RunKey>,
+    /// The highest run id in `started` (0 for none): `started_up_to` of delta syncs.
+    started_up_to: i64,
     /// Exits not yet acknowledged by a 200 answer.
     pending: Vec<Exit>,
     /// The last [`ENDED_KEPT`] exits, acknowledged or not: told again when the server assigns
@@ -560,6 +562,7 @@ impl Agent {
                         .then_some(args.min_submitter_uid.max(1)..=args.max_submitter_uid),
                 ),
             started: HashSet::new(),
+            started_up_to: 0,
             pending: Vec::new(),
             ended: VecDeque::new(),
             node_names: HashMap::new(),
@@ -593,12 +596,15 @@ impl Agent {
         for (node, r) in &found.adopted {
             self.sup.adopt(node, r);
         }
-        self.started.extend(self.sup.local().iter().map(|p| p.key));
+        let adopted: Vec<RunKey> = self.sup.local().iter().map(|p| p.key).collect();
+        for key in adopted {
+            self.note_started(key);
+        }
         // Ends recorded since the earlier agent's last sync may not have reached the server;
         // told again, an end it knows changes nothing.
         let recent = std::time::SystemTime::now() - ENDS_TOLD_AGAIN.max(self.timeout * 2);
         for e in found.ended {
-            self.started.insert(e.key);
+            self.note_started(e.key);
             let age = std::time::SystemTime::now()
                 .duration_since(e.at)
                 .unwrap_or_default();
@@ -932,13 +938,7 @@ impl Agent {
             since: delta.then_some(self.desired.version),
             running_count: delta.then_some(count),
             running_digest: delta.then_some(digest),
-            started_up_to: self
-                .started
-                .iter()
-                .map(|k| k.run)
-                .filter(|_| delta)
-                .max()
-                .filter(|&m| m > 0),
+            started_up_to: (delta && self.started_up_to > 0).then_some(self.started_up_to),
         })
     }
 
@@ -1026,7 +1026,7 @@ impl Agent {
     /// Carries out a whole desired state; true when something was started or stopped.
     fn carry_out(&mut self, answer: &SyncAnswer) -> bool {
         for a in &answer.assignments {
-            if !self.node_names.contains_key(&a.node) && self.started.insert(a.key()) {
+            if !self.node_names.contains_key(&a.node) && self.note_started(a.key()) {
                 tracing::warn!(
                     run = a.run,
                     attempt = a.attempt,
@@ -1048,9 +1048,16 @@ impl Agent {
         plan.changes_something()
     }
 
+    /// Records that `key` was started (or refused): it is never started again. True when it
+    /// was not yet.
+    fn note_started(&mut self, key: RunKey) -> bool {
+        self.started_up_to = self.started_up_to.max(key.run);
+        self.started.insert(key)
+    }
+
     fn start(&mut self, a: &Assignment) {
         let key = a.key();
-        self.started.insert(key);
+        self.note_started(key);
         let node = self.node_label(key.node);
         match self.sup.start(a, &node) {
             Ok(log) => tracing::info!(
