@@ -800,13 +800,21 @@ pub async fn sync(
             "the session is not one this server issued".to_string(),
         ));
     }
-    let rows: Vec<(i64, Option<String>, i32)> = sqlx::query_as(
-        "SELECT id, agent_session, gpu_count FROM nodes WHERE id = ANY($1) AND cluster_id = $2",
+    // With the nodes: whether run ids must be lifted above `started_up_to` (below).
+    let rows: Vec<(i64, Option<String>, i32, bool)> = sqlx::query_as(
+        "SELECT id, agent_session, gpu_count, \
+                coalesce($3 > (SELECT last_value FROM order_versions) AND $4 > (SELECT last_value FROM runs_id_seq), false) \
+         FROM nodes WHERE id = ANY($1) AND cluster_id = $2",
     )
     .bind(&node_ids)
     .bind(cluster)
+    .bind(body.since)
+    .bind(body.started_up_to)
     .fetch_all(pool)
     .await?;
+    let lift_run_ids = rows.first().is_some_and(|r| r.3);
+    let rows: Vec<(i64, Option<String>, i32)> =
+        rows.into_iter().map(|(n, s, g, _)| (n, s, g)).collect();
     let gpu_count: HashMap<i64, i32> = rows.iter().map(|(id, _, g)| (*id, *g)).collect();
     if let Some(n) = node_ids.iter().find(|n| !gpu_count.contains_key(n)) {
         return Err(stale_session(format!(
@@ -1005,6 +1013,13 @@ pub async fn sync(
         });
     }
 
+    // An agent that saw order versions the database never drew has run what a restore onto a
+    // new machine lost, whose fresh sequences continued from the backup's: run ids continue
+    // above every run it started, or a new run could take an id it already ran, which it
+    // never starts again (found by an adversarial check: such runs stayed `starting`).
+    if let Some(top) = body.started_up_to.filter(|_| lift_run_ids) {
+        lift_run_ids_above(pool, top).await?;
+    }
     lap(&mut phases, "checks");
     // A sync writes only heartbeats and process states, each in one statement; the pass turns
     // them into run states (it is the one writer of those, so syncs never wait on it).
@@ -1059,21 +1074,6 @@ pub async fn sync(
     lap(&mut phases, "heartbeat");
     let changed = crate::executor::record(&mut tx, &reports).await?;
     lap(&mut phases, "record");
-    // An agent that saw order versions the database never drew has run what a restore onto a
-    // new machine lost, whose fresh sequences continued from the backup's: run ids continue
-    // above every run it started, or a new run could take an id it already ran, which it
-    // never starts again (found by an adversarial check: such runs stayed `starting`). Only
-    // ever raised, and not undone if the sync fails (sequences are not transactional).
-    if let (Some(since), Some(top)) = (body.since, body.started_up_to) {
-        sqlx::query(
-            "SELECT setval('runs_id_seq', $2) \
-             WHERE $1 > (SELECT last_value FROM order_versions) AND $2 > (SELECT last_value FROM runs_id_seq)",
-        )
-        .bind(since)
-        .bind(top)
-        .execute(&mut *tx)
-        .await?;
-    }
     // A node that could not run a process is drained at once, whatever became of the run
     // meanwhile (found by a check: a fault told after its run was cancelled drained nothing,
     // and the node failed the next run sent to it). Only faults the placement took (not one
@@ -1280,6 +1280,34 @@ pub async fn sync(
             return Ok(serde_json::json!({"assignments": assignments, "stops": stops}));
         }
     }
+}
+
+/// Sets the run id sequence so that the next run's id is above `top`, unless it already is.
+/// Submissions draw ids inside their `INSERT INTO runs`: with inserts held off by the table
+/// lock, none is drawn between reading the sequence and setting it, so no id is drawn twice.
+/// Its own transaction, before the sync writes anything, so it waits on nothing it holds.
+///
+/// # Errors
+/// Database errors.
+async fn lift_run_ids_above(pool: &PgPool, top: i64) -> Result<(), AppError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let lifted: Option<i64> = sqlx::query_scalar(
+        "SELECT setval('runs_id_seq', $1) WHERE $1 > (SELECT last_value FROM runs_id_seq)",
+    )
+    .bind(top)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    if lifted.is_some() {
+        tracing::warn!(
+            above = top,
+            "an agent ran runs the database does not know (restored onto a new machine?): run ids continue above them"
+        );
+    }
+    Ok(())
 }
 
 /// Adds a heartbeat's utilization readings to `run_utilization` (the utilization metric,
