@@ -265,7 +265,7 @@ pub struct ProcessReport {
 ///
 /// # Errors
 /// Database errors.
-pub async fn running_digest(
+pub async fn nodes_running_digest(
     conn: &mut PgConnection,
     nodes: &[i64],
 ) -> Result<(i64, i64), sqlx::Error> {

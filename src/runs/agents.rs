@@ -1158,7 +1158,7 @@ pub async fn sync(
         .fetch_all(&mut *tx)
         .await?
     } else {
-        let server = crate::executor::running_digest(&mut tx, &node_ids).await?;
+        let server = crate::executor::nodes_running_digest(&mut tx, &node_ids).await?;
         report_running = Some(server) != body.running_count.zip(body.running_digest);
         if report_running {
             tracing::info!(
