@@ -38,6 +38,10 @@ pub struct Embedded {
     /// True when this process owns the server (started it, or took it over) and so must stop
     /// it, unless another process took it over since.
     owned: bool,
+    /// Set once this process began to leave the server ([`Embedded::stop_if_owned`]), shared
+    /// by its clones: the watch of `serve` then starts nothing again (it restarted the server
+    /// that `serve`'s shutdown had just stopped, leaving it running after `serve` exited).
+    leaving: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One process keeping a running server: a line `PID START_TIME KIND` of `postgres.owner`.
@@ -139,6 +143,7 @@ impl Embedded {
             as_postgres_user,
             owner_file: data_dir.join("postgres.owner"),
             owned: false,
+            leaving: std::sync::Arc::default(),
         };
         if as_postgres_user {
             this.make_reachable(&data_dir)?;
@@ -479,6 +484,9 @@ impl Embedded {
             return Ok(false);
         }
         let _lock = self.lock()?;
+        if self.leaving.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
         if self.is_running()? {
             // Running but shutting down: a plain `kill` (SIGTERM) puts PostgreSQL in
             // smart shutdown, where it serves the sessions it has and refuses new ones until
@@ -526,6 +534,8 @@ impl Embedded {
         if !self.owned {
             return Ok(());
         }
+        self.leaving
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let _lock = self.lock()?;
         let me = Owner::me(false);
         let mut owners = Owner::read_live(&self.owner_file);

@@ -323,6 +323,30 @@ async fn overlapping_serves_keep_postgres_until_the_last_one_stops() {
     let _ = std::fs::remove_file(dir.with_extension("log"));
 }
 
+/// The watch that starts a stopped server again (`serve` runs it every few seconds) starts
+/// nothing once its process began to leave: found by CI, where the overlapping-serves test
+/// left a PostgreSQL running because the last `serve`'s watch, waiting for the lock while its
+/// shutdown stopped the server, started it again.
+#[tokio::test]
+async fn the_watch_starts_nothing_once_its_process_leaves() {
+    use tranche::db::embedded::{Claim, Embedded};
+    let dir = std::env::temp_dir().join(format!("tranche-leave-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir2 = dir.clone();
+    let left = tokio::task::spawn_blocking(move || {
+        let served = Embedded::open(&dir2, Claim::TakeOver).expect("start");
+        let watch = served.clone();
+        served.stop_if_owned().expect("stop");
+        watch.restart_if_stopped().expect("watch")
+    })
+    .await
+    .unwrap();
+    assert!(!left, "the watch started the server again");
+    let left = postgres_processes(&dir.join("postgres"));
+    assert!(left.is_empty(), "PostgreSQL processes left: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `tranche admin backup` writes the embedded database to a new private file and
 /// `tranche admin restore` puts it back in one transaction: a user made after the backup is
 /// gone, and the server each command started is stopped again.
