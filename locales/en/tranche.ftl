@@ -202,7 +202,7 @@ wait-short-run-headroom = waits for { $gpus ->
 wait-reserved = waiting for { $gpus } { $model } { $gpus ->
     [one] GPU
    *[other] GPUs
-}; reserved start about { $at }
+}, { $free } idle now; reserved start about { $at }
 wait-behind-reservation = GPUs are reserved for run { $run } from about { $at }, and this run would not end before then
 wait-protected = the GPUs it could take are protected until { $until } (minimum runtime of the runs on them, or the capacity contract they run on)
 wait-gpus = waiting for { $gpus } { $gpus ->

@@ -196,7 +196,10 @@ wait-short-run-headroom = espera { $gpus } GPU: ahora hay { $free ->
     [one] { $free } ociosa
    *[other] { $free } ociosas
 }, de las que el grupo guarda { $kept } para ejecuciones cortas (límite de tiempo de 15 minutos o menos) para que empiecen en el acto
-wait-reserved = esperando { $gpus } GPU { $model }; inicio reservado hacia { $at }
+wait-reserved = esperando { $gpus } GPU { $model }, { $free ->
+    [one] ahora hay 1 libre
+   *[other] ahora hay { $free } libres
+}; inicio reservado hacia { $at }
 wait-behind-reservation = hay GPU reservadas para la ejecución { $run } desde { $at } aproximadamente, y esta ejecución no terminaría antes
 wait-protected = las GPU que podría tomar están protegidas hasta { $until } (tiempo mínimo de ejecución de las ejecuciones que las usan, o el contrato de capacidad en el que se ejecutan)
 wait-gpus = esperando { $gpus } GPU de su modelo; ahora hay { $free } libres

@@ -187,7 +187,10 @@ wait-idle-gpus = esleipenik gabe: bere modeloko { $gpus } GPU gelditu arte itxar
    *[other] ; bere modeloko GPUen zain dauden { $waiting } exekuzio esleitu doaz lehenago
 }
 wait-short-run-headroom = { $gpus } GPUren zain: orain { $free } daude geldirik, eta horietatik { $kept } exekuzio laburretarako gordetzen ditu multzoak (15 minutuko edo gutxiagoko denbora-muga), berehala has daitezen
-wait-reserved = { $gpus } { $model } GPUren zain; hasiera erreserbatua { $at } inguruan
+wait-reserved = { $gpus } { $model } GPUren zain, { $free ->
+    [one] orain 1 dago libre
+   *[other] orain { $free } daude libre
+}; hasiera erreserbatua { $at } inguruan
 wait-behind-reservation = GPUak { $run }. exekuziorako erreserbatuta daude { $at } inguruan hasita, eta exekuzio hau ez litzateke lehenago amaituko
 wait-protected = har litzakeen GPUak { $until } arte daude babestuta (haietan dauden exekuzioen gutxieneko exekuzio-denbora, edo haiek erabiltzen duten edukiera-kontratua)
 wait-gpus = bere modeloko { $gpus } GPUren zain; orain { $free } daude libre

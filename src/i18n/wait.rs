@@ -238,9 +238,19 @@ fn pass_words(
             "wait-short-run-headroom",
             &[("gpus", gpus), ("free", free), ("kept", kept)],
         ),
-        WaitReason::Reserved { gpus, model, at } => r.m(
+        WaitReason::Reserved {
+            gpus,
+            model,
+            free,
+            at,
+        } => r.m(
             "wait-reserved",
-            &[("gpus", gpus), ("model", model), ("at", &r.instant(*at))],
+            &[
+                ("gpus", gpus),
+                ("model", model),
+                ("free", free),
+                ("at", &r.instant(*at)),
+            ],
         ),
         WaitReason::BehindReservation { run, at } => r.m(
             "wait-behind-reservation",

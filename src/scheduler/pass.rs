@@ -2100,6 +2100,7 @@ impl<'a> Pass<'a> {
             WaitReason::Reserved {
                 gpus: w.gpus,
                 model: p.model_name.clone(),
+                free: (p.free - p.hold).max(0) as u32,
                 at,
             }
         } else {

@@ -213,6 +213,10 @@ pub enum WaitReason {
         gpus: u32,
         /// GPU model name.
         model: String,
+        /// Idle GPUs of its pool now, beside those held for contracts (0 in notes written
+        /// before it was recorded).
+        #[serde(default)]
+        free: u32,
         /// Reserved start.
         at: i64,
     },
@@ -410,8 +414,13 @@ impl WaitReason {
                 "waits for {gpus} {}: {free} idle now, of which the pool keeps {kept} for short runs (time limit 15 minutes or less) so that they start at once",
                 gpu_word(*gpus)
             ),
-            WaitReason::Reserved { gpus, model, at } => format!(
-                "waiting for {gpus} {model} {}; reserved start about {}",
+            WaitReason::Reserved {
+                gpus,
+                model,
+                free,
+                at,
+            } => format!(
+                "waiting for {gpus} {model} {}, {free} idle now; reserved start about {}",
                 gpu_word(*gpus),
                 format_instant(*at)
             ),
@@ -556,6 +565,7 @@ mod tests {
             WaitReason::Reserved {
                 gpus: 1,
                 model: "H100".into(),
+                free: 0,
                 at: 0,
             },
             WaitReason::BehindReservation {

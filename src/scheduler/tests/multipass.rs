@@ -447,7 +447,7 @@ fn a_reserved_gang_keeps_its_reservation_when_higher_ranked_runs_arrive() {
     m.step_to(T0);
     let out = m.pass();
     match reason_of(&out, gang) {
-        WaitReason::Reserved { at, .. } => assert_eq!(*at, last_end),
+        WaitReason::Reserved { at, free, .. } => assert_eq!((*at, *free), (last_end, 0)),
         other => panic!("{other:?}"),
     }
     let mut later = Vec::new();
@@ -466,8 +466,13 @@ fn a_reserved_gang_keeps_its_reservation_when_higher_ranked_runs_arrive() {
             "at +{k}0 min: {:?}",
             started(&out)
         );
+        // Its reason names the GPUs idle now: the k one-GPU runs that ended, which the later
+        // runs may not take.
         match reason_of(&out, gang) {
-            WaitReason::Reserved { at, .. } => assert_eq!(*at, last_end, "at +{k}0 min"),
+            WaitReason::Reserved { at, free, .. } => {
+                assert_eq!(*at, last_end, "at +{k}0 min");
+                assert_eq!(*free, k as u32, "at +{k}0 min");
+            }
             other => panic!("at +{k}0 min: {other:?}"),
         }
         for &r in &later {
