@@ -1135,7 +1135,19 @@ pub async fn sync(
         .running_count
         .is_none_or(|c| c == reported_running.len() as i64);
     let mut report_running = false;
-    let gone: Vec<(i64, i32, i64)> = if complete {
+    // A whole list whose figures agree with the server's has nothing gone either: the
+    // anti-join over every running placement of the nodes is run only when they differ (or
+    // the agent sends none, the previous protocol).
+    let figures = body.running_count.zip(body.running_digest);
+    let agree = match figures {
+        Some(figures) if complete => {
+            figures == crate::executor::nodes_running_digest(&mut tx, &node_ids).await?
+        }
+        _ => false,
+    };
+    let gone: Vec<(i64, i32, i64)> = if agree {
+        Vec::new()
+    } else if complete {
         let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
             .runs
             .iter()
@@ -1159,7 +1171,7 @@ pub async fn sync(
         .await?
     } else {
         let server = crate::executor::nodes_running_digest(&mut tx, &node_ids).await?;
-        report_running = Some(server) != body.running_count.zip(body.running_digest);
+        report_running = Some(server) != figures;
         if report_running {
             tracing::info!(
                 agent = ?body.running_count.zip(body.running_digest),

@@ -1460,10 +1460,19 @@ async fn pass_inner(
     let mut exits: Vec<i64> = sqlx::query_scalar("DELETE FROM placement_exits RETURNING run_id")
         .fetch_all(&mut *tx)
         .await?;
+    // Likewise the placements whose processes left `assigned` (migration ...620): only their
+    // runs can have become running.
+    let mut left_assigned: Vec<i64> =
+        sqlx::query_scalar("DELETE FROM placement_starts RETURNING run_id")
+            .fetch_all(&mut *tx)
+            .await?;
+    left_assigned.sort_unstable();
+    left_assigned.dedup();
     crate::executor::fold_running_changes(&mut tx).await?;
     exits.sort_unstable();
     exits.dedup();
-    let only = (!live.exit_sweep_due(EXIT_SWEEP_EVERY)).then_some(exits.as_slice());
+    let sweep = live.exit_sweep_due(EXIT_SWEEP_EVERY);
+    let only = (!sweep).then_some(exits.as_slice());
     let ended = end_exited_attempts(&mut tx, pool, site, only).await?;
     // Stopping runs whose processes all left (few: the index on live states finds them), then
     // gangs with a failed member still running.
@@ -1533,15 +1542,22 @@ async fn pass_inner(
     // the job, is neither charged (starting runs are not) nor taken from its time limit or
     // minimum runtime. Agents report a start at once; the Slurm bridge records Slurm's own
     // start of the job.
-    let confirmed: Vec<i64> = sqlx::query_scalar(
+    // Only runs whose placements left `assigned` since the last pass can have, except when
+    // the exits are swept (once a minute, and on a first pass).
+    let only_started = (!sweep).then_some(left_assigned.as_slice());
+    let sql = format!(
         "UPDATE runs r SET state = 'running', started_at = GREATEST(r.started_at, COALESCE( \
              (SELECT max(p.running_at) FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt), r.started_at)) \
-         WHERE r.state = 'starting' \
+         WHERE r.state = 'starting' {} \
          AND NOT EXISTS (SELECT 1 FROM run_placements p WHERE p.run_id = r.id AND p.attempt = r.attempt AND p.proc_state = 'assigned') \
          RETURNING r.id",
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+        among(only_started)
+    );
+    let mut confirm = sqlx::query_scalar(&sql);
+    if let Some(ids) = only_started {
+        confirm = confirm.bind(ids);
+    }
+    let confirmed: Vec<i64> = confirm.fetch_all(&mut *tx).await?;
     if !confirmed.is_empty() {
         sqlx::query(
             "INSERT INTO run_events (run_id, kind, message, attempt, note) \
