@@ -165,6 +165,9 @@ struct Holder {
 #[derive(Default)]
 struct VictimCount {
     have: i64,
+    /// GPUs kept for short runs that are not idle now (short runs hold them): GPUs freed by
+    /// runs ending fill these first; victims' GPUs go to the need ([`Pass::preemption_need`]).
+    deficit: i64,
     evicted: i64,
     loss: i64,
     lost_by: Vec<(ProjectId, i64)>,
@@ -2193,7 +2196,7 @@ impl<'a> Pass<'a> {
         }
         // A preemption for it takes its need from its victims, the kept GPUs staying idle
         // ([`Self::preemption_need`]); GPUs that end free fill the headroom first.
-        let mut chosen = self.reserve_by_evictions(w, pool, gain, avail.max(0), &holders);
+        let mut chosen = self.reserve_by_evictions(w, pool, gain, avail, &holders);
         if chosen.is_none() {
             let mut order: Vec<(i64, i64)> = Vec::with_capacity(holders.len());
             for rule in [2, 3] {
@@ -2262,22 +2265,23 @@ impl<'a> Pass<'a> {
             return None;
         }
         let start = VictimCount {
-            have: avail,
+            have: avail.max(0),
+            deficit: (-avail).max(0),
             ..VictimCount::default()
         };
         let (at, count, counted) = self.count_victims(w, pool, gain, need, start, holders)?;
         if at <= self.now {
             return None;
         }
-        // Everything freed by `at` counts: what was counted, and what ends by then.
-        let total = count.have
-            + holders
-                .iter()
-                .zip(&counted)
-                .filter(|(h, c)| !**c && h.end <= at)
-                .map(|(h, _)| h.gpus)
-                .sum::<i64>();
-        Some((at, total))
+        // Everything freed by `at` counts: what was counted, and what ends by then beyond the
+        // kept GPUs still missing.
+        let ended: i64 = holders
+            .iter()
+            .zip(&counted)
+            .filter(|(h, c)| !**c && h.end <= at)
+            .map(|(h, _)| h.gpus)
+            .sum();
+        Some((at, count.have + (ended - count.deficit).max(0)))
     }
 
     /// The first instant at which `holders`, taken in time order from `start`, cover `need`
@@ -2363,8 +2367,13 @@ impl<'a> Pass<'a> {
             }
             if victim {
                 c.evicted += h.gpus;
+                c.have += h.gpus;
+            } else {
+                // An end refills the kept GPUs first.
+                let refill = c.deficit.min(h.gpus);
+                c.deficit -= refill;
+                c.have += h.gpus - refill;
             }
-            c.have += h.gpus;
             counted[i] = true;
             at = t;
         }
@@ -2634,6 +2643,7 @@ impl<'a> Pass<'a> {
                     .collect();
                 let start = VictimCount {
                     have: freed,
+                    deficit: 0,
                     evicted: freed,
                     loss: mv.loss,
                     lost_by: mv.lost.iter().map(|&(p, g, _)| (p, g)).collect(),

@@ -982,6 +982,51 @@ fn a_reservation_counts_the_gpus_kept_for_short_runs() {
     assert_eq!(d.started_at.get(&gang), Some(&vec![T0 + 2 * H]));
 }
 
+/// A short run on the GPU its pool keeps does not move a long run's reserved start to the
+/// short run's end: the GPU it frees is kept again, so the start is when another GPU frees
+/// beside it (found by a new-user check: "reserved start about 22:53", the short run's end,
+/// on 55 passes, then 23:37 once it ended; docs/design.md sections 3.6 and 3.7).
+#[test]
+fn a_short_run_on_the_kept_gpu_does_not_bring_a_long_runs_start_forward() {
+    let mut b = Builder::new();
+    b.nodes(2, 8);
+    let a = b.project(None, "40", 0);
+    let c = b.project(None, "40", 0);
+    let d = b.project(None, "20", 0);
+    // Protected to their ends (T0 + H and T0 + 2H): nothing may be evicted.
+    b.running(a, 8, T0 - 600, H + 600, H + 600);
+    b.running(c, 7, T0 - 600, 2 * H + 600, 2 * H + 600);
+    // A short run (time limit 15 minutes) on the one GPU the pool keeps, ending at T0 + 10 min.
+    b.running(d, 1, T0 - 300, 600, 900);
+    let long = b.waiting(d, 1, T0 - 60, 600, H);
+    b.snap.short_load = vec![ShortLoad {
+        cluster: ClusterId(1),
+        model: ModelId(1),
+        milli_gpus: 30,
+    }];
+    b.snap.validate().unwrap();
+    let mut drv = Driver::new(b.snap.clone(), T0);
+    // At T0 + H, a's 8 GPUs free: one of them beside the kept one is the first instant it may
+    // start. Before the fix, the short run's end (T0 + 10 min) was given.
+    let out = drv.pass();
+    assert_eq!(
+        estimate_of(&out, long),
+        Some(T0 + H),
+        "{:?}",
+        reason_of(&out, long)
+    );
+    let out = drv.advance_to(T0 + 600 + 60);
+    assert!(started(&out).is_empty());
+    assert_eq!(
+        estimate_of(&out, long),
+        Some(T0 + H),
+        "{:?}",
+        reason_of(&out, long)
+    );
+    drv.advance_to(T0 + H);
+    assert_eq!(drv.started_at.get(&long), Some(&vec![T0 + H]));
+}
+
 /// A pool's starving head smaller than a node does not take the GPUs kept for short runs:
 /// where every project's entitlement is under one GPU, each 1-GPU run first in line is such a
 /// head, and it took the kept GPU (found by a new-user check). A head of a whole node may.
