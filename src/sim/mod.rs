@@ -34,6 +34,7 @@ pub struct SimulateArgs {
     /// Cluster: comma-separated MODEL:NODESxGPUS (default: the fewest 8-GPU nodes that put the
     /// trace's mean demand at or below 60% of capacity and hold its largest job, but no more
     /// than would hold every job at once; the output says the demand's share of the cluster).
+    /// At most 64 GPUs per node and 100,000 GPUs in all.
     #[arg(long)]
     pub cluster: Option<String>,
     /// Program tree: comma-separated PATH=PERCENT; leaves are the trace's tenants (default:

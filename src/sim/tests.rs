@@ -200,9 +200,24 @@ fn cluster_and_tree_specs_refuse_bad_input() {
         ":4x8",
         "A:1x1,A:2x2",
         "H100:axb",
+        // More than 100,000 GPUs in all (a million nodes once replayed for minutes).
+        "GPU:1000000x8",
+        "A:6250x8,B:6251x8",
     ] {
         assert!(parse_cluster(bad).is_err(), "{bad}");
     }
+    let most = parse_cluster("A:6250x8,B:6250x8").unwrap();
+    assert_eq!(
+        most.iter().map(|p| p.nodes * p.gpus_per_node).sum::<u32>(),
+        100_000
+    );
+    // The default cluster stays within the same bound: a job larger is rejected, not built for.
+    let huge = "submit,duration,gpus,project
+0,10,1000000,x
+";
+    let tr = load_from(huge.as_bytes(), Format::Native, false).unwrap();
+    let pools = default_cluster(&tr.jobs);
+    assert_eq!(pools[0].nodes * pools[0].gpus_per_node, 100_000);
     assert!(parse_tree("a=50,a/x=100,b=50").is_ok());
     assert!(parse_tree("a=abc").is_err());
     assert!(parse_tree("a/x=100").is_err(), "parent missing");
