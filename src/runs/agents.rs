@@ -1134,20 +1134,27 @@ pub async fn sync(
     let complete = body
         .running_count
         .is_none_or(|c| c == reported_running.len() as i64);
-    let mut report_running = false;
-    // A whole list whose figures agree with the server's has nothing gone either: the
-    // anti-join over every running placement of the nodes is run only when they differ (or
-    // the agent sends none, the previous protocol).
+    // The running set's figures against the server's of the nodes (delta syncs): when they
+    // agree, nothing is gone, whether or not the list is whole, and the anti-join over every
+    // running placement of the nodes is not run; a whole list that differs (or comes without
+    // figures, the previous protocol) is checked by it; a delta that differs asks for the list.
     let figures = body.running_count.zip(body.running_digest);
-    let agree = match figures {
-        Some(figures) if complete => {
-            figures == crate::executor::nodes_running_digest(&mut tx, &node_ids).await?
-        }
-        _ => false,
+    let server = match figures {
+        Some(_) => Some(crate::executor::nodes_running_digest(&mut tx, &node_ids).await?),
+        None => None,
     };
-    let gone: Vec<(i64, i32, i64)> = if agree {
+    let agree = figures.is_some() && server == figures;
+    let report_running = !agree && !complete;
+    let gone: Vec<(i64, i32, i64)> = if agree || report_running {
+        if report_running {
+            tracing::info!(
+                agent = ?figures,
+                ?server,
+                "an agent's running processes differ from the server's: asking for the whole list"
+            );
+        }
         Vec::new()
-    } else if complete {
+    } else {
         let (all_runs, (all_attempts, all_nodes)): (Vec<i64>, (Vec<i32>, Vec<i64>)) = body
             .runs
             .iter()
@@ -1169,17 +1176,6 @@ pub async fn sync(
         .bind(body.since.unwrap_or(0))
         .fetch_all(&mut *tx)
         .await?
-    } else {
-        let server = crate::executor::nodes_running_digest(&mut tx, &node_ids).await?;
-        report_running = Some(server) != figures;
-        if report_running {
-            tracing::info!(
-                agent = ?body.running_count.zip(body.running_digest),
-                ?server,
-                "an agent's running processes differ from the server's: asking for the whole list"
-            );
-        }
-        Vec::new()
     };
     for (run, attempt, node) in &gone {
         tracing::warn!(
